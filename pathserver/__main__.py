@@ -1,0 +1,5 @@
+import sys
+
+from pathserver.cli import main
+
+sys.exit(main())

@@ -1,0 +1,132 @@
+"""The ``pathserver`` command line. ``main(argv)`` returns the exit code; tests call it.
+
+Every failure the user can cause (a bad map file, a bad coordinate) prints one line on
+stderr and exits non-zero; tracebacks are for bugs only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_MAPS = Path(__file__).resolve().parent.parent / "maps"
+DEFAULT_BIND = "tcp://127.0.0.1:5555"
+
+
+def _unit(text: str):
+    """``3`` or ``3x2``."""
+    try:
+        if "x" in text:
+            w, h = text.lower().split("x", 1)
+            return (int(w), int(h))
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"unit size must look like 3 or 3x2, got {text!r}") from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pathserver", description="Exact grid pathfinding for game engines.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    path = commands.add_parser("path", help="find one path and print it")
+    path.add_argument("map", type=Path)
+    for name in ("sx", "sy", "gx", "gy"):
+        path.add_argument(name, type=float)
+    path.add_argument("--unit", type=_unit, default=1, help="unit size: N or WxH cells (default 1)")
+    path.add_argument("--smooth", choices=["none", "corners", "los"], default="none")
+    path.add_argument("--diagonal", choices=["no_corner_cutting", "never", "always"], default="no_corner_cutting")
+    path.add_argument("--algorithm", choices=["auto", "astar", "jps"], default="auto")
+    path.add_argument("--heuristic", choices=["octile", "euclidean", "manhattan", "chebyshev"], default=None)
+    path.add_argument("--weight", type=float, default=1.0)
+    path.add_argument("--max-expansions", type=int, default=None)
+    path.add_argument("--max-climb", type=float, default=None)
+    path.add_argument("--partial", action="store_true", help="allow a partial path to an unreachable goal")
+    path.add_argument("--no-snap", action="store_true", help="refuse blocked endpoints instead of snapping")
+    path.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+    validate = commands.add_parser("validate", help="load a map and report on it")
+    validate.add_argument("map", type=Path)
+    validate.add_argument("--units", default="1,2,3,4", help="unit sizes to report components for (default 1,2,3,4)")
+
+    serve = commands.add_parser("serve", help="serve a folder of maps over ZeroMQ")
+    serve.add_argument("--maps", type=Path, default=DEFAULT_MAPS, help=f"map folder (default {DEFAULT_MAPS})")
+    serve.add_argument("--bind", default=DEFAULT_BIND, help=f"endpoint to bind (default {DEFAULT_BIND})")
+    serve.add_argument("--threads", type=int, default=None, help="search threads (default: one per core)")
+    return parser
+
+
+def _cmd_path(args) -> int:
+    from pathserver import GridMap, find_path
+
+    gridmap = GridMap.load(args.map)
+    result = find_path(
+        gridmap, (args.sx, args.sy), (args.gx, args.gy), args.unit,
+        smooth=args.smooth, diagonal=args.diagonal, algorithm=args.algorithm, heuristic=args.heuristic,
+        weight=args.weight, max_expansions=args.max_expansions, max_climb=args.max_climb,
+        allow_partial=args.partial, snap=not args.no_snap,
+    )
+    if args.json:
+        print(json.dumps({
+            "status": result.status, "cost": result.cost, "length": result.length, "expanded": result.expanded,
+            "start": list(result.start), "goal": list(result.goal), "algorithm": result.algorithm,
+            "path": result.path.tolist(),
+        }))
+        return 0 if result.status != "no_path" else 1
+    notes = []
+    if result.start_snapped:
+        notes.append(f"start snapped to {result.start}")
+    if result.goal_snapped:
+        notes.append(f"goal snapped to {result.goal}")
+    if result.line_of_sight:
+        notes.append("straight line, no search")
+    print(f"status: {result.status}" + (f" ({'; '.join(notes)})" if notes else ""))
+    if result.status != "no_path":
+        print(f"cost: {result.cost:.6f}  length: {result.length:.6f}  expanded: {result.expanded}  algorithm: {result.algorithm}")
+        print("waypoints: " + " ".join(f"{x},{y}" for x, y in result.path.tolist()))
+    return 0 if result.status != "no_path" else 1
+
+
+def _cmd_validate(args) -> int:
+    import time
+
+    from pathserver import GridMap
+
+    began = time.perf_counter()
+    gridmap = GridMap.load(args.map)
+    elapsed = (time.perf_counter() - began) * 1000
+    walkable = int(gridmap.walkable.sum())
+    print(f"{args.map}: {gridmap.width}x{gridmap.height}, {walkable} walkable cells "
+          f"({100.0 * walkable / gridmap.walkable.size:.1f}%), loaded and annotated in {elapsed:.0f} ms")
+    print(f"terrain: {'uniform cost' if gridmap.uniform_cost else 'varying costs'}; "
+          f"heights: {'yes' if gridmap.heights is not None else 'no'}; largest clearance: {int(gridmap.clearance.max())}")
+    for text in args.units.split(","):
+        unit = _unit(text.strip())
+        try:
+            layer = gridmap.layer(unit)
+        except Exception as error:  # noqa: BLE001 - reported per size, e.g. larger than the map
+            print(f"  unit {text.strip()}: {error}")
+            continue
+        print(f"  unit {text.strip()}: {layer.n_passable} standable cells, {layer.n_components} components")
+    return 0
+
+
+def _cmd_serve(args) -> int:
+    from pathserver.server import serve
+
+    return serve(args.maps, args.bind, threads=args.threads) or 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pathserver.errors import PathserverError
+
+    args = _parser().parse_args(argv)
+    handlers = {"path": _cmd_path, "validate": _cmd_validate, "serve": _cmd_serve}
+    try:
+        return handlers[args.command](args)
+    except PathserverError as error:
+        print(f"pathserver: error: {error.code}: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,119 @@
+"""True clearance (Harabor & Botea, HAA*) and per-footprint passability.
+
+``clearance[y, x]`` is the side of the largest square of walkable cells whose top-left
+cell is ``(x, y)``: 0 on a blocked cell, 1 on a walkable cell whose right, lower and
+lower-right neighbours do not all extend it, and so on. One annotation answers every
+unit size: a ``w x h`` footprint with top-left ``(x, y)`` is walkable exactly when the
+squares of side ``min(w, h)`` laid along its long side all fit.
+"""
+
+import numpy as np
+from numba import njit
+
+#: Clearance values saturate here, so they fit in uint16.
+CLEARANCE_MAX = 65535
+
+
+@njit(cache=True, nogil=True)
+def compute_clearance(walkable, clearance, x0, y0, x1, y1):
+    """Fill ``clearance[y0:y1, x0:x1]`` from ``walkable`` (both ``[y, x]``).
+
+    walkable: uint8 (H, W), nonzero = walkable.  clearance: uint16 (H, W), written in the
+    region only; cells right of / below the region must already hold their final values,
+    which is why an edit recomputes from its bottom-right corner up and left.
+    Returns 0.
+    """
+    height, width = walkable.shape
+    for y in range(y1 - 1, y0 - 1, -1):
+        for x in range(x1 - 1, x0 - 1, -1):
+            if walkable[y, x] == 0:
+                clearance[y, x] = 0
+                continue
+            if x + 1 >= width or y + 1 >= height:
+                clearance[y, x] = 1
+                continue
+            m = clearance[y, x + 1]
+            d = clearance[y + 1, x]
+            if d < m:
+                m = d
+            d = clearance[y + 1, x + 1]
+            if d < m:
+                m = d
+            if m >= CLEARANCE_MAX:
+                m = CLEARANCE_MAX - 1
+            clearance[y, x] = m + 1
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def footprint_passable(clearance, unit_w, unit_h, off_x, off_y, passable):
+    """Mark the anchor cells where a ``unit_w x unit_h`` footprint fits.
+
+    The footprint of a unit anchored at ``(x, y)`` covers columns ``x - off_x .. x - off_x
+    + unit_w - 1`` and rows ``y - off_y .. y - off_y + unit_h - 1``.
+    passable: uint8 (H, W) output, 1 where the unit can stand. Returns the count of such cells.
+    """
+    height, width = clearance.shape
+    side = unit_w if unit_w < unit_h else unit_h
+    count = 0
+    for y in range(height):
+        top = y - off_y
+        for x in range(width):
+            left = x - off_x
+            ok = top >= 0 and left >= 0 and top + unit_h <= height and left + unit_w <= width
+            if ok:
+                # Squares of side `side` along the long axis; the last one is flush with
+                # the far edge so together they cover the whole rectangle.
+                if unit_w >= unit_h:
+                    sx = left
+                    while True:
+                        if sx + side > left + unit_w:
+                            sx = left + unit_w - side
+                        if clearance[top, sx] < side:
+                            ok = False
+                            break
+                        if sx + side >= left + unit_w:
+                            break
+                        sx += side
+                else:
+                    sy = top
+                    while True:
+                        if sy + side > top + unit_h:
+                            sy = top + unit_h - side
+                        if clearance[sy, left] < side:
+                            ok = False
+                            break
+                        if sy + side >= top + unit_h:
+                            break
+                        sy += side
+            passable[y, x] = 1 if ok else 0
+            if ok:
+                count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def footprint_cost(cost, unit_w, unit_h, off_x, off_y, out):
+    """``out[y, x]`` = the highest terrain cost under the footprint anchored at ``(x, y)``.
+
+    A large unit wading half into a swamp moves at the swamp's pace. Separable sliding
+    maximum; cells where the footprint leaves the map get the cost of the clipped part.
+    cost, out: float64 (H, W). Returns 0.
+    """
+    height, width = cost.shape
+    rows = np.empty((height, width), dtype=np.float64)
+    for y in range(height):
+        for x in range(width):
+            best = 0.0
+            for c in range(x - off_x, x - off_x + unit_w):
+                if 0 <= c < width and cost[y, c] > best:
+                    best = cost[y, c]
+            rows[y, x] = best
+    for y in range(height):
+        for x in range(width):
+            best = 0.0
+            for r in range(y - off_y, y - off_y + unit_h):
+                if 0 <= r < height and rows[r, x] > best:
+                    best = rows[r, x]
+            out[y, x] = best
+    return 0

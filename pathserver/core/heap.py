@@ -1,0 +1,81 @@
+"""An indexed binary min-heap over node ids, in caller-owned arrays.
+
+heap_nodes: int32 (N,) node ids in heap order; heap_f: float64 (N,) their f keys;
+heap_h: float64 (N,) their h values, the tie-break (equal f: smaller h first, i.e.
+toward the goal); pos: int32 (N,) each node's index in the heap, valid only while the
+node is open (the search's stamps say so). Each function returns the new heap size.
+"""
+
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def _sift_up(heap_nodes, heap_f, heap_h, pos, i):
+    node = heap_nodes[i]
+    f = heap_f[i]
+    h = heap_h[i]
+    while i > 0:
+        parent = (i - 1) >> 1
+        pf = heap_f[parent]
+        if pf < f or (pf == f and heap_h[parent] <= h):
+            break
+        heap_nodes[i] = heap_nodes[parent]
+        heap_f[i] = pf
+        heap_h[i] = heap_h[parent]
+        pos[heap_nodes[i]] = i
+        i = parent
+    heap_nodes[i] = node
+    heap_f[i] = f
+    heap_h[i] = h
+    pos[node] = i
+
+
+@njit(cache=True, nogil=True)
+def heap_push(heap_nodes, heap_f, heap_h, pos, size, node, f, h):
+    heap_nodes[size] = node
+    heap_f[size] = f
+    heap_h[size] = h
+    _sift_up(heap_nodes, heap_f, heap_h, pos, size)
+    return size + 1
+
+
+@njit(cache=True, nogil=True)
+def heap_decrease(heap_nodes, heap_f, heap_h, pos, node, f, h):
+    """Lower the key of an open node (its new key must not be larger)."""
+    i = pos[node]
+    heap_f[i] = f
+    heap_h[i] = h
+    _sift_up(heap_nodes, heap_f, heap_h, pos, i)
+
+
+@njit(cache=True, nogil=True)
+def heap_pop(heap_nodes, heap_f, heap_h, pos, size):
+    """Remove the minimum; returns (node, new_size). The heap must not be empty."""
+    top = heap_nodes[0]
+    size -= 1
+    if size == 0:
+        return top, 0
+    node = heap_nodes[size]
+    f = heap_f[size]
+    h = heap_h[size]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        right = child + 1
+        if right < size and (heap_f[right] < heap_f[child] or (heap_f[right] == heap_f[child] and heap_h[right] < heap_h[child])):
+            child = right
+        cf = heap_f[child]
+        if f < cf or (f == cf and h <= heap_h[child]):
+            break
+        heap_nodes[i] = heap_nodes[child]
+        heap_f[i] = cf
+        heap_h[i] = heap_h[child]
+        pos[heap_nodes[i]] = i
+        i = child
+    heap_nodes[i] = node
+    heap_f[i] = f
+    heap_h[i] = h
+    pos[node] = i
+    return top, size

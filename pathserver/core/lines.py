@@ -1,0 +1,207 @@
+"""Straight lines on the grid: the line-of-sight skip and string pulling.
+
+Both are valid for the unit's footprint because they test the per-size ``passable``
+grid, in which a cell is open only when the unit's whole footprint fits there.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from pathserver.core.astar import SQRT2, move_allowed
+from pathserver.core.status import DIAGONAL_ALWAYS, DIAGONAL_NEVER
+
+
+@njit(cache=True, nogil=True)
+def straight_grid_path(sx, sy, gx, gy, four_connected):
+    """A grid path hugging the segment from (sx, sy) to (gx, gy).
+
+    8-connected: Bresenham's cells, max(dx, dy) steps of which min(dx, dy) are diagonal,
+    so its length is the octile distance, a lower bound on any path: when every step is
+    legal and every entered cell costs 1, it is optimal. 4-connected: a monotone
+    staircase, dx + dy steps, likewise optimal under Manhattan moves.
+    Returns int32 (n, 2), both ends included.
+    """
+    dx = abs(gx - sx)
+    dy = abs(gy - sy)
+    step_x = 1 if gx > sx else -1
+    step_y = 1 if gy > sy else -1
+    n = (dx + dy if four_connected else max(dx, dy)) + 1
+    path = np.empty((n, 2), dtype=np.int32)
+    x = sx
+    y = sy
+    path[0, 0] = x
+    path[0, 1] = y
+    i = 1
+    if four_connected:
+        ix = 0
+        iy = 0
+        while ix < dx or iy < dy:
+            # Step along the axis whose next cell boundary the segment crosses first.
+            if (1 + 2 * ix) * dy < (1 + 2 * iy) * dx:
+                x += step_x
+                ix += 1
+            else:
+                y += step_y
+                iy += 1
+            path[i, 0] = x
+            path[i, 1] = y
+            i += 1
+        return path
+    err = dx - dy
+    while x != gx or y != gy:
+        e2 = 2 * err
+        if e2 > -dy:
+            err -= dy
+            x += step_x
+        if e2 < dx:
+            err += dx
+            y += step_y
+        path[i, 0] = x
+        path[i, 1] = y
+        i += 1
+    return path[:i]
+
+
+@njit(cache=True, nogil=True)
+def walk_is_optimal(path, passable, cost, uniform, heights, use_heights, max_climb, diagonal):
+    """Whether every step of ``path`` is a legal move entering a cell of cost 1."""
+    for i in range(1, path.shape[0]):
+        x = path[i - 1, 0]
+        y = path[i - 1, 1]
+        nx = path[i, 0]
+        ny = path[i, 1]
+        if not move_allowed(passable, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
+            return False
+        if uniform == 0 and cost[ny, nx] != 1.0:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def path_cost(path, cost, uniform):
+    """Cost of a cell path: each step's length times the entered cell's terrain cost."""
+    total = 0.0
+    for i in range(1, path.shape[0]):
+        step = SQRT2 if (path[i, 0] != path[i - 1, 0] and path[i, 1] != path[i - 1, 1]) else 1.0
+        if uniform == 0:
+            step *= cost[path[i, 1], path[i, 0]]
+        total += step
+    return total
+
+
+@njit(cache=True, nogil=True)
+def polyline_length(points):
+    total = 0.0
+    for i in range(1, points.shape[0]):
+        dx = float(points[i, 0] - points[i - 1, 0])
+        dy = float(points[i, 1] - points[i - 1, 1])
+        total += math.sqrt(dx * dx + dy * dy)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _cell_ok(passable, cost, uniform, max_cost, heights, use_heights, max_climb, px, py, x, y):
+    if passable[y, x] == 0:
+        return False
+    if uniform == 0 and cost[y, x] > max_cost:
+        return False
+    if use_heights != 0 and abs(heights[y, x] - heights[py, px]) > max_climb:
+        return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def segment_clear(passable, cost, uniform, max_cost, heights, use_heights, max_climb, diagonal, x0, y0, x1, y1):
+    """Whether the segment between the centres of two cells crosses only cells the unit
+    can stand on (its supercover), none costing more than ``max_cost``, with no climb
+    steeper than ``max_climb`` between consecutive cells. Where the segment passes
+    exactly through a cell corner, both cells beside the corner must be open too, unless
+    ``diagonal`` allows cutting corners."""
+    dx = x1 - x0
+    dy = y1 - y0
+    nx = abs(dx)
+    ny = abs(dy)
+    step_x = 1 if dx > 0 else -1
+    step_y = 1 if dy > 0 else -1
+    x = x0
+    y = y0
+    ix = 0
+    iy = 0
+    while ix < nx or iy < ny:
+        decision = (1 + 2 * ix) * ny - (1 + 2 * iy) * nx
+        px = x
+        py = y
+        if decision == 0:
+            if diagonal != DIAGONAL_ALWAYS:
+                if not _cell_ok(passable, cost, uniform, max_cost, heights, use_heights, max_climb, px, py, x + step_x, y):
+                    return False
+                if not _cell_ok(passable, cost, uniform, max_cost, heights, use_heights, max_climb, px, py, x, y + step_y):
+                    return False
+            x += step_x
+            y += step_y
+            ix += 1
+            iy += 1
+        elif decision < 0:
+            x += step_x
+            ix += 1
+        else:
+            y += step_y
+            iy += 1
+        if not _cell_ok(passable, cost, uniform, max_cost, heights, use_heights, max_climb, px, py, x, y):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def corner_points(path):
+    """Start, goal, and the cells where the direction of travel changes."""
+    n = path.shape[0]
+    keep = np.zeros(n, dtype=np.bool_)
+    keep[0] = True
+    keep[n - 1] = True
+    for i in range(1, n - 1):
+        if (path[i, 0] - path[i - 1, 0] != path[i + 1, 0] - path[i, 0]) or (
+            path[i, 1] - path[i - 1, 1] != path[i + 1, 1] - path[i, 1]
+        ):
+            keep[i] = True
+    return path[keep].copy()
+
+
+@njit(cache=True, nogil=True)
+def string_pull(path, passable, cost, uniform, heights, use_heights, max_climb, diagonal):
+    """Greedy string pulling: from each kept point, go straight to the farthest later
+    path cell in clear sight. A shortcut never crosses terrain dearer than the dearest
+    cell of the stretch of path it replaces, so pulling never drags a unit through a
+    swamp the search went around."""
+    n = path.shape[0]
+    if n <= 2:
+        return path.copy()
+    keep = np.zeros(n, dtype=np.bool_)
+    keep[0] = True
+    keep[n - 1] = True
+    anchor = 0
+    while anchor < n - 1:
+        last = anchor + 1
+        stretch_max = 1.0
+        if uniform == 0:
+            stretch_max = cost[path[anchor, 1], path[anchor, 0]]
+            c = cost[path[last, 1], path[last, 0]]
+            if c > stretch_max:
+                stretch_max = c
+        for j in range(anchor + 2, n):
+            if uniform == 0:
+                c = cost[path[j, 1], path[j, 0]]
+                if c > stretch_max:
+                    stretch_max = c
+            if segment_clear(
+                passable, cost, uniform, stretch_max, heights, use_heights, max_climb, diagonal,
+                path[anchor, 0], path[anchor, 1], path[j, 0], path[j, 1],
+            ):
+                last = j
+            else:
+                break
+        keep[last] = True
+        anchor = last
+    return path[keep].copy()

@@ -1,0 +1,163 @@
+"""One whole path query in one compiled call: snap the endpoints, reject an unreachable
+goal by its component, take the straight line when it is clear, search, fall back to a
+partial path, and smooth. One dispatch from Python keeps the per-call overhead small.
+"""
+
+import numpy as np
+from numba import njit
+
+from pathserver.core.astar import astar, trace_path
+from pathserver.core.components import nearest_with_label
+from pathserver.core.jps import jps
+from pathserver.core.lines import (
+    corner_points,
+    path_cost,
+    polyline_length,
+    straight_grid_path,
+    string_pull,
+    walk_is_optimal,
+)
+from pathserver.core.status import (
+    ALGORITHM_JPS,
+    DIAGONAL_NEVER,
+    FLAG_BUDGET_HIT,
+    FLAG_GOAL_SNAPPED,
+    FLAG_LINE_OF_SIGHT,
+    FLAG_OTHER_COMPONENT,
+    FLAG_START_SNAPPED,
+    QUERY_FOUND,
+    QUERY_GOAL_BLOCKED,
+    QUERY_NO_PATH,
+    QUERY_PARTIAL,
+    QUERY_SEARCH_LIMIT,
+    QUERY_START_BLOCKED,
+    SEARCH_BUDGET,
+    SEARCH_FOUND,
+    SMOOTH_CORNERS,
+    SMOOTH_LOS,
+)
+
+
+@njit(cache=True, nogil=True)
+def _finish(path, passable, cost, uniform, heights, use_heights, max_climb, diagonal, smooth):
+    if smooth == SMOOTH_CORNERS:
+        return corner_points(path)
+    if smooth == SMOOTH_LOS:
+        return string_pull(path, passable, cost, uniform, heights, use_heights, max_climb, diagonal)
+    return path
+
+
+@njit(cache=True, nogil=True)
+def solve(
+    passable,
+    labels,
+    cost,
+    uniform,
+    heights,
+    use_heights,
+    max_climb,
+    sx,
+    sy,
+    gx,
+    gy,
+    snap,
+    allow_partial,
+    diagonal,
+    heuristic,
+    weight,
+    max_expansions,
+    algorithm,
+    line_of_sight,
+    smooth,
+    g,
+    parent,
+    stamp,
+    pass_id,
+    heap_nodes,
+    heap_f,
+    heap_h,
+    heap_pos,
+):
+    """Answer one path query. Start and goal must be in bounds (the wrapper checks).
+
+    passable: uint8 (H, W) for the unit's footprint; labels: int32 (H, W) its components
+    under ``diagonal``; cost, heights: as in :func:`astar`. snap / allow_partial /
+    line_of_sight: 0 or 1. algorithm: ALGORITHM_ASTAR, or ALGORITHM_JPS when the caller
+    has checked the grid qualifies (uniform cost, no heights, no corner cutting).
+    smooth: SMOOTH_* code. Workspace: as in :func:`astar`; uses ``pass_id`` once.
+
+    Returns (status, flags, points, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
+    status, FLAG_* bits, the waypoints as int32 (n, 2) (empty when there is no path),
+    the cost of the underlying cell path, the Euclidean length of the waypoints, nodes
+    expanded, and the endpoints after snapping.
+    """
+    height, width = passable.shape
+    empty = np.empty((0, 2), dtype=np.int32)
+    flags = 0
+    radius = height if height > width else width
+    if passable[sy, sx] == 0:
+        if snap == 0:
+            return QUERY_START_BLOCKED, flags, empty, 0.0, 0.0, 0, sx, sy, gx, gy
+        found, nx, ny = nearest_with_label(labels, sx, sy, 0, radius)
+        if found != 0:
+            return QUERY_START_BLOCKED, flags, empty, 0.0, 0.0, 0, sx, sy, gx, gy
+        sx = nx
+        sy = ny
+        flags |= FLAG_START_SNAPPED
+    if passable[gy, gx] == 0:
+        if snap == 0:
+            return QUERY_GOAL_BLOCKED, flags, empty, 0.0, 0.0, 0, sx, sy, gx, gy
+        found, nx, ny = nearest_with_label(labels, gx, gy, 0, radius)
+        gx = nx
+        gy = ny
+        flags |= FLAG_GOAL_SNAPPED
+
+    # The target actually searched for: the goal, or with allow_partial and a goal in
+    # another component, the cell of the start's component nearest to the goal.
+    tx = gx
+    ty = gy
+    start_label = labels[sy, sx]
+    if labels[gy, gx] != start_label:
+        flags |= FLAG_OTHER_COMPONENT
+        if allow_partial == 0:
+            return QUERY_NO_PATH, flags, empty, 0.0, 0.0, 0, sx, sy, gx, gy
+        found, tx, ty = nearest_with_label(labels, gx, gy, start_label, radius)
+
+    reached = QUERY_FOUND if (tx == gx and ty == gy) else QUERY_PARTIAL
+    four = 1 if diagonal == DIAGONAL_NEVER else 0
+    if line_of_sight != 0:
+        line = straight_grid_path(sx, sy, tx, ty, four)
+        if walk_is_optimal(line, passable, cost, uniform, heights, use_heights, max_climb, diagonal):
+            points = _finish(line, passable, cost, uniform, heights, use_heights, max_climb, diagonal, smooth)
+            return (
+                reached, flags | FLAG_LINE_OF_SIGHT, points, path_cost(line, cost, uniform),
+                polyline_length(points), 0, sx, sy, gx, gy,
+            )
+
+    if algorithm == ALGORITHM_JPS:
+        status, end, expanded = jps(
+            passable, sx, sy, tx, ty, weight, max_expansions,
+            g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
+        )
+    else:
+        status, end, expanded = astar(
+            passable, cost, uniform, heights, use_heights, max_climb, sx, sy, tx, ty,
+            diagonal, heuristic, weight, max_expansions,
+            g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
+        )
+    if status != SEARCH_FOUND:
+        if status == SEARCH_BUDGET:
+            flags |= FLAG_BUDGET_HIT
+        if allow_partial == 0:
+            if status == SEARCH_BUDGET:
+                return QUERY_SEARCH_LIMIT, flags, empty, 0.0, 0.0, expanded, sx, sy, gx, gy
+            return QUERY_NO_PATH, flags, empty, 0.0, 0.0, expanded, sx, sy, gx, gy
+        reached = QUERY_PARTIAL
+    start_node = sy * width + sx
+    cells = trace_path(parent, width, start_node, end)
+    points = _finish(cells, passable, cost, uniform, heights, use_heights, max_climb, diagonal, smooth)
+    return (
+        reached, flags, points, g[end] if end != start_node else 0.0,
+        polyline_length(points), expanded, sx, sy, gx, gy,
+    )
+

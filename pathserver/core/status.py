@@ -1,0 +1,41 @@
+"""Integer status codes shared by the kernels (outcomes are never exceptions in numba).
+
+Search kernels return one of the ``SEARCH_*`` codes; the query kernel returns one of the
+``QUERY_*`` codes and a bit set of ``FLAG_*`` details, in the spirit of Detour's status.
+"""
+
+SEARCH_FOUND = 0
+SEARCH_NO_PATH = 1
+#: ``max_expansions`` reached before the goal; the best node so far is reported.
+SEARCH_BUDGET = 2
+
+QUERY_FOUND = 0
+QUERY_PARTIAL = 1
+QUERY_NO_PATH = 2
+QUERY_START_BLOCKED = 3
+QUERY_GOAL_BLOCKED = 4
+QUERY_SEARCH_LIMIT = 5
+
+FLAG_START_SNAPPED = 1
+FLAG_GOAL_SNAPPED = 2
+#: The straight line was clear: answered without searching.
+FLAG_LINE_OF_SIGHT = 4
+#: The goal lies in another component: rejected (or made partial) without searching.
+FLAG_OTHER_COMPONENT = 8
+FLAG_BUDGET_HIT = 16
+
+DIAGONAL_NO_CORNER_CUTTING = 0
+DIAGONAL_NEVER = 1
+DIAGONAL_ALWAYS = 2
+
+HEURISTIC_OCTILE = 0
+HEURISTIC_EUCLIDEAN = 1
+HEURISTIC_MANHATTAN = 2
+HEURISTIC_CHEBYSHEV = 3
+
+ALGORITHM_ASTAR = 0
+ALGORITHM_JPS = 1
+
+SMOOTH_NONE = 0
+SMOOTH_CORNERS = 1
+SMOOTH_LOS = 2

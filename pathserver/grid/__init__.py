@@ -1,0 +1,1 @@
+"""The map model, the per-unit-size cache, and the search wrappers."""

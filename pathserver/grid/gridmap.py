@@ -1,0 +1,347 @@
+"""The map model: walkable cells, terrain costs, heights, a world transform, and the
+per-unit-size cache built on one clearance annotation.
+
+Grids are numpy arrays indexed ``[y, x]``; coordinates in the API are ``(x, y)``.
+A :class:`GridMap` is an immutable snapshot: :meth:`GridMap.edit` returns a new map with
+the next ``generation`` and re-annotates clearance only in the region the edit can reach.
+
+Footprints. A unit of size ``w x h`` standing at cell ``(x, y)`` covers columns
+``x - (w - 1) // 2 .. x + w // 2`` and rows ``y - (h - 1) // 2 .. y + h // 2``: centred
+on its cell for odd sizes; for even sizes the cell is the upper-left one of the four
+central cells (the unit's centre is that cell's lower-right corner).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pathserver.core.clearance import compute_clearance, footprint_cost, footprint_passable
+from pathserver.core.components import label_components
+from pathserver.errors import BadUnitSizeError, MapLoadError
+
+#: Maps larger than this many cells are refused before anything is allocated.
+MAX_CELLS = 64 * 1024 * 1024
+#: How many unit sizes one map generation keeps cached (least recently used evicted).
+DEFAULT_CACHE_SIZES = 8
+
+
+def footprint_offsets(unit_w: int, unit_h: int) -> tuple[int, int]:
+    """How far the footprint reaches left and up from the unit's cell."""
+    return (unit_w - 1) // 2, (unit_h - 1) // 2
+
+
+def normalize_unit_size(unit_size, width: int | None = None, height: int | None = None) -> tuple[int, int]:
+    """``unit_size`` as ``(w, h)``: an int ``k`` means ``(k, k)``.
+
+    Raises BadUnitSizeError for non-integers, sizes below 1, or (given the map's size)
+    footprints larger than the map.
+    """
+    if isinstance(unit_size, (bool, np.bool_)):
+        raise BadUnitSizeError("unit_size must be an int or a pair (w, h)", at="unit_size")
+    if isinstance(unit_size, (int, np.integer)):
+        w = h = int(unit_size)
+    else:
+        try:
+            w, h = unit_size
+        except (TypeError, ValueError):
+            raise BadUnitSizeError("unit_size must be an int or a pair (w, h)", at="unit_size") from None
+        for i, v in enumerate((w, h)):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise BadUnitSizeError("unit_size entries must be ints", at=f"unit_size[{i}]")
+        w, h = int(w), int(h)
+    if w < 1 or h < 1:
+        raise BadUnitSizeError(f"unit_size must be at least 1, got {w}x{h}", at="unit_size")
+    if width is not None and height is not None and (w > width or h > height):
+        raise BadUnitSizeError(
+            f"unit_size {w}x{h} is larger than the map ({width}x{height})", at="unit_size"
+        )
+    return w, h
+
+
+@dataclass(frozen=True)
+class UnitLayer:
+    """What one footprint size needs, built once per map generation.
+
+    passable: uint8 (H, W), 1 where the unit can stand (its whole footprint walkable).
+    labels: int32 (H, W), 4-connected components of ``passable`` (0 = impassable); these
+        are the components under both the no-corner-cutting and the 4-connected rules.
+    cost: float64 (H, W), the highest terrain cost under the footprint at each cell (the
+        map's own cost array for 1x1 units); uniform: every cost is 1.
+    open_share: the share of passable cells whose eight neighbours are all passable; JPS
+        pays off where this is high (open ground), not on clutter or 1-wide corridors.
+    """
+
+    unit_w: int
+    unit_h: int
+    passable: np.ndarray
+    labels: np.ndarray
+    n_components: int
+    n_passable: int
+    cost: np.ndarray
+    uniform: bool
+    open_share: float
+    _labels8: list
+
+    def labels8(self) -> np.ndarray:
+        """Components when diagonals may cut corners (8-connected), built on first use."""
+        if not self._labels8:
+            labels = np.empty_like(self.labels)
+            label_components(self.passable, 1, labels)
+            labels.setflags(write=False)
+            self._labels8.append(labels)
+        return self._labels8[0]
+
+    @property
+    def nbytes(self) -> int:
+        own_cost = 0 if (self.unit_w == 1 and self.unit_h == 1) else self.cost.nbytes
+        return self.passable.nbytes + self.labels.nbytes + own_cost + sum(a.nbytes for a in self._labels8)
+
+
+def _open_share(passable: np.ndarray, n_passable: int) -> float:
+    if n_passable == 0:
+        return 0.0
+    padded = np.pad(passable, 1)
+    height, width = passable.shape
+    interior = passable.astype(bool)
+    for dy in (0, 1, 2):
+        for dx in (0, 1, 2):
+            interior &= padded[dy : dy + height, dx : dx + width].astype(bool)
+    return float(interior.sum()) / n_passable
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+class GridMap:
+    """An immutable grid map snapshot.
+
+    walkable: bool (H, W), indexed ``[y, x]``.
+    cost: float64 (H, W) terrain cost of entering each cell, every value >= 1 and finite
+        (blocked cells' cost is ignored); None means uniform cost 1.
+    heights: float32 (H, W) optional per-cell height (a request's ``max_climb`` blocks
+        steeper steps); None means flat.
+    origin: world position of the corner of cell (0, 0); cell_size: world size of a cell.
+        A cell's centre in world units is ``origin + (x + 0.5, y + 0.5) * cell_size``.
+    """
+
+    def __init__(
+        self,
+        walkable,
+        cost=None,
+        heights=None,
+        *,
+        origin=(0.0, 0.0),
+        cell_size: float = 1.0,
+        name: str | None = None,
+        generation: int = 0,
+        cache_sizes: int = DEFAULT_CACHE_SIZES,
+        _clearance: np.ndarray | None = None,
+    ):
+        walkable = np.asarray(walkable)
+        if walkable.ndim != 2 or walkable.shape[0] < 1 or walkable.shape[1] < 1:
+            raise MapLoadError(f"walkable must be a non-empty 2-D array, got shape {walkable.shape}")
+        if walkable.size > MAX_CELLS:
+            raise MapLoadError(f"map of {walkable.shape[1]}x{walkable.shape[0]} cells exceeds {MAX_CELLS} cells")
+        self.walkable = _readonly(np.ascontiguousarray(walkable, dtype=bool))
+        self.height, self.width = self.walkable.shape
+        if cost is None:
+            self.cost = _readonly(np.ones(self.walkable.shape, dtype=np.float64))
+            self.uniform_cost = True
+        else:
+            cost = np.ascontiguousarray(cost, dtype=np.float64)
+            if cost.shape != self.walkable.shape:
+                raise MapLoadError(f"cost has shape {cost.shape}, walkable has {self.walkable.shape}")
+            relevant = cost[self.walkable]
+            if not np.all(np.isfinite(relevant)) or (relevant.size and relevant.min() < 1.0):
+                raise MapLoadError("terrain costs of walkable cells must be finite and >= 1")
+            cost = np.where(self.walkable, cost, 1.0)
+            self.cost = _readonly(cost)
+            self.uniform_cost = bool(np.all(cost == 1.0))
+        if heights is None:
+            self.heights = None
+        else:
+            heights = np.ascontiguousarray(heights, dtype=np.float32)
+            if heights.shape != self.walkable.shape:
+                raise MapLoadError(f"heights has shape {heights.shape}, walkable has {self.walkable.shape}")
+            if not np.all(np.isfinite(heights)):
+                raise MapLoadError("heights must be finite")
+            self.heights = _readonly(heights)
+        ox, oy = origin
+        self.origin = (float(ox), float(oy))
+        self.cell_size = float(cell_size)
+        if not (math.isfinite(self.cell_size) and self.cell_size > 0) or not all(map(math.isfinite, self.origin)):
+            raise MapLoadError("cell_size must be finite and > 0, origin finite")
+        self.name = name
+        self.generation = int(generation)
+        self._walkable_u8 = _readonly(self.walkable.view(np.uint8))
+        if _clearance is None:
+            clearance = np.zeros(self.walkable.shape, dtype=np.uint16)
+            compute_clearance(self._walkable_u8, clearance, 0, 0, self.width, self.height)
+        else:
+            clearance = _clearance
+        self.clearance = _readonly(clearance)
+        self._cache: OrderedDict[tuple[int, int], UnitLayer] = OrderedDict()
+        self._cache_sizes = max(1, int(cache_sizes))
+        self._lock = threading.Lock()
+
+    # -- construction helpers -------------------------------------------------------
+
+    @classmethod
+    def from_ascii(cls, text: str, **kwargs) -> "GridMap":
+        """A map from rows of characters: ``#``, ``@``, ``T``, ``W``, ``O`` are blocked,
+        anything else walkable; digits 2-9 on a walkable cell set its terrain cost."""
+        rows = [line.strip() for line in text.strip("\n").splitlines() if line.strip()]
+        width = max(len(r) for r in rows)
+        walkable = np.ones((len(rows), width), dtype=bool)
+        cost = np.ones((len(rows), width), dtype=np.float64)
+        for y, row in enumerate(rows):
+            for x, ch in enumerate(row.ljust(width, "#")):
+                if ch in "#@TWO":
+                    walkable[y, x] = False
+                elif ch.isdigit() and ch not in "01":
+                    cost[y, x] = float(ch)
+        if (cost != 1.0).any():
+            kwargs.setdefault("cost", cost)
+        return cls(walkable, **kwargs)
+
+    @classmethod
+    def load(cls, path, **kwargs) -> "GridMap":
+        """Load a map file: Moving AI ``.map``, ``.png``, or Tiled JSON (``.tmj``/``.json``),
+        with its optional sidecar. Raises MapLoadError naming the file and the reason."""
+        from pathserver.maps.formats import load_map
+
+        return load_map(Path(path), **kwargs)
+
+    def save(self, path) -> None:
+        """Write the map in the format its extension names (``.map``, ``.png``, ``.tmj``)."""
+        from pathserver.maps.formats import save_map
+
+        save_map(self, Path(path))
+
+    # -- the world transform --------------------------------------------------------
+
+    def world_to_cell(self, wx: float, wy: float) -> tuple[int, int]:
+        """The cell containing world point ``(wx, wy)``."""
+        return (
+            int(math.floor((wx - self.origin[0]) / self.cell_size)),
+            int(math.floor((wy - self.origin[1]) / self.cell_size)),
+        )
+
+    def cell_to_world(self, x: float, y: float) -> tuple[float, float]:
+        """The world position of the centre of cell ``(x, y)``."""
+        return (
+            self.origin[0] + (x + 0.5) * self.cell_size,
+            self.origin[1] + (y + 0.5) * self.cell_size,
+        )
+
+    def in_bounds(self, x: int, y: int) -> bool:
+        return 0 <= x < self.width and 0 <= y < self.height
+
+    # -- the per-unit-size cache ----------------------------------------------------
+
+    def layer(self, unit_size=1) -> UnitLayer:
+        """The cached :class:`UnitLayer` for a footprint, built on first use (thread-safe)."""
+        key = normalize_unit_size(unit_size, self.width, self.height)
+        with self._lock:
+            layer = self._cache.get(key)
+            if layer is not None:
+                self._cache.move_to_end(key)
+                return layer
+        layer = self._build_layer(*key)
+        with self._lock:
+            # Another thread may have built the same layer meanwhile; keep the first.
+            layer = self._cache.setdefault(key, layer)
+            self._cache.move_to_end(key)
+            while len(self._cache) > self._cache_sizes:
+                self._cache.popitem(last=False)
+        return layer
+
+    def cached_sizes(self) -> list[tuple[int, int]]:
+        with self._lock:
+            return list(self._cache)
+
+    def _build_layer(self, unit_w: int, unit_h: int) -> UnitLayer:
+        off_x, off_y = footprint_offsets(unit_w, unit_h)
+        passable = np.empty(self.walkable.shape, dtype=np.uint8)
+        n_passable = footprint_passable(self.clearance, unit_w, unit_h, off_x, off_y, passable)
+        labels = np.empty(self.walkable.shape, dtype=np.int32)
+        n_components = label_components(passable, 0, labels)
+        if (unit_w == 1 and unit_h == 1) or self.uniform_cost:
+            cost = self.cost
+        else:
+            cost = np.empty(self.walkable.shape, dtype=np.float64)
+            footprint_cost(self.cost, unit_w, unit_h, off_x, off_y, cost)
+            _readonly(cost)
+        return UnitLayer(
+            unit_w, unit_h, _readonly(passable), _readonly(labels), int(n_components), int(n_passable),
+            cost, self.uniform_cost, _open_share(passable, n_passable), [],
+        )
+
+    # -- edits ------------------------------------------------------------------------
+
+    def edit(self, rects=(), cells=(), *, solid: bool | None = None, cost: float | None = None) -> "GridMap":
+        """A new generation with rectangles ``(x, y, w, h)`` and/or cells ``(x, y)`` set
+        solid (``solid=True``), free (``solid=False``), and/or given a terrain ``cost``.
+
+        Parts of rectangles outside the map are clipped. Clearance is recomputed only in
+        the region the edit can influence (up and left of it, as far as the largest
+        square that can reach it).
+        """
+        from pathserver.errors import RequestError
+
+        if solid is None and cost is None:
+            raise RequestError("an edit needs solid or cost", at="solid")
+        if cost is not None and not (math.isfinite(cost) and cost >= 1.0):
+            raise RequestError("cost must be finite and >= 1", at="cost")
+        boxes = [tuple(int(v) for v in r) for r in rects] + [(int(x), int(y), 1, 1) for x, y in cells]
+        walkable = self.walkable.copy()
+        new_cost = None if (cost is None and self.uniform_cost) else self.cost.copy()
+        x0, y0, x1, y1 = self.width, self.height, 0, 0
+        for bx, by, bw, bh in boxes:
+            if bw < 1 or bh < 1:
+                raise RequestError(f"rectangle {bx, by, bw, bh} has no area", at="rects")
+            cx0, cy0 = max(bx, 0), max(by, 0)
+            cx1, cy1 = min(bx + bw, self.width), min(by + bh, self.height)
+            if cx0 >= cx1 or cy0 >= cy1:
+                continue
+            if solid is not None:
+                walkable[cy0:cy1, cx0:cx1] = not solid
+            if cost is not None:
+                new_cost[cy0:cy1, cx0:cx1] = cost
+            x0, y0, x1, y1 = min(x0, cx0), min(y0, cy0), max(x1, cx1), max(y1, cy1)
+        clearance = self.clearance.copy()
+        if x0 < x1:
+            # A square reaching into the edited box starts at most `reach` cells up/left.
+            reach = int(max(self.clearance.max(initial=0), x1 - x0, y1 - y0)) + 1
+            compute_clearance(walkable.view(np.uint8), clearance, max(0, x0 - reach), max(0, y0 - reach), x1, y1)
+        return GridMap(
+            walkable,
+            new_cost,
+            self.heights,
+            origin=self.origin,
+            cell_size=self.cell_size,
+            name=self.name,
+            generation=self.generation + 1,
+            cache_sizes=self._cache_sizes,
+            _clearance=clearance,
+        )
+
+    def with_generation(self, generation: int) -> "GridMap":
+        """The same map content stamped with another generation number (used by reloads)."""
+        clone = GridMap.__new__(GridMap)
+        clone.__dict__.update(self.__dict__)
+        clone.generation = int(generation)
+        clone._cache = OrderedDict()
+        clone._lock = threading.Lock()
+        return clone
+
+    def __repr__(self) -> str:
+        return f"GridMap(name={self.name!r}, {self.width}x{self.height}, generation={self.generation})"

@@ -1,0 +1,313 @@
+"""The public search API: :func:`find_path` and :func:`find_paths`.
+
+Validates once here, then hands plain arrays to one compiled kernel
+(:func:`pathserver.core.query.solve`), which trusts what it is given.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from pathserver.core import status as st
+from pathserver.core.query import solve
+from pathserver.errors import (
+    GoalBlockedError,
+    NonFiniteError,
+    OutOfBoundsError,
+    PathserverError,
+    RequestError,
+    SearchLimitError,
+    StartBlockedError,
+)
+from pathserver.grid.gridmap import GridMap, normalize_unit_size
+
+DIAGONALS = {"no_corner_cutting": st.DIAGONAL_NO_CORNER_CUTTING, "never": st.DIAGONAL_NEVER, "always": st.DIAGONAL_ALWAYS}
+HEURISTICS = {
+    "octile": st.HEURISTIC_OCTILE,
+    "euclidean": st.HEURISTIC_EUCLIDEAN,
+    "manhattan": st.HEURISTIC_MANHATTAN,
+    "chebyshev": st.HEURISTIC_CHEBYSHEV,
+}
+SMOOTHING = {"none": st.SMOOTH_NONE, "corners": st.SMOOTH_CORNERS, "los": st.SMOOTH_LOS}
+ALGORITHMS = ("auto", "astar", "jps")
+#: ``algorithm="auto"`` picks JPS only where open ground dominates: on random clutter and
+#: 1-wide mazes every cell is a jump point and JPS only adds scanning overhead.
+JPS_MIN_OPEN_SHARE = 0.5
+
+_STATUS_NAMES = {st.QUERY_FOUND: "found", st.QUERY_PARTIAL: "partial", st.QUERY_NO_PATH: "no_path"}
+_NO_HEIGHTS = np.zeros((1, 1), dtype=np.float32)
+_UINT32_LIMIT = 2**32 - 4
+
+
+@dataclass(frozen=True, slots=True)
+class PathResult:
+    """The answer to one path query.
+
+    status: ``"found"``, ``"partial"`` (the path ends at the reachable cell nearest the
+        goal) or ``"no_path"``.
+    path: int32 (n, 2) grid ``(x, y)`` waypoints, start and end included; every cell for
+        ``smooth="none"``, fewer for ``"corners"`` and ``"los"``; empty for no_path.
+    cost: the cost of the underlying cell path (straight step 1, diagonal sqrt(2), times
+        the terrain cost of each cell entered); for ``smooth="none"`` exactly the cost of
+        ``path``. length: the Euclidean length of ``path`` in cells.
+    expanded: nodes the search expanded (0 when the straight line was taken).
+    start, goal: the endpoints after snapping; start_snapped / goal_snapped say whether
+        snapping moved them. line_of_sight: the straight line was clear, no search ran.
+    generation: the map generation the answer was computed on. algorithm: what ran.
+    """
+
+    status: str
+    path: np.ndarray
+    cost: float
+    length: float
+    expanded: int
+    start: tuple[int, int]
+    goal: tuple[int, int]
+    start_snapped: bool = False
+    goal_snapped: bool = False
+    line_of_sight: bool = False
+    generation: int = 0
+    algorithm: str = "astar"
+
+    @property
+    def found(self) -> bool:
+        return self.status == "found"
+
+
+class _Workspace:
+    """Search arrays for one thread and one map size, reused across queries."""
+
+    __slots__ = ("g", "parent", "stamp", "heap_nodes", "heap_f", "heap_h", "heap_pos", "pass_id")
+
+    def __init__(self, n: int):
+        self.g = np.empty(n, dtype=np.float64)
+        self.parent = np.empty(n, dtype=np.int32)
+        self.stamp = np.zeros(n, dtype=np.uint32)
+        self.heap_nodes = np.empty(n, dtype=np.int32)
+        self.heap_f = np.empty(n, dtype=np.float64)
+        self.heap_h = np.empty(n, dtype=np.float64)
+        self.heap_pos = np.empty(n, dtype=np.int32)
+        self.pass_id = 0
+
+    def next_pass(self) -> int:
+        self.pass_id += 2
+        if self.pass_id >= _UINT32_LIMIT:
+            self.stamp[:] = 0
+            self.pass_id = 2
+        return self.pass_id
+
+
+_local = threading.local()
+
+
+def _workspace(n: int) -> _Workspace:
+    # One workspace per thread, for the largest map it has searched: a smaller map uses
+    # a prefix of the same arrays.
+    ws = getattr(_local, "workspace", None)
+    if ws is None or ws.g.shape[0] < n:
+        ws = _Workspace(n)
+        _local.workspace = ws
+    return ws
+
+
+def _cell(point, name: str, gridmap: GridMap) -> tuple[int, int]:
+    try:
+        px, py = point
+    except (TypeError, ValueError):
+        raise RequestError(f"{name} must be a pair (x, y)", at=name) from None
+    out = []
+    for i, v in enumerate((px, py)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise RequestError(f"{name} coordinates must be numbers", at=f"{name}[{i}]")
+        if isinstance(v, (float, np.floating)):
+            if not math.isfinite(v):
+                raise NonFiniteError(f"{name} coordinates must be finite, got {v}", at=f"{name}[{i}]")
+            v = math.floor(v)
+        out.append(int(v))
+    x, y = out
+    if not (0 <= x < gridmap.width and 0 <= y < gridmap.height):
+        raise OutOfBoundsError(
+            f"{name} ({x}, {y}) is outside the map ({gridmap.width}x{gridmap.height})", at=name
+        )
+    return x, y
+
+
+def _choice(value, table, name):
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        raise RequestError(f"{name} must be one of {', '.join(table)}, got {value!r}", at=name) from None
+
+
+def find_path(
+    gridmap: GridMap,
+    start,
+    goal,
+    unit_size=1,
+    *,
+    smooth: str = "none",
+    snap: bool = True,
+    allow_partial: bool = False,
+    max_expansions: int | None = None,
+    heuristic: str | None = None,
+    weight: float = 1.0,
+    diagonal: str = "no_corner_cutting",
+    max_climb: float | None = None,
+    algorithm: str = "auto",
+    line_of_sight: bool = True,
+) -> PathResult:
+    """Find a path for a unit of ``unit_size`` (int ``k`` or ``(w, h)`` cells) from grid
+    cell ``start = (x, y)`` to ``goal``. Float coordinates are floored to their cell.
+
+    smooth: ``"none"`` every cell, ``"corners"`` where the direction changes, ``"los"``
+        string-pulled with line-of-sight checks valid for the unit's footprint.
+    snap: a start or goal the unit cannot stand on moves to the nearest cell it can
+        (else StartBlockedError / GoalBlockedError).
+    allow_partial: an unreachable goal yields the path to the reachable cell nearest it
+        (an other-component goal is detected without searching either way).
+    max_expansions: node budget; hitting it gives a partial path with allow_partial,
+        otherwise SearchLimitError. None or 0: no limit.
+    heuristic: ``"octile"`` (default for 8 directions), ``"manhattan"`` (default for 4),
+        ``"euclidean"``, ``"chebyshev"``; weight >= 1 trades optimality for speed.
+    diagonal: ``"no_corner_cutting"`` (a diagonal needs both orthogonal neighbours open,
+        the Moving AI rule), ``"never"`` (4-connected), ``"always"`` (corners may be cut).
+    max_climb: with a heights layer, steps climbing more than this are blocked.
+    algorithm: ``"auto"``, ``"astar"`` or ``"jps"`` (JPS needs uniform cost, no
+        max_climb, and the no-corner-cutting rule; "auto" uses it where it pays).
+    line_of_sight: try the straight line first (taken only when provably optimal).
+
+    >>> m = GridMap.from_ascii('''
+    ... ....
+    ... .##.
+    ... ....
+    ... ''')
+    >>> r = find_path(m, (0, 2), (3, 0))
+    >>> r.status, round(r.cost, 3), r.path.tolist()
+    ('found', 3.828, [[0, 2], [1, 2], [2, 2], [3, 1], [3, 0]])
+    """
+    unit_w, unit_h = normalize_unit_size(unit_size, gridmap.width, gridmap.height)
+    sx, sy = _cell(start, "start", gridmap)
+    gx, gy = _cell(goal, "goal", gridmap)
+    diagonal_code = _choice(diagonal, DIAGONALS, "diagonal")
+    smooth_code = _choice(smooth, SMOOTHING, "smooth")
+    if heuristic is None:
+        heuristic_code = st.HEURISTIC_MANHATTAN if diagonal_code == st.DIAGONAL_NEVER else st.HEURISTIC_OCTILE
+    else:
+        heuristic_code = _choice(heuristic, HEURISTICS, "heuristic")
+    if algorithm not in ALGORITHMS:
+        raise RequestError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}", at="algorithm")
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 1.0:
+        raise RequestError("weight must be a finite number >= 1", at="weight")
+    if max_expansions is None:
+        budget = 0
+    elif isinstance(max_expansions, bool) or not isinstance(max_expansions, (int, np.integer)) or max_expansions < 0:
+        raise RequestError("max_expansions must be an int >= 0", at="max_expansions")
+    else:
+        budget = int(max_expansions)
+    use_heights = 0
+    climb = 0.0
+    heights = _NO_HEIGHTS
+    if max_climb is not None:
+        if isinstance(max_climb, bool) or not isinstance(max_climb, (int, float)) or math.isnan(max_climb) or max_climb < 0:
+            raise RequestError("max_climb must be a number >= 0", at="max_climb")
+        if gridmap.heights is not None and math.isfinite(max_climb):
+            use_heights = 1
+            climb = float(max_climb)
+            heights = gridmap.heights
+
+    layer = gridmap.layer((unit_w, unit_h))
+    labels = layer.labels8() if diagonal_code == st.DIAGONAL_ALWAYS else layer.labels
+    jps_ok = (
+        layer.uniform and use_heights == 0 and diagonal_code == st.DIAGONAL_NO_CORNER_CUTTING
+        and heuristic_code == st.HEURISTIC_OCTILE
+    )
+    if algorithm == "jps":
+        if not jps_ok:
+            raise RequestError(
+                "algorithm 'jps' needs uniform terrain cost, no max_climb, diagonal "
+                "'no_corner_cutting' and the octile heuristic; use 'astar' or 'auto'",
+                at="algorithm",
+            )
+        algorithm_code = st.ALGORITHM_JPS
+    elif algorithm == "auto" and jps_ok and layer.open_share >= JPS_MIN_OPEN_SHARE:
+        algorithm_code = st.ALGORITHM_JPS
+    else:
+        algorithm_code = st.ALGORITHM_ASTAR
+
+    ws = _workspace(gridmap.width * gridmap.height)
+    status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
+        layer.passable, labels, layer.cost, 1 if layer.uniform else 0, heights, use_heights, climb,
+        sx, sy, gx, gy, 1 if snap else 0, 1 if allow_partial else 0,
+        diagonal_code, heuristic_code, float(weight), budget, algorithm_code, 1 if line_of_sight else 0,
+        smooth_code, ws.g, ws.parent, ws.stamp, ws.next_pass(), ws.heap_nodes, ws.heap_f, ws.heap_h, ws.heap_pos,
+    )
+    if status == st.QUERY_START_BLOCKED:
+        if snap:
+            raise StartBlockedError("no cell of this map can hold a unit of this size", at="unit_size")
+        raise StartBlockedError(f"start ({sx}, {sy}) is blocked for a {unit_w}x{unit_h} unit", at="start")
+    if status == st.QUERY_GOAL_BLOCKED:
+        raise GoalBlockedError(f"goal ({gx}, {gy}) is blocked for a {unit_w}x{unit_h} unit", at="goal")
+    if status == st.QUERY_SEARCH_LIMIT:
+        raise SearchLimitError(
+            f"max_expansions={budget} reached before the goal; pass allow_partial=True for a partial path",
+            at="max_expansions",
+        )
+    return PathResult(
+        _STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy),
+        bool(flags & st.FLAG_START_SNAPPED), bool(flags & st.FLAG_GOAL_SNAPPED),
+        bool(flags & st.FLAG_LINE_OF_SIGHT), gridmap.generation,
+        "jps" if algorithm_code == st.ALGORITHM_JPS else "astar",
+    )
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="pathserver-batch")
+        return _pool
+
+
+def find_paths(gridmap: GridMap, starts, goals, unit_size=1, *, errors: str = "raise", **options) -> list:
+    """Many queries on one map, spread over all cores (the kernels release the GIL).
+
+    starts, goals: sequences of ``(x, y)`` of equal length (or (n, 2) arrays).
+    errors: ``"raise"`` raises the first error; ``"return"`` puts the PathserverError in
+    that query's slot instead. Other options: as :func:`find_path`.
+    Returns a list of PathResult in the order of the inputs.
+    """
+    if errors not in ("raise", "return"):
+        raise RequestError("errors must be 'raise' or 'return'", at="errors")
+    starts = list(starts)
+    goals = list(goals)
+    if len(starts) != len(goals):
+        raise RequestError(f"{len(starts)} starts but {len(goals)} goals", at="goals")
+
+    def one(i: int):
+        try:
+            return find_path(gridmap, starts[i], goals[i], unit_size, **options)
+        except PathserverError as error:
+            if errors == "raise":
+                raise
+            return error
+
+    n = len(starts)
+    workers = os.cpu_count() or 2
+    if n < 2 * workers:
+        return [one(i) for i in range(n)]
+    chunks = [range(k, n, workers) for k in range(workers)]
+    results: list = [None] * n
+    for chunk, answers in zip(chunks, _executor().map(lambda c: [one(i) for i in c], chunks)):
+        for i, answer in zip(chunk, answers):
+            results[i] = answer
+    return results

@@ -1,0 +1,142 @@
+"""msgpack bytes <-> Python objects, with every unpacker limit set explicitly.
+
+A request body is one msgpack map with string keys. Decoding refuses, before any other
+work is done:
+
+- a body longer than ``Limits.max_request_bytes``                  -> TooLargeError
+- a string, array, map, bin or ext longer than its limit            -> TooLargeError
+- containers nested deeper than ``Limits.max_depth``                -> TooLargeError
+- bytes that are not exactly one msgpack value (or trailing bytes)  -> MalformedError
+- a value that is not a map, or a map key that is not a string      -> MalformedError
+
+Strings decode as ``str`` (``raw=False``); invalid UTF-8 is malformed. Replies are encoded
+with the bin type for bytes, float64 for floats, the smallest int encoding, and map keys in
+dict insertion order — replies are built ``id, ok, ...`` so their bytes are reproducible
+(``docs/protocol.md`` lists golden vectors).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgpack
+
+from pathserver.errors import MalformedError, TooLargeError
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on one inbound request. The socket's own ``MAXMSGSIZE`` is set well above
+    ``max_request_bytes`` (see ``pathserver.server.loop``), so an oversized body still
+    gets a ``too_large`` reply instead of a silent disconnect."""
+
+    max_request_bytes: int = 1 << 20
+    max_str_len: int = 4096
+    max_bin_len: int = 4096
+    max_ext_len: int = 64
+    #: Long enough for an ``update`` with tens of thousands of cells.
+    max_array_len: int = 1 << 17
+    max_map_len: int = 64
+    max_depth: int = 8
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def decode_request(body: bytes, limits: Limits = DEFAULT_LIMITS) -> dict:
+    """One request body -> a dict with str keys. Raises MalformedError or TooLargeError."""
+    if len(body) > limits.max_request_bytes:
+        raise TooLargeError(f"request of {len(body)} bytes exceeds the limit of {limits.max_request_bytes} bytes")
+    if not body:
+        raise MalformedError("empty request body; expected one msgpack map")
+    try:
+        obj = msgpack.unpackb(
+            body,
+            raw=False,
+            strict_map_key=True,
+            use_list=True,
+            max_str_len=limits.max_str_len,
+            max_bin_len=limits.max_bin_len,
+            max_ext_len=limits.max_ext_len,
+            max_array_len=limits.max_array_len,
+            max_map_len=limits.max_map_len,
+        )
+    except msgpack.StackError:
+        raise TooLargeError(f"request nests deeper than {limits.max_depth} levels") from None
+    except msgpack.ExtraData:
+        raise MalformedError("trailing bytes after the msgpack map; send exactly one map per frame") from None
+    except UnicodeDecodeError:
+        raise MalformedError("a msgpack string is not valid UTF-8") from None
+    except ValueError as exc:
+        # msgpack reports its length limits as plain ValueErrors ("N exceeds max_str_len(M)").
+        if "exceeds max_" in str(exc):
+            raise TooLargeError(f"request field too long: {exc}") from None
+        if "map key" in str(exc):
+            raise MalformedError("map keys must be strings") from None
+        raise MalformedError("request is not valid msgpack") from None
+    except Exception:
+        raise MalformedError("request is not valid msgpack") from None
+    if not isinstance(obj, dict):
+        raise MalformedError(f"request must be a msgpack map, got {wire_type(obj)}")
+    if not _depth_within(obj, limits.max_depth):
+        raise TooLargeError(f"request nests deeper than {limits.max_depth} levels")
+    for key in obj:
+        if not isinstance(key, str):
+            raise MalformedError("map keys must be strings")
+    return obj
+
+
+def peek_id(body: bytes):
+    """The request id when ``body`` starts like a map whose first key is ``"id"`` with an
+    int value, else None. Reads only the first few bytes: used to address error replies
+    to bodies that are too large or fail to decode further on."""
+    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=64, max_str_len=8, max_bin_len=0,
+                                max_array_len=0, max_map_len=1 << 16, max_ext_len=0)
+    try:
+        unpacker.feed(body[:32])
+        unpacker.read_map_header()
+        if unpacker.unpack() != "id":
+            return None
+        value = unpacker.unpack()
+    except Exception:
+        return None
+    return value if is_wire_int(value) else None
+
+
+def encode(obj) -> bytes:
+    """A reply (or a request, for clients) as msgpack bytes."""
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def decode_reply(body: bytes) -> dict:
+    """A reply body -> dict (client side; no limits beyond msgpack's defaults)."""
+    obj = msgpack.unpackb(body, raw=False, strict_map_key=False)
+    if not isinstance(obj, dict):
+        raise MalformedError(f"reply must be a msgpack map, got {wire_type(obj)}")
+    return obj
+
+
+def is_wire_int(value) -> bool:
+    return type(value) is int
+
+
+def _depth_within(obj, max_depth: int) -> bool:
+    stack = [(obj, 1)]
+    while stack:
+        container, depth = stack.pop()
+        if depth > max_depth:
+            return False
+        for child in container.values() if type(container) is dict else container:
+            if type(child) is dict or type(child) is list:
+                stack.append((child, depth + 1))
+    return True
+
+
+def wire_type(value) -> str:
+    """The msgpack type name of a decoded value, for error messages."""
+    if value is None:
+        return "nil"
+    return {bool: "bool", int: "int", float: "float", str: "str", bytes: "bin", list: "array", dict: "map"}.get(
+        type(value), "ext"
+    )
+

@@ -1,0 +1,88 @@
+"""Reply builders and the list of error codes.
+
+Every reply is a map whose first two keys are ``id`` and ``ok``, in that order; the other
+keys follow in the order these builders insert them (the golden vectors in
+``docs/protocol.md`` depend on it). Error codes are only ever added to.
+"""
+
+from __future__ import annotations
+
+#: Every error code a reply can carry, in the order ``docs/protocol.md`` lists them.
+ERROR_CODES = (
+    "malformed",
+    "too_large",
+    "invalid_request",
+    "unknown_op",
+    "unknown_map",
+    "out_of_bounds",
+    "non_finite",
+    "bad_unit_size",
+    "start_blocked",
+    "goal_blocked",
+    "search_limit",
+    "overloaded",
+    "internal",
+)
+
+#: Codes for which sending the same request again later may succeed.
+RETRYABLE_CODES = frozenset({"overloaded"})
+
+#: Bumped only for an incompatible change; ``ping`` replies carry it.
+PROTOCOL_VERSION = 1
+
+
+def ok_reply(request_id, fields: dict | None = None) -> dict:
+    reply = {"id": request_id, "ok": True}
+    if fields:
+        reply.update(fields)
+    return reply
+
+
+def error_object(code: str, message: str, at: str | None = None) -> dict:
+    """The ``error`` member of an error reply."""
+    return {"code": code, "message": message, "at": at}
+
+
+def error_reply(request_id, code: str, message: str, at: str | None = None, *, retry_after_ms: int | None = None) -> dict:
+    reply = {
+        "id": request_id,
+        "ok": False,
+        "error": error_object(code, message, at),
+        "retryable": code in RETRYABLE_CODES,
+    }
+    if retry_after_ms is not None:
+        reply["retry_after_ms"] = int(retry_after_ms)
+    return reply
+
+
+def batch_error(code: str, message: str, at: str | None = None) -> dict:
+    """One failed entry of a ``paths`` reply's ``results``."""
+    return {"ok": False, "error": error_object(code, message, at)}
+
+
+def path_fields(
+    *,
+    status: str,
+    path: list,
+    cost: float,
+    length: float,
+    expanded: int,
+    start: list,
+    goal: list,
+    start_snapped: bool,
+    goal_snapped: bool,
+    gen: int,
+) -> dict:
+    """The members of a path answer, in wire order (used by ``path`` and by each ``paths`` entry)."""
+    return {
+        "status": status,
+        "path": path,
+        "cost": cost,
+        "length": length,
+        "expanded": expanded,
+        "start": start,
+        "goal": goal,
+        "start_snapped": start_snapped,
+        "goal_snapped": goal_snapped,
+        "gen": gen,
+    }

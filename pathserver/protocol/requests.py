@@ -1,0 +1,397 @@
+"""Validation of decoded requests into typed request objects.
+
+``parse_request(obj)`` takes the dict that ``codec.decode_request`` returned and either
+returns one of the request classes below or raises a ``RequestError`` subclass whose
+``at`` is the offending field's path (``"start[0]"``, ``"requests[3].goal"``). Every check
+that needs no map happens here, once; the handlers only check what needs the map (bounds,
+unit size against the map's size, blocked cells) and trust the rest.
+
+Unknown fields are refused (``invalid_request`` naming the field): a misspelt option
+would otherwise be ignored without a word. Numbers may be ints or floats wherever a
+coordinate is expected (engines often only have floats); a non-finite one is
+``non_finite``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pathserver.errors import BadUnitSizeError, NonFiniteError, RequestError, TooLargeError, UnknownOpError
+from pathserver.protocol.codec import wire_type
+
+OPS = ("path", "paths", "maps", "update", "ping", "stats")
+
+SPACES = ("grid", "world")
+SMOOTH_MODES = ("los", "corners", "none")
+DIAGONAL_RULES = ("no_corner_cutting", "never", "always")
+HEURISTICS = ("octile", "euclidean", "manhattan", "chebyshev")
+ALGORITHMS = ("auto", "astar", "jps")
+
+#: Wire defaults that differ from ``find_path``'s Python defaults (``smooth="none"`` there).
+WIRE_DEFAULTS = {"smooth": "los", "diagonal": "no_corner_cutting"}
+
+#: Entries one ``paths`` request may hold.
+MAX_BATCH = 4096
+#: Longest map name accepted.
+MAX_NAME_LEN = 256
+
+
+@dataclass(frozen=True, slots=True)
+class PathQuery:
+    """One start/goal pair with its options.
+
+    start, goal: ``(x, y)`` numbers as sent (grid cells or world units, per ``space``).
+    unit_size: ``(w, h)`` ints >= 1 (checked against the map's size by the handler).
+    options: keyword arguments for ``find_path``, wire defaults filled in.
+    """
+
+    start: tuple
+    goal: tuple
+    unit_size: tuple
+    space: str
+    options: dict
+
+    def group_key(self) -> tuple:
+        """Queries with equal keys can go to one ``find_paths`` call."""
+        return (self.unit_size, self.space, tuple(sorted(self.options.items())))
+
+
+@dataclass(frozen=True, slots=True)
+class PathRequest:
+    id: int
+    map: str
+    query: PathQuery
+
+
+@dataclass(frozen=True, slots=True)
+class PathsRequest:
+    """``items`` holds a PathQuery per entry, or the RequestError that entry failed with
+    (its ``at`` already prefixed with ``requests[i].``): one bad entry fails only itself."""
+
+    id: int
+    map: str
+    items: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateRequest:
+    """rects: ``(x, y, w, h)`` tuples; cells: ``(x, y)`` tuples; numbers in ``space`` units."""
+
+    id: int
+    map: str
+    rects: tuple
+    cells: tuple
+    solid: bool | None
+    cost: float | None
+    space: str
+
+
+@dataclass(frozen=True, slots=True)
+class MapsRequest:
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PingRequest:
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class StatsRequest:
+    id: int
+
+
+def request_id(obj):
+    """The ``id`` a reply to ``obj`` should carry: the request's int id, else None."""
+    if isinstance(obj, dict):
+        value = obj.get("id")
+        if type(value) is int:
+            return value
+    return None
+
+
+def parse_request(obj: dict):
+    """A decoded request map -> a typed request. Raises RequestError (with ``at``)."""
+    if "id" not in obj:
+        raise RequestError("missing field 'id' (an int the reply will echo)", at="id")
+    rid = obj["id"]
+    if type(rid) is not int:
+        raise RequestError(f"'id' must be an int, got {wire_type(rid)}", at="id")
+    if "op" not in obj:
+        raise RequestError("missing field 'op'", at="op")
+    op = obj["op"]
+    if type(op) is not str:
+        raise RequestError(f"'op' must be a string, got {wire_type(op)}", at="op")
+    parser = _PARSERS.get(op)
+    if parser is None:
+        raise UnknownOpError(f"unknown op {_short(op)}; expected one of {', '.join(OPS)}", at="op")
+    return parser(rid, obj)
+
+
+# -- ops -----------------------------------------------------------------------------
+
+_OPTION_FIELDS = (
+    "smooth",
+    "allow_partial",
+    "snap",
+    "max_expansions",
+    "heuristic",
+    "weight",
+    "diagonal",
+    "max_climb",
+    "algorithm",
+    "line_of_sight",
+)
+_QUERY_FIELDS = ("start", "goal", "unit_size", "space") + _OPTION_FIELDS
+_PATH_FIELDS = ("id", "op", "map") + _QUERY_FIELDS
+_PATHS_FIELDS = ("id", "op", "map", "requests", "unit_size", "space") + _OPTION_FIELDS
+_UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost", "space")
+_BARE_FIELDS = ("id", "op")
+
+
+def _parse_path(rid: int, obj: dict) -> PathRequest:
+    _check_fields(obj, _PATH_FIELDS, "")
+    name = _map_name(obj)
+    return PathRequest(rid, name, _query(obj, {}, ""))
+
+
+def _parse_paths(rid: int, obj: dict) -> PathsRequest:
+    _check_fields(obj, _PATHS_FIELDS, "")
+    name = _map_name(obj)
+    # Batch-level options are defaults for every entry; validate them once, up front.
+    defaults = {key: obj[key] for key in ("unit_size", "space") + _OPTION_FIELDS if key in obj}
+    _query({"start": [0, 0], "goal": [0, 0], **defaults}, {}, "")
+    if "requests" not in obj:
+        raise RequestError("missing field 'requests' (a list of {start, goal, ...})", at="requests")
+    entries = obj["requests"]
+    if type(entries) is not list:
+        raise RequestError(f"'requests' must be an array, got {wire_type(entries)}", at="requests")
+    if len(entries) > MAX_BATCH:
+        raise TooLargeError(f"{len(entries)} entries in one batch; at most {MAX_BATCH}", at="requests")
+    items = []
+    for i, entry in enumerate(entries):
+        prefix = f"requests[{i}]"
+        try:
+            if type(entry) is not dict:
+                raise RequestError(f"each entry must be a map {{start, goal, ...}}, got {wire_type(entry)}", at=prefix)
+            _check_fields(entry, _QUERY_FIELDS, prefix + ".")
+            items.append(_query(entry, defaults, prefix + "."))
+        except RequestError as exc:
+            items.append(exc)
+    return PathsRequest(rid, name, tuple(items))
+
+
+def _parse_update(rid: int, obj: dict) -> UpdateRequest:
+    _check_fields(obj, _UPDATE_FIELDS, "")
+    name = _map_name(obj)
+    space = _enum(obj, "space", SPACES, "grid", "")
+    rects = tuple(_number_lists(obj, "rects", 4))
+    cells = tuple(_number_lists(obj, "cells", 2))
+    if "rects" not in obj and "cells" not in obj:
+        raise RequestError("an update needs 'rects' ([[x, y, w, h], ...]) or 'cells' ([[x, y], ...])", at="rects")
+    for i, (_, _, w, h) in enumerate(rects):
+        if w <= 0 or h <= 0:
+            raise RequestError(f"rectangle width and height must be > 0, got {w} x {h}", at=f"rects[{i}]")
+    solid = obj.get("solid")
+    if solid is not None and type(solid) is not bool:
+        raise RequestError(f"'solid' must be a bool, got {wire_type(solid)}", at="solid")
+    cost = _number(obj, "cost", "", optional=True)
+    if cost is not None and cost < 1.0:
+        raise RequestError(f"'cost' must be >= 1, got {cost}", at="cost")
+    if solid is None and cost is None:
+        raise RequestError("an update needs 'solid' (bool) or 'cost' (number >= 1)", at="solid")
+    return UpdateRequest(rid, name, rects, cells, solid, None if cost is None else float(cost), space)
+
+
+def _parse_bare(cls):
+    def parse(rid: int, obj: dict):
+        _check_fields(obj, _BARE_FIELDS, "")
+        return cls(rid)
+
+    return parse
+
+
+_PARSERS = {
+    "path": _parse_path,
+    "paths": _parse_paths,
+    "maps": _parse_bare(MapsRequest),
+    "update": _parse_update,
+    "ping": _parse_bare(PingRequest),
+    "stats": _parse_bare(StatsRequest),
+}
+
+
+# -- fields --------------------------------------------------------------------------
+
+
+def _query(obj: dict, defaults: dict, prefix: str) -> PathQuery:
+    """A PathQuery from ``obj``'s fields, falling back to ``defaults`` (already valid)."""
+
+    def has(key):
+        return key in obj or key in defaults
+
+    def source(key):
+        return obj if key in obj else defaults
+
+    start = _point(obj, "start", prefix)
+    goal = _point(obj, "goal", prefix)
+    unit_size = _unit_size(source("unit_size"), prefix) if has("unit_size") else (1, 1)
+    space = _enum(source("space"), "space", SPACES, "grid", prefix)
+    options = dict(WIRE_DEFAULTS)
+    for key in _OPTION_FIELDS:
+        if has(key):
+            value = _option(source(key), key, prefix)
+            # nil means "the default": the wire default where there is one, else find_path's.
+            if value is not None:
+                options[key] = value
+    return PathQuery(start, goal, unit_size, space, options)
+
+
+def _option(obj: dict, key: str, prefix: str):
+    if key == "smooth":
+        return _enum(obj, key, SMOOTH_MODES, None, prefix)
+    if key == "diagonal":
+        return _enum(obj, key, DIAGONAL_RULES, None, prefix)
+    if key == "heuristic":
+        return _enum(obj, key, HEURISTICS, None, prefix)
+    if key == "algorithm":
+        return _enum(obj, key, ALGORITHMS, None, prefix)
+    if key in ("allow_partial", "snap", "line_of_sight"):
+        value = obj[key]
+        if value is not None and type(value) is not bool:
+            raise RequestError(f"'{key}' must be a bool, got {wire_type(value)}", at=prefix + key)
+        return value
+    if key == "max_expansions":
+        value = obj[key]
+        if value is None:
+            return None
+        if type(value) is not int:
+            raise RequestError(f"'max_expansions' must be an int, got {wire_type(value)}", at=prefix + key)
+        if value < 1:
+            raise RequestError(f"'max_expansions' must be >= 1, got {value}", at=prefix + key)
+        return value
+    if key == "weight":
+        value = _number(obj, key, prefix, optional=True)
+        if value is not None and value < 1.0:
+            raise RequestError(f"'weight' must be >= 1, got {value}", at=prefix + key)
+        return None if value is None else float(value)
+    if key == "max_climb":
+        value = _number(obj, key, prefix, optional=True)
+        if value is not None and value < 0.0:
+            raise RequestError(f"'max_climb' must be >= 0, got {value}", at=prefix + key)
+        return None if value is None else float(value)
+    raise AssertionError(key)
+
+
+def _check_fields(obj: dict, allowed: tuple, prefix: str) -> None:
+    for key in obj:
+        if key not in allowed:
+            op = obj.get("op")
+            where = f"op '{op}'" if prefix == "" and isinstance(op, str) else "a batch entry"
+            raise RequestError(
+                f"unknown field {_short(key)} for {where}; accepted: {', '.join(allowed)}",
+                at=prefix + (key if isinstance(key, str) else "?"),
+            )
+
+
+def _map_name(obj: dict) -> str:
+    if "map" not in obj:
+        raise RequestError("missing field 'map' (a map name, see op 'maps')", at="map")
+    name = obj["map"]
+    if type(name) is not str:
+        raise RequestError(f"'map' must be a string, got {wire_type(name)}", at="map")
+    if not name or len(name) > MAX_NAME_LEN:
+        raise RequestError(f"'map' must be 1 to {MAX_NAME_LEN} characters", at="map")
+    return name
+
+
+def _enum(obj: dict, key: str, choices: tuple, default, prefix: str):
+    if key not in obj or obj[key] is None:
+        return default
+    value = obj[key]
+    if type(value) is not str or value not in choices:
+        shown = _short(value) if type(value) is str else wire_type(value)
+        raise RequestError(f"'{key}' must be one of {', '.join(choices)}; got {shown}", at=prefix + key)
+    return value
+
+
+def _is_number(value) -> bool:
+    return type(value) is int or type(value) is float
+
+
+def _number(obj: dict, key: str, prefix: str, *, optional: bool = False):
+    value = obj.get(key)
+    if value is None:
+        if optional:
+            return None
+        raise RequestError(f"missing field '{key}'", at=prefix + key)
+    if not _is_number(value):
+        raise RequestError(f"'{key}' must be a number, got {wire_type(value)}", at=prefix + key)
+    if type(value) is float and not math.isfinite(value):
+        raise NonFiniteError(f"'{key}' must be finite, got {value}", at=prefix + key)
+    return value
+
+
+def _point(obj: dict, key: str, prefix: str) -> tuple:
+    at = prefix + key
+    if key not in obj:
+        raise RequestError(f"missing field '{key}' ([x, y])", at=at)
+    return _numbers(obj[key], 2, at, f"'{key}' must be [x, y]")
+
+
+def _numbers(value, count: int, at: str, what: str) -> tuple:
+    if type(value) is not list or len(value) != count:
+        got = f"an array of {len(value)}" if type(value) is list else wire_type(value)
+        raise RequestError(f"{what}, got {got}", at=at)
+    for i, v in enumerate(value):
+        if not _is_number(v):
+            raise RequestError(f"{what} numbers, got {wire_type(v)}", at=f"{at}[{i}]")
+        if type(v) is float and not math.isfinite(v):
+            raise NonFiniteError(f"{what} finite numbers, got {v}", at=f"{at}[{i}]")
+    return tuple(value)
+
+
+def _number_lists(obj: dict, key: str, count: int):
+    if key not in obj or obj[key] is None:
+        return
+    value = obj[key]
+    if type(value) is not list:
+        raise RequestError(f"'{key}' must be an array, got {wire_type(value)}", at=key)
+    shape = "[x, y, w, h]" if count == 4 else "[x, y]"
+    for i, entry in enumerate(value):
+        yield _numbers(entry, count, f"{key}[{i}]", f"each entry of '{key}' must be {shape}")
+
+
+def _unit_size(obj: dict, prefix: str) -> tuple:
+    """An int ``k`` or ``[w, h]`` -> ``(w, h)``; integral floats are accepted."""
+    at = prefix + "unit_size"
+    value = obj["unit_size"]
+    if value is None:
+        return (1, 1)
+    if type(value) is list:
+        if len(value) != 2:
+            raise RequestError(f"'unit_size' must be an int or [w, h], got an array of {len(value)}", at=at)
+        return tuple(_size_int(v, f"{at}[{i}]") for i, v in enumerate(value))
+    size = _size_int(value, at)
+    return (size, size)
+
+
+def _size_int(value, at: str) -> int:
+    if not _is_number(value):
+        raise RequestError(f"'unit_size' must be an int or [w, h], got {wire_type(value)}", at=at)
+    if type(value) is float:
+        if not math.isfinite(value):
+            raise NonFiniteError(f"'unit_size' must be finite, got {value}", at=at)
+        if value != int(value):
+            raise BadUnitSizeError(f"'unit_size' must be a whole number of cells, got {value}", at=at)
+        value = int(value)
+    if value < 1:
+        raise BadUnitSizeError(f"'unit_size' must be at least 1, got {value}", at=at)
+    return value
+
+
+def _short(value) -> str:
+    """A value quoted for an error message, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,117 @@
+"""Slow, obviously correct references the kernels are checked against.
+
+Plain Python on plain nested loops: no numba, no cleverness, so a reader can check each
+one by eye. Grids are numpy arrays indexed [y, x]; points are (x, y).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+SQRT2 = math.sqrt(2.0)
+
+
+def footprint_cells(x, y, unit_w, unit_h):
+    """Cells covered by a unit at (x, y): centred, upper-left of centre for even sizes."""
+    left = x - (unit_w - 1) // 2
+    top = y - (unit_h - 1) // 2
+    return [(cx, cy) for cy in range(top, top + unit_h) for cx in range(left, left + unit_w)]
+
+
+def passable_for_unit(walkable, unit_w, unit_h):
+    """uint8 grid: 1 where every footprint cell is inside the map and walkable."""
+    height, width = walkable.shape
+    out = np.zeros((height, width), dtype=np.uint8)
+    for y in range(height):
+        for x in range(width):
+            cells = footprint_cells(x, y, unit_w, unit_h)
+            if all(0 <= cx < width and 0 <= cy < height and walkable[cy, cx] for cx, cy in cells):
+                out[y, x] = 1
+    return out
+
+
+def neighbours(passable, x, y, diagonal="no_corner_cutting", heights=None, max_climb=None):
+    height, width = passable.shape
+    for dx in (-1, 0, 1):
+        for dy in (-1, 0, 1):
+            if dx == 0 and dy == 0:
+                continue
+            nx, ny = x + dx, y + dy
+            if not (0 <= nx < width and 0 <= ny < height) or not passable[ny, nx]:
+                continue
+            if dx and dy:
+                if diagonal == "never":
+                    continue
+                if diagonal == "no_corner_cutting" and not (passable[y, nx] and passable[ny, x]):
+                    continue
+            if heights is not None and max_climb is not None and abs(float(heights[ny, nx]) - float(heights[y, x])) > max_climb:
+                continue
+            yield nx, ny, (SQRT2 if dx and dy else 1.0)
+
+
+def dijkstra(passable, start, goal, diagonal="no_corner_cutting", cost=None, heights=None, max_climb=None):
+    """The cheapest cost from start to goal, or math.inf. Entering a cell costs the
+    step length times that cell's terrain cost."""
+    dist = {start: 0.0}
+    queue = [(0.0, start)]
+    done = set()
+    while queue:
+        d, (x, y) = heapq.heappop(queue)
+        if (x, y) in done:
+            continue
+        if (x, y) == goal:
+            return d
+        done.add((x, y))
+        for nx, ny, step in neighbours(passable, x, y, diagonal, heights, max_climb):
+            nd = d + step * (1.0 if cost is None else float(cost[ny, nx]))
+            if nd < dist.get((nx, ny), math.inf):
+                dist[(nx, ny)] = nd
+                heapq.heappush(queue, (nd, (nx, ny)))
+    return math.inf
+
+
+def path_is_valid(passable, path, diagonal="no_corner_cutting", heights=None, max_climb=None):
+    """Every cell passable, consecutive cells are legal single moves."""
+    for x, y in path:
+        if not passable[y, x]:
+            return False
+    for (x0, y0), (x1, y1) in zip(path[:-1], path[1:]):
+        moves = {(nx, ny) for nx, ny, _ in neighbours(passable, x0, y0, diagonal, heights, max_climb)}
+        if (x1, y1) not in moves:
+            return False
+    return True
+
+
+def path_cost(path, cost=None):
+    total = 0.0
+    for (x0, y0), (x1, y1) in zip(path[:-1], path[1:]):
+        step = SQRT2 if (x0 != x1 and y0 != y1) else 1.0
+        total += step * (1.0 if cost is None else float(cost[y1, x1]))
+    return total
+
+
+def components(passable):
+    """Labels of 4-connected components by flood fill (0 = impassable)."""
+    height, width = passable.shape
+    labels = np.zeros((height, width), dtype=np.int64)
+    count = 0
+    for y in range(height):
+        for x in range(width):
+            if passable[y, x] and not labels[y, x]:
+                count += 1
+                stack = [(x, y)]
+                labels[y, x] = count
+                while stack:
+                    cx, cy = stack.pop()
+                    for nx, ny in ((cx + 1, cy), (cx - 1, cy), (cx, cy + 1), (cx, cy - 1)):
+                        if 0 <= nx < width and 0 <= ny < height and passable[ny, nx] and not labels[ny, nx]:
+                            labels[ny, nx] = count
+                            stack.append((nx, ny))
+    return labels, count
+
+
+def random_grid(rng, width, height, density):
+    return rng.random((height, width)) >= density
