@@ -1,0 +1,141 @@
+"""Each small kernel against a brute-force reference."""
+
+import math
+
+import numpy as np
+
+import naive
+from pathserver.core.clearance import compute_clearance, footprint_cost
+from pathserver.core.components import label_components, nearest_with_label
+from pathserver.core.lines import segment_clear, straight_grid_path
+from pathserver.grid.gridmap import GridMap
+
+NO_HEIGHTS = np.zeros((1, 1), dtype=np.float32)
+
+
+def brute_clearance(walkable):
+    height, width = walkable.shape
+    out = np.zeros((height, width), dtype=np.int64)
+    for y in range(height):
+        for x in range(width):
+            k = 0
+            while y + k < height and x + k < width and walkable[y : y + k + 1, x : x + k + 1].all():
+                k += 1
+            out[y, x] = k
+    return out
+
+
+def test_clearance_matches_brute_force():
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        walkable = naive.random_grid(rng, int(rng.integers(1, 30)), int(rng.integers(1, 30)), rng.uniform(0, 0.5))
+        clearance = np.zeros(walkable.shape, dtype=np.uint16)
+        compute_clearance(walkable.view(np.uint8), clearance, 0, 0, walkable.shape[1], walkable.shape[0])
+        assert (clearance == brute_clearance(walkable)).all()
+
+
+def test_edit_reannotates_like_a_fresh_load():
+    rng = np.random.default_rng(1)
+    for _ in range(100):
+        m = GridMap(naive.random_grid(rng, 30, 20, 0.15))
+        x, y = int(rng.integers(-2, 30)), int(rng.integers(-2, 20))
+        edited = m.edit(rects=[(x, y, int(rng.integers(1, 6)), int(rng.integers(1, 6)))], solid=bool(rng.integers(2)))
+        assert (edited.clearance == brute_clearance(edited.walkable)).all()
+
+
+def test_components_match_flood_fill():
+    rng = np.random.default_rng(2)
+    for _ in range(60):
+        passable = naive.random_grid(rng, 25, 25, rng.uniform(0.2, 0.6)).astype(np.uint8)
+        labels = np.empty(passable.shape, dtype=np.int32)
+        n = label_components(passable, 0, labels)
+        expected, count = naive.components(passable)
+        assert n == count
+        # Same partition: labels correspond one to one.
+        pairs = set(zip(labels[passable == 1].tolist(), expected[passable == 1].tolist()))
+        assert len(pairs) == count
+        assert (labels[passable == 0] == 0).all()
+
+
+def test_eight_connected_components_join_diagonals():
+    passable = np.array([[1, 0], [0, 1]], dtype=np.uint8)
+    labels = np.empty(passable.shape, dtype=np.int32)
+    assert label_components(passable, 0, labels) == 2
+    assert label_components(passable, 1, labels) == 1
+
+
+def test_nearest_with_label_is_the_euclidean_nearest():
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        labels = (rng.random((15, 15)) < 0.1).astype(np.int32) * rng.integers(1, 3, size=(15, 15)).astype(np.int32)
+        x, y = int(rng.integers(15)), int(rng.integers(15))
+        want = int(rng.integers(0, 3))
+        status, bx, by = nearest_with_label(labels, x, y, want, 15)
+        cells = [(cx, cy) for cy in range(15) for cx in range(15) if labels[cy, cx] and (want == 0 or labels[cy, cx] == want)]
+        if not cells:
+            assert status == 1
+            continue
+        best = min((cx - x) ** 2 + (cy - y) ** 2 for cx, cy in cells)
+        assert status == 0 and (bx - x) ** 2 + (by - y) ** 2 == best
+
+
+def test_footprint_cost_is_the_max_under_the_footprint():
+    rng = np.random.default_rng(4)
+    cost = rng.integers(1, 9, size=(12, 14)).astype(np.float64)
+    out = np.empty_like(cost)
+    footprint_cost(cost, 3, 2, 1, 0, out)
+    for y in range(12):
+        for x in range(14):
+            cells = [(cx, cy) for cx, cy in naive.footprint_cells(x, y, 3, 2) if 0 <= cx < 14 and 0 <= cy < 12]
+            assert out[y, x] == max(cost[cy, cx] for cx, cy in cells)
+
+
+def test_straight_grid_path_is_octile_optimal_and_connected():
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        sx, sy, gx, gy = (int(v) for v in rng.integers(-20, 20, size=4))
+        for four in (0, 1):
+            path = straight_grid_path(sx, sy, gx, gy, four).tolist()
+            assert path[0] == [sx, sy] and path[-1] == [gx, gy]
+            steps = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(path[:-1], path[1:])]
+            assert all(max(abs(dx), abs(dy)) == 1 and (not four or abs(dx) + abs(dy) == 1) for dx, dy in steps)
+            length = naive.path_cost(path)
+            dx, dy = abs(gx - sx), abs(gy - sy)
+            expected = dx + dy if four else max(dx, dy) + (math.sqrt(2) - 1) * min(dx, dy)
+            assert length == np.float64(expected) or abs(length - expected) < 1e-9
+
+
+def _touches(x0, y0, x1, y1, cx, cy):
+    """Whether the segment between cell centres meets the closed square of cell (cx, cy),
+    by exact Liang-Barsky clipping in rationals."""
+    from fractions import Fraction as F
+
+    ax, ay = F(2 * x0 + 1, 2), F(2 * y0 + 1, 2)
+    dx, dy = F(x1 - x0), F(y1 - y0)
+    lo, hi = F(0), F(1)
+    for p, q in ((-dx, ax - cx), (dx, cx + 1 - ax), (-dy, ay - cy), (dy, cy + 1 - ay)):
+        if p == 0:
+            if q < 0:
+                return False
+        elif p < 0:
+            lo = max(lo, q / p)
+        else:
+            hi = min(hi, q / p)
+    return lo <= hi
+
+
+def test_segment_clear_matches_exact_geometry():
+    # A clear segment meets only open cells, counting a cell whose corner it passes
+    # exactly through: that is the no-corner-cutting rule for straight lines.
+    rng = np.random.default_rng(6)
+    ones = np.ones((1, 1))
+    for _ in range(300):
+        passable = (rng.random((12, 12)) > 0.15).astype(np.uint8)
+        x0, y0, x1, y1 = (int(v) for v in rng.integers(0, 12, size=4))
+        if not passable[y0, x0]:
+            continue
+        clear = segment_clear(passable, ones, 1, 1.0, NO_HEIGHTS, 0, 0.0, 0, x0, y0, x1, y1)
+        expected = all(
+            passable[cy, cx] or not _touches(x0, y0, x1, y1, cx, cy) for cy in range(12) for cx in range(12)
+        )
+        assert clear == expected, (x0, y0, x1, y1)

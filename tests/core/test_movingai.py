@@ -1,0 +1,63 @@
+"""Path lengths equal the published optimal lengths of the Moving AI benchmark.
+
+A sample of each map's scenarios by default; every scenario of a few maps with --slow.
+Skips cleanly when ../shared/movingai is absent.
+"""
+
+import numpy as np
+import pytest
+
+from pathserver import GridMap, find_paths
+from pathserver.maps.scen import find_map_for_scen, load_scen
+
+SAMPLE = 12
+FULL_MAPS = ["arena", "den520d", "Berlin_0_256", "AR0011SR", "icecrown"]
+
+
+def _problems(scen_path, gridmap, sample):
+    problems = [
+        p for p in load_scen(scen_path)
+        if gridmap.walkable[p.start[1], p.start[0]] and gridmap.walkable[p.goal[1], p.goal[0]]
+    ]
+    if sample is None or len(problems) <= sample:
+        return problems
+    # Spread over the buckets: every k-th problem of the file, longest included.
+    picks = np.linspace(0, len(problems) - 1, sample).round().astype(int)
+    return [problems[i] for i in picks]
+
+
+def _check(scen_path, sample, algorithms):
+    gridmap = GridMap.load(find_map_for_scen(scen_path))
+    problems = _problems(scen_path, gridmap, sample)
+    assert problems
+    for algorithm in algorithms:
+        results = find_paths(
+            gridmap, [p.start for p in problems], [p.goal for p in problems], algorithm=algorithm
+        )
+        for problem, result in zip(problems, results):
+            assert result.status == "found"
+            assert abs(result.cost - problem.optimal_length) <= problem.precision, (
+                f"{scen_path.name}: {problem.start}->{problem.goal} {algorithm} cost {result.cost}, "
+                f"optimal {problem.optimal_length}"
+            )
+
+
+def test_sampled_scenarios_of_every_map_are_optimal(movingai_dir):
+    scens = sorted(movingai_dir.rglob("*.map.scen"))
+    assert len(scens) == 20
+    for scen in scens:
+        _check(scen, SAMPLE, ["astar", "jps", "auto"])
+
+
+def test_icecrown_bad_lines_are_the_three_known_ones(movingai_dir):
+    scen = movingai_dir / "wc3maps512" / "icecrown.map.scen"
+    gridmap = GridMap.load(find_map_for_scen(scen))
+    problems = load_scen(scen)
+    assert len(problems) - len(_problems(scen, gridmap, None)) == 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FULL_MAPS)
+def test_every_scenario_of_a_few_maps_is_optimal(movingai_dir, name):
+    (scen,) = movingai_dir.rglob(f"{name}.map.scen")
+    _check(scen, None, ["astar", "jps"])
