@@ -1,0 +1,415 @@
+"""The map folder the server serves, kept in step with the files by hot reload.
+
+Every map file directly in the folder is served under its file stem: ``.map``, ``.png``,
+``.tmj``, and ``.json`` files that are Tiled maps. Not served: sidecars (``NAME.json`` /
+``NAME.toml`` beside a map), ``.scen`` files, anything else, and temporary files (names
+starting with ``.`` or ending in ``~``, ``.tmp``, ``.swp``, ``.swx``). When two map files
+share a stem, the first in :data:`~pathserver.maps.formats.MAP_SUFFIXES` order
+(``.map``, ``.tmj``, ``.json``, ``.png``) is served and the others are reported in that
+name's ``last_error``.
+
+How a change is noticed. Each batch of watcher events (watchfiles) triggers a rescan that
+compares the folder with what was last loaded: for every name, the ``(mtime, size,
+inode)`` of its map file, its sidecars, and the files its last load read (heights,
+external tilesets). A name whose files differ is reloaded, and so is every name an event
+names, since two writes within one tick of the file system's clock can leave mtime and
+size unchanged. Because the rescan looks at the disk rather than at event types, atomic
+saves (temp file + ``os.replace``), in-place writes, deletions and new files are all
+handled the same way. A rescan also runs every ``rescan_ms`` when nothing happens, so an
+event the watcher missed (it starts after ``load_all``; inotify queues can overflow) is
+caught within that time.
+
+Validate, then swap. A file is loaded into a new :class:`GridMap` (clearance included)
+without touching the served one; only a complete map replaces it, with one dict assignment
+under a lock. A malformed or half-written file leaves the old map serving; the error is
+kept in ``last_error`` and counted in ``stats["reloads_failed"]``. A file that failed is
+not retried until it changes again. A deleted file stops being served.
+
+Generations: each successful load or edit gets a generation one higher than the last one
+the registry handed out to any map. A name's generation therefore only ever grows, also
+across deletion and re-creation, so a client can tell any two versions apart, and no state
+is kept for names that are gone.
+
+Threads: :meth:`get` reads a dict that is never mutated, only replaced (copy on write), so
+it takes no lock. Loads are serialised; swaps and edits hold ``_lock`` briefly. State is
+keyed by map name and file path only, so memory stays flat over any number of reloads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from pathserver.errors import MapLoadError, UnknownMapError
+from pathserver.grid.gridmap import GridMap
+from pathserver.maps.formats import (
+    MAP_SUFFIXES,
+    PLAIN_MAP_SUFFIXES,
+    is_temp_name,
+    is_tiled_document,
+    load_map_with_sources,
+)
+from pathserver.maps.sidecar import SIDECAR_SUFFIXES, sidecar_paths
+
+log = logging.getLogger("pathserver.maps")
+
+#: How many served names an UnknownMapError lists before "...".
+_NAMES_IN_ERRORS = 20
+#: A standalone .json bigger than this is not parsed to see whether it is a Tiled map.
+_MAX_PEEK_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """What the registry knows about one name. Replaced whole, never mutated."""
+
+    file: Path
+    gridmap: GridMap | None  # None: the name's file never loaded (see last_error)
+    loaded_at: float | None
+    load_ms: float | None
+    walkable_share: float | None
+    last_error: str | None
+    sources: tuple[Path, ...]  # files the last good load read besides the map and its sidecars
+
+
+def _stat_key(path: Path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _walkable_share(gridmap: GridMap) -> float:
+    return float(np.count_nonzero(gridmap.walkable)) / gridmap.walkable.size
+
+
+class MapRegistry:
+    """The maps in ``folder``, by name, reloaded when their files change.
+
+    ``on_event(event: dict)`` is called (from the loading thread, outside any lock) after
+    each change with ``event`` one of ``{"event": "loaded" | "load_failed" | "removed" |
+    "edited", "name", "file", "generation", "error"}``; exceptions it raises are logged.
+    ``stats`` counts ``reloads_ok`` and ``reloads_failed`` over all loads, the initial
+    ones included.
+    """
+
+    def __init__(self, folder: Path, *, debounce_ms: int = 50, on_event=None, rescan_ms: int = 500):
+        self.folder = Path(folder)
+        self.debounce_ms = max(1, int(debounce_ms))
+        self.rescan_ms = max(10, int(rescan_ms))
+        self.on_event = on_event
+        self.stats = {"reloads_ok": 0, "reloads_failed": 0}
+        self._lock = threading.Lock()  # guards the swaps below and stats
+        self._load_lock = threading.RLock()  # one scan or load at a time
+        self._maps: dict[str, GridMap] = {}  # copy on write: get() reads it without a lock
+        self._entries: dict[str, _Entry] = {}  # copy on write, like _maps
+        self._generation = 0  # highest generation handed out, to any name
+        self._seen: dict[str, tuple] = {}  # name -> the files' state at its last load attempt
+        self._json_is_map: dict[Path, tuple] = {}  # path -> (stat key, is a Tiled map)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- reading ------------------------------------------------------------------------
+
+    def get(self, name: str) -> GridMap:
+        """The map served as ``name``. Only looks ``name`` up: it never touches the disk."""
+        gridmap = self._maps.get(name) if isinstance(name, str) else None
+        if gridmap is None:
+            served = sorted(self._maps)
+            shown = ", ".join(served[:_NAMES_IN_ERRORS]) + (", ..." if len(served) > _NAMES_IN_ERRORS else "")
+            raise UnknownMapError(f"no map named {name!r:.80}; served: {shown or 'none'}", at="map")
+        return gridmap
+
+    def names(self) -> list[str]:
+        return sorted(self._maps)
+
+    def info(self) -> list[dict]:
+        """One dict per name, sorted by name. Names whose file never loaded are listed too,
+        with ``None`` for the map's fields and the reason in ``last_error``."""
+        rows = []
+        for name, entry in sorted(self._entries.items()):
+            gridmap = entry.gridmap
+            rows.append(
+                {
+                    "name": name,
+                    "width": gridmap.width if gridmap else None,
+                    "height": gridmap.height if gridmap else None,
+                    "cell_size": gridmap.cell_size if gridmap else None,
+                    "origin": list(gridmap.origin) if gridmap else None,
+                    "generation": gridmap.generation if gridmap else None,
+                    "loaded_at": entry.loaded_at,
+                    "load_ms": entry.load_ms,
+                    "file": str(entry.file),
+                    "last_error": entry.last_error,
+                    "walkable_share": entry.walkable_share,
+                }
+            )
+        return rows
+
+    # -- loading ------------------------------------------------------------------------
+
+    def load_all(self) -> None:
+        """Load every map in the folder. A bad file is recorded (``info()``'s
+        ``last_error``), never raised; a missing folder raises MapLoadError."""
+        if not self.folder.is_dir():
+            raise MapLoadError(f"{self.folder}: map folder does not exist")
+        self.rescan()
+
+    def rescan(self, changed=()) -> None:
+        """Compare the folder with what was loaded and reload, add or drop what changed.
+
+        ``changed``: paths the caller knows were written (the watcher's events). Their
+        maps are reloaded even when size and mtime look the same, since two writes within
+        one tick of the file system's clock can leave both unchanged.
+        """
+        with self._load_lock:
+            try:
+                listing = self._listing()
+            except OSError as exc:
+                # An unreadable folder is no reason to drop every map.
+                log.warning("cannot list map folder %s: %s", self.folder, exc)
+                return
+            forced = self._names_for(changed, listing) if changed else set()
+            for name in sorted(set(listing) | set(self._entries) | set(self._seen)):
+                self._refresh(name, listing.get(name, []), force=name in forced)
+
+    def reload(self, path: Path) -> bool:
+        """Load the map ``path`` is (or is the sidecar, heights or tileset of) and swap it
+        in if it loads. True when every map concerned loaded."""
+        with self._load_lock:
+            try:
+                listing = self._listing()
+            except OSError as exc:
+                log.warning("cannot list map folder %s: %s", self.folder, exc)
+                return False
+            names = self._names_for([path], listing)
+            results = [self._refresh(name, listing.get(name, []), force=True) for name in sorted(names)]
+        return bool(results) and all(result is True for result in results)
+
+    def apply_edit(self, name, rects=(), cells=(), *, solid=None, cost=None) -> GridMap:
+        """Replace map ``name`` with ``gridmap.edit(...)`` (see :meth:`GridMap.edit`) and
+        return the new map. The file is not written: a later change of it wins."""
+        with self._lock:
+            current = self.get(name)
+            edited = current.edit(rects, cells, solid=solid, cost=cost)
+            generation = self._generation + 1
+            if edited.generation != generation:
+                edited = edited.with_generation(generation)
+            self._generation = generation
+            entry = replace(self._entries[name], gridmap=edited, walkable_share=_walkable_share(edited))
+            self._swap(name, edited, entry)
+        self._emit("edited", name, entry.file, generation, None)
+        return edited
+
+    # -- watching -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Watch the folder from a daemon thread until :meth:`stop`."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        try:
+            import watchfiles  # noqa: F401  (imported here so the thread starts watching sooner)
+        except ImportError:
+            log.warning("watchfiles is not installed; polling %s every %d ms", self.folder, self.rescan_ms)
+        self._thread = threading.Thread(target=self._watch, name="pathserver-map-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop watching; returns within about a second (a load in progress finishes in
+        the daemon thread)."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=1.0)
+
+    def _watch(self) -> None:
+        try:
+            import watchfiles
+
+            step = min(self.debounce_ms, 50)
+            for changes in watchfiles.watch(
+                self.folder,
+                watch_filter=lambda _change, path: not is_temp_name(os.path.basename(path)),
+                debounce=self.debounce_ms,
+                step=step,
+                stop_event=self._stop,
+                rust_timeout=self.rescan_ms,
+                yield_on_timeout=True,
+                recursive=True,
+                raise_interrupt=False,
+            ):
+                if self._stop.is_set():
+                    return
+                self._rescan_logged([path for _change, path in changes])
+        except Exception:
+            if self._stop.is_set():
+                return
+            log.warning("watching %s failed; polling every %d ms instead", self.folder, self.rescan_ms, exc_info=True)
+        while not self._stop.wait(self.rescan_ms / 1000.0):
+            self._rescan_logged()
+
+    def _rescan_logged(self, changed=()) -> None:
+        try:
+            self.rescan(changed)
+        except Exception:
+            # The watcher must outlive any one bad scan.
+            log.exception("rescanning %s failed", self.folder)
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _listing(self) -> dict[str, list[Path]]:
+        """Map files directly in the folder, by name, the one to serve first."""
+        files = {}
+        with os.scandir(self.folder) as it:
+            for item in it:
+                if is_temp_name(item.name) or not item.is_file():
+                    continue
+                files[item.name] = self.folder / item.name
+        plain_stems = {path.stem for path in files.values() if path.suffix.lower() in PLAIN_MAP_SUFFIXES}
+        by_name: dict[str, list[Path]] = {}
+        for path in files.values():
+            suffix = path.suffix.lower()
+            if suffix not in MAP_SUFFIXES:
+                continue
+            if suffix == ".json" and (path.stem in plain_stems or not self._is_tiled_json(path)):
+                continue  # a sidecar, or some other JSON
+            by_name.setdefault(path.stem, []).append(path)
+        for paths in by_name.values():
+            paths.sort(key=lambda p: (MAP_SUFFIXES.index(p.suffix.lower()), p.name))
+        present = set(files.values())
+        self._json_is_map = {p: v for p, v in self._json_is_map.items() if p in present}
+        return by_name
+
+    def _is_tiled_json(self, path: Path) -> bool:
+        key = _stat_key(path)
+        cached = self._json_is_map.get(path)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        try:
+            if key is None or key[1] > _MAX_PEEK_BYTES:
+                verdict = True  # let the loader say what is wrong with it
+            else:
+                verdict = is_tiled_document(json.loads(path.read_bytes()))
+        except (OSError, ValueError, RecursionError):
+            # Unparseable JSON may be a Tiled map being written: treat it as one, so the
+            # failed load keeps the old map and reports the error instead of dropping it.
+            verdict = True
+        self._json_is_map[path] = (key, verdict)
+        return verdict
+
+    def _names_for(self, paths, listing: dict[str, list[Path]]) -> set[str]:
+        """The names whose map, sidecar or dependency is one of ``paths``."""
+        folder = self.folder.resolve()
+        targets = {Path(p).resolve() for p in paths}
+        names = set()
+        for target in targets:
+            if target.parent == folder:
+                lower = target.name.lower()
+                for suffix in MAP_SUFFIXES + SIDECAR_SUFFIXES:
+                    if lower.endswith(suffix):
+                        names.add(target.name[: -len(suffix)])
+        for name, entry in self._entries.items():
+            if any(source.resolve() in targets for source in entry.sources):
+                names.add(name)
+        return names & (set(listing) | set(self._entries))
+
+    @staticmethod
+    def _files_state(paths) -> tuple:
+        return tuple((str(p), _stat_key(p)) for p in paths)
+
+    def _refresh(self, name: str, candidates: list[Path], *, force: bool) -> bool | None:
+        """Bring ``name`` in line with the disk. True: loaded; False: failed or removed;
+        None: nothing changed."""
+        old = self._entries.get(name)
+        if not candidates:
+            self._seen.pop(name, None)
+            if old is not None:
+                with self._lock:
+                    self._swap(name, None, None)
+                self._emit("removed", name, old.file, None, None)
+            return False
+        winner = candidates[0]
+        same_file = old is not None and old.file == winner
+        extra = old.sources if same_file else ()
+        own_state = self._files_state(candidates + sidecar_paths(winner))
+        if not force and self._seen.get(name) == (own_state, self._files_state(extra)):
+            return None
+        notes = [f"{p}: not served, {winner.name} has the same name" for p in candidates[1:]]
+        generation = self._generation + 1
+        started = time.perf_counter()
+        error = None
+        try:
+            gridmap, sources = load_map_with_sources(winner, name=name, generation=generation)
+        except MapLoadError as exc:
+            error = str(exc)
+        except Exception as exc:  # a bug or MemoryError must not kill the watcher
+            log.exception("loading %s failed", winner)
+            error = f"{winner}: {type(exc).__name__}: {exc}"
+        load_ms = (time.perf_counter() - started) * 1000.0
+        if error is None:
+            own = {winner, *sidecar_paths(winner)}
+            extra = tuple(p for p in sources if p not in own)
+        # Dependencies are stat'ed after the load, the map and sidecars before it: a map
+        # file rewritten during the load then differs at the next rescan and is reloaded.
+        self._seen[name] = (own_state, self._files_state(extra))
+        if error is not None:
+            message = "; ".join([error] + notes)
+            with self._lock:
+                # Re-read under the lock: an edit may have replaced the map meanwhile.
+                current = self._entries.get(name)
+                if current is not None and current.file == winner and current.gridmap is not None:
+                    entry = replace(current, last_error=message)
+                else:
+                    entry = _Entry(winner, None, None, None, None, message, ())
+                kept = entry.gridmap
+                self.stats["reloads_failed"] += 1
+                self._swap(name, kept, entry)
+            log.warning("map %r not (re)loaded: %s", name, error)
+            self._emit("load_failed", name, winner, kept.generation if kept else None, error)
+            return False
+        with self._lock:
+            # An edit may have taken this generation while the file loaded.
+            if generation <= self._generation:
+                generation = self._generation + 1
+                gridmap = gridmap.with_generation(generation)
+            self._generation = generation
+            entry = _Entry(
+                winner, gridmap, time.time(), load_ms, _walkable_share(gridmap), "; ".join(notes) or None, extra
+            )
+            self.stats["reloads_ok"] += 1
+            self._swap(name, gridmap, entry)
+        log.info("map %r loaded from %s (generation %d, %.1f ms)", name, winner, generation, load_ms)
+        self._emit("loaded", name, winner, generation, None)
+        return True
+
+    def _swap(self, name: str, gridmap: GridMap | None, entry: _Entry | None) -> None:
+        """Publish a name's new state; caller holds ``_lock``."""
+        maps, entries = dict(self._maps), dict(self._entries)
+        if gridmap is None:
+            maps.pop(name, None)
+        else:
+            maps[name] = gridmap
+        if entry is None:
+            entries.pop(name, None)
+        else:
+            entries[name] = entry
+        self._maps, self._entries = maps, entries
+
+    def _emit(self, event: str, name: str, file: Path, generation, error) -> None:
+        if self.on_event is None:
+            return
+        try:
+            self.on_event(
+                {"event": event, "name": name, "file": str(file), "generation": generation, "error": error}
+            )
+        except Exception:
+            log.exception("map registry on_event callback failed")

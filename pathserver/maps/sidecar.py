@@ -1,0 +1,280 @@
+"""Sidecars: optional metadata beside a map, ``NAME.json`` (or ``NAME.toml``) next to
+``NAME.map`` / ``NAME.png`` / ``NAME.tmj`` (a Tiled ``NAME.json`` map can only have
+``NAME.toml``). Having both ``NAME.json`` and ``NAME.toml`` is an error: which one wins
+would be a guess.
+
+Keys (all optional; an unknown key is an error so a typo does not pass silently)::
+
+    {
+      "origin": [x, y],            world position of the corner of cell (0, 0)
+      "cell_size": 0.5,            world size of one cell (> 0)
+      "cost_legend": {...},        .map: one character -> cost, e.g. {"~": 3.0, "W": 5.0}
+                                   .png: "#rrggbb" -> cost, e.g. {"#3070ff": null}
+                                   a number >= 1 is walkable at that cost; null (TOML:
+                                   "blocked") is blocked. Entries override the built-in rules.
+      "heights": [[...], ...]      rows of numbers (H rows of W), or a path relative to the
+                 or "h.npy"        map: a 2-D ``.npy`` array or a grey ``.png`` heightmap
+      "heights_scale": 0.1,        multiplies a PNG heightmap's grey values (default 1)
+      "layer": "collision",        Tiled only: the tile layer to read
+      "empty_cost": 1.0            Tiled only: cost of empty cells (gid 0); null = blocked
+    }
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from pathserver.maps.formats import OPTION_KEYS, is_number, map_error, read_file
+
+SIDECAR_SUFFIXES = (".json", ".toml")
+#: Sidecars hold at most an inline heightmap; anything bigger is surely not a sidecar.
+MAX_SIDECAR_BYTES = 256 * 1024 * 1024
+#: Heights up to this many cells are written inline; bigger ones go to NAME.heights.npy.
+INLINE_HEIGHTS_CELLS = 4096
+
+_APPLIES = {
+    "movingai": {"origin", "cell_size", "cost_legend", "heights", "heights_scale"},
+    "png": {"origin", "cell_size", "cost_legend", "heights", "heights_scale"},
+    "tiled": {"origin", "cell_size", "heights", "heights_scale", "layer", "empty_cost"},
+}
+_COLOUR = re.compile(r"#[0-9a-fA-F]{6}")
+
+
+def sidecar_paths(map_path: Path) -> list[Path]:
+    """Where ``map_path``'s sidecar may be (never the map itself)."""
+    map_path = Path(map_path)
+    return [p for p in (map_path.with_suffix(s) for s in SIDECAR_SUFFIXES) if p != map_path]
+
+
+def find_sidecar(map_path: Path) -> Path | None:
+    existing = [p for p in sidecar_paths(map_path) if p.is_file()]
+    if len(existing) > 1:
+        raise map_error(map_path, None, f"both {existing[0].name} and {existing[1].name} exist; keep one sidecar")
+    return existing[0] if existing else None
+
+
+def read_sidecar(path: Path, fmt: str) -> dict:
+    """The validated options in sidecar ``path`` for a map of format ``fmt``."""
+    data = read_file(path, MAX_SIDECAR_BYTES)
+    if path.suffix.lower() == ".toml":
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10: the package still supports it, JSON sidecars work
+            raise map_error(path, None, "TOML sidecars need Python 3.11 or newer; use NAME.json") from None
+        try:
+            raw = tomllib.loads(data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise map_error(path, f"byte {exc.start}", "not UTF-8 text") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise map_error(path, None, f"invalid TOML: {exc}") from None
+    else:
+        try:
+            raw = json.loads(data)
+        except UnicodeDecodeError as exc:
+            raise map_error(path, f"byte {exc.start}", "not UTF-8 text") from None
+        except json.JSONDecodeError as exc:
+            raise map_error(path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise map_error(path, None, "invalid JSON: nested too deeply") from None
+    if not isinstance(raw, dict):
+        raise map_error(path, None, "a sidecar must be an object of keys")
+    return validate_options(raw, fmt, str(path))
+
+
+def _legend_value(value, label: str, where: str):
+    if value is None or value == "blocked":
+        return None
+    if not is_number(value) or value < 1:
+        raise map_error(label, where, f"must be a number >= 1 or null (blocked), got {value!r:.40}")
+    return float(value)
+
+
+def validate_options(raw: dict, fmt: str, label: str) -> dict:
+    """Check and normalise sidecar keys; ``label`` names their source in errors."""
+    options = {}
+    for key, value in raw.items():
+        where = f"field {key!r}"
+        if key not in OPTION_KEYS:
+            raise map_error(label, where, f"unknown key; known keys: {', '.join(OPTION_KEYS)}")
+        if key not in _APPLIES[fmt]:
+            raise map_error(label, where, f"does not apply to {fmt} maps")
+        if key == "origin":
+            if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(map(is_number, value)):
+                raise map_error(label, where, f"must be [x, y] with two finite numbers, got {value!r:.40}")
+            options[key] = (float(value[0]), float(value[1]))
+        elif key == "cell_size":
+            if not is_number(value) or value <= 0:
+                raise map_error(label, where, f"must be a finite number > 0, got {value!r:.40}")
+            options[key] = float(value)
+        elif key == "heights_scale":
+            if not is_number(value):
+                raise map_error(label, where, f"must be a finite number, got {value!r:.40}")
+            options[key] = float(value)
+        elif key == "layer":
+            if not isinstance(value, str):
+                raise map_error(label, where, f"must be a layer name, got {value!r:.40}")
+            options[key] = value
+        elif key == "empty_cost":
+            options[key] = _legend_value(value, label, where)
+        elif key == "cost_legend":
+            options[key] = _validate_legend(value, fmt, label)
+        elif key == "heights":
+            options[key] = _validate_heights(value, label)
+    return options
+
+
+def _validate_legend(value, fmt: str, label: str) -> dict:
+    if not isinstance(value, dict):
+        raise map_error(label, "field 'cost_legend'", "must be an object of key -> cost")
+    legend = {}
+    for symbol, cost in value.items():
+        where = f"field 'cost_legend'[{symbol!r}]"
+        if fmt == "movingai":
+            if len(symbol) != 1 or not (33 <= ord(symbol) <= 126):
+                raise map_error(label, where, "keys must be one printable ASCII character (not a space)")
+            legend[symbol] = _legend_value(cost, label, where)
+        else:
+            if not _COLOUR.fullmatch(symbol):
+                raise map_error(label, where, "keys must be colours written #rrggbb")
+            legend[symbol.lower()] = _legend_value(cost, label, where)
+    return legend
+
+
+def _validate_heights(value, label: str):
+    where = "field 'heights'"
+    if isinstance(value, str):
+        if Path(value).suffix.lower() not in (".npy", ".png"):
+            raise map_error(label, where, f"a heights file must be .npy or .png, got {value!r:.60}")
+        return value
+    if isinstance(value, np.ndarray):  # only from load_map(heights=...), never from a file
+        if value.ndim != 2 or value.dtype.kind not in "iuf":
+            raise map_error(label, where, "must be a 2-D array of numbers")
+        return np.asarray(value, dtype=np.float32)
+    if not isinstance(value, list) or not value or not all(isinstance(row, list) for row in value):
+        raise map_error(label, where, "must be a list of rows of numbers, or a .npy/.png path")
+    width = len(value[0])
+    for y, row in enumerate(value):
+        if len(row) != width:
+            raise map_error(label, f"{where}[{y}]", f"row has {len(row)} values, row 0 has {width}")
+        if not all(map(is_number, row)):
+            raise map_error(label, f"{where}[{y}]", "values must be finite numbers")
+    return np.array(value, dtype=np.float32)
+
+
+def load_heights(spec, map_path: Path, shape: tuple[int, int], scale: float) -> tuple[np.ndarray, list[Path]]:
+    """Heights (float32, ``[y, x]``, shape ``shape``) from a validated ``heights`` option,
+    and the files read for them."""
+    height, width = shape
+    if isinstance(spec, np.ndarray):
+        heights, sources = spec, []
+    else:
+        heights_path = map_path.parent / spec
+        sources = [heights_path]
+        if heights_path.suffix.lower() == ".npy":
+            heights = _load_npy_heights(heights_path, shape)
+        else:
+            heights = _load_png_heights(heights_path, shape) * np.float32(scale)
+    if heights.shape != shape:
+        raise map_error(
+            map_path, "heights", f"is {heights.shape[1]}x{heights.shape[0]}, the map is {width}x{height}"
+        )
+    return heights, sources
+
+
+def _load_npy_heights(path: Path, shape) -> np.ndarray:
+    try:
+        # A memory map reads only the header, so the shape is checked before loading.
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise map_error(path, None, f"cannot read heights: {exc}") from None
+    if not isinstance(array, np.ndarray) or array.ndim != 2 or array.dtype.kind not in "iuf":
+        raise map_error(path, None, "heights must be a 2-D array of numbers")
+    if array.shape != tuple(shape):
+        raise map_error(path, None, f"heights are {array.shape[1]}x{array.shape[0]}, the map is {shape[1]}x{shape[0]}")
+    return np.array(array, dtype=np.float32)
+
+
+def _load_png_heights(path: Path, shape) -> np.ndarray:
+    from pathserver.maps.image import load_png
+
+    image = load_png(path)
+    if (image.height, image.width) != tuple(shape):
+        raise map_error(path, None, f"heightmap is {image.width}x{image.height}, the map is {shape[1]}x{shape[0]}")
+    if image.mode in ("I", "I;16", "I;16B", "I;16L"):
+        return np.asarray(image, dtype=np.float32)
+    return np.asarray(image.convert("L"), dtype=np.float32)
+
+
+# -- writing ----------------------------------------------------------------------------
+
+
+def encode_heights(heights: np.ndarray, map_path: Path) -> tuple[object, dict[Path, bytes]]:
+    """The ``heights`` value for a sidecar, and any file it refers to."""
+    if heights.size <= INLINE_HEIGHTS_CELLS:
+        return [[float(v) for v in row] for row in heights], {}
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(heights, dtype=np.float32), allow_pickle=False)
+    name = f"{map_path.stem}.heights.npy"
+    return name, {map_path.parent / name: buffer.getvalue()}
+
+
+def write_sidecar(map_path: Path, fields: dict) -> None:
+    """Write ``fields`` as ``map_path``'s sidecar: when there is something to say, or when a
+    sidecar already exists (rewritten, so stale keys cannot change the next load)."""
+    from pathserver.maps.formats import write_atomic
+
+    existing = [p for p in sidecar_paths(map_path) if p.is_file()]
+    if not fields and not existing:
+        return
+    target = existing[0] if existing else sidecar_paths(map_path)[0]
+    ordered = {key: fields[key] for key in OPTION_KEYS if key in fields}
+    if target.suffix.lower() == ".toml":
+        text = _dump_toml(ordered)
+    else:
+        text = _dump_json(ordered)
+    write_atomic(target, text.encode("utf-8"))
+
+
+def _dump_json(fields: dict) -> str:
+    # One row of heights per line keeps the file readable and diffable.
+    lines = []
+    for key, value in fields.items():
+        if key == "heights" and isinstance(value, list):
+            rows = ",\n".join("    " + json.dumps(row) for row in value)
+            lines.append(f'  "{key}": [\n{rows}\n  ]')
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n" if lines else "{}\n"
+
+
+def _toml_value(value) -> str:
+    if value is None:
+        return '"blocked"'
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return repr(float(value))
+
+
+def _dump_toml(fields: dict) -> str:
+    lines = []
+    for key, value in fields.items():
+        if key == "cost_legend":
+            continue
+        if key == "heights" and isinstance(value, list):
+            rows = ",\n".join("    " + _toml_value(row) for row in value)
+            lines.append(f"{key} = [\n{rows},\n]")
+        else:
+            lines.append(f"{key} = {_toml_value(value)}")
+    if "cost_legend" in fields:
+        # A TOML table must come after the plain keys.
+        lines.append("\n[cost_legend]")
+        lines.extend(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in fields["cost_legend"].items())
+    return "\n".join(lines) + "\n"
+

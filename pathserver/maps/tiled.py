@@ -1,0 +1,375 @@
+"""Tiled maps (mapeditor.org) in its JSON format: ``.tmj``, or a ``.json`` that is a Tiled
+map (``"type": "map"``, or ``tilewidth`` and ``layers``). One tile is one cell; the
+layer's data runs row by row from the top, so entry ``y * width + x`` is cell ``[y, x]``.
+
+Which layer: the sidecar's ``layer`` (by name); else the first tile layer with a bool
+property ``pathfinding`` set to true; else the first tile layer (group layers are searched
+depth first, in file order).
+
+Cells:
+
+- gid 0 (no tile): walkable at ``empty_cost`` (default 1; a sidecar may set another cost
+  or null for blocked);
+- any other gid: the tile's custom properties in its tileset: ``solid`` (bool) true means
+  blocked, ``cost`` (float or int, >= 1) is the terrain cost. A tile without them is
+  walkable at cost 1. A gid that no tileset covers is an error.
+
+Flip and rotation flags (the top four bits of a gid: horizontal, vertical, diagonal flip,
+and Tiled 1.9's hexagonal 120-degree rotation) are masked off: a flipped tile is the same
+terrain.
+
+Layer data: a plain array (Tiled's "CSV" format), or base64 of little-endian uint32 gids,
+uncompressed, zlib or gzip. **zstd is not supported** (the standard library has no zstd):
+in Tiled, set the map's Tile Layer Format to CSV or Base64 (zlib). Infinite maps (chunks)
+and staggered/hexagonal orientations are refused; isometric maps are read as the same grid.
+
+Tilesets: embedded, or external JSON (``.tsj``/``.json``) resolved relative to the map.
+XML tilesets (``.tsx``) are refused with a message saying to export them as JSON.
+
+World transform: ``cell_size`` is the map property ``cell_size`` if set, else ``tilewidth``
+(so world units are Tiled pixels); ``origin`` comes from the map properties ``origin_x``,
+``origin_y`` (default 0). A sidecar overrides both.
+
+Writing produces one tile layer ``pathfinding`` and one embedded tileset ``pathserver``:
+tile 0 is ``solid``, tiles 1..n carry the map's distinct costs, walkable cost-1 cells are
+empty.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import json
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pathserver.maps.formats import Decoded, check_dimensions, is_number, is_tiled_document, map_error, read_file
+
+#: A Tiled JSON file bigger than this is refused (a 4096 x 4096 CSV map is about 40 MB).
+MAX_JSON_BYTES = 256 * 1024 * 1024
+#: Tiled's flag bits: flipped horizontally, vertically, diagonally, rotated 120 degrees (hex).
+FLAG_BITS = 0xF0000000
+#: Maps up to this many cells are written as a plain array, bigger ones as base64 + zlib.
+PLAIN_DATA_CELLS = 65536
+_TILED_VERSION = "1.10.2"
+
+
+@dataclass
+class _Tileset:
+    firstgid: int
+    tilecount: int | None
+    # local tile id -> (walkable, cost)
+    tiles: dict[int, tuple[bool, float]]
+    where: str
+
+
+def _parse_json(path: Path, data: bytes):
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise map_error(path, f"byte {exc.start}", "not UTF-8 text (binary data?)") from None
+    except json.JSONDecodeError as exc:
+        raise map_error(path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise map_error(path, None, "invalid JSON: nested too deeply") from None
+
+
+def _properties(path, owner: dict, where: str) -> dict:
+    """Custom properties as name -> value (Tiled's list form, or the pre-1.2 object form)."""
+    raw = owner.get("properties", [])
+    if isinstance(raw, dict):
+        return dict(raw)
+    if not isinstance(raw, list):
+        raise map_error(path, f"field '{where}.properties'", "must be a list of {name, type, value}")
+    found = {}
+    for i, prop in enumerate(raw):
+        if not isinstance(prop, dict) or not isinstance(prop.get("name"), str):
+            raise map_error(path, f"field '{where}.properties[{i}]'", "must be an object with a 'name'")
+        found[prop["name"]] = prop.get("value")
+    return found
+
+
+def _tile_terrain(path, props: dict, where: str) -> tuple[bool, float]:
+    solid = props.get("solid", False)
+    if not isinstance(solid, bool):
+        raise map_error(path, f"field '{where}.properties' solid", f"must be a bool, got {solid!r:.40}")
+    cost = props.get("cost", 1.0)
+    if not is_number(cost) or cost < 1:
+        raise map_error(path, f"field '{where}.properties' cost", f"must be a number >= 1, got {cost!r:.40}")
+    return not solid, float(cost)
+
+
+def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tileset:
+    where = f"tilesets[{index}]"
+    if not isinstance(entry, dict):
+        raise map_error(path, f"field '{where}'", "must be an object")
+    firstgid = entry.get("firstgid")
+    if isinstance(firstgid, bool) or not isinstance(firstgid, int) or firstgid < 1:
+        raise map_error(path, f"field '{where}.firstgid'", f"must be an integer >= 1, got {firstgid!r:.40}")
+    owner_path, tileset = path, entry
+    if "source" in entry:
+        source = entry["source"]
+        if not isinstance(source, str) or not source:
+            raise map_error(path, f"field '{where}.source'", "must be a file name")
+        tileset_path = path.parent / source
+        if tileset_path.suffix.lower() not in (".tsj", ".json"):
+            raise map_error(
+                path,
+                f"field '{where}.source'",
+                f"external tileset {source!r} is not JSON; in Tiled export it as .tsj or embed it in the map",
+            )
+        sources.append(tileset_path)
+        tileset = _parse_json(tileset_path, read_file(tileset_path, MAX_JSON_BYTES))
+        if not isinstance(tileset, dict):
+            raise map_error(tileset_path, None, "a tileset must be a JSON object")
+        owner_path, where = tileset_path, "tileset"
+    tilecount = tileset.get("tilecount")
+    if tilecount is not None and (isinstance(tilecount, bool) or not isinstance(tilecount, int) or tilecount < 0):
+        raise map_error(owner_path, f"field '{where}.tilecount'", f"must be an integer >= 0, got {tilecount!r:.40}")
+    tiles_raw = tileset.get("tiles", [])
+    if not isinstance(tiles_raw, list):
+        raise map_error(owner_path, f"field '{where}.tiles'", "must be a list")
+    tiles = {}
+    for j, tile in enumerate(tiles_raw):
+        tile_where = f"{where}.tiles[{j}]"
+        if not isinstance(tile, dict):
+            raise map_error(owner_path, f"field '{tile_where}'", "must be an object")
+        tile_id = tile.get("id")
+        if isinstance(tile_id, bool) or not isinstance(tile_id, int) or tile_id < 0:
+            raise map_error(owner_path, f"field '{tile_where}.id'", f"must be an integer >= 0, got {tile_id!r:.40}")
+        tiles[tile_id] = _tile_terrain(owner_path, _properties(owner_path, tile, tile_where), tile_where)
+    return _Tileset(firstgid, tilecount, tiles, f"{owner_path}")
+
+
+def _tile_layers(path, layers, where: str, found: list) -> None:
+    if not isinstance(layers, list):
+        raise map_error(path, f"field '{where}'", "must be a list")
+    for i, layer in enumerate(layers):
+        layer_where = f"{where}[{i}]"
+        if not isinstance(layer, dict):
+            raise map_error(path, f"field '{layer_where}'", "must be an object")
+        if layer.get("type") == "tilelayer":
+            found.append((layer_where, layer))
+        elif layer.get("type") == "group":
+            _tile_layers(path, layer.get("layers", []), f"{layer_where}.layers", found)
+
+
+def _choose_layer(path, document: dict, wanted: str | None) -> tuple[str, dict]:
+    layers: list[tuple[str, dict]] = []
+    _tile_layers(path, document.get("layers"), "layers", layers)
+    if not layers:
+        raise map_error(path, "field 'layers'", "has no tile layer")
+    if wanted is not None:
+        for where, layer in layers:
+            if layer.get("name") == wanted:
+                return where, layer
+        names = ", ".join(repr(layer.get("name")) for _, layer in layers)
+        raise map_error(path, "field 'layers'", f"no tile layer named {wanted!r} (tile layers: {names})")
+    for where, layer in layers:
+        if _properties(path, layer, where).get("pathfinding") is True:
+            return where, layer
+    return layers[0]
+
+
+def _layer_gids(path, layer: dict, where: str, width: int, height: int) -> np.ndarray:
+    """The layer's gids, uint32 (H * W,), flags still set."""
+    if "chunks" in layer:
+        raise map_error(path, f"field '{where}'", "infinite maps (chunked layers) are not supported")
+    for key, expected in (("width", width), ("height", height)):
+        if layer.get(key, expected) != expected:
+            raise map_error(path, f"field '{where}.{key}'", f"is {layer.get(key)!r:.20}, the map's is {expected}")
+    data = layer.get("data")
+    cells = width * height
+    if isinstance(data, list):
+        if len(data) != cells:
+            raise map_error(path, f"field '{where}.data'", f"has {len(data)} entries, expected {cells}")
+        try:
+            gids = np.asarray(data)
+        except (ValueError, OverflowError):
+            gids = np.asarray([], dtype=object)
+        if gids.dtype.kind not in "iu" or gids.shape != (cells,):
+            raise map_error(path, f"field '{where}.data'", "entries must be integer gids")
+        if cells and (gids.min() < 0 or gids.max() > 0xFFFFFFFF):
+            raise map_error(path, f"field '{where}.data'", "gids must be between 0 and 2**32 - 1")
+        return gids.astype(np.uint32)
+    if not isinstance(data, str):
+        raise map_error(path, f"field '{where}.data'", "must be an array of gids or a base64 string")
+    encoding = layer.get("encoding", "csv")
+    if encoding != "base64":
+        raise map_error(path, f"field '{where}.encoding'", f"a string layer needs 'base64', got {encoding!r:.20}")
+    try:
+        blob = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise map_error(path, f"field '{where}.data'", "is not valid base64") from None
+    expected = cells * 4
+    compression = layer.get("compression", "") or ""
+    if compression == "zstd":
+        raise map_error(
+            path,
+            f"field '{where}.compression'",
+            "zstd is not supported (no zstd in Python's standard library); in Tiled set the "
+            "Tile Layer Format to CSV or Base64 (zlib)",
+        )
+    if compression in ("zlib", "gzip"):
+        wbits = zlib.MAX_WBITS if compression == "zlib" else 16 + zlib.MAX_WBITS
+        try:
+            # max_length bounds the output, so a tiny "zip bomb" cannot fill memory.
+            blob = zlib.decompressobj(wbits).decompress(blob, expected + 1)
+        except zlib.error as exc:
+            raise map_error(path, f"field '{where}.data'", f"cannot {compression}-decompress: {exc}") from None
+    elif compression != "":
+        raise map_error(path, f"field '{where}.compression'", f"unknown compression {compression!r:.20}")
+    if len(blob) != expected:
+        raise map_error(path, f"field '{where}.data'", f"decodes to {len(blob)} bytes, expected {expected}")
+    return np.frombuffer(blob, dtype="<u4").astype(np.uint32)
+
+
+def _map_number(path, props: dict, key: str, positive: bool = False):
+    value = props.get(key)
+    if value is None:
+        return None
+    if not is_number(value) or (positive and value <= 0):
+        rule = "a finite number > 0" if positive else "a finite number"
+        raise map_error(path, f"field 'properties' {key}", f"must be {rule}, got {value!r:.40}")
+    return float(value)
+
+
+def read(path: Path, options: dict) -> Decoded:
+    document = _parse_json(path, read_file(path, MAX_JSON_BYTES))
+    if not is_tiled_document(document):
+        raise map_error(path, None, "not a Tiled map (no \"type\": \"map\", or no tilewidth and layers)")
+    width, height = check_dimensions(path, "field 'width'/'height'", document.get("width"), document.get("height"))
+    orientation = document.get("orientation", "orthogonal")
+    if orientation not in ("orthogonal", "isometric"):
+        raise map_error(path, "field 'orientation'", f"{orientation!r:.20} maps are not supported")
+    if document.get("infinite"):
+        raise map_error(path, "field 'infinite'", "infinite maps are not supported")
+    tilewidth = document.get("tilewidth")
+    if tilewidth is not None and (not is_number(tilewidth) or tilewidth <= 0):
+        raise map_error(path, "field 'tilewidth'", f"must be a number > 0, got {tilewidth!r:.40}")
+    props = _properties(path, document, "map")
+    cell_size = _map_number(path, props, "cell_size", positive=True) or (float(tilewidth) if tilewidth else None)
+    origin_x, origin_y = _map_number(path, props, "origin_x"), _map_number(path, props, "origin_y")
+
+    where, layer = _choose_layer(path, document, options.get("layer"))
+    gids = _layer_gids(path, layer, where, width, height) & np.uint32(~FLAG_BITS & 0xFFFFFFFF)
+
+    sources: list[Path] = []
+    tilesets_raw = document.get("tilesets", [])
+    if not isinstance(tilesets_raw, list):
+        raise map_error(path, "field 'tilesets'", "must be a list")
+    tilesets = sorted(
+        (_read_tileset(path, entry, i, sources) for i, entry in enumerate(tilesets_raw)), key=lambda t: t.firstgid
+    )
+    firstgids = [t.firstgid for t in tilesets]
+    empty_cost = options.get("empty_cost", 1.0)
+
+    keys, inverse = np.unique(gids, return_inverse=True)
+    walkable = np.ones(len(keys), dtype=bool)
+    cost = np.ones(len(keys), dtype=np.float64)
+    for k, gid in enumerate(keys.tolist()):
+        if gid == 0:
+            walkable[k] = empty_cost is not None
+            cost[k] = 1.0 if empty_cost is None else empty_cost
+            continue
+        index = bisect.bisect_right(firstgids, gid) - 1
+        tileset = tilesets[index] if index >= 0 else None
+        local = gid - tileset.firstgid if tileset else -1
+        if tileset is None or (tileset.tilecount is not None and local >= tileset.tilecount):
+            y, x = divmod(int(np.argmax(gids == gid)), width)
+            raise map_error(path, f"field '{where}.data'", f"cell ({x}, {y}) has gid {gid}, which no tileset covers")
+        walkable[k], cost[k] = tileset.tiles.get(local, (True, 1.0))
+    inverse = inverse.reshape(-1)
+    cell_walkable = walkable[inverse].reshape(height, width)
+    cell_cost = cost[inverse].reshape(height, width)
+    if not (cell_cost[cell_walkable] != 1.0).any():
+        cell_cost = None
+    origin = None
+    if origin_x is not None or origin_y is not None:
+        origin = (origin_x or 0.0, origin_y or 0.0)
+    return Decoded(cell_walkable, cell_cost, origin=origin, cell_size=cell_size, sources=sources)
+
+
+def encode(gridmap) -> tuple[bytes, dict]:
+    """``.tmj`` bytes for ``gridmap``; origin and cell size travel as map properties."""
+    height, width = gridmap.walkable.shape
+    walkable, cost = gridmap.walkable, gridmap.cost
+    gids = np.zeros((height, width), dtype=np.uint32)
+    gids[~walkable] = 1
+    tiles = [{"id": 0, "properties": [{"name": "solid", "type": "bool", "value": True}]}]
+    costed = walkable & (cost != 1.0)
+    if costed.any():
+        distinct, inverse = np.unique(cost[costed], return_inverse=True)
+        gids[costed] = (inverse.reshape(-1) + 2).astype(np.uint32)
+        tiles += [
+            {"id": i + 1, "properties": [{"name": "cost", "type": "float", "value": float(v)}]}
+            for i, v in enumerate(distinct)
+        ]
+    cell_size = gridmap.cell_size
+    tile_size = int(cell_size) if cell_size >= 1 and cell_size == int(cell_size) else 1
+    properties = []
+    if cell_size != tile_size:
+        properties.append({"name": "cell_size", "type": "float", "value": cell_size})
+    if gridmap.origin != (0.0, 0.0):
+        properties.append({"name": "origin_x", "type": "float", "value": gridmap.origin[0]})
+        properties.append({"name": "origin_y", "type": "float", "value": gridmap.origin[1]})
+    layer = {
+        "data": None,
+        "height": height,
+        "id": 1,
+        "name": "pathfinding",
+        "opacity": 1,
+        "properties": [{"name": "pathfinding", "type": "bool", "value": True}],
+        "type": "tilelayer",
+        "visible": True,
+        "width": width,
+        "x": 0,
+        "y": 0,
+    }
+    document = {
+        "compressionlevel": -1,
+        "height": height,
+        "infinite": False,
+        "layers": [layer],
+        "nextlayerid": 2,
+        "nextobjectid": 1,
+        "orientation": "orthogonal",
+        "renderorder": "right-down",
+        "tiledversion": _TILED_VERSION,
+        "tileheight": tile_size,
+        "tilesets": [
+            {
+                "columns": len(tiles),
+                "firstgid": 1,
+                "margin": 0,
+                "name": "pathserver",
+                "spacing": 0,
+                "tilecount": len(tiles),
+                "tileheight": tile_size,
+                "tiles": tiles,
+                "tilewidth": tile_size,
+            }
+        ],
+        "tilewidth": tile_size,
+        "type": "map",
+        "version": "1.10",
+        "width": width,
+    }
+    if properties:
+        document["properties"] = properties
+    if gids.size <= PLAIN_DATA_CELLS:
+        # One map row per line: small maps stay readable and diff well.
+        placeholder = '"@@DATA@@"'
+        text = json.dumps(document, indent=1).replace('"data": null', f'"data": {placeholder}')
+        rows = ",\n".join("  " + ",".join(map(str, row)) for row in gids.tolist())
+        text = text.replace(placeholder, "[\n" + rows + "\n  ]")
+    else:
+        layer["data"] = base64.b64encode(zlib.compress(gids.astype("<u4").tobytes())).decode("ascii")
+        layer["encoding"] = "base64"
+        layer["compression"] = "zlib"
+        text = json.dumps(document, indent=1)
+    return (text + "\n").encode("utf-8"), {}
