@@ -1,0 +1,164 @@
+"""Memory per cached unit size, in bytes per map cell (target <= 3 bytes per cell per size).
+
+    python bench/memory.py                  # a few Moving AI maps + a 2048x2048 map
+    python bench/memory.py --json
+
+Three views of the same thing, measured side by side:
+
+- ``nbytes``: what :attr:`UnitLayer.nbytes` reports for each size, and ``owned``: the
+  arrays the layer alone holds (a 1x1 layer and every layer of a uniform-cost map share
+  the map's cost array instead of owning one), with the array that dominates;
+- tracemalloc: bytes still allocated after building the layer (retained) and the peak
+  while building it (transient scratch included); numpy reports its buffers to tracemalloc;
+- RSS: the process's resident set growth after building sizes 1..8 on a 2048x2048 map,
+  divided by cells and sizes: what the operating system sees, allocator slack included.
+
+Also printed for scale: the per-map arrays every size shares (walkable, clearance, cost).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+from pathserver import GridMap
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_MOVINGAI = REPO.parent / "shared" / "movingai"
+MAPS = ("dao/den520d.map", "dao/brc202d.map", "bg512/AR0011SR.map", "random/random512-40-0.map",
+        "sc1/Aftershock.map")
+SIZES = (1, 2, 3, 4, (2, 3))
+TARGET_BYTES_PER_CELL = 3.0
+
+
+def rss_bytes() -> int:
+    """Resident set size now (Linux /proc; elsewhere the peak from getrusage)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            import os
+
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        import resource
+
+        scale = 1 if sys.platform == "darwin" else 1024
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def layer_arrays(layer, gridmap: GridMap) -> dict:
+    """bytes per array the layer owns (a 1x1 or uniform layer shares the map's cost)."""
+    arrays = {"passable (uint8)": layer.passable.nbytes, "labels (int32)": layer.labels.nbytes}
+    if layer.cost is not gridmap.cost:
+        arrays[f"cost ({layer.cost.dtype})"] = layer.cost.nbytes
+    if layer._labels8:
+        arrays["labels8 (int32)"] = layer._labels8[0].nbytes
+    return arrays
+
+
+def measure_map(gridmap: GridMap) -> dict:
+    cells = gridmap.width * gridmap.height
+    shared = {"walkable": gridmap.walkable.nbytes, "clearance": gridmap.clearance.nbytes, "cost": gridmap.cost.nbytes}
+    rows = []
+    for size in SIZES:
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        layer = gridmap.layer(size)
+        retained, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        arrays = layer_arrays(layer, gridmap)
+        dominant = max(arrays, key=arrays.get)
+        rows.append({
+            "unit": size if isinstance(size, int) else f"{size[0]}x{size[1]}",
+            "nbytes_per_cell": round(layer.nbytes / cells, 3),
+            "owned_per_cell": round(sum(arrays.values()) / cells, 3),
+            "traced_retained_per_cell": round((retained - before) / cells, 3),
+            "traced_peak_per_cell": round((peak - before) / cells, 3),
+            "arrays_per_cell": {k: round(v / cells, 3) for k, v in arrays.items()},
+            "dominant": dominant,
+        })
+    return {"name": gridmap.name, "size": f"{gridmap.width}x{gridmap.height}", "cells": cells,
+            "uniform_cost": gridmap.uniform_cost,
+            "shared_per_cell": {k: round(v / cells, 3) for k, v in shared.items()}, "layers": rows}
+
+
+def measure_rss(side: int, sizes: int) -> dict:
+    """RSS growth for layers 1..``sizes`` on a ``side`` x ``side`` map with scattered walls."""
+    rng = np.random.default_rng(3)
+    walkable = rng.random((side, side)) > 0.15
+    gridmap = GridMap(walkable, name=f"random{side}", cache_sizes=sizes)
+    gc.collect()
+    before = rss_bytes()
+    layers = [gridmap.layer(k) for k in range(1, sizes + 1)]
+    gc.collect()
+    after = rss_bytes()
+    cells = side * side
+    return {"map": f"{side}x{side} random 15% walls", "sizes": sizes,
+            "rss_growth_per_cell_per_size": round((after - before) / cells / sizes, 3),
+            "owned_per_cell_per_size": round(sum(sum(layer_arrays(layer, gridmap).values()) for layer in layers)
+                                             / cells / sizes, 3)}
+
+
+def report(results: dict) -> str:
+    lines = [f"memory per cached unit size (target <= {TARGET_BYTES_PER_CELL:g} bytes/cell/size)", ""]
+    lines.append(f"{'map':<16} {'size':>9} {'unit':>5} {'nbytes':>7} {'owned':>7} {'traced':>7} {'peak':>7}"
+                 "  dominant array")
+    for entry in results["maps"]:
+        for row in entry["layers"]:
+            share = row["arrays_per_cell"][row["dominant"]]
+            lines.append(f"{entry['name']:<16} {entry['size']:>9} {row['unit']:>5} {row['nbytes_per_cell']:>7.2f} "
+                         f"{row['owned_per_cell']:>7.2f} "
+                         f"{row['traced_retained_per_cell']:>7.2f} {row['traced_peak_per_cell']:>7.2f}  "
+                         f"{row['dominant']} {share:.2f}")
+    lines.append("  (bytes per cell: nbytes = UnitLayer.nbytes; owned = the arrays only this layer holds;"
+                 " traced = tracemalloc retained after the build; peak = tracemalloc peak during it)")
+    shared = results["maps"][0]["shared_per_cell"]
+    lines.append(f"  shared by every size, per map: {', '.join(f'{k} {v:g}' for k, v in shared.items())} bytes/cell")
+    rss = results["rss"]
+    lines.append("")
+    lines.append(f"RSS on {rss['map']}, sizes 1..{rss['sizes']}: {rss['rss_growth_per_cell_per_size']:.2f} bytes/cell/size "
+                 f"(owned arrays say {rss['owned_per_cell_per_size']:.2f})")
+    lines.append("")
+    for label, pick in (("uniform-cost maps", True), ("maps with terrain costs", False)):
+        rows = [row for entry in results["maps"] if entry["uniform_cost"] is pick for row in entry["layers"]]
+        if not rows:
+            continue
+        worst = max(rows, key=lambda row: row["owned_per_cell"])
+        verdict = "PASS" if worst["owned_per_cell"] <= TARGET_BYTES_PER_CELL else "MISS"
+        lines.append(f"{label}: up to {worst['owned_per_cell']:.2f} bytes/cell/size owned (unit {worst['unit']}), "
+                     f"target {TARGET_BYTES_PER_CELL:g}: {verdict}; dominated by {worst['dominant']}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--movingai", type=Path, default=DEFAULT_MOVINGAI)
+    parser.add_argument("--rss-side", type=int, default=2048, help="side of the RSS test map (default 2048)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    maps = [args.movingai / m for m in MAPS if (args.movingai / m).is_file()]
+    if not maps:
+        print(f"bench/memory.py: no Moving AI maps under {args.movingai} (give --movingai)", file=sys.stderr)
+        return 2
+    # Compile (or load) the layer kernels first, so compiler allocations stay out of tracemalloc.
+    warm = GridMap.from_ascii("......\n.2#...\n......\n......\n")
+    for size in SIZES:
+        warm.layer(size)
+    # A map with terrain costs too: per-size cost arrays only exist there.
+    rng = np.random.default_rng(7)
+    costly = GridMap(rng.random((512, 512)) > 0.2, cost=rng.integers(1, 4, (512, 512)).astype(np.float64),
+                     name="costs512")
+    results = {"maps": [measure_map(GridMap.load(path)) for path in maps] + [measure_map(costly)],
+               "rss": measure_rss(args.rss_side, 8)}
+    print(json.dumps(results) if args.json else report(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
