@@ -1,0 +1,1827 @@
+// PathServerClient.cs: a one-file C# client for pathserver (wire protocol: docs/protocol.md).
+//
+// Drop this file into a Unity project (Assets/) or a Godot 4 .NET project. It uses the base class
+// library only (System.Net.Sockets, System.Threading.Tasks): no NuGet packages, no native plugins.
+// It speaks ZeroMQ's wire protocol (ZMTP 3.x, NULL mechanism, as a DEALER socket) over a TcpClient
+// and a msgpack subset (nil, bool, int, float32/64, str, bin, array, map; ext is decoded opaquely).
+//
+//     using PathServer;
+//     var client = new PathServerClient("tcp://127.0.0.1:5555") { DefaultMap = "example" };
+//     PathResult result = await client.FindPathAsync(new PathPoint(1, 1), new PathPoint(30, 12), 2);
+//     foreach (PathPoint p in result.Path) { ... }
+//
+// Threads: one background thread connects, reads and reconnects; one writes and sends heartbeats.
+// Tasks complete on those threads with asynchronous continuations, so `await` resumes on the
+// caller's SynchronizationContext (Unity's and Godot's main thread). The PathFound / PathFailed /
+// ConnectionChanged events are queued and raised by DrainMainThreadQueue(), called once a frame
+// (set DispatchEventsOnMainThread = false to raise them on the background thread instead).
+//
+// Exceptions: every failure of a request is a PathServerException whose Code is a wire error code
+// (PathServerErrorCodes: "unknown_map", "out_of_bounds", ...) or one of the client's own:
+// "timeout", "disconnected", "bad_reply". Cancelling through a CancellationToken gives an
+// OperationCanceledException as usual. "no_path" and "partial" are results (PathResult.Status),
+// not exceptions.
+//
+// Converting vectors (this file references no engine assembly):
+//     Unity:  new PathPoint(v.x, v.y)      and back: new Vector2(p.X, p.Y)
+//     Godot:  new PathPoint(v.X, v.Y)      and back: new Vector2(p.X, p.Y)
+
+using System;
+using System.Collections;
+using System.Collections.Concurrent;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.Globalization;
+using System.IO;
+using System.Net;
+using System.Net.Sockets;
+using System.Text;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace PathServer
+{
+    /// <summary>A 2D point (x, y): world units by default, cells when PathOptions.Space is Grid.</summary>
+    public struct PathPoint : IEquatable<PathPoint>
+    {
+        public float X;
+        public float Y;
+
+        public PathPoint(float x, float y)
+        {
+            X = x;
+            Y = y;
+        }
+
+        public bool Equals(PathPoint other) { return X.Equals(other.X) && Y.Equals(other.Y); }
+        public override bool Equals(object obj) { return obj is PathPoint && Equals((PathPoint)obj); }
+        public override int GetHashCode() { return X.GetHashCode() * 397 ^ Y.GetHashCode(); }
+        public static bool operator ==(PathPoint a, PathPoint b) { return a.Equals(b); }
+        public static bool operator !=(PathPoint a, PathPoint b) { return !a.Equals(b); }
+
+        public override string ToString()
+        {
+            return string.Format(CultureInfo.InvariantCulture, "({0}, {1})", X, Y);
+        }
+    }
+
+    /// <summary>A unit's footprint in cells: Width x Height. An int converts to a square footprint.</summary>
+    public struct UnitSize : IEquatable<UnitSize>
+    {
+        public int Width;
+        public int Height;
+
+        public UnitSize(int width, int height)
+        {
+            Width = width;
+            Height = height;
+        }
+
+        public static UnitSize One { get { return new UnitSize(1, 1); } }
+
+        public static implicit operator UnitSize(int size) { return new UnitSize(size, size); }
+
+        public bool Equals(UnitSize other) { return Width == other.Width && Height == other.Height; }
+        public override bool Equals(object obj) { return obj is UnitSize && Equals((UnitSize)obj); }
+        public override int GetHashCode() { return Width * 397 ^ Height; }
+        public override string ToString() { return Width + "x" + Height; }
+
+        // The wire takes an int for a square footprint and [w, h] otherwise.
+        internal object ToWire()
+        {
+            if (Width == Height) return (long)Width;
+            return new object[] { (long)Width, (long)Height };
+        }
+    }
+
+    /// <summary>A rectangle of cells for UpdateAsync: X, Y is the top-left cell.</summary>
+    public struct GridRect
+    {
+        public int X;
+        public int Y;
+        public int Width;
+        public int Height;
+
+        public GridRect(int x, int y, int width, int height)
+        {
+            X = x;
+            Y = y;
+            Width = width;
+            Height = height;
+        }
+    }
+
+    public enum CoordinateSpace
+    {
+        /// <summary>World units, using the map's origin and cell size (the client's default).</summary>
+        World,
+        /// <summary>Cell coordinates (the wire's default).</summary>
+        Grid,
+    }
+
+    public enum PathStatus
+    {
+        Found,
+        /// <summary>The goal was not reached; Path leads to the closest point (AllowPartial).</summary>
+        Partial,
+        /// <summary>No path exists; Path is empty. A result, not an error.</summary>
+        NoPath,
+        /// <summary>Only in batches: this item failed, see PathResult.Error.</summary>
+        Failed,
+        /// <summary>A status this client does not know yet; see PathResult.StatusText.</summary>
+        Unknown,
+    }
+
+    /// <summary>
+    /// Optional settings of a path request. Null members are left out of the request, so the
+    /// server's defaults apply (see docs/protocol.md); Space defaults to World here.
+    /// </summary>
+    public sealed class PathOptions
+    {
+        /// <summary>Map name; null means the client's DefaultMap.</summary>
+        public string Map;
+        public CoordinateSpace Space = CoordinateSpace.World;
+        /// <summary>"los" (server default), "corners" or "none".</summary>
+        public string Smooth;
+        public bool? AllowPartial;
+        public bool? Snap;
+        public int? MaxExpansions;
+        /// <summary>"octile", "euclidean", "manhattan" or "chebyshev"; null means the server's choice.</summary>
+        public string Heuristic;
+        /// <summary>Weighted A*: &gt;= 1; above 1 trades optimality for speed.</summary>
+        public double? Weight;
+        /// <summary>"no_corner_cutting" (server default), "never" or "always".</summary>
+        public string Diagonal;
+        public double? MaxClimb;
+        /// <summary>"auto", "astar" or "jps".</summary>
+        public string Algorithm;
+        public bool? LineOfSight;
+        /// <summary>Per-request timeout; null means the client's RequestTimeout.</summary>
+        public TimeSpan? Timeout;
+        /// <summary>Extra request fields sent as they are, for options newer than this client.</summary>
+        public IDictionary<string, object> Extra;
+
+        internal void WriteTo(MsgPackMap body)
+        {
+            body.Add("space", Space == CoordinateSpace.Grid ? "grid" : "world");
+            if (Smooth != null) body.Add("smooth", Smooth);
+            if (AllowPartial.HasValue) body.Add("allow_partial", AllowPartial.Value);
+            if (Snap.HasValue) body.Add("snap", Snap.Value);
+            if (MaxExpansions.HasValue) body.Add("max_expansions", (long)MaxExpansions.Value);
+            if (Heuristic != null) body.Add("heuristic", Heuristic);
+            if (Diagonal != null) body.Add("diagonal", Diagonal);
+            if (MaxClimb.HasValue) body.Add("max_climb", MaxClimb.Value);
+            if (Algorithm != null) body.Add("algorithm", Algorithm);
+            if (Weight.HasValue) body.Add("weight", Weight.Value);
+            if (LineOfSight.HasValue) body.Add("line_of_sight", LineOfSight.Value);
+            if (Extra != null)
+            {
+                foreach (var pair in Extra) body.Add(pair.Key, pair.Value);
+            }
+        }
+    }
+
+    /// <summary>One request of a FindPathsAsync batch.</summary>
+    public struct PathRequest
+    {
+        public PathPoint Start;
+        public PathPoint Goal;
+
+        public PathRequest(PathPoint start, PathPoint goal)
+        {
+            Start = start;
+            Goal = goal;
+        }
+    }
+
+    /// <summary>The answer to a path request. Path includes start and goal; empty when NoPath.</summary>
+    public sealed class PathResult
+    {
+        /// <summary>The request id (for batches, the id of the whole batch; see Index).</summary>
+        public long Id;
+        /// <summary>Position in the batch; 0 for single requests.</summary>
+        public int Index;
+        public PathStatus Status;
+        public string StatusText;
+        public PathPoint[] Path = new PathPoint[0];
+        public double Cost;
+        /// <summary>Geometric length of Path, in the requested space's units.</summary>
+        public double Length;
+        /// <summary>Nodes the search expanded.</summary>
+        public long Expanded;
+        /// <summary>Start and goal after snapping, in the requested space.</summary>
+        public PathPoint Start;
+        public PathPoint Goal;
+        /// <summary>The server moved start / goal to the nearest cell the unit fits (Snap).</summary>
+        public bool StartSnapped;
+        public bool GoalSnapped;
+        /// <summary>The map generation the answer was computed on.</summary>
+        public long Gen;
+        /// <summary>Null, except for a failed item of a batch.</summary>
+        public PathServerException Error;
+        /// <summary>The decoded reply, for fields newer than this client.</summary>
+        public IDictionary<string, object> Raw;
+        /// <summary>Set by RequestPath / FindPathAsync's state argument.</summary>
+        public object State;
+
+        public bool HasPath { get { return Error == null && Path.Length > 0; } }
+    }
+
+    /// <summary>One served map, from MapsAsync.</summary>
+    public sealed class MapInfo
+    {
+        public string Name;
+        public int Width;
+        public int Height;
+        public double CellSize;
+        public PathPoint Origin;
+        public long Gen;
+        /// <summary>The last reload error, or null when the last reload succeeded.</summary>
+        public string LastError;
+        public IDictionary<string, object> Raw;
+
+        public override string ToString()
+        {
+            return string.Format(CultureInfo.InvariantCulture, "{0} {1}x{2} cell {3} gen {4}", Name, Width, Height, CellSize, Gen);
+        }
+    }
+
+    /// <summary>The wire's error codes (only ever added to) and the client's own.</summary>
+    public static class PathServerErrorCodes
+    {
+        public const string Malformed = "malformed";
+        public const string TooLarge = "too_large";
+        public const string InvalidRequest = "invalid_request";
+        public const string UnknownOp = "unknown_op";
+        public const string UnknownMap = "unknown_map";
+        public const string OutOfBounds = "out_of_bounds";
+        public const string NonFinite = "non_finite";
+        public const string BadUnitSize = "bad_unit_size";
+        public const string StartBlocked = "start_blocked";
+        public const string GoalBlocked = "goal_blocked";
+        public const string SearchLimit = "search_limit";
+        public const string Overloaded = "overloaded";
+        public const string Internal = "internal";
+
+        /// <summary>Client: no reply within the request's timeout while connected.</summary>
+        public const string Timeout = "timeout";
+        /// <summary>Client: no connection to the server (or the client was disposed).</summary>
+        public const string Disconnected = "disconnected";
+        /// <summary>Client: the server's reply did not have the shape docs/protocol.md promises.</summary>
+        public const string BadReply = "bad_reply";
+    }
+
+    /// <summary>A request failed: Code is a PathServerErrorCodes value, At the field it is about.</summary>
+    public sealed class PathServerException : Exception
+    {
+        public string Code { get; private set; }
+        /// <summary>The request field the error is about, such as "start[0]"; null if none.</summary>
+        public string At { get; private set; }
+        /// <summary>The server says sending the same request later may succeed.</summary>
+        public bool Retryable { get; private set; }
+        public int? RetryAfterMs { get; private set; }
+        public long? RequestId { get; private set; }
+
+        public PathServerException(string code, string message, string at = null, bool retryable = false,
+            int? retryAfterMs = null, long? requestId = null)
+            : base(FormatMessage(code, message, at))
+        {
+            Code = code;
+            At = at;
+            Retryable = retryable;
+            RetryAfterMs = retryAfterMs;
+            RequestId = requestId;
+        }
+
+        static string FormatMessage(string code, string message, string at)
+        {
+            return at == null ? code + ": " + message : code + ": " + message + " (at " + at + ")";
+        }
+
+        internal static PathServerException FromReply(IDictionary<string, object> reply, long? requestId)
+        {
+            var error = MsgPack.Get(reply, "error") as IDictionary<string, object>;
+            if (error == null)
+                return new PathServerException(PathServerErrorCodes.BadReply, "error reply without an \"error\" map", null, false, null, requestId);
+            int? retryAfter = null;
+            object retryAfterValue = MsgPack.Get(reply, "retry_after_ms") ?? MsgPack.Get(error, "retry_after_ms");
+            if (retryAfterValue != null && MsgPack.IsNumber(retryAfterValue)) retryAfter = (int)MsgPack.ToLong(retryAfterValue);
+            return new PathServerException(
+                MsgPack.Get(error, "code") as string ?? PathServerErrorCodes.Internal,
+                MsgPack.Get(error, "message") as string ?? "",
+                MsgPack.Get(error, "at") as string,
+                MsgPack.Get(reply, "retryable") is bool && (bool)MsgPack.Get(reply, "retryable"),
+                retryAfter,
+                requestId);
+        }
+    }
+
+    public sealed class PathFoundEventArgs : EventArgs
+    {
+        public long RequestId { get; internal set; }
+        public PathResult Result { get; internal set; }
+        public object State { get; internal set; }
+    }
+
+    public sealed class PathFailedEventArgs : EventArgs
+    {
+        public long RequestId { get; internal set; }
+        public PathServerException Error { get; internal set; }
+        public object State { get; internal set; }
+    }
+
+    public sealed class ConnectionChangedEventArgs : EventArgs
+    {
+        public bool IsConnected { get; internal set; }
+        /// <summary>Why the connection went down (or failed to come up); null when connected.</summary>
+        public string Reason { get; internal set; }
+    }
+
+    /// <summary>
+    /// A pathserver client: many requests in flight over one connection, replies matched by id,
+    /// reconnects with back-off and re-sends what was in flight (the ZeroMQ Guide's Lazy Pirate).
+    /// Thread-safe. Set the properties before the first request; Dispose() when done.
+    /// </summary>
+    public sealed class PathServerClient : IDisposable
+    {
+        public string Endpoint { get; private set; }
+        /// <summary>The map used when PathOptions.Map is null.</summary>
+        public string DefaultMap { get; set; }
+        public TimeSpan RequestTimeout { get; set; }
+        public TimeSpan ConnectTimeout { get; set; }
+        /// <summary>First delay before reconnecting; doubles per failed attempt up to ReconnectIntervalMax.</summary>
+        public TimeSpan ReconnectInterval { get; set; }
+        public TimeSpan ReconnectIntervalMax { get; set; }
+        /// <summary>Send a ZMTP PING when nothing was sent for this long; zero disables.</summary>
+        public TimeSpan HeartbeatInterval { get; set; }
+        /// <summary>Reconnect when nothing was received for this long; zero disables.</summary>
+        public TimeSpan HeartbeatTimeout { get; set; }
+        /// <summary>On "overloaded", wait retry_after_ms and send again while the timeout allows.</summary>
+        public bool RetryOverloaded { get; set; }
+        /// <summary>Queue events for DrainMainThreadQueue() (default) instead of raising them on a background thread.</summary>
+        public bool DispatchEventsOnMainThread { get; set; }
+        /// <summary>Diagnostics (connects, disconnects, unmatched replies); called from background threads.</summary>
+        public Action<string> Log { get; set; }
+
+        /// <summary>A reply to a path request arrived (from FindPathAsync or RequestPath).</summary>
+        public event EventHandler<PathFoundEventArgs> PathFound;
+        /// <summary>A path request failed: an error reply, a timeout or a disconnect.</summary>
+        public event EventHandler<PathFailedEventArgs> PathFailed;
+        public event EventHandler<ConnectionChangedEventArgs> ConnectionChanged;
+
+        public bool IsConnected { get { return _current != null; } }
+        /// <summary>Requests sent or waiting to be sent, not yet answered.</summary>
+        public int InFlightCount { get { return _pending.Count; } }
+        /// <summary>How many connections completed the ZMTP handshake so far.</summary>
+        public int ConnectionCount { get { return _connectionCount; } }
+
+        readonly string _host;
+        readonly int _port;
+        readonly ConcurrentDictionary<long, Pending> _pending = new ConcurrentDictionary<long, Pending>();
+        readonly ConcurrentQueue<Outgoing> _outbox = new ConcurrentQueue<Outgoing>();
+        readonly AutoResetEvent _outboxSignal = new AutoResetEvent(false);
+        readonly ManualResetEvent _disposedEvent = new ManualResetEvent(false);
+        readonly ConcurrentQueue<Action> _mainThreadQueue = new ConcurrentQueue<Action>();
+        readonly object _startLock = new object();
+        readonly Random _jitter = new Random();
+        volatile Connection _current;
+        volatile bool _disposed;
+        volatile string _lastConnectionError = "not connected yet";
+        volatile TaskCompletionSource<bool> _connectedSignal = NewSignal();
+        Thread _readerThread;
+        Thread _writerThread;
+        long _nextId;
+        int _connectionCount;
+
+        public PathServerClient(string endpoint = "tcp://127.0.0.1:5555", string defaultMap = null)
+        {
+            ParseEndpoint(endpoint, out _host, out _port);
+            Endpoint = endpoint;
+            DefaultMap = defaultMap;
+            RequestTimeout = TimeSpan.FromSeconds(5);
+            ConnectTimeout = TimeSpan.FromSeconds(2);
+            ReconnectInterval = TimeSpan.FromMilliseconds(100);
+            ReconnectIntervalMax = TimeSpan.FromSeconds(5);
+            HeartbeatInterval = TimeSpan.FromSeconds(1);
+            HeartbeatTimeout = TimeSpan.FromSeconds(5);
+            RetryOverloaded = true;
+            DispatchEventsOnMainThread = true;
+        }
+
+        // ---------------------------------------------------------------- public API
+
+        /// <summary>Starts connecting in the background (any request does this too). Returns at once.</summary>
+        public void Connect()
+        {
+            if (!StartThreads()) throw new ObjectDisposedException("PathServerClient");
+        }
+
+        // Starts the reader and writer once; false when the client is disposed.
+        bool StartThreads()
+        {
+            lock (_startLock)
+            {
+                if (_disposed) return false;
+                if (_readerThread != null) return true;
+                _readerThread = new Thread(ReaderLoop) { IsBackground = true, Name = "PathServerClient reader" };
+                _writerThread = new Thread(WriterLoop) { IsBackground = true, Name = "PathServerClient writer" };
+                _readerThread.Start();
+                _writerThread.Start();
+                return true;
+            }
+        }
+
+        /// <summary>Connects if needed and waits until the handshake is done; false on timeout.</summary>
+        public async Task<bool> WaitForConnectionAsync(TimeSpan timeout, CancellationToken ct = default(CancellationToken))
+        {
+            Connect();
+            var signal = _connectedSignal.Task;
+            if (signal.IsCompleted) return true;
+            var winner = await Task.WhenAny(signal, Task.Delay(timeout, ct)).ConfigureAwait(false);
+            ct.ThrowIfCancellationRequested();
+            return winner == signal;
+        }
+
+        /// <summary>
+        /// Finds a path for a unit of footprint unitSize (cells) from start to goal, in world
+        /// coordinates unless options.Space is Grid. Throws PathServerException on error replies,
+        /// timeouts and disconnects; "no_path" / "partial" are results. Also raises PathFound / PathFailed.
+        /// </summary>
+        public Task<PathResult> FindPathAsync(PathPoint start, PathPoint goal, UnitSize unitSize,
+            PathOptions options = null, CancellationToken ct = default(CancellationToken))
+        {
+            return StartPath(start, goal, unitSize, options, null, ct).Task;
+        }
+
+        /// <summary>
+        /// Callback style: sends a path request and returns its id at once. The answer arrives as a
+        /// PathFound or PathFailed event carrying this id and state (e.g. the unit that asked).
+        /// </summary>
+        public long RequestPath(PathPoint start, PathPoint goal, UnitSize unitSize, PathOptions options = null, object state = null)
+        {
+            var started = StartPath(start, goal, unitSize, options, state, CancellationToken.None);
+            // Failures are reported through PathFailed; observe them so they are not "unobserved".
+            started.Task.ContinueWith(t => { var ignored = t.Exception; }, TaskContinuationOptions.OnlyOnFaulted);
+            return started.Id;
+        }
+
+        /// <summary>
+        /// Many paths for one unit size in one round trip (op "paths"), answered in order. A failed
+        /// item has Status Failed and Error set; a failure of the whole batch throws.
+        /// </summary>
+        public Task<PathResult[]> FindPathsAsync(IList<PathRequest> requests, UnitSize unitSize,
+            PathOptions options = null, CancellationToken ct = default(CancellationToken))
+        {
+            if (requests == null) throw new ArgumentNullException("requests");
+            options = options ?? new PathOptions();
+            var items = new object[requests.Count];
+            for (int i = 0; i < items.Length; i++)
+            {
+                items[i] = new MsgPackMap { { "start", PointToWire(requests[i].Start) }, { "goal", PointToWire(requests[i].Goal) } };
+            }
+            var body = new MsgPackMap { { "op", "paths" }, { "map", MapName(options) }, { "unit_size", unitSize.ToWire() } };
+            options.WriteTo(body);
+            body.Add("requests", items);
+            return SendAsync(body, options.Timeout, ct, (id, reply) =>
+            {
+                var results = MsgPack.Get(reply, "results") as object[];
+                if (results == null || results.Length != items.Length)
+                    throw new PathServerException(PathServerErrorCodes.BadReply,
+                        "\"paths\" reply needs \"results\", one per request (" + items.Length + ")", null, false, null, id);
+                var parsed = new PathResult[results.Length];
+                for (int i = 0; i < results.Length; i++)
+                {
+                    var item = results[i] as IDictionary<string, object>;
+                    if (item == null)
+                        throw new PathServerException(PathServerErrorCodes.BadReply, "results[" + i + "] is not a map", null, false, null, id);
+                    if (MsgPack.Get(item, "error") != null || false.Equals(MsgPack.Get(item, "ok")))
+                    {
+                        parsed[i] = new PathResult { Id = id, Index = i, Status = PathStatus.Failed, StatusText = "failed", Raw = item,
+                            Error = PathServerException.FromReply(item, id) };
+                    }
+                    else
+                    {
+                        parsed[i] = ParsePathReply(item, id);
+                        parsed[i].Index = i;
+                    }
+                }
+                return parsed;
+            });
+        }
+
+        /// <summary>Every served map (op "maps").</summary>
+        public Task<MapInfo[]> MapsAsync(CancellationToken ct = default(CancellationToken))
+        {
+            return SendAsync(new MsgPackMap { { "op", "maps" } }, null, ct, (id, reply) =>
+            {
+                var maps = MsgPack.Get(reply, "maps");
+                var list = new List<MapInfo>();
+                if (maps is object[])
+                {
+                    foreach (var entry in (object[])maps) list.Add(ParseMapInfo(entry as IDictionary<string, object>, null));
+                }
+                else if (maps is IDictionary<string, object>)
+                {
+                    foreach (var pair in (IDictionary<string, object>)maps) list.Add(ParseMapInfo(pair.Value as IDictionary<string, object>, pair.Key));
+                }
+                else
+                {
+                    throw new PathServerException(PathServerErrorCodes.BadReply, "\"maps\" reply without a \"maps\" list", null, false, null, id);
+                }
+                return list.ToArray();
+            });
+        }
+
+        /// <summary>
+        /// A live obstacle edit (op "update"): makes the cells of rects solid or open (solid), or sets
+        /// their cost. Returns the map's new generation. Idempotent, so a re-send after a reconnect is harmless.
+        /// </summary>
+        public Task<long> UpdateAsync(string map, IEnumerable<GridRect> rects, bool? solid = null, double? cost = null,
+            CancellationToken ct = default(CancellationToken))
+        {
+            if (rects == null) throw new ArgumentNullException("rects");
+            if (solid.HasValue == cost.HasValue) throw new ArgumentException("Give exactly one of solid or cost.");
+            var wireRects = new List<object>();
+            foreach (var r in rects) wireRects.Add(new object[] { (long)r.X, (long)r.Y, (long)r.Width, (long)r.Height });
+            var body = new MsgPackMap { { "op", "update" }, { "map", map ?? DefaultMap }, { "rects", wireRects } };
+            if (solid.HasValue) body.Add("solid", solid.Value);
+            if (cost.HasValue) body.Add("cost", cost.Value);
+            return SendAsync(body, null, ct, (id, reply) => MsgPack.IsNumber(MsgPack.Get(reply, "gen")) ? MsgPack.ToLong(MsgPack.Get(reply, "gen")) : -1L);
+        }
+
+        /// <summary>A round trip to the server (op "ping"); returns the measured latency.</summary>
+        public Task<TimeSpan> PingAsync(CancellationToken ct = default(CancellationToken))
+        {
+            var clock = Stopwatch.StartNew();
+            return SendAsync(new MsgPackMap { { "op", "ping" } }, null, ct, (id, reply) => clock.Elapsed);
+        }
+
+        /// <summary>The server's counters (op "stats"), as decoded.</summary>
+        public Task<IDictionary<string, object>> StatsAsync(CancellationToken ct = default(CancellationToken))
+        {
+            return SendAsync(new MsgPackMap { { "op", "stats" } }, null, ct, (id, reply) => reply);
+        }
+
+        /// <summary>
+        /// Any op, for what this client does not wrap: fields must not contain "id" (the client
+        /// assigns it). Returns the decoded reply when ok is true; throws PathServerException otherwise.
+        /// </summary>
+        public Task<IDictionary<string, object>> RequestAsync(string op, IEnumerable<KeyValuePair<string, object>> fields = null,
+            TimeSpan? timeout = null, CancellationToken ct = default(CancellationToken))
+        {
+            var body = new MsgPackMap { { "op", op } };
+            if (fields != null) body.AddRange(fields);
+            return SendAsync(body, timeout, ct, (id, reply) => reply);
+        }
+
+        /// <summary>Queues an action for DrainMainThreadQueue(); callable from any thread.</summary>
+        public void Post(Action action)
+        {
+            if (action == null) throw new ArgumentNullException("action");
+            _mainThreadQueue.Enqueue(action);
+        }
+
+        /// <summary>
+        /// Raises the queued events (and runs Posted actions) on the calling thread: call it once a
+        /// frame from Unity's Update() or Godot's _Process(). Runs at most maxItems of what was queued
+        /// when called; returns how many ran. An exception from a handler propagates; the rest stay queued.
+        /// </summary>
+        public int DrainMainThreadQueue(int maxItems = int.MaxValue)
+        {
+            int budget = Math.Min(maxItems, _mainThreadQueue.Count);
+            int ran = 0;
+            Action action;
+            while (ran < budget && _mainThreadQueue.TryDequeue(out action))
+            {
+                ran++;
+                action();
+            }
+            return ran;
+        }
+
+        /// <summary>Closes the connection; requests still in flight fail with "disconnected".</summary>
+        public void Dispose()
+        {
+            lock (_startLock)
+            {
+                if (_disposed) return;
+                _disposed = true;
+            }
+            _disposedEvent.Set();
+            _outboxSignal.Set();
+            var connection = _current;
+            if (connection != null) connection.Close("the client was disposed");
+            foreach (var id in _pending.Keys)
+            {
+                Pending pending;
+                if (_pending.TryGetValue(id, out pending))
+                    Finish(pending, null, new PathServerException(PathServerErrorCodes.Disconnected, "the client was disposed", null, false, null, id));
+            }
+            var reader = _readerThread;
+            var writer = _writerThread;
+            if (reader != null && reader != Thread.CurrentThread) reader.Join(1000);
+            if (writer != null && writer != Thread.CurrentThread) writer.Join(1000);
+        }
+
+        // ---------------------------------------------------------------- requests
+
+        sealed class Pending
+        {
+            public long Id;
+            public string Op;
+            public byte[] Message;            // the ZMTP frames, ready to write
+            public volatile int SentOn = -1;  // the connection number it was last written to
+            public DateTime Deadline;
+            public TimeSpan Timeout;
+            public Timer TimeoutTimer;
+            public CancellationTokenRegistration CancelRegistration;
+            public Action<IDictionary<string, object>, Exception> OnDone;
+            public int Finished;
+        }
+
+        sealed class Outgoing
+        {
+            public Pending Request;
+            public byte[] Control;
+            public int ConnectionNumber;
+        }
+
+        sealed class StartedPath
+        {
+            public long Id;
+            public Task<PathResult> Task;
+        }
+
+        // The body of a path request, without its id, in the key order of docs/protocol.md.
+        internal MsgPackMap PathRequestBody(PathPoint start, PathPoint goal, UnitSize unitSize, PathOptions options)
+        {
+            var body = new MsgPackMap
+            {
+                { "op", "path" }, { "map", MapName(options) }, { "start", PointToWire(start) }, { "goal", PointToWire(goal) },
+                { "unit_size", unitSize.ToWire() },
+            };
+            options.WriteTo(body);
+            return body;
+        }
+
+        StartedPath StartPath(PathPoint start, PathPoint goal, UnitSize unitSize, PathOptions options, object state, CancellationToken ct)
+        {
+            options = options ?? new PathOptions();
+            var body = PathRequestBody(start, goal, unitSize, options);
+            long id;
+            var task = SendAsync(body, options.Timeout, ct, (replyId, reply) =>
+            {
+                var result = ParsePathReply(reply, replyId);
+                result.State = state;
+                RaiseEvent(() =>
+                {
+                    var handler = PathFound;
+                    if (handler != null) handler(this, new PathFoundEventArgs { RequestId = replyId, Result = result, State = state });
+                });
+                return result;
+            }, (failedId, error) =>
+            {
+                RaiseEvent(() =>
+                {
+                    var handler = PathFailed;
+                    if (handler != null) handler(this, new PathFailedEventArgs { RequestId = failedId, Error = error, State = state });
+                });
+            }, out id);
+            return new StartedPath { Id = id, Task = task };
+        }
+
+        Task<T> SendAsync<T>(MsgPackMap body, TimeSpan? timeout, CancellationToken ct, Func<long, IDictionary<string, object>, T> parse)
+        {
+            long ignored;
+            return SendAsync(body, timeout, ct, parse, null, out ignored);
+        }
+
+        // Registers the request, queues it for the writer and returns a task completed by the
+        // reader (reply), the timeout timer or the cancellation token, whichever comes first.
+        Task<T> SendAsync<T>(MsgPackMap body, TimeSpan? timeout, CancellationToken ct,
+            Func<long, IDictionary<string, object>, T> parse, Action<long, PathServerException> onFailed, out long id)
+        {
+            StartThreads();  // after Dispose the request fails "disconnected" below
+            id = Interlocked.Increment(ref _nextId);
+            body.Insert(0, new KeyValuePair<string, object>("id", id));
+            var tcs = new TaskCompletionSource<T>(TaskCreationOptions.RunContinuationsAsynchronously);
+            var span = timeout ?? RequestTimeout;
+            var requestId = id;
+            var pending = new Pending { Id = id, Op = body[1].Value as string, Message = Zmtp.EncodeMessage(MsgPack.Encode(body), true),
+                Deadline = DateTime.UtcNow + span, Timeout = span };
+            pending.OnDone = (reply, error) =>
+            {
+                if (error == null)
+                {
+                    try
+                    {
+                        tcs.TrySetResult(parse(requestId, reply));
+                        return;
+                    }
+                    catch (PathServerException e)
+                    {
+                        error = e;
+                    }
+                    catch (Exception e)
+                    {
+                        error = new PathServerException(PathServerErrorCodes.BadReply, "could not read the reply: " + e.Message, null, false, null, requestId);
+                    }
+                }
+                if (error is OperationCanceledException)
+                {
+                    tcs.TrySetCanceled(ct);
+                    return;
+                }
+                if (onFailed != null && error is PathServerException) onFailed(requestId, (PathServerException)error);
+                tcs.TrySetException(error);
+            };
+            _pending[id] = pending;
+            pending.TimeoutTimer = new Timer(_ => Expire(pending), null, (long)Math.Max(1, span.TotalMilliseconds), Timeout.Infinite);
+            if (ct.CanBeCanceled)
+                pending.CancelRegistration = ct.Register(() => Finish(pending, null, new OperationCanceledException(ct)));
+            if (_disposed)
+                Finish(pending, null, new PathServerException(PathServerErrorCodes.Disconnected, "the client was disposed", null, false, null, id));
+            Enqueue(pending);
+            return tcs.Task;
+        }
+
+        void Enqueue(Pending pending)
+        {
+            _outbox.Enqueue(new Outgoing { Request = pending });
+            _outboxSignal.Set();
+        }
+
+        void Expire(Pending pending)
+        {
+            string seconds = pending.Timeout.TotalSeconds.ToString("0.0##", CultureInfo.InvariantCulture);
+            PathServerException error;
+            if (_current != null)
+                error = new PathServerException(PathServerErrorCodes.Timeout,
+                    string.Format(CultureInfo.InvariantCulture, "no reply to \"{0}\" request {1} from {2} within {3} s", pending.Op, pending.Id, Endpoint, seconds),
+                    null, true, null, pending.Id);
+            else
+                error = new PathServerException(PathServerErrorCodes.Disconnected,
+                    string.Format(CultureInfo.InvariantCulture, "no connection to {0} within {1} s for \"{2}\" request {3} (last error: {4})",
+                        Endpoint, seconds, pending.Op, pending.Id, _lastConnectionError),
+                    null, true, null, pending.Id);
+            Finish(pending, null, error);
+        }
+
+        // Completes a request exactly once, whoever gets here first.
+        void Finish(Pending pending, IDictionary<string, object> reply, Exception error)
+        {
+            if (Interlocked.Exchange(ref pending.Finished, 1) != 0) return;
+            Pending removed;
+            _pending.TryRemove(pending.Id, out removed);
+            if (pending.TimeoutTimer != null) pending.TimeoutTimer.Dispose();
+            pending.CancelRegistration.Dispose();
+            try
+            {
+                pending.OnDone(reply, error);
+            }
+            catch (Exception e)
+            {
+                WriteLog("a completion handler threw: " + e);
+            }
+        }
+
+        void OnReply(IDictionary<string, object> reply)
+        {
+            object idValue = MsgPack.Get(reply, "id");
+            if (!MsgPack.IsNumber(idValue))
+            {
+                // The server could not read one of our requests (we only send what we encoded, so
+                // this is a bug somewhere); that request will time out.
+                WriteLog("reply without an id: " + MsgPack.ToDebugString(reply));
+                return;
+            }
+            long id = MsgPack.ToLong(idValue);
+            Pending pending;
+            if (!_pending.TryGetValue(id, out pending)) return;  // timed out, cancelled, or a duplicate after a re-send
+            if (true.Equals(MsgPack.Get(reply, "ok")))
+            {
+                Finish(pending, reply, null);
+                return;
+            }
+            var error = PathServerException.FromReply(reply, id);
+            if (error.Code == PathServerErrorCodes.Overloaded && RetryOverloaded)
+            {
+                int delay = error.RetryAfterMs ?? 50;
+                if (DateTime.UtcNow.AddMilliseconds(delay) < pending.Deadline)
+                {
+                    Timer retry = null;
+                    retry = new Timer(_ =>
+                    {
+                        retry.Dispose();
+                        pending.SentOn = -1;
+                        if (Volatile.Read(ref pending.Finished) == 0) Enqueue(pending);
+                    }, null, delay, Timeout.Infinite);
+                    return;
+                }
+            }
+            Finish(pending, null, error);
+        }
+
+        void RaiseEvent(Action raise)
+        {
+            if (DispatchEventsOnMainThread)
+            {
+                _mainThreadQueue.Enqueue(raise);
+                return;
+            }
+            try
+            {
+                raise();
+            }
+            catch (Exception e)
+            {
+                WriteLog("an event handler threw: " + e);
+            }
+        }
+
+        void WriteLog(string message)
+        {
+            var log = Log;
+            if (log == null) return;
+            try
+            {
+                log("pathserver client: " + message);
+            }
+            catch (Exception)
+            {
+                // A broken logger must not take the connection down.
+            }
+        }
+
+        string MapName(PathOptions options)
+        {
+            return options.Map ?? DefaultMap;
+        }
+
+        // Whole numbers go out as ints (exact, and what grid coordinates are); others as float64.
+        static object CoordinateToWire(float value)
+        {
+            if (value == Math.Floor(value) && Math.Abs(value) < 1e15) return (long)value;
+            return (double)value;
+        }
+
+        static object[] PointToWire(PathPoint point)
+        {
+            return new[] { CoordinateToWire(point.X), CoordinateToWire(point.Y) };
+        }
+
+        static PathPoint PointFromWire(object value, string field)
+        {
+            var pair = value as object[];
+            if (pair == null || pair.Length != 2 || !MsgPack.IsNumber(pair[0]) || !MsgPack.IsNumber(pair[1]))
+                throw new PathServerException(PathServerErrorCodes.BadReply, field + " is not an [x, y] pair");
+            return new PathPoint((float)MsgPack.ToDouble(pair[0]), (float)MsgPack.ToDouble(pair[1]));
+        }
+
+        static PathResult ParsePathReply(IDictionary<string, object> reply, long id)
+        {
+            var result = new PathResult { Id = id, Raw = reply };
+            result.StatusText = MsgPack.Get(reply, "status") as string;
+            switch (result.StatusText)
+            {
+                case "found": result.Status = PathStatus.Found; break;
+                case "partial": result.Status = PathStatus.Partial; break;
+                case "no_path": result.Status = PathStatus.NoPath; break;
+                case null: throw new PathServerException(PathServerErrorCodes.BadReply, "path reply without a \"status\"", null, false, null, id);
+                default: result.Status = PathStatus.Unknown; break;
+            }
+            var path = MsgPack.Get(reply, "path") as object[];
+            if (path != null)
+            {
+                result.Path = new PathPoint[path.Length];
+                for (int i = 0; i < path.Length; i++) result.Path[i] = PointFromWire(path[i], "path[" + i + "]");
+            }
+            object value;
+            if (MsgPack.IsNumber(value = MsgPack.Get(reply, "cost"))) result.Cost = MsgPack.ToDouble(value);
+            if (MsgPack.IsNumber(value = MsgPack.Get(reply, "length"))) result.Length = MsgPack.ToDouble(value);
+            if (MsgPack.IsNumber(value = MsgPack.Get(reply, "expanded"))) result.Expanded = MsgPack.ToLong(value);
+            result.StartSnapped = true.Equals(MsgPack.Get(reply, "start_snapped"));
+            result.GoalSnapped = true.Equals(MsgPack.Get(reply, "goal_snapped"));
+            if (MsgPack.IsNumber(value = MsgPack.Get(reply, "gen"))) result.Gen = MsgPack.ToLong(value);
+            if ((value = MsgPack.Get(reply, "start")) != null) result.Start = PointFromWire(value, "start");
+            if ((value = MsgPack.Get(reply, "goal")) != null) result.Goal = PointFromWire(value, "goal");
+            return result;
+        }
+
+        static MapInfo ParseMapInfo(IDictionary<string, object> entry, string name)
+        {
+            if (entry == null) throw new PathServerException(PathServerErrorCodes.BadReply, "a \"maps\" entry is not a map");
+            var info = new MapInfo { Raw = entry, Name = MsgPack.Get(entry, "name") as string ?? name };
+            object value;
+            if (MsgPack.IsNumber(value = MsgPack.Get(entry, "width"))) info.Width = (int)MsgPack.ToLong(value);
+            if (MsgPack.IsNumber(value = MsgPack.Get(entry, "height"))) info.Height = (int)MsgPack.ToLong(value);
+            if (MsgPack.IsNumber(value = MsgPack.Get(entry, "cell_size"))) info.CellSize = MsgPack.ToDouble(value);
+            if ((value = MsgPack.Get(entry, "origin")) is object[]) info.Origin = PointFromWire(value, "origin");
+            if (MsgPack.IsNumber(value = MsgPack.Get(entry, "gen") ?? MsgPack.Get(entry, "generation"))) info.Gen = MsgPack.ToLong(value);
+            value = MsgPack.Get(entry, "last_error") ?? MsgPack.Get(entry, "reload_error");
+            info.LastError = value == null ? null : (value as string ?? MsgPack.ToDebugString(value));
+            return info;
+        }
+
+        static void ParseEndpoint(string endpoint, out string host, out int port)
+        {
+            const string scheme = "tcp://";
+            if (endpoint == null || !endpoint.StartsWith(scheme, StringComparison.Ordinal))
+                throw new ArgumentException("Endpoint must look like tcp://HOST:PORT, got \"" + endpoint + "\".", "endpoint");
+            string rest = endpoint.Substring(scheme.Length);
+            int colon = rest.LastIndexOf(':');
+            if (colon <= 0 || !int.TryParse(rest.Substring(colon + 1), NumberStyles.None, CultureInfo.InvariantCulture, out port) || port <= 0 || port > 65535)
+                throw new ArgumentException("Endpoint must look like tcp://HOST:PORT, got \"" + endpoint + "\".", "endpoint");
+            host = rest.Substring(0, colon).Trim('[', ']');
+        }
+
+        static TaskCompletionSource<bool> NewSignal()
+        {
+            return new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+        }
+
+        // ---------------------------------------------------------------- connection
+
+        sealed class Connection
+        {
+            public int Number;
+            public TcpClient Tcp;
+            public NetworkStream Stream;
+            public long LastReceiveTicks;
+            public long LastSendTicks;
+            public Zmtp.FrameReader Reader;
+            public volatile string CloseReason;
+            public readonly object WriteLock = new object();
+
+            public void Close(string reason = null)
+            {
+                if (reason != null && CloseReason == null) CloseReason = reason;
+                try
+                {
+                    // Shutdown wakes a reader blocked in Receive on every platform; Close alone may not.
+                    Tcp.Client.Shutdown(SocketShutdown.Both);
+                }
+                catch (Exception)
+                {
+                    // Already closed.
+                }
+                Tcp.Close();
+            }
+        }
+
+        void ReaderLoop()
+        {
+            int failures = 0;
+            while (!_disposed)
+            {
+                Connection connection = null;
+                string reason;
+                try
+                {
+                    connection = OpenConnection();
+                    failures = 0;
+                    _current = connection;
+                    Interlocked.Increment(ref _connectionCount);
+                    _connectedSignal.TrySetResult(true);
+                    WriteLog("connected to " + Endpoint);
+                    RaiseConnectionChanged(true, null);
+                    // Lazy Pirate: whatever was in flight on the old connection goes out again, in
+                    // id order. The writer skips anything already written to this connection.
+                    var ids = new List<long>(_pending.Keys);
+                    ids.Sort();
+                    foreach (var id in ids)
+                    {
+                        Pending pending;
+                        if (_pending.TryGetValue(id, out pending)) _outbox.Enqueue(new Outgoing { Request = pending });
+                    }
+                    _outboxSignal.Set();
+                    ReadMessages(connection);  // returns only once disposed; otherwise it throws
+                    reason = "the client was disposed";
+                }
+                catch (Exception e)
+                {
+                    reason = DescribeError(e);
+                }
+                if (connection != null && connection.CloseReason != null) reason = connection.CloseReason;
+                if (connection != null)
+                {
+                    connection.Close();
+                    if (_current == connection)
+                    {
+                        _current = null;
+                        if (_connectedSignal.Task.IsCompleted) _connectedSignal = NewSignal();
+                        WriteLog("disconnected from " + Endpoint + ": " + reason);
+                        RaiseConnectionChanged(false, reason);
+                    }
+                }
+                if (_disposed) break;
+                if (connection == null && reason != _lastConnectionError)
+                    WriteLog("cannot connect to " + Endpoint + ": " + reason + " (retrying)");
+                _lastConnectionError = reason;
+                double baseMs = ReconnectInterval.TotalMilliseconds * Math.Pow(2, Math.Min(failures, 16));
+                double delayMs = Math.Min(ReconnectIntervalMax.TotalMilliseconds, baseMs);
+                lock (_jitter) delayMs *= 0.8 + 0.4 * _jitter.NextDouble();
+                failures++;
+                _disposedEvent.WaitOne(TimeSpan.FromMilliseconds(delayMs));
+            }
+        }
+
+        static string DescribeError(Exception e)
+        {
+            var aggregate = e as AggregateException;
+            if (aggregate != null && aggregate.InnerException != null) e = aggregate.InnerException;
+            if (e is IOException && e.InnerException != null) e = e.InnerException;
+            return e.Message;
+        }
+
+        Connection OpenConnection()
+        {
+            IPAddress[] addresses;
+            IPAddress literal;
+            if (IPAddress.TryParse(_host, out literal))
+                addresses = new[] { literal };
+            else
+                addresses = Dns.GetHostAddresses(_host);
+            Exception last = new SocketException((int)SocketError.HostNotFound);
+            foreach (var address in addresses)
+            {
+                var tcp = new TcpClient(address.AddressFamily) { NoDelay = true };
+                try
+                {
+                    var connecting = tcp.ConnectAsync(address, _port);
+                    if (!connecting.Wait(ConnectTimeout))
+                    {
+                        connecting.ContinueWith(t => { var ignored = t.Exception; }, TaskContinuationOptions.OnlyOnFaulted);
+                        throw new TimeoutException("connecting to " + Endpoint + " timed out");
+                    }
+                    var connection = new Connection { Tcp = tcp, Stream = tcp.GetStream() };
+                    Handshake(connection);
+                    return connection;
+                }
+                catch (Exception e)
+                {
+                    tcp.Close();
+                    last = e;
+                }
+            }
+            throw last;
+        }
+
+        void Handshake(Connection connection)
+        {
+            var tcp = connection.Tcp;
+            var stream = connection.Stream;
+            tcp.ReceiveTimeout = (int)ConnectTimeout.TotalMilliseconds;
+            tcp.SendTimeout = (int)ConnectTimeout.TotalMilliseconds;
+            stream.Write(Zmtp.Greeting, 0, Zmtp.Greeting.Length);
+            var greeting = new byte[64];
+            ReadExactly(stream, greeting, 0, 64);
+            Zmtp.CheckGreeting(greeting);
+            var ready = Zmtp.ReadyCommand("DEALER");
+            stream.Write(ready, 0, ready.Length);
+            var reader = new Zmtp.FrameReader(stream);
+            while (true)
+            {
+                var frame = reader.ReadFrame();
+                if (!frame.IsCommand) throw new IOException("the server sent a message before its READY command");
+                var command = Zmtp.ParseCommand(frame.Body);
+                if (command.Name == "READY") break;
+                if (command.Name == "ERROR") throw new IOException("the server refused the handshake: " + Zmtp.ErrorReason(command.Data));
+            }
+            connection.Number = Interlocked.Increment(ref _connectionNumbers);
+            tcp.ReceiveTimeout = 0;  // the writer's heartbeat check drops a silent connection instead
+            tcp.SendTimeout = (int)Math.Max(5000, HeartbeatTimeout.TotalMilliseconds);
+            connection.Reader = reader;
+            long now = Stopwatch.GetTimestamp();
+            connection.LastReceiveTicks = now;
+            connection.LastSendTicks = now;
+        }
+
+        int _connectionNumbers;
+
+        void ReadMessages(Connection connection)
+        {
+            var reader = connection.Reader;
+            var frames = new List<byte[]>();
+            while (!_disposed)
+            {
+                var frame = reader.ReadFrame();
+                Interlocked.Exchange(ref connection.LastReceiveTicks, Stopwatch.GetTimestamp());
+                if (frame.IsCommand)
+                {
+                    var command = Zmtp.ParseCommand(frame.Body);
+                    if (command.Name == "PING")
+                    {
+                        // PING carries a 2-byte TTL, then a context that PONG must echo.
+                        int contextLength = Math.Max(0, command.Data.Length - 2);
+                        var context = new byte[contextLength];
+                        Buffer.BlockCopy(command.Data, command.Data.Length - contextLength, context, 0, contextLength);
+                        _outbox.Enqueue(new Outgoing { Control = Zmtp.Command("PONG", context), ConnectionNumber = connection.Number });
+                        _outboxSignal.Set();
+                    }
+                    else if (command.Name == "ERROR")
+                    {
+                        throw new IOException("the server sent ERROR: " + Zmtp.ErrorReason(command.Data));
+                    }
+                    continue;  // PONG and commands we do not know are fine to ignore
+                }
+                frames.Add(frame.Body);
+                if (frame.More) continue;
+                // The reply mirrors our envelope: an empty delimiter, then the msgpack body.
+                var body = frames[frames.Count - 1];
+                frames.Clear();
+                IDictionary<string, object> reply;
+                try
+                {
+                    reply = MsgPack.Decode(body) as IDictionary<string, object>;
+                }
+                catch (Exception e)
+                {
+                    WriteLog("could not decode a reply (" + body.Length + " bytes): " + e.Message);
+                    continue;
+                }
+                if (reply == null)
+                {
+                    WriteLog("a reply that is not a msgpack map");
+                    continue;
+                }
+                OnReply(reply);
+            }
+        }
+
+        void WriterLoop()
+        {
+            while (!_disposed)
+            {
+                _outboxSignal.WaitOne(HousekeepingInterval());
+                Outgoing item;
+                while (!_disposed && _outbox.TryDequeue(out item))
+                {
+                    // Read _current per item: a connection made after this item was queued is the
+                    // one it must go to (the reader re-queues only what was pending at connect time).
+                    var connection = _current;
+                    if (connection == null) continue;  // re-queued by the reader on the next connect
+                    if (item.Request != null)
+                    {
+                        var pending = item.Request;
+                        if (Volatile.Read(ref pending.Finished) != 0 || pending.SentOn == connection.Number) continue;
+                        pending.SentOn = connection.Number;
+                        Write(connection, pending.Message);
+                    }
+                    else if (item.ConnectionNumber == connection.Number)
+                    {
+                        Write(connection, item.Control);
+                    }
+                }
+                var current = _current;
+                if (current != null) Heartbeat(current);
+            }
+        }
+
+        int HousekeepingInterval()
+        {
+            double interval = HeartbeatInterval > TimeSpan.Zero ? HeartbeatInterval.TotalMilliseconds / 4 : 250;
+            return (int)Math.Max(10, Math.Min(250, interval));
+        }
+
+        void Heartbeat(Connection connection)
+        {
+            long now = Stopwatch.GetTimestamp();
+            double silentMs = (now - Interlocked.Read(ref connection.LastReceiveTicks)) * 1000.0 / Stopwatch.Frequency;
+            double idleMs = (now - Interlocked.Read(ref connection.LastSendTicks)) * 1000.0 / Stopwatch.Frequency;
+            if (HeartbeatTimeout > TimeSpan.Zero && silentMs > HeartbeatTimeout.TotalMilliseconds)
+            {
+                // The reader sees the close, reconnects and re-sends what is in flight.
+                connection.Close("nothing from the server for " + (int)silentMs + " ms (HeartbeatTimeout)");
+                return;
+            }
+            if (HeartbeatInterval > TimeSpan.Zero && idleMs > HeartbeatInterval.TotalMilliseconds)
+            {
+                // TTL in deciseconds tells the server how long to wait for our next traffic.
+                int ttl = (int)Math.Min(ushort.MaxValue, Math.Max(HeartbeatTimeout.TotalMilliseconds, HeartbeatInterval.TotalMilliseconds) / 100);
+                Write(connection, Zmtp.Command("PING", new byte[] { (byte)(ttl >> 8), (byte)ttl }));
+            }
+        }
+
+        void Write(Connection connection, byte[] data)
+        {
+            try
+            {
+                lock (connection.WriteLock) connection.Stream.Write(data, 0, data.Length);
+                Interlocked.Exchange(ref connection.LastSendTicks, Stopwatch.GetTimestamp());
+            }
+            catch (Exception e)
+            {
+                // Anything written to this connection and unanswered is re-sent on the next one.
+                connection.Close("write failed: " + DescribeError(e));
+            }
+        }
+
+        void RaiseConnectionChanged(bool connected, string reason)
+        {
+            RaiseEvent(() =>
+            {
+                var handler = ConnectionChanged;
+                if (handler != null) handler(this, new ConnectionChangedEventArgs { IsConnected = connected, Reason = reason });
+            });
+        }
+
+        static void ReadExactly(Stream stream, byte[] buffer, int offset, int count)
+        {
+            while (count > 0)
+            {
+                int n = stream.Read(buffer, offset, count);
+                if (n <= 0) throw new EndOfStreamException("the server closed the connection");
+                offset += n;
+                count -= n;
+            }
+        }
+    }
+
+    /// <summary>ZMTP 3.x framing (ZeroMQ RFC 23/37) with the NULL mechanism, as a DEALER needs it.</summary>
+    public static class Zmtp
+    {
+        /// <summary>Largest frame accepted from the server; a larger length means a broken stream.</summary>
+        public const long MaxFrameSize = 256L * 1024 * 1024;
+
+        /// <summary>
+        /// Our 64-byte greeting: signature ff 00*8 7f, version 3.0, mechanism "NULL" padded to 20
+        /// bytes, as-server 0, 31 bytes of filler.
+        /// </summary>
+        public static readonly byte[] Greeting = BuildGreeting();
+
+        static byte[] BuildGreeting()
+        {
+            var greeting = new byte[64];
+            greeting[0] = 0xff;
+            greeting[9] = 0x7f;
+            greeting[10] = 3;
+            greeting[11] = 0;
+            Encoding.ASCII.GetBytes("NULL", 0, 4, greeting, 12);
+            return greeting;
+        }
+
+        /// <summary>Accepts any 3.x peer with the NULL mechanism; the padding bytes are not checked.</summary>
+        public static void CheckGreeting(byte[] greeting)
+        {
+            if (greeting.Length < 64 || greeting[0] != 0xff || (greeting[9] & 1) != 1)
+                throw new IOException("not a ZeroMQ peer (bad ZMTP signature); is the endpoint a pathserver?");
+            if (greeting[10] < 3)
+                throw new IOException("the peer speaks ZMTP " + greeting[10] + ".x; 3.x is needed");
+            string mechanism = Encoding.ASCII.GetString(greeting, 12, 20).TrimEnd('\0');
+            if (mechanism != "NULL")
+                throw new IOException("the server wants the " + mechanism + " security mechanism; this client speaks NULL only");
+        }
+
+        /// <summary>READY with one property, Socket-Type.</summary>
+        public static byte[] ReadyCommand(string socketType)
+        {
+            var data = new List<byte>();
+            AppendProperty(data, "Socket-Type", Encoding.ASCII.GetBytes(socketType));
+            return Command("READY", data.ToArray());
+        }
+
+        static void AppendProperty(List<byte> data, string name, byte[] value)
+        {
+            data.Add((byte)name.Length);
+            data.AddRange(Encoding.ASCII.GetBytes(name));
+            data.Add((byte)(value.Length >> 24));
+            data.Add((byte)(value.Length >> 16));
+            data.Add((byte)(value.Length >> 8));
+            data.Add((byte)value.Length);
+            data.AddRange(value);
+        }
+
+        /// <summary>A command frame: flags 0x04 (0x06 when long), size, name length, name, data.</summary>
+        public static byte[] Command(string name, byte[] data)
+        {
+            var body = new byte[1 + name.Length + data.Length];
+            body[0] = (byte)name.Length;
+            Encoding.ASCII.GetBytes(name, 0, name.Length, body, 1);
+            Buffer.BlockCopy(data, 0, body, 1 + name.Length, data.Length);
+            var output = new MemoryStream();
+            AppendFrame(output, 0x04, body, false);
+            return output.ToArray();
+        }
+
+        /// <summary>
+        /// A message as a DEALER sends it: an empty delimiter frame (01 00) then the body, so the
+        /// ROUTER sees the same envelope a REQ socket would send; or the body alone.
+        /// </summary>
+        public static byte[] EncodeMessage(byte[] body, bool withDelimiter = true)
+        {
+            var output = new MemoryStream(body.Length + 12);
+            if (withDelimiter) AppendFrame(output, 0, new byte[0], true);
+            AppendFrame(output, 0, body, false);
+            return output.ToArray();
+        }
+
+        static void AppendFrame(MemoryStream output, byte flags, byte[] body, bool more)
+        {
+            if (more) flags |= 0x01;
+            if (body.Length <= 255)
+            {
+                output.WriteByte(flags);
+                output.WriteByte((byte)body.Length);
+            }
+            else
+            {
+                output.WriteByte((byte)(flags | 0x02));
+                long length = body.Length;
+                for (int shift = 56; shift >= 0; shift -= 8) output.WriteByte((byte)(length >> shift));
+            }
+            output.Write(body, 0, body.Length);
+        }
+
+        public sealed class Frame
+        {
+            public bool More;
+            public bool IsCommand;
+            public byte[] Body;
+        }
+
+        public struct ParsedCommand
+        {
+            public string Name;
+            public byte[] Data;
+        }
+
+        /// <summary>An ERROR command's data: a 1-byte length, then the reason.</summary>
+        public static string ErrorReason(byte[] data)
+        {
+            if (data.Length == 0) return "(no reason given)";
+            return Encoding.UTF8.GetString(data, 1, Math.Min(data[0], data.Length - 1));
+        }
+
+        public static ParsedCommand ParseCommand(byte[] body)
+        {
+            if (body.Length < 1 || body[0] + 1 > body.Length) throw new IOException("malformed ZMTP command");
+            var data = new byte[body.Length - 1 - body[0]];
+            Buffer.BlockCopy(body, 1 + body[0], data, 0, data.Length);
+            return new ParsedCommand { Name = Encoding.ASCII.GetString(body, 1, body[0]), Data = data };
+        }
+
+        /// <summary>A READY command's properties (name -> value), parsed generically.</summary>
+        public static Dictionary<string, byte[]> ParseProperties(byte[] data)
+        {
+            var properties = new Dictionary<string, byte[]>();
+            int at = 0;
+            while (at < data.Length)
+            {
+                int nameLength = data[at++];
+                if (at + nameLength + 4 > data.Length) throw new IOException("malformed ZMTP property");
+                string name = Encoding.ASCII.GetString(data, at, nameLength);
+                at += nameLength;
+                int valueLength = (data[at] << 24) | (data[at + 1] << 16) | (data[at + 2] << 8) | data[at + 3];
+                at += 4;
+                if (valueLength < 0 || at + valueLength > data.Length) throw new IOException("malformed ZMTP property");
+                var value = new byte[valueLength];
+                Buffer.BlockCopy(data, at, value, 0, valueLength);
+                at += valueLength;
+                properties[name] = value;
+            }
+            return properties;
+        }
+
+        /// <summary>Splits bytes into frames (for tests and golden vectors); throws on a truncated frame.</summary>
+        public static List<Frame> DecodeFrames(byte[] data)
+        {
+            var frames = new List<Frame>();
+            var reader = new FrameReader(new MemoryStream(data));
+            long end = data.Length;
+            while (reader.Position < end) frames.Add(reader.ReadFrame());
+            return frames;
+        }
+
+        /// <summary>Reads frames from a stream through its own buffer (NetworkStream reads are syscalls).</summary>
+        public sealed class FrameReader
+        {
+            readonly Stream _stream;
+            readonly byte[] _buffer = new byte[64 * 1024];
+            int _start;
+            int _end;
+            long _consumed;
+
+            public FrameReader(Stream stream)
+            {
+                _stream = stream;
+            }
+
+            public long Position { get { return _consumed; } }
+
+            public Frame ReadFrame()
+            {
+                byte flags = ReadByte();
+                long length;
+                if ((flags & 0x02) != 0)
+                {
+                    length = 0;
+                    for (int i = 0; i < 8; i++) length = (length << 8) | ReadByte();
+                }
+                else
+                {
+                    length = ReadByte();
+                }
+                if (length < 0 || length > MaxFrameSize) throw new IOException("ZMTP frame of " + length + " bytes is too large");
+                var body = new byte[length];
+                Read(body, 0, (int)length);
+                return new Frame { More = (flags & 0x01) != 0, IsCommand = (flags & 0x04) != 0, Body = body };
+            }
+
+            byte ReadByte()
+            {
+                if (_start == _end) Fill();
+                _consumed++;
+                return _buffer[_start++];
+            }
+
+            void Read(byte[] target, int offset, int count)
+            {
+                while (count > 0)
+                {
+                    if (_start == _end)
+                    {
+                        if (count >= _buffer.Length)
+                        {
+                            // Large bodies go straight into their array.
+                            int n = _stream.Read(target, offset, count);
+                            if (n <= 0) throw new EndOfStreamException("the server closed the connection");
+                            offset += n;
+                            count -= n;
+                            _consumed += n;
+                            continue;
+                        }
+                        Fill();
+                    }
+                    int take = Math.Min(count, _end - _start);
+                    Buffer.BlockCopy(_buffer, _start, target, offset, take);
+                    _start += take;
+                    offset += take;
+                    count -= take;
+                    _consumed += take;
+                }
+            }
+
+            void Fill()
+            {
+                int n = _stream.Read(_buffer, 0, _buffer.Length);
+                if (n <= 0) throw new EndOfStreamException("the server closed the connection");
+                _start = 0;
+                _end = n;
+            }
+        }
+    }
+
+    /// <summary>A msgpack map that keeps its keys in insertion order (requests are encoded in this order).</summary>
+    public sealed class MsgPackMap : List<KeyValuePair<string, object>>
+    {
+        public void Add(string key, object value)
+        {
+            Add(new KeyValuePair<string, object>(key, value));
+        }
+    }
+
+    /// <summary>An ext value (type, data), decoded opaquely: the protocol does not use ext types.</summary>
+    public sealed class MsgPackExtension
+    {
+        public sbyte Type;
+        public byte[] Data;
+    }
+
+    /// <summary>
+    /// The msgpack subset the protocol uses. Encode: null, bool, all integer types (smallest form,
+    /// as msgpack-python does), float (float32), double (float64), string, byte[], maps
+    /// (IDictionary or key/value pairs, in enumeration order), lists and arrays. Decode: nil -> null,
+    /// bool, int -> long (ulong above long.MaxValue), float32 -> float, float64 -> double, str -> string,
+    /// bin -> byte[], array -> object[], map -> Dictionary&lt;string, object&gt;, ext -> MsgPackExtension.
+    /// </summary>
+    public static class MsgPack
+    {
+        public const int MaxDepth = 64;
+
+        public static byte[] Encode(object value)
+        {
+            var output = new MemoryStream();
+            Write(output, value, 0);
+            return output.ToArray();
+        }
+
+        static void Write(MemoryStream output, object value, int depth)
+        {
+            if (depth > MaxDepth) throw new ArgumentException("msgpack: nesting deeper than " + MaxDepth);
+            if (value == null) { output.WriteByte(0xc0); return; }
+            if (value is bool) { output.WriteByte((bool)value ? (byte)0xc3 : (byte)0xc2); return; }
+            if (value is string) { WriteString(output, (string)value); return; }
+            if (value is byte[]) { WriteBinary(output, (byte[])value); return; }
+            if (value is float) { output.WriteByte(0xca); WriteBigEndian(output, (uint)BitConverter.ToInt32(BitConverter.GetBytes((float)value), 0), 4); return; }
+            if (value is double) { output.WriteByte(0xcb); WriteBigEndian(output, (ulong)BitConverter.DoubleToInt64Bits((double)value), 8); return; }
+            if (value is decimal) { Write(output, (double)(decimal)value, depth); return; }
+            if (value is sbyte || value is short || value is int || value is long) { WriteInteger(output, Convert.ToInt64(value, CultureInfo.InvariantCulture)); return; }
+            if (value is byte || value is ushort || value is uint || value is ulong) { WriteUnsigned(output, Convert.ToUInt64(value, CultureInfo.InvariantCulture)); return; }
+            if (value is Enum) throw new ArgumentException("msgpack: enums have no wire form here; send their snake_case name as a string");
+            var pairs = value as IEnumerable<KeyValuePair<string, object>>;
+            if (pairs != null)
+            {
+                var list = new List<KeyValuePair<string, object>>(pairs);
+                WriteHeader(output, list.Count, 0x80, 16, 0xde, 0xdf);
+                foreach (var pair in list)
+                {
+                    Write(output, pair.Key, depth + 1);
+                    Write(output, pair.Value, depth + 1);
+                }
+                return;
+            }
+            var dictionary = value as IDictionary;
+            if (dictionary != null)
+            {
+                WriteHeader(output, dictionary.Count, 0x80, 16, 0xde, 0xdf);
+                foreach (DictionaryEntry entry in dictionary)
+                {
+                    Write(output, entry.Key, depth + 1);
+                    Write(output, entry.Value, depth + 1);
+                }
+                return;
+            }
+            var sequence = value as IEnumerable;
+            if (sequence != null)
+            {
+                var items = new List<object>();
+                foreach (var item in sequence) items.Add(item);
+                WriteHeader(output, items.Count, 0x90, 16, 0xdc, 0xdd);
+                foreach (var item in items) Write(output, item, depth + 1);
+                return;
+            }
+            throw new ArgumentException("msgpack: cannot encode a " + value.GetType().FullName);
+        }
+
+        static void WriteHeader(MemoryStream output, int count, byte fixBase, int fixLimit, byte code16, byte code32)
+        {
+            if (count < fixLimit) output.WriteByte((byte)(fixBase | count));
+            else if (count <= 0xffff) { output.WriteByte(code16); WriteBigEndian(output, (ulong)count, 2); }
+            else { output.WriteByte(code32); WriteBigEndian(output, (ulong)count, 4); }
+        }
+
+        static void WriteString(MemoryStream output, string value)
+        {
+            var bytes = Encoding.UTF8.GetBytes(value);
+            int n = bytes.Length;
+            if (n < 32) output.WriteByte((byte)(0xa0 | n));
+            else if (n <= 0xff) { output.WriteByte(0xd9); output.WriteByte((byte)n); }
+            else if (n <= 0xffff) { output.WriteByte(0xda); WriteBigEndian(output, (ulong)n, 2); }
+            else { output.WriteByte(0xdb); WriteBigEndian(output, (ulong)n, 4); }
+            output.Write(bytes, 0, n);
+        }
+
+        static void WriteBinary(MemoryStream output, byte[] bytes)
+        {
+            int n = bytes.Length;
+            if (n <= 0xff) { output.WriteByte(0xc4); output.WriteByte((byte)n); }
+            else if (n <= 0xffff) { output.WriteByte(0xc5); WriteBigEndian(output, (ulong)n, 2); }
+            else { output.WriteByte(0xc6); WriteBigEndian(output, (ulong)n, 4); }
+            output.Write(bytes, 0, n);
+        }
+
+        static void WriteInteger(MemoryStream output, long value)
+        {
+            if (value >= 0) { WriteUnsigned(output, (ulong)value); return; }
+            if (value >= -32) output.WriteByte((byte)(sbyte)value);
+            else if (value >= sbyte.MinValue) { output.WriteByte(0xd0); output.WriteByte((byte)(sbyte)value); }
+            else if (value >= short.MinValue) { output.WriteByte(0xd1); WriteBigEndian(output, (ulong)value, 2); }
+            else if (value >= int.MinValue) { output.WriteByte(0xd2); WriteBigEndian(output, (ulong)value, 4); }
+            else { output.WriteByte(0xd3); WriteBigEndian(output, (ulong)value, 8); }
+        }
+
+        static void WriteUnsigned(MemoryStream output, ulong value)
+        {
+            if (value <= 0x7f) output.WriteByte((byte)value);
+            else if (value <= 0xff) { output.WriteByte(0xcc); output.WriteByte((byte)value); }
+            else if (value <= 0xffff) { output.WriteByte(0xcd); WriteBigEndian(output, value, 2); }
+            else if (value <= 0xffffffff) { output.WriteByte(0xce); WriteBigEndian(output, value, 4); }
+            else { output.WriteByte(0xcf); WriteBigEndian(output, value, 8); }
+        }
+
+        static void WriteBigEndian(MemoryStream output, ulong value, int size)
+        {
+            for (int shift = (size - 1) * 8; shift >= 0; shift -= 8) output.WriteByte((byte)(value >> shift));
+        }
+
+        /// <summary>Decodes exactly one value that fills data; throws FormatException otherwise.</summary>
+        public static object Decode(byte[] data)
+        {
+            int offset = 0;
+            var value = Decode(data, ref offset);
+            if (offset != data.Length) throw new FormatException("msgpack: " + (data.Length - offset) + " bytes after the value");
+            return value;
+        }
+
+        public static object Decode(byte[] data, ref int offset)
+        {
+            return Read(data, ref offset, 0);
+        }
+
+        static object Read(byte[] data, ref int at, int depth)
+        {
+            if (depth > MaxDepth) throw new FormatException("msgpack: nesting deeper than " + MaxDepth);
+            if (at >= data.Length) throw new FormatException("msgpack: truncated data");
+            byte code = data[at++];
+            int start;
+            if (code <= 0x7f) return (long)code;
+            if (code >= 0xe0) return (long)(sbyte)code;
+            if (code >= 0xa0 && code <= 0xbf) return ReadString(data, ref at, code & 0x1f);
+            if (code >= 0x90 && code <= 0x9f) return ReadArray(data, ref at, code & 0x0f, depth);
+            if (code >= 0x80 && code <= 0x8f) return ReadMap(data, ref at, code & 0x0f, depth);
+            switch (code)
+            {
+                case 0xc0: return null;
+                case 0xc2: return false;
+                case 0xc3: return true;
+                case 0xc4: return ReadBytes(data, ref at, (int)ReadUnsigned(data, ref at, 1));
+                case 0xc5: return ReadBytes(data, ref at, (int)ReadUnsigned(data, ref at, 2));
+                case 0xc6: return ReadBytes(data, ref at, Length(ReadUnsigned(data, ref at, 4)));
+                case 0xc7: return ReadExtension(data, ref at, (int)ReadUnsigned(data, ref at, 1));
+                case 0xc8: return ReadExtension(data, ref at, (int)ReadUnsigned(data, ref at, 2));
+                case 0xc9: return ReadExtension(data, ref at, Length(ReadUnsigned(data, ref at, 4)));
+                case 0xca:
+                    start = at;
+                    Take(data, ref at, 4);
+                    return BitConverter.ToSingle(BitConverter.GetBytes((int)ReadBigEndianAt(data, start, 4)), 0);
+                case 0xcb:
+                    start = at;
+                    Take(data, ref at, 8);
+                    return BitConverter.Int64BitsToDouble((long)ReadBigEndianAt(data, start, 8));
+                case 0xcc: return (long)ReadUnsigned(data, ref at, 1);
+                case 0xcd: return (long)ReadUnsigned(data, ref at, 2);
+                case 0xce: return (long)ReadUnsigned(data, ref at, 4);
+                case 0xcf:
+                    ulong big = ReadUnsigned(data, ref at, 8);
+                    return big <= long.MaxValue ? (object)(long)big : big;
+                case 0xd0: return (long)(sbyte)ReadUnsigned(data, ref at, 1);
+                case 0xd1: return (long)(short)ReadUnsigned(data, ref at, 2);
+                case 0xd2: return (long)(int)ReadUnsigned(data, ref at, 4);
+                case 0xd3: return (long)ReadUnsigned(data, ref at, 8);
+                case 0xd4: return ReadExtension(data, ref at, 1);
+                case 0xd5: return ReadExtension(data, ref at, 2);
+                case 0xd6: return ReadExtension(data, ref at, 4);
+                case 0xd7: return ReadExtension(data, ref at, 8);
+                case 0xd8: return ReadExtension(data, ref at, 16);
+                case 0xd9: return ReadString(data, ref at, (int)ReadUnsigned(data, ref at, 1));
+                case 0xda: return ReadString(data, ref at, (int)ReadUnsigned(data, ref at, 2));
+                case 0xdb: return ReadString(data, ref at, Length(ReadUnsigned(data, ref at, 4)));
+                case 0xdc: return ReadArray(data, ref at, (int)ReadUnsigned(data, ref at, 2), depth);
+                case 0xdd: return ReadArray(data, ref at, Length(ReadUnsigned(data, ref at, 4)), depth);
+                case 0xde: return ReadMap(data, ref at, (int)ReadUnsigned(data, ref at, 2), depth);
+                case 0xdf: return ReadMap(data, ref at, Length(ReadUnsigned(data, ref at, 4)), depth);
+                default: throw new FormatException("msgpack: 0xc1 is never used");
+            }
+        }
+
+        static int Length(ulong length)
+        {
+            if (length > int.MaxValue) throw new FormatException("msgpack: length " + length + " is too large");
+            return (int)length;
+        }
+
+        // Bounds-checks and advances; callers read from the old offset.
+        static void Take(byte[] data, ref int at, int count)
+        {
+            if (count < 0 || count > data.Length - at) throw new FormatException("msgpack: truncated data");
+            at += count;
+        }
+
+        static ulong ReadUnsigned(byte[] data, ref int at, int size)
+        {
+            int start = at;
+            Take(data, ref at, size);
+            return ReadBigEndianAt(data, start, size);
+        }
+
+        static ulong ReadBigEndianAt(byte[] data, int start, int size)
+        {
+            ulong value = 0;
+            for (int i = 0; i < size; i++) value = (value << 8) | data[start + i];
+            return value;
+        }
+
+        static string ReadString(byte[] data, ref int at, int length)
+        {
+            int start = at;
+            Take(data, ref at, length);
+            return Encoding.UTF8.GetString(data, start, length);
+        }
+
+        static byte[] ReadBytes(byte[] data, ref int at, int length)
+        {
+            int start = at;
+            Take(data, ref at, length);
+            var bytes = new byte[length];
+            Buffer.BlockCopy(data, start, bytes, 0, length);
+            return bytes;
+        }
+
+        static MsgPackExtension ReadExtension(byte[] data, ref int at, int length)
+        {
+            var type = (sbyte)ReadUnsigned(data, ref at, 1);
+            return new MsgPackExtension { Type = type, Data = ReadBytes(data, ref at, length) };
+        }
+
+        static object[] ReadArray(byte[] data, ref int at, int count, int depth)
+        {
+            // Every element takes at least one byte: a larger count is a lie, not an allocation.
+            if (count > data.Length - at) throw new FormatException("msgpack: array of " + count + " items in " + (data.Length - at) + " bytes");
+            var items = new object[count];
+            for (int i = 0; i < count; i++) items[i] = Read(data, ref at, depth + 1);
+            return items;
+        }
+
+        static Dictionary<string, object> ReadMap(byte[] data, ref int at, int count, int depth)
+        {
+            if (count > (data.Length - at) / 2) throw new FormatException("msgpack: map of " + count + " entries in " + (data.Length - at) + " bytes");
+            var map = new Dictionary<string, object>(count);
+            for (int i = 0; i < count; i++)
+            {
+                var key = Read(data, ref at, depth + 1);
+                var name = key as string ?? Convert.ToString(key, CultureInfo.InvariantCulture);
+                map[name] = Read(data, ref at, depth + 1);
+            }
+            return map;
+        }
+
+        // ------------------------------------------------------------ helpers for decoded values
+
+        public static object Get(IDictionary<string, object> map, string key)
+        {
+            object value;
+            return map != null && map.TryGetValue(key, out value) ? value : null;
+        }
+
+        public static bool IsNumber(object value)
+        {
+            return value is long || value is ulong || value is double || value is float || value is int;
+        }
+
+        public static double ToDouble(object value)
+        {
+            return Convert.ToDouble(value, CultureInfo.InvariantCulture);
+        }
+
+        public static long ToLong(object value)
+        {
+            if (value is double || value is float)
+            {
+                double d = ToDouble(value);
+                if (d != Math.Floor(d)) throw new FormatException("msgpack: " + d + " is not a whole number");
+                return (long)d;
+            }
+            return Convert.ToInt64(value, CultureInfo.InvariantCulture);
+        }
+
+        /// <summary>A compact JSON-like rendering, for logs and test output.</summary>
+        public static string ToDebugString(object value)
+        {
+            var text = new StringBuilder();
+            AppendDebug(text, value);
+            return text.ToString();
+        }
+
+        static void AppendDebug(StringBuilder text, object value)
+        {
+            if (value == null) { text.Append("nil"); return; }
+            if (value is bool) { text.Append((bool)value ? "true" : "false"); return; }
+            if (value is string) { text.Append('"').Append(((string)value).Replace("\"", "\\\"")).Append('"'); return; }
+            if (value is byte[]) { text.Append("bin(").Append(((byte[])value).Length).Append(')'); return; }
+            if (value is double) { text.Append(((double)value).ToString("R", CultureInfo.InvariantCulture)); return; }
+            if (value is float) { text.Append(((float)value).ToString("R", CultureInfo.InvariantCulture)); return; }
+            var pairs = value as IEnumerable<KeyValuePair<string, object>>;
+            if (pairs != null)
+            {
+                text.Append('{');
+                bool first = true;
+                foreach (var pair in pairs)
+                {
+                    if (!first) text.Append(", ");
+                    first = false;
+                    AppendDebug(text, pair.Key);
+                    text.Append(": ");
+                    AppendDebug(text, pair.Value);
+                }
+                text.Append('}');
+                return;
+            }
+            var items = value as IEnumerable;
+            if (items != null)
+            {
+                text.Append('[');
+                bool first = true;
+                foreach (var item in items)
+                {
+                    if (!first) text.Append(", ");
+                    first = false;
+                    AppendDebug(text, item);
+                }
+                text.Append(']');
+                return;
+            }
+            text.Append(Convert.ToString(value, CultureInfo.InvariantCulture));
+        }
+    }
+}

@@ -1,0 +1,1124 @@
+// Tests.cs: the C# client's test program, run against a real `pathserver serve`.
+//
+//     mcs -out:Tests.exe PathServerClient.cs Tests.cs
+//     mono Tests.exe tcp://127.0.0.1:5555 [--protocol-doc docs/protocol.md] [--map NAME]
+//
+// Offline checks first (msgpack and ZMTP bytes, the golden vectors of docs/protocol.md), then
+// the server: pipelined requests matched by id, a batch, error codes, events, a live edit, and
+// connection trouble staged through an in-process TCP proxy in front of the real server (a
+// timeout, a reconnect that re-sends what was in flight, connecting before the server is up, a
+// restart, a silent server caught by heartbeats). The last line is exactly "N passed, N failed";
+// the exit code is non-zero when anything failed.
+
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.Globalization;
+using System.IO;
+using System.Linq;
+using System.Net;
+using System.Net.Sockets;
+using System.Text;
+using System.Text.RegularExpressions;
+using System.Threading;
+using System.Threading.Tasks;
+using PathServer;
+
+static class Tests
+{
+    static int _passed;
+    static int _failed;
+    static string _endpoint;
+    static string _protocolDoc;
+    static string _mapName;
+    static MapInfo _map;
+    static bool _serverUp;
+    static string _only;
+    static bool _verbose;
+    static readonly System.Collections.Concurrent.ConcurrentQueue<string> _log = new System.Collections.Concurrent.ConcurrentQueue<string>();
+    static readonly Stopwatch _clock = Stopwatch.StartNew();
+
+    static int Main(string[] args)
+    {
+        if (args.Length < 1 || args[0].StartsWith("-"))
+        {
+            Console.Error.WriteLine("usage: mono Tests.exe tcp://HOST:PORT [--protocol-doc PATH] [--map NAME] [--only TEXT] [--verbose]");
+            return 2;
+        }
+        _endpoint = args[0];
+        for (int i = 1; i < args.Length; i++)
+        {
+            if (args[i] == "--protocol-doc" && i + 1 < args.Length) _protocolDoc = args[++i];
+            else if (args[i] == "--map" && i + 1 < args.Length) _mapName = args[++i];
+            else if (args[i] == "--only" && i + 1 < args.Length) _only = args[++i];
+            else if (args[i] == "--verbose") _verbose = true;
+            else
+            {
+                Console.Error.WriteLine("unknown argument: " + args[i]);
+                return 2;
+            }
+        }
+        _protocolDoc = _protocolDoc ?? FindProtocolDoc();
+
+        Run("msgpack: encodes every type like msgpack-python", MsgPackEncodes);
+        Run("msgpack: decodes every type, ints and floats", MsgPackDecodes);
+        Run("msgpack: refuses truncated and trailing bytes", MsgPackRefusesBrokenInput);
+        Run("zmtp: greeting, READY and frames", ZmtpBytes);
+        Run("golden vectors of docs/protocol.md", GoldenVectors);
+
+        Run("server: connects and answers ping", ConnectsAndPings);
+        Run("server: maps lists the map under test", ListsMaps);
+        Run("server: golden vectors byte for byte on the wire", GoldenVectorsOnTheWire);
+        Run("server: a path in grid space", GridPath);
+        Run("server: world space is the grid path scaled and shifted", WorldPath);
+        Run("server: 200 pipelined requests matched by id", PipelinedRequests);
+        Run("server: a batch answers in order, one bad entry fails alone", Batch);
+        Run("server: error codes with their field", ErrorCodes);
+        Run("server: events wait for DrainMainThreadQueue", Events);
+        Run("server: update makes a new generation the next path sees", LiveEdit);
+        Run("client: cancelling through a CancellationToken", Cancellation);
+        Run("client: a request fails with \"timeout\" when no reply comes", RequestTimeout);
+        Run("client: \"disconnected\" when nothing listens", NothingListening);
+        Run("client: re-sends in-flight requests after a reconnect", ResendsAfterReconnect);
+        Run("client: connects before the server is up", ConnectsBeforeServerIsUp);
+        Run("client: survives a server restart", SurvivesRestart);
+        Run("client: heartbeats catch a silent server", HeartbeatCatchesSilentServer);
+        Run("client: 2000 requests from 8 threads while the connection is cut 5 times", RequestsSurviveCuts);
+        Run("client: heartbeats keep an idle connection", HeartbeatKeepsIdleConnection);
+
+        Console.WriteLine(_passed + " passed, " + _failed + " failed");
+        return _failed == 0 ? 0 : 1;
+    }
+
+    // ---------------------------------------------------------------- harness
+
+    static void Run(string name, Func<Task> test, int seconds = 40)
+    {
+        bool needed = _only == null || name.Contains(_only) || name == "server: connects and answers ping" || name.StartsWith("server: maps");
+        if (!needed) return;
+        string line;
+        while (_log.TryDequeue(out line)) { }
+        var clock = Stopwatch.StartNew();
+        try
+        {
+            var task = Task.Run(test);
+            if (!task.Wait(TimeSpan.FromSeconds(seconds))) throw new TimeoutException("did not finish within " + seconds + " s");
+            _passed++;
+            Console.WriteLine("ok   " + name + " (" + clock.ElapsedMilliseconds + " ms)");
+            if (_verbose) { while (_log.TryDequeue(out line)) Console.WriteLine("     | " + line); }
+        }
+        catch (Exception e)
+        {
+            while (e is AggregateException && e.InnerException != null) e = e.InnerException;
+            _failed++;
+            Console.WriteLine("FAIL " + name + ": " + e.GetType().Name + ": " + e.Message);
+            // The clients' diagnostics, shown only for a failed test.
+            while (_log.TryDequeue(out line)) Console.WriteLine("     | " + line);
+        }
+    }
+
+    sealed class TestFailure : Exception
+    {
+        public TestFailure(string message) : base(message) { }
+    }
+
+    static void Check(bool condition, string message)
+    {
+        if (!condition) throw new TestFailure(message);
+    }
+
+    static void Equal<T>(T expected, T actual, string what)
+    {
+        if (!EqualityComparer<T>.Default.Equals(expected, actual))
+            throw new TestFailure(what + ": expected " + Show(expected) + ", got " + Show(actual));
+    }
+
+    static string Show(object value)
+    {
+        if (value is byte[]) return Hex((byte[])value);
+        return value == null ? "null" : Convert.ToString(value, CultureInfo.InvariantCulture);
+    }
+
+    static async Task<PathServerException> Throws(Func<Task> action, string code)
+    {
+        try
+        {
+            await action();
+        }
+        catch (PathServerException e)
+        {
+            Equal(code, e.Code, "error code (" + e.Message + ")");
+            return e;
+        }
+        throw new TestFailure("expected a PathServerException with code " + code + ", got no exception");
+    }
+
+    static string Hex(byte[] bytes)
+    {
+        var text = new StringBuilder(bytes.Length * 2);
+        foreach (var b in bytes) text.Append(b.ToString("x2"));
+        return text.ToString();
+    }
+
+    static byte[] FromHex(string hex)
+    {
+        hex = Regex.Replace(hex, "[^0-9a-fA-F]", "");
+        var bytes = new byte[hex.Length / 2];
+        for (int i = 0; i < bytes.Length; i++) bytes[i] = byte.Parse(hex.Substring(2 * i, 2), NumberStyles.HexNumber);
+        return bytes;
+    }
+
+    static PathServerClient NewClient(string endpoint = null)
+    {
+        return new PathServerClient(endpoint ?? _endpoint, _mapName)
+        {
+            DispatchEventsOnMainThread = false,
+            Log = message => _log.Enqueue(string.Format(CultureInfo.InvariantCulture, "{0,7:0.000} s  {1}", _clock.Elapsed.TotalSeconds, message)),
+        };
+    }
+
+    static async Task RequireServer()
+    {
+        if (!_serverUp) throw new TestFailure("no server at " + _endpoint + " (see the first server test)");
+        await Task.Yield();
+    }
+
+    static async Task Eventually(Func<bool> condition, string what, int timeoutMs = 10000)
+    {
+        var clock = Stopwatch.StartNew();
+        while (!condition())
+        {
+            if (clock.ElapsedMilliseconds > timeoutMs) throw new TestFailure("timed out waiting for " + what);
+            await Task.Delay(10);
+        }
+    }
+
+    // ---------------------------------------------------------------- offline: bytes
+
+    // Generated with msgpack-python 1.x: msgpack.packb(value, use_bin_type=True).hex()
+    static readonly object[][] MsgPackVectors =
+    {
+        new object[] { null, "c0" },
+        new object[] { false, "c2" },
+        new object[] { true, "c3" },
+        new object[] { 0L, "00" },
+        new object[] { 127L, "7f" },
+        new object[] { 128L, "cc80" },
+        new object[] { 255L, "ccff" },
+        new object[] { 256L, "cd0100" },
+        new object[] { 65535L, "cdffff" },
+        new object[] { 65536L, "ce00010000" },
+        new object[] { 4294967295L, "ceffffffff" },
+        new object[] { 4294967296L, "cf0000000100000000" },
+        new object[] { ulong.MaxValue, "cfffffffffffffffff" },
+        new object[] { -1L, "ff" },
+        new object[] { -32L, "e0" },
+        new object[] { -33L, "d0df" },
+        new object[] { -128L, "d080" },
+        new object[] { -129L, "d1ff7f" },
+        new object[] { -32768L, "d18000" },
+        new object[] { -32769L, "d2ffff7fff" },
+        new object[] { -2147483648L, "d280000000" },
+        new object[] { -2147483649L, "d3ffffffff7fffffff" },
+        new object[] { long.MinValue, "d38000000000000000" },
+        new object[] { 1.5, "cb3ff8000000000000" },
+        new object[] { -0.1, "cbbfb999999999999a" },
+        new object[] { 1.5f, "ca3fc00000" },
+        new object[] { "a", "a161" },
+        new object[] { new string('x', 31), "bf" + string.Concat(Enumerable.Repeat("78", 31)) },
+        new object[] { new string('x', 32), "d920" + string.Concat(Enumerable.Repeat("78", 32)) },
+        new object[] { new string('y', 256), "da0100" + string.Concat(Enumerable.Repeat("79", 256)) },
+        new object[] { "\u00e9\u2192", "a5c3a9e28692" },
+        new object[] { new byte[] { 0, 1, 255 }, "c4030001ff" },
+        new object[] { new object[] { 1L, new object[] { 2L, 3L }, new MsgPackMap() }, "930192020380" },
+        new object[] { Enumerable.Range(0, 16).Select(i => (object)(long)i).ToArray(), "dc0010000102030405060708090a0b0c0d0e0f" },
+        new object[] { new MsgPackMap { { "id", 7L }, { "op", "ping" } }, "82a2696407a26f70a470696e67" },
+    };
+
+    static async Task MsgPackEncodes()
+    {
+        await Task.Yield();
+        foreach (var vector in MsgPackVectors)
+            Equal((string)vector[1], Hex(MsgPack.Encode(vector[0])), "encoding " + MsgPack.ToDebugString(vector[0]));
+        // Every integer width encodes by value, in the smallest form.
+        Equal("cc80", Hex(MsgPack.Encode((byte)128)), "byte");
+        Equal("d1ff7f", Hex(MsgPack.Encode((short)-129)), "short");
+        Equal("cdffff", Hex(MsgPack.Encode((ushort)65535)), "ushort");
+        Equal("05", Hex(MsgPack.Encode(5)), "int");
+        Equal("ceffffffff", Hex(MsgPack.Encode(uint.MaxValue)), "uint");
+        Equal("d0df", Hex(MsgPack.Encode((sbyte)-33)), "sbyte");
+        var map16 = new MsgPackMap();
+        for (int i = 0; i < 16; i++) map16.Add(i.ToString(CultureInfo.InvariantCulture), (long)i);
+        Check(Hex(MsgPack.Encode(map16)).StartsWith("de0010a13000a13101"), "map16 header");
+        Check(Hex(MsgPack.Encode(new byte[300])).StartsWith("c5012c"), "bin16 header");
+    }
+
+    static async Task MsgPackDecodes()
+    {
+        await Task.Yield();
+        foreach (var vector in MsgPackVectors)
+        {
+            var decoded = MsgPack.Decode(FromHex((string)vector[1]));
+            // Decoding normalizes: maps become dictionaries, arrays object[]; compare re-encoded bytes.
+            Equal((string)vector[1], Hex(MsgPack.Encode(decoded)), "round trip of " + vector[1]);
+        }
+        Equal(300L, MsgPack.Decode(FromHex("cd012c")), "uint16 is a long");
+        Equal(-1L, MsgPack.Decode(FromHex("d3ffffffffffffffff")), "int64");
+        Equal(ulong.MaxValue, MsgPack.Decode(FromHex("cfffffffffffffffff")), "uint64 above long.MaxValue");
+        Equal(1.5f, MsgPack.Decode(FromHex("ca3fc00000")), "float32 stays a float");
+        Equal(-0.1, MsgPack.Decode(FromHex("cbbfb999999999999a")), "float64");
+        // A reply the server might send: ints and floats mixed in coordinates.
+        var reply = (IDictionary<string, object>)MsgPack.Decode(MsgPack.Encode(new MsgPackMap
+        {
+            { "id", 3L }, { "ok", true }, { "path", new object[] { new object[] { 1L, 2.5 }, new object[] { 3.25f, -4L } } },
+        }));
+        var path = (object[])reply["path"];
+        Equal(2.5, MsgPack.ToDouble(((object[])path[0])[1]), "float coordinate");
+        Equal(-4.0, MsgPack.ToDouble(((object[])path[1])[1]), "int coordinate");
+        Equal(3L, MsgPack.ToLong(reply["id"]), "id");
+        var extension = (MsgPackExtension)MsgPack.Decode(FromHex("d4ff01"));
+        Equal((sbyte)-1, extension.Type, "ext type");
+        var bin = (byte[])MsgPack.Decode(FromHex("c4030001ff"));
+        Equal("0001ff", Hex(bin), "bin");
+    }
+
+    static async Task MsgPackRefusesBrokenInput()
+    {
+        await Task.Yield();
+        foreach (var hex in new[] { "", "cd01", "a36162", "92", "dd7fffffff", "c1" })
+        {
+            bool threw = false;
+            try
+            {
+                MsgPack.Decode(FromHex(hex));
+            }
+            catch (FormatException)
+            {
+                threw = true;
+            }
+            Check(threw, "decoding \"" + hex + "\" should throw FormatException");
+        }
+        bool trailing = false;
+        try
+        {
+            MsgPack.Decode(FromHex("c0c0"));
+        }
+        catch (FormatException)
+        {
+            trailing = true;
+        }
+        Check(trailing, "trailing bytes should throw");
+        var deep = "";
+        for (int i = 0; i < 100; i++) deep += "91";
+        bool tooDeep = false;
+        try
+        {
+            MsgPack.Decode(FromHex(deep + "c0"));
+        }
+        catch (FormatException)
+        {
+            tooDeep = true;
+        }
+        Check(tooDeep, "nesting deeper than MaxDepth should throw");
+    }
+
+    static async Task ZmtpBytes()
+    {
+        await Task.Yield();
+        Equal("ff00000000000000007f03004e554c4c" + new string('0', 96), Hex(Zmtp.Greeting), "greeting (ENGINE-NOTES)");
+        Equal("041c055245414459" + "0b536f636b65742d54797065" + "00000006" + "4445414c4552", Hex(Zmtp.ReadyCommand("DEALER")), "READY (ENGINE-NOTES)");
+        // What libzmq sends back: padding byte 01 and version 3.1 are fine.
+        var libzmq = FromHex("ff00000000000000017f03014e554c4c" + new string('0', 96));
+        Zmtp.CheckGreeting(libzmq);
+        // A ROUTER's READY carries an empty Identity too; properties parse generically.
+        var router = Zmtp.DecodeFrames(FromHex("0429055245414459" + "0b536f636b65742d54797065" + "00000006" + "524f55544552" + "084964656e74697479" + "00000000"));
+        Equal(1, router.Count, "one frame");
+        Check(router[0].IsCommand, "READY is a command frame");
+        var command = Zmtp.ParseCommand(router[0].Body);
+        Equal("READY", command.Name, "command name");
+        var properties = Zmtp.ParseProperties(command.Data);
+        Equal("ROUTER", Encoding.ASCII.GetString(properties["Socket-Type"]), "Socket-Type");
+        Equal(0, properties["Identity"].Length, "empty Identity");
+        // Short frames: flags, 1-byte size. The empty delimiter is "01 00".
+        Equal("0100" + "0003616263", Hex(Zmtp.EncodeMessage(Encoding.ASCII.GetBytes("abc"))), "delimiter + short frame");
+        Equal("0003616263", Hex(Zmtp.EncodeMessage(Encoding.ASCII.GetBytes("abc"), false)), "short frame alone");
+        // Long frames: flags | 0x02, 8-byte big-endian size.
+        var body = new byte[300];
+        var encoded = Zmtp.EncodeMessage(body);
+        Equal("0100" + "02000000000000012c", Hex(encoded.Take(11).ToArray()), "long frame header");
+        var frames = Zmtp.DecodeFrames(encoded);
+        Equal(2, frames.Count, "two frames");
+        Check(frames[0].More && frames[0].Body.Length == 0, "delimiter has MORE and no body");
+        Check(!frames[1].More && frames[1].Body.Length == 300, "body is last, 300 bytes");
+        Equal("04070450494e47" + "0102", Hex(Zmtp.Command("PING", new byte[] { 1, 2 })), "PING command");
+    }
+
+    // ---------------------------------------------------------------- golden vectors
+
+    static string FindProtocolDoc()
+    {
+        var here = AppDomain.CurrentDomain.BaseDirectory;
+        foreach (var start in new[] { Directory.GetCurrentDirectory(), here })
+        {
+            for (var dir = new DirectoryInfo(start); dir != null; dir = dir.Parent)
+            {
+                var candidate = Path.Combine(Path.Combine(dir.FullName, "docs"), "protocol.md");
+                if (File.Exists(candidate)) return candidate;
+            }
+        }
+        return null;
+    }
+
+    /// <summary>The blocks fenced "```hex name=NAME" in docs/protocol.md: name -> bytes.</summary>
+    static Dictionary<string, byte[]> ReadGoldenVectors()
+    {
+        Check(_protocolDoc != null && File.Exists(_protocolDoc), "docs/protocol.md not found (pass --protocol-doc PATH)");
+        var vectors = new Dictionary<string, byte[]>();
+        var blocks = Regex.Matches(File.ReadAllText(_protocolDoc), @"^```hex\s+name=(\S+)[ \t]*\r?\n(.*?)^```", RegexOptions.Multiline | RegexOptions.Singleline);
+        foreach (Match block in blocks) vectors[block.Groups[1].Value] = FromHex(block.Groups[2].Value);
+        return vectors;
+    }
+
+    static byte[] Vector(Dictionary<string, byte[]> vectors, string name)
+    {
+        byte[] bytes;
+        Check(vectors.TryGetValue(name, out bytes), "docs/protocol.md has no golden vector \"" + name + "\"");
+        return bytes;
+    }
+
+    static void SameBytes(byte[] expected, byte[] actual, string what)
+    {
+        Equal(Hex(expected), Hex(actual), what);
+    }
+
+    static async Task GoldenVectors()
+    {
+        await Task.Yield();
+        var vectors = ReadGoldenVectors();
+        var used = new HashSet<string>();
+        Func<string, byte[]> vector = name => { used.Add(name); return Vector(vectors, name); };
+
+        // ping: the encoder writes the request, the decoder reads the reply.
+        var pingRequest = new MsgPackMap { { "id", 1L }, { "op", "ping" } };
+        SameBytes(vector("ping-request"), MsgPack.Encode(pingRequest), "ping-request");
+        var pingReply = (IDictionary<string, object>)MsgPack.Decode(vector("ping-reply"));
+        Equal(1L, pingReply["id"], "ping-reply id");
+        Equal(true, pingReply["ok"], "ping-reply ok");
+        Equal(1L, pingReply["protocol"], "ping-reply protocol");
+        SameBytes(vector("ping-reply"), MsgPack.Encode(new MsgPackMap { { "id", 1L }, { "ok", true }, { "protocol", 1L } }), "ping-reply re-encoded");
+
+        // The framer: with and without the empty delimiter; the reply's frames split back.
+        SameBytes(vector("ping-request-zmtp-delimited"), Zmtp.EncodeMessage(vector("ping-request"), true), "ping-request-zmtp-delimited");
+        SameBytes(vector("ping-request-zmtp-bare"), Zmtp.EncodeMessage(vector("ping-request"), false), "ping-request-zmtp-bare");
+        var delimited = Zmtp.DecodeFrames(vector("ping-reply-zmtp-delimited"));
+        Equal(2, delimited.Count, "ping-reply-zmtp-delimited frames");
+        Check(delimited[0].More && delimited[0].Body.Length == 0 && !delimited[0].IsCommand, "first frame: the empty delimiter, MORE set");
+        Check(!delimited[1].More, "last frame: MORE clear");
+        SameBytes(vector("ping-reply"), delimited[1].Body, "ping-reply-zmtp-delimited body");
+        var bare = Zmtp.DecodeFrames(vector("ping-reply-zmtp-bare"));
+        Equal(1, bare.Count, "ping-reply-zmtp-bare frames");
+        SameBytes(vector("ping-reply"), bare[0].Body, "ping-reply-zmtp-bare body");
+
+        // malformed: our decoder refuses the request too, and reads the error reply.
+        bool refused = false;
+        try
+        {
+            MsgPack.Decode(vector("malformed-request"));
+        }
+        catch (FormatException)
+        {
+            refused = true;
+        }
+        Check(refused, "malformed-request is not msgpack for this decoder either");
+        var malformed = (IDictionary<string, object>)MsgPack.Decode(vector("malformed-reply"));
+        Check(malformed.ContainsKey("id") && malformed["id"] == null, "malformed-reply id is nil");
+        var malformedError = PathServerException.FromReply(malformed, null);
+        Equal("malformed", malformedError.Code, "malformed-reply code");
+        Equal(null, malformedError.At, "malformed-reply at");
+        Equal(false, malformedError.Retryable, "malformed-reply retryable");
+        SameBytes(vector("malformed-reply"), MsgPack.Encode(new MsgPackMap
+        {
+            { "id", null }, { "ok", false },
+            { "error", new MsgPackMap { { "code", "malformed" }, { "message", "request is not valid msgpack" }, { "at", null } } },
+            { "retryable", false },
+        }), "malformed-reply re-encoded");
+
+        // invalid_request: at names the field; the message is a str8.
+        SameBytes(vector("invalid-request"), MsgPack.Encode(new MsgPackMap { { "id", 2L }, { "op", "ping" }, { "x", 1L } }), "invalid-request");
+        var invalid = (IDictionary<string, object>)MsgPack.Decode(vector("invalid-reply"));
+        var invalidError = PathServerException.FromReply(invalid, 2);
+        Equal("invalid_request", invalidError.Code, "invalid-reply code");
+        Equal("x", invalidError.At, "invalid-reply at");
+        var message = (string)((IDictionary<string, object>)invalid["error"])["message"];
+        SameBytes(vector("invalid-reply"), MsgPack.Encode(new MsgPackMap
+        {
+            { "id", 2L }, { "ok", false },
+            { "error", new MsgPackMap { { "code", "invalid_request" }, { "message", message }, { "at", "x" } } },
+            { "retryable", false },
+        }), "invalid-reply re-encoded");
+
+        // path-request: the generic encoder byte for byte, and the client's own request
+        // builder: same keys in the same order, same values (it sends whole floats as ints).
+        SameBytes(vector("path-request"), MsgPack.Encode(new MsgPackMap
+        {
+            { "id", 5L }, { "op", "path" }, { "map", "example" }, { "start", new object[] { 1.5, 2.0 } },
+            { "goal", new object[] { 30L, 12L } }, { "unit_size", 2L }, { "space", "world" },
+        }), "path-request");
+        using (var client = new PathServerClient("tcp://127.0.0.1:1", "example"))
+        {
+            var built = client.PathRequestBody(new PathPoint(1.5f, 2f), new PathPoint(30, 12), 2, new PathOptions());
+            built.Insert(0, new KeyValuePair<string, object>("id", 5L));
+            var ours = (IDictionary<string, object>)MsgPack.Decode(MsgPack.Encode(built));
+            var theirs = (IDictionary<string, object>)MsgPack.Decode(vector("path-request"));
+            Equal(string.Join(",", theirs.Keys), string.Join(",", ours.Keys), "path request keys, in order");
+            foreach (var key in theirs.Keys)
+                Equal(Numeric(theirs[key]), Numeric(ours[key]), "path request field " + key);
+        }
+
+        var unused = vectors.Keys.Where(name => !used.Contains(name)).ToList();
+        Check(unused.Count == 0, "golden vectors this test does not check yet: " + string.Join(", ", unused));
+        Console.WriteLine("     | " + used.Count + " golden vectors from " + _protocolDoc);
+    }
+
+    /// <summary>A decoded value as text with every number as a double: 2 and 2.0 compare equal.</summary>
+    static string Numeric(object value)
+    {
+        if (MsgPack.IsNumber(value)) return MsgPack.ToDouble(value).ToString("R", CultureInfo.InvariantCulture);
+        var items = value as object[];
+        if (items != null) return "[" + string.Join(", ", items.Select(Numeric)) + "]";
+        return MsgPack.ToDebugString(value);
+    }
+
+    /// <summary>
+    /// The ZMTP vectors against the live server, byte for byte: a raw DEALER session (our
+    /// greeting and READY) sends each request exactly as the doc writes it and compares what
+    /// comes back with the doc's reply, skipping the server's heartbeat commands.
+    /// </summary>
+    static async Task GoldenVectorsOnTheWire()
+    {
+        await RequireServer();
+        var vectors = ReadGoldenVectors();
+        var match = Regex.Match(_endpoint, @"^tcp://\[?([^\]]+)\]?:(\d+)$");
+        using (var tcp = new TcpClient())
+        {
+            tcp.Connect(match.Groups[1].Value, int.Parse(match.Groups[2].Value, CultureInfo.InvariantCulture));
+            tcp.ReceiveTimeout = 5000;
+            var stream = tcp.GetStream();
+            stream.Write(Zmtp.Greeting, 0, 64);
+            var greeting = new byte[64];
+            for (int got = 0; got < 64;)
+            {
+                int n = stream.Read(greeting, got, 64 - got);
+                Check(n > 0, "server closed during the greeting");
+                got += n;
+            }
+            Zmtp.CheckGreeting(greeting);
+            var ready = Zmtp.ReadyCommand("DEALER");
+            stream.Write(ready, 0, ready.Length);
+            var reader = new Zmtp.FrameReader(stream);
+            var serverReady = reader.ReadFrame();
+            Check(serverReady.IsCommand && Zmtp.ParseCommand(serverReady.Body).Name == "READY", "the server's READY");
+            Func<byte[]> readMessage = () =>
+            {
+                var bytes = new MemoryStream();
+                while (true)
+                {
+                    var frame = reader.ReadFrame();
+                    if (frame.IsCommand) continue;  // a heartbeat PING; this session is short
+                    bytes.WriteByte((byte)(frame.More ? 1 : 0));
+                    bytes.WriteByte((byte)frame.Body.Length);
+                    bytes.Write(frame.Body, 0, frame.Body.Length);
+                    if (!frame.More) return bytes.ToArray();
+                }
+            };
+            foreach (var pair in new[] { "delimited", "bare" })
+            {
+                var request = Vector(vectors, "ping-request-zmtp-" + pair);
+                stream.Write(request, 0, request.Length);
+                SameBytes(Vector(vectors, "ping-reply-zmtp-" + pair), readMessage(), "ping reply on the wire, " + pair);
+            }
+            // The malformed and invalid requests, sent with the delimiter: the doc's replies exactly.
+            foreach (var name in new[] { "malformed", "invalid" })
+            {
+                var request = Zmtp.EncodeMessage(Vector(vectors, name + "-request"), true);
+                stream.Write(request, 0, request.Length);
+                var reply = Zmtp.DecodeFrames(readMessage());
+                SameBytes(Vector(vectors, name + "-reply"), reply[reply.Count - 1].Body, name + " reply on the wire");
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- server
+
+    static async Task ConnectsAndPings()
+    {
+        using (var client = NewClient())
+        {
+            Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(10)), "no connection to " + _endpoint + " within 10 s");
+            var latency = await client.PingAsync();
+            Check(latency < TimeSpan.FromSeconds(5), "ping took " + latency);
+            _serverUp = true;
+        }
+    }
+
+    static async Task ListsMaps()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            var maps = await client.MapsAsync();
+            Check(maps.Length > 0, "the server serves no maps");
+            if (_mapName == null) _mapName = maps.Any(m => m.Name == "example") ? "example" : maps[0].Name;
+            _map = maps.FirstOrDefault(m => m.Name == _mapName);
+            Check(_map != null, "map " + _mapName + " is not served; served: " + string.Join(", ", maps.Select(m => m.Name)));
+            Check(_map.Width > 0 && _map.Height > 0 && _map.CellSize > 0, "map size and cell size: " + _map);
+            Console.WriteLine("     | testing on " + _map + ", origin " + _map.Origin);
+        }
+    }
+
+    static PathOptions Grid(Action<PathOptions> configure = null)
+    {
+        var options = new PathOptions { Space = CoordinateSpace.Grid, Snap = true, AllowPartial = true };
+        if (configure != null) configure(options);
+        return options;
+    }
+
+    static PathPoint Corner(int index)
+    {
+        int x = index % 2 == 0 ? 0 : _map.Width - 1;
+        int y = index / 2 == 0 ? 0 : _map.Height - 1;
+        return new PathPoint(x, y);
+    }
+
+    static void SamePath(PathResult expected, PathResult actual, string what)
+    {
+        Equal(expected.StatusText, actual.StatusText, what + " status");
+        Equal(expected.Start, actual.Start, what + " start");
+        Equal(expected.Goal, actual.Goal, what + " goal");
+        Equal(string.Join(" ", expected.Path), string.Join(" ", actual.Path), what + " path");
+    }
+
+    static async Task GridPath()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            var result = await client.FindPathAsync(Corner(0), Corner(3), 1, Grid());
+            Check(result.Status == PathStatus.Found || result.Status == PathStatus.Partial, "status " + result.StatusText);
+            Check(result.Path.Length >= 2, "a path of at least two points");
+            Equal(result.Start, result.Path[0], "path starts at the (snapped) start");
+            Equal(result.Goal, result.Path[result.Path.Length - 1], "path ends at the (snapped) goal");
+            Check(result.Gen > 0, "gen names the generation");
+            Check(result.Cost > 0 && result.Expanded > 0, "cost and expanded are filled");
+            Console.WriteLine("     | " + result.Start + " -> " + result.Goal + ": " + result.Path.Length + " points, cost "
+                + result.Cost.ToString("0.##", CultureInfo.InvariantCulture) + ", gen " + result.Gen);
+        }
+    }
+
+    static async Task WorldPath()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            var grid = await client.FindPathAsync(Corner(1), Corner(2), 1, Grid());
+            Func<PathPoint, PathPoint> toWorld = p => new PathPoint(
+                (float)(_map.Origin.X + (p.X + 0.5) * _map.CellSize), (float)(_map.Origin.Y + (p.Y + 0.5) * _map.CellSize));
+            var options = Grid(o => o.Space = CoordinateSpace.World);
+            var world = await client.FindPathAsync(toWorld(grid.Start), toWorld(grid.Goal), 1, options);
+            Equal(grid.StatusText, world.StatusText, "status");
+            Equal(grid.Path.Length, world.Path.Length, "points");
+            for (int i = 0; i < grid.Path.Length; i++)
+            {
+                var expected = toWorld(grid.Path[i]);
+                Check(Math.Abs(expected.X - world.Path[i].X) < 1e-3 && Math.Abs(expected.Y - world.Path[i].Y) < 1e-3,
+                    "point " + i + ": expected " + expected + ", got " + world.Path[i]);
+            }
+        }
+    }
+
+    static List<PathRequest> RandomRequests(int count, int seed)
+    {
+        var random = new Random(seed);
+        var requests = new List<PathRequest>();
+        for (int i = 0; i < count; i++)
+        {
+            requests.Add(new PathRequest(new PathPoint(random.Next(_map.Width), random.Next(_map.Height)),
+                new PathPoint(random.Next(_map.Width), random.Next(_map.Height))));
+        }
+        return requests;
+    }
+
+    static async Task PipelinedRequests()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            var requests = RandomRequests(200, 1);
+            var sizes = new UnitSize[] { 1, 2, new UnitSize(1, 2) };
+            var tasks = new List<Task<PathResult>>();
+            int peak = 0;
+            for (int i = 0; i < requests.Count; i++)
+            {
+                tasks.Add(client.FindPathAsync(requests[i].Start, requests[i].Goal, sizes[i % sizes.Length], Grid()));
+                peak = Math.Max(peak, client.InFlightCount);
+            }
+            var results = await Task.WhenAll(tasks);
+            Check(peak > 1, "requests should be in flight together, peak was " + peak);
+            Equal(requests.Count, results.Select(r => r.Id).Distinct().Count(), "distinct ids");
+            // Ask the same questions one at a time: every pipelined answer must be the one for its request.
+            for (int i = 0; i < requests.Count; i++)
+            {
+                var alone = await client.FindPathAsync(requests[i].Start, requests[i].Goal, sizes[i % sizes.Length], Grid());
+                SamePath(alone, results[i], "request " + i);
+                Equal(results[i].Id, MsgPack.ToLong(results[i].Raw["id"]), "reply id");
+            }
+            Console.WriteLine("     | " + requests.Count + " requests, " + peak + " in flight at the peak, "
+                + results.Count(r => r.Status == PathStatus.Found) + " found");
+        }
+    }
+
+    static async Task Batch()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            var requests = RandomRequests(40, 2);
+            requests.Add(new PathRequest(new PathPoint(0, 0), new PathPoint(_map.Width + 5, 0)));
+            var results = await client.FindPathsAsync(requests, 2, Grid());
+            Equal(requests.Count, results.Length, "one result per request");
+            for (int i = 0; i < requests.Count - 1; i++)
+            {
+                var alone = await client.FindPathAsync(requests[i].Start, requests[i].Goal, 2, Grid());
+                SamePath(alone, results[i], "entry " + i);
+                Equal(i, results[i].Index, "index");
+            }
+            var bad = results[requests.Count - 1];
+            Equal(PathStatus.Failed, bad.Status, "the out-of-bounds entry's status");
+            Equal("out_of_bounds", bad.Error.Code, "the out-of-bounds entry's code");
+            Check(bad.Error.At != null && bad.Error.At.StartsWith("requests[" + (requests.Count - 1) + "]"), "at names the entry: " + bad.Error.At);
+            // 500 entries: long frames both ways.
+            var many = await client.FindPathsAsync(RandomRequests(500, 3), 1, Grid());
+            Equal(500, many.Length, "500 results");
+        }
+    }
+
+    static async Task ErrorCodes()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            var error = await Throws(() => client.FindPathAsync(Corner(0), Corner(3), 1, Grid(o => o.Map = "no_such_map")), "unknown_map");
+            Equal("map", error.At, "unknown_map at");
+            Check(error.RequestId.HasValue && !error.Retryable, "request id set, not retryable");
+            error = await Throws(() => client.FindPathAsync(Corner(0), new PathPoint(_map.Width, 0), 1, Grid(o => o.Snap = false)), "out_of_bounds");
+            Equal("goal", error.At, "out_of_bounds at");
+            error = await Throws(() => client.FindPathAsync(Corner(0), Corner(3), 0, Grid()), "bad_unit_size");
+            Equal("unit_size", error.At, "bad_unit_size at");
+            error = await Throws(() => client.FindPathAsync(new PathPoint(float.NaN, 0), Corner(3), 1, Grid()), "non_finite");
+            Equal("start[0]", error.At, "non_finite at");
+            error = await Throws(() => client.RequestAsync("teleport"), "unknown_op");
+            Equal("op", error.At, "unknown_op at");
+            await Throws(() => client.FindPathAsync(Corner(0), Corner(3), 1, Grid(o => o.Extra = new Dictionary<string, object> { { "colour", "red" } })), "invalid_request");
+            // The connection is still good after errors.
+            await client.PingAsync();
+        }
+    }
+
+    static async Task Events()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            client.DispatchEventsOnMainThread = true;
+            var found = new List<PathFoundEventArgs>();
+            var failed = new List<PathFailedEventArgs>();
+            int drainingThread = Thread.CurrentThread.ManagedThreadId;
+            var threads = new HashSet<int>();
+            client.PathFound += (sender, e) => { found.Add(e); threads.Add(Thread.CurrentThread.ManagedThreadId); };
+            client.PathFailed += (sender, e) => { failed.Add(e); threads.Add(Thread.CurrentThread.ManagedThreadId); };
+            var unit = new object();
+            long goodId = client.RequestPath(Corner(0), Corner(3), 1, Grid(), unit);
+            long badId = client.RequestPath(Corner(0), Corner(3), 1, Grid(o => o.Map = "no_such_map"), "bad");
+            await Eventually(() => client.InFlightCount == 0, "both replies");
+            Equal(0, found.Count + failed.Count, "no event before DrainMainThreadQueue");
+            // Event handlers run where DrainMainThreadQueue is called; in a game, once a frame.
+            drainingThread = Thread.CurrentThread.ManagedThreadId;
+            int ran = client.DrainMainThreadQueue();
+            Check(ran >= 2, "drained " + ran + " actions");
+            Equal(1, found.Count, "PathFound events");
+            Equal(1, failed.Count, "PathFailed events");
+            Equal(goodId, found[0].RequestId, "PathFound id");
+            Check(ReferenceEquals(unit, found[0].State) && ReferenceEquals(unit, found[0].Result.State), "state comes back");
+            Equal(badId, failed[0].RequestId, "PathFailed id");
+            Equal("unknown_map", failed[0].Error.Code, "PathFailed code");
+            Equal("bad", (string)failed[0].State, "PathFailed state");
+            Check(threads.Count == 1 && threads.Contains(drainingThread), "handlers ran on the draining thread");
+            Equal(0, client.DrainMainThreadQueue(), "queue is empty afterwards");
+            // FindPathAsync raises the events too.
+            await client.FindPathAsync(Corner(0), Corner(3), 1, Grid());
+            client.DrainMainThreadQueue();
+            Equal(2, found.Count, "PathFound after FindPathAsync");
+        }
+    }
+
+    static async Task LiveEdit()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            var options = Grid(o => o.Smooth = "none");
+            var before = await client.FindPathAsync(Corner(0), Corner(3), 1, options);
+            Check(before.Path.Length >= 3, "need a path of 3+ cells to block its middle, got " + before.Path.Length);
+            var middle = before.Path[before.Path.Length / 2];
+            var cell = new GridRect((int)middle.X, (int)middle.Y, 1, 1);
+            long blockedGen = await client.UpdateAsync(_mapName, new[] { cell }, solid: true);
+            Check(blockedGen > before.Gen, "update makes a new generation: " + before.Gen + " -> " + blockedGen);
+            try
+            {
+                var after = await client.FindPathAsync(Corner(0), Corner(3), 1, options);
+                Equal(blockedGen, after.Gen, "the next path is computed on the new generation");
+                Check(!after.Path.Contains(middle), "the new path avoids the blocked cell " + middle);
+            }
+            finally
+            {
+                // Leave the shared server's map as we found it (the cell was walkable).
+                long reopenedGen = await client.UpdateAsync(_mapName, new[] { cell }, solid: false);
+                Check(reopenedGen > blockedGen, "reopening makes another generation");
+            }
+        }
+    }
+
+    static async Task Cancellation()
+    {
+        await RequireServer();
+        using (var proxy = new FlakyProxy(_endpoint))
+        using (var client = NewClient(proxy.Endpoint))
+        {
+            proxy.Start();
+            Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(5)), "connected through the proxy");
+            proxy.DropReplies = true;
+            var cancel = new CancellationTokenSource();
+            var task = client.FindPathAsync(Corner(0), Corner(3), 1, Grid(), cancel.Token);
+            await Task.Delay(50);
+            cancel.Cancel();
+            bool cancelled = false;
+            try
+            {
+                await task;
+            }
+            catch (OperationCanceledException)
+            {
+                cancelled = true;
+            }
+            Check(cancelled, "the task is cancelled");
+            Equal(0, client.InFlightCount, "nothing left in flight");
+        }
+    }
+
+    static async Task RequestTimeout()
+    {
+        await RequireServer();
+        using (var proxy = new FlakyProxy(_endpoint))
+        using (var client = NewClient(proxy.Endpoint))
+        {
+            client.HeartbeatTimeout = TimeSpan.FromSeconds(30);
+            proxy.Start();
+            Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(5)), "connected through the proxy");
+            proxy.DropReplies = true;
+            var clock = Stopwatch.StartNew();
+            var error = await Throws(() => client.FindPathAsync(Corner(0), Corner(3), 1,
+                Grid(o => o.Timeout = TimeSpan.FromMilliseconds(300))), "timeout");
+            Check(clock.ElapsedMilliseconds >= 250 && clock.ElapsedMilliseconds < 3000, "timed out after " + clock.ElapsedMilliseconds + " ms");
+            Check(error.Message.Contains("within 0.3 s"), "the message says how long: " + error.Message);
+            Equal(0, client.InFlightCount, "nothing left in flight");
+            Console.WriteLine("     | " + error.Message);
+        }
+    }
+
+    static async Task NothingListening()
+    {
+        int port = FreePort();
+        using (var client = NewClient("tcp://127.0.0.1:" + port))
+        {
+            client.RequestTimeout = TimeSpan.FromSeconds(1);
+            var error = await Throws(() => client.PingAsync(), "disconnected");
+            Check(error.Message.IndexOf("refused", StringComparison.OrdinalIgnoreCase) >= 0, "the message gives the cause: " + error.Message);
+            Console.WriteLine("     | " + error.Message);
+        }
+    }
+
+    static async Task ResendsAfterReconnect()
+    {
+        await RequireServer();
+        using (var proxy = new FlakyProxy(_endpoint))
+        using (var client = NewClient(proxy.Endpoint))
+        {
+            proxy.Start();
+            Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(5)), "connected through the proxy");
+            proxy.DropReplies = true;
+            var tasks = Enumerable.Range(0, 20).Select(i => client.FindPathAsync(Corner(i % 4), Corner((i + 1) % 4), 1, Grid())).ToList();
+            await Eventually(() => proxy.BytesToServer > 0 && proxy.BytesDropped > 0, "the requests to reach the server");
+            await Task.Delay(100);
+            Check(tasks.All(t => !t.IsCompleted), "no reply got through yet");
+            // The connection dies with 20 requests answered by the server but never delivered.
+            proxy.DropReplies = false;
+            proxy.KillConnections();
+            var results = await Task.WhenAll(tasks);
+            Check(results.All(r => r.Path.Length > 0), "every request answered after the reconnect");
+            Equal(2, client.ConnectionCount, "connections");
+        }
+    }
+
+    static async Task ConnectsBeforeServerIsUp()
+    {
+        await RequireServer();
+        using (var proxy = new FlakyProxy(_endpoint))
+        using (var client = NewClient(proxy.Endpoint))
+        {
+            var task = client.FindPathAsync(Corner(0), Corner(3), 1, Grid(o => o.Timeout = TimeSpan.FromSeconds(15)));
+            await Task.Delay(700);
+            Check(!task.IsCompleted && !client.IsConnected, "waiting for the server");
+            proxy.Start();
+            var result = await task;
+            Check(result.Path.Length > 0, "answered once the server is up");
+        }
+    }
+
+    static async Task SurvivesRestart()
+    {
+        await RequireServer();
+        using (var proxy = new FlakyProxy(_endpoint))
+        using (var client = NewClient(proxy.Endpoint))
+        {
+            var changes = new List<bool>();
+            client.ConnectionChanged += (sender, e) => { lock (changes) changes.Add(e.IsConnected); };
+            proxy.Start();
+            await client.PingAsync();
+            proxy.Stop();  // the "server" goes away: connection closed, port refusing
+            await Eventually(() => !client.IsConnected, "the client to notice");
+            var task = client.FindPathAsync(Corner(0), Corner(3), 1, Grid(o => o.Timeout = TimeSpan.FromSeconds(15)));
+            await Task.Delay(500);
+            Check(!task.IsCompleted, "no answer while the server is down");
+            proxy.Start();  // "restarted" on the same port
+            var result = await task;
+            Check(result.Path.Length > 0, "answered after the restart");
+            await Eventually(() => { lock (changes) return changes.Count >= 3; }, "ConnectionChanged events");
+            lock (changes) Equal("True,False,True", string.Join(",", changes.Take(3)), "ConnectionChanged sequence");
+        }
+    }
+
+    static async Task HeartbeatCatchesSilentServer()
+    {
+        await RequireServer();
+        using (var proxy = new FlakyProxy(_endpoint))
+        using (var client = NewClient(proxy.Endpoint))
+        {
+            client.HeartbeatInterval = TimeSpan.FromMilliseconds(100);
+            client.HeartbeatTimeout = TimeSpan.FromMilliseconds(800);
+            proxy.Start();
+            Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(5)), "connected through the proxy");
+            // The server "hangs": the TCP connection stays open but nothing comes back.
+            proxy.DropReplies = true;
+            var task = client.FindPathAsync(Corner(0), Corner(3), 1, Grid(o => o.Timeout = TimeSpan.FromSeconds(15)));
+            await Eventually(() => !client.IsConnected, "the heartbeat timeout", 5000);
+            proxy.DropReplies = false;
+            var result = await task;
+            Check(result.Path.Length > 0, "answered on the new connection");
+            Check(client.ConnectionCount >= 2, "reconnected");
+        }
+    }
+
+    static async Task RequestsSurviveCuts()
+    {
+        await RequireServer();
+        using (var proxy = new FlakyProxy(_endpoint))
+        using (var client = NewClient(proxy.Endpoint))
+        {
+            proxy.Start();
+            var requests = RandomRequests(250, 4);
+            var expected = await client.FindPathsAsync(requests, 1, Grid());
+            var tasks = new Task<PathResult>[8 * requests.Count];
+            var cutter = Task.Run(async () =>
+            {
+                for (int cut = 0; cut < 5; cut++)
+                {
+                    await Task.Delay(40);
+                    proxy.KillConnections();
+                }
+            });
+            var senders = Enumerable.Range(0, 8).Select(thread => Task.Run(() =>
+            {
+                for (int i = 0; i < requests.Count; i++)
+                {
+                    tasks[thread * requests.Count + i] = client.FindPathAsync(requests[i].Start, requests[i].Goal, 1,
+                        Grid(o => o.Timeout = TimeSpan.FromSeconds(30)));
+                    if (i % 50 == 0) Thread.Sleep(5);
+                }
+            })).ToArray();
+            await Task.WhenAll(senders);
+            await cutter;
+            var results = await Task.WhenAll(tasks);
+            for (int i = 0; i < results.Length; i++) SamePath(expected[i % requests.Count], results[i], "request " + i);
+            Equal(0, client.InFlightCount, "in flight at the end");
+            Check(client.ConnectionCount >= 2, "the connection was cut and re-made (" + client.ConnectionCount + " connections)");
+            Console.WriteLine("     | " + results.Length + " answers over " + client.ConnectionCount + " connections");
+        }
+    }
+
+    static async Task HeartbeatKeepsIdleConnection()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            client.HeartbeatInterval = TimeSpan.FromMilliseconds(100);
+            client.HeartbeatTimeout = TimeSpan.FromMilliseconds(600);
+            await client.PingAsync();
+            await Task.Delay(2000);  // idle: only our PINGs and the server's PONGs
+            await client.PingAsync();
+            Equal(1, client.ConnectionCount, "connections after 2 s idle");
+        }
+    }
+
+    static int FreePort()
+    {
+        var listener = new TcpListener(IPAddress.Loopback, 0);
+        listener.Start();
+        int port = ((IPEndPoint)listener.LocalEndpoint).Port;
+        listener.Stop();
+        return port;
+    }
+
+    /// <summary>
+    /// A TCP proxy in front of the real server, to stage what a client meets in the field: a
+    /// server that goes away and comes back on the same port (Stop/Start), connections cut
+    /// (KillConnections), a server that stops answering (DropReplies).
+    /// </summary>
+    sealed class FlakyProxy : IDisposable
+    {
+        readonly string _targetHost;
+        readonly int _targetPort;
+        readonly List<TcpClient> _connections = new List<TcpClient>();
+        TcpListener _listener;
+        public readonly int Port = FreePort();
+        public volatile bool DropReplies;
+        long _bytesToServer;
+        long _bytesDropped;
+
+        public FlakyProxy(string target)
+        {
+            var match = Regex.Match(target, @"^tcp://\[?([^\]]+)\]?:(\d+)$");
+            if (!match.Success) throw new ArgumentException("endpoint " + target);
+            _targetHost = match.Groups[1].Value;
+            _targetPort = int.Parse(match.Groups[2].Value, CultureInfo.InvariantCulture);
+        }
+
+        public string Endpoint { get { return "tcp://127.0.0.1:" + Port; } }
+        public long BytesToServer { get { return Interlocked.Read(ref _bytesToServer); } }
+        public long BytesDropped { get { return Interlocked.Read(ref _bytesDropped); } }
+
+        public void Start()
+        {
+            var listener = new TcpListener(IPAddress.Loopback, Port);
+            listener.Server.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);
+            listener.Start();
+            _listener = listener;
+            new Thread(() => AcceptLoop(listener)) { IsBackground = true }.Start();
+        }
+
+        public void Stop()
+        {
+            var listener = _listener;
+            _listener = null;
+            if (listener != null) listener.Stop();
+            KillConnections();
+        }
+
+        public void KillConnections()
+        {
+            lock (_connections)
+            {
+                foreach (var connection in _connections)
+                {
+                    try
+                    {
+                        connection.Client.Shutdown(SocketShutdown.Both);
+                    }
+                    catch (Exception)
+                    {
+                        // Already gone.
+                    }
+                    connection.Close();
+                }
+                _connections.Clear();
+            }
+        }
+
+        void AcceptLoop(TcpListener listener)
+        {
+            while (true)
+            {
+                TcpClient client;
+                try
+                {
+                    client = listener.AcceptTcpClient();
+                }
+                catch (Exception)
+                {
+                    return;  // stopped
+                }
+                var server = new TcpClient();
+                try
+                {
+                    server.Connect(_targetHost, _targetPort);
+                }
+                catch (Exception)
+                {
+                    client.Close();
+                    continue;
+                }
+                client.NoDelay = true;
+                server.NoDelay = true;
+                lock (_connections)
+                {
+                    _connections.Add(client);
+                    _connections.Add(server);
+                }
+                new Thread(() => Pump(client, server, false)) { IsBackground = true }.Start();
+                new Thread(() => Pump(server, client, true)) { IsBackground = true }.Start();
+            }
+        }
+
+        void Pump(TcpClient from, TcpClient to, bool replies)
+        {
+            var buffer = new byte[65536];
+            try
+            {
+                var input = from.GetStream();
+                var output = to.GetStream();
+                while (true)
+                {
+                    int n = input.Read(buffer, 0, buffer.Length);
+                    if (n <= 0) break;
+                    if (replies && DropReplies)
+                    {
+                        Interlocked.Add(ref _bytesDropped, n);
+                        continue;
+                    }
+                    if (!replies) Interlocked.Add(ref _bytesToServer, n);
+                    output.Write(buffer, 0, n);
+                }
+            }
+            catch (Exception)
+            {
+                // Either side closed.
+            }
+            from.Close();
+            to.Close();
+        }
+
+        public void Dispose()
+        {
+            Stop();
+        }
+    }
+}
