@@ -1,0 +1,306 @@
+class_name PathServerMsgPack
+extends RefCounted
+## A MessagePack encoder and decoder for the subset pathserver speaks: nil, bool, int, float,
+## str, bin, array and map.
+##
+## Encoding picks the smallest form for ints, strings, arrays and maps, as msgpack-python does,
+## so the bytes equal what the server's Python side produces for the same values in the same
+## key order. Floats always go out as float64. [Vector2] and [Vector2i] become two-element
+## arrays, packed arrays become arrays, [PackedByteArray] becomes bin and [StringName] str.
+## [codeblock]
+## var bytes := PathServerMsgPack.encode({"id": 1, "op": "ping"})
+## print(bytes.hex_encode())  # 82a2696401a26f70a470696e67
+## var decoded := PathServerMsgPack.decode(bytes)
+## print(decoded)  # [{ "id": 1, "op": "ping" }, ""]
+## [/codeblock]
+
+## Nesting deeper than this is refused when decoding (a hostile or corrupt reply).
+const MAX_DEPTH := 64
+## Types written as a msgpack array.
+const SEQUENCE_TYPES: Array[int] = [
+	TYPE_ARRAY,
+	TYPE_PACKED_INT32_ARRAY,
+	TYPE_PACKED_INT64_ARRAY,
+	TYPE_PACKED_FLOAT32_ARRAY,
+	TYPE_PACKED_FLOAT64_ARRAY,
+	TYPE_PACKED_STRING_ARRAY,
+	TYPE_PACKED_VECTOR2_ARRAY,
+]
+
+
+## Returns [param value] as MessagePack bytes. Types outside the subset are encoded as nil and
+## reported with push_error, so a caller's mistake shows up without breaking the stream.
+static func encode(value: Variant) -> PackedByteArray:
+	var out := PackedByteArray()
+	_write(out, value)
+	return out
+
+
+## Decodes one MessagePack value that fills [param data] entirely. Returns
+## [code][value, error][/code]: error is "" on success, otherwise a message saying what is wrong
+## and at which byte offset (and value is null).
+static func decode(data: PackedByteArray) -> Array:
+	var reader := _Reader.new(data)
+	var value: Variant = reader.read_value(0)
+	if reader.error == "" and reader.pos != data.size():
+		reader.error = "%d trailing bytes after the value" % (data.size() - reader.pos)
+	if reader.error != "":
+		return [null, "msgpack: %s (at byte %d)" % [reader.error, reader.pos]]
+	return [value, ""]
+
+
+static func _write(out: PackedByteArray, value: Variant) -> void:
+	match typeof(value):
+		TYPE_NIL:
+			out.append(0xC0)
+		TYPE_BOOL:
+			out.append(0xC3 if value else 0xC2)
+		TYPE_INT:
+			_write_int(out, value)
+		TYPE_FLOAT:
+			out.append(0xCB)
+			var raw := PackedByteArray()
+			raw.resize(8)
+			raw.encode_double(0, value)
+			raw.reverse()
+			out.append_array(raw)
+		TYPE_STRING, TYPE_STRING_NAME, TYPE_NODE_PATH:
+			_write_str(out, str(value).to_utf8_buffer())
+		TYPE_PACKED_BYTE_ARRAY:
+			_write_bin(out, value)
+		TYPE_VECTOR2:
+			_write_array_header(out, 2)
+			_write(out, value.x)
+			_write(out, value.y)
+		TYPE_VECTOR2I:
+			_write_array_header(out, 2)
+			_write_int(out, value.x)
+			_write_int(out, value.y)
+		TYPE_DICTIONARY:
+			_write_map_header(out, value.size())
+			for key: Variant in value:
+				_write(out, key)
+				_write(out, value[key])
+		_:
+			if typeof(value) in SEQUENCE_TYPES:
+				_write_array_header(out, value.size())
+				for item: Variant in value:
+					_write(out, item)
+			else:
+				push_error(
+					"PathServerMsgPack: cannot encode a %s; sent nil" % type_string(typeof(value))
+				)
+				out.append(0xC0)
+
+
+static func _write_int(out: PackedByteArray, value: int) -> void:
+	if value >= 0:
+		if value < 0x80:
+			out.append(value)
+		elif value <= 0xFF:
+			out.append(0xCC)
+			out.append(value)
+		elif value <= 0xFFFF:
+			out.append(0xCD)
+			_write_be(out, value, 2)
+		elif value <= 0xFFFFFFFF:
+			out.append(0xCE)
+			_write_be(out, value, 4)
+		else:
+			out.append(0xCF)
+			_write_be(out, value, 8)
+	elif value >= -32:
+		out.append(value & 0xFF)
+	elif value >= -0x80:
+		out.append(0xD0)
+		_write_be(out, value, 1)
+	elif value >= -0x8000:
+		out.append(0xD1)
+		_write_be(out, value, 2)
+	elif value >= -0x80000000:
+		out.append(0xD2)
+		_write_be(out, value, 4)
+	else:
+		out.append(0xD3)
+		_write_be(out, value, 8)
+
+
+static func _write_be(out: PackedByteArray, value: int, width: int) -> void:
+	for shift in range((width - 1) * 8, -1, -8):
+		out.append((value >> shift) & 0xFF)
+
+
+static func _write_str(out: PackedByteArray, utf8: PackedByteArray) -> void:
+	var size := utf8.size()
+	if size < 32:
+		out.append(0xA0 | size)
+	elif size <= 0xFF:
+		out.append(0xD9)
+		out.append(size)
+	elif size <= 0xFFFF:
+		out.append(0xDA)
+		_write_be(out, size, 2)
+	else:
+		out.append(0xDB)
+		_write_be(out, size, 4)
+	out.append_array(utf8)
+
+
+static func _write_bin(out: PackedByteArray, data: PackedByteArray) -> void:
+	var size := data.size()
+	if size <= 0xFF:
+		out.append(0xC4)
+		out.append(size)
+	elif size <= 0xFFFF:
+		out.append(0xC5)
+		_write_be(out, size, 2)
+	else:
+		out.append(0xC6)
+		_write_be(out, size, 4)
+	out.append_array(data)
+
+
+static func _write_array_header(out: PackedByteArray, size: int) -> void:
+	if size < 16:
+		out.append(0x90 | size)
+	elif size <= 0xFFFF:
+		out.append(0xDC)
+		_write_be(out, size, 2)
+	else:
+		out.append(0xDD)
+		_write_be(out, size, 4)
+
+
+static func _write_map_header(out: PackedByteArray, size: int) -> void:
+	if size < 16:
+		out.append(0x80 | size)
+	elif size <= 0xFFFF:
+		out.append(0xDE)
+		_write_be(out, size, 2)
+	else:
+		out.append(0xDF)
+		_write_be(out, size, 4)
+
+
+## Reads values from a byte buffer; the first problem found is kept in [member error] and every
+## later read returns null, so callers check once at the end.
+class _Reader:
+	extends RefCounted
+
+	var data: PackedByteArray
+	var pos := 0
+	var error := ""
+
+	func _init(bytes: PackedByteArray) -> void:
+		data = bytes
+
+	func read_value(depth: int) -> Variant:
+		if error != "":
+			return null
+		if depth > MAX_DEPTH:
+			error = "nested deeper than %d" % MAX_DEPTH
+			return null
+		if not _need(1):
+			return null
+		var tag := data[pos]
+		pos += 1
+		if tag < 0x80:
+			return tag
+		if tag >= 0xE0:
+			return tag - 0x100
+		return _read_tagged(tag, depth)
+
+	func _read_tagged(tag: int, depth: int) -> Variant:
+		var value: Variant = null
+		if tag >= 0xA0 and tag < 0xC0:
+			value = _read_str(tag & 0x1F)
+		elif tag >= 0x90 and tag < 0xA0:
+			value = _read_array(tag & 0x0F, depth)
+		elif tag >= 0x80 and tag < 0x90:
+			value = _read_map(tag & 0x0F, depth)
+		elif tag == 0xC2 or tag == 0xC3:
+			value = tag == 0xC3
+		elif tag >= 0xC4 and tag <= 0xC6:
+			value = _read_bin(_read_uint(1 << (tag - 0xC4)))
+		elif tag == 0xCA or tag == 0xCB:
+			value = _read_float(4 if tag == 0xCA else 8)
+		elif tag >= 0xCC and tag <= 0xCF:
+			value = _read_uint(1 << (tag - 0xCC))
+			if value < 0:
+				error = "uint64 above 2^63 does not fit a Godot int"
+		elif tag >= 0xD0 and tag <= 0xD3:
+			value = _read_int(1 << (tag - 0xD0))
+		elif tag >= 0xD9 and tag <= 0xDB:
+			value = _read_str(_read_uint(1 << (tag - 0xD9)))
+		elif tag == 0xDC or tag == 0xDD:
+			value = _read_array(_read_uint(2 if tag == 0xDC else 4), depth)
+		elif tag == 0xDE or tag == 0xDF:
+			value = _read_map(_read_uint(2 if tag == 0xDE else 4), depth)
+		elif tag != 0xC0:
+			pos -= 1
+			error = "unsupported type byte 0x%02x" % tag
+		return value if error == "" else null
+
+	func _need(count: int) -> bool:
+		if pos + count > data.size():
+			if error == "":
+				error = "truncated: %d more bytes needed" % (pos + count - data.size())
+			return false
+		return true
+
+	func _read_uint(width: int) -> int:
+		if not _need(width):
+			return 0
+		var value := 0
+		for i in width:
+			value = (value << 8) | data[pos + i]
+		pos += width
+		return value
+
+	func _read_int(width: int) -> int:
+		var value := _read_uint(width)
+		if width < 8 and value >= 1 << (width * 8 - 1):
+			value -= 1 << (width * 8)
+		return value
+
+	func _read_float(width: int) -> float:
+		if not _need(width):
+			return 0.0
+		var raw := data.slice(pos, pos + width)
+		raw.reverse()
+		pos += width
+		return raw.decode_float(0) if width == 4 else raw.decode_double(0)
+
+	func _read_str(size: int) -> Variant:
+		if error != "" or not _need(size):
+			return null
+		var text := data.slice(pos, pos + size).get_string_from_utf8()
+		pos += size
+		return text
+
+	func _read_bin(size: int) -> Variant:
+		if error != "" or not _need(size):
+			return null
+		var bytes := data.slice(pos, pos + size)
+		pos += size
+		return bytes
+
+	func _read_array(size: int, depth: int) -> Variant:
+		# Every element takes at least one byte: refuse sizes the buffer cannot hold before
+		# allocating anything.
+		if error != "" or not _need(size):
+			return null
+		var items := []
+		items.resize(size)
+		for i in size:
+			items[i] = read_value(depth + 1)
+		return items if error == "" else null
+
+	func _read_map(size: int, depth: int) -> Variant:
+		if error != "" or not _need(size * 2):
+			return null
+		var result := {}
+		for i in size:
+			var key: Variant = read_value(depth + 1)
+			result[key] = read_value(depth + 1)
+		return result if error == "" else null

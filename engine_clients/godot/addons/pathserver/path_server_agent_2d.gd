@@ -1,0 +1,211 @@
+class_name PathServerAgent2D
+extends Node
+## Follows paths from pathserver, like [NavigationAgent2D]: give it a target position or node;
+## it asks for a path for its unit size, moves its parent [Node2D] along the waypoints at
+## [member speed], and asks again when the target moves more than [member repath_distance] or
+## the map's generation changes (a reload or a live obstacle edit).
+##
+## Add it as a child of the unit. With [member move_body] off it only steers: read
+## [member velocity] or [method get_next_path_position] and move the body yourself (e.g. a
+## [CharacterBody2D] with [code]move_and_slide()[/code]).
+## [codeblock]
+## @onready var agent: PathServerAgent2D = $PathServerAgent2D
+##
+## func _ready() -> void:
+##     agent.target_reached.connect(func() -> void: print("arrived"))
+##     agent.target_node = $"../Player"
+## [/codeblock]
+
+## A new path arrived and is being followed (start and goal included).
+signal path_changed(waypoints: PackedVector2Array)
+## The unit reached the end of a complete path to the target.
+signal target_reached
+## The server could not give a path ("no_path", "timeout", "unknown_map", ...). The agent asks
+## again after [member retry_interval], or sooner when the target moves.
+signal path_failed(code: String, message: String)
+
+## Follow this node's position (takes precedence over [member target_position]).
+@export var target_node: Node2D:
+	set = set_target_node
+## The point to reach, in world coordinates.
+@export var target_position := Vector2.ZERO:
+	set = set_target_position
+## The unit's footprint in cells.
+@export var unit_size := Vector2i.ONE
+## World units per second.
+@export var speed := 120.0
+## How close to a waypoint counts as being on it.
+@export var arrival_distance := 1.0
+## Ask for a new path when the target is further than this from the current path's goal.
+@export var repath_distance := 16.0
+## After a failure, ask again after this many seconds.
+@export var retry_interval := 1.0
+## The map to path on; empty uses the client's [member PathServerClient.map_name].
+@export var map_name := ""
+## Extra options for every path request, e.g. [code]{"smooth": "corners"}[/code].
+@export var path_options := {}
+## Move the parent (or [member body]) along the path; turn off to steer a body yourself.
+@export var move_body := true
+
+## The node moved along the path; the parent when not set.
+var body: Node2D
+## The client to ask; the [code]PathServer[/code] autoload when not set.
+var client: PathServerClient
+## The path being followed, start and goal included.
+var waypoints := PackedVector2Array()
+## The velocity the agent wants this physics frame (world units per second).
+var velocity := Vector2.ZERO
+
+var _has_target := false
+var _index := 0
+var _path_goal := Vector2.INF
+var _path_complete := false
+var _reached := false
+var _request: PathServerResult
+var _dirty := true
+var _retry_at_ms := 0
+
+
+func _ready() -> void:
+	if body == null:
+		body = get_parent() as Node2D
+	if client == null:
+		client = get_node_or_null("/root/PathServer") as PathServerClient
+	if client == null:
+		push_error("PathServerAgent2D: no client. Enable the PathServer plugin or set `client`.")
+		return
+	client.map_generation_changed.connect(_on_map_generation_changed)
+
+
+func _physics_process(delta: float) -> void:
+	if body == null or client == null or not _has_target:
+		velocity = Vector2.ZERO
+		return
+	var target := get_target()
+	if _needs_path(target):
+		_ask(target)
+	_follow(delta)
+
+
+func set_target_position(value: Vector2) -> void:
+	target_position = value
+	_has_target = true
+
+
+func set_target_node(value: Node2D) -> void:
+	target_node = value
+	_has_target = true
+
+
+## The point being chased: [member target_node]'s position when set, else
+## [member target_position].
+func get_target() -> Vector2:
+	if is_instance_valid(target_node):
+		return target_node.global_position
+	return target_position
+
+
+## The waypoint the unit is heading to (its own position when not moving).
+func get_next_path_position() -> Vector2:
+	if _index < waypoints.size():
+		return waypoints[_index]
+	return body.global_position if body else Vector2.ZERO
+
+
+## The body's position followed by the waypoints still ahead.
+func get_remaining_path() -> PackedVector2Array:
+	var path := PackedVector2Array()
+	if body:
+		path.append(body.global_position)
+	if _index < waypoints.size():
+		path.append_array(waypoints.slice(_index))
+	return path
+
+
+## True after [signal target_reached], until the target moves away.
+func is_target_reached() -> bool:
+	return _reached
+
+
+## Drops the current path and asks again now.
+func request_path() -> void:
+	_dirty = true
+	_retry_at_ms = 0
+
+
+## Stops chasing: the unit stays where it is.
+func stop() -> void:
+	target_node = null
+	_has_target = false
+	waypoints = PackedVector2Array()
+	_index = 0
+	if _request:
+		var cancelled := _request
+		_request = null
+		client.cancel(cancelled.id)
+
+
+func _needs_path(target: Vector2) -> bool:
+	if _request != null or Time.get_ticks_msec() < _retry_at_ms:
+		return false
+	return _dirty or _path_goal.distance_to(target) > repath_distance
+
+
+func _ask(target: Vector2) -> void:
+	var options := path_options.duplicate()
+	if map_name != "":
+		options["map"] = map_name
+	var id := client.find_path(body.global_position, target, unit_size, options)
+	_request = client.get_request(id)
+	_request.completed.connect(_on_path_result.bind(_request, target))
+	_dirty = false
+
+
+func _on_path_result(result: PathServerResult, asked_target: Vector2) -> void:
+	if result != _request:
+		return
+	_request = null
+	if not result.ok:
+		_path_goal = asked_target
+		_retry_at_ms = Time.get_ticks_msec() + int(retry_interval * 1000.0)
+		path_failed.emit(result.code, result.message)
+		return
+	waypoints = result.waypoints
+	# The first waypoint is where the unit stood when it asked; it has moved on since.
+	_index = 1 if waypoints.size() > 1 else 0
+	_path_goal = asked_target
+	_path_complete = result.status == "found"
+	_reached = false
+	path_changed.emit(waypoints)
+
+
+func _follow(delta: float) -> void:
+	var position := body.global_position
+	var budget := speed * delta
+	var step := Vector2.ZERO
+	while _index < waypoints.size():
+		var to_next := waypoints[_index] - (position + step)
+		var distance := to_next.length()
+		if distance <= arrival_distance or (move_body and distance <= budget):
+			step += to_next if move_body else Vector2.ZERO
+			budget -= distance
+			_index += 1
+			continue
+		if move_body:
+			step += to_next / distance * budget
+		velocity = to_next / distance * speed
+		break
+	if move_body:
+		body.global_position = position + step
+		velocity = step / delta if delta > 0.0 else Vector2.ZERO
+	if _index >= waypoints.size():
+		velocity = Vector2.ZERO
+		if _path_complete and not _reached and _request == null and not waypoints.is_empty():
+			_reached = true
+			target_reached.emit()
+
+
+func _on_map_generation_changed(changed_map: String, _gen: int) -> void:
+	var followed := map_name if map_name != "" else client.map_name
+	if changed_map == followed and _has_target:
+		request_path()

@@ -1,0 +1,33 @@
+@tool
+extends EditorPlugin
+## Registers the [code]PathServer[/code] autoload and the pathserver project settings.
+
+const AUTOLOAD_NAME := "PathServer"
+const AUTOLOAD_PATH := "res://addons/pathserver/path_server.gd"
+
+
+func _enable_plugin() -> void:
+	add_autoload_singleton(AUTOLOAD_NAME, AUTOLOAD_PATH)
+
+
+func _disable_plugin() -> void:
+	remove_autoload_singleton(AUTOLOAD_NAME)
+
+
+func _enter_tree() -> void:
+	for name: String in PathServerClient.SETTINGS:
+		_add_setting(name, PathServerClient.SETTINGS[name])
+
+
+func _add_setting(name: String, default: Variant) -> void:
+	if default is Array:
+		# A constant cannot hold a PackedStringArray; the setting is one.
+		default = PackedStringArray(default)
+	if not ProjectSettings.has_setting(name):
+		ProjectSettings.set_setting(name, default)
+	ProjectSettings.set_initial_value(name, default)
+	ProjectSettings.set_as_basic(name, true)
+	var info := {"name": name, "type": typeof(default)}
+	if name == PathServerClient.SETTING_EMBEDDED_MAPS_DIR:
+		info["hint"] = PROPERTY_HINT_DIR
+	ProjectSettings.add_property_info(info)

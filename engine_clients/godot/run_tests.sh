@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# Run the Godot addon's test project inside a real Godot 4 engine, headless.
+#
+#   run_tests.sh install      make sure the engine is installed (cached), print where it is
+#   run_tests.sh ENDPOINT     install if needed, then run tests/test_pathserver.gd against a
+#                             running server at ENDPOINT (e.g. tcp://127.0.0.1:5555), then the
+#                             demo for a few seconds (it needs the server's "example" map);
+#                             prints "N passed, N failed" last, the demo counted as one check
+#
+# Godot 4 is packaged only in Debian's unstable release and needs its newer libc, so it lives in a
+# minimal `debootstrap --variant=minbase sid` tree, cached under $PATHSERVER_CI_CACHE
+# (default /var/cache/pathserver-ci) and reused while present. The engine runs through the tree's
+# own dynamic loader with --library-path: no chroot, so the test project, the repository and the
+# host's Python (for the embedded-server option) stay reachable at their real paths.
+#
+# PATHSERVER_DEBIAN_MIRROR overrides the mirror (default: the one this machine's apt uses).
+#
+# Environment for the test itself:
+#   PATHSERVER_MAPS     the maps folder the server at ENDPOINT serves (the reconnect test
+#                       restarts a server on the same endpoint with it)
+#   PATHSERVER_PYTHON   the Python that runs `-m pathserver serve` (default: python3 on PATH)
+#
+# Exit codes: 0 all passed, 1 a test failed or the engine run broke, 3 the engine cannot be
+# installed here (the caller must report that loudly; it is not a pass).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CACHE_DIR="${PATHSERVER_CI_CACHE:-/var/cache/pathserver-ci}"
+TREE="$CACHE_DIR/godot-sid"
+STAMP="$TREE/.pathserver-godot-ready"
+ENGINE_TIMEOUT="${GODOT_TEST_TIMEOUT:-180}"
+
+log() { printf 'godot: %s\n' "$*" >&2; }
+
+debian_mirror() {
+    # PATHSERVER_DEBIAN_MIRROR, else the mirror this machine's apt already uses (deb822 or
+    # one-line format).
+    local mirror="${PATHSERVER_DEBIAN_MIRROR:-}"
+    if [[ -z "$mirror" ]] && compgen -G "/etc/apt/sources.list.d/*.sources" >/dev/null; then
+        mirror="$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null \
+            | grep -m1 -E 'debian/?$' || true)"
+    fi
+    if [[ -z "$mirror" && -f /etc/apt/sources.list ]]; then
+        mirror="$(awk '$1 == "deb" && $2 ~ /debian\/?$/ {print $2; exit}' /etc/apt/sources.list)"
+    fi
+    echo "${mirror:-http://deb.debian.org/debian}"
+}
+
+install_engine() {
+    if [[ -f "$STAMP" ]]; then
+        return 0
+    fi
+    if [[ "$(id -u)" != 0 ]]; then
+        log "cannot install: building the Debian sid tree needs root"
+        return 3
+    fi
+    if ! command -v debootstrap >/dev/null; then
+        log "installing debootstrap on the host"
+        apt-get install -y -q debootstrap >/dev/null 2>&1 \
+            || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q debootstrap >/dev/null 2>&1; } \
+            || { log "cannot install debootstrap"; return 3; }
+    fi
+    mkdir -p "$CACHE_DIR"
+    # One builder at a time; a job that waited finds the tree ready.
+    exec 9>"$CACHE_DIR/godot-sid.lock"
+    flock 9
+    if [[ -f "$STAMP" ]]; then
+        return 0
+    fi
+    local mirror build
+    mirror="$(debian_mirror)"
+    build="$TREE.building"
+    rm -rf "$TREE" "$build"
+    log "building a Debian sid tree from $mirror in $TREE (about a minute)"
+    if ! debootstrap --variant=minbase sid "$build" "$mirror" >"$CACHE_DIR/debootstrap.log" 2>&1; then
+        log "debootstrap failed; last lines of $CACHE_DIR/debootstrap.log:"
+        tail -n 5 "$CACHE_DIR/debootstrap.log" >&2
+        rm -rf "$build"
+        return 3
+    fi
+    cp /etc/resolv.conf "$build/etc/resolv.conf" 2>/dev/null || true
+    # The mirror's unstable Release file reads as expired against this clock.
+    local apt_opts=(-o Acquire::Check-Valid-Until=false -o APT::Install-Recommends=false -q)
+    if ! chroot "$build" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+        DEBIAN_FRONTEND=noninteractive sh -c \
+        "apt-get ${apt_opts[*]} update && apt-get ${apt_opts[*]} install -y godot" \
+        >"$CACHE_DIR/apt-godot.log" 2>&1; then
+        log "installing godot in the tree failed; last lines of $CACHE_DIR/apt-godot.log:"
+        tail -n 5 "$CACHE_DIR/apt-godot.log" >&2
+        rm -rf "$build"
+        return 3
+    fi
+    chroot "$build" apt-get clean >/dev/null 2>&1 || true
+    touch "$build/.pathserver-godot-ready"
+    mv "$build" "$TREE"
+    exec 9>&-
+}
+
+godot_binary() {
+    # /usr/bin/godot may be a symlink or a wrapper; use the real ELF.
+    local candidate
+    candidate="$(chroot "$TREE" readlink -f /usr/bin/godot 2>/dev/null || echo /usr/bin/godot)"
+    candidate="$TREE$candidate"
+    if [[ -f "$candidate" ]] && head -c 4 "$candidate" | grep -q 'ELF'; then
+        echo "$candidate"
+    fi
+}
+
+resolve_engine() {
+    # GODOT: the command that runs the tree's engine through the tree's own loader and
+    # libraries, never the host's older libc. Subfolders holding libraries are added because
+    # some libraries (libpulse) find their private ones through a RUNPATH of /usr/lib/...
+    local binary libdirs dir
+    binary="$(godot_binary)"
+    if [[ -z "$binary" ]]; then
+        log "no godot binary in $TREE"
+        return 3
+    fi
+    libdirs="$TREE/usr/lib/x86_64-linux-gnu:$TREE/lib/x86_64-linux-gnu"
+    for dir in "$TREE"/usr/lib/x86_64-linux-gnu/*/; do
+        if compgen -G "${dir}lib*.so*" >/dev/null; then
+            libdirs="$libdirs:${dir%/}"
+        fi
+    done
+    GODOT=("$TREE/lib64/ld-linux-x86-64.so.2" --library-path "$libdirs" "$binary")
+}
+
+check_engine() {
+    local version
+    resolve_engine || return $?
+    if ! version="$(timeout 60 "${GODOT[@]}" --headless --version 2>&1)"; then
+        log "the engine in $TREE does not start:"
+        printf '%s\n' "$version" | tail -n 5 >&2
+        return 3
+    fi
+    version="$(printf '%s\n' "$version" | tail -n 1)"
+    case "$version" in
+        4.*) log "engine $version" ;;
+        *) log "expected Godot 4, got '$version'"; return 3 ;;
+    esac
+}
+
+prepare_project() {
+    # Projects use the addon through a symlink, so the tested code is the repository's own.
+    local project="$1"
+    mkdir -p "$project/addons"
+    ln -sfn ../../addons/pathserver "$project/addons/pathserver"
+    timeout 180 "${GODOT[@]}" --headless --path "$project" --import >"$project/.import.log" 2>&1 || {
+        log "import of $project failed; last lines:"
+        tail -n 20 "$project/.import.log" >&2
+        return 1
+    }
+}
+
+# Runs the demo headless for a few seconds; true when it found paths without script errors.
+demo_smoke() {
+    local endpoint="$1" out="$HERE/demo/.last-run.log"
+    prepare_project "$HERE/demo" || return 1
+    timeout 90 "${GODOT[@]}" --headless --path "$HERE/demo" -- \
+        --endpoint="$endpoint" --demo-seconds=6 >"$out" 2>&1
+    local summary
+    summary="$(grep -m1 '^demo summary:' "$out" || true)"
+    if grep -q 'SCRIPT ERROR' "$out" || ! [[ "$summary" =~ ,\ [1-9][0-9]*\ paths ]]; then
+        echo "FAIL  demo smoke run: ${summary:-no summary line}"
+        tail -n 20 "$out"
+        return 1
+    fi
+    echo "ok    demo smoke run: ${summary#demo summary: }"
+}
+
+main() {
+    local cmd="${1:-}"
+    if [[ -z "$cmd" ]]; then
+        echo "usage: $0 install | ENDPOINT" >&2
+        return 2
+    fi
+    local started=$SECONDS status=0
+    install_engine || status=$?
+    if [[ $status != 0 ]]; then
+        return $status
+    fi
+    check_engine || return $?
+    log "engine ready in $((SECONDS - started)) s ($TREE)"
+    if [[ "$cmd" == install ]]; then
+        return 0
+    fi
+    prepare_project "$HERE/tests" || return 1
+    local out="$HERE/tests/.last-run.log" rc=0
+    timeout "$ENGINE_TIMEOUT" "${GODOT[@]}" --headless --path "$HERE/tests" \
+        -s res://test_pathserver.gd -- "$cmd" >"$out" 2>&1 || rc=$?
+    # The engine's closing line is reprinted below with the demo counted in.
+    grep -vE '^[0-9]+ passed, [0-9]+ failed$' "$out"
+    local closing
+    closing="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)"
+    if [[ -z "$closing" ]]; then
+        if [[ $rc == 124 ]]; then
+            log "the engine run timed out after ${ENGINE_TIMEOUT} s (a GDScript runtime error?)"
+        fi
+        log "no closing line from the test run (exit $rc)"
+        return 1
+    fi
+    local passed failed
+    passed="${closing%% passed*}"
+    failed="${closing#*passed, }"
+    failed="${failed%% failed}"
+    if demo_smoke "$cmd"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+    fi
+    echo "$passed passed, $failed failed"
+    if [[ $rc != 0 || $failed != 0 ]]; then
+        return 1
+    fi
+}
+
+main "$@"

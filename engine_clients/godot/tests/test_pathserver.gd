@@ -1,0 +1,762 @@
+# gdlint: disable=max-public-methods
+extends SceneTree
+## The addon's tests, run headless inside Godot 4 against a real pathserver:
+##
+##   godot --headless --path tests -s res://test_pathserver.gd -- tcp://127.0.0.1:PORT
+##
+## The server must serve tests/maps/godot_arena.map (20 x 12 cells of 16 world units, a wall
+## at column 10 with a two-cell gap at rows 5-6). Environment:
+##   PATHSERVER_MAPS      that server's maps folder, for the embedded server this test starts
+##   PATHSERVER_PYTHON    the Python that runs `-m pathserver serve` (default python3)
+##   PATHSERVER_PROTOCOL  docs/protocol.md (default: found from this project's folder)
+## Prints one line per check, then exactly "N passed, N failed", and exits non-zero on failure.
+
+const MAP := "godot_arena"
+const CELL := 16.0
+## The whole run must finish well inside run_tests.sh's timeout, closing line included.
+const WATCHDOG_SECONDS := 150.0
+
+var passed := 0
+var failed := 0
+var endpoint := ""
+var client: PathServerClient
+## The golden vectors of docs/protocol.md: name -> bytes.
+var golden := {}
+var _finished := false
+
+
+func _initialize() -> void:
+	var args := OS.get_cmdline_user_args()
+	endpoint = args[0] if args.size() > 0 else "tcp://127.0.0.1:5555"
+	create_timer(WATCHDOG_SECONDS).timeout.connect(_on_watchdog)
+	_run.call_deferred()
+
+
+func _run() -> void:
+	print("pathserver addon tests against %s" % endpoint)
+	test_msgpack_encoding()
+	test_msgpack_decoding()
+	test_zmtp_bytes()
+	test_golden_vectors()
+	await test_ping_pong_with_fake_router()
+	client = root.get_node("PathServer") as PathServerClient
+	client.map_name = MAP
+	client.connect_to_server(endpoint)
+	await test_ping_and_maps()
+	await test_golden_vectors_on_the_wire()
+	await test_pipelined_requests()
+	await test_batch()
+	await test_error_codes()
+	await test_cancel()
+	await test_timeout()
+	await test_follower()
+	await test_embedded_server_and_reconnect()
+	check(
+		client.get_pending_count() == 0 and client.is_connected_to_server(),
+		"the main connection is still up with nothing pending",
+		"pending %d" % client.get_pending_count()
+	)
+	# The server sends ZMTP PINGs every few seconds and drops peers that do not answer.
+	check(
+		client._dealer.pings_answered > 0,
+		"the server's heartbeats were answered (%d)" % client._dealer.pings_answered
+	)
+	_finish()
+
+
+func _finish() -> void:
+	if _finished:
+		return
+	_finished = true
+	print("%d passed, %d failed" % [passed, failed])
+	quit(0 if failed == 0 else 1)
+
+
+func _on_watchdog() -> void:
+	check(false, "the run finished within %d s" % WATCHDOG_SECONDS, "watchdog fired")
+	_finish()
+
+
+func check(condition: bool, name: String, detail: Variant = "") -> void:
+	if condition:
+		passed += 1
+		print("ok    ", name)
+	else:
+		failed += 1
+		print("FAIL  ", name, ": ", detail)
+
+
+func check_equal(actual: Variant, expected: Variant, name: String) -> void:
+	check(
+		typeof(actual) == typeof(expected) and actual == expected,
+		name,
+		"got %s, expected %s" % [var_to_str(actual), var_to_str(expected)]
+	)
+
+
+## World position of the centre of a cell of the test map.
+func center(cell: Vector2i) -> Vector2:
+	return (Vector2(cell) + Vector2(0.5, 0.5)) * CELL
+
+
+## Polls frames until [param condition] holds or [param seconds] pass; returns the condition.
+func wait_until(condition: Callable, seconds: float) -> bool:
+	var deadline := Time.get_ticks_msec() + int(seconds * 1000.0)
+	while not condition.call():
+		if Time.get_ticks_msec() > deadline:
+			return false
+		await process_frame
+	return true
+
+
+func free_port() -> int:
+	var server := TCPServer.new()
+	server.listen(0, "127.0.0.1")
+	var port := server.get_local_port()
+	server.stop()
+	return port
+
+
+# -- msgpack ----------------------------------------------------------------------------------
+
+
+func test_msgpack_encoding() -> void:
+	# Expected bytes are msgpack-python's (packb with its defaults) for the same values.
+	var cases := [
+		[null, "c0"],
+		[true, "c3"],
+		[false, "c2"],
+		[0, "00"],
+		[127, "7f"],
+		[128, "cc80"],
+		[255, "ccff"],
+		[256, "cd0100"],
+		[65535, "cdffff"],
+		[65536, "ce00010000"],
+		[4294967296, "cf0000000100000000"],
+		[-1, "ff"],
+		[-32, "e0"],
+		[-33, "d0df"],
+		[-128, "d080"],
+		[-129, "d1ff7f"],
+		[-32768, "d18000"],
+		[-32769, "d2ffff7fff"],
+		[-2147483649, "d3ffffffff7fffffff"],
+		[1.5, "cb3ff8000000000000"],
+		[-0.1, "cbbfb999999999999a"],
+		["hello", "a568656c6c6f"],
+		["a".repeat(31), "bf" + "61".repeat(31)],
+		["b".repeat(32), "d920" + "62".repeat(32)],
+		["c".repeat(256), "da0100" + "63".repeat(256)],
+		["héllo→", "a968c3a96c6c6fe28692"],
+		[PackedByteArray([0, 1, 255]), "c4030001ff"],
+		[range(15), "9f000102030405060708090a0b0c0d0e"],
+		[range(16), "dc0010000102030405060708090a0b0c0d0e0f"],
+		[
+			{"id": 7, "op": "path", "start": Vector2(1, 2), "unit_size": Vector2i(2, 3)},
+			(
+				"84a2696407a26f70a470617468a5737461727492cb3ff0000000000000cb4000000000000000"
+				+ "a9756e69745f73697a65920203"
+			)
+		],
+	]
+	var wide := {}
+	for i in 16:
+		wide["k%d" % i] = i
+	cases.append(
+		[
+			wide,
+			(
+				"de0010a26b3000a26b3101a26b3202a26b3303a26b3404a26b3505a26b3606a26b3707a26b3808"
+				+ "a26b3909a36b31300aa36b31310ba36b31320ca36b31330da36b31340ea36b31350f"
+			)
+		]
+	)
+	var mismatches := []
+	for case: Array in cases:
+		var got := PathServerMsgPack.encode(case[0]).hex_encode()
+		if got != case[1]:
+			mismatches.append("%s -> %s, expected %s" % [str(case[0]).left(40), got, case[1]])
+	check(
+		mismatches.is_empty(),
+		"msgpack encodes %d values as msgpack-python does" % cases.size(),
+		mismatches
+	)
+
+
+func test_msgpack_decoding() -> void:
+	var value := {
+		"id": 12,
+		"ok": true,
+		"path": [[1.5, -2.0], [300, -70000]],
+		"none": null,
+		"text": "x".repeat(300),
+		"bin": PackedByteArray([9, 8]),
+		"big": 9007199254740993,
+		"nested": {"a": [{"b": [false]}]},
+	}
+	var decoded := PathServerMsgPack.decode(PathServerMsgPack.encode(value))
+	check(decoded[1] == "" and decoded[0] == value, "msgpack round trip", decoded)
+	# float32, uint64 and fixext bytes the encoder never writes.
+	check_equal(
+		PathServerMsgPack.decode("ca3fc00000".hex_decode())[0], 1.5, "msgpack decodes float32"
+	)
+	check_equal(
+		PathServerMsgPack.decode("cf7fffffffffffffff".hex_decode())[0],
+		9223372036854775807,
+		"msgpack decodes uint64"
+	)
+	var refusals := {
+		"truncated": "92a568656c6c",
+		"trailing bytes": "c0c0",
+		"unsupported type": "d40100",
+		"uint64 above 2^63": "cfffffffffffffffff",
+		"huge array header": "dd7fffffff",
+		"nested deeper": "91".repeat(100) + "c0",
+	}
+	for what: String in refusals:
+		var result := PathServerMsgPack.decode(refusals[what].hex_decode())
+		check(result[0] == null and result[1] != "", "msgpack refuses %s" % what, result)
+
+
+# -- ZMTP -------------------------------------------------------------------------------------
+
+
+func test_zmtp_bytes() -> void:
+	var greeting := "ff00000000000000007f03004e554c4c" + "00".repeat(48)
+	check_equal(PathServerZmtpDealer.greeting().hex_encode(), greeting, "ZMTP greeting bytes")
+	var ready := "041c055245414459" + "0b536f636b65742d5479706500000006" + "4445414c4552"
+	check_equal(PathServerZmtpDealer.ready_command().hex_encode(), ready, "ZMTP READY bytes")
+	var short := PathServerZmtpDealer.encode_frame(PackedByteArray([1, 2]), true, false)
+	check_equal(short.hex_encode(), "01020102", "ZMTP short frame with MORE")
+	var body := PackedByteArray()
+	body.resize(300)
+	var long := PathServerZmtpDealer.encode_frame(body, false, false)
+	check_equal(long.slice(0, 9).hex_encode(), "02000000000000012c", "ZMTP long frame header")
+	check_equal(long.size(), 309, "ZMTP long frame size")
+	var router_ready := (
+		"0429055245414459"
+		+ "0b536f636b65742d5479706500000006524f55544552"
+		+ "084964656e7469747900000000"
+	)
+	var frame := router_ready.hex_decode().slice(2)
+	var properties: Variant = PathServerZmtpDealer.parse_properties(frame, 6)
+	check(
+		(
+			properties is Dictionary
+			and properties.get("Socket-Type") == "ROUTER".to_ascii_buffer()
+			and properties.get("Identity") == PackedByteArray()
+		),
+		"ZMTP READY properties parsed generically",
+		properties
+	)
+	check_equal(
+		PathServerZmtpDealer.parse_endpoint("tcp://localhost:5555"),
+		["127.0.0.1", 5555],
+		"endpoint parsing"
+	)
+	check_equal(PathServerZmtpDealer.parse_endpoint("ipc:///tmp/x"), [], "non-tcp endpoint refused")
+
+
+## Plays a libzmq ROUTER over a TCPServer: answers the greeting as libzmq does (padding 01,
+## version 3.1), sends PING, a long frame and a two-frame message, and expects PONG back.
+func test_ping_pong_with_fake_router() -> void:
+	var server := TCPServer.new()
+	server.listen(0, "127.0.0.1")
+	var dealer := PathServerZmtpDealer.new()
+	dealer.open("tcp://127.0.0.1:%d" % server.get_local_port())
+	var peer: StreamPeerTCP = null
+	var inbox := PackedByteArray()
+	var received := []
+	var phase := 0
+	# The long message, then the golden replies when the protocol document provides them.
+	var expected_messages := 3 if golden.has("ping-reply-zmtp-bare") else 1
+	var deadline := Time.get_ticks_msec() + 5000
+	while phase < 3 and Time.get_ticks_msec() < deadline:
+		received.append_array(dealer.poll())
+		if peer == null and server.is_connection_available():
+			peer = server.take_connection()
+		if peer != null:
+			peer.poll()
+			if peer.get_available_bytes() > 0:
+				inbox.append_array(peer.get_data(peer.get_available_bytes())[1])
+		if phase == 0 and inbox.size() >= 64:
+			var answer := "ff00000000000000017f03014e554c4c".hex_decode()
+			answer.resize(64)
+			peer.put_data(answer)
+			peer.put_data(
+				(
+					(
+						"04290552454144590b536f636b65742d5479706500000006524f55544552"
+						+ "084964656e7469747900000000"
+					)
+					. hex_decode()
+				)
+			)
+			inbox = inbox.slice(64)
+			phase = 1
+		elif phase == 1 and dealer.is_ready() and inbox.size() >= 30:
+			var ready := "041c055245414459" + "0b536f636b65742d5479706500000006" + "4445414c4552"
+			check_equal(inbox.slice(0, 30).hex_encode(), ready, "fake router got READY DEALER")
+			inbox = inbox.slice(30)
+			# PING with a TTL of 0x0064 and the context "ctx", which PONG must echo.
+			peer.put_data(("040a04" + "50494e47" + "0064" + "637478").hex_decode())
+			var payload := PackedByteArray()
+			payload.resize(300)
+			payload.fill(7)
+			var message := PathServerZmtpDealer.encode_frame(PackedByteArray(), true, false)
+			message.append_array(PathServerZmtpDealer.encode_frame(payload, false, false))
+			peer.put_data(message)
+			# The golden replies as the server frames them, with and without the delimiter.
+			peer.put_data(golden.get("ping-reply-zmtp-delimited", PackedByteArray()))
+			peer.put_data(golden.get("ping-reply-zmtp-bare", PackedByteArray()))
+			phase = 2
+		elif phase == 2 and inbox.size() >= 10 and received.size() >= expected_messages:
+			phase = 3
+		await process_frame
+	check_equal(inbox.slice(0, 10).hex_encode(), "040804504f4e47637478", "PING answered with PONG")
+	check(
+		(
+			received.size() == expected_messages
+			and received[0].size() == 2
+			and received[0][1].size() == 300
+		),
+		"long frame and multipart message received",
+		received
+	)
+	if expected_messages == 3:
+		var reply: PackedByteArray = golden["ping-reply"]
+		check(
+			(
+				received.size() == 3
+				and received[1] == [PackedByteArray(), reply]
+				and received[2] == [reply]
+			),
+			"golden ping-reply-zmtp-delimited and -bare parsed into their frames",
+			received.slice(1)
+		)
+	dealer.close()
+	if peer:
+		peer.disconnect_from_host()
+	server.stop()
+
+
+# -- golden vectors ---------------------------------------------------------------------------
+
+
+func protocol_doc_path() -> String:
+	var path := OS.get_environment("PATHSERVER_PROTOCOL")
+	if path == "":
+		path = ProjectSettings.globalize_path("res://").path_join("../../../docs/protocol.md")
+	return path.simplify_path()
+
+
+## Reads every block fenced as ```hex name=NAME of the protocol document.
+func load_golden_vectors() -> Dictionary:
+	var vectors := {}
+	var text := FileAccess.get_file_as_string(protocol_doc_path())
+	var blocks := RegEx.create_from_string("```hex name=([A-Za-z0-9_-]+)\\s*\\n([^`]*)```")
+	var spaces := RegEx.create_from_string("\\s+")
+	for found in blocks.search_all(text):
+		vectors[found.get_string(1)] = spaces.sub(found.get_string(2), "", true).hex_decode()
+	return vectors
+
+
+func test_golden_vectors() -> void:
+	golden = load_golden_vectors()
+	var needed := [
+		"ping-request",
+		"ping-reply",
+		"ping-request-zmtp-delimited",
+		"ping-reply-zmtp-delimited",
+		"ping-request-zmtp-bare",
+		"ping-reply-zmtp-bare",
+		"malformed-request",
+		"malformed-reply",
+		"invalid-request",
+		"invalid-reply",
+		"path-request",
+	]
+	var missing := needed.filter(func(name: String) -> bool: return not golden.has(name))
+	check(missing.is_empty(), "golden vectors found in %s" % protocol_doc_path(), missing)
+	if not missing.is_empty():
+		return
+	var requests := {
+		"ping-request": {"id": 1, "op": "ping"},
+		"invalid-request": {"id": 2, "op": "ping", "x": 1},
+		"path-request":
+		{
+			"id": 5,
+			"op": "path",
+			"map": "example",
+			"start": Vector2(1.5, 2.0),
+			"goal": Vector2i(30, 12),
+			"unit_size": PathServerClient.wire_unit_size(Vector2i(2, 2)),
+			"space": "world",
+		},
+	}
+	for name: String in requests:
+		var encoded := PathServerMsgPack.encode(requests[name])
+		check_equal(encoded.hex_encode(), golden[name].hex_encode(), "golden %s encoded" % name)
+	var replies := {
+		"ping-reply": {"id": 1, "ok": true, "protocol": 1},
+		"malformed-reply":
+		{
+			"id": null,
+			"ok": false,
+			"error": {"code": "malformed", "message": "request is not valid msgpack", "at": null},
+			"retryable": false,
+		},
+		"invalid-reply":
+		{
+			"id": 2,
+			"ok": false,
+			"error":
+			{
+				"code": "invalid_request",
+				"message": "unknown field 'x' for op 'ping'; accepted: id, op",
+				"at": "x",
+			},
+			"retryable": false,
+		},
+	}
+	for name: String in replies:
+		var decoded := PathServerMsgPack.decode(golden[name])
+		check(decoded[1] == "" and decoded[0] == replies[name], "golden %s decoded" % name, decoded)
+		var again := PathServerMsgPack.encode(decoded[0]).hex_encode()
+		check_equal(again, golden[name].hex_encode(), "golden %s re-encoded byte for byte" % name)
+	var body: PackedByteArray = golden["ping-request"]
+	var delimited := PathServerZmtpDealer.encode_frame(PackedByteArray(), true, false)
+	delimited.append_array(PathServerZmtpDealer.encode_frame(body, false, false))
+	check_equal(
+		delimited.hex_encode(),
+		golden["ping-request-zmtp-delimited"].hex_encode(),
+		"golden ping-request-zmtp-delimited framed"
+	)
+	check_equal(
+		PathServerZmtpDealer.encode_frame(body, false, false).hex_encode(),
+		golden["ping-request-zmtp-bare"].hex_encode(),
+		"golden ping-request-zmtp-bare framed"
+	)
+
+
+## Sends the golden requests' exact bytes to the real server through a bare dealer and expects
+## the golden replies byte for byte, with and without the empty delimiter.
+func test_golden_vectors_on_the_wire() -> void:
+	if not golden.has("ping-request"):
+		return
+	var dealer := PathServerZmtpDealer.new()
+	dealer.open(endpoint)
+	var cases := [
+		[[PackedByteArray(), golden["ping-request"]], 2, "ping-reply", "delimited"],
+		[[golden["ping-request"]], 1, "ping-reply", "bare"],
+		[[PackedByteArray(), golden["malformed-request"]], 2, "malformed-reply", "delimited"],
+		[[PackedByteArray(), golden["invalid-request"]], 2, "invalid-reply", "delimited"],
+	]
+	var ready := await wait_until(
+		func() -> bool: return dealer.poll().is_empty() and dealer.is_ready(), 5.0
+	)
+	check(ready, "a bare dealer completes the handshake with the server", dealer.last_error)
+	for case: Array in cases:
+		dealer.send(case[0])
+		var received := []
+		await wait_until(
+			func() -> bool:
+				received.append_array(dealer.poll())
+				return not received.is_empty(),
+			5.0
+		)
+		var message: Array = received[0] if received.size() > 0 else []
+		check(
+			(
+				message.size() == case[1]
+				and message[-1] == golden[case[2]]
+				and (case[1] == 1 or message[0].is_empty())
+			),
+			"server answers golden %s %s with its bytes" % [case[2], case[3]],
+			message
+		)
+	dealer.close()
+
+
+# -- against the real server ------------------------------------------------------------------
+
+
+func test_ping_and_maps() -> void:
+	var connected := await wait_until(client.is_connected_to_server, 10.0)
+	check(connected, "connects to %s" % endpoint, client._dealer.last_error)
+	var ping := await client.request_async("ping")
+	check(ping.ok, "ping", ping.reply)
+	var maps := await client.request_async("maps")
+	var arena := {}
+	for entry: Dictionary in maps.reply.get("maps", []):
+		if entry.get("name") == MAP:
+			arena = entry
+	check(
+		arena.get("width") == 20 and arena.get("height") == 12 and arena.get("cell_size") == CELL,
+		"maps lists %s with its size and cell size" % MAP,
+		arena
+	)
+
+
+func test_pipelined_requests() -> void:
+	var goals := {}
+	var answers := {}
+	var on_found := func(id: int, waypoints: PackedVector2Array, info: Dictionary) -> void:
+		answers[id] = [waypoints, info]
+	client.path_found.connect(on_found)
+	var start := center(Vector2i(1, 1))
+	for i in 24:
+		var goal := center(Vector2i(11 + i % 9, i % 12))
+		goals[client.find_path(start, goal)] = goal
+	check_equal(client.get_pending_count(), 24, "24 requests in flight at once")
+	await wait_until(func() -> bool: return answers.size() == goals.size(), 10.0)
+	client.path_found.disconnect(on_found)
+	var wrong := []
+	for id: int in goals:
+		var answer: Array = answers.get(id, [PackedVector2Array(), {}])
+		var waypoints: PackedVector2Array = answer[0]
+		if waypoints.is_empty() or waypoints[0] != start or waypoints[-1] != goals[id]:
+			wrong.append([id, goals[id], waypoints])
+	check(answers.size() == 24 and wrong.is_empty(), "24 pipelined replies matched by id", wrong)
+	var info: Dictionary = answers.values()[0][1] if answers.size() > 0 else {}
+	check(
+		info.get("status") == "found" and info.get("gen") is int and info.get("cost") is float,
+		"path info carries status, cost and gen",
+		info
+	)
+	var grid := await client.find_path_async(
+		Vector2(1, 1), Vector2(17, 9), Vector2i.ONE, {"space": "grid"}
+	)
+	check(
+		grid.ok and grid.waypoints[0] == Vector2(1, 1) and grid.waypoints[-1] == Vector2(17, 9),
+		"space grid gives cells",
+		grid.waypoints
+	)
+
+
+func test_batch() -> void:
+	var start := center(Vector2i(1, 1))
+	var requests := [
+		[start, center(Vector2i(8, 1))],
+		[start, center(Vector2i(17, 9))],
+		{"start": start, "goal": Vector2(999, 40)},
+		[center(Vector2i(18, 10)), start],
+	]
+	var results := await client.find_paths_async(requests, Vector2i(2, 2))
+	check_equal(results.size(), 4, "batch gives one result per request")
+	if results.size() != 4:
+		return
+	check(
+		results[0].ok and results[0].waypoints[-1] == center(Vector2i(8, 1)),
+		"batch result 0 in order",
+		results[0]
+	)
+	check(
+		results[1].ok and results[1].waypoints[-1] == center(Vector2i(17, 9)),
+		"batch result 1 in order",
+		results[1]
+	)
+	check_equal(results[2].code, "out_of_bounds", "a bad batch entry fails only itself")
+	check(
+		results[3].ok and results[3].waypoints[-1] == start, "batch result 3 in order", results[3]
+	)
+
+
+func test_error_codes() -> void:
+	var failures := {}
+	var on_failed := func(id: int, code: String, message: String) -> void:
+		failures[id] = [code, message]
+	client.path_failed.connect(on_failed)
+	var start := center(Vector2i(1, 1))
+	var expected := {
+		client.find_path(start, center(Vector2i(17, 9)), Vector2i.ONE, {"map": "no_such_map"}):
+		"unknown_map",
+		client.find_path(start, Vector2(-40, 8)): "out_of_bounds",
+		client.find_path(start, center(Vector2i(17, 9)), Vector2i(3, 3)): "no_path",
+		client.find_path(start, center(Vector2i(17, 9)), Vector2i(0, 1)): "bad_unit_size",
+		client.find_path(start, center(Vector2i(17, 9)), Vector2i.ONE, {"smooth": "wiggly"}):
+		"invalid_request",
+	}
+	await wait_until(func() -> bool: return failures.size() == expected.size(), 10.0)
+	client.path_failed.disconnect(on_failed)
+	for id: int in expected:
+		var got: Array = failures.get(id, ["(no reply)", ""])
+		check(got[0] == expected[id] and got[1] != "", "error code %s" % expected[id], got)
+	var unknown := await client.find_path_async(start, start, Vector2i.ONE, {"map": "no_such_map"})
+	check(
+		not unknown.ok and unknown.code == "unknown_map" and not unknown.retryable,
+		"find_path_async reports the error code",
+		unknown
+	)
+
+
+func test_cancel() -> void:
+	var heard := []
+	var on_found := func(id: int, _waypoints: PackedVector2Array, _info: Dictionary) -> void:
+		heard.append(id)
+	client.path_found.connect(on_found)
+	var id := client.find_path(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
+	var result := client.get_request(id)
+	client.cancel(id)
+	var later := await client.find_path_async(center(Vector2i(1, 1)), center(Vector2i(2, 1)))
+	client.path_found.disconnect(on_found)
+	check(
+		result.done and result.code == "cancelled" and later.ok and id not in heard,
+		"a cancelled request completes as cancelled and emits nothing",
+		[result, heard]
+	)
+
+
+func test_timeout() -> void:
+	var lonely := PathServerClient.new()
+	lonely.endpoint = "tcp://127.0.0.1:%d" % free_port()
+	lonely.map_name = MAP
+	root.add_child(lonely)
+	var began := Time.get_ticks_msec()
+	var result := await lonely.find_path_async(
+		Vector2.ZERO, Vector2.ONE, Vector2i.ONE, {"timeout_ms": 400}
+	)
+	var waited := Time.get_ticks_msec() - began
+	check(
+		result.code == "timeout" and result.retryable and waited >= 350 and waited < 2000,
+		"a request with no server times out clearly (%d ms)" % waited,
+		result
+	)
+	lonely.queue_free()
+
+
+func test_follower() -> void:
+	var small := _spawn_unit(Vector2i(1, 1), Vector2i.ONE)
+	var large := _spawn_unit(Vector2i(1, 10), Vector2i(2, 2))
+	var target := Node2D.new()
+	root.add_child(target)
+	target.global_position = center(Vector2i(17, 9))
+	small.agent.target_node = target
+	large.agent.target_node = target
+	var both_reached := func() -> bool: return small.reached and large.reached
+	var arrived := await wait_until(both_reached, 15.0)
+	check(
+		arrived,
+		"units of sizes 1 and 2 reach the target",
+		[small.body.position, large.body.position]
+	)
+	check(
+		small.body.position.distance_to(target.global_position) < 2.0,
+		"the unit stands on the target",
+		small.body.position
+	)
+	# Moving the target past the threshold makes the agents ask again.
+	small.changes = 0
+	target.global_position = center(Vector2i(18, 1))
+	await wait_until(func() -> bool: return small.changes > 0, 5.0)
+	check(small.changes > 0, "a moved target gets a new path")
+	await wait_until(func() -> bool: return small.agent.is_target_reached(), 10.0)
+	# A live edit closes the wall's gap: the agent's next path fails; reopening it makes a new
+	# generation, which alone (the retry interval is long) makes the agent ask again.
+	small.agent.retry_interval = 60.0
+	var closed := await client.request_async(
+		"update", {"map": MAP, "rects": [[10, 0, 1, 12]], "solid": true}
+	)
+	check(closed.ok, "update closes the gap", closed.reply)
+	small.failures.clear()
+	small.agent.target_position = center(Vector2i(2, 8))
+	small.agent.target_node = null
+	await wait_until(func() -> bool: return not small.failures.is_empty(), 5.0)
+	check(small.failures == ["no_path"], "the follower reports path_failed no_path", small.failures)
+	small.reached = false
+	var opened := await client.request_async(
+		"update", {"map": MAP, "rects": [[10, 5, 1, 2]], "solid": false}
+	)
+	check(
+		opened.ok and opened.reply.get("gen", 0) > closed.reply.get("gen", 0),
+		"update reopens the gap with a new gen",
+		opened.reply
+	)
+	var rerouted := await wait_until(func() -> bool: return small.reached, 10.0)
+	check(
+		rerouted,
+		"a new map generation makes the follower ask again and arrive",
+		small.body.position
+	)
+	small.body.queue_free()
+	large.body.queue_free()
+	target.queue_free()
+
+
+func _spawn_unit(cell: Vector2i, unit_size: Vector2i) -> Dictionary:
+	var body := Node2D.new()
+	body.position = center(cell)
+	var agent := PathServerAgent2D.new()
+	agent.unit_size = unit_size
+	agent.speed = 600.0
+	body.add_child(agent)
+	root.add_child(body)
+	var unit := {"body": body, "agent": agent, "reached": false, "changes": 0, "failures": []}
+	agent.target_reached.connect(func() -> void: unit.reached = true)
+	agent.path_changed.connect(func(_waypoints: PackedVector2Array) -> void: unit.changes += 1)
+	agent.path_failed.connect(
+		func(code: String, _message: String) -> void: unit.failures.append(code)
+	)
+	return unit
+
+
+## Starts a second server as the client's embedded child, kills it with a request pending,
+## starts it again: the request is sent again after the reconnect and completes.
+func test_embedded_server_and_reconnect() -> void:
+	var maps_dir := OS.get_environment("PATHSERVER_MAPS")
+	if maps_dir == "":
+		check(false, "PATHSERVER_MAPS is set for the embedded server test")
+		return
+	var python := OS.get_environment("PATHSERVER_PYTHON")
+	ProjectSettings.set_setting(
+		PathServerClient.SETTING_EMBEDDED_COMMAND, python if python != "" else "python3"
+	)
+	ProjectSettings.set_setting(PathServerClient.SETTING_EMBEDDED_MAPS_DIR, maps_dir)
+	var embedded := PathServerClient.new()
+	embedded.endpoint = "tcp://127.0.0.1:%d" % free_port()
+	embedded.embedded_server = true
+	embedded.map_name = MAP
+	embedded.timeout_ms = 60000
+	var events := []
+	embedded.connected.connect(func() -> void: events.append("connected"))
+	embedded.disconnected.connect(func(_reason: String) -> void: events.append("disconnected"))
+	root.add_child(embedded)
+	var pid := embedded.get_embedded_server_pid()
+	check(pid > 0 and OS.is_process_running(pid), "the embedded server process started", pid)
+	var first := await embedded.find_path_async(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
+	check(first.ok, "a path from the embedded server", first)
+	# Freeze the server, so the next request is sent and stays unanswered, then kill it.
+	OS.execute("kill", ["-STOP", str(pid)])
+	var id := embedded.find_path(center(Vector2i(1, 1)), center(Vector2i(18, 2)))
+	var pending := embedded.get_request(id)
+	for i in 5:
+		await process_frame
+	check(
+		embedded._pending[id].sent and not pending.done, "a request is in flight to a frozen server"
+	)
+	embedded.stop_embedded_server()
+	await wait_until(func() -> bool: return events.has("disconnected"), 5.0)
+	check(events.has("disconnected"), "the client notices the server went away", events)
+	for i in 10:
+		await process_frame
+	check(not pending.done, "the request waits while the server is down")
+	embedded.start_embedded_server()
+	var restarted_pid := embedded.get_embedded_server_pid()
+	if not pending.done:
+		await pending.completed
+	check(
+		pending.ok and pending.waypoints[-1] == center(Vector2i(18, 2)),
+		"the request in flight is sent again after reconnecting",
+		pending
+	)
+	check(events.count("connected") == 2, "connected twice (reconnect with back-off)", events)
+	embedded.queue_free()
+	await process_frame
+	await process_frame
+	# Not OS.is_process_running: OS.kill already reaped the child, and asking again logs ECHILD.
+	var proc_dir := "/proc/%d" % restarted_pid
+	var gone := await wait_until(
+		func() -> bool: return not DirAccess.dir_exists_absolute(proc_dir), 5.0
+	)
+	check(gone, "the embedded server stops when its client leaves the tree", restarted_pid)
