@@ -54,6 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--maps", type=Path, default=DEFAULT_MAPS, help=f"map folder (default {DEFAULT_MAPS})")
     serve.add_argument("--bind", default=DEFAULT_BIND, help=f"endpoint to bind (default {DEFAULT_BIND})")
     serve.add_argument("--threads", type=int, default=None, help="search threads (default: one per core)")
+
+    from pathserver import loadtest, render
+
+    render.add_arguments(commands.add_parser("render", help="draw a map and a path as PNG"))
+    loadtest.add_arguments(commands.add_parser("loadtest", help="drive a server like a game full of units"))
     return parser
 
 
@@ -122,7 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     from pathserver.errors import PathserverError
 
     args = _parser().parse_args(argv)
-    handlers = {"path": _cmd_path, "validate": _cmd_validate, "serve": _cmd_serve}
+    from pathserver import loadtest, render
+
+    handlers = {
+        "path": _cmd_path, "validate": _cmd_validate, "serve": _cmd_serve,
+        "render": render.run, "loadtest": loadtest.run,
+    }
     try:
         return handlers[args.command](args)
     except PathserverError as error:

@@ -41,7 +41,12 @@ ALGORITHMS = ("auto", "astar", "jps")
 JPS_MIN_OPEN_SHARE = 0.5
 
 _STATUS_NAMES = {st.QUERY_FOUND: "found", st.QUERY_PARTIAL: "partial", st.QUERY_NO_PATH: "no_path"}
+# Read-only like the cached layers' arrays: numba compiles one specialisation per
+# writeability, and a second compile of solve() costs seconds.
 _NO_HEIGHTS = np.zeros((1, 1), dtype=np.float32)
+_NO_HEIGHTS.setflags(write=False)
+_NO_JUMP_BITS = np.zeros(0, dtype=np.uint64)
+_NO_JUMP_BITS.setflags(write=False)
 _UINT32_LIMIT = 2**32 - 4
 
 
@@ -240,9 +245,10 @@ def find_path(
     else:
         algorithm_code = st.ALGORITHM_ASTAR
 
+    jump_bits = layer.jump_bits() if algorithm_code == st.ALGORITHM_JPS else _NO_JUMP_BITS
     ws = _workspace(gridmap.width * gridmap.height)
     status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
-        layer.passable, labels, layer.cost, 1 if layer.uniform else 0, heights, use_heights, climb,
+        layer.passable, labels, jump_bits, layer.cost, 1 if layer.uniform else 0, heights, use_heights, climb,
         sx, sy, gx, gy, 1 if snap else 0, 1 if allow_partial else 0,
         diagonal_code, heuristic_code, float(weight), budget, algorithm_code, 1 if line_of_sight else 0,
         smooth_code, ws.g, ws.parent, ws.stamp, ws.next_pass(), ws.heap_nodes, ws.heap_f, ws.heap_h, ws.heap_pos,

@@ -143,6 +143,7 @@ _OPTION_FIELDS = (
     "algorithm",
     "line_of_sight",
 )
+_OPTION_SET = frozenset(_OPTION_FIELDS)
 _QUERY_FIELDS = ("start", "goal", "unit_size", "space") + _OPTION_FIELDS
 _PATH_FIELDS = ("id", "op", "map") + _QUERY_FIELDS
 _PATHS_FIELDS = ("id", "op", "map", "requests", "unit_size", "space") + _OPTION_FIELDS
@@ -226,25 +227,21 @@ _PARSERS = {
 
 
 def _query(obj: dict, defaults: dict, prefix: str) -> PathQuery:
-    """A PathQuery from ``obj``'s fields, falling back to ``defaults`` (already valid)."""
-
-    def has(key):
-        return key in obj or key in defaults
-
-    def source(key):
-        return obj if key in obj else defaults
-
+    """A PathQuery from ``obj``'s fields, falling back to ``defaults`` (a batch's own
+    fields, already validated once)."""
     start = _point(obj, "start", prefix)
     goal = _point(obj, "goal", prefix)
-    unit_size = _unit_size(source("unit_size"), prefix) if has("unit_size") else (1, 1)
-    space = _enum(source("space"), "space", SPACES, "grid", prefix)
+    size_source = obj if obj.get("unit_size") is not None else defaults
+    unit_size = _unit_size(size_source, prefix) if "unit_size" in size_source else (1, 1)
+    space = _enum(obj if obj.get("space") is not None else defaults, "space", SPACES, "grid", prefix)
     options = dict(WIRE_DEFAULTS)
-    for key in _OPTION_FIELDS:
-        if has(key):
-            value = _option(source(key), key, prefix)
-            # nil means "the default": the wire default where there is one, else find_path's.
-            if value is not None:
-                options[key] = value
+    # Entry fields override the batch's; nil means "the default" (the batch's, else the wire's).
+    for source in (defaults, obj):
+        for key in source:
+            if key in _OPTION_SET:
+                value = _option(source, key, prefix)
+                if value is not None:
+                    options[key] = value
     return PathQuery(start, goal, unit_size, space, options)
 
 

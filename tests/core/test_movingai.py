@@ -36,7 +36,10 @@ def _check(scen_path, sample, algorithms):
         )
         for problem, result in zip(problems, results):
             assert result.status == "found"
-            assert abs(result.cost - problem.optimal_length) <= problem.precision, (
+            # The street files were computed with sqrt(2) = 1.414213562, which makes their
+            # long paths up to ~2e-7 short of the true length: allow 1e-8 relative on top.
+            tolerance = problem.precision + 1e-8 * problem.optimal_length
+            assert abs(result.cost - problem.optimal_length) <= tolerance, (
                 f"{scen_path.name}: {problem.start}->{problem.goal} {algorithm} cost {result.cost}, "
                 f"optimal {problem.optimal_length}"
             )

@@ -1,0 +1,378 @@
+"""A small pathserver client for Python games and tests: sync (:class:`Client`) and
+asyncio (:class:`AsyncClient`), with the same methods.
+
+>>> with Client("tcp://127.0.0.1:5555") as client:            # doctest: +SKIP
+...     reply = client.find_path("example", (1, 1), (30, 12), unit_size=2)
+...     reply["status"], reply["path"][:2]
+('found', [[1, 1], [4, 4]])
+
+Pipelining: ``submit(op, **fields)`` sends at once and returns the request id;
+``result(id)`` waits for that reply (others that arrive meanwhile are kept), so many
+requests can be in flight on one connection.
+
+Reliability is the ZeroMQ Guide's Lazy Pirate: a request with no reply after ``timeout``
+seconds makes the client close its socket (LINGER 0), open a new one, and send every
+request still waiting again, at most ``retries`` times per request; then
+:class:`ClientTimeoutError`. An ``overloaded`` reply is retried after the
+``retry_after_ms`` the server suggests, within the same budget. Replies that arrive for
+requests no longer waited on are dropped. A resent ``update`` may apply twice (each
+application makes a new generation; the cells end up the same).
+
+Error replies raise :class:`ServerError`, whose ``code`` is the wire code. Neither class is
+thread-safe: use one client per thread (or per event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+
+import msgpack
+import zmq
+import zmq.asyncio
+
+from pathserver.errors import PathserverError
+
+DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
+
+
+class ServerError(PathserverError):
+    """The server answered with an error; ``code`` is the wire code (``"unknown_map"``...)."""
+
+    def __init__(self, reply: dict):
+        error = reply.get("error") or {}
+        super().__init__(str(error.get("message", "")), at=error.get("at"))
+        self.code = str(error.get("code", "internal"))
+        self.retryable = bool(reply.get("retryable", False))
+        self.retry_after_ms = reply.get("retry_after_ms")
+        self.reply = reply
+
+    def __str__(self) -> str:
+        return f"{self.code}: {super().__str__()}"
+
+
+class ClientTimeoutError(PathserverError):
+    """No reply after the timeout and every retry."""
+
+    code = "timeout"
+
+
+def _plain(value):
+    """msgpack ``default``: numpy scalars and arrays as plain numbers and lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"cannot send {type(value).__name__}")
+
+
+def _encode(request: dict) -> bytes:
+    return msgpack.packb(request, use_bin_type=True, default=_plain)
+
+
+def _decode(body: bytes):
+    try:
+        reply = msgpack.unpackb(body, raw=False, strict_map_key=False)
+    except Exception:
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
+def _path_fields(map, start, goal, unit_size, options) -> dict:
+    return {"map": map, "start": list(start), "goal": list(goal), "unit_size": unit_size, **options}
+
+
+def _paths_fields(map, queries, unit_size, options) -> dict:
+    entries = []
+    for query in queries:
+        if isinstance(query, dict):
+            entries.append(query)
+        else:
+            start, goal = query
+            entries.append({"start": list(start), "goal": list(goal)})
+    return {"map": map, "unit_size": unit_size, "requests": entries, **options}
+
+
+def _update_fields(map, rects, cells, solid, cost, space) -> dict:
+    fields = {"map": map}
+    if rects is not None:
+        fields["rects"] = [list(r) for r in rects]
+    if cells is not None:
+        fields["cells"] = [list(c) for c in cells]
+    if solid is not None:
+        fields["solid"] = solid
+    if cost is not None:
+        fields["cost"] = cost
+    if space is not None:
+        fields["space"] = space
+    return fields
+
+
+def _checked(reply: dict) -> dict:
+    if not reply.get("ok"):
+        raise ServerError(reply)
+    return reply
+
+
+def _overloaded(reply: dict) -> bool:
+    return not reply.get("ok") and (reply.get("error") or {}).get("code") == "overloaded"
+
+
+class _Pending:
+    __slots__ = ("body", "deadline", "attempts", "resend_at")
+
+    def __init__(self, body: bytes, deadline: float):
+        self.body = body
+        self.deadline = deadline
+        self.attempts = 0
+        self.resend_at = None
+
+
+class Client:
+    """A synchronous client on one DEALER socket.
+
+    timeout: seconds to wait for a reply before reconnecting and resending.
+    retries: how many times one request is resent before ClientTimeoutError.
+    """
+
+    def __init__(self, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float = 2.0, retries: int = 3, context=None):
+        self.endpoint = endpoint
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self._context = context or zmq.Context.instance()
+        self._socket = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._replies: dict[int, dict] = {}
+        self._connect()
+
+    # -- the API -------------------------------------------------------------------------
+
+    def find_path(self, map: str, start, goal, unit_size=1, **options) -> dict:
+        """The ``path`` reply: ``status``, ``path``, ``cost``, ``start``, ``goal``, ``gen``..."""
+        return self.request("path", **_path_fields(map, start, goal, unit_size, options))
+
+    def find_paths(self, map: str, queries, unit_size=1, **options) -> list[dict]:
+        """One ``paths`` round trip. ``queries``: ``(start, goal)`` pairs or entry maps.
+        Returns ``results``, one per query in order; a failed entry is
+        ``{"ok": False, "error": {...}}`` rather than an exception."""
+        return self.request("paths", **_paths_fields(map, queries, unit_size, options))["results"]
+
+    def maps(self) -> list[dict]:
+        return self.request("maps")["maps"]
+
+    def update(self, map: str, *, rects=None, cells=None, solid=None, cost=None, space=None) -> dict:
+        """A live edit; the reply's ``gen`` is the map's new generation."""
+        return self.request("update", **_update_fields(map, rects, cells, solid, cost, space))
+
+    def stats(self) -> dict:
+        return self.request("stats")
+
+    def ping(self) -> dict:
+        return self.request("ping")
+
+    def request(self, op: str, **fields) -> dict:
+        return self.result(self.submit(op, **fields))
+
+    def submit(self, op: str, **fields) -> int:
+        """Send a request now; returns its id for :meth:`result`."""
+        rid = next(self._ids)
+        body = _encode({"id": rid, "op": op, **fields})
+        self._pending[rid] = _Pending(body, time.monotonic() + self.timeout)
+        self._socket.send_multipart([b"", body])
+        return rid
+
+    def result(self, rid: int) -> dict:
+        """Wait for the reply to ``rid``; raises ServerError or ClientTimeoutError."""
+        while True:
+            if rid in self._replies:
+                return _checked(self._replies.pop(rid))
+            pending = self._pending.get(rid)
+            if pending is None:
+                raise KeyError(f"request {rid} is not in flight")
+            now = time.monotonic()
+            self._resend_due(now)
+            if now >= pending.deadline:
+                self._retry_all(rid)
+                continue
+            wake = min([pending.deadline] + [p.resend_at for p in self._pending.values() if p.resend_at])
+            if self._socket.poll(max(0, int((wake - now) * 1000)) + 1, zmq.POLLIN):
+                self._drain()
+
+    def close(self) -> None:
+        if self._socket is not None:
+            self._socket.close(linger=0)
+            self._socket = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- Lazy Pirate -----------------------------------------------------------------
+
+    def _connect(self) -> None:
+        socket = self._context.socket(zmq.DEALER)
+        socket.linger = 0
+        socket.connect(self.endpoint)
+        self._socket = socket
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                frames = self._socket.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            reply = _decode(frames[-1])
+            if reply is None:
+                continue
+            rid = reply.get("id")
+            pending = self._pending.get(rid)
+            if pending is None:
+                continue  # a late answer to a request already resent or abandoned
+            if _overloaded(reply) and pending.attempts < self.retries:
+                pending.attempts += 1
+                pending.resend_at = time.monotonic() + (reply.get("retry_after_ms") or 10) / 1000.0
+                pending.deadline = float("inf")
+                continue
+            del self._pending[rid]
+            self._replies[rid] = reply
+
+    def _resend_due(self, now: float) -> None:
+        for pending in self._pending.values():
+            if pending.resend_at is not None and pending.resend_at <= now:
+                pending.resend_at = None
+                pending.deadline = now + self.timeout
+                self._socket.send_multipart([b"", pending.body])
+
+    def _retry_all(self, rid: int) -> None:
+        pending = self._pending[rid]
+        if pending.attempts >= self.retries:
+            del self._pending[rid]
+            raise ClientTimeoutError(
+                f"no reply from {self.endpoint} within {self.timeout} s after {self.retries} retries"
+            )
+        pending.attempts += 1
+        # The socket may be stuck on a dead connection: replace it, resend everything.
+        self.close()
+        self._connect()
+        deadline = time.monotonic() + self.timeout
+        for other in self._pending.values():
+            other.deadline = deadline
+            other.resend_at = None
+            self._socket.send_multipart([b"", other.body])
+
+
+class AsyncClient:
+    """The asyncio twin of :class:`Client` (``zmq.asyncio``); every method is a coroutine.
+
+    Concurrent calls share one socket; one reader task routes replies to their callers.
+    """
+
+    def __init__(self, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float = 2.0, retries: int = 3, context=None):
+        self.endpoint = endpoint
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self._context = context or zmq.asyncio.Context.instance()
+        self._socket = None
+        self._reader = None
+        self._epoch = 0
+        self._ids = itertools.count(1)
+        self._pending: dict[int, list] = {}  # id -> [future, body, epoch sent on]
+
+    async def find_path(self, map: str, start, goal, unit_size=1, **options) -> dict:
+        return await self.request("path", **_path_fields(map, start, goal, unit_size, options))
+
+    async def find_paths(self, map: str, queries, unit_size=1, **options) -> list[dict]:
+        return (await self.request("paths", **_paths_fields(map, queries, unit_size, options)))["results"]
+
+    async def maps(self) -> list[dict]:
+        return (await self.request("maps"))["maps"]
+
+    async def update(self, map: str, *, rects=None, cells=None, solid=None, cost=None, space=None) -> dict:
+        return await self.request("update", **_update_fields(map, rects, cells, solid, cost, space))
+
+    async def stats(self) -> dict:
+        return await self.request("stats")
+
+    async def ping(self) -> dict:
+        return await self.request("ping")
+
+    async def request(self, op: str, **fields) -> dict:
+        if self._socket is None:
+            self._connect()
+        rid = next(self._ids)
+        body = _encode({"id": rid, "op": op, **fields})
+        entry = [asyncio.get_running_loop().create_future(), body, self._epoch]
+        self._pending[rid] = entry
+        attempts = 0
+        try:
+            await self._socket.send_multipart([b"", body])
+            while True:
+                try:
+                    reply = await asyncio.wait_for(asyncio.shield(entry[0]), self.timeout)
+                except asyncio.TimeoutError:
+                    if attempts >= self.retries:
+                        raise ClientTimeoutError(
+                            f"no reply from {self.endpoint} within {self.timeout} s after {self.retries} retries"
+                        ) from None
+                    attempts += 1
+                    if entry[2] == self._epoch:
+                        await self._reconnect()
+                    continue
+                if _overloaded(reply) and attempts < self.retries:
+                    attempts += 1
+                    entry[0] = asyncio.get_running_loop().create_future()
+                    await asyncio.sleep((reply.get("retry_after_ms") or 10) / 1000.0)
+                    entry[2] = self._epoch
+                    await self._socket.send_multipart([b"", body])
+                    continue
+                return _checked(reply)
+        finally:
+            self._pending.pop(rid, None)
+
+    async def close(self) -> None:
+        self._disconnect()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
+
+    def _connect(self) -> None:
+        socket = self._context.socket(zmq.DEALER)
+        socket.linger = 0
+        socket.connect(self.endpoint)
+        self._socket = socket
+        self._reader = asyncio.ensure_future(self._read(socket))
+
+    def _disconnect(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            self._reader = None
+        if self._socket is not None:
+            self._socket.close(linger=0)
+            self._socket = None
+
+    async def _reconnect(self) -> None:
+        """Lazy Pirate: a fresh socket, and every request still waiting sent again."""
+        self._disconnect()
+        self._epoch += 1
+        self._connect()
+        for entry in list(self._pending.values()):
+            entry[2] = self._epoch
+            await self._socket.send_multipart([b"", entry[1]])
+
+    async def _read(self, socket) -> None:
+        try:
+            while True:
+                frames = await socket.recv_multipart()
+                reply = _decode(frames[-1])
+                if reply is None:
+                    continue
+                entry = self._pending.get(reply.get("id"))
+                if entry is not None and not entry[0].done():
+                    entry[0].set_result(reply)
+        except (asyncio.CancelledError, zmq.ZMQError):
+            pass

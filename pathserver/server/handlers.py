@@ -1,0 +1,342 @@
+"""Pure request -> reply functions, and the one place exceptions become error replies.
+
+::
+
+    body bytes --read_request()--> typed request --run()--> reply bytes
+                     |                                 |
+                     +------- error_reply_bytes() <----+   (any exception, exactly here)
+
+``read_request`` runs on the socket loop (cheap: decode and validate); ``run`` runs the
+op — on a worker thread for searches and edits, inline for ``ping``/``stats``/``maps``;
+``run_bounded`` answers a short ``path`` on the loop or declines. All return encoded
+reply bytes and never raise. A ``PathserverError`` with a wire code
+becomes that code's reply; anything else is a bug: logged with its traceback here, and
+answered ``internal`` with no detail. No reply ever carries a traceback.
+
+The handlers read maps through a registry (``get``, ``info``, ``apply_edit``, ``stats``;
+see ``pathserver.maps.registry``). Each search runs on the one immutable GridMap that
+``get`` returned, and its reply's ``gen`` names that generation.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+
+import numpy as np
+
+from pathserver.errors import OutOfBoundsError, OverloadedError, PathserverError, SearchLimitError
+from pathserver.grid.search import find_path, find_paths
+from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, decode_request, encode, peek_id
+from pathserver.protocol.replies import (
+    ERROR_CODES,
+    PROTOCOL_VERSION,
+    batch_error,
+    error_reply,
+    ok_reply,
+    path_fields,
+)
+from pathserver.protocol.requests import (
+    MapsRequest,
+    PathQuery,
+    PathRequest,
+    PathsRequest,
+    PingRequest,
+    StatsRequest,
+    UpdateRequest,
+    parse_request,
+    request_id,
+)
+
+log = logging.getLogger("pathserver.server")
+
+_WIRE_CODES = frozenset(ERROR_CODES)
+
+
+# -- the one place exceptions become replies ----------------------------------------------
+
+
+def error_parts(exc: BaseException) -> tuple[str, str, str | None]:
+    """``(code, message, at)`` for an exception; unexpected ones are logged as bugs."""
+    if isinstance(exc, PathserverError) and exc.code in _WIRE_CODES:
+        return exc.code, exc.message, exc.at
+    log.error("internal error while answering a request", exc_info=exc)
+    return "internal", "internal server error; the server log has the details", None
+
+
+def error_reply_bytes(rid, exc: BaseException) -> tuple[bytes, str]:
+    """An encoded error reply for ``exc`` and its code."""
+    code, message, at = error_parts(exc)
+    retry_after = exc.retry_after_ms if isinstance(exc, OverloadedError) else None
+    return encode(error_reply(rid, code, message, at, retry_after_ms=retry_after)), code
+
+
+def read_request(body: bytes, limits: Limits = DEFAULT_LIMITS):
+    """Decode and validate one body. Returns ``(request, None, None)``, or
+    ``(None, reply_bytes, code)`` when the body fails; the error reply carries the id
+    whenever one could be read (even from a body too large or broken to decode)."""
+    rid = None
+    try:
+        try:
+            obj = decode_request(body, limits)
+        except PathserverError:
+            rid = peek_id(body)
+            raise
+        rid = request_id(obj)
+        return parse_request(obj), None, None
+    except Exception as exc:
+        reply, code = error_reply_bytes(rid, exc)
+        return None, reply, code
+
+
+def run(request, registry, stats: dict | None = None) -> tuple[bytes, str | None]:
+    """Answer a validated request: ``(reply_bytes, error_code or None)``. Never raises."""
+    try:
+        return encode(handle(request, registry, stats)), None
+    except Exception as exc:
+        return error_reply_bytes(request.id, exc)
+
+
+def respond(body: bytes, registry, stats: dict | None = None, limits: Limits = DEFAULT_LIMITS) -> bytes:
+    """The whole pipeline for one body on the calling thread (tests, fuzzing)."""
+    request, reply, _ = read_request(body, limits)
+    if request is None:
+        return reply
+    return run(request, registry, stats)[0]
+
+
+# -- dispatch ------------------------------------------------------------------------------
+
+
+def handle(request, registry, stats: dict | None = None) -> dict:
+    """The reply dict for a validated request; raises PathserverError on failure."""
+    kind = type(request)
+    if kind is PathRequest:
+        return handle_path(request, registry)
+    if kind is PathsRequest:
+        return handle_paths(request, registry)
+    if kind is PingRequest:
+        return ok_reply(request.id, {"protocol": PROTOCOL_VERSION})
+    if kind is MapsRequest:
+        return handle_maps(request, registry)
+    if kind is UpdateRequest:
+        return handle_update(request, registry)
+    if kind is StatsRequest:
+        return ok_reply(request.id, dict(stats or {}))
+    raise TypeError(f"no handler for {kind.__name__}")
+
+
+def handle_path(request: PathRequest, registry) -> dict:
+    gridmap = registry.get(request.map)
+    query = request.query
+    unit, start, goal = _endpoints(gridmap, query)
+    result = find_path(gridmap, start, goal, unit, **query.options)
+    return ok_reply(request.id, _answer(gridmap, query.space, result))
+
+
+def run_bounded(request: PathRequest, registry, budget: int, max_distance: int):
+    """Answer ``request`` if start and goal are at most ``max_distance`` cells apart on
+    each axis and its search needs at most ``budget`` expansions, else None (then run it
+    on a worker with :func:`run`). The socket loop uses this to answer short trips
+    without a thread hand-off while its own work per request stays bounded (the distance
+    also bounds the cost of smoothing the path).
+
+    A* and JPS expand the same nodes in the same order with or without a budget that is
+    not reached, so an answer found here is the one the unbounded search gives.
+    """
+    try:
+        gridmap = registry.get(request.map)
+        query = request.query
+        unit, start, goal = _endpoints(gridmap, query)
+        if abs(start[0] - goal[0]) > max_distance or abs(start[1] - goal[1]) > max_distance:
+            return None
+        options = query.options
+        own_budget = options.get("max_expansions")
+        if own_budget is not None and own_budget <= budget:
+            result = find_path(gridmap, start, goal, unit, **options)
+        else:
+            try:
+                result = find_path(gridmap, start, goal, unit, **{**options, "max_expansions": budget,
+                                                                  "allow_partial": False})
+            except SearchLimitError:
+                return None
+            if result.status != "found" and options.get("allow_partial"):
+                return None  # the partial path to the nearest reachable cell is a search of its own
+        return encode(ok_reply(request.id, _answer(gridmap, query.space, result))), None
+    except Exception as exc:
+        return error_reply_bytes(request.id, exc)
+
+
+def handle_paths(request: PathsRequest, registry) -> dict:
+    """Entries with equal options share one ``find_paths`` call (spread over all cores);
+    a failing entry fails only its own slot, with ``at`` prefixed ``requests[i].``."""
+    gridmap = registry.get(request.map)
+    results: list = [None] * len(request.items)
+    groups: dict[tuple, list] = {}
+    for i, item in enumerate(request.items):
+        if isinstance(item, PathQuery):
+            try:
+                groups.setdefault(item.group_key(), []).append((i, *_endpoints(gridmap, item)))
+            except Exception as exc:
+                results[i] = _batch_failure(exc, i)
+        else:
+            results[i] = _batch_failure(item, None)
+    for entries in groups.values():
+        query = request.items[entries[0][0]]
+        answers = find_paths(
+            gridmap,
+            [start for _, _, start, _ in entries],
+            [goal for _, _, _, goal in entries],
+            entries[0][1],
+            errors="return",
+            **query.options,
+        )
+        for (i, _, _, _), answer in zip(entries, answers):
+            if isinstance(answer, BaseException):
+                results[i] = _batch_failure(answer, i)
+            else:
+                results[i] = {"ok": True, **_answer(gridmap, query.space, answer)}
+    return ok_reply(request.id, {"gen": gridmap.generation, "results": results})
+
+
+def handle_maps(request: MapsRequest, registry) -> dict:
+    return ok_reply(request.id, {"maps": [_map_entry(info) for info in registry.info()]})
+
+
+def handle_update(request: UpdateRequest, registry) -> dict:
+    gridmap = registry.get(request.map)
+    if request.space == "world":
+        ox, oy = gridmap.origin
+        scale = gridmap.cell_size
+    else:
+        ox, oy, scale = 0.0, 0.0, 1.0
+    rects = []
+    for i, (x, y, w, h) in enumerate(request.rects):
+        rects.append(_covered_cells(gridmap, (x - ox) / scale, (y - oy) / scale, w / scale, h / scale, f"rects[{i}]"))
+    cells = []
+    for i, (x, y) in enumerate(request.cells):
+        cx, cy = _floor_cell((x - ox) / scale, (y - oy) / scale, f"cells[{i}]")
+        if not gridmap.in_bounds(cx, cy):
+            raise OutOfBoundsError(f"cell ({cx}, {cy}) is outside the map ({gridmap.width}x{gridmap.height})",
+                                   at=f"cells[{i}]")
+        cells.append((cx, cy))
+    edited = registry.apply_edit(request.map, rects=rects, cells=cells, solid=request.solid, cost=request.cost)
+    return ok_reply(request.id, {"map": request.map, "gen": edited.generation})
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _endpoints(gridmap, query: PathQuery):
+    """``(unit (w, h), start, goal)`` for ``find_path``, which floors grid coordinates and
+    checks bounds and the unit size itself; world points are converted to cells here."""
+    if query.space == "grid":
+        return query.unit_size, query.start, query.goal
+    start = _cell(gridmap, query.start, query.space, "start")
+    goal = _cell(gridmap, query.goal, query.space, "goal")
+    return query.unit_size, start, goal
+
+
+def _cell(gridmap, point, space: str, name: str) -> tuple[int, int]:
+    """A wire point -> the grid cell containing it (float grid coordinates are floored)."""
+    x, y = point
+    if space == "world":
+        x = (x - gridmap.origin[0]) / gridmap.cell_size
+        y = (y - gridmap.origin[1]) / gridmap.cell_size
+    cx, cy = _floor_cell(x, y, name)
+    if not gridmap.in_bounds(cx, cy):
+        shown = f"({point[0]}, {point[1]})" + (f" = cell ({cx}, {cy})" if space == "world" else "")
+        raise OutOfBoundsError(
+            f"{name} {shown} is outside the map: cells 0..{gridmap.width - 1} x 0..{gridmap.height - 1}", at=name
+        )
+    return cx, cy
+
+
+def _floor_cell(x, y, at: str) -> tuple[int, int]:
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise OutOfBoundsError("coordinates are too far outside the map", at=at)
+    return math.floor(x), math.floor(y)
+
+
+def _covered_cells(gridmap, x: float, y: float, w: float, h: float, at: str) -> tuple[int, int, int, int]:
+    """The cell rectangle ``(x, y, w, h)`` a rectangle in grid units overlaps, clipped to
+    the map; OutOfBoundsError when nothing of it lies on the map."""
+    if not all(math.isfinite(v) for v in (x, y, x + w, y + h)):
+        raise OutOfBoundsError("rectangle is too far outside the map", at=at)
+    x0, y0 = max(math.floor(x), 0), max(math.floor(y), 0)
+    x1, y1 = min(math.ceil(x + w), gridmap.width), min(math.ceil(y + h), gridmap.height)
+    if x0 >= x1 or y0 >= y1:
+        raise OutOfBoundsError(
+            f"rectangle lies outside the map ({gridmap.width}x{gridmap.height} cells)", at=at
+        )
+    return x0, y0, x1 - x0, y1 - y0
+
+
+def _answer(gridmap, space: str, result) -> dict:
+    """A PathResult as wire fields, coordinates in ``space``."""
+    if space == "world":
+        scale = gridmap.cell_size
+        origin = np.asarray(gridmap.origin, dtype=np.float64)
+        path = ((result.path.astype(np.float64) + 0.5) * scale + origin).tolist()
+        start = list(gridmap.cell_to_world(*result.start))
+        goal = list(gridmap.cell_to_world(*result.goal))
+        length = float(result.length) * scale
+    else:
+        path = result.path.tolist()
+        start = [int(result.start[0]), int(result.start[1])]
+        goal = [int(result.goal[0]), int(result.goal[1])]
+        length = float(result.length)
+    return path_fields(
+        status=result.status,
+        path=path,
+        cost=float(result.cost),
+        length=length,
+        expanded=int(result.expanded),
+        start=start,
+        goal=goal,
+        start_snapped=bool(result.start_snapped),
+        goal_snapped=bool(result.goal_snapped),
+        gen=int(result.generation),
+    )
+
+
+def _batch_failure(exc: BaseException, index: int | None) -> dict:
+    """One entry's error object; ``index`` given: prefix ``at`` with ``requests[i].``."""
+    code, message, at = error_parts(exc)
+    if index is not None and code != "internal":
+        at = f"requests[{index}]" + (f".{at}" if at else "")
+    return batch_error(code, message, at)
+
+
+_MAP_FIELDS = (
+    ("name", "name"),
+    ("width", "width"),
+    ("height", "height"),
+    ("cell_size", "cell_size"),
+    ("origin", "origin"),
+    ("generation", "gen"),
+    ("loaded_at", "loaded_at"),
+    ("load_ms", "load_ms"),
+    ("file", "file"),
+    ("walkable_share", "walkable_share"),
+    ("last_error", "last_error"),
+)
+
+
+def _map_entry(info: dict) -> dict:
+    """A registry info dict as a ``maps`` entry: wire names, plain types, and only the
+    file's name (the server's directory layout is none of the client's business)."""
+    entry = {}
+    for key, wire in _MAP_FIELDS:
+        value = info.get(key)
+        if key == "file" and value is not None:
+            value = os.path.basename(str(value))
+        elif key == "origin" and value is not None:
+            value = [float(value[0]), float(value[1])]
+        elif key == "last_error" and value is not None:
+            value = str(value)
+        elif isinstance(value, np.generic):
+            value = value.item()
+        entry[wire] = value
+    return entry

@@ -1,0 +1,480 @@
+"""The ZeroMQ loop: one ROUTER socket, a pool of worker threads, a bounded queue, stats.
+
+::
+
+    clients ──► ROUTER ──► loop thread: read_request() ─┬─ ping/stats/maps: answered inline
+                  ▲                                     ├─ bad request: error reply at once
+                  │                                     ├─ short path (<= 256 expansions): inline
+                  │                                     ├─ queue full: ``overloaded`` at once
+                  │                                     └─ path/paths/update ─► job queue
+                  │                                                               │
+                  └── loop thread ◄── inproc PULL ◄── PUSH (one per worker) ◄── workers
+
+Only the loop thread touches the ROUTER. A ``path`` is first tried on the loop with a
+budget of INLINE_EXPANSIONS node expansions when start and goal are at most
+INLINE_DISTANCE cells apart (bounded work, and no thread hand-off for the short trips
+that dominate a game's traffic); any other is queued, so long searches use every core. Workers run
+the longer searches, batches and edits (the kernels release the GIL) and push
+``[meta, envelope..., reply]`` to the loop over inproc, which both wakes the loop and
+carries the reply. The loop's turn is poll with timeout -> replies out -> requests in,
+as in the ZeroMQ Guide's brokers.
+
+Envelopes: after the routing id a request is ``[body]`` or ``["", body]``; the reply
+mirrors whatever frames preceded the body, so DEALER and REQ clients both get what they
+expect. Any other shape gets a ``malformed`` reply, mirrored the same way.
+
+Sends never block: ``ROUTER_MANDATORY`` plus ``NOBLOCK``; a reply to a peer that is gone
+(EHOSTUNREACH) or not reading (EAGAIN at its high-water mark) is dropped and counted.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import logging
+import os
+import queue
+import signal
+import struct
+import sys
+import threading
+import time
+
+import numpy as np
+import zmq
+
+from pathserver.errors import MalformedError, OverloadedError
+from pathserver.grid.search import find_path
+from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, peek_id
+from pathserver.protocol.requests import (
+    MapsRequest,
+    PathRequest,
+    PathsRequest,
+    PingRequest,
+    StatsRequest,
+    UpdateRequest,
+)
+from pathserver.server import handlers
+
+log = logging.getLogger("pathserver.server")
+
+#: Requests (a ``paths`` batch counts one per entry) queued or running before new
+#: searches are answered ``overloaded``.
+DEFAULT_QUEUE_LIMIT = 4096
+#: ZMTP heartbeats (ms): ping every interval, drop a peer silent for the timeout, and
+#: drop connections that have not finished the handshake in HANDSHAKE_MS.
+HEARTBEAT_IVL_MS = 2000
+HEARTBEAT_TIMEOUT_MS = 10000
+HANDSHAKE_MS = 5000
+#: The socket's own hard cap, as a multiple of the ``too_large`` limit: bodies between
+#: the two get a ``too_large`` reply, larger ones a disconnect from libzmq.
+MAXMSGSIZE_FACTOR = 8
+#: A ``path`` whose start and goal are at most INLINE_DISTANCE cells apart (per axis) and
+#: whose search needs at most INLINE_EXPANSIONS expansions is answered on the loop thread
+#: itself (tens of microseconds); others go to the workers. Python overhead, not the
+#: kernel, dominates a short search, and threads only add GIL hand-offs to it.
+INLINE_EXPANSIONS = 256
+INLINE_DISTANCE = 32
+#: Replies kept for the latency percentiles in ``stats``.
+LATENCY_WINDOW = 8192
+
+_INLINE = (PingRequest, StatsRequest, MapsRequest)
+#: Worker -> loop: when the request arrived, its queue weight, the seconds it took; then
+#: the error code (ASCII, empty when ok).
+_META = struct.Struct("<dId")
+_POLL_MS = 100
+_BURST = 256
+_instance = itertools.count()
+
+
+class Server:
+    """A bound ROUTER answering requests against ``registry``.
+
+    ``bind()`` returns the real endpoint (``tcp://127.0.0.1:*`` or port 0 picks a free
+    port); ``run()`` serves until ``stop()``, which any thread or a signal handler may
+    call; ``close()`` releases everything with LINGER 0.
+    """
+
+    def __init__(
+        self,
+        registry,
+        bind: str = "tcp://127.0.0.1:5555",
+        *,
+        workers: int | None = None,
+        queue_limit: int = DEFAULT_QUEUE_LIMIT,
+        limits: Limits = DEFAULT_LIMITS,
+        heartbeat_ivl_ms: int = HEARTBEAT_IVL_MS,
+        heartbeat_timeout_ms: int = HEARTBEAT_TIMEOUT_MS,
+        handshake_ms: int = HANDSHAKE_MS,
+        inline_expansions: int = INLINE_EXPANSIONS,
+        inline_distance: int = INLINE_DISTANCE,
+    ):
+        self.registry = registry
+        self.bind_address = _normalize_endpoint(bind)
+        self.workers = max(1, workers or os.cpu_count() or 2)
+        self.queue_limit = max(1, int(queue_limit))
+        self.limits = limits
+        self.inline_expansions = int(inline_expansions)
+        self.inline_distance = int(inline_distance)
+        self.endpoint: str | None = None
+        self._socket_options = {
+            zmq.LINGER: 0,
+            zmq.ROUTER_MANDATORY: 1,
+            zmq.MAXMSGSIZE: MAXMSGSIZE_FACTOR * limits.max_request_bytes,
+            zmq.HEARTBEAT_IVL: heartbeat_ivl_ms,
+            zmq.HEARTBEAT_TIMEOUT: heartbeat_timeout_ms,
+            zmq.HEARTBEAT_TTL: heartbeat_timeout_ms,
+            zmq.HANDSHAKE_IVL: handshake_ms,
+        }
+        self._context = zmq.Context()
+        self._router: zmq.Socket | None = None
+        self._results: zmq.Socket | None = None
+        self._inproc = f"inproc://pathserver-results-{os.getpid()}-{next(_instance)}"
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._stopping = False
+        self._queued = 0
+        self._seconds_per_unit = 0.001  # moving average of a queued request's run time
+        self._started = time.monotonic()
+        self._requests = 0
+        self._replies = 0
+        self._dropped = 0
+        self._ops: dict[str, int] = {}
+        self._errors: dict[str, int] = {}
+        self._latency = np.zeros(LATENCY_WINDOW, dtype=np.float64)
+        self._latency_count = 0
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def bind(self) -> str:
+        """Create the sockets, start the workers, bind; returns the bound endpoint."""
+        results = self._context.socket(zmq.PULL)
+        results.linger = 0
+        # Bounded by the job queue's limit, so no high-water mark is needed here, and a
+        # worker never blocks on its push.
+        results.rcvhwm = 0
+        results.bind(self._inproc)
+        self._results = results
+        router = self._context.socket(zmq.ROUTER)
+        for option, value in self._socket_options.items():
+            router.setsockopt(option, value)
+        try:
+            router.bind(self.bind_address)
+        except zmq.ZMQError:
+            router.close(linger=0)
+            raise
+        self._router = router
+        self.endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
+        for i in range(self.workers):
+            thread = threading.Thread(target=self._work, name=f"pathserver-worker-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self.endpoint
+
+    def stop(self) -> None:
+        """Ask ``run()`` to return (within one poll interval, 0.1 s). Thread- and signal-safe."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        """True once ``stop()`` was called."""
+        return self._stop.is_set()
+
+    def run(self) -> None:
+        if self._router is None:
+            self.bind()
+        router, results = self._router, self._results
+        poller = zmq.Poller()
+        poller.register(router, zmq.POLLIN)
+        poller.register(results, zmq.POLLIN)
+        while not self._stop.is_set():
+            events = dict(poller.poll(_POLL_MS))
+            if results in events:
+                self._forward_results()
+            if router in events:
+                self._serve_requests()
+
+    def close(self, timeout: float = 0.5) -> None:
+        """Stop the workers (queued jobs are abandoned), close every socket with LINGER 0."""
+        if self._stopping:
+            return
+        self._stop.set()
+        self._stopping = True
+        for _ in self._threads:
+            self._jobs.put(None)
+        deadline = time.monotonic() + timeout
+        alive = []
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                alive.append(thread.name)
+        for sock in (self._router, self._results):
+            if sock is not None:
+                sock.close(linger=0)
+        if alive:
+            # A worker still inside a long search holds its socket; terminating the
+            # context would wait for it. The threads are daemons: the process exit ends them.
+            log.warning("workers still searching at shutdown: %s", ", ".join(alive))
+        else:
+            self._context.term()
+
+    def __enter__(self):
+        self.bind()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- the loop's work ---------------------------------------------------------------
+
+    def _serve_requests(self) -> None:
+        router = self._router
+        for _ in range(_BURST):
+            try:
+                frames = router.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            received = time.perf_counter()
+            self._requests += 1
+            envelope = frames[:-1]
+            try:
+                self._serve(envelope, frames[-1], received)
+            except Exception as exc:
+                # A bug in the loop's own bookkeeping: the request still gets its reply.
+                self._send_error(envelope, received, exc, None)
+
+    def _serve(self, envelope: list, body: bytes, received: float) -> None:
+        if len(envelope) > 2 or (len(envelope) == 2 and envelope[1] != b""):
+            self._count_op(None)
+            self._send_error(envelope, received, _bad_envelope(len(envelope) + 1), peek_id(body))
+            return
+        request, reply, code = handlers.read_request(body, self.limits)
+        if request is None:
+            self._count_op(None)
+            self._send(envelope, reply, received, code)
+            return
+        self._count_op(request)
+        if isinstance(request, _INLINE):
+            stats = self.stats() if type(request) is StatsRequest else None
+            reply, code = handlers.run(request, self.registry, stats)
+            self._send(envelope, reply, received, code)
+            return
+        if type(request) is PathRequest and self.inline_expansions > 0:
+            answered = handlers.run_bounded(request, self.registry, self.inline_expansions, self.inline_distance)
+            if answered is not None:
+                self._send(envelope, answered[0], received, answered[1])
+                return
+        weight = max(1, len(request.items)) if type(request) is PathsRequest else 1
+        if self._queued and self._queued + weight > self.queue_limit:
+            # Come back when about half the queue has drained.
+            drain_ms = self._queued * self._seconds_per_unit / self.workers * 1000.0
+            retry_after_ms = int(min(1000, max(5, drain_ms / 2)))
+            overloaded = OverloadedError(
+                f"{self._queued} requests queued (limit {self.queue_limit}); retry after {retry_after_ms} ms",
+                retry_after_ms=retry_after_ms,
+            )
+            self._send_error(envelope, received, overloaded, request.id)
+            return
+        self._queued += weight
+        self._jobs.put((request, envelope, received, weight))
+
+    def _forward_results(self) -> None:
+        results = self._results
+        for _ in range(_BURST):
+            try:
+                frames = results.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            meta = frames[0]
+            received, weight, seconds = _META.unpack_from(meta)
+            self._queued -= weight
+            self._seconds_per_unit += 0.05 * (seconds / weight - self._seconds_per_unit)
+            code = meta[_META.size:].decode("ascii") or None
+            self._send(frames[1:-1], frames[-1], received, code)
+
+    def _send_error(self, envelope, received: float, exc: Exception, rid) -> None:
+        reply, code = handlers.error_reply_bytes(rid, exc)
+        self._send(envelope, reply, received, code)
+
+    def _send(self, envelope: list, reply: bytes, received: float, code: str | None) -> None:
+        try:
+            self._router.send_multipart([*envelope, reply], zmq.NOBLOCK)
+        except zmq.Again:
+            self._dropped += 1
+        except zmq.ZMQError as exc:
+            if exc.errno != errno.EHOSTUNREACH:
+                log.warning("reply dropped: %s", exc)
+            self._dropped += 1
+        else:
+            self._replies += 1
+        if code is not None:
+            self._errors[code] = self._errors.get(code, 0) + 1
+        self._latency[self._latency_count % LATENCY_WINDOW] = time.perf_counter() - received
+        self._latency_count += 1
+
+    def _count_op(self, request) -> None:
+        op = "invalid" if request is None else _OP_NAMES.get(type(request), "?")
+        self._ops[op] = self._ops.get(op, 0) + 1
+
+    # -- workers -----------------------------------------------------------------------
+
+    def _work(self) -> None:
+        push = self._context.socket(zmq.PUSH)
+        push.linger = 0
+        push.sndhwm = 0
+        push.connect(self._inproc)
+        try:
+            while True:
+                job = self._jobs.get()
+                if job is None or self._stopping:
+                    return
+                request, envelope, received, weight = job
+                started = time.perf_counter()
+                reply, code = handlers.run(request, self.registry)
+                meta = _META.pack(received, weight, time.perf_counter() - started) + (code or "").encode("ascii")
+                push.send_multipart([meta, *envelope, reply])
+        except zmq.ZMQError as exc:
+            if not self._stopping:
+                log.error("worker stopped: %s", exc)
+        finally:
+            push.close(linger=0)
+
+    # -- stats -------------------------------------------------------------------------
+
+    def _percentiles(self, qs) -> list[float]:
+        filled = min(self._latency_count, LATENCY_WINDOW)
+        if filled == 0:
+            return [0.0 for _ in qs]
+        values = np.percentile(self._latency[:filled], qs) * 1000.0
+        return [round(float(v), 3) for v in values]
+
+    def stats(self) -> dict:
+        """Counters since start; latency over the last LATENCY_WINDOW replies, in ms,
+        from receiving a request to handing its reply to the socket."""
+        p50, p90, p99, worst = self._percentiles((50, 90, 99, 100))
+        registry_stats = getattr(self.registry, "stats", None) or {}
+        return {
+            "requests": self._requests,
+            "replies": self._replies,
+            "dropped_replies": self._dropped,
+            "errors": dict(sorted(self._errors.items())),
+            "ops": dict(sorted(self._ops.items())),
+            "queue_depth": self._queued,
+            "queue_limit": self.queue_limit,
+            "workers": self.workers,
+            "latency_ms": {"p50": p50, "p90": p90, "p99": p99, "max": worst},
+            "reloads_ok": int(registry_stats.get("reloads_ok", 0)),
+            "reloads_failed": int(registry_stats.get("reloads_failed", 0)),
+            "maps": len(self.registry.names()),
+            "uptime_s": round(time.monotonic() - self._started, 3),
+        }
+
+
+_OP_NAMES = {
+    PathRequest: "path",
+    PathsRequest: "paths",
+    MapsRequest: "maps",
+    UpdateRequest: "update",
+    PingRequest: "ping",
+    StatsRequest: "stats",
+}
+
+
+def _bad_envelope(frame_count: int) -> Exception:
+    return MalformedError(
+        f"expected [body] or ['', body] after the routing id, got {frame_count - 1} frames "
+        "(only an empty frame may come before the body)"
+    )
+
+
+def _normalize_endpoint(bind: str) -> str:
+    """``tcp://host:0`` means any free port, as ``tcp://host:*`` does."""
+    if bind.startswith("tcp://") and bind.endswith(":0"):
+        return bind[:-2] + ":*"
+    return bind
+
+
+
+def warm_kernels() -> None:
+    """Compile (or load from numba's cache) every kernel a request can reach, so the
+    first real request is as fast as the next."""
+    from pathserver.errors import PathserverError
+    from pathserver.grid.gridmap import GridMap
+
+    costly = GridMap.from_ascii(
+        """
+        ........
+        .##2....
+        ........
+        ....#...
+        """
+    )
+    uniform = GridMap.from_ascii(
+        """
+        ........
+        ...##...
+        ........
+        """
+    )
+    calls = [
+        (costly, (0, 0), (7, 3), 1, {"smooth": "los"}),
+        (costly, (0, 0), (7, 3), 2, {"smooth": "corners", "diagonal": "always", "algorithm": "astar"}),
+        (costly, (0, 0), (7, 3), 1, {"diagonal": "never", "allow_partial": True, "max_expansions": 3}),
+        (uniform, (0, 2), (7, 0), 1, {"algorithm": "jps", "line_of_sight": False, "smooth": "los"}),
+    ]
+    for gridmap, start, goal, unit, options in calls:
+        try:
+            find_path(gridmap, start, goal, unit, **options)
+        except PathserverError:
+            pass
+    costly.edit(cells=[(0, 3)], solid=True)
+
+
+def serve(
+    maps_dir="maps",
+    bind: str = "tcp://127.0.0.1:5555",
+    *,
+    threads: int | None = None,
+    queue_limit: int = DEFAULT_QUEUE_LIMIT,
+    watch: bool = True,
+    out=None,
+) -> int:
+    """Serve every map in ``maps_dir`` on ``bind`` until SIGINT/SIGTERM; returns an exit status.
+
+    Loads the maps, compiles the kernels, then binds and prints exactly one line,
+    ``pathserver ready on tcp://HOST:PORT (N maps)``, to ``out`` (stdout). A port of
+    ``0`` or ``*`` binds a free port and the line names the real one. ``threads``: search
+    threads (default one per core). Returns 0 after a clean stop, 2 when the address
+    cannot be bound; a missing map folder raises MapLoadError.
+    """
+    from pathserver.maps.registry import MapRegistry
+
+    out = sys.stdout if out is None else out
+    registry = MapRegistry(maps_dir)
+    server = Server(registry, bind, workers=threads, queue_limit=queue_limit)
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        # Installed first, so a signal while maps load or kernels compile stops us too.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, lambda *_: server.stop())
+    try:
+        registry.load_all()
+        warm_kernels()
+        if server.stopping:
+            return 0
+        try:
+            endpoint = server.bind()
+        except zmq.ZMQError as exc:
+            print(f"pathserver: cannot bind {bind}: {exc}", file=sys.stderr, flush=True)
+            return 2
+        if watch:
+            registry.start()
+        print(f"pathserver ready on {endpoint} ({len(registry.names())} maps)", file=out, flush=True)
+        server.run()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        registry.stop()
+        server.close()
+    return 0

@@ -1,0 +1,83 @@
+"""Garbage and near-miss requests through the real decode -> validate -> handle pipeline:
+never an exception, always exactly one well-formed reply with a known code and no
+traceback. (Short by default; the long runs belong to the reliability tests.)"""
+
+import math
+
+import msgpack
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pathserver.maps.registry import MapRegistry
+from pathserver.protocol.replies import ERROR_CODES
+from pathserver.server.handlers import respond
+
+VALID = [
+    {"id": 1, "op": "path", "map": "tiny", "start": [0, 0], "goal": [3, 2], "unit_size": 1, "smooth": "los"},
+    {"id": 2, "op": "paths", "map": "tiny", "requests": [{"start": [0, 0], "goal": [3, 0]}]},
+    {"id": 3, "op": "update", "map": "tiny", "rects": [[1, 1, 1, 1]], "solid": True},
+    {"id": 4, "op": "maps"},
+    {"id": 5, "op": "ping"},
+]
+
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text(max_size=8)
+    | st.binary(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("maps")
+    (folder / "tiny.map").write_text("type octile\nheight 3\nwidth 4\nmap\n....\n.@..\n....\n")
+    registry = MapRegistry(folder)
+    registry.load_all()
+    return registry
+
+
+def check(body: bytes, registry) -> dict:
+    reply = msgpack.unpackb(respond(body, registry))
+    assert list(reply)[:2] == ["id", "ok"]
+    if not reply["ok"]:
+        assert reply["error"]["code"] in ERROR_CODES
+        assert reply["error"]["code"] != "internal", reply
+        assert "Traceback" not in reply["error"]["message"]
+    return reply
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=64))
+def test_random_bytes(registry, body):
+    check(body, registry)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(VALID), st.text(max_size=12), values)
+def test_mutated_requests(registry, request_, key, value):
+    mutated = dict(request_)
+    target = mutated
+    if key and key[0] in "rs" and "requests" in mutated:
+        target = mutated["requests"][0] = dict(mutated["requests"][0])
+        key = key[1:] or "start"
+    target[key if key else "goal"] = value
+    reply = check(msgpack.packb(mutated, use_bin_type=True), registry)
+    if key != "id":
+        assert reply["id"] == request_["id"]
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 2**64 - 1, -(2**63), 1e308, -1e308])
+def test_extreme_numbers_everywhere(registry, value):
+    for field in ("start", "goal"):
+        for index in (0, 1):
+            request_ = dict(VALID[0])
+            point = list(request_[field])
+            point[index] = value
+            request_[field] = point
+            check(msgpack.packb(request_), registry)
+    world = {**VALID[0], "space": "world", "start": [value, 0.0]}
+    check(msgpack.packb(world), registry)
+    check(msgpack.packb({"id": 9, "op": "update", "map": "tiny", "rects": [[0, 0, value, value]], "solid": True}),
+          registry)
