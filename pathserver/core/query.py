@@ -51,6 +51,7 @@ def _finish(path, passable, cost, uniform, heights, use_heights, max_climb, diag
 def solve(
     passable,
     labels,
+    jump_bits,
     cost,
     uniform,
     heights,
@@ -81,7 +82,8 @@ def solve(
     """Answer one path query. Start and goal must be in bounds (the wrapper checks).
 
     passable: uint8 (H, W) for the unit's footprint; labels: int32 (H, W) its components
-    under ``diagonal``; cost, heights: as in :func:`astar`. snap / allow_partial /
+    under ``diagonal``; jump_bits: :func:`pathserver.core.jps.jump_bitmaps` of
+    ``passable`` (read only by JPS); cost, heights: as in :func:`astar`. snap / allow_partial /
     line_of_sight: 0 or 1. algorithm: ALGORITHM_ASTAR, or ALGORITHM_JPS when the caller
     has checked the grid qualifies (uniform cost, no heights, no corner cutting).
     smooth: SMOOTH_* code. Workspace: as in :func:`astar`; uses ``pass_id`` once.
@@ -136,7 +138,7 @@ def solve(
 
     if algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(
-            passable, sx, sy, tx, ty, weight, max_expansions,
+            passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,
             g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
         )
     else:

@@ -23,6 +23,7 @@ import numpy as np
 
 from pathserver.core.clearance import compute_clearance, footprint_cost, footprint_passable
 from pathserver.core.components import label_components
+from pathserver.core.jps import jump_bitmaps
 from pathserver.errors import BadUnitSizeError, MapLoadError
 
 #: Maps larger than this many cells are refused before anything is allocated.
@@ -87,6 +88,15 @@ class UnitLayer:
     uniform: bool
     open_share: float
     _labels8: list
+    _jump_bits: list
+
+    def jump_bits(self) -> np.ndarray:
+        """The bitmaps JPS scans (about a byte a cell), built on first use."""
+        if not self._jump_bits:
+            bits = jump_bitmaps(self.passable)
+            bits.setflags(write=False)
+            self._jump_bits.append(bits)
+        return self._jump_bits[0]
 
     def labels8(self) -> np.ndarray:
         """Components when diagonals may cut corners (8-connected), built on first use."""
@@ -100,7 +110,8 @@ class UnitLayer:
     @property
     def nbytes(self) -> int:
         own_cost = 0 if (self.unit_w == 1 and self.unit_h == 1) else self.cost.nbytes
-        return self.passable.nbytes + self.labels.nbytes + own_cost + sum(a.nbytes for a in self._labels8)
+        lazy = sum(a.nbytes for a in self._labels8) + sum(a.nbytes for a in self._jump_bits)
+        return self.passable.nbytes + self.labels.nbytes + own_cost + lazy
 
 
 def _open_share(passable: np.ndarray, n_passable: int) -> float:
@@ -282,7 +293,7 @@ class GridMap:
             _readonly(cost)
         return UnitLayer(
             unit_w, unit_h, _readonly(passable), _readonly(labels), int(n_components), int(n_passable),
-            cost, self.uniform_cost, _open_share(passable, n_passable), [],
+            cost, self.uniform_cost, _open_share(passable, n_passable), [], [],
         )
 
     # -- edits ------------------------------------------------------------------------

@@ -188,13 +188,13 @@ def find_path(
     line_of_sight: try the straight line first (taken only when provably optimal).
 
     >>> m = GridMap.from_ascii('''
-    ... ....
-    ... .##.
-    ... ....
+    ... .....
+    ... .##..
+    ... .....
     ... ''')
-    >>> r = find_path(m, (0, 2), (3, 0))
+    >>> r = find_path(m, (0, 1), (4, 1))
     >>> r.status, round(r.cost, 3), r.path.tolist()
-    ('found', 3.828, [[0, 2], [1, 2], [2, 2], [3, 1], [3, 0]])
+    ('found', 5.414, [[0, 1], [0, 2], [1, 2], [2, 2], [3, 2], [4, 1]])
     """
     unit_w, unit_h = normalize_unit_size(unit_size, gridmap.width, gridmap.height)
     sx, sy = _cell(start, "start", gridmap)
