@@ -9,7 +9,7 @@ node is open (the search's stamps say so). Each function returns the new heap si
 from numba import njit
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _sift_up(heap_nodes, heap_f, heap_h, pos, i):
     node = heap_nodes[i]
     f = heap_f[i]
@@ -30,7 +30,7 @@ def _sift_up(heap_nodes, heap_f, heap_h, pos, i):
     pos[node] = i
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def heap_push(heap_nodes, heap_f, heap_h, pos, size, node, f, h):
     heap_nodes[size] = node
     heap_f[size] = f
@@ -39,7 +39,7 @@ def heap_push(heap_nodes, heap_f, heap_h, pos, size, node, f, h):
     return size + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def heap_decrease(heap_nodes, heap_f, heap_h, pos, node, f, h):
     """Lower the key of an open node (its new key must not be larger)."""
     i = pos[node]
@@ -48,7 +48,7 @@ def heap_decrease(heap_nodes, heap_f, heap_h, pos, node, f, h):
     _sift_up(heap_nodes, heap_f, heap_h, pos, i)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def heap_pop(heap_nodes, heap_f, heap_h, pos, size):
     """Remove the minimum; returns (node, new_size). The heap must not be empty."""
     top = heap_nodes[0]

@@ -190,7 +190,8 @@ def _jump_x(bitmaps, width, height, x, y, dx, gx, gy, find):
 @njit(cache=True, nogil=True, inline="always")
 def _jump_y(bitmaps, width, height, x, y, dy, gx, gy, find):
     """The y of the first jump point along the column from (x, y) toward dy, or -1."""
-    return _jump_line(bitmaps, 4 * _bitmap_words(height, width), width, height, x, y, dy, gy if gx == x else -1, find)
+    columns = 4 * _bitmap_words(height, width)
+    return _jump_line(bitmaps, columns, width, height, x, y, dy, gy if gx == x else -1, find)
 
 
 @njit(cache=True, nogil=True)
@@ -236,7 +237,10 @@ def _octile(x, y, gx, gy):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _relax(node, x, y, successor, width, gx, gy, weight, g_node, g, parent, stamp, open_mark, closed_mark, heap_nodes, heap_f, heap_h, heap_pos, size):
+def _relax(
+    node, x, y, successor, width, gx, gy, weight, g_node,
+    g, parent, stamp, open_mark, closed_mark, heap_nodes, heap_f, heap_h, heap_pos, size,
+):
     """Offer ``successor`` (on a line from ``node`` at (x, y)) to the open list; the new
     heap size."""
     mark = stamp[successor]
@@ -260,7 +264,24 @@ def _relax(node, x, y, successor, width, gx, gy, weight, g_node, g, parent, stam
 
 
 @njit(cache=True, nogil=True)
-def jps(passable, bitmaps, sx, sy, gx, gy, weight, max_expansions, g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos):
+def jps(
+    passable,
+    bitmaps,
+    sx,
+    sy,
+    gx,
+    gy,
+    weight,
+    max_expansions,
+    g,
+    parent,
+    stamp,
+    pass_id,
+    heap_nodes,
+    heap_f,
+    heap_h,
+    heap_pos,
+):
     """Search from (sx, sy) to (gx, gy); both must be passable and in bounds.
 
     passable: uint8 (H, W) indexed [y, x], C-contiguous; bitmaps: ``jump_bitmaps(passable)``
@@ -317,11 +338,19 @@ def jps(passable, bitmaps, sx, sy, gx, gy, weight, max_expansions, g, parent, st
                     if ddx == -dx or ddy == -dy:
                         continue
                 elif dx != 0:
-                    if ddx == -dx or (ddy != 0 and not _forced(cells, width, height, x, y + ddy, x - dx, y + ddy)):
+                    if ddx == -dx:
                         continue
-                elif ddy == -dy or (ddx != 0 and not _forced(cells, width, height, x + ddx, y, x + ddx, y - dy)):
-                    continue
+                    if ddy != 0 and not _forced(cells, width, height, x, y + ddy, x - dx, y + ddy):
+                        continue
+                else:
+                    if ddy == -dy:
+                        continue
+                    if ddx != 0 and not _forced(cells, width, height, x + ddx, y, x + ddx, y - dy):
+                        continue
             successor = _jump(cells, width, height, bitmaps, x, y, ddx, ddy, gx, gy)
             if successor >= 0:
-                size = _relax(node, x, y, successor, width, gx, gy, weight, g_node, g, parent, stamp, open_mark, closed_mark, heap_nodes, heap_f, heap_h, heap_pos, size)
+                size = _relax(
+                    node, x, y, successor, width, gx, gy, weight, g_node,
+                    g, parent, stamp, open_mark, closed_mark, heap_nodes, heap_f, heap_h, heap_pos, size,
+                )
     return SEARCH_NO_PATH, best, expanded

@@ -155,53 +155,73 @@ def segment_clear(passable, cost, uniform, max_cost, heights, use_heights, max_c
 
 
 @njit(cache=True, nogil=True)
-def corner_points(path):
-    """Start, goal, and the cells where the direction of travel changes."""
+def corner_indices(path):
+    """Indices of start, goal, and the cells where the direction of travel changes."""
     n = path.shape[0]
-    keep = np.zeros(n, dtype=np.bool_)
-    keep[0] = True
-    keep[n - 1] = True
+    keep = np.empty(n, dtype=np.int64)
+    count = 0
+    keep[count] = 0
+    count += 1
     for i in range(1, n - 1):
         if (path[i, 0] - path[i - 1, 0] != path[i + 1, 0] - path[i, 0]) or (
             path[i, 1] - path[i - 1, 1] != path[i + 1, 1] - path[i, 1]
         ):
-            keep[i] = True
-    return path[keep].copy()
+            keep[count] = i
+            count += 1
+    if n > 1:
+        keep[count] = n - 1
+        count += 1
+    return keep[:count]
+
+
+@njit(cache=True, nogil=True)
+def corner_points(path):
+    """Start, goal, and the cells where the direction of travel changes."""
+    return path[corner_indices(path)].copy()
 
 
 @njit(cache=True, nogil=True)
 def string_pull(path, passable, cost, uniform, heights, use_heights, max_climb, diagonal):
     """Greedy string pulling: from each kept point, go straight to the farthest later
-    path cell in clear sight. A shortcut never crosses terrain dearer than the dearest
-    cell of the stretch of path it replaces, so pulling never drags a unit through a
-    swamp the search went around."""
+    corner of the path in clear sight.
+
+    Only corners are candidates: the cells between two corners lie on one straight or
+    diagonal run, which is always in clear sight of both ends (a diagonal run passes
+    exactly through cell corners, where the no-corner-cutting rule already held), so the
+    greedy walk always advances. A shortcut never crosses terrain dearer than the
+    dearest cell of the stretch of path it replaces, so pulling never drags a unit
+    through a swamp the search went around.
+    """
     n = path.shape[0]
     if n <= 2:
         return path.copy()
+    corners = corner_indices(path)
+    k = corners.shape[0]
     keep = np.zeros(n, dtype=np.bool_)
     keep[0] = True
     keep[n - 1] = True
     anchor = 0
-    while anchor < n - 1:
+    while anchor < k - 1:
         last = anchor + 1
+        a = corners[anchor]
         stretch_max = 1.0
         if uniform == 0:
-            stretch_max = cost[path[anchor, 1], path[anchor, 0]]
-            c = cost[path[last, 1], path[last, 0]]
-            if c > stretch_max:
-                stretch_max = c
-        for j in range(anchor + 2, n):
+            for c in range(a, corners[last] + 1):
+                if cost[path[c, 1], path[c, 0]] > stretch_max:
+                    stretch_max = cost[path[c, 1], path[c, 0]]
+        for j in range(anchor + 2, k):
             if uniform == 0:
-                c = cost[path[j, 1], path[j, 0]]
-                if c > stretch_max:
-                    stretch_max = c
+                for c in range(corners[j - 1] + 1, corners[j] + 1):
+                    if cost[path[c, 1], path[c, 0]] > stretch_max:
+                        stretch_max = cost[path[c, 1], path[c, 0]]
+            b = corners[j]
             if segment_clear(
                 passable, cost, uniform, stretch_max, heights, use_heights, max_climb, diagonal,
-                path[anchor, 0], path[anchor, 1], path[j, 0], path[j, 1],
+                path[a, 0], path[a, 1], path[b, 0], path[b, 1],
             ):
                 last = j
             else:
                 break
-        keep[last] = True
+        keep[corners[last]] = True
         anchor = last
     return path[keep].copy()

@@ -70,14 +70,10 @@ def solve(
     algorithm,
     line_of_sight,
     smooth,
-    g,
-    parent,
+    work_float,
+    work_int,
     stamp,
     pass_id,
-    heap_nodes,
-    heap_f,
-    heap_h,
-    heap_pos,
 ):
     """Answer one path query. Start and goal must be in bounds (the wrapper checks).
 
@@ -86,7 +82,9 @@ def solve(
     ``passable`` (read only by JPS); cost, heights: as in :func:`astar`. snap / allow_partial /
     line_of_sight: 0 or 1. algorithm: ALGORITHM_ASTAR, or ALGORITHM_JPS when the caller
     has checked the grid qualifies (uniform cost, no heights, no corner cutting).
-    smooth: SMOOTH_* code. Workspace: as in :func:`astar`; uses ``pass_id`` once.
+    smooth: SMOOTH_* code. Workspace: as in :func:`astar`, packed so the call has fewer
+    arguments to type-check: work_float float64 (3, N) holds g, heap_f, heap_h;
+    work_int int32 (3, N) holds parent, heap_nodes, heap_pos. Uses ``pass_id`` once.
 
     Returns (status, flags, points, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
     status, FLAG_* bits, the waypoints as int32 (n, 2) (empty when there is no path),
@@ -94,6 +92,12 @@ def solve(
     expanded, and the endpoints after snapping.
     """
     height, width = passable.shape
+    g = work_float[0]
+    heap_f = work_float[1]
+    heap_h = work_float[2]
+    parent = work_int[0]
+    heap_nodes = work_int[1]
+    heap_pos = work_int[2]
     empty = np.empty((0, 2), dtype=np.int32)
     flags = 0
     radius = height if height > width else width

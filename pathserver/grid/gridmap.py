@@ -43,6 +43,8 @@ def normalize_unit_size(unit_size, width: int | None = None, height: int | None 
     Raises BadUnitSizeError for non-integers, sizes below 1, or (given the map's size)
     footprints larger than the map.
     """
+    if type(unit_size) is int and unit_size >= 1 and (width is None or unit_size <= min(width, height)):
+        return unit_size, unit_size
     if isinstance(unit_size, (bool, np.bool_)):
         raise BadUnitSizeError("unit_size must be an int or a pair (w, h)", at="unit_size")
     if isinstance(unit_size, (int, np.integer)):
@@ -202,6 +204,8 @@ class GridMap:
         self._cache: OrderedDict[tuple[int, int], UnitLayer] = OrderedDict()
         self._cache_sizes = max(1, int(cache_sizes))
         self._lock = threading.Lock()
+        # One builder at a time: two threads asking for a new size at once build it once.
+        self._build_lock = threading.Lock()
 
     # -- construction helpers -------------------------------------------------------
 
@@ -260,19 +264,29 @@ class GridMap:
 
     def layer(self, unit_size=1) -> UnitLayer:
         """The cached :class:`UnitLayer` for a footprint, built on first use (thread-safe)."""
-        key = normalize_unit_size(unit_size, self.width, self.height)
-        with self._lock:
-            layer = self._cache.get(key)
-            if layer is not None:
+        return self.layer_for(*normalize_unit_size(unit_size, self.width, self.height))
+
+    def layer_for(self, unit_w: int, unit_h: int) -> UnitLayer:
+        """:meth:`layer` for a size already validated by ``normalize_unit_size``."""
+        key = (unit_w, unit_h)
+        # The hit path takes no lock: single dict operations are atomic under the GIL,
+        # and a key evicted between the two calls only costs its recency update.
+        layer = self._cache.get(key)
+        if layer is not None:
+            try:
                 self._cache.move_to_end(key)
-                return layer
-        layer = self._build_layer(*key)
-        with self._lock:
-            # Another thread may have built the same layer meanwhile; keep the first.
-            layer = self._cache.setdefault(key, layer)
-            self._cache.move_to_end(key)
-            while len(self._cache) > self._cache_sizes:
-                self._cache.popitem(last=False)
+            except KeyError:
+                pass
+            return layer
+        with self._build_lock:
+            layer = self._cache.get(key)
+            if layer is None:
+                layer = self._build_layer(unit_w, unit_h)
+            with self._lock:
+                self._cache[key] = layer
+                self._cache.move_to_end(key)
+                while len(self._cache) > self._cache_sizes:
+                    self._cache.popitem(last=False)
         return layer
 
     def cached_sizes(self) -> list[tuple[int, int]]:
@@ -352,6 +366,7 @@ class GridMap:
         clone.generation = int(generation)
         clone._cache = OrderedDict()
         clone._lock = threading.Lock()
+        clone._build_lock = threading.Lock()
         return clone
 
     def __repr__(self) -> str:

@@ -50,7 +50,7 @@ _NO_JUMP_BITS.setflags(write=False)
 _UINT32_LIMIT = 2**32 - 4
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PathResult:
     """The answer to one path query.
 
@@ -88,16 +88,12 @@ class PathResult:
 class _Workspace:
     """Search arrays for one thread and one map size, reused across queries."""
 
-    __slots__ = ("g", "parent", "stamp", "heap_nodes", "heap_f", "heap_h", "heap_pos", "pass_id")
+    __slots__ = ("work_float", "work_int", "stamp", "pass_id")
 
     def __init__(self, n: int):
-        self.g = np.empty(n, dtype=np.float64)
-        self.parent = np.empty(n, dtype=np.int32)
+        self.work_float = np.empty((3, n), dtype=np.float64)
+        self.work_int = np.empty((3, n), dtype=np.int32)
         self.stamp = np.zeros(n, dtype=np.uint32)
-        self.heap_nodes = np.empty(n, dtype=np.int32)
-        self.heap_f = np.empty(n, dtype=np.float64)
-        self.heap_h = np.empty(n, dtype=np.float64)
-        self.heap_pos = np.empty(n, dtype=np.int32)
         self.pass_id = 0
 
     def next_pass(self) -> int:
@@ -115,13 +111,19 @@ def _workspace(n: int) -> _Workspace:
     # One workspace per thread, for the largest map it has searched: a smaller map uses
     # a prefix of the same arrays.
     ws = getattr(_local, "workspace", None)
-    if ws is None or ws.g.shape[0] < n:
+    if ws is None or ws.stamp.shape[0] < n:
         ws = _Workspace(n)
         _local.workspace = ws
     return ws
 
 
 def _cell(point, name: str, gridmap: GridMap) -> tuple[int, int]:
+    # The common case first: a pair of plain ints inside the map.
+    if type(point) is tuple or type(point) is list:
+        if len(point) == 2:
+            x, y = point
+            if type(x) is int and type(y) is int and 0 <= x < gridmap.width and 0 <= y < gridmap.height:
+                return x, y
     try:
         px, py = point
     except (TypeError, ValueError):
@@ -148,6 +150,47 @@ def _choice(value, table, name):
         return table[value]
     except (KeyError, TypeError):
         raise RequestError(f"{name} must be one of {', '.join(table)}, got {value!r}", at=name) from None
+
+
+#: Validated option sets, keyed by the raw values: most callers repeat a few combinations,
+#: and a dict hit is cheaper than re-checking each option on every call.
+_OPTIONS: dict = {}
+_OPTIONS_LIMIT = 4096
+
+
+def _option_key(smooth, heuristic, weight, diagonal, algorithm, max_expansions, max_climb):
+    # Types are part of the key: True == 1 and 1.0 == 1 hash alike, but only some of
+    # them are valid values.
+    return (smooth, heuristic, weight, type(weight), diagonal, algorithm, max_expansions, type(max_expansions),
+            max_climb, type(max_climb))
+
+
+def _options(smooth, heuristic, weight, diagonal, algorithm, max_expansions, max_climb):
+    """Check the search options once; returns (diagonal, smooth, heuristic, budget) codes."""
+    diagonal_code = _choice(diagonal, DIAGONALS, "diagonal")
+    smooth_code = _choice(smooth, SMOOTHING, "smooth")
+    if heuristic is None:
+        heuristic_code = st.HEURISTIC_MANHATTAN if diagonal_code == st.DIAGONAL_NEVER else st.HEURISTIC_OCTILE
+    else:
+        heuristic_code = _choice(heuristic, HEURISTICS, "heuristic")
+    if algorithm not in ALGORITHMS:
+        raise RequestError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}", at="algorithm")
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 1.0:
+        raise RequestError("weight must be a finite number >= 1", at="weight")
+    if max_expansions is None:
+        budget = 0
+    elif isinstance(max_expansions, bool) or not isinstance(max_expansions, (int, np.integer)) or max_expansions < 0:
+        raise RequestError("max_expansions must be an int >= 0", at="max_expansions")
+    else:
+        budget = int(max_expansions)
+    if max_climb is not None and (
+        isinstance(max_climb, bool) or not isinstance(max_climb, (int, float)) or math.isnan(max_climb) or max_climb < 0
+    ):
+        raise RequestError("max_climb must be a number >= 0", at="max_climb")
+    options = (diagonal_code, smooth_code, heuristic_code, budget)
+    if len(_OPTIONS) < _OPTIONS_LIMIT:
+        _OPTIONS[_option_key(smooth, heuristic, weight, diagonal, algorithm, max_expansions, max_climb)] = options
+    return options
 
 
 def find_path(
@@ -199,34 +242,23 @@ def find_path(
     unit_w, unit_h = normalize_unit_size(unit_size, gridmap.width, gridmap.height)
     sx, sy = _cell(start, "start", gridmap)
     gx, gy = _cell(goal, "goal", gridmap)
-    diagonal_code = _choice(diagonal, DIAGONALS, "diagonal")
-    smooth_code = _choice(smooth, SMOOTHING, "smooth")
-    if heuristic is None:
-        heuristic_code = st.HEURISTIC_MANHATTAN if diagonal_code == st.DIAGONAL_NEVER else st.HEURISTIC_OCTILE
-    else:
-        heuristic_code = _choice(heuristic, HEURISTICS, "heuristic")
-    if algorithm not in ALGORITHMS:
-        raise RequestError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}", at="algorithm")
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 1.0:
-        raise RequestError("weight must be a finite number >= 1", at="weight")
-    if max_expansions is None:
-        budget = 0
-    elif isinstance(max_expansions, bool) or not isinstance(max_expansions, (int, np.integer)) or max_expansions < 0:
-        raise RequestError("max_expansions must be an int >= 0", at="max_expansions")
-    else:
-        budget = int(max_expansions)
+    try:
+        options = _OPTIONS.get(_option_key(smooth, heuristic, weight, diagonal, algorithm, max_expansions, max_climb))
+    except TypeError:  # an unhashable value: let validation name it
+        options = None
+    if options is None:
+        options = _options(smooth, heuristic, weight, diagonal, algorithm, max_expansions, max_climb)
+    diagonal_code, smooth_code, heuristic_code, budget = options
     use_heights = 0
     climb = 0.0
     heights = _NO_HEIGHTS
     if max_climb is not None:
-        if isinstance(max_climb, bool) or not isinstance(max_climb, (int, float)) or math.isnan(max_climb) or max_climb < 0:
-            raise RequestError("max_climb must be a number >= 0", at="max_climb")
         if gridmap.heights is not None and math.isfinite(max_climb):
             use_heights = 1
             climb = float(max_climb)
             heights = gridmap.heights
 
-    layer = gridmap.layer((unit_w, unit_h))
+    layer = gridmap.layer_for(unit_w, unit_h)
     labels = layer.labels8() if diagonal_code == st.DIAGONAL_ALWAYS else layer.labels
     jps_ok = (
         layer.uniform and use_heights == 0 and diagonal_code == st.DIAGONAL_NO_CORNER_CUTTING
@@ -251,7 +283,7 @@ def find_path(
         layer.passable, labels, jump_bits, layer.cost, 1 if layer.uniform else 0, heights, use_heights, climb,
         sx, sy, gx, gy, 1 if snap else 0, 1 if allow_partial else 0,
         diagonal_code, heuristic_code, float(weight), budget, algorithm_code, 1 if line_of_sight else 0,
-        smooth_code, ws.g, ws.parent, ws.stamp, ws.next_pass(), ws.heap_nodes, ws.heap_f, ws.heap_h, ws.heap_pos,
+        smooth_code, ws.work_float, ws.work_int, ws.stamp, ws.next_pass(),
     )
     if status == st.QUERY_START_BLOCKED:
         if snap:

@@ -94,7 +94,8 @@ def test_costs_match_dijkstra_for_unit_sizes():
     rng = np.random.default_rng(1)
     ws = Workspace(40 * 40)
     for _ in range(60):
-        walkable = naive.random_grid(rng, int(rng.integers(5, 41)), int(rng.integers(5, 41)), rng.uniform(0.0, 0.2))
+        width, height = int(rng.integers(5, 41)), int(rng.integers(5, 41))
+        walkable = naive.random_grid(rng, width, height, rng.uniform(0.0, 0.2))
         unit_w, unit_h = (int(v) for v in rng.integers(1, 4, size=2))
         passable = naive.passable_for_unit(walkable, unit_w, unit_h)
         for start, goal in random_queries(rng, passable, 3):

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pytest
 
 import naive
 from pathserver.core.clearance import compute_clearance, footprint_cost
@@ -139,3 +140,4 @@ def test_segment_clear_matches_exact_geometry():
             passable[cy, cx] or not _touches(x0, y0, x1, y1, cx, cy) for cy in range(12) for cx in range(12)
         )
         assert clear == expected, (x0, y0, x1, y1)
+
