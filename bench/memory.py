@@ -52,12 +52,15 @@ def rss_bytes() -> int:
 
 
 def layer_arrays(layer, gridmap: GridMap) -> dict:
-    """bytes per array the layer owns (a 1x1 or uniform layer shares the map's cost)."""
-    arrays = {"passable (uint8)": layer.passable.nbytes, "labels (int32)": layer.labels.nbytes}
+    """bytes per array the layer owns (a 1x1 or uniform layer shares the map's cost).
+    The labels double as the passability grid; JPS's bitmaps are built on first use."""
+    arrays = {f"labels ({layer.labels.dtype}, also passability)": layer.labels.nbytes}
     if layer.cost is not gridmap.cost:
         arrays[f"cost ({layer.cost.dtype})"] = layer.cost.nbytes
     if layer._labels8:
-        arrays["labels8 (int32)"] = layer._labels8[0].nbytes
+        arrays[f"labels8 ({layer._labels8[0].dtype})"] = layer._labels8[0].nbytes
+    if layer._jump_bits:
+        arrays["JPS bitmaps (uint64)"] = layer._jump_bits[0].nbytes
     return arrays
 
 
@@ -70,6 +73,8 @@ def measure_map(gridmap: GridMap) -> dict:
         tracemalloc.start()
         before = tracemalloc.get_traced_memory()[0]
         layer = gridmap.layer(size)
+        if layer.uniform:
+            layer.jump_bits()  # what a JPS query adds
         retained, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         arrays = layer_arrays(layer, gridmap)

@@ -77,7 +77,8 @@ def solve(
 ):
     """Answer one path query. Start and goal must be in bounds (the wrapper checks).
 
-    passable: uint8 (H, W) for the unit's footprint; labels: int32 (H, W) its components
+    passable: integer (H, W), nonzero where the unit's footprint fits (the grid layer
+    passes its uint16 component labels here); labels: integer (H, W), its components
     under ``diagonal``; jump_bits: :func:`pathserver.core.jps.jump_bitmaps` of
     ``passable`` (read only by JPS); cost, heights: as in :func:`astar`. snap / allow_partial /
     line_of_sight: 0 or 1. algorithm: ALGORITHM_ASTAR, or ALGORITHM_JPS when the caller

@@ -71,9 +71,11 @@ def normalize_unit_size(unit_size, width: int | None = None, height: int | None 
 class UnitLayer:
     """What one footprint size needs, built once per map generation.
 
-    passable: uint8 (H, W), 1 where the unit can stand (its whole footprint walkable).
-    labels: int32 (H, W), 4-connected components of ``passable`` (0 = impassable); these
-        are the components under both the no-corner-cutting and the 4-connected rules.
+    labels: (H, W) 4-connected components of the cells where the unit can stand (its
+        whole footprint walkable), 0 elsewhere; these are the components under both the
+        no-corner-cutting and the 4-connected rules. uint16 when the components fit
+        (int32 otherwise), and the kernels read it as the passability grid too (nonzero
+        = the unit can stand there): one array, two bytes a cell, answers both.
     cost: float64 (H, W), the highest terrain cost under the footprint at each cell (the
         map's own cost array for 1x1 units); uniform: every cost is 1.
     open_share: the share of passable cells whose eight neighbours are all passable; JPS
@@ -82,7 +84,6 @@ class UnitLayer:
 
     unit_w: int
     unit_h: int
-    passable: np.ndarray
     labels: np.ndarray
     n_components: int
     n_passable: int
@@ -92,10 +93,15 @@ class UnitLayer:
     _labels8: list
     _jump_bits: list
 
+    @property
+    def passable(self) -> np.ndarray:
+        """uint8 (H, W): 1 where the unit can stand (a new array on each call)."""
+        return (self.labels != 0).view(np.uint8)
+
     def jump_bits(self) -> np.ndarray:
         """The bitmaps JPS scans (about a byte a cell), built on first use."""
         if not self._jump_bits:
-            bits = jump_bitmaps(self.passable)
+            bits = jump_bitmaps(self.labels)
             bits.setflags(write=False)
             self._jump_bits.append(bits)
         return self._jump_bits[0]
@@ -103,17 +109,26 @@ class UnitLayer:
     def labels8(self) -> np.ndarray:
         """Components when diagonals may cut corners (8-connected), built on first use."""
         if not self._labels8:
-            labels = np.empty_like(self.labels)
-            label_components(self.passable, 1, labels)
-            labels.setflags(write=False)
-            self._labels8.append(labels)
+            self._labels8.append(_components(self.passable, eight=1)[0])
         return self._labels8[0]
 
     @property
     def nbytes(self) -> int:
-        own_cost = 0 if (self.unit_w == 1 and self.unit_h == 1) else self.cost.nbytes
+        """Bytes this size holds of its own (the map's cost array is shared, not counted)."""
+        # Sizes above 1x1 on a map with terrain costs hold their own footprint costs.
+        own_cost = self.cost.nbytes if (self.unit_w * self.unit_h > 1 and not self.uniform) else 0
         lazy = sum(a.nbytes for a in self._labels8) + sum(a.nbytes for a in self._jump_bits)
-        return self.passable.nbytes + self.labels.nbytes + own_cost + lazy
+        return self.labels.nbytes + own_cost + lazy
+
+
+def _components(passable: np.ndarray, eight: int) -> tuple[np.ndarray, int]:
+    """Component labels of ``passable``, as uint16 when they fit, read-only."""
+    labels = np.empty(passable.shape, dtype=np.int32)
+    count = int(label_components(passable, eight, labels))
+    if count < np.iinfo(np.uint16).max:
+        labels = labels.astype(np.uint16)
+    labels.setflags(write=False)
+    return labels, count
 
 
 def _open_share(passable: np.ndarray, n_passable: int) -> float:
@@ -297,8 +312,7 @@ class GridMap:
         off_x, off_y = footprint_offsets(unit_w, unit_h)
         passable = np.empty(self.walkable.shape, dtype=np.uint8)
         n_passable = footprint_passable(self.clearance, unit_w, unit_h, off_x, off_y, passable)
-        labels = np.empty(self.walkable.shape, dtype=np.int32)
-        n_components = label_components(passable, 0, labels)
+        labels, n_components = _components(passable, eight=0)
         if (unit_w == 1 and unit_h == 1) or self.uniform_cost:
             cost = self.cost
         else:
@@ -306,7 +320,7 @@ class GridMap:
             footprint_cost(self.cost, unit_w, unit_h, off_x, off_y, cost)
             _readonly(cost)
         return UnitLayer(
-            unit_w, unit_h, _readonly(passable), _readonly(labels), int(n_components), int(n_passable),
+            unit_w, unit_h, labels, n_components, int(n_passable),
             cost, self.uniform_cost, _open_share(passable, n_passable), [], [],
         )
 
