@@ -55,8 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--bind", default=DEFAULT_BIND, help=f"endpoint to bind (default {DEFAULT_BIND})")
     serve.add_argument("--threads", type=int, default=None, help="search threads (default: one per core)")
 
-    from pathserver import loadtest, render
+    from pathserver import loadtest, render, security
 
+    security.add_serve_arguments(serve)
+    security.add_arguments(commands.add_parser("keygen", help="write a CURVE keypair (NAME.key, NAME.key_secret)"))
+    security.add_relay_arguments(
+        commands.add_parser("relay", help="a plain loopback endpoint for engines, relayed to a CURVE server")
+    )
     render.add_arguments(commands.add_parser("render", help="draw a map and a path as PNG"))
     loadtest.add_arguments(commands.add_parser("loadtest", help="drive a server like a game full of units"))
     return parser
@@ -120,18 +125,21 @@ def _cmd_validate(args) -> int:
 def _cmd_serve(args) -> int:
     from pathserver.server import serve
 
-    return serve(args.maps, args.bind, threads=args.threads) or 0
+    return serve(
+        args.maps, args.bind, threads=args.threads, curve_keys=args.curve_keys,
+        allowed_clients_dir=args.allow, insecure=args.insecure,
+    ) or 0
 
 
 def main(argv: list[str] | None = None) -> int:
     from pathserver.errors import PathserverError
 
     args = _parser().parse_args(argv)
-    from pathserver import loadtest, render
+    from pathserver import loadtest, render, security
 
     handlers = {
         "path": _cmd_path, "validate": _cmd_validate, "serve": _cmd_serve,
-        "render": render.run, "loadtest": loadtest.run,
+        "render": render.run, "loadtest": loadtest.run, "keygen": security.run, "relay": security.run_relay,
     }
     try:
         return handlers[args.command](args)

@@ -33,6 +33,7 @@ import zmq
 import zmq.asyncio
 
 from pathserver.errors import PathserverError
+from pathserver.security import client_curve_options
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 
@@ -132,12 +133,18 @@ class Client:
 
     timeout: seconds to wait for a reply before reconnecting and resending.
     retries: how many times one request is resent before ClientTimeoutError.
+    server_public_key, client_secret_key: CURVE, for a server started with
+    ``--curve-keys``: the server's ``NAME.key`` and this client's ``NAME.key_secret``
+    (paths, or 40-character Z85 keys); both or neither. A server that does not admit the
+    key never answers: requests end in ClientTimeoutError.
     """
 
-    def __init__(self, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float = 2.0, retries: int = 3, context=None):
+    def __init__(self, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float = 2.0, retries: int = 3, context=None,
+                 server_public_key=None, client_secret_key=None):
         self.endpoint = endpoint
         self.timeout = float(timeout)
         self.retries = int(retries)
+        self._curve_options = client_curve_options(server_public_key, client_secret_key)
         self._context = context or zmq.Context.instance()
         self._socket = None
         self._ids = itertools.count(1)
@@ -214,6 +221,8 @@ class Client:
     def _connect(self) -> None:
         socket = self._context.socket(zmq.DEALER)
         socket.linger = 0
+        for option, value in self._curve_options.items():
+            socket.setsockopt(option, value)
         socket.connect(self.endpoint)
         self._socket = socket
 
@@ -267,12 +276,15 @@ class AsyncClient:
     """The asyncio twin of :class:`Client` (``zmq.asyncio``); every method is a coroutine.
 
     Concurrent calls share one socket; one reader task routes replies to their callers.
+    CURVE options as for :class:`Client`.
     """
 
-    def __init__(self, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float = 2.0, retries: int = 3, context=None):
+    def __init__(self, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float = 2.0, retries: int = 3, context=None,
+                 server_public_key=None, client_secret_key=None):
         self.endpoint = endpoint
         self.timeout = float(timeout)
         self.retries = int(retries)
+        self._curve_options = client_curve_options(server_public_key, client_secret_key)
         self._context = context or zmq.asyncio.Context.instance()
         self._socket = None
         self._reader = None
@@ -343,6 +355,8 @@ class AsyncClient:
     def _connect(self) -> None:
         socket = self._context.socket(zmq.DEALER)
         socket.linger = 0
+        for option, value in self._curve_options.items():
+            socket.setsockopt(option, value)
         socket.connect(self.endpoint)
         self._socket = socket
         self._reader = asyncio.ensure_future(self._read(socket))

@@ -25,6 +25,10 @@ expect. Any other shape gets a ``malformed`` reply, mirrored the same way.
 
 Sends never block: ``ROUTER_MANDATORY`` plus ``NOBLOCK``; a reply to a peer that is gone
 (EHOSTUNREACH) or not reading (EAGAIN at its high-water mark) is dropped and counted.
+
+Worker mode (``connect=``, behind ``pathserver broker``): the request socket is a DEALER
+connected to the broker's back end instead of a bound ROUTER. It receives the same
+``[client id, (""), body]`` frames, so everything above applies unchanged.
 """
 
 from __future__ import annotations
@@ -108,8 +112,18 @@ class Server:
         handshake_ms: int = HANDSHAKE_MS,
         inline_expansions: int = INLINE_EXPANSIONS,
         inline_distance: int = INLINE_DISTANCE,
+        curve=None,
+        connect: str | None = None,
+        identity: str | None = None,
     ):
         self.registry = registry
+        #: Worker mode (behind ``pathserver broker``): connect a DEALER to the broker's
+        #: back end instead of binding a ROUTER; ``identity`` names this worker in ``stats``.
+        self.connect_address = connect
+        self.identity = identity
+        #: A ``pathserver.security.CurveServer`` or None (plain ZMTP, NULL mechanism).
+        self.curve = curve
+        self._authenticator = None
         self.bind_address = _normalize_endpoint(bind)
         self.workers = max(1, workers or os.cpu_count() or 2)
         self.queue_limit = max(1, int(queue_limit))
@@ -156,11 +170,25 @@ class Server:
         results.rcvhwm = 0
         results.bind(self._inproc)
         self._results = results
-        router = self._context.socket(zmq.ROUTER)
+        worker = self.connect_address is not None
+        # A worker's DEALER receives what a ROUTER would, [client id, (""), body], because
+        # the broker's ROUTER front put the client id there; replies go back the same way.
+        router = self._context.socket(zmq.DEALER if worker else zmq.ROUTER)
         for option, value in self._socket_options.items():
+            if worker and option == zmq.ROUTER_MANDATORY:
+                continue  # a DEALER has no routing table; a full pipe gives EAGAIN
             router.setsockopt(option, value)
+        if self.curve is not None and not worker:
+            # The ZAP handler must be up before the first connection arrives: without one,
+            # libzmq admits every CURVE client.
+            if self._authenticator is None:
+                self._authenticator = self.curve.start_authenticator(self._context)
+            self.curve.apply(router)
         try:
-            router.bind(self.bind_address)
+            if worker:
+                router.connect(self.connect_address)
+            else:
+                router.bind(self.bind_address)
         except zmq.ZMQError:
             router.close(linger=0)
             raise
@@ -212,6 +240,8 @@ class Server:
         for sock in (self._router, self._results):
             if sock is not None:
                 sock.close(linger=0)
+        if self._authenticator is not None:
+            self._authenticator.stop()
         if alive:
             # A worker still inside a long search holds its socket; terminating the
             # context would wait for it. The threads are daemons: the process exit ends them.
@@ -368,7 +398,14 @@ class Server:
             "reloads_failed": int(registry_stats.get("reloads_failed", 0)),
             "maps": len(self.registry.names()),
             "uptime_s": round(time.monotonic() - self._started, 3),
-        }
+        } | self._worker_stats()
+
+    def _worker_stats(self) -> dict:
+        """Behind a broker: which worker answered, and its edit feed (see pathserver.broker)."""
+        if self.identity is None:
+            return {}
+        feed_stats = getattr(self.registry, "feed_stats", None)
+        return {"worker": self.identity, **({"edit_feed": feed_stats()} if feed_stats else {})}
 
 
 _OP_NAMES = {
@@ -439,6 +476,12 @@ def serve(
     queue_limit: int = DEFAULT_QUEUE_LIMIT,
     watch: bool = True,
     out=None,
+    curve_keys=None,
+    allowed_clients_dir=None,
+    insecure: bool = False,
+    connect: str | None = None,
+    edits: str | None = None,
+    feed: str | None = None,
 ) -> int:
     """Serve every map in ``maps_dir`` on ``bind`` until SIGINT/SIGTERM; returns an exit status.
 
@@ -447,12 +490,46 @@ def serve(
     ``0`` or ``*`` binds a free port and the line names the real one. ``threads``: search
     threads (default one per core). Returns 0 after a clean stop, 2 when the address
     cannot be bound; a missing map folder raises MapLoadError.
+
+    Security (``pathserver.security``): ``curve_keys`` (the server's ``NAME.key_secret``
+    or its folder) with ``allowed_clients_dir`` (client ``NAME.key`` files) turns on
+    CURVE. A non-loopback ``bind`` without CURVE returns 2 with one line on stderr before
+    anything loads, unless ``insecure``, which prints a warning line instead.
+
+    Worker mode (``pathserver.broker``): with ``connect`` (the broker's back endpoint)
+    the server connects instead of binding, first replays the broker's edit log from
+    ``edits`` and follows its ``feed`` (default: the next two ports of ``connect``), and
+    prints ``pathserver worker HOST:PID ready, connected to ENDPOINT (N maps)``.
     """
+    from pathserver import security
     from pathserver.maps.registry import MapRegistry
 
     out = sys.stdout if out is None else out
+    try:
+        curve = None
+        if curve_keys is not None or allowed_clients_dir is not None:
+            if curve_keys is None:
+                raise security.SecurityError("--allow needs --curve-keys KEY: the server's NAME.key_secret")
+            curve = security.CurveServer.load(curve_keys, allowed_clients_dir)
+        warnings = security.check_bind(bind, curve=curve is not None, insecure=insecure)
+    except security.SecurityError as exc:
+        print(f"pathserver: {exc}", file=sys.stderr, flush=True)
+        return 2
+    for warning in warnings:
+        print(warning, file=sys.stderr, flush=True)
     registry = MapRegistry(maps_dir)
-    server = Server(registry, bind, workers=threads, queue_limit=queue_limit)
+    shared = None
+    if connect is not None:
+        from pathserver.broker import SharedEdits, edit_endpoints
+
+        try:
+            derived = edit_endpoints(connect) if edits is None or feed is None else (edits, feed)
+        except ValueError as exc:
+            print(f"pathserver: {exc}", file=sys.stderr, flush=True)
+            return 2
+        shared = SharedEdits(registry, edits or derived[0], feed or derived[1])
+    server = Server(registry if shared is None else shared, bind, workers=threads, queue_limit=queue_limit,
+                    curve=curve, connect=connect, identity=None if shared is None else shared.identity)
     previous = {}
     if threading.current_thread() is threading.main_thread():
         # Installed first, so a signal while maps load or kernels compile stops us too.
@@ -463,6 +540,12 @@ def serve(
         warm_kernels()
         if server.stopping:
             return 0
+        if shared is not None:
+            # Take no request before the edits made so far are applied here.
+            shared.start()
+            while not shared.caught_up.wait(0.1):
+                if server.stopping:
+                    return 0
         try:
             endpoint = server.bind()
         except zmq.ZMQError as exc:
@@ -470,11 +553,17 @@ def serve(
             return 2
         if watch:
             registry.start()
-        print(f"pathserver ready on {endpoint} ({len(registry.names())} maps)", file=out, flush=True)
+        if shared is None:
+            print(f"pathserver ready on {endpoint} ({len(registry.names())} maps)", file=out, flush=True)
+        else:
+            print(f"pathserver worker {shared.identity} ready, connected to {endpoint} "
+                  f"({len(registry.names())} maps)", file=out, flush=True)
         server.run()
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         registry.stop()
         server.close()
+        if shared is not None:
+            shared.close()
     return 0
