@@ -6,7 +6,7 @@ partial path, and smooth. One dispatch from Python keeps the per-call overhead s
 import numpy as np
 from numba import njit
 
-from pathserver.core.astar import astar, trace_path
+from pathserver.core.astar import astar, astar_octile, trace_path
 from pathserver.core.components import nearest_with_label
 from pathserver.core.jps import jps
 from pathserver.core.lines import (
@@ -20,11 +20,13 @@ from pathserver.core.lines import (
 from pathserver.core.status import (
     ALGORITHM_JPS,
     DIAGONAL_NEVER,
+    DIAGONAL_NO_CORNER_CUTTING,
     FLAG_BUDGET_HIT,
     FLAG_GOAL_SNAPPED,
     FLAG_LINE_OF_SIGHT,
     FLAG_OTHER_COMPONENT,
     FLAG_START_SNAPPED,
+    HEURISTIC_OCTILE,
     QUERY_FOUND,
     QUERY_GOAL_BLOCKED,
     QUERY_NO_PATH,
@@ -144,6 +146,11 @@ def solve(
     if algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(
             passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,
+            g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
+        )
+    elif uniform != 0 and use_heights == 0 and diagonal == DIAGONAL_NO_CORNER_CUTTING and heuristic == HEURISTIC_OCTILE:
+        status, end, expanded = astar_octile(
+            passable, sx, sy, tx, ty, weight, max_expansions,
             g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
         )
     else:
