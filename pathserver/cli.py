@@ -55,8 +55,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--bind", default=DEFAULT_BIND, help=f"endpoint to bind (default {DEFAULT_BIND})")
     serve.add_argument("--threads", type=int, default=None, help="search threads (default: one per core)")
 
-    from pathserver import loadtest, render, security
+    serve.add_argument("--connect", default=None, metavar="ENDPOINT",
+                       help="run as a worker behind `pathserver broker`: connect to its --back endpoint instead of binding")
+    serve.add_argument("--edits", default=None, metavar="ENDPOINT",
+                       help="with --connect: the broker's --edits endpoint (default: --connect's port + 1)")
+    serve.add_argument("--feed", default=None, metavar="ENDPOINT",
+                       help="with --connect: the broker's --feed endpoint (default: --connect's port + 2)")
 
+    from pathserver import broker, loadtest, render, security
+
+    broker.add_arguments(commands.add_parser("broker", help="libzmq's proxy in front of `serve --connect` workers"))
     security.add_serve_arguments(serve)
     security.add_arguments(commands.add_parser("keygen", help="write a CURVE keypair (NAME.key, NAME.key_secret)"))
     security.add_relay_arguments(
@@ -128,6 +136,7 @@ def _cmd_serve(args) -> int:
     return serve(
         args.maps, args.bind, threads=args.threads, curve_keys=args.curve_keys,
         allowed_clients_dir=args.allow, insecure=args.insecure,
+        connect=args.connect, edits=args.edits, feed=args.feed,
     ) or 0
 
 
@@ -135,11 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     from pathserver.errors import PathserverError
 
     args = _parser().parse_args(argv)
-    from pathserver import loadtest, render, security
+    from pathserver import broker, loadtest, render, security
 
     handlers = {
         "path": _cmd_path, "validate": _cmd_validate, "serve": _cmd_serve,
         "render": render.run, "loadtest": loadtest.run, "keygen": security.run, "relay": security.run_relay,
+        "broker": broker.run,
     }
     try:
         return handlers[args.command](args)

@@ -178,6 +178,12 @@ class Server:
             if worker and option == zmq.ROUTER_MANDATORY:
                 continue  # a DEALER has no routing table; a full pipe gives EAGAIN
             router.setsockopt(option, value)
+        if not worker:
+            # A ZAP domain makes libzmq refuse ZMTP 1.0/2.0 peers at once. Without it, any
+            # first byte but 0xff reads as a 1.0 greeting, which ends the handshake timer,
+            # and 1.0 has no heartbeats: a peer that then went silent held its connection
+            # forever. With the NULL mechanism and no ZAP handler, ZMTP 3 clients still get in.
+            router.setsockopt(zmq.ZAP_DOMAIN, b"pathserver")
         if self.curve is not None and not worker:
             # The ZAP handler must be up before the first connection arrives: without one,
             # libzmq admits every CURVE client.
@@ -522,6 +528,11 @@ def serve(
     if connect is not None:
         from pathserver.broker import SharedEdits, edit_endpoints
 
+        if curve is not None:
+            # A worker binds nothing: its clients' CURVE would belong on the broker's front.
+            print("pathserver: --curve-keys/--allow secure a bound server; a worker (--connect) "
+                  "has nothing to secure, and the broker has no CURVE (docs/scaling.md)", file=sys.stderr, flush=True)
+            return 2
         try:
             derived = edit_endpoints(connect) if edits is None or feed is None else (edits, feed)
         except ValueError as exc:

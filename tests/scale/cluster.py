@@ -1,0 +1,129 @@
+"""Helpers for the scale tests: a broker and worker processes on random loopback ports,
+whose ready lines are read with a deadline, and a small map of two rooms and a door."""
+
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import time
+
+BROKER_READY = re.compile(
+    r"^pathserver broker ready on (tcp://\S+) \(back (tcp://\S+), edits (tcp://\S+), feed (tcp://\S+)\)$"
+)
+WORKER_READY = re.compile(r"^pathserver worker (\S+) ready, connected to (tcp://\S+) \((\d+) maps\)$")
+#: A cold numba cache compiles the kernels first; warm, a process is up in about a second.
+START_TIMEOUT_S = 120
+
+#: Two rooms joined by one door at (5, 2); Moving AI rows, '@' blocked.
+ROOMS = """
+.....@.....
+.....@.....
+...........
+.....@.....
+.....@.....
+"""
+DOOR = (5, 2)
+WEST, EAST = (0, 2), (10, 2)
+
+
+def movingai(rows: str) -> str:
+    lines = [line.strip() for line in rows.strip("\n").splitlines() if line.strip()]
+    return f"type octile\nheight {len(lines)}\nwidth {len(lines[0])}\nmap\n" + "\n".join(lines) + "\n"
+
+
+def _env() -> dict:
+    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+class Process:
+    """A child process whose stdout lines are read with a deadline."""
+
+    def __init__(self, args: list):
+        self.popen = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                      env=_env())
+        self.ready_line: str | None = None
+
+    def wait_line(self, pattern: re.Pattern, timeout: float) -> re.Match:
+        selector = selectors.DefaultSelector()
+        selector.register(self.popen.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    raise TimeoutError(f"no ready line within {timeout} s from {self.popen.args[:4]}")
+                line = self.popen.stdout.readline().decode().rstrip("\n")
+                if not line and self.popen.poll() is not None:
+                    raise RuntimeError(f"exited with {self.popen.returncode}: {self.popen.stderr.read().decode()}")
+                match = pattern.match(line)
+                if match:
+                    self.ready_line = line
+                    return match
+        finally:
+            selector.close()
+
+    def signal(self, signum) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signum)
+
+    def kill(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.kill()
+        self.popen.wait(5)
+
+    def stderr(self) -> str:
+        return self.popen.stderr.read().decode(errors="replace")
+
+
+class Cluster:
+    """``pathserver.broker`` and ``serve(connect=...)`` worker processes."""
+
+    def __init__(self, maps_dir):
+        self.maps_dir = maps_dir
+        self.processes: list[Process] = []
+        self.front = self.back = self.edits = self.feed = None
+        self.broker: Process | None = None
+
+    def start_broker(self) -> Process:
+        self.broker = self._spawn([sys.executable, "-m", "pathserver.broker", "--front", "tcp://127.0.0.1:0",
+                                   "--back", "tcp://127.0.0.1:0", "--edits", "tcp://127.0.0.1:0",
+                                   "--feed", "tcp://127.0.0.1:0"])
+        match = self.broker.wait_line(BROKER_READY, START_TIMEOUT_S)
+        self.front, self.back, self.edits, self.feed = match.groups()
+        return self.broker
+
+    def spawn_worker(self, threads: int = 1) -> Process:
+        """Start a worker; call ``wait_ready`` on it (several can start at once)."""
+        code = ("import sys; from pathserver.server import serve; "
+                f"sys.exit(serve({str(self.maps_dir)!r}, threads={threads}, watch=False, "
+                f"connect={self.back!r}, edits={self.edits!r}, feed={self.feed!r}))")
+        return self._spawn([sys.executable, "-c", code])
+
+    def start_workers(self, n: int, threads: int = 1) -> list[Process]:
+        workers = [self.spawn_worker(threads) for _ in range(n)]
+        for worker in workers:
+            worker.wait_line(WORKER_READY, START_TIMEOUT_S)
+        return workers
+
+    def _spawn(self, args) -> Process:
+        process = Process(args)
+        self.processes.append(process)
+        return process
+
+    def close(self) -> None:
+        for process in self.processes:
+            process.signal(signal.SIGTERM)
+        deadline = time.monotonic() + 3
+        for process in self.processes:
+            try:
+                process.popen.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+            for stream in (process.popen.stdout, process.popen.stderr):
+                stream.close()
+
+
+def worker_identity(process: Process) -> str:
+    return WORKER_READY.match(process.ready_line).group(1)
