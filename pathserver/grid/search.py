@@ -182,7 +182,8 @@ def _options(smooth, heuristic, weight, diagonal, algorithm, max_expansions, max
     elif isinstance(max_expansions, bool) or not isinstance(max_expansions, (int, np.integer)) or max_expansions < 0:
         raise RequestError("max_expansions must be an int >= 0", at="max_expansions")
     else:
-        budget = int(max_expansions)
+        # Far beyond any map's node count: "no limit" in effect, and within the kernel's int64.
+        budget = min(int(max_expansions), 2**62)
     if max_climb is not None and (
         isinstance(max_climb, bool) or not isinstance(max_climb, (int, float)) or math.isnan(max_climb) or max_climb < 0
     ):

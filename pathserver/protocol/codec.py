@@ -9,6 +9,10 @@ work is done:
 - bytes that are not exactly one msgpack value (or trailing bytes)  -> MalformedError
 - a value that is not a map, or a map key that is not a string      -> MalformedError
 
+``decode_request`` is ``decode_map`` (msgpack's own checks, and "is it a map") followed by
+``check_structure`` (a walk for depth and key types); the server skips the walk only for a
+request whose shape its fast path has checked already.
+
 Strings decode as ``str`` (``raw=False``); invalid UTF-8 is malformed. Replies are encoded
 with the bin type for bytes, float64 for floats, the smallest int encoding, and map keys in
 dict insertion order — replies are built ``id, ok, ...`` so their bytes are reproducible
@@ -17,6 +21,7 @@ dict insertion order — replies are built ``id, ok, ...`` so their bytes are re
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import msgpack
@@ -45,23 +50,29 @@ DEFAULT_LIMITS = Limits()
 
 def decode_request(body: bytes, limits: Limits = DEFAULT_LIMITS) -> dict:
     """One request body -> a dict with str keys. Raises MalformedError or TooLargeError."""
+    obj = decode_map(body, limits)
+    check_structure(obj, limits)
+    return obj
+
+
+def decode_map(body: bytes, limits: Limits = DEFAULT_LIMITS) -> dict:
+    """The first half of :func:`decode_request`: every check msgpack itself makes (sizes,
+    lengths, UTF-8, trailing bytes) and that the value is a map — but not the nesting
+    depth nor the key types, which need a walk over the value.
+
+    A caller may skip :func:`check_structure` only for a value whose shape it has checked
+    itself (the server's fast path for ``path``: str keys, depth 2 at most); anything else
+    must go through it, so that its error is the one ``decode_request`` would raise.
+    """
     if len(body) > limits.max_request_bytes:
         raise TooLargeError(f"request of {len(body)} bytes exceeds the limit of {limits.max_request_bytes} bytes")
     if not body:
         raise MalformedError("empty request body; expected one msgpack map")
     try:
-        obj = msgpack.unpackb(
-            body,
-            raw=False,
-            strict_map_key=True,
-            use_list=True,
-            max_str_len=limits.max_str_len,
-            max_bin_len=limits.max_bin_len,
-            max_ext_len=limits.max_ext_len,
-            max_array_len=limits.max_array_len,
-            max_map_len=limits.max_map_len,
-        )
+        obj = msgpack.unpackb(body, **_unpack_options(limits))
     except msgpack.StackError:
+        # msgpack's own fixed stack (1024 levels) is far above max_depth: past it, the
+        # body is too deep all the same.
         raise TooLargeError(f"request nests deeper than {limits.max_depth} levels") from None
     except msgpack.ExtraData:
         raise MalformedError("trailing bytes after the msgpack map; send exactly one map per frame") from None
@@ -76,14 +87,36 @@ def decode_request(body: bytes, limits: Limits = DEFAULT_LIMITS) -> dict:
         raise MalformedError("request is not valid msgpack") from None
     except Exception:
         raise MalformedError("request is not valid msgpack") from None
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         raise MalformedError(f"request must be a msgpack map, got {wire_type(obj)}")
+    return obj
+
+
+def check_structure(obj: dict, limits: Limits = DEFAULT_LIMITS) -> None:
+    """The second half of :func:`decode_request`: nesting depth, then str keys."""
     if not _depth_within(obj, limits.max_depth):
         raise TooLargeError(f"request nests deeper than {limits.max_depth} levels")
     for key in obj:
-        if not isinstance(key, str):
+        if type(key) is not str:
             raise MalformedError("map keys must be strings")
-    return obj
+
+
+def _unpack_options(limits: Limits) -> dict:
+    if limits is DEFAULT_LIMITS:
+        return _DEFAULT_UNPACK_OPTIONS
+    return {
+        "raw": False,
+        "strict_map_key": True,
+        "use_list": True,
+        "max_str_len": limits.max_str_len,
+        "max_bin_len": limits.max_bin_len,
+        "max_ext_len": limits.max_ext_len,
+        "max_array_len": limits.max_array_len,
+        "max_map_len": limits.max_map_len,
+    }
+
+
+_DEFAULT_UNPACK_OPTIONS = _unpack_options(Limits())
 
 
 def peek_id(body: bytes):
@@ -105,7 +138,22 @@ def peek_id(body: bytes):
 
 def encode(obj) -> bytes:
     """A reply (or a request, for clients) as msgpack bytes."""
-    return msgpack.packb(obj, use_bin_type=True)
+    # One Packer per thread: ``packb`` builds a new one per call, which costs as much as
+    # packing a short reply; a Packer is not thread-safe, and replies are encoded on the
+    # socket loop and on every worker. A failed pack() empties the Packer's buffer.
+    packer = getattr(_local, "packer", None)
+    if packer is None:
+        packer = _local.packer = msgpack.Packer(use_bin_type=True, buf_size=_PACKER_START_BYTES)
+    body = packer.pack(obj)
+    if len(body) > _PACKER_KEEP_BYTES:
+        # The buffer grew to this reply's size and never shrinks: let it go with the Packer.
+        _local.packer = None
+    return body
+
+
+_local = threading.local()
+_PACKER_START_BYTES = 16 * 1024
+_PACKER_KEEP_BYTES = 256 * 1024
 
 
 def decode_reply(body: bytes) -> dict:

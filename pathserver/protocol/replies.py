@@ -60,21 +60,35 @@ def batch_error(code: str, message: str, at: str | None = None) -> dict:
     return {"ok": False, "error": error_object(code, message, at)}
 
 
-def path_fields(
-    *,
-    status: str,
-    path: list,
-    cost: float,
-    length: float,
-    expanded: int,
-    start: list,
-    goal: list,
-    start_snapped: bool,
-    goal_snapped: bool,
-    gen: int,
-) -> dict:
-    """The members of a path answer, in wire order (used by ``path`` and by each ``paths`` entry)."""
+def path_fields(status, path, cost, length, expanded, start, goal, start_snapped, goal_snapped, gen) -> dict:
+    """The members of a path answer, in wire order (each ``paths`` entry).
+
+    status: ``"found"`` / ``"partial"`` / ``"no_path"``; path: ``[[x, y], ...]``; cost,
+    length: float; expanded: int; start, goal: ``[x, y]``; start_snapped, goal_snapped:
+    bool; gen: int.
+    """
     return {
+        "status": status,
+        "path": path,
+        "cost": cost,
+        "length": length,
+        "expanded": expanded,
+        "start": start,
+        "goal": goal,
+        "start_snapped": start_snapped,
+        "goal_snapped": goal_snapped,
+        "gen": gen,
+    }
+
+
+def path_reply(request_id, status, path, cost, length, expanded, start, goal, start_snapped, goal_snapped,
+               gen) -> dict:
+    """A ``path`` reply: ``id, ok``, then the members of :func:`path_fields` in the same
+    order. One literal rather than ``ok_reply(rid, path_fields(...))``: this is the reply
+    the server builds most often."""
+    return {
+        "id": request_id,
+        "ok": True,
         "status": status,
         "path": path,
         "cost": cost,

@@ -37,9 +37,13 @@ MAX_BATCH = 4096
 MAX_NAME_LEN = 256
 
 
-@dataclass(frozen=True, slots=True)
+# PathQuery and PathRequest are not frozen, unlike the other requests: they are built
+# once per ``path`` message on the server's hottest path, where frozen's __init__
+# (object.__setattr__ per field) cost more than a microsecond for the pair. Nothing
+# mutates them after parsing, and they are never hashed (``options`` is a dict).
+@dataclass(slots=True)
 class PathQuery:
-    """One start/goal pair with its options.
+    """One start/goal pair with its options. Treat as read-only.
 
     start, goal: ``(x, y)`` numbers as sent (grid cells or world units, per ``space``).
     unit_size: ``(w, h)`` ints >= 1 (checked against the map's size by the handler).
@@ -57,8 +61,10 @@ class PathQuery:
         return (self.unit_size, self.space, tuple(sorted(self.options.items())))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PathRequest:
+    """A ``path`` request. Treat as read-only (see PathQuery)."""
+
     id: int
     map: str
     query: PathQuery
@@ -155,6 +161,126 @@ def _parse_path(rid: int, obj: dict) -> PathRequest:
     _check_fields(obj, _PATH_FIELDS, "")
     name = _map_name(obj)
     return PathRequest(rid, name, _query(obj, {}, ""))
+
+
+def parse_path_fast(obj: dict) -> PathRequest | None:
+    """The common ``path`` request, checked in one pass with exact-type tests; None when
+    anything about ``obj`` is not plainly valid, and then ``parse_request`` (the full
+    validator) must decide, so every refusal keeps its code, ``at`` and message.
+
+    Accepts only what ``parse_request`` accepts and returns the same PathRequest
+    (``tests/protocol/test_fast_path.py`` compares the two). Rarer valid shapes (a float
+    ``unit_size`` such as ``2.0``) are left to the full validator rather than duplicated.
+
+    Whatever this accepts is a map with str keys whose values are scalars or ``[x, y]``
+    pairs: nested two levels deep at most, so the server skips the codec's depth walk.
+    """
+    # A missing field is the only way these lookups fail: the keys are str constants.
+    try:
+        rid = obj["id"]
+        op = obj["op"]
+        name = obj["map"]
+        start = obj["start"]
+        goal = obj["goal"]
+    except KeyError:
+        return None
+    if type(rid) is not int or type(op) is not str or op != "path" or type(name) is not str:
+        return None
+    if not 0 < len(name) <= MAX_NAME_LEN:
+        return None
+    start = _plain_point(start)
+    goal = _plain_point(goal)
+    if start is None or goal is None:
+        return None
+    unit_size = (1, 1)
+    space = "grid"
+    options = dict(WIRE_DEFAULTS)
+    if len(obj) != 5:
+        for key, value in obj.items():
+            if value is None:
+                # nil means the default, for every optional field (not for the five above).
+                if key in _FAST_OPTIONAL:
+                    continue
+                return None
+            check = _FAST_CHECKS.get(key)
+            if check is None:
+                if key in _FAST_REQUIRED:
+                    continue
+                return None
+            if check is _SPACE:
+                if type(value) is not str or value not in _SPACE:
+                    return None
+                space = value
+            elif check is _UNIT:
+                unit_size = _plain_unit_size(value)
+                if unit_size is None:
+                    return None
+            elif check is bool:
+                if type(value) is not bool:
+                    return None
+                options[key] = value
+            elif check is int:  # max_expansions
+                if type(value) is not int or value < 1:
+                    return None
+                options[key] = value
+            elif type(check) is float:  # weight (>= 1), max_climb (>= 0)
+                kind = type(value)
+                if not (kind is int or (kind is float and _isfinite(value))) or value < check:
+                    return None
+                options[key] = float(value)
+            else:  # an enum: the set of its values
+                if type(value) is not str or value not in check:
+                    return None
+                options[key] = value
+    return PathRequest(rid, name, PathQuery(start, goal, unit_size, space, options))
+
+
+def _plain_point(value) -> tuple | None:
+    """``[x, y]`` of ints or finite floats as a tuple, else None."""
+    if type(value) is not list or len(value) != 2:
+        return None
+    x, y = value
+    kind = type(x)
+    if kind is not int and (kind is not float or not _isfinite(x)):
+        return None
+    kind = type(y)
+    if kind is not int and (kind is not float or not _isfinite(y)):
+        return None
+    return (x, y)
+
+
+def _plain_unit_size(value) -> tuple | None:
+    """An int ``k >= 1`` or ``[w, h]`` of ints >= 1 as ``(w, h)``, else None."""
+    if type(value) is int:
+        return (value, value) if value >= 1 else None
+    if type(value) is list and len(value) == 2:
+        w, h = value
+        if type(w) is int and type(h) is int and w >= 1 and h >= 1:
+            return (w, h)
+    return None
+
+
+_isfinite = math.isfinite
+_FAST_REQUIRED = frozenset(("id", "op", "map", "start", "goal"))
+_FAST_OPTIONAL = frozenset(_PATH_FIELDS) - _FAST_REQUIRED
+_SPACE = frozenset(SPACES)
+_UNIT = object()
+#: How the fast path checks each optional field: a set of allowed strings, a type, the
+#: float minimum of a number, or a marker.
+_FAST_CHECKS = {
+    "unit_size": _UNIT,
+    "space": _SPACE,
+    "smooth": frozenset(SMOOTH_MODES),
+    "diagonal": frozenset(DIAGONAL_RULES),
+    "heuristic": frozenset(HEURISTICS),
+    "algorithm": frozenset(ALGORITHMS),
+    "allow_partial": bool,
+    "snap": bool,
+    "line_of_sight": bool,
+    "max_expansions": int,
+    "weight": 1.0,
+    "max_climb": 0.0,
+}
 
 
 def _parse_paths(rid: int, obj: dict) -> PathsRequest:

@@ -28,7 +28,7 @@ import numpy as np
 
 from pathserver.errors import OutOfBoundsError, OverloadedError, PathserverError, SearchLimitError
 from pathserver.grid.search import find_path, find_paths
-from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, decode_request, encode, peek_id
+from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, check_structure, decode_map, encode, peek_id
 from pathserver.protocol.replies import (
     ERROR_CODES,
     PROTOCOL_VERSION,
@@ -36,6 +36,7 @@ from pathserver.protocol.replies import (
     error_reply,
     ok_reply,
     path_fields,
+    path_reply,
 )
 from pathserver.protocol.requests import (
     MapsRequest,
@@ -45,6 +46,7 @@ from pathserver.protocol.requests import (
     PingRequest,
     StatsRequest,
     UpdateRequest,
+    parse_path_fast,
     parse_request,
     request_id,
 )
@@ -75,11 +77,20 @@ def error_reply_bytes(rid, exc: BaseException) -> tuple[bytes, str]:
 def read_request(body: bytes, limits: Limits = DEFAULT_LIMITS):
     """Decode and validate one body. Returns ``(request, None, None)``, or
     ``(None, reply_bytes, code)`` when the body fails; the error reply carries the id
-    whenever one could be read (even from a body too large or broken to decode)."""
+    whenever one could be read (even from a body too large or broken to decode).
+
+    A plainly valid ``path`` request takes a fast path (``parse_path_fast``, which also
+    vouches for the depth and key types the codec's walk would check); anything else gets
+    the codec's walk and the full validator, so every error is the one they raise."""
     rid = None
     try:
         try:
-            obj = decode_request(body, limits)
+            obj = decode_map(body, limits)
+            if limits.max_depth >= 2:
+                request = parse_path_fast(obj)
+                if request is not None:
+                    return request, None, None
+            check_structure(obj, limits)
         except PathserverError:
             rid = peek_id(body)
             raise
@@ -132,7 +143,7 @@ def handle_path(request: PathRequest, registry) -> dict:
     query = request.query
     unit, start, goal = _endpoints(gridmap, query)
     result = find_path(gridmap, start, goal, unit, **query.options)
-    return ok_reply(request.id, _answer(gridmap, query.space, result))
+    return path_reply(request.id, *_answer(gridmap, query.space, result))
 
 
 def run_bounded(request: PathRequest, registry, budget: int, max_distance: int):
@@ -163,7 +174,7 @@ def run_bounded(request: PathRequest, registry, budget: int, max_distance: int):
                 return None
             if result.status != "found" and options.get("allow_partial"):
                 return None  # the partial path to the nearest reachable cell is a search of its own
-        return encode(ok_reply(request.id, _answer(gridmap, query.space, result))), None
+        return encode(path_reply(request.id, *_answer(gridmap, query.space, result))), None
     except Exception as exc:
         return error_reply_bytes(request.id, exc)
 
@@ -176,10 +187,13 @@ def handle_paths(request: PathsRequest, registry) -> dict:
     groups: dict[tuple, list] = {}
     for i, item in enumerate(request.items):
         if isinstance(item, PathQuery):
+            # Endpoints first: a failing entry must not leave an empty group behind.
             try:
-                groups.setdefault(item.group_key(), []).append((i, *_endpoints(gridmap, item)))
+                endpoints = _endpoints(gridmap, item)
             except Exception as exc:
                 results[i] = _batch_failure(exc, i)
+            else:
+                groups.setdefault(item.group_key(), []).append((i, *endpoints))
         else:
             results[i] = _batch_failure(item, None)
     for entries in groups.values():
@@ -196,7 +210,7 @@ def handle_paths(request: PathsRequest, registry) -> dict:
             if isinstance(answer, BaseException):
                 results[i] = _batch_failure(answer, i)
             else:
-                results[i] = {"ok": True, **_answer(gridmap, query.space, answer)}
+                results[i] = {"ok": True, **path_fields(*_answer(gridmap, query.space, answer))}
     return ok_reply(request.id, {"gen": gridmap.generation, "results": results})
 
 
@@ -229,13 +243,18 @@ def handle_update(request: UpdateRequest, registry) -> dict:
 
 
 def _endpoints(gridmap, query: PathQuery):
-    """``(unit (w, h), start, goal)`` for ``find_path``, which floors grid coordinates and
-    checks bounds and the unit size itself; world points are converted to cells here."""
+    """``(unit, start, goal)`` for ``find_path``, which floors grid coordinates and checks
+    bounds and the unit size itself; world points are converted to cells here. ``unit`` is
+    ``k`` for a ``k x k`` unit, else ``(w, h)``: find_path reads both the same way (with the
+    same errors), and an int skips its slower check of a pair."""
+    w, h = unit = query.unit_size
+    if w == h:
+        unit = w
     if query.space == "grid":
-        return query.unit_size, query.start, query.goal
+        return unit, query.start, query.goal
     start = _cell(gridmap, query.start, query.space, "start")
     goal = _cell(gridmap, query.goal, query.space, "goal")
-    return query.unit_size, start, goal
+    return unit, start, goal
 
 
 def _cell(gridmap, point, space: str, name: str) -> tuple[int, int]:
@@ -273,8 +292,9 @@ def _covered_cells(gridmap, x: float, y: float, w: float, h: float, at: str) -> 
     return x0, y0, x1 - x0, y1 - y0
 
 
-def _answer(gridmap, space: str, result) -> dict:
-    """A PathResult as wire fields, coordinates in ``space``."""
+def _answer(gridmap, space: str, result) -> tuple:
+    """A PathResult as the arguments of ``path_fields`` / ``path_reply`` after the id, in
+    wire order, coordinates in ``space``."""
     if space == "world":
         scale = gridmap.cell_size
         origin = np.asarray(gridmap.origin, dtype=np.float64)
@@ -284,21 +304,13 @@ def _answer(gridmap, space: str, result) -> dict:
         length = float(result.length) * scale
     else:
         path = result.path.tolist()
-        start = [int(result.start[0]), int(result.start[1])]
-        goal = [int(result.goal[0]), int(result.goal[1])]
+        sx, sy = result.start
+        gx, gy = result.goal
+        start = [int(sx), int(sy)]
+        goal = [int(gx), int(gy)]
         length = float(result.length)
-    return path_fields(
-        status=result.status,
-        path=path,
-        cost=float(result.cost),
-        length=length,
-        expanded=int(result.expanded),
-        start=start,
-        goal=goal,
-        start_snapped=bool(result.start_snapped),
-        goal_snapped=bool(result.goal_snapped),
-        gen=int(result.generation),
-    )
+    return (result.status, path, float(result.cost), length, int(result.expanded), start, goal,
+            bool(result.start_snapped), bool(result.goal_snapped), int(result.generation))
 
 
 def _batch_failure(exc: BaseException, index: int | None) -> dict:

@@ -62,3 +62,23 @@ def test_peek_id_reads_a_leading_id_only():
     assert peek_id(msgpack.packb({"id": "42"})) is None
     assert peek_id(b"\xc1") is None
     assert peek_id(msgpack.packb({"id": 2**64 - 1})) == 2**64 - 1
+
+
+def test_encode_matches_packb_after_a_failure_and_a_large_reply():
+    # encode() reuses one Packer per thread; neither a failed pack nor a big one may leak
+    # into the next reply's bytes.
+    with pytest.raises(TypeError):
+        encode({"id": 1, "x": object()})
+    assert encode({"id": 1, "ok": True}) == msgpack.packb({"id": 1, "ok": True}, use_bin_type=True)
+    big = {"id": 2, "path": [[i, i] for i in range(100_000)]}
+    assert encode(big) == msgpack.packb(big, use_bin_type=True)
+    assert encode({"id": 3}) == msgpack.packb({"id": 3}, use_bin_type=True)
+
+
+def test_encode_from_many_threads_at_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    replies = [{"id": i, "ok": True, "path": [[i, j] for j in range(i % 50)], "cost": i / 7} for i in range(2000)]
+    with ThreadPoolExecutor(8) as pool:
+        encoded = list(pool.map(encode, replies))
+    assert encoded == [msgpack.packb(r, use_bin_type=True) for r in replies]

@@ -1,0 +1,111 @@
+"""The server's fast path for ``path`` requests must agree with the full pipeline
+(``decode_request`` then ``parse_request``): the same request when it accepts, and every
+refusal left to the full validator, so error replies keep their code, ``at`` and message."""
+
+import math
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pathserver.errors import PathserverError
+from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, decode_request, peek_id
+from pathserver.protocol.requests import (
+    _FAST_CHECKS,
+    _FAST_OPTIONAL,
+    PathQuery,
+    PathRequest,
+    parse_path_fast,
+    parse_request,
+    request_id,
+)
+from pathserver.server.handlers import error_reply_bytes, read_request
+
+BASE = {"id": 1, "op": "path", "map": "m", "start": [0, 0], "goal": [3, 4]}
+
+
+def reference(body: bytes, limits: Limits = DEFAULT_LIMITS):
+    """``read_request`` as it was before the fast path: the full decode and validation."""
+    rid = None
+    try:
+        try:
+            obj = decode_request(body, limits)
+        except PathserverError:
+            rid = peek_id(body)
+            raise
+        rid = request_id(obj)
+        return parse_request(obj), None, None
+    except Exception as exc:
+        reply, code = error_reply_bytes(rid, exc)
+        return None, reply, code
+
+
+def test_every_optional_field_has_a_fast_check():
+    assert _FAST_CHECKS.keys() == _FAST_OPTIONAL
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"unit_size": 2, "space": "world", "smooth": "corners", "diagonal": "never", "heuristic": "euclidean",
+         "algorithm": "astar", "allow_partial": True, "snap": False, "line_of_sight": False, "max_expansions": 9,
+         "weight": 2, "max_climb": 0.5},
+        {"unit_size": [2, 3], "start": [1.5, 2.0], "smooth": None, "weight": None},
+    ],
+    ids=["bare", "every-option", "pairs-and-nil"],
+)
+def test_common_requests_take_the_fast_path(fields):
+    obj = {**BASE, **fields}
+    fast = parse_path_fast(obj)
+    assert isinstance(fast, PathRequest)
+    assert fast == parse_request(obj)
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {**BASE, "smooth": [[[[[[[[["los"]]]]]]]]]},
+        {**BASE, "start": [[[[[[[[[0]]]]]]]], 0]},
+    ],
+    ids=["deep-option", "deep-point"],
+)
+def test_deep_values_are_still_too_large(obj):
+    body = msgpack.packb(obj)
+    request, reply, code = read_request(body)
+    assert request is None and code == "too_large"
+    assert reply == reference(body)[1]
+
+
+def test_a_tiny_depth_limit_turns_the_fast_path_off():
+    body = msgpack.packb(BASE)
+    limits = Limits(max_depth=1)
+    assert read_request(body, limits)[2] == "too_large"
+    assert read_request(body, limits) == reference(body, limits)
+
+
+VALUES = st.sampled_from([
+    None, True, False, 0, 1, -1, 2, 3, 7, 2**64 - 1, -(2**63), 0.0, -0.0, 0.5, 1.0, 1.5, 2.0, 3.0,
+    math.nan, math.inf, -math.inf, "", "path", "ping", "m", "x" * 257, "grid", "world", "los", "corners", "none",
+    "never", "always", "no_corner_cutting", "octile", "manhattan", "euclidean", "chebyshev", "auto", "astar",
+    "jps", b"m", [], [0], [0, 0], [1, 2], [2, 3], [1.5, 2.0], [0, True], [0, None], [0, "1"], [0, math.nan],
+    [math.inf, 0], [1, 2, 3], [[0, 0], 0], {}, {"x": 1},
+])
+KEYS = st.sampled_from(sorted(BASE) + sorted(_FAST_OPTIONAL) + ["colour", "requests", "rects"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.dictionaries(KEYS, VALUES, max_size=6), st.lists(KEYS, max_size=2), st.booleans())
+def test_read_request_matches_the_full_pipeline(changes, removed, bin_key):
+    obj = {**BASE, **changes}
+    for key in removed:
+        obj.pop(key, None)
+    if bin_key:
+        obj[b"id"] = 1
+    body = msgpack.packb(obj, use_bin_type=True)
+    assert read_request(body) == reference(body)
+    fast = parse_path_fast(msgpack.unpackb(body, strict_map_key=False))
+    if fast is not None:
+        assert type(fast.query) is PathQuery
+        assert fast == parse_request(obj)
