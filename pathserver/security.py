@@ -250,13 +250,20 @@ class CurveServer:
 
         authenticator = ThreadAuthenticator(context, log=logging.getLogger("pathserver.security.zap"))
         authenticator.start()
-        authenticator.configure_curve(domain="*", location=str(self.allowed_dir))
+        # zmq.auth falls back to the "*" domain only for sockets that set no ZAP domain; the
+        # server's ROUTER sets ZAP_DOMAIN_NAME, so the allow-list is registered under both.
+        for domain in ("*", ZAP_DOMAIN_NAME):
+            authenticator.configure_curve(domain=domain, location=str(self.allowed_dir))
         return authenticator
 
     def apply(self, socket: zmq.Socket) -> None:
         socket.curve_server = True
         socket.curve_publickey = self.public_key
         socket.curve_secretkey = self.secret_key
+
+
+#: The ZAP domain the server's sockets announce (see ``pathserver.server.loop``).
+ZAP_DOMAIN_NAME = "pathserver"
 
 
 def client_curve_options(server_public_key=None, client_secret_key=None) -> dict:

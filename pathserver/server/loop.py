@@ -58,6 +58,7 @@ from pathserver.protocol.requests import (
     StatsRequest,
     UpdateRequest,
 )
+from pathserver.security import ZAP_DOMAIN_NAME
 from pathserver.server import handlers
 
 log = logging.getLogger("pathserver.server")
@@ -183,7 +184,7 @@ class Server:
             # first byte but 0xff reads as a 1.0 greeting, which ends the handshake timer,
             # and 1.0 has no heartbeats: a peer that then went silent held its connection
             # forever. With the NULL mechanism and no ZAP handler, ZMTP 3 clients still get in.
-            router.setsockopt(zmq.ZAP_DOMAIN, b"pathserver")
+            router.setsockopt(zmq.ZAP_DOMAIN, ZAP_DOMAIN_NAME.encode())
         if self.curve is not None and not worker:
             # The ZAP handler must be up before the first connection arrives: without one,
             # libzmq admits every CURVE client.
