@@ -146,6 +146,46 @@ def handle_path(request: PathRequest, registry) -> dict:
     return path_reply(request.id, *_answer(gridmap, query.space, result))
 
 
+def run_many(requests: list, registry) -> list[tuple[bytes, str | None]]:
+    """Answer ``path`` requests for one map with equal options in one ``find_paths``
+    call (spread over all cores); each gets the reply :func:`run` would give it, and all
+    are computed on one map generation. Never raises."""
+    answers: list = [None] * len(requests)
+    try:
+        gridmap = registry.get(requests[0].map)
+    except Exception as exc:
+        return [error_reply_bytes(request.id, exc) for request in requests]
+    entries = []
+    for i, request in enumerate(requests):
+        try:
+            entries.append((i, *_endpoints(gridmap, request.query)))
+        except Exception as exc:
+            answers[i] = error_reply_bytes(request.id, exc)
+    if entries:
+        query = requests[entries[0][0]].query
+        try:
+            results = find_paths(
+                gridmap,
+                [start for _, _, start, _ in entries],
+                [goal for _, _, _, goal in entries],
+                entries[0][1],
+                errors="return",
+                **query.options,
+            )
+        except Exception as exc:
+            results = [exc] * len(entries)
+        for (i, _, _, _), result in zip(entries, results):
+            rid = requests[i].id
+            if isinstance(result, BaseException):
+                answers[i] = error_reply_bytes(rid, result)
+            else:
+                try:
+                    answers[i] = encode(path_reply(rid, *_answer(gridmap, query.space, result))), None
+                except Exception as exc:
+                    answers[i] = error_reply_bytes(rid, exc)
+    return answers
+
+
 def run_bounded(request: PathRequest, registry, budget: int, max_distance: int):
     """Answer ``request`` if start and goal are at most ``max_distance`` cells apart on
     each axis and its search needs at most ``budget`` expansions, else None (then run it
@@ -347,7 +387,10 @@ def _map_entry(info: dict) -> dict:
         elif key == "origin" and value is not None:
             value = [float(value[0]), float(value[1])]
         elif key == "last_error" and value is not None:
-            value = str(value)
+            # Load errors name their files by full path; the client sees them relative
+            # to the maps folder, like ``file``.
+            folder = os.path.dirname(str(info.get("file") or ""))
+            value = str(value).replace(folder + os.sep, "") if folder else str(value)
         elif isinstance(value, np.generic):
             value = value.item()
         entry[wire] = value

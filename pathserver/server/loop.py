@@ -111,6 +111,8 @@ _INLINE = (PingRequest, StatsRequest, MapsRequest)
 _META = struct.Struct("<dId")
 _POLL_MS = 100
 _BURST = 256
+#: At most this many pipelined path requests share one find_paths job.
+_GROUP_LIMIT = 64
 _instance = itertools.count()
 
 
@@ -168,6 +170,8 @@ class Server:
         self._results: zmq.Socket | None = None
         self._inproc = f"inproc://pathserver-results-{os.getpid()}-{next(_instance)}"
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        # Path requests of the current burst, by (map, options), until _dispatch_pending.
+        self._pending: dict[tuple, list] = {}
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._stopping = False
@@ -289,19 +293,38 @@ class Server:
 
     def _serve_requests(self) -> None:
         router = self._router
-        for _ in range(_BURST):
-            try:
-                frames = _recv_frames(router)
-            except zmq.Again:
-                return
-            received = time.perf_counter()
-            self._requests += 1
-            envelope = frames[:-1]
-            try:
-                self._serve(envelope, frames[-1], received)
-            except Exception as exc:
-                # A bug in the loop's own bookkeeping: the request still gets its reply.
-                self._send_error(envelope, received, exc, None)
+        try:
+            for _ in range(_BURST):
+                try:
+                    frames = _recv_frames(router)
+                except zmq.Again:
+                    return
+                received = time.perf_counter()
+                self._requests += 1
+                envelope = frames[:-1]
+                try:
+                    self._serve(envelope, frames[-1], received)
+                except Exception as exc:
+                    # A bug in the loop's own bookkeeping: the request still gets its reply.
+                    self._send_error(envelope, received, exc, None)
+        finally:
+            self._dispatch_pending()
+
+    def _dispatch_pending(self) -> None:
+        """Hand the burst's queued path requests to the workers. Requests for one map with
+        equal options go as one job, answered by one ``find_paths`` call spread over all
+        cores: pipelined requests then cost about what one ``paths`` batch does, instead
+        of a thread hand-off each. Every request still gets its own reply."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        for group in pending.values():
+            if len(group) == 1:
+                self._jobs.put(group[0])
+                continue
+            for start in range(0, len(group), _GROUP_LIMIT):
+                part = group[start : start + _GROUP_LIMIT]
+                self._jobs.put(([job[0] for job in part], [job[1] for job in part], [job[2] for job in part], len(part)))
 
     def _serve(self, envelope: list, body: bytes, received: float) -> None:
         if len(envelope) > 2 or (len(envelope) == 2 and envelope[1] != b""):
@@ -336,7 +359,11 @@ class Server:
             self._send_error(envelope, received, overloaded, request.id)
             return
         self._queued += weight
-        self._jobs.put((request, envelope, received, weight))
+        if type(request) is PathRequest:
+            key = (request.map, request.query.group_key())
+            self._pending.setdefault(key, []).append((request, envelope, received, weight))
+        else:
+            self._jobs.put((request, envelope, received, weight))
 
     def _forward_results(self) -> None:
         results = self._results
@@ -390,9 +417,16 @@ class Server:
                     return
                 request, envelope, received, weight = job
                 started = time.perf_counter()
+                if type(request) is list:
+                    answers = handlers.run_many(request, self.registry)
+                    seconds = (time.perf_counter() - started) / len(request)
+                    for (reply, code), one_envelope, one_received in zip(answers, envelope, received):
+                        meta = _META.pack(one_received, 1, seconds) + (code or "").encode("ascii")
+                        _send_frames(push, [meta, *one_envelope, reply])
+                    continue
                 reply, code = handlers.run(request, self.registry)
                 meta = _META.pack(received, weight, time.perf_counter() - started) + (code or "").encode("ascii")
-                push.send_multipart([meta, *envelope, reply])
+                _send_frames(push, [meta, *envelope, reply])
         except zmq.ZMQError as exc:
             if not self._stopping:
                 log.error("worker stopped: %s", exc)

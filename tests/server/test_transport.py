@@ -8,6 +8,7 @@ import msgpack
 import pytest
 import zmq
 
+from pathserver.server import handlers
 
 
 def path_request(rid, name="arena", start=(0, 0), goal=(9, 4)):
@@ -150,3 +151,32 @@ def test_server_stops_within_a_second(start_server):
     assert not server.thread.is_alive()
     server.server.close()
     assert time.monotonic() - started < 1.0
+
+
+def test_pipelined_paths_grouped_into_one_job_answer_as_one_at_a_time(start_server, make_dealer):
+    # inline_expansions=0 sends every path to the workers, where a burst's requests with
+    # the same map and options share one find_paths call; each reply must still be the
+    # one that request gets on its own, bad entries included.
+    server = start_server(inline_expansions=0)
+    client = make_dealer(server.endpoint)
+    rng = random.Random(5)
+    bodies = []
+    sizes = {"arena": (10, 5), "split": (5, 3)}
+    for rid in range(1, 121):
+        name = rng.choice(list(sizes))
+        width, height = sizes[name]
+        # Goals one column past the edge now and then: out_of_bounds inside a group.
+        request = {"id": rid, "op": "path", "map": name,
+                   "start": [rng.randrange(width), rng.randrange(height)],
+                   "goal": [rng.randrange(width + 1), rng.randrange(height)],
+                   "smooth": rng.choice(["los", "none"])}
+        bodies.append(msgpack.packb(request))
+    for body in bodies:
+        client.send(body)
+    replies = {}
+    for _ in bodies:
+        frames = client.recv_frames()
+        replies[msgpack.unpackb(frames[-1])["id"]] = frames[-1]
+    for rid, body in enumerate(bodies, start=1):
+        assert replies[rid] == handlers.respond(body, server.registry)
+    assert any(not msgpack.unpackb(r)["ok"] for r in replies.values())  # out-of-bounds goals among them
