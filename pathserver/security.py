@@ -387,6 +387,9 @@ class Relay:
             zmq.HEARTBEAT_TTL: _HEARTBEAT_TIMEOUT_MS, zmq.HANDSHAKE_IVL: _HANDSHAKE_MS,
         }.items():
             frontend.setsockopt(option, value)
+        # As on the server (pathserver.server.loop): refuse ZMTP 1.0 greetings at once, or a
+        # peer sending one byte and going silent would hold its connection forever.
+        frontend.setsockopt(zmq.ZAP_DOMAIN, ZAP_DOMAIN_NAME.encode())
         listen = self.listen[:-2] + ":*" if self.listen.startswith("tcp://") and self.listen.endswith(":0") else self.listen
         try:
             frontend.bind(listen)

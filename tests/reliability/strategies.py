@@ -1,0 +1,367 @@
+"""Hypothesis strategies for request bodies: random bytes, valid requests of every op, and
+those requests mutated field by field or byte by byte.
+
+A valid request aims at the maps of ``reliability_helpers.small_maps``; mutations then
+drop fields, swap in values of any msgpack type (NaN, huge ints, bin, ext, deep
+containers), rename fields, and flip, cut or splice the encoded bytes.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+import zlib
+
+import msgpack
+from hypothesis import strategies as st
+
+from reliability.helpers import SMALL_MAP_NAMES
+
+FIELD_NAMES = (
+    "id", "op", "map", "start", "goal", "unit_size", "space", "smooth", "diagonal", "snap",
+    "allow_partial", "max_expansions", "heuristic", "weight", "max_climb", "algorithm",
+    "line_of_sight", "requests", "rects", "cells", "solid", "cost",
+)
+WORDS = (
+    "path", "paths", "maps", "update", "ping", "stats", "grid", "world", "los", "corners",
+    "none", "no_corner_cutting", "never", "always", "octile", "euclidean", "manhattan",
+    "chebyshev", "auto", "astar", "jps", "", "ARENA", "../arena", "arena.map", "nosuch",
+) + SMALL_MAP_NAMES
+
+SPECIAL_FLOATS = (math.nan, math.inf, -math.inf, -0.0, 0.5, 1e300, -1e300, 5e-324, 2.0**63, 2.0**64, 1e16)
+SPECIAL_INTS = (0, 1, -1, 2, 3, 7, 63, 64, 65, 255, 256, 2**31 - 1, 2**31, 2**32, 2**63 - 1, 2**64 - 1, -(2**63))
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.sampled_from(SPECIAL_INTS),
+    st.integers(-(2**63), 2**64 - 1),
+    st.integers(-3, 70),
+    st.sampled_from(SPECIAL_FLOATS),
+    st.floats(),
+    st.floats(-2, 70),
+    st.sampled_from(WORDS),
+    st.text(max_size=12),
+    st.binary(max_size=12),
+    st.builds(msgpack.ExtType, st.integers(0, 127), st.binary(max_size=12)),
+    st.builds(msgpack.Timestamp, st.integers(0, 2**34), st.integers(0, 999_999_999)),
+)
+
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=5)
+    | st.dictionaries(st.sampled_from(FIELD_NAMES) | st.text(max_size=6), inner, max_size=5),
+    max_leaves=16,
+)
+
+coordinate = st.integers(-1, 9) | st.floats(-1.0, 9.5, allow_nan=False)
+point = st.lists(coordinate, min_size=2, max_size=2)
+unit_size = st.sampled_from([1, 2, 3, 1.0, 2.0, [1, 2], [2, 1], [3, 3], [1.0, 4]])
+
+
+@st.composite
+def path_options(draw) -> dict:
+    options = {}
+    choices = {
+        "space": st.sampled_from(["grid", "world", None]),
+        "smooth": st.sampled_from(["los", "corners", "none", None]),
+        "diagonal": st.sampled_from(["no_corner_cutting", "never", "always", None]),
+        "snap": st.booleans() | st.none(),
+        "allow_partial": st.booleans() | st.none(),
+        "max_expansions": st.integers(1, 400) | st.none(),
+        "heuristic": st.sampled_from(["octile", "euclidean", "manhattan", "chebyshev", None]),
+        "weight": st.sampled_from([1, 1.0, 1.5, 3, None]),
+        "max_climb": st.sampled_from([0, 0.5, 1, 2.0, 100, math.inf, None]),
+        "algorithm": st.sampled_from(["auto", "astar", "jps", None]),
+        "line_of_sight": st.booleans() | st.none(),
+        "unit_size": unit_size | st.none(),
+    }
+    for key in draw(st.lists(st.sampled_from(sorted(choices)), max_size=5, unique=True)):
+        options[key] = draw(choices[key])
+    return options
+
+
+map_name = st.sampled_from(SMALL_MAP_NAMES)
+ids = st.integers(-(2**63), 2**64 - 1) | st.integers(0, 1000)
+
+
+@st.composite
+def valid_requests(draw) -> dict:
+    """A request of any op that the server should accept (it may still answer with a
+    map-dependent error: out of bounds, blocked, search limit)."""
+    rid = draw(ids)
+    op = draw(st.sampled_from(["path", "path", "path", "paths", "update", "maps", "ping", "stats"]))
+    if op == "path":
+        return {"id": rid, "op": op, "map": draw(map_name), "start": draw(point), "goal": draw(point),
+                **draw(path_options())}
+    if op == "paths":
+        entries = draw(st.lists(st.fixed_dictionaries({"start": point, "goal": point}, optional={
+            "unit_size": unit_size, "smooth": st.sampled_from(["los", "none"]),
+            "allow_partial": st.booleans()}), max_size=6))
+        return {"id": rid, "op": op, "map": draw(map_name), "requests": entries, **draw(path_options())}
+    if op == "update":
+        request = {"id": rid, "op": op, "map": draw(map_name)}
+        if draw(st.booleans()):
+            request["rects"] = draw(st.lists(st.tuples(coordinate, coordinate, st.integers(1, 4),
+                                                       st.floats(0.1, 4)).map(list), min_size=1, max_size=3))
+        else:
+            request["cells"] = draw(st.lists(point, min_size=1, max_size=3))
+        request["solid"] = draw(st.booleans())
+        if draw(st.booleans()):
+            request["cost"] = draw(st.sampled_from([1, 2.5, 10]))
+        if draw(st.booleans()):
+            request["space"] = draw(st.sampled_from(["grid", "world"]))
+        return request
+    return {"id": rid, "op": op}
+
+
+def _containers(obj, found: list) -> list:
+    """Every dict and list inside ``obj`` (including itself), depth first."""
+    found.append(obj)
+    children = obj.values() if isinstance(obj, dict) else obj
+    for child in children:
+        if isinstance(child, (dict, list)):
+            _containers(child, found)
+    return found
+
+
+@st.composite
+def mutated_requests(draw) -> dict:
+    """A valid request with 1..4 structural mutations anywhere inside it."""
+    # A deep copy: the strategies' constants (unit sizes as lists) must not be mutated.
+    request = copy.deepcopy(draw(valid_requests()))
+    for _ in range(draw(st.integers(1, 4))):
+        targets = _containers(request, [])
+        target = draw(st.sampled_from(targets))
+        kind = draw(st.sampled_from(["set", "set", "drop", "wrap", "rename"]))
+        if isinstance(target, dict):
+            key = draw(st.sampled_from(sorted(target, key=str)) if target and kind != "set"
+                       else st.sampled_from(FIELD_NAMES) | st.text(max_size=6))
+            if kind == "drop":
+                target.pop(key, None)
+            elif kind == "wrap" and key in target:
+                target[key] = draw(st.sampled_from([[target[key]], {"v": target[key]}, [target[key]] * 2]))
+            elif kind == "rename" and key in target:
+                target[draw(st.sampled_from(FIELD_NAMES) | st.text(max_size=6))] = target.pop(key)
+            else:
+                target[key] = draw(values)
+        elif target:
+            index = draw(st.integers(0, len(target) - 1))
+            if kind == "drop":
+                del target[index]
+            elif kind == "wrap":
+                target[index] = [target[index]]
+            else:
+                target[index] = draw(values)
+        else:
+            target.append(draw(values))
+    return request
+
+
+def pack(obj, single_float: bool = False) -> bytes:
+    """msgpack bytes; ``single_float`` sends floats as float32 where they fit (engines do)."""
+    try:
+        return msgpack.packb(obj, use_bin_type=True, use_single_float=single_float)
+    except OverflowError:
+        return msgpack.packb(obj, use_bin_type=True)
+
+
+@st.composite
+def encoded(draw, requests) -> bytes:
+    return pack(draw(requests), draw(st.booleans()))
+
+
+@st.composite
+def byte_mutations(draw, requests) -> bytes:
+    """A valid request's bytes with a few flips, cuts, insertions or splices."""
+    body = bytearray(draw(encoded(requests)))
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["flip", "set", "cut", "insert", "splice", "duplicate"]))
+        at = draw(st.integers(0, max(0, len(body) - 1)))
+        if kind == "flip" and body:
+            body[at] ^= 1 << draw(st.integers(0, 7))
+        elif kind == "set" and body:
+            body[at] = draw(st.sampled_from([0x00, 0x7F, 0x80, 0x90, 0xC0, 0xC1, 0xCB, 0xD9, 0xDC, 0xDE, 0xFF,
+                                              draw(st.integers(0, 255))]))
+        elif kind == "cut":
+            del body[at:at + draw(st.integers(1, 8))]
+        elif kind == "insert":
+            body[at:at] = draw(st.binary(min_size=1, max_size=8))
+        elif kind == "splice":
+            body[at:] = draw(st.binary(max_size=16))
+        else:
+            body[at:at] = body[at:at + draw(st.integers(1, 16))]
+    return bytes(body)
+
+
+random_bytes = st.binary(max_size=96) | st.binary(min_size=1, max_size=8).map(lambda b: b"\x8a" + b)
+
+#: Weighted towards requests that get past the decoder and into the handlers; the
+#: derived cases below add plenty of bytes that do not.
+any_body = st.one_of(
+    random_bytes,
+    encoded(valid_requests()),
+    encoded(valid_requests()),
+    encoded(mutated_requests()),
+    encoded(mutated_requests()),
+    encoded(mutated_requests()),
+    byte_mutations(valid_requests()),
+    encoded(values),
+)
+
+_SPECIAL_BYTES = (0x00, 0x7F, 0x80, 0x8F, 0x90, 0xC0, 0xC1, 0xC2, 0xC4, 0xCB, 0xCF, 0xD3, 0xD9, 0xDB, 0xDD, 0xDF,
+                  0xE0, 0xFF)
+
+
+def derived(body: bytes, count: int) -> list[bytes]:
+    """``count`` cheap variants of ``body``, fixed by its bytes (so a failure replays):
+    cut at a random point, one byte flipped, one byte set to a msgpack type marker, a
+    chunk repeated. Hypothesis draws are slow (about 1 ms a request); these multiply the
+    cases each draw buys, and a failing variant still shrinks through its source."""
+    rng = random.Random(zlib.crc32(body))
+    variants = []
+    for k in range(count):
+        out = bytearray(body)
+        at = rng.randrange(len(out)) if out else 0
+        kind = k % 4
+        if kind == 0:
+            del out[at:]
+        elif kind == 1 and out:
+            out[at] ^= 1 << rng.randrange(8)
+        elif kind == 2 and out:
+            out[at] = rng.choice(_SPECIAL_BYTES)
+        else:
+            out[at:at] = out[at:at + rng.randrange(1, 12)]
+        variants.append(bytes(out))
+    return variants
+
+
+# -- bodies from a byte string of choices -------------------------------------------------------
+#
+# Structured strategies cost about 1-6 ms a draw here, too slow for ten thousand cases in a
+# few seconds. ``genome_body`` instead reads every choice from one drawn byte string (one
+# draw, well under a millisecond): hypothesis still generates and shrinks it (towards zero
+# bytes, which read as the simplest valid ``path``), it only sees bytes.
+
+
+def _deep(depth: int):
+    value: list = [0]
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+ODD_VALUES = (
+    None, True, False, 0, 1, -1, 2, 1.5, 2**31, 2**63 - 1, 2**64 - 1, -(2**63), math.nan, math.inf, -math.inf,
+    -0.0, 1e300, -1e300, 5e-324, 2.0**53, "", "x", "arena", "ARENA", "../arena", "/etc/passwd", "world", "los",
+    "x" * 4097, "é" * 3, b"", b"\x00\xff", [], {}, [0], [1, 2], [1, 2, 3], [math.nan, 0], [0, math.inf],
+    [[0, 0]], [[0, 0, 1, 1]], [[0, 0, 0, 0]], [-1, -1], [1e300, 1e300], [True, False], ["0", "0"], [None, None],
+    {"start": [0, 0]}, {"start": [0, 0], "goal": [1, 1]}, {"x": 1}, msgpack.ExtType(1, b"ab"),
+    msgpack.Timestamp(0, 0), _deep(7), _deep(8), _deep(9), list(range(300)), {f"k{i}": i for i in range(65)},
+)
+GOOD_VALUES = {
+    "map": SMALL_MAP_NAMES,
+    "start": ([0, 0], [1, 0], [0.5, 0.5], [3, 2], [7, 4], [9, 0], [-0.5, 0.0], [2.9999, 1]),
+    "goal": ([9, 4], [0, 0], [2, 1], [5.5, 2.5], [63, 63], [4, 0], [1, 1], [0, 4]),
+    "unit_size": (1, 2, 3, [1, 2], [2, 1], 2.0, [1.0, 3], None),
+    "space": ("grid", "world", None),
+    "smooth": ("los", "corners", "none", None),
+    "diagonal": ("no_corner_cutting", "never", "always", None),
+    "snap": (True, False, None),
+    "allow_partial": (False, True, None),
+    "max_expansions": (1, 3, 50, 1000, None),
+    "heuristic": ("octile", "euclidean", "manhattan", "chebyshev", None),
+    "weight": (1, 1.5, 4.0, None),
+    "max_climb": (0, 0.5, 1, 3.0, math.inf, None),
+    "algorithm": ("auto", "astar", "jps", None),
+    "line_of_sight": (True, False, None),
+    "rects": ([[1, 1, 2, 2]], [[0, 0, 0.5, 0.5]], [[-3, -3, 4, 4]], [[5, 1, 3, 9], [0, 0, 1, 1]]),
+    "cells": ([[0, 0]], [[2.5, 1.5]], [[9, 4], [0, 4]]),
+    "solid": (True, False),
+    "cost": (1, 2.5, 9),
+}
+_OPS_ORDER = ("path", "paths", "update", "path", "ping", "maps", "stats", "path")
+_OPTIONAL = ("unit_size", "space", "smooth", "diagonal", "snap", "allow_partial", "max_expansions", "heuristic",
+             "weight", "max_climb", "algorithm", "line_of_sight")
+
+
+class _Choices:
+    """Reads choices from bytes; past the end every choice is 0 (the first option)."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self.at = 0
+
+    def below(self, n: int) -> int:
+        byte = self.data[self.at] if self.at < len(self.data) else 0
+        self.at += 1
+        return byte % n
+
+    def pick(self, options):
+        return options[self.below(len(options))]
+
+
+def genome_request(genome: bytes):
+    """A request (or, rarely, another value) built from the choices in ``genome``."""
+    c = _Choices(genome)
+    op = c.pick(_OPS_ORDER)
+    request: dict = {"id": c.below(256) - 8, "op": op}
+    if op in ("path", "paths", "update"):
+        request["map"] = c.pick(GOOD_VALUES["map"])
+    if op == "path":
+        request["start"] = list(c.pick(GOOD_VALUES["start"]))
+        request["goal"] = list(c.pick(GOOD_VALUES["goal"]))
+    if op in ("path", "paths"):
+        for _ in range(c.below(4)):
+            key = c.pick(_OPTIONAL)
+            request[key] = copy.deepcopy(c.pick(GOOD_VALUES[key]))
+    if op == "paths":
+        request["requests"] = [
+            {"start": list(c.pick(GOOD_VALUES["start"])), "goal": list(c.pick(GOOD_VALUES["goal"])),
+             **({"unit_size": c.pick(GOOD_VALUES["unit_size"])} if c.below(3) == 1 else {})}
+            for _ in range(c.below(5))
+        ]
+    if op == "update":
+        request["rects" if c.below(2) else "cells"] = copy.deepcopy(c.pick(GOOD_VALUES["rects"] + GOOD_VALUES["cells"]))
+        request["solid" if c.below(3) else "cost"] = c.pick((True, False, 2.5))
+        if c.below(3) == 1:
+            request["space"] = c.pick(("grid", "world"))
+    # Mutations: set, drop, wrap or rename a field, or poke inside a list field.
+    for _ in range(c.below(4)):
+        action = c.below(5)
+        key = c.pick(FIELD_NAMES + ("x", ""))
+        if action == 0:
+            request[key] = copy.deepcopy(c.pick(ODD_VALUES))
+        elif action == 1:
+            request.pop(key, None)
+        elif action == 2 and key in request:
+            request[key] = [request[key]]
+        elif action == 3 and key in request:
+            request[c.pick(FIELD_NAMES)] = request.pop(key)
+        else:
+            target = request.get(key)
+            if isinstance(target, list) and target:
+                index = c.below(len(target))
+                if isinstance(target[index], (list, dict)) and c.below(2):
+                    inner = target[index]
+                    if isinstance(inner, dict):
+                        inner[c.pick(("start", "goal", "unit_size", "smooth", "x"))] = copy.deepcopy(c.pick(ODD_VALUES))
+                    elif inner:
+                        inner[c.below(len(inner))] = copy.deepcopy(c.pick(ODD_VALUES))
+                else:
+                    target[index] = copy.deepcopy(c.pick(ODD_VALUES))
+    shape = c.below(16)
+    if shape == 15:
+        return c.pick(ODD_VALUES)  # not a map at all
+    if shape == 14:
+        return {1: request}  # a non-string key
+    return request
+
+
+def genome_body(genome: bytes) -> bytes:
+    body = pack(genome_request(genome), single_float=bool(genome[-1] & 1) if genome else False)
+    return body
+
+
+genome_bodies = st.binary(max_size=48).map(genome_body)
