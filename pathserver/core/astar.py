@@ -65,7 +65,8 @@ def move_allowed(passable, heights, use_heights, max_climb, diagonal, x, y, nx, 
 @njit(cache=True, nogil=True)
 def astar(
     passable,
-    cost,
+    cost_index,
+    cost_table,
     uniform,
     heights,
     use_heights,
@@ -89,8 +90,10 @@ def astar(
 ):
     """Search from (sx, sy) to (gx, gy); both must be passable and in bounds.
 
-    passable: uint8 (H, W); cost: float64 (H, W) cost of entering a cell, read only when
-    ``uniform`` is 0; heights: float32 (H, W), read only when ``use_heights`` is 1.
+    passable: integer (H, W), nonzero = passable. cost_index: unsigned integer (H, W) and
+    cost_table: float64 (K,): entering cell (x, y) costs ``cost_table[cost_index[y, x]]``,
+    read only when ``uniform`` is 0 (a (1, 1) placeholder and ``[1.0]`` serve then).
+    heights: float32 (H, W), read only when ``use_heights`` is 1.
     diagonal / heuristic: the DIAGONAL_* / HEURISTIC_* codes; weight >= 1 inflates h.
     max_expansions: 0 for no limit. Workspace arrays: see the module docstring.
 
@@ -139,7 +142,7 @@ def astar(
                 continue
             step = SQRT2 if d >= 4 else 1.0
             if uniform == 0:
-                step *= cost[ny, nx]
+                step *= cost_table[cost_index[ny, nx]]
             g_new = g_node + step
             if mark == open_mark:
                 if g_new < g[neighbour]:

@@ -93,25 +93,56 @@ def footprint_passable(clearance, unit_w, unit_h, off_x, off_y, passable):
 
 
 @njit(cache=True, nogil=True)
-def footprint_cost(cost, unit_w, unit_h, off_x, off_y, out):
-    """``out[y, x]`` = the highest terrain cost under the footprint anchored at ``(x, y)``.
+def index_costs(cost, cost_table, cost_index, x0, y0, x1, y1):
+    """Fill ``cost_index[y0:y1, x0:x1]`` with each cell's position in ``cost_table``.
 
-    A large unit wading half into a swamp moves at the swamp's pace. Separable sliding
-    maximum; cells where the footprint leaves the map get the cost of the clipped part.
-    cost, out: float64 (H, W). Returns 0.
+    cost: float64 (H, W); cost_table: float64 (K,), sorted ascending, distinct, holding
+    every value of the region; cost_index: unsigned integer (H, W) wide enough for K - 1.
+    The region is passed as bounds rather than as slices so one compiled version serves
+    whole maps and edited boxes alike. Returns 0, or 1 when a value is missing from the
+    table (its cells are then left unwritten).
     """
-    height, width = cost.shape
-    rows = np.empty((height, width), dtype=np.float64)
+    status = 0
+    for y in range(y0, y1):
+        for x in range(x0, x1):
+            value = cost[y, x]
+            lo = 0
+            hi = cost_table.shape[0]
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if cost_table[mid] < value:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < cost_table.shape[0] and cost_table[lo] == value:
+                cost_index[y, x] = lo
+            else:
+                status = 1
+    return status
+
+
+@njit(cache=True, nogil=True)
+def footprint_cost(cost_index, unit_w, unit_h, off_x, off_y, out):
+    """``out[y, x]`` = the highest terrain cost under the footprint anchored at ``(x, y)``,
+    as an index into the map's cost table.
+
+    A large unit wading half into a swamp moves at the swamp's pace. The table is sorted
+    ascending, so the highest index is the highest cost: a sliding maximum over indices,
+    separable; cells where the footprint leaves the map get the cost of the clipped part.
+    cost_index, out: the same unsigned integer dtype, (H, W). Returns 0.
+    """
+    height, width = cost_index.shape
+    rows = np.empty_like(out)
     for y in range(height):
         for x in range(width):
-            best = 0.0
+            best = 0
             for c in range(x - off_x, x - off_x + unit_w):
-                if 0 <= c < width and cost[y, c] > best:
-                    best = cost[y, c]
+                if 0 <= c < width and cost_index[y, c] > best:
+                    best = cost_index[y, c]
             rows[y, x] = best
     for y in range(height):
         for x in range(width):
-            best = 0.0
+            best = 0
             for r in range(y - off_y, y - off_y + unit_h):
                 if 0 <= r < height and rows[r, x] > best:
                     best = rows[r, x]

@@ -65,8 +65,9 @@ def straight_grid_path(sx, sy, gx, gy, four_connected):
 
 
 @njit(cache=True, nogil=True)
-def walk_is_optimal(path, passable, cost, uniform, heights, use_heights, max_climb, diagonal):
-    """Whether every step of ``path`` is a legal move entering a cell of cost 1."""
+def walk_is_optimal(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal):
+    """Whether every step of ``path`` is a legal move entering a cell of cost 1.
+    Arguments as in :func:`pathserver.core.astar.astar`."""
     for i in range(1, path.shape[0]):
         x = path[i - 1, 0]
         y = path[i - 1, 1]
@@ -74,19 +75,20 @@ def walk_is_optimal(path, passable, cost, uniform, heights, use_heights, max_cli
         ny = path[i, 1]
         if not move_allowed(passable, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
             return False
-        if uniform == 0 and cost[ny, nx] != 1.0:
+        if uniform == 0 and cost_table[cost_index[ny, nx]] != 1.0:
             return False
     return True
 
 
 @njit(cache=True, nogil=True)
-def path_cost(path, cost, uniform):
-    """Cost of a cell path: each step's length times the entered cell's terrain cost."""
+def path_cost(path, cost_index, cost_table, uniform):
+    """Cost of a cell path: each step's length times the entered cell's terrain cost,
+    ``cost_table[cost_index[y, x]]`` (read only when ``uniform`` is 0)."""
     total = 0.0
     for i in range(1, path.shape[0]):
         step = SQRT2 if (path[i, 0] != path[i - 1, 0] and path[i, 1] != path[i - 1, 1]) else 1.0
         if uniform == 0:
-            step *= cost[path[i, 1], path[i, 0]]
+            step *= cost_table[cost_index[path[i, 1], path[i, 0]]]
         total += step
     return total
 
@@ -102,10 +104,10 @@ def polyline_length(points):
 
 
 @njit(cache=True, nogil=True)
-def _cell_ok(passable, cost, uniform, max_cost, heights, use_heights, max_climb, px, py, x, y):
+def _cell_ok(passable, cost_index, cost_table, uniform, max_cost, heights, use_heights, max_climb, px, py, x, y):
     if passable[y, x] == 0:
         return False
-    if uniform == 0 and cost[y, x] > max_cost:
+    if uniform == 0 and cost_table[cost_index[y, x]] > max_cost:
         return False
     if use_heights != 0 and abs(heights[y, x] - heights[py, px]) > max_climb:
         return False
@@ -113,7 +115,9 @@ def _cell_ok(passable, cost, uniform, max_cost, heights, use_heights, max_climb,
 
 
 @njit(cache=True, nogil=True)
-def segment_clear(passable, cost, uniform, max_cost, heights, use_heights, max_climb, diagonal, x0, y0, x1, y1):
+def segment_clear(
+    passable, cost_index, cost_table, uniform, max_cost, heights, use_heights, max_climb, diagonal, x0, y0, x1, y1
+):
     """Whether the segment between the centres of two cells crosses only cells the unit
     can stand on (its supercover), none costing more than ``max_cost``, with no climb
     steeper than ``max_climb`` between consecutive cells. Where the segment passes
@@ -135,9 +139,15 @@ def segment_clear(passable, cost, uniform, max_cost, heights, use_heights, max_c
         py = y
         if decision == 0:
             if diagonal != DIAGONAL_ALWAYS:
-                if not _cell_ok(passable, cost, uniform, max_cost, heights, use_heights, max_climb, px, py, x + step_x, y):
+                if not _cell_ok(
+                    passable, cost_index, cost_table, uniform, max_cost, heights, use_heights, max_climb,
+                    px, py, x + step_x, y,
+                ):
                     return False
-                if not _cell_ok(passable, cost, uniform, max_cost, heights, use_heights, max_climb, px, py, x, y + step_y):
+                if not _cell_ok(
+                    passable, cost_index, cost_table, uniform, max_cost, heights, use_heights, max_climb,
+                    px, py, x, y + step_y,
+                ):
                     return False
             x += step_x
             y += step_y
@@ -149,7 +159,9 @@ def segment_clear(passable, cost, uniform, max_cost, heights, use_heights, max_c
         else:
             y += step_y
             iy += 1
-        if not _cell_ok(passable, cost, uniform, max_cost, heights, use_heights, max_climb, px, py, x, y):
+        if not _cell_ok(
+            passable, cost_index, cost_table, uniform, max_cost, heights, use_heights, max_climb, px, py, x, y
+        ):
             return False
     return True
 
@@ -181,7 +193,7 @@ def corner_points(path):
 
 
 @njit(cache=True, nogil=True)
-def string_pull(path, passable, cost, uniform, heights, use_heights, max_climb, diagonal):
+def string_pull(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal):
     """Greedy string pulling: from each kept point, go straight to the farthest later
     corner of the path in clear sight.
 
@@ -207,16 +219,18 @@ def string_pull(path, passable, cost, uniform, heights, use_heights, max_climb, 
         stretch_max = 1.0
         if uniform == 0:
             for c in range(a, corners[last] + 1):
-                if cost[path[c, 1], path[c, 0]] > stretch_max:
-                    stretch_max = cost[path[c, 1], path[c, 0]]
+                entered = cost_table[cost_index[path[c, 1], path[c, 0]]]
+                if entered > stretch_max:
+                    stretch_max = entered
         for j in range(anchor + 2, k):
             if uniform == 0:
                 for c in range(corners[j - 1] + 1, corners[j] + 1):
-                    if cost[path[c, 1], path[c, 0]] > stretch_max:
-                        stretch_max = cost[path[c, 1], path[c, 0]]
+                    entered = cost_table[cost_index[path[c, 1], path[c, 0]]]
+                    if entered > stretch_max:
+                        stretch_max = entered
             b = corners[j]
             if segment_clear(
-                passable, cost, uniform, stretch_max, heights, use_heights, max_climb, diagonal,
+                passable, cost_index, cost_table, uniform, stretch_max, heights, use_heights, max_climb, diagonal,
                 path[a, 0], path[a, 1], path[b, 0], path[b, 1],
             ):
                 last = j

@@ -41,11 +41,11 @@ from pathserver.core.status import (
 
 
 @njit(cache=True, nogil=True)
-def _finish(path, passable, cost, uniform, heights, use_heights, max_climb, diagonal, smooth):
+def _finish(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth):
     if smooth == SMOOTH_CORNERS:
         return corner_points(path)
     if smooth == SMOOTH_LOS:
-        return string_pull(path, passable, cost, uniform, heights, use_heights, max_climb, diagonal)
+        return string_pull(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal)
     return path
 
 
@@ -54,7 +54,8 @@ def solve(
     passable,
     labels,
     jump_bits,
-    cost,
+    cost_index,
+    cost_table,
     uniform,
     heights,
     use_heights,
@@ -82,7 +83,7 @@ def solve(
     passable: integer (H, W), nonzero where the unit's footprint fits (the grid layer
     passes its uint16 component labels here); labels: integer (H, W), its components
     under ``diagonal``; jump_bits: :func:`pathserver.core.jps.jump_bitmaps` of
-    ``passable`` (read only by JPS); cost, heights: as in :func:`astar`. snap / allow_partial /
+    ``passable`` (read only by JPS); cost_index, cost_table, heights: as in :func:`astar`. snap / allow_partial /
     line_of_sight: 0 or 1. algorithm: ALGORITHM_ASTAR, or ALGORITHM_JPS when the caller
     has checked the grid qualifies (uniform cost, no heights, no corner cutting).
     smooth: SMOOTH_* code. Workspace: as in :func:`astar`, packed so the call has fewer
@@ -136,10 +137,12 @@ def solve(
     four = 1 if diagonal == DIAGONAL_NEVER else 0
     if line_of_sight != 0:
         line = straight_grid_path(sx, sy, tx, ty, four)
-        if walk_is_optimal(line, passable, cost, uniform, heights, use_heights, max_climb, diagonal):
-            points = _finish(line, passable, cost, uniform, heights, use_heights, max_climb, diagonal, smooth)
+        if walk_is_optimal(line, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal):
+            points = _finish(
+                line, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth
+            )
             return (
-                reached, flags | FLAG_LINE_OF_SIGHT, points, path_cost(line, cost, uniform),
+                reached, flags | FLAG_LINE_OF_SIGHT, points, path_cost(line, cost_index, cost_table, uniform),
                 polyline_length(points), 0, sx, sy, gx, gy,
             )
 
@@ -155,7 +158,7 @@ def solve(
         )
     else:
         status, end, expanded = astar(
-            passable, cost, uniform, heights, use_heights, max_climb, sx, sy, tx, ty,
+            passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, tx, ty,
             diagonal, heuristic, weight, max_expansions,
             g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
         )
@@ -169,7 +172,9 @@ def solve(
         reached = QUERY_PARTIAL
     start_node = sy * width + sx
     cells = trace_path(parent, width, start_node, end)
-    points = _finish(cells, passable, cost, uniform, heights, use_heights, max_climb, diagonal, smooth)
+    points = _finish(
+        cells, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth
+    )
     return (
         reached, flags, points, g[end] if end != start_node else 0.0,
         polyline_length(points), expanded, sx, sy, gx, gy,

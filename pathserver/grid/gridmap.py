@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pathserver.core.clearance import compute_clearance, footprint_cost, footprint_passable
+from pathserver.core.clearance import compute_clearance, footprint_cost, footprint_passable, index_costs
 from pathserver.core.components import label_components
 from pathserver.core.jps import jump_bitmaps
 from pathserver.errors import BadUnitSizeError, MapLoadError
@@ -30,6 +30,14 @@ from pathserver.errors import BadUnitSizeError, MapLoadError
 MAX_CELLS = 64 * 1024 * 1024
 #: How many unit sizes one map generation keeps cached (least recently used evicted).
 DEFAULT_CACHE_SIZES = 8
+
+# What uniform-cost maps pass as cost_index / cost_table: the kernels never read them
+# there. Read-only and of the common dtypes (uint8 index, float64 table) like the real
+# ones, so numba compiles one specialisation of the kernels for both kinds of map.
+_UNIFORM_COST_INDEX = np.zeros((1, 1), dtype=np.uint8)
+_UNIFORM_COST_INDEX.setflags(write=False)
+_UNIFORM_COST_TABLE = np.ones(1, dtype=np.float64)
+_UNIFORM_COST_TABLE.setflags(write=False)
 
 
 def footprint_offsets(unit_w: int, unit_h: int) -> tuple[int, int]:
@@ -76,8 +84,12 @@ class UnitLayer:
         no-corner-cutting and the 4-connected rules. uint16 when the components fit
         (int32 otherwise), and the kernels read it as the passability grid too (nonzero
         = the unit can stand there): one array, two bytes a cell, answers both.
-    cost: float64 (H, W), the highest terrain cost under the footprint at each cell (the
-        map's own cost array for 1x1 units); uniform: every cost is 1.
+    cost_index: unsigned integer (H, W), the highest terrain cost under the footprint at
+        each cell as an index into cost_table (the map's own index grid for 1x1 units);
+        uint8 unless the map has more than 256 distinct costs. On uniform maps both are
+        (1, 1) / (1,) placeholders the kernels never read. See :attr:`cost`.
+    cost_table: float64 (K,), the map's distinct costs, sorted ascending (shared).
+    uniform: every cost is 1.
     open_share: the share of passable cells whose eight neighbours are all passable; JPS
         pays off where this is high (open ground), not on clutter or 1-wide corridors.
     """
@@ -87,11 +99,20 @@ class UnitLayer:
     labels: np.ndarray
     n_components: int
     n_passable: int
-    cost: np.ndarray
+    cost_index: np.ndarray
+    cost_table: np.ndarray
     uniform: bool
     open_share: float
     _labels8: list
     _jump_bits: list
+
+    @property
+    def cost(self) -> np.ndarray:
+        """float64 (H, W): the terrain cost the unit pays to enter each cell, the highest
+        under its footprint (a new read-only array on each call: the layer keeps indices)."""
+        if self.uniform:
+            return _readonly(np.ones(self.labels.shape, dtype=np.float64))
+        return _readonly(self.cost_table[self.cost_index])
 
     @property
     def passable(self) -> np.ndarray:
@@ -114,9 +135,10 @@ class UnitLayer:
 
     @property
     def nbytes(self) -> int:
-        """Bytes this size holds of its own (the map's cost array is shared, not counted)."""
-        # Sizes above 1x1 on a map with terrain costs hold their own footprint costs.
-        own_cost = self.cost.nbytes if (self.unit_w * self.unit_h > 1 and not self.uniform) else 0
+        """Bytes this size holds of its own (the map's cost index and table are shared,
+        not counted)."""
+        # Sizes above 1x1 on a map with terrain costs hold their own footprint cost index.
+        own_cost = self.cost_index.nbytes if (self.unit_w * self.unit_h > 1 and not self.uniform) else 0
         lazy = sum(a.nbytes for a in self._labels8) + sum(a.nbytes for a in self._jump_bits)
         return self.labels.nbytes + own_cost + lazy
 
@@ -148,12 +170,56 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
+def _index_dtype(distinct: int):
+    """The narrowest unsigned dtype indexing a table of ``distinct`` entries. Costs stay
+    exact: more than 256 distinct costs widen the index (a second compiled version of
+    the kernels) rather than quantise them."""
+    if distinct <= 1 << 8:
+        return np.uint8
+    if distinct <= 1 << 16:
+        return np.uint16
+    return np.uint32
+
+
+def _build_cost_index(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(cost_table, cost_index) for a whole float64 cost grid, both read-only."""
+    # Read-only before the call, as in _edit_cost_index: one compiled index_costs.
+    table = _readonly(np.unique(cost))
+    index = np.empty(cost.shape, dtype=_index_dtype(table.shape[0]))
+    index_costs(cost, table, index, 0, 0, cost.shape[1], cost.shape[0])
+    return table, _readonly(index)
+
+
+def _edit_cost_index(cost: np.ndarray, table: np.ndarray, index: np.ndarray, box) -> tuple[np.ndarray, np.ndarray]:
+    """(cost_table, cost_index) for ``cost``, which differs from the grid ``table[index]``
+    describes only inside ``box = (x0, y0, x1, y1)``: the box is re-indexed, and a cost
+    the table lacks is merged in (shifting the indices above it). Entries no cell uses
+    any more stay until the table outgrows its dtype, when it is rebuilt from scratch."""
+    x0, y0, x1, y1 = box
+    new_values = np.setdiff1d(np.unique(cost[y0:y1, x0:x1]), table, assume_unique=True)
+    if new_values.size:
+        merged = np.union1d(table, new_values)
+        if merged.shape[0] > np.iinfo(index.dtype).max + 1:
+            return _build_cost_index(cost)
+        remap = np.searchsorted(merged, table).astype(index.dtype)
+        index = remap[index]
+        table = _readonly(merged)
+    else:
+        index = index.copy()
+    index_costs(cost, table, index, x0, y0, x1, y1)
+    return table, _readonly(index)
+
+
 class GridMap:
     """An immutable grid map snapshot.
 
     walkable: bool (H, W), indexed ``[y, x]``.
     cost: float64 (H, W) terrain cost of entering each cell, every value >= 1 and finite
         (blocked cells' cost is ignored); None means uniform cost 1.
+    cost_index, cost_table: the same costs as the kernels read them, ``cost[y, x] ==
+        cost_table[cost_index[y, x]]``: cost_table float64 (K,) the distinct costs sorted
+        ascending, cost_index uint8 (H, W) (uint16 / uint32 past 256 / 65536 distinct
+        costs). On a uniform map they are (1, 1) / (1,) placeholders, never read.
     heights: float32 (H, W) optional per-cell height (a request's ``max_climb`` blocks
         steeper steps); None means flat.
     origin: world position of the corner of cell (0, 0); cell_size: world size of a cell.
@@ -172,6 +238,7 @@ class GridMap:
         generation: int = 0,
         cache_sizes: int = DEFAULT_CACHE_SIZES,
         _clearance: np.ndarray | None = None,
+        _cost_edit: tuple | None = None,
     ):
         walkable = np.asarray(walkable)
         if walkable.ndim != 2 or walkable.shape[0] < 1 or walkable.shape[1] < 1:
@@ -193,6 +260,18 @@ class GridMap:
             cost = np.where(self.walkable, cost, 1.0)
             self.cost = _readonly(cost)
             self.uniform_cost = bool(np.all(cost == 1.0))
+        if self.uniform_cost:
+            self.cost_index, self.cost_table = _UNIFORM_COST_INDEX, _UNIFORM_COST_TABLE
+        elif _cost_edit is not None:
+            # An edit of a map with terrain costs: its previous table, index and the box
+            # the edit touched.
+            table, index, box = _cost_edit
+            if box is None:
+                self.cost_table, self.cost_index = table, index
+            else:
+                self.cost_table, self.cost_index = _edit_cost_index(self.cost, table, index, box)
+        else:
+            self.cost_table, self.cost_index = _build_cost_index(self.cost)
         if heights is None:
             self.heights = None
         else:
@@ -314,14 +393,14 @@ class GridMap:
         n_passable = footprint_passable(self.clearance, unit_w, unit_h, off_x, off_y, passable)
         labels, n_components = _components(passable, eight=0)
         if (unit_w == 1 and unit_h == 1) or self.uniform_cost:
-            cost = self.cost
+            cost_index = self.cost_index
         else:
-            cost = np.empty(self.walkable.shape, dtype=np.float64)
-            footprint_cost(self.cost, unit_w, unit_h, off_x, off_y, cost)
-            _readonly(cost)
+            cost_index = np.empty(self.walkable.shape, dtype=self.cost_index.dtype)
+            footprint_cost(self.cost_index, unit_w, unit_h, off_x, off_y, cost_index)
+            _readonly(cost_index)
         return UnitLayer(
             unit_w, unit_h, labels, n_components, int(n_passable),
-            cost, self.uniform_cost, _open_share(passable, n_passable), [], [],
+            cost_index, self.cost_table, self.uniform_cost, _open_share(passable, n_passable), [], [],
         )
 
     # -- edits ------------------------------------------------------------------------
@@ -361,6 +440,11 @@ class GridMap:
             # A square reaching into the edited box starts at most `reach` cells up/left.
             reach = int(max(self.clearance.max(initial=0), x1 - x0, y1 - y0)) + 1
             compute_clearance(walkable.view(np.uint8), clearance, max(0, x0 - reach), max(0, y0 - reach), x1, y1)
+        cost_edit = None
+        if not self.uniform_cost:
+            # Cells change cost only inside the box: set to `cost`, or reset to 1 when
+            # made solid (the constructor's rule for blocked cells).
+            cost_edit = (self.cost_table, self.cost_index, (x0, y0, x1, y1) if x0 < x1 else None)
         return GridMap(
             walkable,
             new_cost,
@@ -371,6 +455,7 @@ class GridMap:
             generation=self.generation + 1,
             cache_sizes=self._cache_sizes,
             _clearance=clearance,
+            _cost_edit=cost_edit,
         )
 
     def with_generation(self, generation: int) -> "GridMap":

@@ -281,7 +281,8 @@ def find_path(
     jump_bits = layer.jump_bits() if algorithm_code == st.ALGORITHM_JPS else _NO_JUMP_BITS
     ws = _workspace(gridmap.width * gridmap.height)
     status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
-        layer.labels, labels, jump_bits, layer.cost, 1 if layer.uniform else 0, heights, use_heights, climb,
+        layer.labels, labels, jump_bits, layer.cost_index, layer.cost_table, 1 if layer.uniform else 0,
+        heights, use_heights, climb,
         sx, sy, gx, gy, 1 if snap else 0, 1 if allow_partial else 0,
         diagonal_code, heuristic_code, float(weight), budget, algorithm_code, 1 if line_of_sight else 0,
         smooth_code, ws.work_float, ws.work_int, ws.stamp, ws.next_pass(),

@@ -6,12 +6,15 @@ import numpy as np
 import pytest
 
 import naive
-from pathserver.core.clearance import compute_clearance, footprint_cost
+from pathserver.core.clearance import compute_clearance, footprint_cost, index_costs
 from pathserver.core.components import label_components, nearest_with_label
 from pathserver.core.lines import segment_clear, straight_grid_path
 from pathserver.grid.gridmap import GridMap
 
 NO_HEIGHTS = np.zeros((1, 1), dtype=np.float32)
+# What uniform maps pass for cost_index / cost_table (never read when uniform is 1).
+NO_COST_INDEX = np.zeros((1, 1), dtype=np.uint8)
+NO_COST_TABLE = np.ones(1)
 
 
 def brute_clearance(walkable):
@@ -80,15 +83,38 @@ def test_nearest_with_label_is_the_euclidean_nearest():
         assert status == 0 and (bx - x) ** 2 + (by - y) ** 2 == best
 
 
-def test_footprint_cost_is_the_max_under_the_footprint():
+@pytest.mark.parametrize("distinct", [8, 300])
+def test_index_costs_finds_each_cost_in_the_table(distinct):
+    rng = np.random.default_rng(distinct)
+    values = 1.0 + rng.random(distinct) * 50
+    cost = rng.choice(values, size=(40, 40))
+    table = np.unique(cost)
+    dtype = np.uint8 if len(table) <= 256 else np.uint16
+    index = np.zeros(cost.shape, dtype=dtype)
+    assert index_costs(cost, table, index, 0, 0, 40, 40) == 0
+    assert (table[index] == cost).all()
+    assert (index == np.searchsorted(table, cost)).all()
+    # Only the box is written; a value missing from the table is reported.
+    boxed = np.zeros(cost.shape, dtype=dtype)
+    index_costs(cost, table, boxed, 3, 5, 17, 9)
+    assert (boxed[5:9, 3:17] == index[5:9, 3:17]).all() and boxed.sum() == boxed[5:9, 3:17].sum()
+    assert index_costs(cost, table[1:], index, 0, 0, 40, 40) == 1
+
+
+@pytest.mark.parametrize("distinct", [8, 300])
+def test_footprint_cost_is_the_max_under_the_footprint(distinct):
     rng = np.random.default_rng(4)
-    cost = rng.integers(1, 9, size=(12, 14)).astype(np.float64)
-    out = np.empty_like(cost)
-    footprint_cost(cost, 3, 2, 1, 0, out)
-    for y in range(12):
-        for x in range(14):
-            cells = [(cx, cy) for cx, cy in naive.footprint_cells(x, y, 3, 2) if 0 <= cx < 14 and 0 <= cy < 12]
-            assert out[y, x] == max(cost[cy, cx] for cx, cy in cells)
+    cost = (1.0 + rng.integers(0, distinct, size=(24, 26)) / 7).astype(np.float64)
+    table = np.unique(cost)
+    index = np.searchsorted(table, cost).astype(np.uint8 if len(table) <= 256 else np.uint16)
+    for unit_w, unit_h in ((3, 2), (1, 4), (2, 2), (5, 5)):
+        out = np.empty_like(index)
+        footprint_cost(index, unit_w, unit_h, (unit_w - 1) // 2, (unit_h - 1) // 2, out)
+        for y in range(24):
+            for x in range(26):
+                cells = [(cx, cy) for cx, cy in naive.footprint_cells(x, y, unit_w, unit_h)
+                         if 0 <= cx < 26 and 0 <= cy < 24]
+                assert table[out[y, x]] == max(cost[cy, cx] for cx, cy in cells)
 
 
 def test_straight_grid_path_is_octile_optimal_and_connected():
@@ -129,13 +155,12 @@ def test_segment_clear_matches_exact_geometry():
     # A clear segment meets only open cells, counting a cell whose corner it passes
     # exactly through: that is the no-corner-cutting rule for straight lines.
     rng = np.random.default_rng(6)
-    ones = np.ones((1, 1))
     for _ in range(300):
         passable = (rng.random((12, 12)) > 0.15).astype(np.uint8)
         x0, y0, x1, y1 = (int(v) for v in rng.integers(0, 12, size=4))
         if not passable[y0, x0]:
             continue
-        clear = segment_clear(passable, ones, 1, 1.0, NO_HEIGHTS, 0, 0.0, 0, x0, y0, x1, y1)
+        clear = segment_clear(passable, NO_COST_INDEX, NO_COST_TABLE, 1, 1.0, NO_HEIGHTS, 0, 0.0, 0, x0, y0, x1, y1)
         expected = all(
             passable[cy, cx] or not _touches(x0, y0, x1, y1, cx, cy) for cy in range(12) for cx in range(12)
         )
@@ -159,7 +184,7 @@ def test_generic_and_specialised_astar_agree_with_dijkstra():
             continue
         (sy, sx), (gy, gx) = (tuple(int(v) for v in c) for c in cells[rng.choice(len(cells), 2, replace=False)])
         expected = naive.dijkstra(passable, (sx, sy), (gx, gy))
-        generic = astar(passable, np.ones((1, 1)), 1, NO_HEIGHTS, 0, 0.0, sx, sy, gx, gy, 0, 0, 1.0, 0,
+        generic = astar(passable, NO_COST_INDEX, NO_COST_TABLE, 1, NO_HEIGHTS, 0, 0.0, sx, sy, gx, gy, 0, 0, 1.0, 0,
                         g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos)
         cost_generic = g[generic[1]]
         pass_id += 2
