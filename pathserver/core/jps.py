@@ -19,16 +19,15 @@ same row, column or diagonal, so :func:`pathserver.core.astar.trace_path` fills 
 cells between them.
 """
 
-import math
 
 import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
+from pathserver.core.astar import _octile
 from pathserver.core.heap import heap_decrease, heap_pop, heap_push
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
-SQRT2 = math.sqrt(2.0)
 ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
 ONE = np.uint64(1)
 
@@ -225,15 +224,6 @@ def _jump(cells, width, height, bitmaps, x, y, dx, dy, gx, gy):
         return y * width + at if at >= 0 else -1
     at = _jump_y(bitmaps, width, height, x, y, dy, gx, gy, True)
     return at * width + x if at >= 0 else -1
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _octile(x, y, gx, gy):
-    dx = abs(x - gx)
-    dy = abs(y - gy)
-    if dx < dy:
-        return dy + (SQRT2 - 1.0) * dx
-    return dx + (SQRT2 - 1.0) * dy
 
 
 @njit(cache=True, nogil=True, inline="always")
