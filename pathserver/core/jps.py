@@ -19,7 +19,6 @@ same row, column or diagonal, so :func:`pathserver.core.astar.trace_path` fills 
 cells between them.
 """
 
-
 import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
