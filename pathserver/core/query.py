@@ -154,7 +154,7 @@ def solve(
     elif uniform != 0 and use_heights == 0 and diagonal == DIAGONAL_NO_CORNER_CUTTING and heuristic == HEURISTIC_OCTILE:
         status, end, expanded = astar_octile(
             passable, sx, sy, tx, ty, weight, max_expansions,
-            g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
+            g, parent, stamp, pass_id, heap_nodes, heap_f, heap_pos,
         )
     else:
         status, end, expanded = astar(
