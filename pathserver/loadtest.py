@@ -30,6 +30,12 @@ cells), the rest anywhere; or the problems of a Moving AI ``.scen`` file.
 and reopens it (``solid: false``) on the next update, reopening every door it closed
 before it stops. Reopening clears whatever walls were there before, so point it at a test
 server or use ``--spawn`` (edits live in the server's memory only; files are untouched).
+
+``--rewrites-per-s`` (with ``--spawn``) rewrites the served map files while the load runs,
+on a temporary copy of the ``--maps`` folder: alternately an atomic save (a temp file
+renamed over the map) and an in-place write, with the same content, so every rewrite makes
+the server reload and swap in a new generation under load. The summary counts the rewrites
+and the server's ``reloads_ok`` / ``reloads_failed``.
 """
 
 from __future__ import annotations
@@ -37,9 +43,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import queue
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -94,6 +102,9 @@ class LoadConfig:
     long_share: float = 0.3
     short_radius: int = 24
     updates_per_s: float = 0.0
+    rewrites_per_s: float = 0.0
+    #: The folder the server serves; needed by rewrites (``--spawn`` sets it).
+    maps_dir: Path | None = None
     threads: int = 1
     grace: float = 2.0
     connect_timeout: float = 10.0
@@ -119,8 +130,10 @@ class LoadConfig:
             raise LoadTestError("--unit-sizes needs at least one size")
         if not 0.0 <= self.long_share <= 1.0:
             raise LoadTestError("--long-share must be between 0 and 1")
-        if self.updates_per_s < 0 or self.grace < 0:
-            raise LoadTestError("--updates-per-s and --grace must not be negative")
+        if self.updates_per_s < 0 or self.grace < 0 or self.rewrites_per_s < 0:
+            raise LoadTestError("--updates-per-s, --rewrites-per-s and --grace must not be negative")
+        if self.rewrites_per_s > 0 and self.maps_dir is None:
+            raise LoadTestError("--rewrites-per-s rewrites the served files: use it with --spawn")
 
 
 # -- what to ask ----------------------------------------------------------------------------
@@ -447,19 +460,31 @@ def run_load(config: LoadConfig, maps: list[dict] | None = None, context: zmq.Co
                    t0, stop)
             for i in range(threads)
         ]
+        rewriter = Rewriter(config.maps_dir, maps, config.rewrites_per_s, stop) if config.rewrites_per_s > 0 else None
         for driver in drivers:
             driver.start()
+        if rewriter is not None:
+            rewriter.start()
         try:
             _watch(drivers, config, t0)
         except KeyboardInterrupt:
             stop.set()
             for driver in drivers:
                 driver.join()
+        finally:
+            if rewriter is not None:
+                rewriter.finish()
         for driver in drivers:
             if driver.error is not None:
                 raise driver.error
         summary = summarize([d.records for d in drivers], config)
-        summary["server"] = _server_stats(context, config.endpoint)
+        if rewriter is not None:
+            time.sleep(0.5)  # let the last rewrite's reload land before counting reloads
+        summary["server"] = _server_stats(context, config.endpoint, 5000 if rewriter is not None else 1000)
+        if rewriter is not None:
+            server = summary["server"] or {}
+            summary["rewrites"] = {"written": rewriter.written, "reloads_ok": server.get("reloads_ok"),
+                                   "reloads_failed": server.get("reloads_failed")}
         return summary
     finally:
         if own_context:
@@ -500,14 +525,14 @@ def _watch(drivers: list, config: LoadConfig, t0: float) -> None:
             bar.close()
 
 
-def _server_stats(context: zmq.Context, endpoint: str) -> dict | None:
+def _server_stats(context: zmq.Context, endpoint: str, timeout_ms: int = 1000) -> dict | None:
     """The server's own ``stats`` after the run (dropped replies, queue), if it answers."""
     sock = context.socket(zmq.DEALER)
     sock.linger = 0
     try:
         sock.connect(endpoint)
         sock.send(msgpack.packb({"id": 0, "op": "stats"}))
-        if not sock.poll(1000, zmq.POLLIN):
+        if not sock.poll(timeout_ms, zmq.POLLIN):
             return None
         reply = msgpack.unpackb(sock.recv_multipart()[-1], raw=False)
     except Exception:  # noqa: BLE001 - a fake or foreign server: no stats, not an error
@@ -516,7 +541,8 @@ def _server_stats(context: zmq.Context, endpoint: str) -> dict | None:
         sock.close(linger=0)
     if not isinstance(reply, dict) or not reply.get("ok"):
         return None
-    keys = ("requests", "replies", "dropped_replies", "errors", "queue_depth", "workers", "latency_ms")
+    keys = ("requests", "replies", "dropped_replies", "errors", "queue_depth", "workers", "latency_ms",
+            "reloads_ok", "reloads_failed")
     return {k: reply[k] for k in keys if k in reply}
 
 
@@ -586,6 +612,43 @@ def summarize(records: list[Records], config: LoadConfig) -> dict:
     # Kept out of the JSON (bulky), for --plot.
     summary["_latencies"] = latency[paths]
     return summary
+
+
+class Rewriter(threading.Thread):
+    """Rewrites the served map files at ``per_s`` a second until ``finish()``: atomic
+    saves and in-place writes in turn, each with the file's own bytes."""
+
+    def __init__(self, maps_dir: Path, maps: list[dict], per_s: float, stop: threading.Event):
+        super().__init__(name="loadtest-rewriter", daemon=True)
+        files = [Path(maps_dir) / m["file"] for m in maps if m.get("file")]
+        self.contents = [(path, path.read_bytes()) for path in files if path.is_file()]
+        if not self.contents:
+            raise LoadTestError(f"no served map file to rewrite in {maps_dir}")
+        self.interval = 1.0 / per_s
+        self.stop_event = stop
+        self.done = threading.Event()
+        self.written = 0
+
+    def run(self) -> None:
+        next_at = time.monotonic()
+        while not (self.done.is_set() or self.stop_event.is_set()):
+            path, content = self.contents[self.written % len(self.contents)]
+            if self.written % 2 == 0:
+                temp = path.with_name(f".{path.name}.loadtest.tmp")
+                temp.write_bytes(content)
+                os.replace(temp, path)
+            else:
+                with open(path, "r+b") as handle:
+                    handle.write(content)
+                    handle.truncate()
+            self.written += 1
+            next_at += self.interval
+            self.done.wait(max(0.0, next_at - time.monotonic()))
+
+    def finish(self) -> None:
+        self.done.set()
+        if self.is_alive():
+            self.join(5)
 
 
 # -- --spawn ---------------------------------------------------------------------------------------
@@ -688,6 +751,10 @@ def format_summary(summary: dict) -> str:
         ("unmatched", str(summary["unmatched"]) + (f" ({summary['unmatched_duplicates']} duplicates)"
                                                    if summary["unmatched_duplicates"] else "")),
     ]
+    if "rewrites" in summary:
+        rw = summary["rewrites"]
+        rows.append(("rewrites", f"{rw['written']} map files rewritten; server reloads ok {rw['reloads_ok']}, "
+                                 f"failed {rw['reloads_failed']}"))
     if "update_latency_ms" in summary:
         upd = summary["update_latency_ms"]
         rows.append(("updates", f"{summary['ops']['update']} sent, p50 {ms(upd['p50'])} ms, max {ms(upd['max'])} ms"))
@@ -787,6 +854,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--short-radius", type=int, default=24, help="short trips end within this many cells (default 24)")
     parser.add_argument("--updates-per-s", type=float, default=0.0,
                         help="live door edits per second (changes the served maps: use a test server or --spawn)")
+    parser.add_argument("--rewrites-per-s", type=float, default=0.0,
+                        help="with --spawn: rewrite the served map files this often (atomic and in-place "
+                             "saves, on a temporary copy of --maps) so the server reloads under load")
     parser.add_argument("--threads", type=int, default=1, help="driver threads sharing the clients (default 1)")
     parser.add_argument("--grace", type=float, default=2.0, help="seconds to wait for the last replies (default 2)")
     parser.add_argument("--seed", type=int, default=None, help="random seed for the trips")
@@ -812,6 +882,7 @@ def config_from_args(args: argparse.Namespace, endpoint: str) -> LoadConfig:
         long_share=args.long_share,
         short_radius=args.short_radius,
         updates_per_s=args.updates_per_s,
+        rewrites_per_s=args.rewrites_per_s,
         threads=args.threads,
         grace=args.grace,
         seed=args.seed,
@@ -824,10 +895,20 @@ def run(args: argparse.Namespace) -> int:
     lost or unmatched, 2 when it could not run."""
     try:
         if args.spawn:
-            with SpawnedServer(args.maps) as server:
-                if not args.json:
-                    print(f"spawned pathserver on {server.endpoint} ({server.n_maps} maps)", file=sys.stderr)
-                summary = run_load(config_from_args(args, server.endpoint))
+            with tempfile.TemporaryDirectory(prefix="pathserver-loadtest-") as scratch:
+                maps_dir = args.maps
+                if args.rewrites_per_s > 0:
+                    # Rewrites go to a copy: the user's own files are never touched.
+                    if not Path(args.maps).is_dir():
+                        raise LoadTestError(f"--maps {args.maps} is not a folder")
+                    maps_dir = Path(scratch) / "maps"
+                    shutil.copytree(args.maps, maps_dir)
+                with SpawnedServer(maps_dir) as server:
+                    if not args.json:
+                        print(f"spawned pathserver on {server.endpoint} ({server.n_maps} maps)", file=sys.stderr)
+                    config = config_from_args(args, server.endpoint)
+                    config.maps_dir = maps_dir
+                    summary = run_load(config)
         else:
             summary = run_load(config_from_args(args, args.endpoint or DEFAULT_ENDPOINT))
         if args.plot is not None:

@@ -166,3 +166,26 @@ def test_a_short_run_against_the_real_server(tmp_path):
     assert summary["replies"] == summary["requests"]
     assert summary["statuses"].get("found", 0) > 0
     assert summary["errors"] == {}
+
+
+def test_map_rewrites_under_load_reload_on_a_copy_and_lose_nothing(tmp_path, capsys):
+    folder = tmp_path / "maps"
+    folder.mkdir()
+    (folder / "small.map").write_text(SMALL_MAP)
+    before = (folder / "small.map").stat().st_mtime_ns
+    code = loadtest.main(["--spawn", "--maps", str(folder), "--clients", "2", "--inflight", "4",
+                          "--duration", "1.5", "--rewrites-per-s", "20", "--grace", "1", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert (summary["lost"], summary["unmatched"], summary["errors"]) == (0, 0, {})
+    rewrites = summary["rewrites"]
+    assert rewrites["written"] >= 10
+    # Each rewrite is its own reload (plus the first load); none may fail.
+    assert rewrites["reloads_failed"] == 0
+    assert rewrites["reloads_ok"] >= rewrites["written"] // 2
+    assert (folder / "small.map").stat().st_mtime_ns == before  # the user's file was never touched
+
+
+def test_rewrites_need_spawn(capsys):
+    assert loadtest.main(["--endpoint", "tcp://127.0.0.1:9", "--requests", "1", "--rewrites-per-s", "5"]) == 2
+    assert "--spawn" in capsys.readouterr().err
