@@ -40,6 +40,13 @@ from pathserver.core.status import (
 )
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _no_points():
+    # Allocated only on the no-path returns: an allocation per call shows in the
+    # per-call overhead of short trips.
+    return np.empty((0, 2), dtype=np.int32)
+
+
 @njit(cache=True, nogil=True)
 def _finish(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth):
     if smooth == SMOOTH_CORNERS:
@@ -102,21 +109,20 @@ def solve(
     parent = work_int[0]
     heap_nodes = work_int[1]
     heap_pos = work_int[2]
-    empty = np.empty((0, 2), dtype=np.int32)
     flags = 0
     radius = height if height > width else width
     if passable[sy, sx] == 0:
         if snap == 0:
-            return QUERY_START_BLOCKED, flags, empty, 0.0, 0.0, 0, sx, sy, gx, gy
+            return QUERY_START_BLOCKED, flags, _no_points(), 0.0, 0.0, 0, sx, sy, gx, gy
         found, nx, ny = nearest_with_label(labels, sx, sy, 0, radius)
         if found != 0:
-            return QUERY_START_BLOCKED, flags, empty, 0.0, 0.0, 0, sx, sy, gx, gy
+            return QUERY_START_BLOCKED, flags, _no_points(), 0.0, 0.0, 0, sx, sy, gx, gy
         sx = nx
         sy = ny
         flags |= FLAG_START_SNAPPED
     if passable[gy, gx] == 0:
         if snap == 0:
-            return QUERY_GOAL_BLOCKED, flags, empty, 0.0, 0.0, 0, sx, sy, gx, gy
+            return QUERY_GOAL_BLOCKED, flags, _no_points(), 0.0, 0.0, 0, sx, sy, gx, gy
         found, nx, ny = nearest_with_label(labels, gx, gy, 0, radius)
         gx = nx
         gy = ny
@@ -130,7 +136,7 @@ def solve(
     if labels[gy, gx] != start_label:
         flags |= FLAG_OTHER_COMPONENT
         if allow_partial == 0:
-            return QUERY_NO_PATH, flags, empty, 0.0, 0.0, 0, sx, sy, gx, gy
+            return QUERY_NO_PATH, flags, _no_points(), 0.0, 0.0, 0, sx, sy, gx, gy
         found, tx, ty = nearest_with_label(labels, gx, gy, start_label, radius)
 
     reached = QUERY_FOUND if (tx == gx and ty == gy) else QUERY_PARTIAL
@@ -167,8 +173,8 @@ def solve(
             flags |= FLAG_BUDGET_HIT
         if allow_partial == 0:
             if status == SEARCH_BUDGET:
-                return QUERY_SEARCH_LIMIT, flags, empty, 0.0, 0.0, expanded, sx, sy, gx, gy
-            return QUERY_NO_PATH, flags, empty, 0.0, 0.0, expanded, sx, sy, gx, gy
+                return QUERY_SEARCH_LIMIT, flags, _no_points(), 0.0, 0.0, expanded, sx, sy, gx, gy
+            return QUERY_NO_PATH, flags, _no_points(), 0.0, 0.0, expanded, sx, sy, gx, gy
         reached = QUERY_PARTIAL
     start_node = sy * width + sx
     cells = trace_path(parent, width, start_node, end)

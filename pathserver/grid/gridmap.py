@@ -105,6 +105,8 @@ class UnitLayer:
     open_share: float
     _labels8: list
     _jump_bits: list
+    #: Per option set, what find_path hands the kernel (see pathserver.grid.search._plan).
+    plans: dict
 
     @property
     def cost(self) -> np.ndarray:
@@ -400,7 +402,7 @@ class GridMap:
             _readonly(cost_index)
         return UnitLayer(
             unit_w, unit_h, labels, n_components, int(n_passable),
-            cost_index, self.cost_table, self.uniform_cost, _open_share(passable, n_passable), [], [],
+            cost_index, self.cost_table, self.uniform_cost, _open_share(passable, n_passable), [], [], {},
         )
 
     # -- edits ------------------------------------------------------------------------

@@ -260,28 +260,13 @@ def find_path(
             heights = gridmap.heights
 
     layer = gridmap.layer_for(unit_w, unit_h)
-    labels = layer.labels8() if diagonal_code == st.DIAGONAL_ALWAYS else layer.labels
-    jps_ok = (
-        layer.uniform and use_heights == 0 and diagonal_code == st.DIAGONAL_NO_CORNER_CUTTING
-        and heuristic_code == st.HEURISTIC_OCTILE
-    )
-    if algorithm == "jps":
-        if not jps_ok:
-            raise RequestError(
-                "algorithm 'jps' needs uniform terrain cost, no max_climb, diagonal "
-                "'no_corner_cutting' and the octile heuristic; use 'astar' or 'auto'",
-                at="algorithm",
-            )
-        algorithm_code = st.ALGORITHM_JPS
-    elif algorithm == "auto" and jps_ok and layer.open_share >= JPS_MIN_OPEN_SHARE:
-        algorithm_code = st.ALGORITHM_JPS
-    else:
-        algorithm_code = st.ALGORITHM_ASTAR
-
-    jump_bits = layer.jump_bits() if algorithm_code == st.ALGORITHM_JPS else _NO_JUMP_BITS
+    plan = layer.plans.get((diagonal_code, heuristic_code, algorithm, use_heights))
+    if plan is None:
+        plan = _plan(layer, diagonal_code, heuristic_code, algorithm, use_heights)
+    passable, labels, jump_bits, algorithm_code, algorithm_name = plan
     ws = _workspace(gridmap.width * gridmap.height)
     status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
-        layer.labels, labels, jump_bits, layer.cost_index, layer.cost_table, 1 if layer.uniform else 0,
+        passable, labels, jump_bits, layer.cost_index, layer.cost_table, 1 if layer.uniform else 0,
         heights, use_heights, climb,
         sx, sy, gx, gy, 1 if snap else 0, 1 if allow_partial else 0,
         diagonal_code, heuristic_code, float(weight), budget, algorithm_code, 1 if line_of_sight else 0,
@@ -301,9 +286,34 @@ def find_path(
     return PathResult(
         _STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy),
         bool(flags & st.FLAG_START_SNAPPED), bool(flags & st.FLAG_GOAL_SNAPPED),
-        bool(flags & st.FLAG_LINE_OF_SIGHT), gridmap.generation,
-        "jps" if algorithm_code == st.ALGORITHM_JPS else "astar",
+        bool(flags & st.FLAG_LINE_OF_SIGHT), gridmap.generation, algorithm_name,
     )
+
+
+def _plan(layer, diagonal_code: int, heuristic_code: int, algorithm: str, use_heights: int) -> tuple:
+    """What the kernel gets for these options on this layer, worked out once and kept on
+    the layer: ``(passable, labels, jump_bits, algorithm_code, algorithm_name)``."""
+    labels = layer.labels8() if diagonal_code == st.DIAGONAL_ALWAYS else layer.labels
+    jps_ok = (
+        layer.uniform and use_heights == 0 and diagonal_code == st.DIAGONAL_NO_CORNER_CUTTING
+        and heuristic_code == st.HEURISTIC_OCTILE
+    )
+    if algorithm == "jps":
+        if not jps_ok:
+            raise RequestError(
+                "algorithm 'jps' needs uniform terrain cost, no max_climb, diagonal "
+                "'no_corner_cutting' and the octile heuristic; use 'astar' or 'auto'",
+                at="algorithm",
+            )
+        use_jps = True
+    else:
+        use_jps = algorithm == "auto" and jps_ok and layer.open_share >= JPS_MIN_OPEN_SHARE
+    plan = (
+        layer.labels, labels, layer.jump_bits() if use_jps else _NO_JUMP_BITS,
+        st.ALGORITHM_JPS if use_jps else st.ALGORITHM_ASTAR, "jps" if use_jps else "astar",
+    )
+    layer.plans[(diagonal_code, heuristic_code, algorithm, use_heights)] = plan
+    return plan
 
 
 _pool: ThreadPoolExecutor | None = None
