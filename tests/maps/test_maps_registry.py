@@ -16,12 +16,11 @@ from PIL import Image
 
 from pathserver.errors import UnknownMapError
 from pathserver.maps import MapRegistry
+from grids import movingai
 
 WATCH_DEADLINE_S = 5.0
 
 
-def movingai(rows: list[str]) -> str:
-    return f"type octile\nheight {len(rows)}\nwidth {len(rows[0])}\nmap\n" + "\n".join(rows) + "\n"
 
 
 A = movingai(["....", ".@@.", "...."])

@@ -26,6 +26,7 @@ import zmq
 
 from pathserver.protocol.codec import DEFAULT_LIMITS, decode_request, peek_id
 from pathserver.protocol.replies import ERROR_CODES
+from grids import ARENA, SPLIT, movingai, write_map  # noqa: F401 - re-exported to the tests
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = re.compile(r"pathserver ready on (tcp://127\.0\.0\.1:\d+) \((\d+) maps?\)")
@@ -51,17 +52,8 @@ def env_int(name: str, default: int) -> int:
 # -- maps ------------------------------------------------------------------------------
 
 
-def movingai(rows) -> str:
-    """Rows of ``.``/``@`` (a string or a list of strings) as a Moving AI ``.map`` text."""
-    if isinstance(rows, str):
-        rows = [line.strip() for line in rows.strip("\n").splitlines() if line.strip()]
-    return f"type octile\nheight {len(rows)}\nwidth {len(rows[0])}\nmap\n" + "\n".join(rows) + "\n"
 
 
-def write_map(folder: Path, name: str, rows) -> Path:
-    path = Path(folder) / f"{name}.map"
-    path.write_text(movingai(rows))
-    return path
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -71,18 +63,6 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(temp, path)
 
 
-ARENA = """
-..........
-.@@@@.....
-.@........
-.@..@@@@@@
-..........
-"""
-SPLIT = """
-..@..
-..@..
-..@..
-"""
 
 
 def open_rows(width: int, height: int, seed: int = 7, share: float = 0.15) -> list[str]:

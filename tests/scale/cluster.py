@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from grids import movingai
 
 BROKER_READY = re.compile(
     r"^pathserver broker ready on (tcp://\S+) \(back (tcp://\S+), edits (tcp://\S+), feed (tcp://\S+)\)$"
@@ -28,9 +29,6 @@ DOOR = (5, 2)
 WEST, EAST = (0, 2), (10, 2)
 
 
-def movingai(rows: str) -> str:
-    lines = [line.strip() for line in rows.strip("\n").splitlines() if line.strip()]
-    return f"type octile\nheight {len(lines)}\nwidth {len(lines[0])}\nmap\n" + "\n".join(lines) + "\n"
 
 
 def _env() -> dict:

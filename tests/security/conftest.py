@@ -12,19 +12,10 @@ import zmq.auth
 from pathserver.maps.registry import MapRegistry
 from pathserver.security import CurveServer
 from pathserver.server.loop import Server, warm_kernels
-
-ARENA = """
-..........
-.@@@@.....
-.@........
-.@..@@@@@@
-..........
-"""
+from grids import ARENA, movingai  # noqa: F401 - re-exported to the tests
 
 
-def movingai(rows: str) -> str:
-    lines = [line.strip() for line in rows.strip("\n").splitlines() if line.strip()]
-    return f"type octile\nheight {len(lines)}\nwidth {len(lines[0])}\nmap\n" + "\n".join(lines) + "\n"
+
 
 
 @pytest.fixture(scope="session", autouse=True)

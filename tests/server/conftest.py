@@ -10,31 +10,15 @@ import zmq
 
 from pathserver.maps.registry import MapRegistry
 from pathserver.server.loop import Server, warm_kernels
+from grids import ARENA, SPLIT, movingai, write_map  # noqa: F401 - re-exported to the tests
 
 RECV_TIMEOUT_MS = 5000
 
 #: Small maps drawn as Moving AI rows ('@' blocked).
-ARENA = """
-..........
-.@@@@.....
-.@........
-.@..@@@@@@
-..........
-"""
-SPLIT = """
-..@..
-..@..
-..@..
-"""
 
 
-def movingai(rows: str) -> str:
-    lines = [line.strip() for line in rows.strip("\n").splitlines() if line.strip()]
-    return f"type octile\nheight {len(lines)}\nwidth {len(lines[0])}\nmap\n" + "\n".join(lines) + "\n"
 
 
-def write_map(folder, name: str, rows: str) -> None:
-    (folder / f"{name}.map").write_text(movingai(rows))
 
 
 @pytest.fixture(scope="session", autouse=True)
