@@ -54,12 +54,14 @@ def rss_bytes() -> int:
 
 def layer_arrays(layer, gridmap: GridMap) -> dict:
     """bytes per array the layer owns (a 1x1 or uniform layer shares the map's cost index).
-    The labels double as the passability grid; JPS's bitmaps are built on first use."""
-    arrays = {f"labels ({layer.labels.dtype}, also passability)": layer.labels.nbytes}
+    The block-local component grid doubles as the passability grid; JPS's bitmaps and
+    the 8-connected components are built on first use."""
+    arrays = {f"component cells ({layer.cells.dtype}, also passability)": layer.cells.nbytes,
+              f"component table ({layer.comps.dtype})": layer.comps.nbytes}
     if layer.cost_index is not gridmap.cost_index:
         arrays[f"cost index ({layer.cost_index.dtype})"] = layer.cost_index.nbytes
-    if layer._labels8:
-        arrays[f"labels8 ({layer._labels8[0].dtype})"] = layer._labels8[0].nbytes
+    for cells8, comps8 in layer._cells8:
+        arrays["8-connected cells + table"] = cells8.nbytes + comps8.nbytes
     if layer._jump_bits:
         arrays["JPS bitmaps (uint64)"] = layer._jump_bits[0].nbytes
     return arrays

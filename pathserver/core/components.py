@@ -1,9 +1,19 @@
-"""Connected components of a passability grid.
+"""Connected components of a passability grid, and their compact block-local form.
 
 Under the no-corner-cutting rule a diagonal step needs both orthogonal neighbours
 passable, so it never joins cells that were not already joined orthogonally: the
 components are the 4-connected ones. Only ``diagonal="always"`` (corner cutting) joins
 cells diagonally, hence the ``eight`` flag.
+
+Block-local labels. A per-cell component id needs two or four bytes; the cache holds one
+byte a cell instead. The grid is cut into 16 x 16 blocks; each cell holds the index
+(1-based, 0 = the unit cannot stand there) of its component among the components present
+in its block, and a small int32 table ``comps`` maps (block, local index) to the global
+id: ``comps[b]`` is where block ``b``'s ids start in ``comps`` (``b = (y >> 4) *
+blocks_per_row + (x >> 4)``), and the id of local index ``l`` is ``comps[comps[b] + l -
+1]``. A block holds at most 128 components (two 4-adjacent free cells of a block are one
+component, so a checkerboard is the worst case), so the local index fits a byte. The
+same byte grid is the passability grid every search reads (nonzero = standable).
 """
 
 import numpy as np
@@ -55,16 +65,75 @@ def label_components(passable, eight, labels):
     return count
 
 
+BLOCK_SHIFT = 4
+BLOCK = 1 << BLOCK_SHIFT
+
+
 @njit(cache=True, nogil=True)
-def nearest_with_label(labels, x, y, label, max_radius):
-    """The cell nearest to ``(x, y)`` (Euclidean) whose label is ``label``, or any
-    nonzero label when ``label`` is 0.
+def block_labels(labels, count, cells):
+    """The block-local form of ``labels`` (int32 (H, W) from :func:`label_components`,
+    ``count`` components): writes uint8 ``cells`` (H, W) and returns the int32 ``comps``
+    table (see the module docstring)."""
+    height, width = labels.shape
+    per_row = (width + BLOCK - 1) >> BLOCK_SHIFT
+    n_blocks = per_row * ((height + BLOCK - 1) >> BLOCK_SHIFT)
+    seen = np.full(count + 1, -1, dtype=np.int32)  # the block a component was last seen in
+    local = np.zeros(count + 1, dtype=np.int32)  # its local index there
+    # First pass: how many (block, component) pairs, to size the table.
+    total = 0
+    for b in range(n_blocks):
+        y0 = (b // per_row) << BLOCK_SHIFT
+        x0 = (b % per_row) << BLOCK_SHIFT
+        for y in range(y0, min(y0 + BLOCK, height)):
+            for x in range(x0, min(x0 + BLOCK, width)):
+                c = labels[y, x]
+                if c != 0 and seen[c] != b:
+                    seen[c] = b
+                    total += 1
+    comps = np.empty(n_blocks + total, dtype=np.int32)
+    seen[:] = -1
+    end = n_blocks
+    for b in range(n_blocks):
+        comps[b] = end
+        n_local = 0
+        y0 = (b // per_row) << BLOCK_SHIFT
+        x0 = (b % per_row) << BLOCK_SHIFT
+        for y in range(y0, min(y0 + BLOCK, height)):
+            for x in range(x0, min(x0 + BLOCK, width)):
+                c = labels[y, x]
+                if c == 0:
+                    cells[y, x] = 0
+                    continue
+                if seen[c] != b:
+                    seen[c] = b
+                    n_local += 1
+                    local[c] = n_local
+                    comps[end] = c
+                    end += 1
+                cells[y, x] = local[c]
+    return comps
+
+
+@njit(cache=True, nogil=True, inline="always")
+def component_at(cells, comps, x, y):
+    """The global component id at ``(x, y)`` of a block-local grid, 0 where blocked."""
+    local = cells[y, x]
+    if local == 0:
+        return 0
+    per_row = (cells.shape[1] + BLOCK - 1) >> BLOCK_SHIFT
+    return comps[comps[(y >> BLOCK_SHIFT) * per_row + (x >> BLOCK_SHIFT)] + local - 1]
+
+
+@njit(cache=True, nogil=True)
+def nearest_with_label(cells, comps, x, y, label, max_radius):
+    """The cell nearest to ``(x, y)`` (Euclidean) in component ``label`` of the
+    block-local grid ``cells`` / ``comps``, or any standable cell when ``label`` is 0.
 
     Searches square rings of growing radius and stops once no farther ring can hold a
     nearer cell. Ties go to the first found (row-major within a ring).
     Returns (status, bx, by): status 0 found, 1 none within ``max_radius``.
     """
-    height, width = labels.shape
+    height, width = cells.shape
     best = -1
     bx = -1
     by = -1
@@ -81,8 +150,7 @@ def nearest_with_label(labels, x, y, label, max_radius):
             xx = x - r
             while xx <= x + r:
                 if 0 <= xx < width:
-                    lab = labels[yy, xx]
-                    if lab != 0 and (label == 0 or lab == label):
+                    if cells[yy, xx] != 0 and (label == 0 or component_at(cells, comps, xx, yy) == label):
                         d = (xx - x) * (xx - x) + (yy - y) * (yy - y)
                         if best < 0 or d < best:
                             best = d

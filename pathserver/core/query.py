@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit
 
 from pathserver.core.astar import astar, astar_octile, trace_path
-from pathserver.core.components import nearest_with_label
+from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.jps import jps
 from pathserver.core.lines import (
     corner_points,
@@ -56,10 +56,14 @@ def _finish(path, passable, cost_index, cost_table, uniform, heights, use_height
     return path
 
 
+#: Pass ids live in int32 stamps: wrap (clearing the stamps) before they overflow.
+PASS_ID_LIMIT = 2**31 - 4
+
+
 @njit(cache=True, nogil=True)
 def solve(
-    passable,
-    labels,
+    cells,
+    comps,
     jump_bits,
     cost_index,
     cost_table,
@@ -82,27 +86,36 @@ def solve(
     smooth,
     work_float,
     work_int,
-    stamp,
-    pass_id,
 ):
     """Answer one path query. Start and goal must be in bounds (the wrapper checks).
 
-    passable: integer (H, W), nonzero where the unit's footprint fits (the grid layer
-    passes its uint16 component labels here); labels: integer (H, W), its components
-    under ``diagonal``; jump_bits: :func:`pathserver.core.jps.jump_bitmaps` of
-    ``passable`` (read only by JPS); cost_index, cost_table, heights: as in :func:`astar`. snap / allow_partial /
+    cells, comps: the unit's block-local component grid (uint8 (H, W), nonzero where the
+    unit's footprint fits, so also the passability grid every search reads) and its
+    table, under ``diagonal`` (see :mod:`pathserver.core.components`); jump_bits:
+    :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS);
+    cost_index, cost_table, heights: as in :func:`astar`. snap / allow_partial /
     line_of_sight: 0 or 1. algorithm: ALGORITHM_ASTAR, or ALGORITHM_JPS when the caller
     has checked the grid qualifies (uniform cost, no heights, no corner cutting).
-    smooth: SMOOTH_* code. Workspace: as in :func:`astar`, packed so the call has fewer
-    arguments to type-check: work_float float64 (3, N) holds g, heap_f, heap_h;
-    work_int int32 (3, N) holds parent, heap_nodes, heap_pos. Uses ``pass_id`` once.
+    smooth: SMOOTH_* code. Workspace, packed so the call has few arguments to
+    type-check: work_float float64 (3, N) holds g, heap_f, heap_h; work_int int32
+    (4, N + 1) holds parent, heap_nodes, heap_pos and the stamps, N >= H * W, zeroed
+    once when allocated: ``work_int[3, N]`` keeps the last pass id, so the kernel picks
+    its own (the workspace convention of :func:`astar`).
 
     Returns (status, flags, points, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
     status, FLAG_* bits, the waypoints as int32 (n, 2) (empty when there is no path),
     the cost of the underlying cell path, the Euclidean length of the waypoints, nodes
     expanded, and the endpoints after snapping.
     """
-    height, width = passable.shape
+    passable = cells
+    height, width = cells.shape
+    last = work_int.shape[1] - 1
+    pass_id = work_int[3, last] + 2
+    if pass_id >= PASS_ID_LIMIT:
+        work_int[3, :] = 0
+        pass_id = 2
+    work_int[3, last] = pass_id
+    stamp = work_int[3]
     g = work_float[0]
     heap_f = work_float[1]
     heap_h = work_float[2]
@@ -114,7 +127,7 @@ def solve(
     if passable[sy, sx] == 0:
         if snap == 0:
             return QUERY_START_BLOCKED, flags, _no_points(), 0.0, 0.0, 0, sx, sy, gx, gy
-        found, nx, ny = nearest_with_label(labels, sx, sy, 0, radius)
+        found, nx, ny = nearest_with_label(cells, comps, sx, sy, 0, radius)
         if found != 0:
             return QUERY_START_BLOCKED, flags, _no_points(), 0.0, 0.0, 0, sx, sy, gx, gy
         sx = nx
@@ -123,7 +136,7 @@ def solve(
     if passable[gy, gx] == 0:
         if snap == 0:
             return QUERY_GOAL_BLOCKED, flags, _no_points(), 0.0, 0.0, 0, sx, sy, gx, gy
-        found, nx, ny = nearest_with_label(labels, gx, gy, 0, radius)
+        found, nx, ny = nearest_with_label(cells, comps, gx, gy, 0, radius)
         gx = nx
         gy = ny
         flags |= FLAG_GOAL_SNAPPED
@@ -132,12 +145,12 @@ def solve(
     # another component, the cell of the start's component nearest to the goal.
     tx = gx
     ty = gy
-    start_label = labels[sy, sx]
-    if labels[gy, gx] != start_label:
+    start_label = component_at(cells, comps, sx, sy)
+    if component_at(cells, comps, gx, gy) != start_label:
         flags |= FLAG_OTHER_COMPONENT
         if allow_partial == 0:
             return QUERY_NO_PATH, flags, _no_points(), 0.0, 0.0, 0, sx, sy, gx, gy
-        found, tx, ty = nearest_with_label(labels, gx, gy, start_label, radius)
+        found, tx, ty = nearest_with_label(cells, comps, gx, gy, start_label, radius)
 
     reached = QUERY_FOUND if (tx == gx and ty == gy) else QUERY_PARTIAL
     four = 1 if diagonal == DIAGONAL_NEVER else 0

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from pathserver.core.clearance import compute_clearance, footprint_cost, footprint_passable, index_costs
-from pathserver.core.components import label_components
+from pathserver.core.components import BLOCK, BLOCK_SHIFT, block_labels, label_components
 from pathserver.core.jps import jump_bitmaps
 from pathserver.errors import BadUnitSizeError, MapLoadError
 
@@ -79,11 +79,14 @@ def normalize_unit_size(unit_size, width: int | None = None, height: int | None 
 class UnitLayer:
     """What one footprint size needs, built once per map generation.
 
-    labels: (H, W) 4-connected components of the cells where the unit can stand (its
-        whole footprint walkable), 0 elsewhere; these are the components under both the
-        no-corner-cutting and the 4-connected rules. uint16 when the components fit
-        (int32 otherwise), and the kernels read it as the passability grid too (nonzero
-        = the unit can stand there): one array, two bytes a cell, answers both.
+    cells, comps: the 4-connected components of the cells where the unit can stand (its
+        whole footprint walkable) in block-local form (see
+        :mod:`pathserver.core.components`): uint8 (H, W), 0 where the unit cannot
+        stand, else the cell's component among those of its 16 x 16 block, plus a small
+        int32 table to the global ids. These are the components under both the
+        no-corner-cutting and the 4-connected rules, and the kernels read ``cells`` as
+        the passability grid too (nonzero = the unit can stand there): one byte a cell
+        answers both. :attr:`labels` expands it to one global id a cell.
     cost_index: unsigned integer (H, W), the highest terrain cost under the footprint at
         each cell as an index into cost_table (the map's own index grid for 1x1 units);
         uint8 unless the map has more than 256 distinct costs. On uniform maps both are
@@ -96,44 +99,52 @@ class UnitLayer:
 
     unit_w: int
     unit_h: int
-    labels: np.ndarray
+    cells: np.ndarray
+    comps: np.ndarray
     n_components: int
     n_passable: int
     cost_index: np.ndarray
     cost_table: np.ndarray
     uniform: bool
     open_share: float
-    _labels8: list
+    _cells8: list
     _jump_bits: list
-    #: Per option set, what find_path hands the kernel (see pathserver.grid.search._plan).
-    plans: dict
 
     @property
     def cost(self) -> np.ndarray:
         """float64 (H, W): the terrain cost the unit pays to enter each cell, the highest
         under its footprint (a new read-only array on each call: the layer keeps indices)."""
         if self.uniform:
-            return _readonly(np.ones(self.labels.shape, dtype=np.float64))
+            return _readonly(np.ones(self.cells.shape, dtype=np.float64))
         return _readonly(self.cost_table[self.cost_index])
 
     @property
     def passable(self) -> np.ndarray:
         """uint8 (H, W): 1 where the unit can stand (a new array on each call)."""
-        return (self.labels != 0).view(np.uint8)
+        return (self.cells != 0).view(np.uint8)
+
+    @property
+    def labels(self) -> np.ndarray:
+        """int32 (H, W): the global component id of each cell (1..n_components), 0 where
+        the unit cannot stand. A new array on each call: the layer keeps the one-byte
+        block-local form."""
+        return _global_labels(self.cells, self.comps)
 
     def jump_bits(self) -> np.ndarray:
         """The bitmaps JPS scans (about a byte a cell), built on first use."""
         if not self._jump_bits:
-            bits = jump_bitmaps(self.labels)
+            bits = jump_bitmaps(self.cells)
             bits.setflags(write=False)
             self._jump_bits.append(bits)
         return self._jump_bits[0]
 
-    def labels8(self) -> np.ndarray:
-        """Components when diagonals may cut corners (8-connected), built on first use."""
-        if not self._labels8:
-            self._labels8.append(_components(self.passable, eight=1)[0])
-        return self._labels8[0]
+    def cells8(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(cells, comps)`` for the components when diagonals may cut corners
+        (8-connected), built on first use."""
+        if not self._cells8:
+            cells, comps, _ = _components(self.passable, eight=1)
+            self._cells8.append((cells, comps))
+        return self._cells8[0]
 
     @property
     def nbytes(self) -> int:
@@ -141,18 +152,27 @@ class UnitLayer:
         not counted)."""
         # Sizes above 1x1 on a map with terrain costs hold their own footprint cost index.
         own_cost = self.cost_index.nbytes if (self.unit_w * self.unit_h > 1 and not self.uniform) else 0
-        lazy = sum(a.nbytes for a in self._labels8) + sum(a.nbytes for a in self._jump_bits)
-        return self.labels.nbytes + own_cost + lazy
+        lazy = sum(c.nbytes + t.nbytes for c, t in self._cells8) + sum(a.nbytes for a in self._jump_bits)
+        return self.cells.nbytes + self.comps.nbytes + own_cost + lazy
 
 
-def _components(passable: np.ndarray, eight: int) -> tuple[np.ndarray, int]:
-    """Component labels of ``passable``, as uint16 when they fit, read-only."""
+def _components(passable: np.ndarray, eight: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(cells, comps, count)``: the components of ``passable`` in block-local form,
+    read-only."""
     labels = np.empty(passable.shape, dtype=np.int32)
     count = int(label_components(passable, eight, labels))
-    if count < np.iinfo(np.uint16).max:
-        labels = labels.astype(np.uint16)
-    labels.setflags(write=False)
-    return labels, count
+    cells = np.empty(passable.shape, dtype=np.uint8)
+    comps = block_labels(labels, count, cells)
+    return _readonly(cells), _readonly(comps), count
+
+
+def _global_labels(cells: np.ndarray, comps: np.ndarray) -> np.ndarray:
+    height, width = cells.shape
+    per_row = (width + BLOCK - 1) >> BLOCK_SHIFT
+    block = (np.arange(height) >> BLOCK_SHIFT)[:, None] * per_row + (np.arange(width) >> BLOCK_SHIFT)[None, :]
+    local = cells.astype(np.int64)
+    slot = np.where(local > 0, comps[block] + local - 1, 0)
+    return np.where(local > 0, comps[slot], 0).astype(np.int32)
 
 
 def _open_share(passable: np.ndarray, n_passable: int) -> float:
@@ -299,6 +319,9 @@ class GridMap:
         self.clearance = _readonly(clearance)
         self._cache: OrderedDict[tuple[int, int], UnitLayer] = OrderedDict()
         self._cache_sizes = max(1, int(cache_sizes))
+        #: find_path's prepared calls, keyed by the raw options (see
+        #: pathserver.grid.search): they hold cached layers, so they go when one is evicted.
+        self._calls: dict = {}
         self._lock = threading.Lock()
         # One builder at a time: two threads asking for a new size at once build it once.
         self._build_lock = threading.Lock()
@@ -383,6 +406,7 @@ class GridMap:
                 self._cache.move_to_end(key)
                 while len(self._cache) > self._cache_sizes:
                     self._cache.popitem(last=False)
+                    self._calls = {}
         return layer
 
     def cached_sizes(self) -> list[tuple[int, int]]:
@@ -393,7 +417,7 @@ class GridMap:
         off_x, off_y = footprint_offsets(unit_w, unit_h)
         passable = np.empty(self.walkable.shape, dtype=np.uint8)
         n_passable = footprint_passable(self.clearance, unit_w, unit_h, off_x, off_y, passable)
-        labels, n_components = _components(passable, eight=0)
+        cells, comps, n_components = _components(passable, eight=0)
         if (unit_w == 1 and unit_h == 1) or self.uniform_cost:
             cost_index = self.cost_index
         else:
@@ -401,8 +425,8 @@ class GridMap:
             footprint_cost(self.cost_index, unit_w, unit_h, off_x, off_y, cost_index)
             _readonly(cost_index)
         return UnitLayer(
-            unit_w, unit_h, labels, n_components, int(n_passable),
-            cost_index, self.cost_table, self.uniform_cost, _open_share(passable, n_passable), [], [], {},
+            unit_w, unit_h, cells, comps, n_components, int(n_passable),
+            cost_index, self.cost_table, self.uniform_cost, _open_share(passable, n_passable), [], [],
         )
 
     # -- edits ------------------------------------------------------------------------
@@ -466,6 +490,7 @@ class GridMap:
         clone.__dict__.update(self.__dict__)
         clone.generation = int(generation)
         clone._cache = OrderedDict()
+        clone._calls = {}
         clone._lock = threading.Lock()
         clone._build_lock = threading.Lock()
         return clone

@@ -47,7 +47,6 @@ _NO_HEIGHTS = np.zeros((1, 1), dtype=np.float32)
 _NO_HEIGHTS.setflags(write=False)
 _NO_JUMP_BITS = np.zeros(0, dtype=np.uint64)
 _NO_JUMP_BITS.setflags(write=False)
-_UINT32_LIMIT = 2**32 - 4
 
 
 @dataclass(slots=True)
@@ -64,6 +63,7 @@ class PathResult:
     expanded: nodes the search expanded (0 when the straight line was taken).
     start, goal: the endpoints after snapping; start_snapped / goal_snapped say whether
         snapping moved them. line_of_sight: the straight line was clear, no search ran.
+        (All three read ``flags``, the kernel's FLAG_* bits.)
     generation: the map generation the answer was computed on. algorithm: what ran.
     """
 
@@ -74,9 +74,7 @@ class PathResult:
     expanded: int
     start: tuple[int, int]
     goal: tuple[int, int]
-    start_snapped: bool = False
-    goal_snapped: bool = False
-    line_of_sight: bool = False
+    flags: int = 0
     generation: int = 0
     algorithm: str = "astar"
 
@@ -84,46 +82,42 @@ class PathResult:
     def found(self) -> bool:
         return self.status == "found"
 
+    @property
+    def start_snapped(self) -> bool:
+        return bool(self.flags & st.FLAG_START_SNAPPED)
+
+    @property
+    def goal_snapped(self) -> bool:
+        return bool(self.flags & st.FLAG_GOAL_SNAPPED)
+
+    @property
+    def line_of_sight(self) -> bool:
+        return bool(self.flags & st.FLAG_LINE_OF_SIGHT)
+
 
 class _Workspace:
-    """Search arrays for one thread and one map size, reused across queries."""
+    """Search arrays for one thread, reused across queries (see :func:`solve`)."""
 
-    __slots__ = ("work_float", "work_int", "stamp", "pass_id")
+    __slots__ = ("n", "work_float", "work_int")
 
     def __init__(self, n: int):
+        self.n = n
         self.work_float = np.empty((3, n), dtype=np.float64)
-        self.work_int = np.empty((3, n), dtype=np.int32)
-        self.stamp = np.zeros(n, dtype=np.uint32)
-        self.pass_id = 0
-
-    def next_pass(self) -> int:
-        self.pass_id += 2
-        if self.pass_id >= _UINT32_LIMIT:
-            self.stamp[:] = 0
-            self.pass_id = 2
-        return self.pass_id
+        self.work_int = np.zeros((4, n + 1), dtype=np.int32)
 
 
 _local = threading.local()
 
 
-def _workspace(n: int) -> _Workspace:
+def _new_workspace(n: int) -> _Workspace:
     # One workspace per thread, for the largest map it has searched: a smaller map uses
     # a prefix of the same arrays.
-    ws = getattr(_local, "workspace", None)
-    if ws is None or ws.stamp.shape[0] < n:
-        ws = _Workspace(n)
-        _local.workspace = ws
+    ws = _Workspace(n)
+    _local.workspace = ws
     return ws
 
 
 def _cell(point, name: str, gridmap: GridMap) -> tuple[int, int]:
-    # The common case first: a pair of plain ints inside the map.
-    if type(point) is tuple or type(point) is list:
-        if len(point) == 2:
-            x, y = point
-            if type(x) is int and type(y) is int and 0 <= x < gridmap.width and 0 <= y < gridmap.height:
-                return x, y
     try:
         px, py = point
     except (TypeError, ValueError):
@@ -152,17 +146,8 @@ def _choice(value, table, name):
         raise RequestError(f"{name} must be one of {', '.join(table)}, got {value!r}", at=name) from None
 
 
-#: Validated option sets, keyed by the raw values: most callers repeat a few combinations,
-#: and a dict hit is cheaper than re-checking each option on every call.
-_OPTIONS: dict = {}
-_OPTIONS_LIMIT = 4096
-
-
-def _option_key(smooth, heuristic, weight, diagonal, algorithm, max_expansions, max_climb):
-    # Types are part of the key: True == 1 and 1.0 == 1 hash alike, but only some of
-    # them are valid values.
-    return (smooth, heuristic, weight, type(weight), diagonal, algorithm, max_expansions, type(max_expansions),
-            max_climb, type(max_climb))
+#: How many prepared calls (distinct unit size + option combinations) a map keeps.
+_CALLS_LIMIT = 256
 
 
 def _options(smooth, heuristic, weight, diagonal, algorithm, max_expansions, max_climb):
@@ -188,10 +173,7 @@ def _options(smooth, heuristic, weight, diagonal, algorithm, max_expansions, max
         isinstance(max_climb, bool) or not isinstance(max_climb, (int, float)) or math.isnan(max_climb) or max_climb < 0
     ):
         raise RequestError("max_climb must be a number >= 0", at="max_climb")
-    options = (diagonal_code, smooth_code, heuristic_code, budget)
-    if len(_OPTIONS) < _OPTIONS_LIMIT:
-        _OPTIONS[_option_key(smooth, heuristic, weight, diagonal, algorithm, max_expansions, max_climb)] = options
-    return options
+    return diagonal_code, smooth_code, heuristic_code, budget
 
 
 def find_path(
@@ -240,38 +222,60 @@ def find_path(
     >>> r.status, round(r.cost, 3), r.path.tolist()
     ('found', 5.414, [[0, 1], [0, 2], [1, 2], [2, 2], [3, 2], [4, 1]])
     """
-    unit_w, unit_h = normalize_unit_size(unit_size, gridmap.width, gridmap.height)
-    sx, sy = _cell(start, "start", gridmap)
-    gx, gy = _cell(goal, "goal", gridmap)
-    try:
-        options = _OPTIONS.get(_option_key(smooth, heuristic, weight, diagonal, algorithm, max_expansions, max_climb))
-    except TypeError:  # an unhashable value: let validation name it
-        options = None
-    if options is None:
-        options = _options(smooth, heuristic, weight, diagonal, algorithm, max_expansions, max_climb)
-    diagonal_code, smooth_code, heuristic_code, budget = options
-    use_heights = 0
-    climb = 0.0
-    heights = _NO_HEIGHTS
-    if max_climb is not None:
-        if gridmap.heights is not None and math.isfinite(max_climb):
-            use_heights = 1
-            climb = float(max_climb)
-            heights = gridmap.heights
-
-    layer = gridmap.layer_for(unit_w, unit_h)
-    plan = layer.plans.get((diagonal_code, heuristic_code, algorithm, use_heights))
-    if plan is None:
-        plan = _plan(layer, diagonal_code, heuristic_code, algorithm, use_heights)
-    passable, labels, jump_bits, algorithm_code, algorithm_name = plan
-    ws = _workspace(gridmap.width * gridmap.height)
-    status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
-        passable, labels, jump_bits, layer.cost_index, layer.cost_table, 1 if layer.uniform else 0,
-        heights, use_heights, climb,
-        sx, sy, gx, gy, 1 if snap else 0, 1 if allow_partial else 0,
-        diagonal_code, heuristic_code, float(weight), budget, algorithm_code, 1 if line_of_sight else 0,
-        smooth_code, ws.work_float, ws.work_int, ws.stamp, ws.next_pass(),
+    # Everything but the endpoints is validated once per map and option set, and kept as
+    # a prepared call: the common call is a dict lookup, two bounds checks and the kernel.
+    # Types are part of the key where a value of another type compares equal but is
+    # invalid (True == 1, 1.0 == 1).
+    key = (
+        unit_size, type(unit_size), smooth, snap, allow_partial, max_expansions, type(max_expansions), heuristic,
+        weight, type(weight), diagonal, max_climb, type(max_climb), algorithm, line_of_sight,
     )
+    try:
+        call = gridmap._calls.get(key)
+    except TypeError:  # an unhashable value: validation names it
+        call = None
+    if call is None:
+        call = _prepare(gridmap, key, unit_size, smooth, snap, allow_partial, max_expansions, heuristic, weight,
+                        diagonal, max_climb, algorithm, line_of_sight)
+    (size_key, n, cells, comps, jump_bits, cost_index, cost_table, uniform, heights, use_heights, climb, snap_flag,
+     partial_flag, diagonal_code, heuristic_code, weight_value, budget, algorithm_code, los_flag, smooth_code,
+     algorithm_name) = call
+    try:
+        gridmap._cache.move_to_end(size_key)  # the layer's recency, for the LRU
+    except KeyError:  # evicted by another thread since: its arrays are still valid
+        pass
+
+    if type(start) is tuple and len(start) == 2 and type(start[0]) is int and type(start[1]) is int:
+        sx, sy = start
+        if not (0 <= sx < gridmap.width and 0 <= sy < gridmap.height):
+            sx, sy = _cell(start, "start", gridmap)
+    else:
+        sx, sy = _cell(start, "start", gridmap)
+    if type(goal) is tuple and len(goal) == 2 and type(goal[0]) is int and type(goal[1]) is int:
+        gx, gy = goal
+        if not (0 <= gx < gridmap.width and 0 <= gy < gridmap.height):
+            gx, gy = _cell(goal, "goal", gridmap)
+    else:
+        gx, gy = _cell(goal, "goal", gridmap)
+
+    ws = getattr(_local, "workspace", None)
+    if ws is None or ws.n < n:
+        ws = _new_workspace(n)
+    status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
+        cells, comps, jump_bits, cost_index, cost_table, uniform, heights, use_heights, climb,
+        sx, sy, gx, gy, snap_flag, partial_flag, diagonal_code, heuristic_code, weight_value, budget,
+        algorithm_code, los_flag, smooth_code, ws.work_float, ws.work_int,
+    )
+    if status > st.QUERY_NO_PATH:
+        _raise_for(status, budget, snap, size_key, sx, sy, gx, gy)
+    return PathResult(
+        _STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy), flags, gridmap.generation,
+        algorithm_name,
+    )
+
+
+def _raise_for(status: int, budget: int, snap, size_key, sx: int, sy: int, gx: int, gy: int):
+    unit_w, unit_h = size_key
     if status == st.QUERY_START_BLOCKED:
         if snap:
             raise StartBlockedError("no cell of this map can hold a unit of this size", at="unit_size")
@@ -283,17 +287,25 @@ def find_path(
             f"max_expansions={budget} reached before the goal; pass allow_partial=True for a partial path",
             at="max_expansions",
         )
-    return PathResult(
-        _STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy),
-        bool(flags & st.FLAG_START_SNAPPED), bool(flags & st.FLAG_GOAL_SNAPPED),
-        bool(flags & st.FLAG_LINE_OF_SIGHT), gridmap.generation, algorithm_name,
+
+
+def _prepare(gridmap: GridMap, key, unit_size, smooth, snap, allow_partial, max_expansions, heuristic, weight,
+             diagonal, max_climb, algorithm, line_of_sight) -> tuple:
+    """Validate everything but the endpoints and work out what the kernel gets; kept in
+    ``gridmap._calls`` under ``key`` (when hashable) for the next call alike."""
+    unit_w, unit_h = normalize_unit_size(unit_size, gridmap.width, gridmap.height)
+    diagonal_code, smooth_code, heuristic_code, budget = _options(
+        smooth, heuristic, weight, diagonal, algorithm, max_expansions, max_climb
     )
-
-
-def _plan(layer, diagonal_code: int, heuristic_code: int, algorithm: str, use_heights: int) -> tuple:
-    """What the kernel gets for these options on this layer, worked out once and kept on
-    the layer: ``(passable, labels, jump_bits, algorithm_code, algorithm_name)``."""
-    labels = layer.labels8() if diagonal_code == st.DIAGONAL_ALWAYS else layer.labels
+    use_heights = 0
+    climb = 0.0
+    heights = _NO_HEIGHTS
+    if max_climb is not None and gridmap.heights is not None and math.isfinite(max_climb):
+        use_heights = 1
+        climb = float(max_climb)
+        heights = gridmap.heights
+    layer = gridmap.layer_for(unit_w, unit_h)
+    cells, comps = layer.cells8() if diagonal_code == st.DIAGONAL_ALWAYS else (layer.cells, layer.comps)
     jps_ok = (
         layer.uniform and use_heights == 0 and diagonal_code == st.DIAGONAL_NO_CORNER_CUTTING
         and heuristic_code == st.HEURISTIC_OCTILE
@@ -308,12 +320,21 @@ def _plan(layer, diagonal_code: int, heuristic_code: int, algorithm: str, use_he
         use_jps = True
     else:
         use_jps = algorithm == "auto" and jps_ok and layer.open_share >= JPS_MIN_OPEN_SHARE
-    plan = (
-        layer.labels, labels, layer.jump_bits() if use_jps else _NO_JUMP_BITS,
-        st.ALGORITHM_JPS if use_jps else st.ALGORITHM_ASTAR, "jps" if use_jps else "astar",
+    call = (
+        (unit_w, unit_h), gridmap.width * gridmap.height, cells, comps,
+        layer.jump_bits() if use_jps else _NO_JUMP_BITS, layer.cost_index, layer.cost_table,
+        1 if layer.uniform else 0, heights, use_heights, climb, 1 if snap else 0, 1 if allow_partial else 0,
+        diagonal_code, heuristic_code, float(weight), budget, st.ALGORITHM_JPS if use_jps else st.ALGORITHM_ASTAR,
+        1 if line_of_sight else 0, smooth_code, "jps" if use_jps else "astar",
     )
-    layer.plans[(diagonal_code, heuristic_code, algorithm, use_heights)] = plan
-    return plan
+    try:
+        calls = gridmap._calls
+        if len(calls) >= _CALLS_LIMIT:
+            calls = gridmap._calls = {}
+        calls[key] = call
+    except TypeError:  # unhashable (but valid) values, e.g. a list unit size: not kept
+        pass
+    return call
 
 
 _pool: ThreadPoolExecutor | None = None

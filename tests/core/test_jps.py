@@ -25,7 +25,7 @@ class Workspace:
     def __init__(self, cells):
         self.g = np.empty(cells, np.float64)
         self.parent = np.empty(cells, np.int32)
-        self.stamp = np.zeros(cells, np.uint32)
+        self.stamp = np.zeros(cells, np.int32)
         self.heap_nodes = np.empty(cells, np.int32)
         self.heap_f = np.empty(cells, np.float64)
         self.heap_h = np.empty(cells, np.float64)

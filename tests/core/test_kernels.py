@@ -7,9 +7,9 @@ import pytest
 
 import naive
 from pathserver.core.clearance import compute_clearance, footprint_cost, index_costs
-from pathserver.core.components import label_components, nearest_with_label
+from pathserver.core.components import block_labels, component_at, label_components, nearest_with_label
 from pathserver.core.lines import segment_clear, straight_grid_path
-from pathserver.grid.gridmap import GridMap
+from pathserver.grid.gridmap import GridMap, _global_labels
 
 NO_HEIGHTS = np.zeros((1, 1), dtype=np.float32)
 # What uniform maps pass for cost_index / cost_table (never read when uniform is 1).
@@ -68,19 +68,55 @@ def test_eight_connected_components_join_diagonals():
     assert label_components(passable, 1, labels) == 1
 
 
+def block_form(labels):
+    """The block-local form of int32 component labels numbered 1..n."""
+    count = int(labels.max(initial=0))
+    cells = np.empty(labels.shape, dtype=np.uint8)
+    comps = block_labels(labels, count, cells)
+    return cells, comps
+
+
+def test_block_labels_round_trip_to_the_global_ids():
+    rng = np.random.default_rng(4)
+    grids = [naive.random_grid(rng, int(rng.integers(1, 60)), int(rng.integers(1, 60)), rng.uniform(0.1, 0.7))
+             for _ in range(60)]
+    # The worst case for a block: a checkerboard, 128 components in each 16 x 16 block.
+    grids.append((np.indices((40, 37)).sum(axis=0) % 2 == 0))
+    for walkable in grids:
+        passable = walkable.astype(np.uint8)
+        labels = np.empty(passable.shape, dtype=np.int32)
+        label_components(passable, 0, labels)
+        cells, comps = block_form(labels)
+        assert ((cells != 0) == (passable != 0)).all()
+        assert (_global_labels(cells, comps) == labels).all()
+        height, width = labels.shape
+        for y in range(height):
+            for x in range(width):
+                assert component_at(cells, comps, x, y) == labels[y, x]
+        # Local indices count the distinct components of each block from 1.
+        for by in range(0, height, 16):
+            for bx in range(0, width, 16):
+                block = labels[by : by + 16, bx : bx + 16]
+                assert cells[by : by + 16, bx : bx + 16].max(initial=0) == len(np.unique(block[block > 0]))
+    assert cells.max() == 128
+
+
 def test_nearest_with_label_is_the_euclidean_nearest():
     rng = np.random.default_rng(3)
     for _ in range(200):
-        labels = (rng.random((15, 15)) < 0.1).astype(np.int32) * rng.integers(1, 3, size=(15, 15)).astype(np.int32)
-        x, y = int(rng.integers(15)), int(rng.integers(15))
-        want = int(rng.integers(0, 3))
-        status, bx, by = nearest_with_label(labels, x, y, want, 15)
-        cells = [(cx, cy) for cy in range(15) for cx in range(15) if labels[cy, cx] and (want == 0 or labels[cy, cx] == want)]
-        if not cells:
+        size = int(rng.integers(5, 40))
+        labels = (rng.random((size, size)) < 0.1).astype(np.int32) * rng.integers(1, 4, size=(size, size)).astype(np.int32)
+        x, y = int(rng.integers(size)), int(rng.integers(size))
+        want = int(rng.integers(0, 4))
+        cells, comps = block_form(labels)
+        status, bx, by = nearest_with_label(cells, comps, x, y, want, size)
+        found = [(cx, cy) for cy in range(size) for cx in range(size)
+                 if labels[cy, cx] and (want == 0 or labels[cy, cx] == want)]
+        if not found:
             assert status == 1
             continue
-        best = min((cx - x) ** 2 + (cy - y) ** 2 for cx, cy in cells)
-        assert status == 0 and (bx - x) ** 2 + (by - y) ** 2 == best
+        best = min((cx - x) ** 2 + (cy - y) ** 2 for cx, cy in found)
+        assert status == 0 and (bx - x) ** 2 + (by - y) ** 2 == best and (want == 0 or labels[by, bx] == want)
 
 
 @pytest.mark.parametrize("distinct", [8, 300])
@@ -175,7 +211,7 @@ def test_generic_and_specialised_astar_agree_with_dijkstra():
     n = 30 * 30
     g, heap_f, heap_h = np.empty(n), np.empty(n), np.empty(n)
     parent, heap_nodes, heap_pos = np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32)
-    stamp = np.zeros(n, np.uint32)
+    stamp = np.zeros(n, np.int32)
     pass_id = 2
     for _ in range(150):
         passable = naive.random_grid(rng, 30, 30, rng.uniform(0, 0.4)).astype(np.uint8)
