@@ -242,8 +242,10 @@ def find_path(
      algorithm_name) = call
     try:
         gridmap._cache.move_to_end(size_key)  # the layer's recency, for the LRU
-    except KeyError:  # evicted by another thread since: its arrays are still valid
-        pass
+    except KeyError:
+        # Evicted by another thread since: its arrays are still valid for this call, but
+        # the next one re-prepares (and so rebuilds the layer into the cache).
+        gridmap._calls.pop(key, None)
 
     if type(start) is tuple and len(start) == 2 and type(start[0]) is int and type(start[1]) is int:
         sx, sy = start
