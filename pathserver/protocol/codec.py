@@ -21,6 +21,7 @@ dict insertion order — replies are built ``id, ok, ...`` so their bytes are re
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 
@@ -136,19 +137,66 @@ def peek_id(body: bytes):
     return value if is_wire_int(value) else None
 
 
+class Packed:
+    """A value already encoded as msgpack bytes (``data``: bytes or a buffer), which
+    :func:`encode` splices into the reply as it is: a long path is encoded by a compiled
+    kernel without the GIL (:mod:`pathserver.core.wire`) rather than as Python lists."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data):
+        self.data = data
+
+
+# While a reply is packed, each Packed value is written as a fixext16 token (ext type
+# 127, a per-thread secret and its ordinal), then the tokens are replaced by the values'
+# bytes. The secret keeps a request id that mimics a token from ever matching one.
+_TOKEN_EXT = 127
+
+
+def _default(obj):
+    if type(obj) is Packed:
+        spliced = _local.spliced
+        spliced.append(obj.data)
+        return msgpack.ExtType(_TOKEN_EXT, _local.secret + len(spliced).to_bytes(8, "little"))
+    raise TypeError(f"can not serialize {type(obj).__name__!r} object")
+
+
 def encode(obj) -> bytes:
-    """A reply (or a request, for clients) as msgpack bytes."""
+    """A reply (or a request, for clients) as msgpack bytes; :class:`Packed` values are
+    spliced in as they are."""
     # One Packer per thread: ``packb`` builds a new one per call, which costs as much as
     # packing a short reply; a Packer is not thread-safe, and replies are encoded on the
     # socket loop and on every worker. A failed pack() empties the Packer's buffer.
     packer = getattr(_local, "packer", None)
     if packer is None:
-        packer = _local.packer = msgpack.Packer(use_bin_type=True, buf_size=_PACKER_START_BYTES)
-    body = packer.pack(obj)
+        packer = _local.packer = msgpack.Packer(use_bin_type=True, buf_size=_PACKER_START_BYTES, default=_default)
+        _local.spliced = []
+        _local.secret = os.urandom(8)
+    spliced = _local.spliced
+    try:
+        body = packer.pack(obj)
+        if spliced:
+            body = _splice(body, spliced, _local.secret)
+    finally:
+        spliced.clear()
     if len(body) > _PACKER_KEEP_BYTES:
         # The buffer grew to this reply's size and never shrinks: let it go with the Packer.
         _local.packer = None
     return body
+
+
+def _splice(body: bytes, spliced: list, secret: bytes) -> bytes:
+    parts = []
+    pos = 0
+    for ordinal, data in enumerate(spliced, 1):
+        token = b"\xd8\x7f" + secret + ordinal.to_bytes(8, "little")
+        at = body.index(token, pos)
+        parts.append(body[pos:at])
+        parts.append(data)
+        pos = at + len(token)
+    parts.append(body[pos:])
+    return b"".join(parts)
 
 
 _local = threading.local()

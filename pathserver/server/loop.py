@@ -499,6 +499,7 @@ def _normalize_endpoint(bind: str) -> str:
 def warm_kernels() -> None:
     """Compile (or load from numba's cache) every kernel a request can reach, so the
     first real request is as fast as the next."""
+    from pathserver.core.wire import pack_float_points, pack_int_points, packed_points_bound
     from pathserver.errors import PathserverError
     from pathserver.grid.gridmap import GridMap
 
@@ -528,6 +529,10 @@ def warm_kernels() -> None:
             find_path(gridmap, start, goal, unit, **options)
         except PathserverError:
             pass
+    # Long paths are encoded for the wire by compiled kernels (pathserver.core.wire).
+    out = np.empty(packed_points_bound(2), dtype=np.uint8)
+    pack_int_points(np.zeros((2, 2), dtype=np.int32), out)
+    pack_float_points(np.zeros((2, 2), dtype=np.uint64), out)
     costly.edit(cells=[(0, 3)], solid=True)
 
 

@@ -22,6 +22,7 @@ import statistics
 import threading
 import time
 
+import msgpack
 import numpy as np
 import pytest
 
@@ -172,16 +173,17 @@ def big_server(big_maps, tmp_path_factory):
         server.close()
 
 
-def collect(endpoint: str, requests: list, answers: dict, errors: list) -> None:
-    """Send ``requests`` on a DEALER of its own and gather every reply (another thread)."""
+def collect(endpoint: str, requests: list, bodies: list, errors: list) -> None:
+    """Send ``requests`` on a DEALER of its own and gather every reply body (another
+    thread). Decoding waits until the pings are done: decoding a 2.6 MB reply holds this
+    process's GIL for as long as encoding it once held the server's."""
     context = zmq.Context()
     client = Dealer(context, endpoint)
     try:
         for request in requests:
             client.send(request)
-        while len(answers) < len(requests):
-            reply = client.recv(timeout_ms=60_000)
-            answers[reply["id"]] = reply
+        while len(bodies) < len(requests):
+            bodies.append(client.recv_frames(timeout_ms=60_000)[-1])
     except BaseException as exc:
         errors.append(exc)
     finally:
@@ -192,9 +194,9 @@ def collect(endpoint: str, requests: list, answers: dict, errors: list) -> None:
 def pings_during(endpoint: str, client: Dealer, requests: list) -> tuple[list, dict, float]:
     """Send ``requests`` from another connection (and thread) and ping on ``client`` until
     every one is answered: (ping round trips in ms, answers by id, seconds to drain)."""
-    answers, errors = {}, []
+    bodies, errors = [], []
     began_all = time.perf_counter()
-    sender = threading.Thread(target=collect, args=(endpoint, requests, answers, errors), daemon=True)
+    sender = threading.Thread(target=collect, args=(endpoint, requests, bodies, errors), daemon=True)
     sender.start()
     pings = []
     while sender.is_alive() or not pings:
@@ -205,6 +207,7 @@ def pings_during(endpoint: str, client: Dealer, requests: list) -> tuple[list, d
     drained_s = time.perf_counter() - began_all
     sender.join()
     assert not errors, errors
+    answers = {reply["id"]: reply for reply in (msgpack.unpackb(body, raw=False) for body in bodies)}
     assert len(answers) == len(requests)
     assert all(r["ok"] and r["status"] == "found" for r in answers.values())
     return pings, answers, drained_s
@@ -232,8 +235,8 @@ def test_the_loop_answers_while_workers_run_the_worst_searches(big_server, conte
         assert 103 - 100 <= INLINE_DISTANCE
         pings, _, drained_s = pings_during(endpoint, client, requests)
         # The same searches asking for every cell of the path (smooth "none"): 260 000
-        # points, a 2.6 MB reply each. Converting and encoding that holds the GIL in the
-        # worker for a long while: measured, with a loose bound only.
+        # points, a 2.6 MB reply each, encoded by a compiled kernel without the GIL
+        # (pathserver.core.wire), so the loop keeps answering meanwhile.
         every_cell = [{**request, "smooth": "none"} for request in requests[:heavy]]
         big_pings, big_answers, big_drained_s = pings_during(endpoint, client, every_cell)
         assert all(len(reply["path"]) > 250_000 for reply in big_answers.values())
@@ -245,11 +248,11 @@ def test_the_loop_answers_while_workers_run_the_worst_searches(big_server, conte
                      f"{drained_s:.1f} s: {len(pings)} pings meanwhile, median {statistics.median(pings):.1f} ms, "
                      f"max {max(pings):.1f} ms")
     record("bounds", f"{heavy} full rings searches with smooth 'none' (2.6 MB replies), answered in "
-                     f"{big_drained_s:.1f} s: pings meanwhile median {statistics.median(big_pings):.1f} ms, "
-                     f"max {max(big_pings):.1f} ms (the GIL: see docs/reliability.md)")
+                     f"{big_drained_s:.1f} s: {len(big_pings)} pings meanwhile, median "
+                     f"{statistics.median(big_pings):.1f} ms, max {max(big_pings):.1f} ms")
     assert statistics.median(round_trips) < EARLY_OUT_MS
     assert max(pings) < 250.0
-    assert max(big_pings) < 5000.0
+    assert max(big_pings) < 250.0
 
 
 @pytest.fixture(scope="module")

@@ -47,7 +47,9 @@ def test_serve_prints_ready_and_stops_cleanly(maps_dir, context, signum):
         started = time.monotonic()
         process.send_signal(signum)
         assert process.wait(timeout=5) == 0
-        assert time.monotonic() - started < 1.0
+        # The loop itself stops within a second (test_transport checks it in process);
+        # this adds the interpreter's teardown, slower on a loaded machine.
+        assert time.monotonic() - started < 2.0
         assert process.stdout.read() == b""  # exactly one line on stdout
         assert b"Traceback" not in process.stderr.read()
     finally:
