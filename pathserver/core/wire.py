@@ -21,56 +21,40 @@ def packed_points_bound(n):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _tagged(out, at, tag, v, size):
+    """``tag`` then the low ``size`` bytes of ``v``, big-endian; returns the next offset."""
+    out[at] = tag
+    for k in range(size):
+        out[at + 1 + k] = (v >> (8 * (size - 1 - k))) & 0xFF
+    return at + 1 + size
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _array_header(out, at, n):
     if n <= 15:
         out[at] = 0x90 | n
         return at + 1
     if n <= 0xFFFF:
-        out[at] = 0xDC
-        out[at + 1] = (n >> 8) & 0xFF
-        out[at + 2] = n & 0xFF
-        return at + 3
-    out[at] = 0xDD
-    for k in range(4):
-        out[at + 1 + k] = (n >> (24 - 8 * k)) & 0xFF
-    return at + 5
+        return _tagged(out, at, 0xDC, n, 2)
+    return _tagged(out, at, 0xDD, n, 4)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _int(out, at, v):
-    if 0 <= v <= 0x7F:
-        out[at] = v
-        return at + 1
-    if -32 <= v < 0:
+    if -32 <= v <= 0x7F:  # positive or negative fixint
         out[at] = v & 0xFF
         return at + 1
     if v > 0:
         if v <= 0xFF:
-            out[at] = 0xCC
-            out[at + 1] = v
-            return at + 2
+            return _tagged(out, at, 0xCC, v, 1)
         if v <= 0xFFFF:
-            out[at] = 0xCD
-            out[at + 1] = v >> 8
-            out[at + 2] = v & 0xFF
-            return at + 3
-        out[at] = 0xCE
-        for k in range(4):
-            out[at + 1 + k] = (v >> (24 - 8 * k)) & 0xFF
-        return at + 5
+            return _tagged(out, at, 0xCD, v, 2)
+        return _tagged(out, at, 0xCE, v, 4)
     if v >= -0x80:
-        out[at] = 0xD0
-        out[at + 1] = v & 0xFF
-        return at + 2
+        return _tagged(out, at, 0xD0, v, 1)
     if v >= -0x8000:
-        out[at] = 0xD1
-        out[at + 1] = (v >> 8) & 0xFF
-        out[at + 2] = v & 0xFF
-        return at + 3
-    out[at] = 0xD2
-    for k in range(4):
-        out[at + 1 + k] = (v >> (24 - 8 * k)) & 0xFF
-    return at + 5
+        return _tagged(out, at, 0xD1, v, 2)
+    return _tagged(out, at, 0xD2, v, 4)
 
 
 @njit(cache=True, nogil=True)

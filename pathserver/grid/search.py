@@ -247,6 +247,8 @@ def find_path(
         # the next one re-prepares (and so rebuilds the layer into the cache).
         gridmap._calls.pop(key, None)
 
+    # Tuples of two in-bounds ints take the inline path (written out twice: a helper
+    # call per endpoint costs a tenth of the whole call); _cell handles everything else.
     if type(start) is tuple and len(start) == 2 and type(start[0]) is int and type(start[1]) is int:
         sx, sy = start
         if not (0 <= sx < gridmap.width and 0 <= sy < gridmap.height):
