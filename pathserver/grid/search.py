@@ -247,15 +247,18 @@ def find_path(
         # the next one re-prepares (and so rebuilds the layer into the cache).
         gridmap._calls.pop(key, None)
 
-    # Tuples of two in-bounds ints take the inline path (written out twice: a helper
-    # call per endpoint costs a tenth of the whole call); _cell handles everything else.
-    if type(start) is tuple and len(start) == 2 and type(start[0]) is int and type(start[1]) is int:
+    # Tuples or lists (as decoded from the wire) of two in-bounds ints take the inline
+    # path (written out twice: a helper call per endpoint costs a tenth of the whole
+    # call); _cell handles everything else.
+    kind = type(start)
+    if (kind is tuple or kind is list) and len(start) == 2 and type(start[0]) is int and type(start[1]) is int:
         sx, sy = start
         if not (0 <= sx < gridmap.width and 0 <= sy < gridmap.height):
             sx, sy = _cell(start, "start", gridmap)
     else:
         sx, sy = _cell(start, "start", gridmap)
-    if type(goal) is tuple and len(goal) == 2 and type(goal[0]) is int and type(goal[1]) is int:
+    kind = type(goal)
+    if (kind is tuple or kind is list) and len(goal) == 2 and type(goal[0]) is int and type(goal[1]) is int:
         gx, gy = goal
         if not (0 <= gx < gridmap.width and 0 <= gy < gridmap.height):
             gx, gy = _cell(goal, "goal", gridmap)
