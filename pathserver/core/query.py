@@ -27,6 +27,15 @@ from pathserver.core.status import (
     FLAG_OTHER_COMPONENT,
     FLAG_START_SNAPPED,
     HEURISTIC_OCTILE,
+    MODE_ALGORITHM,
+    MODE_ALLOW_PARTIAL,
+    MODE_DIAGONAL,
+    MODE_HEURISTIC,
+    MODE_LINE_OF_SIGHT,
+    MODE_SMOOTH,
+    MODE_SNAP,
+    MODE_UNIFORM,
+    MODE_USE_HEIGHTS,
     QUERY_FOUND,
     QUERY_GOAL_BLOCKED,
     QUERY_NO_PATH,
@@ -67,23 +76,15 @@ def solve(
     jump_bits,
     cost_index,
     cost_table,
-    uniform,
     heights,
-    use_heights,
     max_climb,
     sx,
     sy,
     gx,
     gy,
-    snap,
-    allow_partial,
-    diagonal,
-    heuristic,
+    mode,
     weight,
     max_expansions,
-    algorithm,
-    line_of_sight,
-    smooth,
     work_float,
     work_int,
 ):
@@ -93,11 +94,13 @@ def solve(
     unit's footprint fits, so also the passability grid every search reads) and its
     table, under ``diagonal`` (see :mod:`pathserver.core.components`); jump_bits:
     :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS);
-    cost_index, cost_table, heights: as in :func:`astar`. snap / allow_partial /
-    line_of_sight: 0 or 1. algorithm: ALGORITHM_ASTAR, or ALGORITHM_JPS when the caller
-    has checked the grid qualifies (uniform cost, no heights, no corner cutting).
-    smooth: SMOOTH_* code. Workspace, packed so the call has few arguments to
-    type-check: work_float float64 (3, N) holds g, heap_f, heap_h; work_int int32
+    cost_index, cost_table, heights, max_climb, weight, max_expansions: as in
+    :func:`astar`. mode: the other options packed by
+    :func:`pathserver.core.status.pack_mode` (fewer arguments for numba to type-check on
+    every call): diagonal, heuristic, smooth (SMOOTH_*), algorithm (ALGORITHM_JPS only
+    when the caller has checked the grid qualifies: uniform cost, no heights, no corner
+    cutting), and the flags snap, allow_partial, line_of_sight, uniform, use_heights.
+    Workspace, packed for the same reason: work_float float64 (3, N) holds g, heap_f, heap_h; work_int int32
     (4, N + 1) holds parent, heap_nodes, heap_pos and the stamps, N >= H * W, zeroed
     once when allocated: ``work_int[3, N]`` keeps the last pass id, so the kernel picks
     its own (the workspace convention of :func:`astar`).
@@ -107,6 +110,15 @@ def solve(
     the cost of the underlying cell path, the Euclidean length of the waypoints, nodes
     expanded, and the endpoints after snapping.
     """
+    diagonal = (mode >> MODE_DIAGONAL) & 3
+    heuristic = (mode >> MODE_HEURISTIC) & 3
+    smooth = (mode >> MODE_SMOOTH) & 3
+    algorithm = (mode >> MODE_ALGORITHM) & 1
+    snap = (mode >> MODE_SNAP) & 1
+    allow_partial = (mode >> MODE_ALLOW_PARTIAL) & 1
+    line_of_sight = (mode >> MODE_LINE_OF_SIGHT) & 1
+    uniform = (mode >> MODE_UNIFORM) & 1
+    use_heights = (mode >> MODE_USE_HEIGHTS) & 1
     passable = cells
     height, width = cells.shape
     last = work_int.shape[1] - 1

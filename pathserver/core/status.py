@@ -39,3 +39,30 @@ ALGORITHM_JPS = 1
 SMOOTH_NONE = 0
 SMOOTH_CORNERS = 1
 SMOOTH_LOS = 2
+
+# The option set of one query, packed into one int for :func:`pathserver.core.query.solve`
+# (one argument to type-check instead of nine): the field's shift, and its width in bits.
+MODE_DIAGONAL = 0  # 2 bits: DIAGONAL_*
+MODE_HEURISTIC = 2  # 2 bits: HEURISTIC_*
+MODE_SMOOTH = 4  # 2 bits: SMOOTH_*
+MODE_ALGORITHM = 6  # 1 bit: ALGORITHM_*
+MODE_SNAP = 7  # 1 bit
+MODE_ALLOW_PARTIAL = 8  # 1 bit
+MODE_LINE_OF_SIGHT = 9  # 1 bit
+MODE_UNIFORM = 10  # 1 bit: every terrain cost is 1
+MODE_USE_HEIGHTS = 11  # 1 bit
+
+
+def pack_mode(diagonal, heuristic, smooth, algorithm, snap, allow_partial, line_of_sight, uniform, use_heights):
+    """The ``mode`` int :func:`pathserver.core.query.solve` takes (flags are truthy)."""
+    return (
+        diagonal << MODE_DIAGONAL
+        | heuristic << MODE_HEURISTIC
+        | smooth << MODE_SMOOTH
+        | algorithm << MODE_ALGORITHM
+        | (1 if snap else 0) << MODE_SNAP
+        | (1 if allow_partial else 0) << MODE_ALLOW_PARTIAL
+        | (1 if line_of_sight else 0) << MODE_LINE_OF_SIGHT
+        | (1 if uniform else 0) << MODE_UNIFORM
+        | (1 if use_heights else 0) << MODE_USE_HEIGHTS
+    )

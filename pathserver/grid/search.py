@@ -237,9 +237,7 @@ def find_path(
     if call is None:
         call = _prepare(gridmap, key, unit_size, smooth, snap, allow_partial, max_expansions, heuristic, weight,
                         diagonal, max_climb, algorithm, line_of_sight)
-    (size_key, n, cells, comps, jump_bits, cost_index, cost_table, uniform, heights, use_heights, climb, snap_flag,
-     partial_flag, diagonal_code, heuristic_code, weight_value, budget, algorithm_code, los_flag, smooth_code,
-     algorithm_name) = call
+    size_key, n, cells, comps, jump_bits, cost_index, cost_table, heights, climb, mode, weight_value, budget, name = call
     try:
         gridmap._cache.move_to_end(size_key)  # the layer's recency, for the LRU
     except KeyError:
@@ -269,15 +267,13 @@ def find_path(
     if ws is None or ws.n < n:
         ws = _new_workspace(n)
     status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
-        cells, comps, jump_bits, cost_index, cost_table, uniform, heights, use_heights, climb,
-        sx, sy, gx, gy, snap_flag, partial_flag, diagonal_code, heuristic_code, weight_value, budget,
-        algorithm_code, los_flag, smooth_code, ws.work_float, ws.work_int,
+        cells, comps, jump_bits, cost_index, cost_table, heights, climb, sx, sy, gx, gy, mode, weight_value, budget,
+        ws.work_float, ws.work_int,
     )
     if status > st.QUERY_NO_PATH:
         _raise_for(status, budget, snap, size_key, sx, sy, gx, gy)
     return PathResult(
-        _STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy), flags, gridmap.generation,
-        algorithm_name,
+        _STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy), flags, gridmap.generation, name,
     )
 
 
@@ -327,12 +323,14 @@ def _prepare(gridmap: GridMap, key, unit_size, smooth, snap, allow_partial, max_
         use_jps = True
     else:
         use_jps = algorithm == "auto" and jps_ok and layer.open_share >= JPS_MIN_OPEN_SHARE
+    mode = st.pack_mode(
+        diagonal_code, heuristic_code, smooth_code, st.ALGORITHM_JPS if use_jps else st.ALGORITHM_ASTAR, snap,
+        allow_partial, line_of_sight, layer.uniform, use_heights,
+    )
     call = (
         (unit_w, unit_h), gridmap.width * gridmap.height, cells, comps,
         layer.jump_bits() if use_jps else _NO_JUMP_BITS, layer.cost_index, layer.cost_table,
-        1 if layer.uniform else 0, heights, use_heights, climb, 1 if snap else 0, 1 if allow_partial else 0,
-        diagonal_code, heuristic_code, float(weight), budget, st.ALGORITHM_JPS if use_jps else st.ALGORITHM_ASTAR,
-        1 if line_of_sight else 0, smooth_code, "jps" if use_jps else "astar",
+        heights, climb, mode, float(weight), budget, "jps" if use_jps else "astar",
     )
     try:
         calls = gridmap._calls
