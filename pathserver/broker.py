@@ -54,6 +54,7 @@ import time
 import msgpack
 import zmq
 
+from pathserver import security
 from pathserver.errors import PathserverError
 
 log = logging.getLogger("pathserver.broker")
@@ -136,8 +137,12 @@ class Broker:
         edit_log: int = EDIT_LOG_LIMIT,
         back_heartbeat_ivl_ms: int = BACK_HEARTBEAT_IVL_MS,
         back_heartbeat_timeout_ms: int = BACK_HEARTBEAT_TIMEOUT_MS,
+        curve=None,
     ):
         self.addresses = {"front": front, "back": back, "edits": edits, "feed": feed}
+        #: A ``pathserver.security.CurveServer`` securing the front (clients), or None.
+        self.curve = curve
+        self._authenticator = None
         self.endpoints: dict[str, str] = {}
         self.edit_log = max(1, int(edit_log))
         #: Changes with every broker run, so workers notice a restart (numbering from 1).
@@ -170,6 +175,11 @@ class Broker:
         feed = self._make("feed", zmq.PUB)
         feed.setsockopt(zmq.SNDHWM, FEED_HWM)
         _heartbeats(feed, *self._back_heartbeat)
+        if self.curve is not None:
+            # Clients only: the ZAP handler admits the allow-listed CURVE keys on the
+            # front, and NULL peers (the workers) on the loopback back, edits and feed.
+            self._authenticator = self.curve.start_authenticator(self._context)
+            self.curve.apply(front)
         for role, sock in self._sockets.items():
             # As on the server (pathserver.server.loop): a ZAP domain makes libzmq refuse
             # ZMTP 1.0/2.0 peers at once, which have no heartbeats and could otherwise hold
@@ -237,6 +247,9 @@ class Broker:
         for sock in self._sockets.values():
             sock.close(linger=0)
         self._sockets.clear()
+        if self._authenticator is not None:
+            self._authenticator.stop()
+            self._authenticator = None
         self._context.term()
 
     def __enter__(self):
@@ -628,29 +641,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"endpoint the broker publishes the numbered edits on (default {DEFAULT_FEED})")
     parser.add_argument("--edit-log", type=int, default=EDIT_LOG_LIMIT,
                         help=f"edits kept for workers that join later (default {EDIT_LOG_LIMIT})")
+    security.add_curve_arguments(parser)
     parser.add_argument("--insecure", action="store_true",
                         help="allow binding non-loopback addresses without encryption (see docs/security.md)")
 
 
 def run(args: argparse.Namespace, out=None) -> int:
     """Bind, print one ready line, forward until SIGINT/SIGTERM. 0 after a clean stop, 2
-    when an endpoint cannot be bound or is refused by the bind policy of docs/security.md
-    (the broker has no CURVE: a non-loopback endpoint needs ``--insecure``)."""
-    from pathserver import security
-
+    when an endpoint cannot be bound or is refused by the bind policy of docs/security.md:
+    with ``--curve-keys`` / ``--allow`` the front may face the network; the workers'
+    endpoints (back, edits, feed) have no CURVE, so off loopback they need ``--insecure``."""
     out = sys.stdout if out is None else out
+    try:
+        curve = security.curve_from_arguments(getattr(args, "curve_keys", None), getattr(args, "allow", None))
+    except security.SecurityError as exc:
+        print(f"pathserver broker: {exc}", file=sys.stderr, flush=True)
+        return 2
     warnings = []
-    for endpoint in (args.front, args.back, args.edits, args.feed):
+    for role in ("front", "back", "edits", "feed"):
+        endpoint = getattr(args, role)
+        secured = curve is not None and role == "front"
         try:
-            warnings += security.check_bind(endpoint, curve=False, insecure=args.insecure)
+            warnings += security.check_bind(endpoint, curve=secured, insecure=args.insecure)
         except security.SecurityError:
-            print(f"pathserver broker: refusing to bind {endpoint}: not a loopback address, and the broker "
-                  "has no CURVE; pass --insecure on a network you control (docs/scaling.md, Security)",
+            what = "the broker has no CURVE without --curve-keys" if role == "front" else \
+                "the workers' endpoints have no CURVE"
+            print(f"pathserver broker: refusing to bind {role} {endpoint}: not a loopback address, and {what}; "
+                  "pass --insecure on a network you control (docs/scaling.md, Security)",
                   file=sys.stderr, flush=True)
             return 2
     for warning in dict.fromkeys(warnings):
         print(warning, file=sys.stderr, flush=True)
-    broker = Broker(args.front, args.back, args.edits, args.feed, edit_log=args.edit_log)
+    broker = Broker(args.front, args.back, args.edits, args.feed, edit_log=args.edit_log, curve=curve)
     previous = {}
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):

@@ -326,8 +326,8 @@ def run(args) -> int:
     return 0
 
 
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """The security options of ``pathserver serve``."""
+def add_curve_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--curve-keys KEY --allow DIR`` (``pathserver serve`` and ``pathserver broker``)."""
     parser.add_argument(
         "--curve-keys", type=Path, default=None, metavar="KEY",
         help="enable CURVE: the server's NAME.key_secret (from `pathserver keygen`) or the folder holding it",
@@ -336,6 +336,21 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--allow", type=Path, default=None, metavar="DIR",
         help="with --curve-keys: folder of the client public keys (NAME.key) allowed to connect",
     )
+
+
+def curve_from_arguments(curve_keys, allowed_dir) -> "CurveServer | None":
+    """The CurveServer ``--curve-keys`` / ``--allow`` ask for, None when neither is given;
+    raises SecurityError naming what is wrong."""
+    if curve_keys is None and allowed_dir is None:
+        return None
+    if curve_keys is None:
+        raise SecurityError("--allow needs --curve-keys KEY: the server's NAME.key_secret")
+    return CurveServer.load(curve_keys, allowed_dir)
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The security options of ``pathserver serve``."""
+    add_curve_arguments(parser)
     parser.add_argument(
         "--insecure", action="store_true",
         help="allow a non-loopback --bind without CURVE: anyone who can reach the port can use and edit maps",

@@ -574,11 +574,7 @@ def serve(
 
     out = sys.stdout if out is None else out
     try:
-        curve = None
-        if curve_keys is not None or allowed_clients_dir is not None:
-            if curve_keys is None:
-                raise security.SecurityError("--allow needs --curve-keys KEY: the server's NAME.key_secret")
-            curve = security.CurveServer.load(curve_keys, allowed_clients_dir)
+        curve = security.curve_from_arguments(curve_keys, allowed_clients_dir)
         warnings = security.check_bind(bind, curve=curve is not None, insecure=insecure)
     except security.SecurityError as exc:
         print(f"pathserver: {exc}", file=sys.stderr, flush=True)

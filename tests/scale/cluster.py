@@ -84,10 +84,11 @@ class Cluster:
         self.front = self.back = self.edits = self.feed = None
         self.broker: Process | None = None
 
-    def start_broker(self) -> Process:
+    def start_broker(self, *options: str) -> Process:
+        """Start the broker on free loopback ports, with ``options`` added to its command line."""
         self.broker = self._spawn([sys.executable, "-m", "pathserver.broker", "--front", "tcp://127.0.0.1:0",
                                    "--back", "tcp://127.0.0.1:0", "--edits", "tcp://127.0.0.1:0",
-                                   "--feed", "tcp://127.0.0.1:0"])
+                                   "--feed", "tcp://127.0.0.1:0", *options])
         match = self.broker.wait_line(BROKER_READY, START_TIMEOUT_S)
         self.front, self.back, self.edits, self.feed = match.groups()
         return self.broker

@@ -111,4 +111,4 @@ def test_the_broker_stops_at_once_even_with_a_request_and_no_worker(cluster):
 
 def test_the_broker_refuses_a_lan_address_without_insecure(capsys):
     assert broker_main(["--front", "tcp://0.0.0.0:0"]) == 2
-    assert "refusing to bind tcp://0.0.0.0:0" in capsys.readouterr().err
+    assert "refusing to bind front tcp://0.0.0.0:0" in capsys.readouterr().err
