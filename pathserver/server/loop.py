@@ -587,9 +587,9 @@ def serve(
         from pathserver.broker import SharedEdits, edit_endpoints
 
         if curve is not None:
-            # A worker binds nothing: its clients' CURVE would belong on the broker's front.
-            print("pathserver: --curve-keys/--allow secure a bound server; a worker (--connect) "
-                  "has nothing to secure, and the broker has no CURVE (docs/scaling.md)", file=sys.stderr, flush=True)
+            # A worker binds nothing: its clients' CURVE belongs on the broker's front.
+            print("pathserver: --curve-keys/--allow secure a bound server; a worker (--connect) binds nothing: "
+                  "give them to `pathserver broker` for its front (docs/scaling.md)", file=sys.stderr, flush=True)
             return 2
         try:
             derived = edit_endpoints(connect) if edits is None or feed is None else (edits, feed)

@@ -104,6 +104,13 @@ def test_serve_refuses_an_empty_allow_list(tmp_path, capsys, keys):
     assert "no client public keys" in capsys.readouterr().err
 
 
+def test_a_worker_with_curve_keys_is_pointed_at_the_broker(tmp_path, capsys, keys):
+    assert loop.serve(tmp_path, curve_keys=keys.server.secret_file, allowed_clients_dir=keys.allowed,
+                      connect="tcp://127.0.0.1:5556") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pathserver broker" in err
+
+
 def test_cli_serve_exits_non_zero_on_a_non_loopback_bind(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "pathserver", "serve", "--maps", str(tmp_path), "--bind", "tcp://*:0"],
