@@ -226,8 +226,11 @@ def find_path(
     # a prepared call: the common call is a dict lookup, two bounds checks and the kernel.
     # Types are part of the key where a value of another type compares equal but is
     # invalid (True == 1, 1.0 == 1).
+    size_type = type(unit_size)
+    if size_type is tuple:  # (2, True) == (2, 1)
+        size_type = (tuple, *map(type, unit_size))
     key = (
-        unit_size, type(unit_size), smooth, snap, allow_partial, max_expansions, type(max_expansions), heuristic,
+        unit_size, size_type, smooth, snap, allow_partial, max_expansions, type(max_expansions), heuristic,
         weight, type(weight), diagonal, max_climb, type(max_climb), algorithm, line_of_sight,
     )
     try:

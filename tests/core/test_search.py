@@ -313,6 +313,9 @@ def test_option_values_that_compare_equal_to_valid_ones_are_still_refused():
     assert find_path(m, (0, 0), (7, 7), 1, max_expansions=100).found  # prepared and kept
     with pytest.raises(BadUnitSizeError):
         find_path(m, (0, 0), (7, 7), True)  # True == 1
+    assert find_path(m, (0, 0), (7, 7), (2, 1)).found
+    with pytest.raises(BadUnitSizeError):
+        find_path(m, (0, 0), (7, 7), (2, True))  # (2, True) == (2, 1)
     with pytest.raises(RequestError):
         find_path(m, (0, 0), (7, 7), 1, max_expansions=100.0)  # 100.0 == 100
     with pytest.raises(RequestError):
