@@ -100,10 +100,10 @@ def solve(
     every call): diagonal, heuristic, smooth (SMOOTH_*), algorithm (ALGORITHM_JPS only
     when the caller has checked the grid qualifies: uniform cost, no heights, no corner
     cutting), and the flags snap, allow_partial, line_of_sight, uniform, use_heights.
-    Workspace, packed for the same reason: work_float float64 (3, N) holds g, heap_f, heap_h; work_int int32
-    (4, N + 1) holds parent, heap_nodes, heap_pos and the stamps, N >= H * W, zeroed
-    once when allocated: ``work_int[3, N]`` keeps the last pass id, so the kernel picks
-    its own (the workspace convention of :func:`astar`).
+    Workspace, packed for the same reason: work_float float64 (3, N) holds g, heap_f,
+    heap_h; work_int int32 (4, N + 1) holds parent, heap_nodes, heap_pos and the stamps,
+    N >= H * W, zeroed once when allocated: ``work_int[3, N]`` keeps the last pass id, so
+    the kernel picks its own (the workspace convention of :func:`astar`).
 
     Returns (status, flags, points, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
     status, FLAG_* bits, the waypoints as int32 (n, 2) (empty when there is no path),

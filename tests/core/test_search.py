@@ -321,3 +321,26 @@ def test_option_values_that_compare_equal_to_valid_ones_are_still_refused():
     with pytest.raises(RequestError):
         find_path(m, (0, 0), (7, 7), 1, weight=True)
     assert find_path(m, (0, 0), (7, 7), [1, 1]).found  # unhashable but valid: not kept, still answered
+
+
+def test_pass_ids_wrap_before_the_int32_stamps_overflow():
+    import pathserver.grid.search as search
+    from pathserver.core.query import PASS_ID_LIMIT
+
+    m = GridMap.from_ascii("""
+        ........
+        .####...
+        ....#...
+        ........
+    """)
+    expected = find_path(m, (0, 2), (7, 2), line_of_sight=False)
+    work_int = search._local.workspace.work_int
+    last = work_int.shape[1] - 1
+    # Stale stamps that would read as "open" or "closed" for the pass ids after the wrap.
+    work_int[3, :last] = 3
+    work_int[3, last] = PASS_ID_LIMIT - 2
+    wrapped = find_path(m, (0, 2), (7, 2), line_of_sight=False)
+    assert work_int[3, last] == 2  # wrapped: stamps cleared, counting again from 2
+    assert wrapped.cost == expected.cost and wrapped.path.tolist() == expected.path.tolist()
+    again = find_path(m, (0, 2), (7, 2), line_of_sight=False)
+    assert work_int[3, last] == 4 and again.path.tolist() == expected.path.tolist()
