@@ -126,7 +126,8 @@ def _cmd_validate(args) -> int:
         except Exception as error:  # noqa: BLE001 - reported per size, e.g. larger than the map
             print(f"  unit {text.strip()}: {error}")
             continue
-        print(f"  unit {text.strip()}: {layer.n_passable} standable cells, {layer.n_components} components")
+        noun = "component" if layer.n_components == 1 else "components"
+        print(f"  unit {text.strip()}: {layer.n_passable} standable cells, {layer.n_components} {noun}")
     return 0
 
 
