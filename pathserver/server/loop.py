@@ -60,6 +60,7 @@ from pathserver.protocol.requests import (
 )
 from pathserver.security import ZAP_DOMAIN_NAME
 from pathserver.server import handlers
+from pathserver.server.startup import StartupLog, announce_kernels, warm_kernels
 
 log = logging.getLogger("pathserver.server")
 
@@ -496,46 +497,6 @@ def _normalize_endpoint(bind: str) -> str:
 
 
 
-def warm_kernels() -> None:
-    """Compile (or load from numba's cache) every kernel a request can reach, so the
-    first real request is as fast as the next."""
-    from pathserver.core.wire import pack_float_points, pack_int_points, packed_points_bound
-    from pathserver.errors import PathserverError
-    from pathserver.grid.gridmap import GridMap
-
-    costly = GridMap.from_ascii(
-        """
-        ........
-        .##2....
-        ........
-        ....#...
-        """
-    )
-    uniform = GridMap.from_ascii(
-        """
-        ........
-        ...##...
-        ........
-        """
-    )
-    calls = [
-        (costly, (0, 0), (7, 3), 1, {"smooth": "los"}),
-        (costly, (0, 0), (7, 3), 2, {"smooth": "corners", "diagonal": "always", "algorithm": "astar"}),
-        (costly, (0, 0), (7, 3), 1, {"diagonal": "never", "allow_partial": True, "max_expansions": 3}),
-        (uniform, (0, 2), (7, 0), 1, {"algorithm": "jps", "line_of_sight": False, "smooth": "los"}),
-    ]
-    for gridmap, start, goal, unit, options in calls:
-        try:
-            find_path(gridmap, start, goal, unit, **options)
-        except PathserverError:
-            pass
-    # Long paths are encoded for the wire by compiled kernels (pathserver.core.wire).
-    out = np.empty(packed_points_bound(2), dtype=np.uint8)
-    pack_int_points(np.zeros((2, 2), dtype=np.int32), out)
-    pack_float_points(np.zeros((2, 2), dtype=np.uint64), out)
-    costly.edit(cells=[(0, 3)], solid=True)
-
-
 def serve(
     maps_dir="maps",
     bind: str = "tcp://127.0.0.1:5555",
@@ -605,8 +566,12 @@ def serve(
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous[signum] = signal.signal(signum, lambda *_: server.stop())
     try:
+        startup = StartupLog()
+        compiling = announce_kernels(startup)
+        startup.say(f"loading maps from {registry.folder}")
         registry.load_all()
-        warm_kernels()
+        startup.say(f"{len(registry.names())} maps loaded ({startup.elapsed():.2f} s since start)")
+        warm_kernels(startup, compiling=compiling)
         if server.stopping:
             return 0
         if shared is not None:

@@ -1,0 +1,145 @@
+"""What ``pathserver serve`` does before it is ready, said as it happens.
+
+On a machine whose numba cache is empty the kernels compile for about 20 s; a server that
+says nothing meanwhile looks hung. So every stage prints one line on stderr, each starting
+``pathserver: `` (the ready line itself goes to stdout, alone, for programs that wait on
+it)::
+
+    pathserver: loading maps from /srv/maps
+    pathserver: 3 maps loaded in 0.21 s
+    pathserver: compiling the search kernels into /home/me/.cache/pathserver/numba-... (first start on this machine: about 20 s; later starts load them from there)
+    pathserver: kernels 1/6 ready (4.1 s)
+    ...
+    pathserver: kernels ready in 19.2 s (46 compiled, 0 from the cache)
+
+With a warm cache the middle lines become one ``loading the compiled kernels from ...``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+#: The prefix of every progress line; the Godot addon shows these lines as they come.
+PREFIX = "pathserver: "
+
+
+class StartupLog:
+    """One line a stage on ``stream`` (stderr by default), flushed at once."""
+
+    def __init__(self, stream=None):
+        self.stream = sys.stderr if stream is None else stream
+        self.began = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.began
+
+    def say(self, text: str) -> None:
+        print(PREFIX + text, file=self.stream, flush=True)
+
+
+def kernel_cache_dir() -> Path | None:
+    """Where numba keeps the compiled kernels (None: numba's default, beside the sources)."""
+    from numba.core import config
+
+    return Path(config.CACHE_DIR) if config.CACHE_DIR else None
+
+
+def kernels_cached(cache_dir: Path | None) -> bool:
+    """True when the cache already holds compiled kernels (an index file numba writes)."""
+    if cache_dir is None or not cache_dir.is_dir():
+        return False
+    return any(cache_dir.rglob("*.nbi"))
+
+
+def _compile_counts() -> tuple[int, int]:
+    """(compiled now, loaded from the cache) over every kernel dispatcher loaded so far."""
+    from numba.core.registry import CPUDispatcher
+
+    compiled = loaded = 0
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("pathserver.core") or module is None:
+            continue
+        for value in vars(module).values():
+            if isinstance(value, CPUDispatcher):
+                loaded += sum(value.stats.cache_hits.values())
+                compiled += sum(value.stats.cache_misses.values())
+    return compiled, loaded
+
+
+def _warm_steps():
+    """The calls that reach every kernel a request can reach, as (name, thunk) pairs."""
+    import numpy as np
+
+    from pathserver.core.wire import pack_float_points, pack_int_points, packed_points_bound
+    from pathserver.errors import PathserverError
+    from pathserver.grid.gridmap import GridMap
+    from pathserver.grid.search import find_path
+
+    costly = GridMap.from_ascii(
+        """
+        ........
+        .##2....
+        ........
+        ....#...
+        """
+    )
+    uniform = GridMap.from_ascii(
+        """
+        ........
+        ...##...
+        ........
+        """
+    )
+
+    def search(gridmap, start, goal, unit, **options):
+        def run():
+            try:
+                find_path(gridmap, start, goal, unit, **options)
+            except PathserverError:
+                pass
+        return run
+
+    def wire():
+        out = np.empty(packed_points_bound(2), dtype=np.uint8)
+        pack_int_points(np.zeros((2, 2), dtype=np.int32), out)
+        pack_float_points(np.zeros((2, 2), dtype=np.uint64), out)
+
+    return [
+        ("A* with terrain costs", search(costly, (0, 0), (7, 3), 1, smooth="los")),
+        ("larger units", search(costly, (0, 0), (7, 3), 2, smooth="corners", diagonal="always", algorithm="astar")),
+        ("partial paths", search(costly, (0, 0), (7, 3), 1, diagonal="never", allow_partial=True, max_expansions=3)),
+        ("jump point search", search(uniform, (0, 2), (7, 0), 1, algorithm="jps", line_of_sight=False, smooth="los")),
+        # Long paths are encoded for the wire by compiled kernels (pathserver.core.wire).
+        ("the reply encoder", wire),
+        ("map edits", lambda: costly.edit(cells=[(0, 3)], solid=True)),
+    ]
+
+
+def announce_kernels(log: StartupLog) -> bool:
+    """Say whether the kernels will compile or load from the cache; True when compiling
+    (said before the maps load, since loading a map already runs the clearance kernel)."""
+    cache_dir = kernel_cache_dir()
+    where = str(cache_dir) if cache_dir is not None else "numba's cache beside the sources"
+    if kernels_cached(cache_dir):
+        log.say(f"loading the compiled kernels from {where}")
+        return False
+    log.say(f"compiling the search kernels into {where} (first start on this machine: about 20 s; "
+            "later starts load them from there)")
+    return True
+
+
+def warm_kernels(log: StartupLog | None = None, *, compiling: bool = False) -> None:
+    """Compile (or load from numba's cache) every kernel a request can reach, so the
+    first real request is as fast as the next. With ``log``, a line when done and, while
+    ``compiling``, one a step."""
+    steps = _warm_steps()
+    began = time.perf_counter()
+    for i, (name, step) in enumerate(steps, 1):
+        step()
+        if log is not None and compiling:
+            log.say(f"kernels {i}/{len(steps)} ready: {name} ({time.perf_counter() - began:.1f} s)")
+    if log is not None:
+        compiled, loaded = _compile_counts()
+        log.say(f"kernels ready in {log.elapsed():.2f} s since start ({compiled} compiled, {loaded} from the cache)")
