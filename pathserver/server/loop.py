@@ -48,7 +48,6 @@ import numpy as np
 import zmq
 
 from pathserver.errors import MalformedError, OverloadedError
-from pathserver.grid.search import find_path
 from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, peek_id
 from pathserver.protocol.requests import (
     MapsRequest,
