@@ -1,5 +1,5 @@
 """Shared pieces of the reliability tests: maps drawn as rows, a real ``pathserver serve``
-subprocess, a DEALER whose every receive has a timeout, /proc readings of the server
+subprocess, a DEALER whose every send and receive has a timeout, /proc readings of the server
 process, reply checks, and the figures table printed at the end of the run.
 
 Everything talks to 127.0.0.1 only. Long variants read their sizes from environment
@@ -27,10 +27,10 @@ import zmq
 from pathserver.protocol.codec import DEFAULT_LIMITS, decode_request, peek_id
 from pathserver.protocol.replies import ERROR_CODES
 from grids import ARENA, SPLIT, movingai, write_map  # noqa: F401 - re-exported to the tests
+from sockets import RECV_TIMEOUT_MS, Dealer
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = re.compile(r"pathserver ready on (tcp://127\.0\.0\.1:\d+) \((\d+) maps?\)")
-RECV_TIMEOUT_MS = 5000
 #: A cold numba cache (another engineer just edited a kernel) compiles for a while.
 READY_TIMEOUT_S = 240.0
 
@@ -111,37 +111,6 @@ def free_port() -> int:
 def host_port(endpoint: str) -> tuple[str, int]:
     host, port = endpoint.rsplit("/", 1)[1].rsplit(":", 1)
     return host, int(port)
-
-
-class Dealer:
-    """A raw DEALER: ``send`` a dict or bytes, ``recv`` the next reply within a timeout."""
-
-    def __init__(self, context: zmq.Context, endpoint: str, socket_type=zmq.DEALER):
-        self.socket = context.socket(socket_type)
-        self.socket.linger = 0
-        self.socket.connect(endpoint)
-
-    def send(self, request, *, delimiter: bool = True) -> None:
-        body = request if isinstance(request, bytes) else msgpack.packb(request, use_bin_type=True)
-        self.socket.send_multipart([b"", body] if delimiter else [body])
-
-    def recv_frames(self, timeout_ms: int = RECV_TIMEOUT_MS) -> list:
-        if not self.socket.poll(timeout_ms, zmq.POLLIN):
-            raise TimeoutError(f"no reply within {timeout_ms} ms")
-        return self.socket.recv_multipart()
-
-    def recv(self, timeout_ms: int = RECV_TIMEOUT_MS) -> dict:
-        return msgpack.unpackb(self.recv_frames(timeout_ms)[-1], raw=False)
-
-    def ask(self, request, timeout_ms: int = RECV_TIMEOUT_MS, **kwargs) -> dict:
-        self.send(request, **kwargs)
-        return self.recv(timeout_ms)
-
-    def nothing_more(self, timeout_ms: int = 200) -> bool:
-        return not self.socket.poll(timeout_ms, zmq.POLLIN)
-
-    def close(self) -> None:
-        self.socket.close(linger=0)
 
 
 def ask_once(endpoint: str, request: dict, timeout_ms: int = RECV_TIMEOUT_MS) -> dict:
@@ -225,7 +194,7 @@ class ServerProcess:
                 self.kill()
                 raise AssertionError(f"no ready line within {timeout} s; stderr:\n{self.stderr_tail()}") from None
             if line is None:
-                raise AssertionError(f"server exited ({process.wait()}) before ready; stderr:\n{self.stderr_tail()}")
+                raise AssertionError(f"server exited ({process.wait(10)}) before ready; stderr:\n{self.stderr_tail()}")
             match = READY.search(line)
             if match:
                 self.endpoint = match.group(1)

@@ -1,5 +1,6 @@
 """CURVE keys made once per session, a real server on a random loopback port (CURVE or
-not), and raw DEALERs whose receives time out instead of hanging (LINGER 0)."""
+not), and raw DEALERs whose sends and receives time out instead of hanging, for which
+silence is an answer."""
 
 import threading
 from types import SimpleNamespace
@@ -13,6 +14,7 @@ from pathserver.maps.registry import MapRegistry
 from pathserver.security import CurveServer
 from pathserver.server.loop import Server, warm_kernels
 from grids import ARENA, movingai  # noqa: F401 - re-exported to the tests
+import sockets
 
 
 
@@ -76,29 +78,34 @@ def curve_server(start_server, keys):
     return start_server(CurveServer.load(keys.server.secret_file, keys.allowed))
 
 
-class Dealer:
-    """A raw DEALER with optional socket options (CURVE keys)."""
+class Dealer(sockets.Dealer):
+    """The shared test DEALER, except that here silence is the answer an intruder must
+    get: ``send`` returns False, and ``recv_frames`` and ``ask`` return None, when nothing
+    could be sent or nothing came within the timeout.
 
-    def __init__(self, context, endpoint: str, options=None, socket_type=zmq.DEALER):
-        self.socket = context.socket(socket_type)
-        self.socket.linger = 0
-        for option, value in (options or {}).items():
-            self.socket.setsockopt(option, value)
-        self.socket.connect(endpoint)
+    A send can fail that way: libzmq drops the connection of a client whose CURVE
+    handshake the server refused, and that client then has nowhere to queue a message
+    (without SNDTIMEO its send would block for good)."""
 
-    def send(self, request, *, delimiter: bool = True) -> None:
-        body = request if isinstance(request, bytes) else msgpack.packb(request)
-        self.socket.send_multipart([b"", body] if delimiter else [body])
+    def send(self, request, *, delimiter: bool = True) -> bool:
+        try:
+            super().send(request, delimiter=delimiter)
+        except TimeoutError:
+            return False
+        return True
 
-    def recv_frames(self, timeout_ms: int = 5000):
+    def recv_frames(self, timeout_ms: int = sockets.RECV_TIMEOUT_MS):
         """The next message's frames, or None after ``timeout_ms``."""
-        if not self.socket.poll(timeout_ms, zmq.POLLIN):
+        try:
+            return super().recv_frames(timeout_ms)
+        except TimeoutError:
             return None
-        return self.socket.recv_multipart()
 
-    def ask(self, request, timeout_ms: int = 5000, **kwargs):
-        """The reply as a dict, or None when nothing came within ``timeout_ms``."""
-        self.send(request, **kwargs)
+    def ask(self, request, timeout_ms: int = sockets.RECV_TIMEOUT_MS, **kwargs):
+        """The reply as a dict, or None when it could not be sent or nothing came within
+        ``timeout_ms``."""
+        if not self.send(request, **kwargs):
+            return None
         frames = self.recv_frames(timeout_ms)
         return None if frames is None else msgpack.unpackb(frames[-1])
 
@@ -113,7 +120,7 @@ def context():
 @pytest.fixture
 def make_dealer(context):
     def make(endpoint: str, options=None, socket_type=zmq.DEALER) -> Dealer:
-        return Dealer(context, endpoint, options, socket_type)
+        return Dealer(context, endpoint, socket_type, options)
 
     return make
 

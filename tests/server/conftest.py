@@ -1,18 +1,16 @@
 """A real server on a random loopback port, real map files in a temporary folder, and a
-raw DEALER whose every receive times out instead of hanging (sockets closed LINGER 0)."""
+raw DEALER whose every send and receive times out instead of hanging (``sockets.Dealer``)."""
 
 import threading
 import time
 
-import msgpack
 import pytest
 import zmq
 
 from pathserver.maps.registry import MapRegistry
 from pathserver.server.loop import Server, warm_kernels
 from grids import ARENA, SPLIT, movingai, write_map  # noqa: F401 - re-exported to the tests
-
-RECV_TIMEOUT_MS = 5000
+from sockets import Dealer
 
 #: Small maps drawn as Moving AI rows ('@' blocked).
 
@@ -78,34 +76,6 @@ def start_server(maps_dir):
 @pytest.fixture
 def server(start_server):
     return start_server()
-
-
-class Dealer:
-    """A raw DEALER: ``send`` a dict (or bytes), ``recv`` the next reply within a timeout."""
-
-    def __init__(self, context, endpoint: str, socket_type=zmq.DEALER):
-        self.socket = context.socket(socket_type)
-        self.socket.linger = 0
-        self.socket.connect(endpoint)
-
-    def send(self, request, *, delimiter: bool = True) -> None:
-        body = request if isinstance(request, bytes) else msgpack.packb(request)
-        self.socket.send_multipart([b"", body] if delimiter else [body])
-
-    def recv_frames(self, timeout_ms: int = RECV_TIMEOUT_MS) -> list:
-        if not self.socket.poll(timeout_ms, zmq.POLLIN):
-            raise TimeoutError(f"no reply within {timeout_ms} ms")
-        return self.socket.recv_multipart()
-
-    def recv(self, timeout_ms: int = RECV_TIMEOUT_MS) -> dict:
-        return msgpack.unpackb(self.recv_frames(timeout_ms)[-1])
-
-    def ask(self, request, **kwargs) -> dict:
-        self.send(request, **kwargs)
-        return self.recv()
-
-    def close(self) -> None:
-        self.socket.close(linger=0)
 
 
 @pytest.fixture
