@@ -12,6 +12,7 @@ import zmq
 
 from pathserver import loadtest
 from pathserver.loadtest import LoadConfig, LoadTestError, SpawnedServer, run_load
+from sockets import bounded_socket
 
 FAKE_MAPS = [{"name": "fake", "width": 32, "height": 32, "gen": 0}]
 
@@ -26,8 +27,7 @@ class FakeServer:
         self.stall_at, self.stall_s = stall_at, stall_s
         self.paths = 0
         self.context = zmq.Context()
-        self.router = self.context.socket(zmq.ROUTER)
-        self.router.linger = 0
+        self.router = bounded_socket(self.context, zmq.ROUTER)
         self.router.bind("tcp://127.0.0.1:*")
         self.endpoint = self.router.getsockopt_string(zmq.LAST_ENDPOINT)
         self.stop = threading.Event()
@@ -109,7 +109,7 @@ def test_open_loop_charges_a_stall_to_every_request_due_during_it():
 
 
 def test_no_server_is_a_clear_error():
-    with zmq.Context() as context, context.socket(zmq.ROUTER) as unused:
+    with zmq.Context() as context, bounded_socket(context, zmq.ROUTER) as unused:
         unused.bind("tcp://127.0.0.1:*")
         endpoint = unused.getsockopt_string(zmq.LAST_ENDPOINT)
     with pytest.raises(LoadTestError, match="no reply"):

@@ -31,6 +31,7 @@ import pytest
 import zmq
 
 from reliability.helpers import Dealer, ServerProcess, env_int, movingai, record, wait_for, write_atomically
+from sockets import bounded_socket
 
 WIDTH, HEIGHT = 48, 40
 WALL_X = 24
@@ -180,9 +181,7 @@ class Load(threading.Thread):
             poller = zmq.Poller()
             pending = {}
             for _ in range(CLIENTS):
-                sock = context.socket(zmq.DEALER)
-                sock.linger = 0
-                sock.connect(self.endpoint)
+                sock = bounded_socket(context, connect=self.endpoint)
                 sockets.append(sock)
                 poller.register(sock, zmq.POLLIN)
                 pending[sock] = {}

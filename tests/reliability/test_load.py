@@ -17,6 +17,7 @@ import zmq
 
 from pathserver.loadtest import LoadConfig, run_load
 from reliability.helpers import env_int, record, timed_ping
+from sockets import bounded_socket
 
 SECONDS = env_int("PATHSERVER_LOAD_SECONDS", 3)
 LONG_SECONDS = max(30, SECONDS)
@@ -33,7 +34,7 @@ def long_trip(rid: int) -> bytes:
 
 class BadClients:
     """Background misbehaviour until ``stop()``: a client that never reads, and clients
-    that send and vanish. Each thread uses its own context; every socket LINGER 0."""
+    that send and vanish. Each thread uses its own context; every socket is bounded (LINGER 0, timeouts)."""
 
     def __init__(self, endpoint: str):
         self.endpoint = endpoint
@@ -63,11 +64,7 @@ class BadClients:
 
     def _never_reads(self) -> None:
         context = zmq.Context()
-        sock = context.socket(zmq.DEALER)
-        sock.linger = 0
-        sock.rcvhwm = 1
-        sock.setsockopt(zmq.RCVBUF, 4096)
-        sock.connect(self.endpoint)
+        sock = bounded_socket(context, connect=self.endpoint, options={zmq.RCVHWM: 1, zmq.RCVBUF: 4096})
         try:
             rid = 0
             # A burst that overfills every queue between the server and this socket, then
@@ -92,9 +89,7 @@ class BadClients:
         try:
             rid = 0
             while not self.stop_event.is_set():
-                sock = context.socket(zmq.DEALER)
-                sock.linger = 0
-                sock.connect(self.endpoint)
+                sock = bounded_socket(context, connect=self.endpoint)
                 for _ in range(VANISHING_REQUESTS):
                     rid += 1
                     sock.send(long_trip(rid))

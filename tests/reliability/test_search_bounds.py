@@ -205,7 +205,7 @@ def pings_during(endpoint: str, client: Dealer, requests: list) -> tuple[list, d
         pings.append((time.perf_counter() - began) * 1000)
         time.sleep(0.02)
     drained_s = time.perf_counter() - began_all
-    sender.join()
+    sender.join(5)  # it has already ended: the loop above ran while it was alive
     assert not errors, errors
     answers = {reply["id"]: reply for reply in (msgpack.unpackb(body, raw=False) for body in bodies)}
     assert len(answers) == len(requests)

@@ -119,4 +119,4 @@ def test_serve_with_curve_end_to_end(maps_dir, keys):
     finally:
         if process.poll() is None:
             process.kill()
-            process.wait()
+            process.wait(10)

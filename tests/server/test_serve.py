@@ -10,7 +10,8 @@ import time
 
 import msgpack
 import pytest
-import zmq
+
+from sockets import bounded_socket
 
 READY = re.compile(r"^pathserver ready on (tcp://127\.0\.0\.1:\d+) \((\d+) maps\)$")
 
@@ -36,9 +37,7 @@ def test_serve_prints_ready_and_stops_cleanly(maps_dir, context, signum):
         match = READY.match(line)
         assert match, line
         assert match.group(2) == "2"
-        dealer = context.socket(zmq.DEALER)
-        dealer.linger = 0
-        dealer.connect(match.group(1))
+        dealer = bounded_socket(context, connect=match.group(1))
         dealer.send_multipart([b"", msgpack.packb({"id": 1, "op": "path", "map": "arena",
                                                     "start": [0, 4], "goal": [9, 4]})])
         assert dealer.poll(5000)
@@ -55,4 +54,4 @@ def test_serve_prints_ready_and_stops_cleanly(maps_dir, context, signum):
     finally:
         if process.poll() is None:
             process.kill()
-            process.wait()
+            process.wait(10)
