@@ -1,9 +1,34 @@
-"""pathserver: exact grid pathfinding for game engines, as a library and a ZeroMQ server."""
+"""pathserver: exact grid pathfinding for game engines, as a library and a ZeroMQ server.
 
-from pathserver.errors import PathserverError
-from pathserver.grid.gridmap import GridMap
-from pathserver.grid.search import PathResult, find_path, find_paths
+The public names load on first use (PEP 562), so ``pathserver serve`` can say what it is
+doing before numba and the kernels are imported.
+"""
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = ["GridMap", "PathResult", "PathserverError", "find_path", "find_paths", "__version__"]
+_PUBLIC = {
+    "GridMap": "pathserver.grid.gridmap",
+    "PathResult": "pathserver.grid.search",
+    "PathserverError": "pathserver.errors",
+    "find_path": "pathserver.grid.search",
+    "find_paths": "pathserver.grid.search",
+}
+
+__all__ = [*_PUBLIC, "__version__"]
+
+
+def __getattr__(name: str):
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pathserver' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(__all__)
