@@ -6,6 +6,9 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 MOVINGAI = ROOT.parent / "shared" / "movingai"
+#: The --slow tests' budget instead of pyproject's 120 s backstop: the soaks take about a
+#: minute each on an idle 2-core box, the long wire-garbage flood allows itself 260 s.
+SLOW_TIMEOUT_S = 600
 
 sys.path.insert(0, str(TESTS))
 
@@ -19,12 +22,15 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    slow = [item for item in items if "slow" in item.keywords]
+    for item in slow:
+        if item.get_closest_marker("timeout") is None:  # a test's own budget wins
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
     if config.getoption("--slow"):
         return
     skip = pytest.mark.skip(reason="opt-in: run with --slow")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+    for item in slow:
+        item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
