@@ -1,21 +1,31 @@
-"""Scale out: ``pathserver broker`` runs libzmq's own proxy in front of worker processes
+"""Scale out: ``pathserver broker`` forwards requests between clients and worker processes
 (``pathserver serve --connect``), and numbers the map edits every worker applies.
 
 ::
 
                        ┌─────────────────────── pathserver broker ───────────────────────┐
-    clients ──────────►│ front ROUTER ══ zmq.proxy_steerable (libzmq, C) ══ back DEALER  │◄── worker A (DEALER)
-    (DEALER/REQ,       │                                                                 │◄── worker B ...
+    clients ──────────►│ front ROUTER ══ forwarding thread (poll loop) ══ back DEALER    │◄── worker A (DEALER)
+    (DEALER/REQ,       │            └─ requests no worker can take yet wait here (1 s)   │◄── worker B ...
      unchanged)        │ edits ROUTER ◄── each worker's DEALER: its own edits, "fetch"   │
                        │     └─► sequencer thread: number, keep a log ──► feed PUB ──────│──► every worker's SUB
                        └─────────────────────────────────────────────────────────────────┘
 
-Requests. The front ROUTER prefixes each request with the client's routing id; the proxy
-hands ``[client id, (""), body]`` to the back DEALER, which deals requests round-robin over
-the connected workers (skipping a worker whose pipe is full). A worker reads them with a
-DEALER, so it sees exactly the frames a plain server's ROUTER sees and answers through the
-same code; the reply travels back the same way and the front ROUTER routes it by the first
-frame. The wire protocol is unchanged: a client cannot tell a broker from a server.
+Requests. The front ROUTER prefixes each request with the client's routing id; the
+forwarding thread hands ``[client id, (""), body]`` to the back DEALER, which deals
+requests round-robin over the connected workers (skipping a worker whose pipe is full).
+A worker reads them with a DEALER, so it sees exactly the frames a plain server's ROUTER
+sees and answers through the same code; the reply travels back the same way and the front
+ROUTER routes it by the first frame. The wire protocol is unchanged: a client cannot tell
+a broker from a server.
+
+No worker. When the back DEALER can take nothing (no worker connected, or every worker's
+pipe full), a request waits in the broker, oldest first, and goes out as soon as a worker
+can take it; one that waited ``worker_wait_s`` (default 1 s) is answered ``overloaded``
+(retryable) instead, so no request vanishes. Why not libzmq's ``zmq_proxy``: with a
+request waiting at the front and no peer at the back it polls the front again at once,
+a core at 100 % for as long as no worker connects, and it cannot answer such a request.
+Our loop polls the back for "can send" only while requests wait, so an idle broker sleeps
+in ``zmq_poll``, with or without workers.
 
 Edits. A worker applies an ``update`` at once (so its own reply and its next answers see
 it) and sends the edit to the broker's edits ROUTER; the sequencer numbers it, keeps it in
@@ -28,12 +38,16 @@ the log before it takes requests — the ZeroMQ Guide's Clone pattern. The broke
 (random, per broker run) tells workers that the broker restarted and its numbering began
 again. ``docs/scaling.md`` states the consistency model.
 
+Endpoints. The edits and feed endpoints default to the back endpoint's next two ports,
+derived by :func:`edit_endpoints` on both sides, so ``broker --back B`` and
+``serve --connect B`` agree without more options.
+
 Why not two ``zmq.proxy`` (XSUB/XPUB) for the edits: a forwarder passes messages without
 numbering them, so a worker could neither notice a dropped edit nor tell where a joining
 worker's catch-up ends and the live feed begins. The fan-out is still libzmq's PUB.
 
-Stopping: ``stop()`` (any thread, or a signal) sends the proxy ``TERMINATE``; if the proxy
-is blocked handing a request to a back end with no worker, terminating the context frees it.
+Stopping: ``stop()`` (any thread, or a signal) ends the forwarding thread through an
+inproc control socket; requests still waiting for a worker are answered ``overloaded``.
 """
 
 from __future__ import annotations
@@ -55,14 +69,15 @@ import msgpack
 import zmq
 
 from pathserver import security
-from pathserver.errors import PathserverError
+from pathserver.errors import OverloadedError, PathserverError
+from pathserver.protocol.codec import decode_request, peek_id
+from pathserver.protocol.requests import request_id
+from pathserver.server.handlers import error_reply_bytes
 
 log = logging.getLogger("pathserver.broker")
 
 DEFAULT_FRONT = "tcp://127.0.0.1:5555"
 DEFAULT_BACK = "tcp://127.0.0.1:5556"
-DEFAULT_EDITS = "tcp://127.0.0.1:5557"
-DEFAULT_FEED = "tcp://127.0.0.1:5558"
 #: Front heartbeats and message cap: the values a plain server uses, so clients see one
 #: behaviour (``docs/protocol.md``, Transport).
 FRONT_HEARTBEAT_IVL_MS = 2000
@@ -74,6 +89,18 @@ FRONT_MAXMSGSIZE = 8 << 20
 #: dealing requests to it. A killed process is noticed at once (its kernel closes TCP).
 BACK_HEARTBEAT_IVL_MS = 1000
 BACK_HEARTBEAT_TIMEOUT_MS = 3000
+#: How long (s) a request waits in the broker for a worker that can take it (none
+#: connected, or every worker's pipe full) before it is answered ``overloaded``. Below
+#: the clients' own timeout (2 s in ``pathserver.client``), so they get the error rather
+#: than a silence, and long enough to ride out a worker's restart on a warm cache.
+WORKER_WAIT_S = 1.0
+#: That reply's ``retry_after_ms``: a worker takes seconds to (re)start, so resending at
+#: once would only wait again.
+NO_WORKER_RETRY_AFTER_MS = 500
+#: Requests (and their bytes) held while no worker can take them; past either, a request
+#: is answered ``overloaded`` at once, so a flood cannot exhaust the broker's memory.
+WAITING_LIMIT = 10_000
+WAITING_BYTES = 64 << 20
 #: Edits kept for catch-up (at least this many; trimmed in halves).
 EDIT_LOG_LIMIT = 100_000
 #: Log entries per catch-up reply; a worker asks again until it has them all.
@@ -96,6 +123,13 @@ _LOG = struct.Struct("<QQQ")
 _ENTRY = struct.Struct("<QQd")
 _POLL_MS = 100
 _BURST = 256
+# Plain ints: pyzmq's enum arithmetic costs microseconds a message on the forwarding path.
+_NOBLOCK = int(zmq.NOBLOCK)
+_POLLIN = int(zmq.POLLIN)
+_POLLOUT = int(zmq.POLLOUT)
+_MORE_NOBLOCK = int(zmq.SNDMORE | zmq.NOBLOCK)
+_RCVMORE = int(zmq.RCVMORE)
+_TERMINATE = b"TERMINATE"
 
 
 class BrokerError(PathserverError):
@@ -111,6 +145,32 @@ def _normalize_endpoint(endpoint: str) -> str:
     return endpoint
 
 
+def edit_endpoints(back: str, edits: str | None = None, feed: str | None = None, *,
+                   bind: bool = False) -> tuple[str, str]:
+    """The broker's ``(edits, feed)`` endpoints: ``edits`` and ``feed`` where given, else
+    derived from the back endpoint: same host, the next two ports (``tcp://h:5556`` ->
+    ``tcp://h:5557``, ``tcp://h:5558``). The broker (``bind=True``) and every worker call
+    this one function, so ``broker --back B`` and ``serve --connect B`` meet.
+
+    A wildcard back port (``0`` or ``*``) has no next port until it is bound: the broker
+    then binds edits and feed on free ports too (its ready line names them), and a worker
+    must be given them. Raises ValueError, with a message for the command line, when the
+    endpoints cannot be derived (a worker's wildcard, not ``tcp://host:port``, a port past
+    65533).
+    """
+    if edits is not None and feed is not None:
+        return edits, feed
+    head, sep, port = back.rpartition(":")
+    tcp = back.startswith("tcp://") and bool(sep) and len(head) > len("tcp://")
+    if tcp and bind and (port == "*" or (port.isdigit() and int(port) == 0)):
+        return edits or f"{head}:*", feed or f"{head}:*"
+    if not tcp or not port.isdigit() or not 0 < int(port) <= 65533:
+        raise ValueError(f"cannot derive the broker's edits and feed endpoints from {back!r}: they are its port + 1 "
+                         "and + 2 only for tcp://HOST:PORT (PORT 1 to 65533); pass --edits and --feed (to a worker: "
+                         "those the broker's ready line names)")
+    return edits or f"{head}:{int(port) + 1}", feed or f"{head}:{int(port) + 2}"
+
+
 def _heartbeats(sock: zmq.Socket, ivl_ms: int, timeout_ms: int) -> None:
     sock.setsockopt(zmq.HEARTBEAT_IVL, ivl_ms)
     sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, timeout_ms)
@@ -118,28 +178,65 @@ def _heartbeats(sock: zmq.Socket, ivl_ms: int, timeout_ms: int) -> None:
     sock.setsockopt(zmq.HANDSHAKE_IVL, HANDSHAKE_MS)
 
 
-class Broker:
-    """libzmq's proxy between ``front`` (clients) and ``back`` (workers), plus the edit
-    sequencer on ``edits`` / ``feed``.
+def _recv_frames(sock: zmq.Socket) -> list:
+    """All frames of one message, without blocking (raises zmq.Again when none)."""
+    frames = [sock.recv(_NOBLOCK)]
+    while sock.getsockopt(_RCVMORE):
+        frames.append(sock.recv(_NOBLOCK))
+    return frames
 
-    ``bind()`` returns the real endpoints (a port of 0 or ``*`` picks a free one);
-    ``run()`` forwards until ``stop()``, which any thread or a signal handler may call,
-    then closes everything with LINGER 0.
+
+def _send_frames(sock: zmq.Socket, frames: list) -> None:
+    """One message, without blocking: a full pipe refuses its first frame (zmq.Again),
+    so it goes whole or not at all."""
+    last = len(frames) - 1
+    for i, frame in enumerate(frames):
+        sock.send(frame, _NOBLOCK if i == last else _MORE_NOBLOCK)
+
+
+def _relay(back: zmq.Socket, front: zmq.Socket) -> None:
+    """Replies from the workers to the clients, frame by frame: the front ROUTER never
+    refuses a frame (it drops a reply whose client has gone), so nothing is held back."""
+    for _ in range(_BURST):
+        try:
+            frame = back.recv(_NOBLOCK)
+        except zmq.Again:
+            return
+        while back.getsockopt(_RCVMORE):
+            front.send(frame, _MORE_NOBLOCK)
+            frame = back.recv(_NOBLOCK)
+        front.send(frame, _NOBLOCK)
+
+
+class Broker:
+    """Forwards requests between ``front`` (clients) and ``back`` (workers), and runs the
+    edit sequencer on ``edits`` / ``feed``.
+
+    ``edits`` and ``feed`` default to :func:`edit_endpoints` of ``back`` (ValueError when
+    they cannot be derived). ``bind()`` returns the real endpoints (a port of 0 or ``*``
+    picks a free one); ``run()`` forwards until ``stop()``, which any thread or a signal
+    handler may call, then closes everything with LINGER 0. ``worker_wait_s``: how long a
+    request waits for a worker that can take it before it is answered ``overloaded``.
     """
 
     def __init__(
         self,
         front: str = DEFAULT_FRONT,
         back: str = DEFAULT_BACK,
-        edits: str = DEFAULT_EDITS,
-        feed: str = DEFAULT_FEED,
+        edits: str | None = None,
+        feed: str | None = None,
         *,
         edit_log: int = EDIT_LOG_LIMIT,
+        worker_wait_s: float = WORKER_WAIT_S,
         back_heartbeat_ivl_ms: int = BACK_HEARTBEAT_IVL_MS,
         back_heartbeat_timeout_ms: int = BACK_HEARTBEAT_TIMEOUT_MS,
         curve=None,
     ):
+        self._derived = {role for role, given in (("edits", edits), ("feed", feed)) if given is None}
+        edits, feed = edit_endpoints(back, edits, feed, bind=True)
         self.addresses = {"front": front, "back": back, "edits": edits, "feed": feed}
+        self.worker_wait_s = max(0.0, float(worker_wait_s))
+        self._warned_at = -1e9
         #: A ``pathserver.security.CurveServer`` securing the front (clients), or None.
         self.curve = curve
         self._authenticator = None
@@ -160,9 +257,8 @@ class Broker:
     def bind(self) -> dict[str, str]:
         """Create and bind the four sockets; returns their endpoints by role."""
         front = self._make("front", zmq.ROUTER)
-        # No ROUTER_MANDATORY here: zmq_proxy ends on the first failed send, and a reply
-        # to a client that has gone would fail with EHOSTUNREACH. Without it the ROUTER
-        # drops such a reply, as a plain server does.
+        # No ROUTER_MANDATORY here: a reply to a client that has gone is dropped by the
+        # ROUTER, as a plain server's is, and a send to the front never blocks the loop.
         front.setsockopt(zmq.MAXMSGSIZE, FRONT_MAXMSGSIZE)
         _heartbeats(front, FRONT_HEARTBEAT_IVL_MS, FRONT_HEARTBEAT_TIMEOUT_MS)
         back = self._make("back", zmq.DEALER)
@@ -190,7 +286,8 @@ class Broker:
                 sock.bind(_normalize_endpoint(address))
             except zmq.ZMQError as exc:
                 self.close()
-                raise BrokerError(f"cannot bind {role} endpoint {address}: {exc}") from None
+                hint = " (back's port + 1 and + 2; choose others with --edits/--feed)" if role in self._derived else ""
+                raise BrokerError(f"cannot bind {role} endpoint {address}: {exc}{hint}") from None
             self.endpoints[role] = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         return dict(self.endpoints)
 
@@ -212,35 +309,35 @@ class Broker:
         control.linger = 0
         control_address = f"inproc://pathserver-broker-control-{id(self)}"
         control.bind(control_address)
-        steer = self._context.socket(zmq.PAIR)
-        steer.linger = 0
-        steer.connect(control_address)
+        listener = self._context.socket(zmq.PAIR)
+        listener.linger = 0
+        listener.connect(control_address)
         # The threads take over the sockets; starting a thread is the memory barrier
         # libzmq asks for when a socket changes threads.
-        proxy = threading.Thread(target=self._proxy, args=(steer,), name="pathserver-broker-proxy", daemon=True)
+        forwarder = threading.Thread(target=self._forward, args=(listener,), name="pathserver-broker-forward",
+                                     daemon=True)
         sequencer = threading.Thread(target=self._sequence, name="pathserver-broker-edits", daemon=True)
-        proxy.start()
+        forwarder.start()
         sequencer.start()
         try:
             while not self._stop.wait(0.2):
-                if not proxy.is_alive():
-                    log.error("the proxy stopped; shutting the broker down")
+                if not forwarder.is_alive():
+                    log.error("the forwarding thread stopped; shutting the broker down")
                     break
         finally:
             self._stop.set()
             try:
-                control.send(b"TERMINATE", zmq.NOBLOCK)
+                control.send(_TERMINATE, zmq.NOBLOCK)
             except zmq.ZMQError:
                 pass
-            proxy.join(0.5)
+            forwarder.join(1.0)
             sequencer.join(1.0)
             control.close(linger=0)
             self._sockets.clear()
             self.close()
 
     def close(self) -> None:
-        """Close what is still open; terminating the context also frees a proxy blocked
-        on a send (its thread then closes its sockets)."""
+        """Close what is still open (the threads close their own sockets as they end)."""
         if self._closed:
             return
         self._closed = True
@@ -262,18 +359,112 @@ class Broker:
 
     # -- the threads -------------------------------------------------------------------
 
-    def _proxy(self, steer: zmq.Socket) -> None:
+    def _forward(self, control: zmq.Socket) -> None:
+        """Requests front -> back, replies back -> front, until a message on ``control``.
+
+        The back is polled for "can send" only while requests wait for a worker: polled
+        always, a back with room would wake the loop at once every time, and never polled,
+        a waiting request would not notice a worker connecting. Without waiting requests
+        the loop sleeps in ``zmq_poll`` until a message arrives."""
         front, back = self._sockets["front"], self._sockets["back"]
+        waiting: collections.deque = collections.deque()  # (deadline, frames), oldest first
+        held = [0]  # bytes in ``waiting``
+        idle = [(control, _POLLIN), (back, _POLLIN), (front, _POLLIN)]
+        holding = [(control, _POLLIN), (back, _POLLIN | _POLLOUT), (front, _POLLIN)]
         try:
-            zmq.proxy_steerable(front, back, None, steer)
+            while True:
+                if waiting:
+                    timeout_ms = max(0, int((waiting[0][0] - time.monotonic()) * 1000.0) + 1)
+                    events = zmq.zmq_poll(holding, timeout_ms)
+                else:
+                    events = zmq.zmq_poll(idle, -1)
+                ready = dict(events)
+                if control in ready:
+                    break
+                back_events = ready.get(back, 0)
+                if back_events & _POLLIN:
+                    _relay(back, front)
+                if waiting and back_events & _POLLOUT:
+                    self._send_waiting(back, waiting, held)
+                if front in ready:
+                    self._take_requests(front, back, waiting, held)
+                if waiting:
+                    self._expire(front, waiting, held, time.monotonic())
+            while waiting:
+                self._answer_unforwarded(front, waiting.popleft()[1],
+                                         "the broker stopped before a worker took this request")
         except zmq.ContextTerminated:
             pass
         except zmq.ZMQError as exc:
             if not self._stop.is_set():
-                log.error("proxy failed: %s", exc)
+                log.error("forwarding failed: %s", exc)
         finally:
-            for sock in (front, back, steer):
+            for sock in (front, back, control):
                 sock.close(linger=0)
+
+    def _take_requests(self, front: zmq.Socket, back: zmq.Socket, waiting: collections.deque, held: list) -> None:
+        for _ in range(_BURST):
+            try:
+                frames = _recv_frames(front)
+            except zmq.Again:
+                return
+            if not waiting:  # else it would overtake the requests that came before it
+                try:
+                    _send_frames(back, frames)
+                    continue
+                except zmq.Again:
+                    now = time.monotonic()
+                    if now - self._warned_at > 10.0:  # a warning a flapping worker cannot turn into a flood
+                        self._warned_at = now
+                        log.warning("no worker can take requests (none connected to %s, or all busy); each waits "
+                                    "up to %g s, then is answered overloaded", self.endpoints.get("back"),
+                                    self.worker_wait_s)
+            size = sum(len(frame) for frame in frames)
+            if len(waiting) >= WAITING_LIMIT or held[0] + size > WAITING_BYTES:
+                self._answer_unforwarded(front, frames, f"no worker can take requests, and the broker already "
+                                                        f"holds {len(waiting)} of them")
+                continue
+            waiting.append((time.monotonic() + self.worker_wait_s, frames))
+            held[0] += size
+
+    @staticmethod
+    def _send_waiting(back: zmq.Socket, waiting: collections.deque, held: list) -> None:
+        while waiting:
+            frames = waiting[0][1]
+            try:
+                _send_frames(back, frames)
+            except zmq.Again:
+                return
+            waiting.popleft()
+            held[0] -= sum(len(frame) for frame in frames)
+
+    def _expire(self, front: zmq.Socket, waiting: collections.deque, held: list, now: float) -> None:
+        while waiting and waiting[0][0] <= now:
+            frames = waiting.popleft()[1]
+            held[0] -= sum(len(frame) for frame in frames)
+            self._answer_unforwarded(front, frames, f"no worker took this request within {self.worker_wait_s:g} s: "
+                                                    "none is connected to the broker, or every worker is busy")
+
+    @staticmethod
+    def _answer_unforwarded(front: zmq.Socket, frames: list, message: str) -> None:
+        """An ``overloaded`` reply, encoded where every error reply is, to a request no
+        worker took. Bad bytes from a client must not stop the loop: anything that fails
+        here costs that one reply (the client times out and resends, as before)."""
+        try:
+            body = frames[-1]
+            rid = peek_id(body)
+            if rid is None:
+                try:
+                    rid = request_id(decode_request(body))
+                except PathserverError:
+                    pass
+            error = OverloadedError(message, retry_after_ms=NO_WORKER_RETRY_AFTER_MS)
+            reply, _ = error_reply_bytes(rid, error)
+            _send_frames(front, [*frames[:-1], reply])
+        except zmq.ContextTerminated:
+            raise
+        except Exception:
+            log.exception("cannot answer a request no worker took")
 
     def _sequence(self) -> None:
         edits, feed = self._sockets["edits"], self._sockets["feed"]
@@ -325,15 +516,6 @@ def default_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def edit_endpoints(back: str) -> tuple[str, str]:
-    """The broker's default edits and feed endpoints for a back endpoint: same host, the
-    next two ports (``tcp://h:5556`` -> ``tcp://h:5557``, ``tcp://h:5558``)."""
-    head, sep, port = back.rpartition(":")
-    if not back.startswith("tcp://") or not sep or not port.isdigit() or int(port) == 0:
-        raise ValueError(f"cannot derive the edits and feed endpoints from {back!r}; give them explicitly")
-    return f"{head}:{int(port) + 1}", f"{head}:{int(port) + 2}"
-
-
 class SharedEdits:
     """A map registry (anything with ``apply_edit``; see ``pathserver.maps.registry``)
     whose edits reach every worker behind a broker. Everything else is the wrapped
@@ -359,6 +541,7 @@ class SharedEdits:
         feed: str,
         *,
         identity: str | None = None,
+        back: str | None = None,
         heartbeat_ivl_ms: int = BACK_HEARTBEAT_IVL_MS,
         heartbeat_timeout_ms: int = BACK_HEARTBEAT_TIMEOUT_MS,
     ):
@@ -366,6 +549,9 @@ class SharedEdits:
         self.identity = identity or default_identity()
         self.edits_endpoint = edits
         self.feed_endpoint = feed
+        #: The broker's back endpoint this worker connects to, when known: named in the
+        #: warning while the edit log does not answer.
+        self.back_endpoint = back
         #: Set once the broker's log has been replayed; serve() takes requests after that.
         self.caught_up = threading.Event()
         self._heartbeat = (int(heartbeat_ivl_ms), int(heartbeat_timeout_ms))
@@ -490,12 +676,25 @@ class SharedEdits:
                 now = time.monotonic()
                 if not self.caught_up.is_set() and now - last_note > 5.0:
                     last_note = now
-                    log.warning("waited %.0f s for the broker's edit log at %s", now - started, self.edits_endpoint)
+                    log.warning("%s", self._unreachable_note(now - started))
         except zmq.ContextTerminated:
             pass
         finally:
             dealer.close(linger=0)
             sub.close(linger=0)
+
+    def _unreachable_note(self, waited: float) -> str:
+        note = (f"waited {waited:.0f} s for the broker's edit log: no answer from edits {self.edits_endpoint} "
+                f"(feed {self.feed_endpoint}); ")
+        try:
+            derived = self.back_endpoint is not None and \
+                edit_endpoints(self.back_endpoint) == (self.edits_endpoint, self.feed_endpoint)
+        except ValueError:
+            derived = False
+        if derived:
+            return note + (f"is the broker running with --back {self.back_endpoint}? Start it so, or pass --edits "
+                           "and --feed matching the broker's ready line")
+        return note + "is the broker running? Pass --edits and --feed matching the broker's ready line"
 
     def _drain(self, sock: zmq.Socket, handle) -> None:
         for _ in range(_BURST):
@@ -635,12 +834,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--front", default=DEFAULT_FRONT, help=f"endpoint clients connect to (default {DEFAULT_FRONT})")
     parser.add_argument("--back", default=DEFAULT_BACK,
                         help=f"endpoint workers (serve --connect) connect to (default {DEFAULT_BACK})")
-    parser.add_argument("--edits", default=DEFAULT_EDITS,
-                        help=f"endpoint workers send their map edits to and catch up from (default {DEFAULT_EDITS})")
-    parser.add_argument("--feed", default=DEFAULT_FEED,
-                        help=f"endpoint the broker publishes the numbered edits on (default {DEFAULT_FEED})")
+    parser.add_argument("--edits", default=None,
+                        help="endpoint workers send their map edits to and catch up from (default: --back's port + 1, "
+                             "where `serve --connect` looks for it; a free port when --back's port is 0 or *)")
+    parser.add_argument("--feed", default=None,
+                        help="endpoint the broker publishes the numbered edits on (default: --back's port + 2, "
+                             "likewise)")
     parser.add_argument("--edit-log", type=int, default=EDIT_LOG_LIMIT,
                         help=f"edits kept for workers that join later (default {EDIT_LOG_LIMIT})")
+    parser.add_argument("--worker-wait", type=float, default=WORKER_WAIT_S, metavar="SECONDS",
+                        help="how long a request waits for a worker that can take it (none connected, or all busy) "
+                             f"before it is answered `overloaded` (default {WORKER_WAIT_S:g})")
     security.add_curve_arguments(parser)
     parser.add_argument("--insecure", action="store_true",
                         help="allow binding non-loopback addresses without encryption (see docs/security.md)")
@@ -648,18 +852,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out=None) -> int:
     """Bind, print one ready line, forward until SIGINT/SIGTERM. 0 after a clean stop, 2
-    when an endpoint cannot be bound or is refused by the bind policy of docs/security.md:
-    with ``--curve-keys`` / ``--allow`` the front may face the network; the workers'
-    endpoints (back, edits, feed) have no CURVE, so off loopback they need ``--insecure``."""
+    when the edit endpoints cannot be derived from ``--back``, ``--worker-wait`` is out of
+    range, or an endpoint cannot be bound or is refused by the bind policy of
+    docs/security.md: with ``--curve-keys`` / ``--allow`` the front may face the network;
+    the workers' endpoints (back, edits, feed) have no CURVE, so off loopback they need
+    ``--insecure``.
+
+    When the bound edits and feed are not the back's next two ports (a wildcard back,
+    explicit ``--edits``/``--feed``), a second line on stderr gives the worker's options."""
     out = sys.stdout if out is None else out
     try:
         curve = security.curve_from_arguments(getattr(args, "curve_keys", None), getattr(args, "allow", None))
     except security.SecurityError as exc:
         print(f"pathserver broker: {exc}", file=sys.stderr, flush=True)
         return 2
+    try:
+        edits, feed = edit_endpoints(args.back, args.edits, args.feed, bind=True)
+    except ValueError as exc:
+        print(f"pathserver broker: {exc}", file=sys.stderr, flush=True)
+        return 2
+    worker_wait = getattr(args, "worker_wait", WORKER_WAIT_S)
+    if not 0.0 <= worker_wait <= 3600.0:  # also refuses nan
+        print(f"pathserver broker: --worker-wait {worker_wait:g} is not between 0 and 3600 seconds",
+              file=sys.stderr, flush=True)
+        return 2
+    addresses = {"front": args.front, "back": args.back, "edits": edits, "feed": feed}
     warnings = []
-    for role in ("front", "back", "edits", "feed"):
-        endpoint = getattr(args, role)
+    for role, endpoint in addresses.items():
         secured = curve is not None and role == "front"
         try:
             warnings += security.check_bind(endpoint, curve=secured, insecure=args.insecure)
@@ -672,7 +891,8 @@ def run(args: argparse.Namespace, out=None) -> int:
             return 2
     for warning in dict.fromkeys(warnings):
         print(warning, file=sys.stderr, flush=True)
-    broker = Broker(args.front, args.back, args.edits, args.feed, edit_log=args.edit_log, curve=curve)
+    broker = Broker(args.front, args.back, edits, feed, edit_log=args.edit_log, worker_wait_s=worker_wait,
+                    curve=curve)
     previous = {}
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -685,6 +905,14 @@ def run(args: argparse.Namespace, out=None) -> int:
             return 2
         print(f"pathserver broker ready on {endpoints['front']} (back {endpoints['back']}, "
               f"edits {endpoints['edits']}, feed {endpoints['feed']})", file=out, flush=True)
+        try:
+            derived = edit_endpoints(endpoints["back"])
+        except ValueError:
+            derived = None
+        if derived != (endpoints["edits"], endpoints["feed"]):
+            # `serve --connect BACK` alone would look for the edit log elsewhere.
+            print(f"pathserver broker: start workers with --connect {endpoints['back']} --edits {endpoints['edits']} "
+                  f"--feed {endpoints['feed']}", file=sys.stderr, flush=True)
         broker.run()
     finally:
         for signum, handler in previous.items():

@@ -58,9 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--connect", default=None, metavar="ENDPOINT",
                        help="run as a worker behind `pathserver broker`: connect to its --back endpoint instead of binding")
     serve.add_argument("--edits", default=None, metavar="ENDPOINT",
-                       help="with --connect: the broker's --edits endpoint (default: --connect's port + 1)")
+                       help="with --connect: the broker's edits endpoint (default: --connect's port + 1, where the "
+                            "broker binds it unless given --edits; else copy it from the broker's ready line)")
     serve.add_argument("--feed", default=None, metavar="ENDPOINT",
-                       help="with --connect: the broker's --feed endpoint (default: --connect's port + 2)")
+                       help="with --connect: the broker's feed endpoint (default: --connect's port + 2, likewise)")
 
     from pathserver import broker, loadtest, render, security
 

@@ -552,11 +552,11 @@ def serve(
                   "give them to `pathserver broker` for its front (docs/scaling.md)", file=sys.stderr, flush=True)
             return 2
         try:
-            derived = edit_endpoints(connect) if edits is None or feed is None else (edits, feed)
+            edits, feed = edit_endpoints(connect, edits, feed)
         except ValueError as exc:
             print(f"pathserver: {exc}", file=sys.stderr, flush=True)
             return 2
-        shared = SharedEdits(registry, edits or derived[0], feed or derived[1])
+        shared = SharedEdits(registry, edits, feed, back=connect)
     server = Server(registry if shared is None else shared, bind, workers=threads, queue_limit=queue_limit,
                     curve=curve, connect=connect, identity=None if shared is None else shared.identity)
     previous = {}
