@@ -52,17 +52,11 @@ def env_int(name: str, default: int) -> int:
 # -- maps ------------------------------------------------------------------------------
 
 
-
-
-
-
 def write_atomically(path: Path, text: str) -> None:
     """A hidden temporary file, then ``os.replace``: a watcher never sees half a file."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temp.write_text(text)
     os.replace(temp, path)
-
-
 
 
 def open_rows(width: int, height: int, seed: int = 7, share: float = 0.15) -> list[str]:

@@ -17,9 +17,6 @@ from grids import ARENA, movingai  # noqa: F401 - re-exported to the tests
 import sockets
 
 
-
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _compiled_kernels():
     warm_kernels()

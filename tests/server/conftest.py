@@ -12,12 +12,6 @@ from pathserver.server.loop import Server, warm_kernels
 from grids import ARENA, SPLIT, movingai, write_map  # noqa: F401 - re-exported to the tests
 from sockets import Dealer
 
-#: Small maps drawn as Moving AI rows ('@' blocked).
-
-
-
-
-
 
 @pytest.fixture(scope="session", autouse=True)
 def _compiled_kernels():
