@@ -1045,7 +1045,7 @@ namespace PathServer
             Exception last = new SocketException((int)SocketError.HostNotFound);
             foreach (var address in addresses)
             {
-                var tcp = new TcpClient(address.AddressFamily) { NoDelay = true };
+                var tcp = new TcpClient(address.AddressFamily);
                 try
                 {
                     var connecting = tcp.ConnectAsync(address, _port);
@@ -1054,6 +1054,10 @@ namespace PathServer
                         connecting.ContinueWith(t => { var ignored = t.Exception; }, TaskContinuationOptions.OnlyOnFaulted);
                         throw new TimeoutException("connecting to " + Endpoint + " timed out");
                     }
+                    // Nagle's algorithm would hold a small request until the server ACKs the
+                    // previous segment, which it delays by up to 40 ms: the first request after
+                    // connecting waited that long. Set on the connected socket.
+                    tcp.Client.NoDelay = true;
                     var connection = new Connection { Tcp = tcp, Stream = tcp.GetStream() };
                     Handshake(connection);
                     return connection;

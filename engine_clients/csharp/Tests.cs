@@ -69,6 +69,7 @@ static class Tests
         Run("server: connects and answers ping", ConnectsAndPings);
         Run("server: maps lists the map under test", ListsMaps);
         Run("server: golden vectors byte for byte on the wire", GoldenVectorsOnTheWire);
+        Run("server: the first path after connecting takes under 20 ms", FirstPathLatency);
         Run("server: a path in grid space", GridPath);
         Run("server: world space is the grid path scaled and shifted", WorldPath);
         Run("server: 200 pipelined requests matched by id", PipelinedRequests);
@@ -596,6 +597,30 @@ static class Tests
         Equal(expected.Start, actual.Start, what + " start");
         Equal(expected.Goal, actual.Goal, what + " goal");
         Equal(string.Join(" ", expected.Path), string.Join(" ", actual.Path), what + " path");
+    }
+
+    // The first request on a new connection used to wait ~40 ms for Nagle's algorithm (the
+    // server delays its ACK); the client sets NoDelay. Three fresh connections, after a warm-up
+    // one so that JIT compilation is not measured; the median must be well under 40 ms.
+    static async Task FirstPathLatency()
+    {
+        await RequireServer();
+        var figures = new List<double>();
+        for (int i = 0; i < 4; i++)
+        {
+            using (var client = NewClient())
+            {
+                Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(5)), "a fresh client connects");
+                var clock = Stopwatch.StartNew();
+                await client.FindPathAsync(Corner(0), Corner(3), 1, Grid());
+                double ms = clock.Elapsed.TotalMilliseconds;
+                if (i == 0) continue;
+                figures.Add(ms);
+                Console.WriteLine(string.Format(CultureInfo.InvariantCulture, "     first path after connect: {0:0.0} ms", ms));
+            }
+        }
+        figures.Sort();
+        Check(figures[1] < 20, string.Format(CultureInfo.InvariantCulture, "median first path {0:0.0} ms, not under 20 ms", figures[1]));
     }
 
     static async Task GridPath()
