@@ -43,6 +43,8 @@ func _run() -> void:
 	client.map_name = MAP
 	client.connect_to_server(endpoint)
 	await test_ping_and_maps()
+	await test_wait_connected()
+	await test_first_path_latency()
 	await test_golden_vectors_on_the_wire()
 	await test_pipelined_requests()
 	await test_batch()
@@ -50,6 +52,9 @@ func _run() -> void:
 	await test_cancel()
 	await test_timeout()
 	await test_follower()
+	await test_agent_small_target_moves()
+	await test_agent_signal_order()
+	await test_agent_retries_after_failure()
 	await test_embedded_server_and_reconnect()
 	check(
 		client.get_pending_count() == 0 and client.is_connected_to_server(),
@@ -482,6 +487,71 @@ func test_golden_vectors_on_the_wire() -> void:
 # -- against the real server ------------------------------------------------------------------
 
 
+## wait_connected() returns at once when connected (an await of the connected signal would
+## hang there), waits for a connection that is coming, and gives up on one that is not.
+func test_wait_connected() -> void:
+	var frame := Engine.get_process_frames()
+	var at_once := await client.wait_connected()
+	check(
+		at_once and Engine.get_process_frames() == frame,
+		"wait_connected() returns true at once when already connected",
+		[at_once, Engine.get_process_frames() - frame]
+	)
+	var fresh := PathServerClient.new()
+	fresh.endpoint = endpoint
+	var heard := []
+	fresh.connected.connect(func() -> void: heard.append("connected"))
+	root.add_child(fresh)
+	var was_connected := fresh.is_connected_to_server()
+	var came := await fresh.wait_connected()
+	check(
+		not was_connected and came and heard == ["connected"] and fresh.is_connected_to_server(),
+		"wait_connected() waits for a connection being made, then returns true",
+		[was_connected, came, heard]
+	)
+	fresh.queue_free()
+	var lonely := PathServerClient.new()
+	lonely.endpoint = "tcp://127.0.0.1:%d" % free_port()
+	root.add_child(lonely)
+	var began := Time.get_ticks_msec()
+	var reached := await lonely.wait_connected(300)
+	var waited := Time.get_ticks_msec() - began
+	check(
+		not reached and waited >= 280 and waited < 2000,
+		"wait_connected(300) returns false when nothing listens (%d ms)" % waited,
+		reached
+	)
+	lonely.queue_free()
+
+
+## The first request on a new connection used to wait ~40 ms for Nagle's algorithm (the
+## server's delayed ACK): the dealer sets TCP_NODELAY. Three fresh connections; the median
+## must be well under that.
+func test_first_path_latency() -> void:
+	var figures: Array[float] = []
+	for i in 3:
+		var fresh := PathServerClient.new()
+		fresh.endpoint = endpoint
+		fresh.map_name = MAP
+		root.add_child(fresh)
+		if not await fresh.wait_connected():
+			check(false, "a fresh client connects for the latency test", fresh._dealer.last_error)
+			fresh.queue_free()
+			return
+		var began := Time.get_ticks_usec()
+		var result := await fresh.find_path_async(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
+		var elapsed_ms := (Time.get_ticks_usec() - began) / 1000.0
+		print("first path after connect: %.1f ms" % elapsed_ms)
+		figures.append(elapsed_ms if result.ok else INF)
+		fresh.queue_free()
+	figures.sort()
+	check(
+		figures[1] < 20.0,
+		"the first path after connecting takes under 20 ms (median %.1f ms)" % figures[1],
+		figures
+	)
+
+
 func test_ping_and_maps() -> void:
 	var connected := await wait_until(client.is_connected_to_server, 10.0)
 	check(connected, "connects to %s" % endpoint, client._dealer.last_error)
@@ -692,13 +762,109 @@ func _spawn_unit(cell: Vector2i, unit_size: Vector2i) -> Dictionary:
 	agent.speed = 600.0
 	body.add_child(agent)
 	root.add_child(body)
-	var unit := {"body": body, "agent": agent, "reached": false, "changes": 0, "failures": []}
-	agent.target_reached.connect(func() -> void: unit.reached = true)
-	agent.path_changed.connect(func(_waypoints: PackedVector2Array) -> void: unit.changes += 1)
+	var unit := {
+		"body": body, "agent": agent, "reached": false, "changes": 0, "failures": [], "events": []
+	}
+	agent.target_reached.connect(
+		func() -> void:
+			unit.reached = true
+			unit.events.append("target_reached")
+	)
+	agent.path_changed.connect(
+		func(_waypoints: PackedVector2Array) -> void:
+			unit.changes += 1
+			unit.events.append("path_changed")
+	)
 	agent.path_failed.connect(
-		func(code: String, _message: String) -> void: unit.failures.append(code)
+		func(code: String, _message: String) -> void:
+			unit.failures.append(code)
+			unit.events.append("path_failed")
 	)
 	return unit
+
+
+## A new target within repath_distance of the last goal (one cell here) used to be ignored.
+func test_agent_small_target_moves() -> void:
+	var unit := _spawn_unit(Vector2i(1, 8), Vector2i.ONE)
+	var agent: PathServerAgent2D = unit.agent
+	var body: Node2D = unit.body
+	var reached := func() -> bool: return unit.reached
+	agent.target_position = center(Vector2i(6, 8))
+	await wait_until(reached, 5.0)
+	unit.reached = false
+	agent.target_position = center(Vector2i(7, 8))
+	await wait_until(reached, 5.0)
+	check(
+		unit.reached and body.position.distance_to(center(Vector2i(7, 8))) < 1.0,
+		"an arrived agent walks to a new target one cell away (within repath_distance)",
+		body.position
+	)
+	# While it walks a long path, the target moves one cell: it keeps its path, then walks on.
+	agent.speed = 120.0
+	unit.reached = false
+	unit.events.clear()
+	agent.target_position = center(Vector2i(1, 8))
+	await wait_until(func() -> bool: return unit.changes >= 3, 5.0)
+	await process_frame
+	agent.target_position = center(Vector2i(1, 9))
+	await wait_until(reached, 5.0)
+	check(
+		unit.reached and body.position.distance_to(center(Vector2i(1, 9))) < 1.0,
+		"a target moved one cell while walking: the unit ends on the new target",
+		[body.position, unit.events]
+	)
+	check_equal(
+		unit.events,
+		["path_changed", "path_changed", "target_reached"],
+		"target_reached once, at the new target, after the path to it"
+	)
+	body.queue_free()
+
+
+## The order the agent's signals fire in, as the README describes it: the client's path_found
+## for the agent's request, then path_changed, then target_reached once; path_failed when the
+## server gives no path.
+func test_agent_signal_order() -> void:
+	var unit := _spawn_unit(Vector2i(1, 1), Vector2i.ONE)
+	var agent: PathServerAgent2D = unit.agent
+	var events: Array = unit.events
+	var on_found := func(_id: int, _waypoints: PackedVector2Array, _info: Dictionary) -> void:
+		events.append("client path_found")
+	client.path_found.connect(on_found)
+	agent.target_position = center(Vector2i(17, 9))
+	await wait_until(func() -> bool: return unit.reached, 5.0)
+	for i in 5:
+		await physics_frame
+	check_equal(
+		events,
+		["client path_found", "path_changed", "target_reached"],
+		"agent signals: the client's path_found, path_changed, target_reached"
+	)
+	events.clear()
+	agent.unit_size = Vector2i(3, 3)
+	agent.target_position = center(Vector2i(1, 1))
+	await wait_until(func() -> bool: return not events.is_empty(), 5.0)
+	check_equal(events, ["path_failed"], "agent signals: path_failed alone when there is no path")
+	client.path_found.disconnect(on_found)
+	unit.body.queue_free()
+
+
+## A failed request is asked again after retry_interval: the agent used to wait for a new
+## target or map generation.
+func test_agent_retries_after_failure() -> void:
+	var unit := _spawn_unit(Vector2i(2, 8), Vector2i(3, 3))
+	unit.agent.retry_interval = 0.2
+	unit.agent.target_position = center(Vector2i(17, 9))
+	await wait_until(func() -> bool: return unit.failures.size() >= 3, 3.0)
+	check(
+		(
+			unit.failures.size() >= 3
+			and unit.failures.all(func(c: String) -> bool: return c == "no_path")
+		),
+		"a failing agent asks again every retry_interval",
+		unit.failures
+	)
+	unit.body.queue_free()
 
 
 ## Starts a second server as the client's embedded child, kills it with a request pending,

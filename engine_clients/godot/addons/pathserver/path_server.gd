@@ -18,6 +18,8 @@ extends Node
 ## [/codeblock]
 ## When the connection drops, the client reconnects with back-off and sends again whatever was
 ## in flight. A request with no answer within its timeout fails with the code "timeout".
+## [code]await PathServer.wait_connected()[/code] waits for the connection (it returns at once
+## when there is one).
 
 ## A path was found ([code]info.status[/code] is "found", or "partial" when asked for).
 ## [param info] holds the reply's fields besides the path (status, cost, length, expanded,
@@ -30,14 +32,24 @@ signal path_failed(id: int, code: String, message: String)
 signal paths_completed(id: int, results: Array)
 ## A [method request] got its reply (ok or not); [param reply] is the server's Dictionary.
 signal reply_received(id: int, reply: Dictionary)
-## The ZeroMQ handshake with the server completed.
+## The ZeroMQ handshake with the server completed. To wait for the connection, use
+## [method wait_connected]: it also returns when the client is already connected.
 signal connected
 ## The connection dropped; the client is reconnecting.
 signal disconnected(reason: String)
 ## A reply revealed a newer generation of a map (a reload or a live obstacle edit).
 signal map_generation_changed(map_name: String, gen: int)
+## The embedded server printed its ready line; the client connects to [param server_endpoint].
+signal embedded_server_started(server_endpoint: String)
+## The embedded server could not start, or exited on its own. [param message] says how and
+## ends with its last output lines; requests waiting for it fail with the code
+## "embedded_server_failed".
+signal embedded_server_failed(message: String)
 
 enum Kind { PATH, PATHS, RAW }
+## Where the embedded server is: not started by this client, starting (compiling, loading
+## maps), running (its ready line came), or failed (see [signal embedded_server_failed]).
+enum ServerState { NONE, STARTING, RUNNING, FAILED }
 
 const SETTING_ENDPOINT := "pathserver/connection/endpoint"
 const SETTING_DEFAULT_MAP := "pathserver/connection/default_map"
@@ -46,6 +58,8 @@ const SETTING_EMBEDDED := "pathserver/embedded_server/enabled"
 const SETTING_EMBEDDED_COMMAND := "pathserver/embedded_server/command"
 const SETTING_EMBEDDED_MAPS_DIR := "pathserver/embedded_server/maps_dir"
 const SETTING_EMBEDDED_ARGUMENTS := "pathserver/embedded_server/extra_arguments"
+const SETTING_EMBEDDED_PORT := "pathserver/embedded_server/port"
+const SETTING_EMBEDDED_START_TIMEOUT_MS := "pathserver/embedded_server/start_timeout_ms"
 ## Every project setting with its default; [code]plugin.gd[/code] registers them.
 const SETTINGS := {
 	SETTING_ENDPOINT: "tcp://127.0.0.1:5555",
@@ -55,22 +69,33 @@ const SETTINGS := {
 	SETTING_EMBEDDED_COMMAND: "python3",
 	SETTING_EMBEDDED_MAPS_DIR: "",
 	SETTING_EMBEDDED_ARGUMENTS: [],
+	SETTING_EMBEDDED_PORT: 0,
+	SETTING_EMBEDDED_START_TIMEOUT_MS: 120000,
 }
 ## Options read by the client itself and never sent to the server.
 const CLIENT_OPTIONS := ["map", "timeout_ms"]
 const RECONNECT_MIN_MS := 100
 const RECONNECT_MAX_MS := 2000
+## The one line the server prints on stdout once it listens, followed by its endpoint.
+const READY_LINE_PREFIX := "pathserver ready on "
+## How many of the embedded server's last output lines a failure report quotes.
+const SERVER_LOG_LINES := 20
+## How often to ask whether the embedded server's process is still alive.
+const SERVER_CHECK_MS := 200
 
-## "tcp://HOST:PORT" of the server. Change it with [method connect_to_server].
+## "tcp://HOST:PORT" of the server. Change it with [method connect_to_server]. With an
+## embedded server, the endpoint its ready line names.
 var endpoint: String = setting(SETTING_ENDPOINT)
 ## The map requests use unless their options name another.
 var map_name: String = setting(SETTING_DEFAULT_MAP)
 ## How long a request may wait for its reply, in milliseconds, including time spent
 ## reconnecting. Per request: [code]{"timeout_ms": 500}[/code] in options.
 var timeout_ms: int = setting(SETTING_TIMEOUT_MS)
-## Start [code]pathserver serve[/code] as a child process in [method _ready] and stop it on exit.
+## Start [code]pathserver serve[/code] as a child process in [method _ready], connect to it once
+## it is ready, and stop it on exit.
 var embedded_server: bool = setting(SETTING_EMBEDDED)
-## Connect in [method _ready]; when false, call [method connect_to_server] yourself.
+## Connect in [method _ready] (to [member endpoint], or to the embedded server once it is
+## ready); when false, call [method connect_to_server] yourself.
 var auto_connect := true
 
 var _dealer := PathServerZmtpDealer.new()
@@ -80,9 +105,16 @@ var _was_ready := false
 var _active := false
 var _reconnect_at_ms := 0
 var _backoff_ms := RECONNECT_MIN_MS
-var _server_pid := -1
-var _server_check_ms := 0
 var _generations := {}
+var _waiters: Array[Waiter] = []
+var _server_pid := -1
+var _server_state := ServerState.NONE
+var _server_command := ""
+var _server_started_ms := 0
+var _server_check_ms := 0
+var _server_failure := ""
+var _server_pipes: Array[ServerPipe] = []
+var _server_log := PackedStringArray()
 
 
 ## The value of a pathserver project setting, or its default when the project has none.
@@ -94,8 +126,9 @@ func _ready() -> void:
 	# Keep answering while the game is paused: a paused game still has requests in flight.
 	process_mode = Node.PROCESS_MODE_ALWAYS
 	if embedded_server:
+		# The server names its endpoint in its ready line; the client connects then.
 		start_embedded_server()
-	if auto_connect:
+	elif auto_connect:
 		connect_to_server(endpoint)
 
 
@@ -130,11 +163,33 @@ func disconnect_from_server() -> void:
 	_active = false
 	_dealer.close()
 	_on_connection_lost("closed by the client")
+	_finish_waiters(false)
 
 
 ## True once the ZeroMQ handshake with the server has completed.
 func is_connected_to_server() -> bool:
 	return _dealer.is_ready()
+
+
+## Waits for the connection: [code]await PathServer.wait_connected()[/code] returns true at once
+## when the client is connected, else when it connects. It returns false when
+## [param max_wait_ms] (default [member timeout_ms]) passes first, when the embedded server
+## fails, or on [method disconnect_from_server]. As for requests, the time an embedded server
+## spends starting does not count: the wait starts when it is ready.
+## [codeblock]
+## if not await PathServer.wait_connected():
+##     push_warning("no pathserver at %s" % PathServer.endpoint)
+## [/codeblock]
+func wait_connected(max_wait_ms := -1) -> bool:
+	if is_connected_to_server():
+		return true
+	if _server_state == ServerState.FAILED and not _active:
+		return false
+	var waiter := Waiter.new()
+	waiter.timeout_ms = timeout_ms if max_wait_ms < 0 else max_wait_ms
+	waiter.deadline_ms = Time.get_ticks_msec() + waiter.timeout_ms
+	_waiters.append(waiter)
+	return await waiter.finished
 
 
 ## How many requests are waiting for a reply.
@@ -216,62 +271,69 @@ func cancel(id: int) -> void:
 ## Advances the connection and delivers replies. [method _process] calls it every frame; call it
 ## yourself only when this node is not in the scene tree.
 func poll() -> void:
-	if not _active:
-		_expire(Time.get_ticks_msec())
-		return
 	var now := Time.get_ticks_msec()
-	if _dealer.state == PathServerZmtpDealer.State.CLOSED and now >= _reconnect_at_ms:
-		_dealer.open(endpoint)
-		_reconnect_at_ms = now + _backoff_ms
-		_backoff_ms = mini(_backoff_ms * 2, RECONNECT_MAX_MS)
-	for message: Array in _dealer.poll():
-		_on_message(message)
-	if _dealer.is_ready():
-		if not _was_ready:
-			_was_ready = true
-			_backoff_ms = RECONNECT_MIN_MS
-			connected.emit()
-		_send_unsent(now)
-	elif _was_ready and _dealer.state == PathServerZmtpDealer.State.CLOSED:
-		_on_connection_lost(_dealer.last_error)
-		_reconnect_at_ms = now + _backoff_ms
+	if _server_pid > 0:
+		_poll_embedded_server(now)
+	if _active:
+		_poll_connection(now)
 	_expire(now)
-	if _server_pid > 0 and now >= _server_check_ms:
-		_server_check_ms = now + 1000
-		if not OS.is_process_running(_server_pid):
-			push_error(
-				"PathServer: the embedded server (pid %d) exited; see its output." % _server_pid
-			)
-			_server_pid = -1
 
 
-## Starts [code]COMMAND -m pathserver serve --bind ENDPOINT [--maps DIR] [ARGS][/code] from the
-## project settings as a child process. Returns its process id, or -1.
+## Starts [code]COMMAND -m pathserver serve --bind tcp://127.0.0.1:PORT [--maps DIR] [ARGS][/code]
+## from the project settings as a child process (PORT [code]*[/code], a free port, unless the
+## port setting names one). Its progress lines show in the output; the client connects when
+## its ready line names the endpoint, and requests made meanwhile wait for it. Returns the
+## process id, or -1 (then [signal embedded_server_failed] says why).
 func start_embedded_server() -> int:
 	stop_embedded_server()
 	var command: String = setting(SETTING_EMBEDDED_COMMAND)
-	var arguments := PackedStringArray(["-m", "pathserver", "serve", "--bind", endpoint])
+	var port: int = setting(SETTING_EMBEDDED_PORT)
+	var bind := "tcp://127.0.0.1:%s" % (str(port) if port > 0 else "*")
+	var arguments := PackedStringArray(["-m", "pathserver", "serve", "--bind", bind])
 	var maps_dir: String = setting(SETTING_EMBEDDED_MAPS_DIR)
 	if maps_dir != "":
 		arguments.append_array(["--maps", ProjectSettings.globalize_path(maps_dir)])
 	arguments.append_array(PackedStringArray(setting(SETTING_EMBEDDED_ARGUMENTS)))
-	_server_pid = OS.create_process(command, arguments)
-	if _server_pid < 0:
-		var hint := "Set %s to a Python with pathserver installed." % SETTING_EMBEDDED_COMMAND
-		push_error("PathServer: could not start '%s %s'. %s" % [command, " ".join(arguments), hint])
+	var shown := PackedStringArray([command])
+	shown.append_array(arguments)
+	_server_command = " ".join(shown)
+	_server_log.clear()
+	_server_state = ServerState.STARTING
+	_server_started_ms = Time.get_ticks_msec()
+	_server_check_ms = _server_started_ms + SERVER_CHECK_MS
+	# Non-blocking pipes: each frame reads what the server has written so far, never waits.
+	var process := OS.execute_with_pipe(command, arguments, false)
+	if process.is_empty():
+		_on_server_failed("could not be run")
+		return -1
+	_server_pid = process.pid
+	_server_pipes = [ServerPipe.new(process.stdio), ServerPipe.new(process.stderr)]
+	print("PathServer: starting the embedded server: %s" % _server_command)
 	return _server_pid
 
 
-## Stops the embedded server, if this client started one.
+## Stops the embedded server, if this client started one. Requests in flight wait (within
+## their timeout) for a server to come back.
 func stop_embedded_server() -> void:
 	if _server_pid > 0:
 		OS.kill(_server_pid)
-		_server_pid = -1
+	_close_server()
+	_server_state = ServerState.NONE
 
 
 ## The id of the embedded server's process, or -1.
 func get_embedded_server_pid() -> int:
 	return _server_pid
+
+
+## Whether the embedded server is starting, running or failed; see [enum ServerState].
+func get_embedded_server_state() -> ServerState:
+	return _server_state
+
+
+## The embedded server's last output lines (stdout and stderr, as they came).
+func get_embedded_server_log() -> PackedStringArray:
+	return _server_log
 
 
 ## The unit size as the wire wants it: an int for square units, else [w, h].
@@ -335,6 +397,100 @@ func _submit(op: String, fields: Dictionary, kind: Kind, options := {}) -> Pendi
 	return pending
 
 
+func _poll_connection(now: int) -> void:
+	if _dealer.state == PathServerZmtpDealer.State.CLOSED and now >= _reconnect_at_ms:
+		_dealer.open(endpoint)
+		_reconnect_at_ms = now + _backoff_ms
+		_backoff_ms = mini(_backoff_ms * 2, RECONNECT_MAX_MS)
+	for message: Array in _dealer.poll():
+		_on_message(message)
+	if _dealer.is_ready():
+		if not _was_ready:
+			_was_ready = true
+			_backoff_ms = RECONNECT_MIN_MS
+			connected.emit()
+			_finish_waiters(true)
+		_send_unsent(now)
+	elif _was_ready and _dealer.state == PathServerZmtpDealer.State.CLOSED:
+		_on_connection_lost(_dealer.last_error)
+		_reconnect_at_ms = now + _backoff_ms
+
+
+func _poll_embedded_server(now: int) -> void:
+	for pipe in _server_pipes:
+		for line in pipe.read_lines(false):
+			_on_server_line(line, pipe == _server_pipes[0])
+	if _server_pid <= 0 or now < _server_check_ms:
+		return
+	_server_check_ms = now + SERVER_CHECK_MS
+	if not OS.is_process_running(_server_pid):
+		for pipe in _server_pipes:
+			for line in pipe.read_lines(true):
+				_on_server_line(line, pipe == _server_pipes[0])
+		var code := OS.get_process_exit_code(_server_pid)
+		var when := " before it was ready" if _server_state == ServerState.STARTING else ""
+		_on_server_failed("exited with code %d%s" % [code, when])
+	elif _server_state == ServerState.STARTING:
+		var limit: int = setting(SETTING_EMBEDDED_START_TIMEOUT_MS)
+		if now - _server_started_ms > limit:
+			OS.kill(_server_pid)
+			_on_server_failed("printed no ready line within %d s; stopped" % (limit / 1000))
+
+
+func _on_server_line(line: String, from_stdout: bool) -> void:
+	# The server's progress lines ("pathserver: ...") go to the game's output as they come.
+	print(line)
+	_server_log.append(line)
+	if _server_log.size() > SERVER_LOG_LINES:
+		_server_log = _server_log.slice(_server_log.size() - SERVER_LOG_LINES)
+	if not from_stdout or _server_state != ServerState.STARTING:
+		return
+	if line.begins_with(READY_LINE_PREFIX):
+		var server_endpoint := line.trim_prefix(READY_LINE_PREFIX).get_slice(" ", 0)
+		_server_state = ServerState.RUNNING
+		# Requests and waits made while the server started: their timeout starts now.
+		var now := Time.get_ticks_msec()
+		for pending: Pending in _pending.values():
+			pending.deadline_ms = maxi(pending.deadline_ms, now + pending.timeout_ms)
+		for waiter in _waiters:
+			waiter.deadline_ms = maxi(waiter.deadline_ms, now + waiter.timeout_ms)
+		embedded_server_started.emit(server_endpoint)
+		connect_to_server(server_endpoint)
+
+
+func _on_server_failed(how: String) -> void:
+	_server_failure = "the embedded server (%s) %s." % [_server_command, how]
+	if _server_log.is_empty():
+		_server_failure += " It printed nothing."
+	else:
+		_server_failure += " Its last lines:\n  " + "\n  ".join(_server_log)
+	_server_failure += (
+		"\nCheck %s (a Python with pathserver installed) and the other embedded_server settings."
+		% SETTING_EMBEDDED_COMMAND
+	)
+	_close_server()
+	_server_state = ServerState.FAILED
+	push_error("PathServer: " + _server_failure)
+	# Nothing listens any more: stop reconnecting, fail what waits for this server.
+	_active = false
+	_dealer.close()
+	_on_connection_lost("the embedded server failed")
+	embedded_server_failed.emit(_server_failure)
+	_expire(Time.get_ticks_msec())
+
+
+func _close_server() -> void:
+	_server_pid = -1
+	_server_pipes.clear()
+
+
+func _finish_waiters(ok: bool) -> void:
+	var waiters := _waiters
+	_waiters = []
+	for waiter in waiters:
+		waiter.finished.emit(ok)
+
+
 func _on_connection_lost(reason: String) -> void:
 	_mark_unsent()
 	if _was_ready:
@@ -356,17 +512,35 @@ func _send_unsent(now: int) -> void:
 
 
 func _expire(now: int) -> void:
+	if _server_state == ServerState.STARTING:
+		# Requests wait for the embedded server's ready line; their timeout starts then.
+		return
+	var failed := _server_state == ServerState.FAILED and not _active
 	var expired: Array[Pending] = []
 	for pending: Pending in _pending.values():
-		if now >= pending.deadline_ms:
+		if failed or now >= pending.deadline_ms:
 			expired.append(pending)
 	for pending in expired:
 		_pending.erase(pending.result.id)
+		if failed:
+			var error := _client_error("embedded_server_failed", _server_failure, pending.result.id)
+			_complete(pending, error)
+			continue
 		var why := "waiting for the connection" if not pending.sent else "after sending"
 		if not _dealer.is_ready() and _dealer.last_error != "":
 			why += " (%s)" % _dealer.last_error
 		var message := "no reply from %s within %d ms, %s" % [endpoint, pending.timeout_ms, why]
 		_complete(pending, _client_error("timeout", message, pending.result.id, true))
+	var waiting: Array[Waiter] = []
+	var timed_out: Array[Waiter] = []
+	for waiter in _waiters:
+		if failed or now >= waiter.deadline_ms:
+			timed_out.append(waiter)
+		else:
+			waiting.append(waiter)
+	_waiters = waiting
+	for waiter in timed_out:
+		waiter.finished.emit(false)
 
 
 func _on_message(frames: Array) -> void:
@@ -544,3 +718,44 @@ class Pending:
 	var retry_at_ms := 0
 	## PATHS only: one PathServerResult per request, filled on completion.
 	var batch: Array[PathServerResult] = []
+
+
+## A [method wait_connected] call waiting for the connection.
+class Waiter:
+	extends RefCounted
+
+	signal finished(ok: bool)
+
+	var deadline_ms := 0
+	var timeout_ms := 0
+
+
+## One of the embedded server's output pipes, read without blocking, line by line.
+class ServerPipe:
+	extends RefCounted
+
+	var file: FileAccess
+	var partial := PackedByteArray()
+
+	func _init(pipe: FileAccess) -> void:
+		file = pipe
+
+	## The complete lines written since the last call; [param flush] also returns an
+	## unterminated last line (the process exited).
+	func read_lines(flush: bool) -> PackedStringArray:
+		# get_length() is what the pipe holds now (FIONREAD), so get_buffer() never waits.
+		var available := file.get_length()
+		if available > 0:
+			partial.append_array(file.get_buffer(available))
+		var lines := PackedStringArray()
+		var start := 0
+		var newline := partial.find(10)
+		while newline >= 0:
+			lines.append(partial.slice(start, newline).get_string_from_utf8().strip_edges(false))
+			start = newline + 1
+			newline = partial.find(10, start)
+		partial = partial.slice(start)
+		if flush and not partial.is_empty():
+			lines.append(partial.get_string_from_utf8().strip_edges(false))
+			partial.clear()
+		return lines

@@ -2,8 +2,17 @@ class_name PathServerAgent2D
 extends Node
 ## Follows paths from pathserver, like [NavigationAgent2D]: give it a target position or node;
 ## it asks for a path for its unit size, moves its parent [Node2D] along the waypoints at
-## [member speed], and asks again when the target moves more than [member repath_distance] or
-## the map's generation changes (a reload or a live obstacle edit).
+## [member speed], and asks again when the map's generation changes (a reload or a live
+## obstacle edit) and when the target moves: at once when it moved more than
+## [member repath_distance] from the path's goal, else at the end of the current path, so the
+## unit always ends on the latest target. A stopped or arrived agent asks at once.
+##
+## Signals, for one target: [signal path_changed] for each path (the first, and every new one
+## after a repath), then [signal target_reached] once, when the unit stands at the end of a
+## complete path to the current target; [signal path_failed] instead of
+## [signal path_changed] when the server gives no path. The client's
+## [signal PathServerClient.path_found] for the agent's request comes just before
+## [signal path_changed].
 ##
 ## Add it as a child of the unit. With [member move_body] off it only steers: read
 ## [member velocity] or [method get_next_path_position] and move the body yourself (e.g. a
@@ -21,7 +30,8 @@ signal path_changed(waypoints: PackedVector2Array)
 ## The unit reached the end of a complete path to the target.
 signal target_reached
 ## The server could not give a path ("no_path", "timeout", "unknown_map", ...). The agent asks
-## again after [member retry_interval], or sooner when the target moves.
+## again after [member retry_interval], or sooner when the target moves more than
+## [member repath_distance].
 signal path_failed(code: String, message: String)
 
 ## Follow this node's position (takes precedence over [member target_position]).
@@ -34,9 +44,11 @@ signal path_failed(code: String, message: String)
 @export var unit_size := Vector2i.ONE
 ## World units per second.
 @export var speed := 120.0
-## How close to a waypoint counts as being on it.
+## How close to a waypoint counts as being on it, and how far the target may move from an
+## arrived unit before it walks again.
 @export var arrival_distance := 1.0
-## Ask for a new path when the target is further than this from the current path's goal.
+## Ask for a new path at once when the target is further than this from the current path's
+## goal; a smaller move is picked up at the end of the current path.
 @export var repath_distance := 16.0
 ## After a failure, ask again after this many seconds.
 @export var retry_interval := 1.0
@@ -139,6 +151,7 @@ func stop() -> void:
 	_has_target = false
 	waypoints = PackedVector2Array()
 	_index = 0
+	_path_goal = Vector2.INF
 	if _request:
 		var cancelled := _request
 		_request = null
@@ -146,9 +159,15 @@ func stop() -> void:
 
 
 func _needs_path(target: Vector2) -> bool:
-	if _request != null or Time.get_ticks_msec() < _retry_at_ms:
+	if _request != null:
 		return false
-	return _dirty or _path_goal.distance_to(target) > repath_distance
+	var moved := _path_goal.distance_to(target)
+	if Time.get_ticks_msec() < _retry_at_ms and moved <= repath_distance:
+		return false
+	if _dirty or moved > repath_distance:
+		return true
+	# A smaller move keeps the current path, but a unit at its end (arrived or idle) goes on.
+	return _index >= waypoints.size() and moved > arrival_distance
 
 
 func _ask(target: Vector2) -> void:
@@ -159,6 +178,7 @@ func _ask(target: Vector2) -> void:
 	_request = client.get_request(id)
 	_request.completed.connect(_on_path_result.bind(_request, target))
 	_dirty = false
+	_reached = false
 
 
 func _on_path_result(result: PathServerResult, asked_target: Vector2) -> void:
@@ -166,7 +186,13 @@ func _on_path_result(result: PathServerResult, asked_target: Vector2) -> void:
 		return
 	_request = null
 	if not result.ok:
+		# The old path led to another target: stand still until a path comes.
+		waypoints = PackedVector2Array()
+		_index = 0
+		_path_complete = false
 		_path_goal = asked_target
+		# Ask again after the retry interval, or sooner if the target moves far (_needs_path).
+		_dirty = true
 		_retry_at_ms = Time.get_ticks_msec() + int(retry_interval * 1000.0)
 		path_failed.emit(result.code, result.message)
 		return
@@ -200,7 +226,13 @@ func _follow(delta: float) -> void:
 		velocity = step / delta if delta > 0.0 else Vector2.ZERO
 	if _index >= waypoints.size():
 		velocity = Vector2.ZERO
-		if _path_complete and not _reached and _request == null and not waypoints.is_empty():
+		if (
+			_path_complete
+			and not _reached
+			and _request == null
+			and not waypoints.is_empty()
+			and _path_goal.distance_to(get_target()) <= arrival_distance
+		):
 			_reached = true
 			target_reached.emit()
 
