@@ -1,4 +1,4 @@
-# gdlint: disable=max-public-methods
+# gdlint: disable=max-public-methods,max-file-lines
 extends SceneTree
 ## The addon's tests, run headless inside Godot 4 against a real pathserver:
 ##
@@ -55,6 +55,9 @@ func _run() -> void:
 	await test_agent_small_target_moves()
 	await test_agent_signal_order()
 	await test_agent_retries_after_failure()
+	await test_embedded_server_slow_start()
+	await test_embedded_server_failure()
+	await test_embedded_servers_ports()
 	await test_embedded_server_and_reconnect()
 	check(
 		client.get_pending_count() == 0 and client.is_connected_to_server(),
@@ -867,20 +870,175 @@ func test_agent_retries_after_failure() -> void:
 	unit.body.queue_free()
 
 
+## Points the embedded-server settings at the test's Python and maps; false when the
+## environment does not say where they are.
+func configure_embedded_server(command := "") -> bool:
+	var maps_dir := OS.get_environment("PATHSERVER_MAPS")
+	if maps_dir == "":
+		check(false, "PATHSERVER_MAPS is set for the embedded server tests")
+		return false
+	ProjectSettings.set_setting(
+		PathServerClient.SETTING_EMBEDDED_COMMAND, command if command != "" else python()
+	)
+	ProjectSettings.set_setting(PathServerClient.SETTING_EMBEDDED_MAPS_DIR, maps_dir)
+	ProjectSettings.set_setting(PathServerClient.SETTING_EMBEDDED_PORT, 0)
+	return true
+
+
+func python() -> String:
+	var path := OS.get_environment("PATHSERVER_PYTHON")
+	return path if path != "" else "python3"
+
+
+## A client with an embedded server, added to the tree (which starts the server).
+func embedded_client(client_timeout_ms := 60000) -> PathServerClient:
+	var embedded := PathServerClient.new()
+	embedded.embedded_server = true
+	embedded.map_name = MAP
+	embedded.timeout_ms = client_timeout_ms
+	root.add_child(embedded)
+	return embedded
+
+
+## A server that takes longer to start than a request's timeout (numba compiling on a fresh
+## machine took ~19 s, the timeout is 5 s): a wrapper prints a progress line on stderr and
+## sleeps before it runs the real server. A request made at once waits for the ready line,
+## then is sent; its timeout only starts then.
+func test_embedded_server_slow_start() -> void:
+	var wrapper := OS.get_user_data_dir().path_join("slow_pathserver.sh")
+	var script := FileAccess.open(wrapper, FileAccess.WRITE)
+	script.store_string(
+		(
+			"#!/bin/sh\necho 'pathserver: compiling the search kernels (slow start) ...' >&2\n"
+			+ "sleep 1.5\nexec '%s' \"$@\"\n" % python()
+		)
+	)
+	script.close()
+	OS.execute("chmod", ["+x", wrapper])
+	if not configure_embedded_server(wrapper):
+		return
+	var began := Time.get_ticks_msec()
+	var embedded := embedded_client(500)
+	var started := []
+	embedded.embedded_server_started.connect(func(at: String) -> void: started.append(at))
+	var result := await embedded.find_path_async(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
+	var waited := Time.get_ticks_msec() - began
+	check(
+		result.ok and waited > 1500,
+		"a request made while the server starts (%d ms, timeout 500 ms) is answered" % waited,
+		result
+	)
+	var log := embedded.get_embedded_server_log()
+	check(
+		log.has("pathserver: compiling the search kernels (slow start) ...") and log.size() >= 2,
+		"the server's progress lines are read as they come (and printed)",
+		log
+	)
+	var ready_line := Array(log).filter(
+		func(line: String) -> bool: return line.begins_with("pathserver ready on ")
+	)
+	check(
+		(
+			embedded.get_embedded_server_state() == PathServerClient.ServerState.RUNNING
+			and started.size() == 1
+			and ready_line.size() == 1
+			and ready_line[0].begins_with("pathserver ready on %s " % started[0])
+			and embedded.endpoint == started[0]
+		),
+		"the client connects to the endpoint named by the ready line",
+		[started, ready_line, embedded.endpoint]
+	)
+	embedded.queue_free()
+	await process_frame
+
+
+## A server that cannot start (no such maps folder): the client says so with the server's own
+## error line, fails the requests waiting for it at once, and wait_connected() returns false.
+func test_embedded_server_failure() -> void:
+	if not configure_embedded_server():
+		return
+	ProjectSettings.set_setting(
+		PathServerClient.SETTING_EMBEDDED_MAPS_DIR, "/nonexistent/pathserver-maps"
+	)
+	print("(the ERROR report below is expected: the server cannot start)")
+	var embedded := embedded_client()
+	var failures := []
+	embedded.embedded_server_failed.connect(func(message: String) -> void: failures.append(message))
+	var began := Time.get_ticks_msec()
+	var result := embedded.get_request(
+		embedded.find_path(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
+	)
+	var connected := await embedded.wait_connected()
+	if not result.done:
+		await result.completed
+	var waited := Time.get_ticks_msec() - began
+	var message: String = failures[0] if failures.size() == 1 else ""
+	check(
+		(
+			failures.size() == 1
+			and message.contains("exited with code 2 before it was ready")
+			and message.contains("pathserver: error: map_load_error:")
+			and message.contains("/nonexistent/pathserver-maps")
+		),
+		"a server that fails to start is reported with its last lines",
+		failures
+	)
+	check(
+		not connected and result.code == "embedded_server_failed" and result.message == message,
+		"wait_connected() is false and waiting requests fail at once (%d ms)" % waited,
+		[connected, result]
+	)
+	check(
+		(
+			waited < 30000
+			and embedded.get_embedded_server_state() == PathServerClient.ServerState.FAILED
+			and not await embedded.wait_connected()
+		),
+		"after the failure, waits return false at once",
+		embedded.get_embedded_server_state()
+	)
+	embedded.queue_free()
+	await process_frame
+
+
+## Two games on one machine each start their own server: by default each binds a free port
+## (`--bind tcp://127.0.0.1:*`) and connects where its ready line says. A fixed port is a
+## project setting.
+func test_embedded_servers_ports() -> void:
+	if not configure_embedded_server():
+		return
+	var first := embedded_client()
+	var second := embedded_client()
+	var fixed_port := free_port()
+	ProjectSettings.set_setting(PathServerClient.SETTING_EMBEDDED_PORT, fixed_port)
+	var fixed := embedded_client()
+	ProjectSettings.set_setting(PathServerClient.SETTING_EMBEDDED_PORT, 0)
+	var answers := []
+	for embedded: PathServerClient in [first, second, fixed]:
+		var result := await embedded.find_path_async(center(Vector2i(1, 1)), center(Vector2i(2, 9)))
+		answers.append(result.ok)
+	var ports := [first, second].map(
+		func(embedded: PathServerClient) -> int: return embedded.endpoint.get_slice(":", 2).to_int()
+	)
+	check(
+		answers == [true, true, true] and ports[0] > 0 and ports[1] > 0 and ports[0] != ports[1],
+		"two embedded servers on one machine bind two free ports (%s)" % [ports],
+		[answers, first.endpoint, second.endpoint]
+	)
+	check_equal(
+		fixed.endpoint, "tcp://127.0.0.1:%d" % fixed_port, "the port setting binds a fixed port"
+	)
+	for embedded: PathServerClient in [first, second, fixed]:
+		embedded.queue_free()
+	await process_frame
+
+
 ## Starts a second server as the client's embedded child, kills it with a request pending,
 ## starts it again: the request is sent again after the reconnect and completes.
 func test_embedded_server_and_reconnect() -> void:
-	var maps_dir := OS.get_environment("PATHSERVER_MAPS")
-	if maps_dir == "":
-		check(false, "PATHSERVER_MAPS is set for the embedded server test")
+	if not configure_embedded_server():
 		return
-	var python := OS.get_environment("PATHSERVER_PYTHON")
-	ProjectSettings.set_setting(
-		PathServerClient.SETTING_EMBEDDED_COMMAND, python if python != "" else "python3"
-	)
-	ProjectSettings.set_setting(PathServerClient.SETTING_EMBEDDED_MAPS_DIR, maps_dir)
 	var embedded := PathServerClient.new()
-	embedded.endpoint = "tcp://127.0.0.1:%d" % free_port()
 	embedded.embedded_server = true
 	embedded.map_name = MAP
 	embedded.timeout_ms = 60000
