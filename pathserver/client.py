@@ -185,7 +185,7 @@ class Client:
         rid = next(self._ids)
         body = _encode({"id": rid, "op": op, **fields})
         self._pending[rid] = _Pending(body, time.monotonic() + self.timeout)
-        self._socket.send_multipart([b"", body])
+        _send(self._socket, body)
         return rid
 
     def result(self, rid: int) -> dict:
@@ -252,7 +252,7 @@ class Client:
             if pending.resend_at is not None and pending.resend_at <= now:
                 pending.resend_at = None
                 pending.deadline = now + self.timeout
-                self._socket.send_multipart([b"", pending.body])
+                _send(self._socket, pending.body)
 
     def _retry_all(self, rid: int) -> None:
         pending = self._pending[rid]
@@ -269,7 +269,20 @@ class Client:
         for other in self._pending.values():
             other.deadline = deadline
             other.resend_at = None
-            self._socket.send_multipart([b"", other.body])
+            _send(self._socket, other.body)
+
+
+def _send(socket, body: bytes) -> bool:
+    """Queue one request without blocking. False when libzmq has nowhere to queue it (no
+    connection: a refused handshake drops it, and then a blocking send would wait
+    forever); the request stays pending, and its timeout retries it on a fresh socket."""
+    try:
+        sent = socket.send_multipart([b"", body], zmq.NOBLOCK)
+        if isinstance(sent, asyncio.Future) and sent.done():  # zmq.asyncio: done at once with NOBLOCK
+            sent.result()
+    except zmq.Again:
+        return False
+    return True
 
 
 class AsyncClient:
@@ -319,7 +332,7 @@ class AsyncClient:
         self._pending[rid] = entry
         attempts = 0
         try:
-            await self._socket.send_multipart([b"", body])
+            _send(self._socket, body)
             while True:
                 try:
                     reply = await asyncio.wait_for(asyncio.shield(entry[0]), self.timeout)
@@ -337,7 +350,7 @@ class AsyncClient:
                     entry[0] = asyncio.get_running_loop().create_future()
                     await asyncio.sleep((reply.get("retry_after_ms") or 10) / 1000.0)
                     entry[2] = self._epoch
-                    await self._socket.send_multipart([b"", body])
+                    _send(self._socket, body)
                     continue
                 return _checked(reply)
         finally:
@@ -376,7 +389,7 @@ class AsyncClient:
         self._connect()
         for entry in list(self._pending.values()):
             entry[2] = self._epoch
-            await self._socket.send_multipart([b"", entry[1]])
+            _send(self._socket, entry[1])
 
     async def _read(self, socket) -> None:
         try:
