@@ -1,10 +1,13 @@
 """Helpers for the scale tests: a broker and worker processes on random loopback ports,
-whose ready lines are read with a deadline, and a small map of two rooms and a door."""
+whose ready lines are read with a deadline, their CPU time from /proc, and a small map of
+two rooms and a door."""
 
 import os
+import random
 import re
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -29,6 +32,31 @@ DOOR = (5, 2)
 WEST, EAST = (0, 2), (10, 2)
 
 
+def free_ports(count: int = 1) -> int:
+    """The first of ``count`` consecutive free loopback ports, below Linux's ephemeral
+    range so that outgoing connections do not take them between this check and the bind."""
+    for _ in range(200):
+        first = random.randrange(20000, 32000 - count)
+        probes = []
+        try:
+            for port in range(first, first + count):
+                probe = socket.socket()
+                probes.append(probe)
+                probe.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for probe in probes:
+                probe.close()
+    raise RuntimeError(f"no {count} consecutive free loopback ports found")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a process has used so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()  # the name in () may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _env() -> dict:
@@ -86,12 +114,20 @@ class Cluster:
 
     def start_broker(self, *options: str) -> Process:
         """Start the broker on free loopback ports, with ``options`` added to its command line."""
-        self.broker = self._spawn([sys.executable, "-m", "pathserver.broker", "--front", "tcp://127.0.0.1:0",
-                                   "--back", "tcp://127.0.0.1:0", "--edits", "tcp://127.0.0.1:0",
-                                   "--feed", "tcp://127.0.0.1:0", *options])
+        return self.launch_broker("--front", "tcp://127.0.0.1:0", "--back", "tcp://127.0.0.1:0",
+                                  "--edits", "tcp://127.0.0.1:0", "--feed", "tcp://127.0.0.1:0", *options)
+
+    def launch_broker(self, *arguments: str) -> Process:
+        """``pathserver broker ARGUMENTS`` as a user types it; waits for its ready line and
+        keeps the endpoints it names. The process stays in ``broker`` (the last one started)."""
+        self.broker = self._spawn([sys.executable, "-m", "pathserver", "broker", *arguments])
         match = self.broker.wait_line(BROKER_READY, START_TIMEOUT_S)
         self.front, self.back, self.edits, self.feed = match.groups()
         return self.broker
+
+    def launch_worker(self, *arguments: str) -> Process:
+        """``pathserver serve --maps MAPS ARGUMENTS`` as a user types it; call ``wait_line``."""
+        return self._spawn([sys.executable, "-m", "pathserver", "serve", "--maps", str(self.maps_dir), *arguments])
 
     def spawn_worker(self, threads: int = 1) -> Process:
         """Start a worker; call ``wait_ready`` on it (several can start at once)."""
