@@ -1,30 +1,7 @@
 extends Node2D
-## The demo's moving target: it roams between random walkable spots, found with its own
-## PathServerAgent2D, and goes where the player clicks.
+## The demo's marker for where the group was sent.
 
 var radius := 0.5
-## World positions to roam between.
-var walkable: Array[Vector2] = []
-var agent := PathServerAgent2D.new()
-
-
-func _ready() -> void:
-	add_child(agent)
-	agent.target_reached.connect(roam)
-
-
-func _process(_delta: float) -> void:
-	queue_redraw()
-
-
-## Heads for a random walkable spot.
-func roam() -> void:
-	if not walkable.is_empty():
-		agent.target_position = walkable.pick_random()
-
-
-func go_to(point: Vector2) -> void:
-	agent.target_position = point
 
 
 func _draw() -> void:

@@ -102,9 +102,13 @@ func _physics_process(delta: float) -> void:
 func set_target_position(value: Vector2) -> void:
 	target_position = value
 	_has_target = true
+	if value.distance_to(_path_goal) > arrival_distance:
+		_reached = false
 
 
 func set_target_node(value: Node2D) -> void:
+	if value != target_node:
+		_reached = false
 	target_node = value
 	_has_target = true
 
