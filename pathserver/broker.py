@@ -236,6 +236,10 @@ class Broker:
         edits, feed = edit_endpoints(back, edits, feed, bind=True)
         self.addresses = {"front": front, "back": back, "edits": edits, "feed": feed}
         self.worker_wait_s = max(0.0, float(worker_wait_s))
+        # The forwarding thread's alone: requests no worker could take yet, as
+        # (deadline, frames), oldest first, and their bytes.
+        self._waiting: collections.deque = collections.deque()
+        self._waiting_bytes = 0
         self._warned_at = -1e9
         #: A ``pathserver.security.CurveServer`` securing the front (clients), or None.
         self.curve = curve
@@ -367,8 +371,7 @@ class Broker:
         a waiting request would not notice a worker connecting. Without waiting requests
         the loop sleeps in ``zmq_poll`` until a message arrives."""
         front, back = self._sockets["front"], self._sockets["back"]
-        waiting: collections.deque = collections.deque()  # (deadline, frames), oldest first
-        held = [0]  # bytes in ``waiting``
+        waiting = self._waiting
         idle = [(control, _POLLIN), (back, _POLLIN), (front, _POLLIN)]
         holding = [(control, _POLLIN), (back, _POLLIN | _POLLOUT), (front, _POLLIN)]
         try:
@@ -385,11 +388,11 @@ class Broker:
                 if back_events & _POLLIN:
                     _relay(back, front)
                 if waiting and back_events & _POLLOUT:
-                    self._send_waiting(back, waiting, held)
+                    self._send_waiting(back)
                 if front in ready:
-                    self._take_requests(front, back, waiting, held)
+                    self._take_requests(front, back)
                 if waiting:
-                    self._expire(front, waiting, held, time.monotonic())
+                    self._expire(front, time.monotonic())
             while waiting:
                 self._answer_unforwarded(front, waiting.popleft()[1],
                                          "the broker stopped before a worker took this request")
@@ -402,7 +405,8 @@ class Broker:
             for sock in (front, back, control):
                 sock.close(linger=0)
 
-    def _take_requests(self, front: zmq.Socket, back: zmq.Socket, waiting: collections.deque, held: list) -> None:
+    def _take_requests(self, front: zmq.Socket, back: zmq.Socket) -> None:
+        waiting = self._waiting
         for _ in range(_BURST):
             try:
                 frames = _recv_frames(front)
@@ -420,15 +424,15 @@ class Broker:
                                     "up to %g s, then is answered overloaded", self.endpoints.get("back"),
                                     self.worker_wait_s)
             size = sum(len(frame) for frame in frames)
-            if len(waiting) >= WAITING_LIMIT or held[0] + size > WAITING_BYTES:
+            if len(waiting) >= WAITING_LIMIT or self._waiting_bytes + size > WAITING_BYTES:
                 self._answer_unforwarded(front, frames, f"no worker can take requests, and the broker already "
                                                         f"holds {len(waiting)} of them")
                 continue
             waiting.append((time.monotonic() + self.worker_wait_s, frames))
-            held[0] += size
+            self._waiting_bytes += size
 
-    @staticmethod
-    def _send_waiting(back: zmq.Socket, waiting: collections.deque, held: list) -> None:
+    def _send_waiting(self, back: zmq.Socket) -> None:
+        waiting = self._waiting
         while waiting:
             frames = waiting[0][1]
             try:
@@ -436,12 +440,13 @@ class Broker:
             except zmq.Again:
                 return
             waiting.popleft()
-            held[0] -= sum(len(frame) for frame in frames)
+            self._waiting_bytes -= sum(len(frame) for frame in frames)
 
-    def _expire(self, front: zmq.Socket, waiting: collections.deque, held: list, now: float) -> None:
+    def _expire(self, front: zmq.Socket, now: float) -> None:
+        waiting = self._waiting
         while waiting and waiting[0][0] <= now:
             frames = waiting.popleft()[1]
-            held[0] -= sum(len(frame) for frame in frames)
+            self._waiting_bytes -= sum(len(frame) for frame in frames)
             self._answer_unforwarded(front, frames, f"no worker took this request within {self.worker_wait_s:g} s: "
                                                     "none is connected to the broker, or every worker is busy")
 

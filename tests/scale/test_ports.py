@@ -6,6 +6,7 @@ worker is connected."""
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import msgpack
@@ -14,8 +15,10 @@ import zmq
 
 from scale.cluster import DOOR, EAST, WEST, WORKER_READY, START_TIMEOUT_S, cpu_seconds, free_ports, worker_identity
 from scale.test_cluster import stats_by_worker
+from pathserver import broker as broker_module
 from pathserver.broker import WORKER_WAIT_S, SharedEdits, edit_endpoints
 from pathserver.client import Client
+from pathserver.maps.registry import MapRegistry
 
 #: "Idle" means this share of one core at most, measured over IDLE_WINDOW_S.
 IDLE_CPU_SHARE = 0.02
@@ -163,8 +166,6 @@ def test_the_broker_refuses_what_it_cannot_run_with_one_line(argv, message):
 
 
 def test_a_worker_waiting_for_the_edit_log_says_what_it_tried_and_how_to_fix_it(maps_dir):
-    from pathserver.maps.registry import MapRegistry
-
     back_port = free_ports(3)
     back = f"tcp://127.0.0.1:{back_port}"
     edits, feed = edit_endpoints(back)
@@ -176,3 +177,25 @@ def test_a_worker_waiting_for_the_edit_log_says_what_it_tried_and_how_to_fix_it(
     assert "waited 10 s for the broker's edit log" in note
     assert edits in note and feed in note
     assert f"--back {back}" in note and "--edits and --feed" in note
+
+
+def test_past_the_waiting_limit_a_request_is_refused_at_once(monkeypatch, dealer):
+    monkeypatch.setattr(broker_module, "WAITING_LIMIT", 2)
+    running = broker_module.Broker(*["tcp://127.0.0.1:0"] * 4, worker_wait_s=0.5)
+    endpoints = running.bind()
+    thread = threading.Thread(target=running.run, name="test-broker", daemon=True)
+    thread.start()
+    try:
+        client = dealer(endpoints["front"])
+        sent = time.monotonic()
+        for rid in (1, 2, 3):
+            ask(client, {"id": rid, "op": "ping"})
+        first = answer(client, 5.0)
+        assert first is not None and first["id"] == 3 and first["error"]["code"] == "overloaded"
+        assert time.monotonic() - sent < 0.4  # not held: the two before it fill the broker
+        later = [answer(client, 5.0) for _ in range(2)]
+        assert [r and r["id"] for r in later] == [1, 2]
+        assert all(r["retryable"] for r in later)
+    finally:
+        running.stop()
+        thread.join(5)
