@@ -62,6 +62,7 @@ func _run() -> void:
 	await test_embedded_server_failure()
 	await test_embedded_servers_ports()
 	await test_embedded_server_and_reconnect()
+	await test_readme_examples()
 	check(
 		client.get_pending_count() == 0 and client.is_connected_to_server(),
 		"the main connection is still up with nothing pending",
@@ -1221,3 +1222,118 @@ func test_embedded_server_and_reconnect() -> void:
 		func() -> bool: return not DirAccess.dir_exists_absolute(proc_dir), 5.0
 	)
 	check(gone, "the embedded server stops when its client leaves the tree", restarted_pid)
+
+
+# -- the README -------------------------------------------------------------------------------
+
+
+## The README's examples, run. Each ```gdscript block followed by a ```text block is compiled
+## as the script of a Node2D at (2.5, 2.5) (the agent example's unit) with a
+## PathServerAgent2D child, its print() calls collected, [code]PathServer[/code] standing for a
+## fresh client of an embedded server that serves the repository's maps/ as
+## `python -m pathserver serve` does; its output must be the text block, line for line.
+## Fence flags: `gdscript no-server` runs against a port where nothing listens (shown as the
+## default tcp://127.0.0.1:5555), `text any-order` compares the lines in any order.
+func test_readme_examples() -> void:
+	var readme_path := ProjectSettings.globalize_path("res://").path_join("../README.md")
+	var readme := FileAccess.get_file_as_string(readme_path.simplify_path())
+	if not configure_embedded_server():
+		return
+	var repository_maps := (
+		ProjectSettings.globalize_path("res://").path_join("../../../maps").simplify_path()
+	)
+	ProjectSettings.set_setting(PathServerClient.SETTING_EMBEDDED_MAPS_DIR, repository_maps)
+	var served := PathServerClient.new()
+	served.embedded_server = true
+	root.add_child(served)
+	ProjectSettings.set_setting(
+		PathServerClient.SETTING_EMBEDDED_MAPS_DIR, OS.get_environment("PATHSERVER_MAPS")
+	)
+	if not await served.wait_connected():
+		check(
+			false,
+			"an embedded server serves the repository's maps",
+			served.get_embedded_server_log()
+		)
+		served.queue_free()
+		return
+	var ready_lines := Array(served.get_embedded_server_log()).filter(
+		func(line: String) -> bool: return line.begins_with("pathserver ready on ")
+	)
+	var shown_ready := RegEx.create_from_string("(?m)^\\s*(pathserver ready on .*)$").search(readme)
+	check_equal(
+		served.endpoint.get_slice(":", 2).to_int() > 0 and ready_lines.size() == 1,
+		true,
+		"README: the embedded server printed one ready line"
+	)
+	if shown_ready and ready_lines.size() == 1:
+		check_equal(
+			ready_lines[0].replace(served.endpoint, "tcp://127.0.0.1:5555"),
+			shown_ready.get_string(1),
+			"README: `python -m pathserver serve` prints its ready line"
+		)
+	var dead_endpoint := "tcp://127.0.0.1:%d" % free_port()
+	var nobody := PathServerClient.new()
+	nobody.endpoint = dead_endpoint
+	root.add_child(nobody)
+	var fences := RegEx.create_from_string("(?s)```(\\w*)([^\\n]*)\\n(.*?)```")
+	var blocks := fences.search_all(readme)
+	var examples := 0
+	for i in blocks.size() - 1:
+		var code := blocks[i]
+		var shown := blocks[i + 1]
+		if code.get_string(1) != "gdscript" or shown.get_string(1) != "text":
+			continue
+		examples += 1
+		var expected := shown.get_string(3).strip_edges(false, true).split("\n")
+		var no_server := code.get_string(2).split(" ", false).has("no-server")
+		var output := await run_readme_example(
+			code.get_string(3), nobody if no_server else served, expected.size()
+		)
+		for line_index in output.size():
+			output[line_index] = output[line_index].replace(dead_endpoint, "tcp://127.0.0.1:5555")
+		var first_line := code.get_string(3).strip_edges().get_slice("\n", 0)
+		if shown.get_string(2).split(" ", false).has("any-order"):
+			output.sort()
+			expected.sort()
+		check_equal(
+			"\n".join(output), "\n".join(expected), "README example `%s`" % first_line.left(60)
+		)
+	check(examples >= 8, "README: %d examples with their output run" % examples)
+	nobody.queue_free()
+	served.queue_free()
+	await process_frame
+
+
+## Runs one README example (see [method test_readme_examples]) and returns what it printed,
+## once it printed [param lines] lines or after 20 s.
+func run_readme_example(
+	code: String, with_client: PathServerClient, lines: int
+) -> PackedStringArray:
+	code = code.replace("PathServer.", "_client.").replace("print(", "_out(")
+	if not (code.begins_with("func ") or code.begins_with("@") or code.contains("\nfunc ")):
+		code = "func _ready() -> void:\n\t" + code.strip_edges().replace("\n", "\n\t")
+	var script := GDScript.new()
+	script.source_code = (
+		"extends Node2D\n\nvar _client: PathServerClient\nvar _printed := PackedStringArray()\n\n\n"
+		+ "func _out(...parts: Array) -> void:\n"
+		+ '\t_printed.append("".join(parts.map(func(part: Variant) -> String: return str(part))))'
+		+ "\n\n\n"
+		+ code
+	)
+	if script.reload() != OK:
+		return PackedStringArray(["(the example does not compile)"])
+	var node := Node2D.new()
+	node.set_script(script)
+	node.set("_client", with_client)
+	node.position = Vector2(2.5, 2.5)
+	var agent := PathServerAgent2D.new()
+	agent.name = "PathServerAgent2D"
+	agent.client = with_client
+	node.add_child(agent)
+	root.add_child(node)
+	await wait_until(func() -> bool: return node.get("_printed").size() >= lines, 20.0)
+	var printed: PackedStringArray = node.get("_printed")
+	node.queue_free()
+	await process_frame
+	return printed

@@ -8,9 +8,9 @@ extends RefCounted
 ## with the server's error codes ("unknown_map", "out_of_bounds", ...), "no_path" when the goal
 ## cannot be reached, or the client's own "timeout", "cancelled" and "bad_reply".
 ## [codeblock]
-## var result := await PathServer.find_path_async(Vector2(24, 24), Vector2(200, 40))
+## var result := await PathServer.find_path_async(Vector2(2.5, 2.5), Vector2(10.5, 2.5))
 ## if result.ok:
-##     print(result.waypoints)  # [(24, 24), (104, 40), (200, 40)]
+##     print(result.waypoints)  # [(2.5, 2.5), (10.5, 2.5)] on the sample map "example"
 ## else:
 ##     print(result.code, ": ", result.message)
 ## [/codeblock]

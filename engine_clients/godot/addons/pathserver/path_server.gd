@@ -11,7 +11,7 @@ extends Node
 ## [codeblock]
 ## func _ready() -> void:
 ##     PathServer.path_found.connect(_on_path_found)
-##     PathServer.find_path(Vector2(24, 24), Vector2(200, 40))
+##     PathServer.find_path(Vector2(2.5, 2.5), Vector2(60.5, 60.5))
 ##
 ## func _on_path_found(id: int, waypoints: PackedVector2Array, info: Dictionary) -> void:
 ##     print(id, " ", waypoints, " cost ", info.cost)

@@ -44,8 +44,7 @@ signal path_failed(code: String, message: String)
 @export var unit_size := Vector2i.ONE
 ## World units per second.
 @export var speed := 120.0
-## How close to a waypoint counts as being on it, and how far the target may move from an
-## arrived unit before it walks again.
+## How close to a waypoint counts as being on it.
 @export var arrival_distance := 1.0
 ## Ask for a new path at once when the target is further than this from the current path's
 ## goal; a smaller move is picked up at the end of the current path.
@@ -102,7 +101,7 @@ func _physics_process(delta: float) -> void:
 func set_target_position(value: Vector2) -> void:
 	target_position = value
 	_has_target = true
-	if value.distance_to(_path_goal) > arrival_distance:
+	if not value.is_equal_approx(_path_goal):
 		_reached = false
 
 
@@ -171,7 +170,7 @@ func _needs_path(target: Vector2) -> bool:
 	if _dirty or moved > repath_distance:
 		return true
 	# A smaller move keeps the current path, but a unit at its end (arrived or idle) goes on.
-	return _index >= waypoints.size() and moved > arrival_distance
+	return _index >= waypoints.size() and not _path_goal.is_equal_approx(target)
 
 
 func _ask(target: Vector2) -> void:
@@ -235,7 +234,7 @@ func _follow(delta: float) -> void:
 			and not _reached
 			and _request == null
 			and not waypoints.is_empty()
-			and _path_goal.distance_to(get_target()) <= arrival_distance
+			and _path_goal.is_equal_approx(get_target())
 		):
 			_reached = true
 			target_reached.emit()
