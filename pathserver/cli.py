@@ -65,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from pathserver import broker, loadtest, render, security
 
-    broker.add_arguments(commands.add_parser("broker", help="libzmq's proxy in front of `serve --connect` workers"))
+    broker.add_arguments(commands.add_parser("broker", help="a front end that deals requests to `serve --connect` workers"))
     security.add_serve_arguments(serve)
     security.add_arguments(commands.add_parser("keygen", help="write a CURVE keypair (NAME.key, NAME.key_secret)"))
     security.add_relay_arguments(

@@ -7,6 +7,8 @@ import time
 import msgpack
 import zmq
 
+import sockets
+
 from scale.cluster import DOOR, EAST, WEST, WORKER_READY, worker_identity
 from pathserver.broker import main as broker_main
 from pathserver.client import Client, ClientTimeoutError
@@ -94,11 +96,9 @@ def test_the_broker_stops_at_once_even_with_a_request_and_no_worker(cluster):
     broker = cluster.start_broker()
     context = zmq.Context()
     try:
-        dealer = context.socket(zmq.DEALER)
-        dealer.linger = 0
-        dealer.connect(cluster.front)
+        dealer = sockets.bounded_socket(context, connect=cluster.front)
         dealer.send_multipart([b"", msgpack.packb({"id": 1, "op": "ping"})])
-        time.sleep(0.3)  # the proxy is now blocked handing it to a back end with no worker
+        time.sleep(0.3)  # the request now waits in the broker for a worker
         started = time.monotonic()
         broker.signal(signal.SIGTERM)
         assert broker.popen.wait(5) == 0
