@@ -70,6 +70,7 @@ static class Tests
         Run("server: maps lists the map under test", ListsMaps);
         Run("server: golden vectors byte for byte on the wire", GoldenVectorsOnTheWire);
         Run("server: the first path after connecting takes under 20 ms", FirstPathLatency);
+        Run("readme: the example prints what README.md shows", ReadmeExample);
         Run("server: a path in grid space", GridPath);
         Run("server: world space is the grid path scaled and shifted", WorldPath);
         Run("server: 200 pipelined requests matched by id", PipelinedRequests);
@@ -621,6 +622,31 @@ static class Tests
         }
         figures.Sort();
         Check(figures[1] < 20, string.Format(CultureInfo.InvariantCulture, "median first path {0:0.0} ms, not under 20 ms", figures[1]));
+    }
+
+    // The README's example with its output: the same calls as its ```csharp block, and what they
+    // print must be its ```text block, line for line. On the sample map "example", before any
+    // test edits it.
+    static async Task ReadmeExample()
+    {
+        await RequireServer();
+        Check(_protocolDoc != null, "the repository (found through docs/protocol.md)");
+        var readme = Path.Combine(Path.Combine(Path.Combine(Path.GetDirectoryName(Path.GetDirectoryName(_protocolDoc)),
+            "engine_clients"), "csharp"), "README.md");
+        var shown = Regex.Match(File.ReadAllText(readme), "```text\n(.*?)```", RegexOptions.Singleline);
+        Check(shown.Success, "a ```text block in " + readme);
+        var printed = new List<string>();
+        using (var client = new PathServerClient(_endpoint, "example"))
+        {
+            PathResult result = await client.FindPathAsync(new PathPoint(2.5f, 2.5f), new PathPoint(60.5f, 60.5f), 1);
+            printed.Add(result.Status + ", " + result.Path.Length + " waypoints, cost " + result.Cost.ToString("0.00", CultureInfo.InvariantCulture));
+            printed.Add(string.Join(" ", result.Path));
+            result = await client.FindPathAsync(new PathPoint(2.5f, 2.5f), new PathPoint(60.5f, 60.5f), 2);
+            printed.Add(result.Status + ", " + result.Path.Length + " waypoints");
+            try { await client.FindPathAsync(new PathPoint(2.5f, 2.5f), new PathPoint(99, 99), 1); }
+            catch (PathServerException e) { printed.Add(e.Code + " / " + e.At + " / " + e.Message); }
+        }
+        Equal(shown.Groups[1].Value.TrimEnd('\n'), string.Join("\n", printed), "README's output");
     }
 
     static async Task GridPath()
