@@ -90,12 +90,7 @@ func _ready() -> void:
 	var start_cells := Formation.goal_cells(_roam_cell(true), UNIT_SIZES, _walkable)
 	for i in UNIT_SIZES.size():
 		_spawn_unit(UNIT_SIZES[i], COLORS[i], _cell_center(start_cells[i]))
-	_show(
-		(
-			"click to send the group  |  1x1 units take the one-cell gaps, 2x2 units the wide ones"
-			+ "  |  map '%s'" % PathServer.map_name
-		)
-	)
+	_show("click to send the group  |  small units take the one-cell gaps, big ones go around")
 	_send_group(_cell_center(_roam_cell(false)))
 
 

@@ -30,4 +30,8 @@ func _add_setting(name: String, default: Variant) -> void:
 	var info := {"name": name, "type": typeof(default)}
 	if name == PathServerClient.SETTING_EMBEDDED_MAPS_DIR:
 		info["hint"] = PROPERTY_HINT_DIR
+	elif name == PathServerClient.SETTING_EMBEDDED_PORT:
+		# 0 binds a free port (the server's `--bind tcp://127.0.0.1:*`).
+		info["hint"] = PROPERTY_HINT_RANGE
+		info["hint_string"] = "0,65535"
 	ProjectSettings.add_property_info(info)
