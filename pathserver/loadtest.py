@@ -494,9 +494,13 @@ def run_load(config: LoadConfig, maps: list[dict] | None = None, context: zmq.Co
 def _watch(drivers: list, config: LoadConfig, t0: float) -> None:
     """Wait for the drivers, with a progress bar on stderr when asked."""
     bar = None
+    tqdm = None
     if config.progress:
-        from tqdm import tqdm
-
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            print("loadtest: no progress bar without tqdm: pip install 'pathserver[load]'", file=sys.stderr)
+    if tqdm is not None:
         if config.requests is not None:
             bar = tqdm(total=config.requests, unit="req", file=sys.stderr, dynamic_ncols=True, leave=False)
         else:
@@ -773,7 +777,7 @@ def plot(summary: dict, path: Path) -> None:
     try:
         import matplotlib
     except ImportError:
-        raise LoadTestError("--plot needs matplotlib: pip install matplotlib") from None
+        raise LoadTestError("--plot needs matplotlib: pip install 'pathserver[load]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
