@@ -73,22 +73,23 @@ from pathserver.errors import OverloadedError, PathserverError
 from pathserver.protocol.codec import decode_request, peek_id
 from pathserver.protocol.requests import request_id
 from pathserver.server.handlers import error_reply_bytes
+from pathserver.transport import (
+    BACK_HEARTBEAT_IVL_MS,
+    BACK_HEARTBEAT_TIMEOUT_MS,
+    MORE_NOBLOCK,
+    NOBLOCK,
+    RCVMORE,
+    bind_socket,
+    max_message_bytes,
+    recv_frames,
+    send_frames,
+    server_socket,
+)
 
 log = logging.getLogger("pathserver.broker")
 
 DEFAULT_FRONT = "tcp://127.0.0.1:5555"
 DEFAULT_BACK = "tcp://127.0.0.1:5556"
-#: Front heartbeats and message cap: the values a plain server uses, so clients see one
-#: behaviour (``docs/protocol.md``, Transport).
-FRONT_HEARTBEAT_IVL_MS = 2000
-FRONT_HEARTBEAT_TIMEOUT_MS = 10000
-HANDSHAKE_MS = 5000
-FRONT_MAXMSGSIZE = 8 << 20
-#: Back end and edit channel: a worker that stops answering ZMTP pings (hung, or its
-#: machine gone without closing TCP) is dropped after the timeout, and round-robin stops
-#: dealing requests to it. A killed process is noticed at once (its kernel closes TCP).
-BACK_HEARTBEAT_IVL_MS = 1000
-BACK_HEARTBEAT_TIMEOUT_MS = 3000
 #: How long (s) a request waits in the broker for a worker that can take it (none
 #: connected, or every worker's pipe full) before it is answered ``overloaded``. Below
 #: the clients' own timeout (2 s in ``pathserver.client``), so they get the error rather
@@ -123,12 +124,9 @@ _LOG = struct.Struct("<QQQ")
 _ENTRY = struct.Struct("<QQd")
 _POLL_MS = 100
 _BURST = 256
-# Plain ints: pyzmq's enum arithmetic costs microseconds a message on the forwarding path.
-_NOBLOCK = int(zmq.NOBLOCK)
+# Plain ints, as pathserver.transport's flags: enum arithmetic costs microseconds a poll.
 _POLLIN = int(zmq.POLLIN)
 _POLLOUT = int(zmq.POLLOUT)
-_MORE_NOBLOCK = int(zmq.SNDMORE | zmq.NOBLOCK)
-_RCVMORE = int(zmq.RCVMORE)
 _TERMINATE = b"TERMINATE"
 
 
@@ -136,13 +134,6 @@ class BrokerError(PathserverError):
     """The broker could not start (an endpoint cannot be bound)."""
 
     code = "broker"
-
-
-def _normalize_endpoint(endpoint: str) -> str:
-    """``tcp://host:0`` means any free port, as ``tcp://host:*`` does."""
-    if endpoint.startswith("tcp://") and endpoint.endswith(":0"):
-        return endpoint[:-2] + ":*"
-    return endpoint
 
 
 def edit_endpoints(back: str, edits: str | None = None, feed: str | None = None, *,
@@ -171,41 +162,18 @@ def edit_endpoints(back: str, edits: str | None = None, feed: str | None = None,
     return edits or f"{head}:{int(port) + 1}", feed or f"{head}:{int(port) + 2}"
 
 
-def _heartbeats(sock: zmq.Socket, ivl_ms: int, timeout_ms: int) -> None:
-    sock.setsockopt(zmq.HEARTBEAT_IVL, ivl_ms)
-    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, timeout_ms)
-    sock.setsockopt(zmq.HEARTBEAT_TTL, timeout_ms)
-    sock.setsockopt(zmq.HANDSHAKE_IVL, HANDSHAKE_MS)
-
-
-def _recv_frames(sock: zmq.Socket) -> list:
-    """All frames of one message, without blocking (raises zmq.Again when none)."""
-    frames = [sock.recv(_NOBLOCK)]
-    while sock.getsockopt(_RCVMORE):
-        frames.append(sock.recv(_NOBLOCK))
-    return frames
-
-
-def _send_frames(sock: zmq.Socket, frames: list) -> None:
-    """One message, without blocking: a full pipe refuses its first frame (zmq.Again),
-    so it goes whole or not at all."""
-    last = len(frames) - 1
-    for i, frame in enumerate(frames):
-        sock.send(frame, _NOBLOCK if i == last else _MORE_NOBLOCK)
-
-
 def _relay(back: zmq.Socket, front: zmq.Socket) -> None:
     """Replies from the workers to the clients, frame by frame: the front ROUTER never
     refuses a frame (it drops a reply whose client has gone), so nothing is held back."""
     for _ in range(_BURST):
         try:
-            frame = back.recv(_NOBLOCK)
+            frame = back.recv(NOBLOCK)
         except zmq.Again:
             return
-        while back.getsockopt(_RCVMORE):
-            front.send(frame, _MORE_NOBLOCK)
-            frame = back.recv(_NOBLOCK)
-        front.send(frame, _NOBLOCK)
+        while back.getsockopt(RCVMORE):
+            front.send(frame, MORE_NOBLOCK)
+            frame = back.recv(NOBLOCK)
+        front.send(frame, NOBLOCK)
 
 
 class Broker:
@@ -260,46 +228,32 @@ class Broker:
 
     def bind(self) -> dict[str, str]:
         """Create and bind the four sockets; returns their endpoints by role."""
-        front = self._make("front", zmq.ROUTER)
-        # No ROUTER_MANDATORY here: a reply to a client that has gone is dropped by the
-        # ROUTER, as a plain server's is, and a send to the front never blocks the loop.
-        front.setsockopt(zmq.MAXMSGSIZE, FRONT_MAXMSGSIZE)
-        _heartbeats(front, FRONT_HEARTBEAT_IVL_MS, FRONT_HEARTBEAT_TIMEOUT_MS)
-        back = self._make("back", zmq.DEALER)
-        _heartbeats(back, *self._back_heartbeat)
-        edits = self._make("edits", zmq.ROUTER)
-        # Our own loop sends here, with NOBLOCK: a reply to a worker that has gone fails
-        # at once instead of vanishing.
-        edits.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        _heartbeats(edits, *self._back_heartbeat)
-        feed = self._make("feed", zmq.PUB)
-        feed.setsockopt(zmq.SNDHWM, FEED_HWM)
-        _heartbeats(feed, *self._back_heartbeat)
         if self.curve is not None:
             # Clients only: the ZAP handler admits the allow-listed CURVE keys on the
             # front, and NULL peers (the workers) on the loopback back, edits and feed.
             self._authenticator = self.curve.start_authenticator(self._context)
-            self.curve.apply(front)
+        context, back_heartbeat = self._context, self._back_heartbeat
+        self._sockets = {
+            # The clients' side behaves as a plain server's ROUTER, but for ROUTER_MANDATORY:
+            # a reply to a client that has gone is dropped by the ROUTER, and a send to the
+            # front never blocks the loop.
+            "front": server_socket(context, zmq.ROUTER, max_bytes=max_message_bytes(), curve=self.curve),
+            "back": server_socket(context, zmq.DEALER, heartbeat=back_heartbeat),
+            # Our own loop sends here, with NOBLOCK: a reply to a worker that has gone fails
+            # at once instead of vanishing.
+            "edits": server_socket(context, zmq.ROUTER, heartbeat=back_heartbeat, mandatory=True),
+            "feed": server_socket(context, zmq.PUB, heartbeat=back_heartbeat),
+        }
+        self._sockets["feed"].setsockopt(zmq.SNDHWM, FEED_HWM)
         for role, sock in self._sockets.items():
-            # As on the server (pathserver.server.loop): a ZAP domain makes libzmq refuse
-            # ZMTP 1.0/2.0 peers at once, which have no heartbeats and could otherwise hold
-            # a connection forever; ZMTP 3 peers with the NULL mechanism still get in.
-            sock.setsockopt(zmq.ZAP_DOMAIN, b"pathserver")
             address = self.addresses[role]
             try:
-                sock.bind(_normalize_endpoint(address))
+                self.endpoints[role] = bind_socket(sock, address)
             except zmq.ZMQError as exc:
                 self.close()
                 hint = " (back's port + 1 and + 2; choose others with --edits/--feed)" if role in self._derived else ""
                 raise BrokerError(f"cannot bind {role} endpoint {address}: {exc}{hint}") from None
-            self.endpoints[role] = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         return dict(self.endpoints)
-
-    def _make(self, role: str, kind: int) -> zmq.Socket:
-        sock = self._context.socket(kind)
-        sock.linger = 0
-        self._sockets[role] = sock
-        return sock
 
     def stop(self) -> None:
         """Ask ``run()`` to return (within about 0.2 s). Thread- and signal-safe."""
@@ -409,12 +363,12 @@ class Broker:
         waiting = self._waiting
         for _ in range(_BURST):
             try:
-                frames = _recv_frames(front)
+                frames = recv_frames(front)
             except zmq.Again:
                 return
             if not waiting:  # else it would overtake the requests that came before it
                 try:
-                    _send_frames(back, frames)
+                    send_frames(back, frames)
                     continue
                 except zmq.Again:
                     now = time.monotonic()
@@ -436,7 +390,7 @@ class Broker:
         while waiting:
             frames = waiting[0][1]
             try:
-                _send_frames(back, frames)
+                send_frames(back, frames)
             except zmq.Again:
                 return
             waiting.popleft()
@@ -465,7 +419,7 @@ class Broker:
                     pass
             error = OverloadedError(message, retry_after_ms=NO_WORKER_RETRY_AFTER_MS)
             reply, _ = error_reply_bytes(rid, error)
-            _send_frames(front, [*frames[:-1], reply])
+            send_frames(front, [*frames[:-1], reply])
         except zmq.ContextTerminated:
             raise
         except Exception:
@@ -649,11 +603,8 @@ class SharedEdits:
     # -- the feed thread ---------------------------------------------------------------
 
     def _run(self) -> None:
-        dealer = self._context.socket(zmq.DEALER)
-        sub = self._context.socket(zmq.SUB)
-        for sock in (dealer, sub):
-            sock.linger = 0
-            _heartbeats(sock, *self._heartbeat)
+        dealer = server_socket(self._context, zmq.DEALER, heartbeat=self._heartbeat)
+        sub = server_socket(self._context, zmq.SUB, heartbeat=self._heartbeat)
         sub.setsockopt(zmq.RCVHWM, FEED_HWM)
         sub.setsockopt(zmq.SUBSCRIBE, EDIT)
         dealer.connect(self.edits_endpoint)

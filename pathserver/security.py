@@ -37,6 +37,15 @@ import zmq.auth
 from zmq.utils import z85
 
 from pathserver.errors import PathserverError
+from pathserver.transport import (
+    HEARTBEAT_IVL_MS,
+    HEARTBEAT_TIMEOUT_MS,
+    ZAP_DOMAIN_NAME,
+    bind_socket,
+    client_socket,
+    max_message_bytes,
+    server_socket,
+)
 
 log = logging.getLogger("pathserver.security")
 
@@ -46,11 +55,6 @@ SAFE_LIBZMQ = (4, 3, 5)
 #: Local transports: never reachable from another machine.
 _LOCAL_TRANSPORTS = ("ipc", "inproc")
 _KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
-#: The relay's engine-facing socket behaves like the server's (docs/protocol.md, Transport).
-_HEARTBEAT_IVL_MS = 2000
-_HEARTBEAT_TIMEOUT_MS = 10000
-_HANDSHAKE_MS = 5000
-_MAXMSGSIZE = 8 * 1024 * 1024
 #: A relay connection to the server is closed after this long without traffic either way
 #: (engines reconnect freely; this only bounds sockets left by engines that went away).
 RELAY_IDLE_S = 300.0
@@ -250,8 +254,9 @@ class CurveServer:
 
         authenticator = ThreadAuthenticator(context, log=logging.getLogger("pathserver.security.zap"))
         authenticator.start()
-        # zmq.auth falls back to the "*" domain only for sockets that set no ZAP domain; the
-        # server's ROUTER sets ZAP_DOMAIN_NAME, so the allow-list is registered under both.
+        # zmq.auth falls back to the "*" domain only for sockets that set no ZAP domain;
+        # every bound socket sets ZAP_DOMAIN_NAME (pathserver.transport.bind_socket), so the
+        # allow-list is registered under both.
         for domain in ("*", ZAP_DOMAIN_NAME):
             authenticator.configure_curve(domain=domain, location=str(self.allowed_dir))
         return authenticator
@@ -260,10 +265,6 @@ class CurveServer:
         socket.curve_server = True
         socket.curve_publickey = self.public_key
         socket.curve_secretkey = self.secret_key
-
-
-#: The ZAP domain the server's sockets announce (see ``pathserver.server.loop``).
-ZAP_DOMAIN_NAME = "pathserver"
 
 
 def client_curve_options(server_public_key=None, client_secret_key=None) -> dict:
@@ -395,25 +396,14 @@ class Relay:
         self._closed = False
 
     def bind(self) -> str:
-        frontend = self._context.socket(zmq.ROUTER)
-        for option, value in {
-            zmq.LINGER: 0, zmq.ROUTER_MANDATORY: 1, zmq.MAXMSGSIZE: _MAXMSGSIZE,
-            zmq.HEARTBEAT_IVL: _HEARTBEAT_IVL_MS, zmq.HEARTBEAT_TIMEOUT: _HEARTBEAT_TIMEOUT_MS,
-            zmq.HEARTBEAT_TTL: _HEARTBEAT_TIMEOUT_MS, zmq.HANDSHAKE_IVL: _HANDSHAKE_MS,
-        }.items():
-            frontend.setsockopt(option, value)
-        # As on the server (pathserver.server.loop): refuse ZMTP 1.0 greetings at once, or a
-        # peer sending one byte and going silent would hold its connection forever.
-        frontend.setsockopt(zmq.ZAP_DOMAIN, ZAP_DOMAIN_NAME.encode())
-        listen = self.listen[:-2] + ":*" if self.listen.startswith("tcp://") and self.listen.endswith(":0") else self.listen
+        frontend = server_socket(self._context, zmq.ROUTER, max_bytes=max_message_bytes(), mandatory=True)
         try:
-            frontend.bind(listen)
+            self.endpoint = bind_socket(frontend, self.listen)
         except zmq.ZMQError:
             frontend.close(linger=0)
             raise
         self._frontend = frontend
         self._poller.register(frontend, zmq.POLLIN)
-        self.endpoint = frontend.getsockopt_string(zmq.LAST_ENDPOINT)
         return self.endpoint
 
     def stop(self) -> None:
@@ -466,14 +456,9 @@ class Relay:
         self.close()
 
     def _backend(self) -> zmq.Socket:
-        socket = self._context.socket(zmq.DEALER)
-        socket.linger = 0
-        socket.setsockopt(zmq.HEARTBEAT_IVL, _HEARTBEAT_IVL_MS)
-        socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, _HEARTBEAT_TIMEOUT_MS)
-        for option, value in self.curve_options.items():
-            socket.setsockopt(option, value)
-        socket.connect(self.connect)
-        return socket
+        # With pings, a server gone without closing TCP is noticed and connected to again.
+        return client_socket(self._context, self.connect, curve_options=self.curve_options,
+                             heartbeat=(HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS))
 
     def _from_engines(self) -> None:
         for _ in range(256):
