@@ -501,7 +501,7 @@ def serve(
     registry = MapRegistry(maps_dir)
     shared = None
     if connect is not None:
-        from pathserver.broker import SharedEdits, edit_endpoints
+        from pathserver.editlog import SharedEdits, edit_endpoints
 
         if curve is not None:
             # A worker binds nothing: its clients' CURVE belongs on the broker's front.
