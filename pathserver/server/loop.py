@@ -38,9 +38,7 @@ import itertools
 import logging
 import os
 import queue
-import signal
 import struct
-import sys
 import threading
 import time
 
@@ -58,7 +56,6 @@ from pathserver.protocol.requests import (
     UpdateRequest,
 )
 from pathserver.server import handlers
-from pathserver.server.startup import StartupLog, announce_kernels, warm_kernels
 from pathserver.transport import (
     HANDSHAKE_MS,
     HEARTBEAT_IVL_MS,
@@ -451,109 +448,3 @@ def _bad_envelope(frame_count: int) -> Exception:
         f"expected [body] or ['', body] after the routing id, got {frame_count - 1} frames "
         "(only an empty frame may come before the body)"
     )
-
-
-def serve(
-    maps_dir="maps",
-    bind: str = "tcp://127.0.0.1:5555",
-    *,
-    threads: int | None = None,
-    queue_limit: int = DEFAULT_QUEUE_LIMIT,
-    watch: bool = True,
-    out=None,
-    curve_keys=None,
-    allowed_clients_dir=None,
-    insecure: bool = False,
-    connect: str | None = None,
-    edits: str | None = None,
-    feed: str | None = None,
-) -> int:
-    """Serve every map in ``maps_dir`` on ``bind`` until SIGINT/SIGTERM; returns an exit status.
-
-    Loads the maps, compiles the kernels, then binds and prints exactly one line,
-    ``pathserver ready on tcp://HOST:PORT (N maps)``, to ``out`` (stdout). A port of
-    ``0`` or ``*`` binds a free port and the line names the real one. ``threads``: search
-    threads (default one per core). Returns 0 after a clean stop, 2 when the address
-    cannot be bound; a missing map folder raises MapLoadError.
-
-    Security (``pathserver.security``): ``curve_keys`` (the server's ``NAME.key_secret``
-    or its folder) with ``allowed_clients_dir`` (client ``NAME.key`` files) turns on
-    CURVE. A non-loopback ``bind`` without CURVE returns 2 with one line on stderr before
-    anything loads, unless ``insecure``, which prints a warning line instead.
-
-    Worker mode (``pathserver.broker``): with ``connect`` (the broker's back endpoint)
-    the server connects instead of binding, first replays the broker's edit log from
-    ``edits`` and follows its ``feed`` (default: the next two ports of ``connect``), and
-    prints ``pathserver worker HOST:PID ready, connected to ENDPOINT (N maps)``.
-    """
-    from pathserver import security
-    from pathserver.maps.registry import MapRegistry
-
-    out = sys.stdout if out is None else out
-    try:
-        curve = security.curve_from_arguments(curve_keys, allowed_clients_dir)
-        warnings = security.check_bind(bind, curve=curve is not None, insecure=insecure)
-    except security.SecurityError as exc:
-        print(f"pathserver: {exc}", file=sys.stderr, flush=True)
-        return 2
-    for warning in warnings:
-        print(warning, file=sys.stderr, flush=True)
-    registry = MapRegistry(maps_dir)
-    shared = None
-    if connect is not None:
-        from pathserver.editlog import SharedEdits, edit_endpoints
-
-        if curve is not None:
-            # A worker binds nothing: its clients' CURVE belongs on the broker's front.
-            print("pathserver: --curve-keys/--allow secure a bound server; a worker (--connect) binds nothing: "
-                  "give them to `pathserver broker` for its front (docs/scaling.md)", file=sys.stderr, flush=True)
-            return 2
-        try:
-            edits, feed = edit_endpoints(connect, edits, feed)
-        except ValueError as exc:
-            print(f"pathserver: {exc}", file=sys.stderr, flush=True)
-            return 2
-        shared = SharedEdits(registry, edits, feed, back=connect)
-    server = Server(registry if shared is None else shared, bind, workers=threads, queue_limit=queue_limit,
-                    curve=curve, connect=connect, identity=None if shared is None else shared.identity)
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        # Installed first, so a signal while maps load or kernels compile stops us too.
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, lambda *_: server.stop())
-    try:
-        startup = StartupLog()
-        compiling = announce_kernels(startup)
-        startup.say(f"loading maps from {registry.folder}")
-        registry.load_all()
-        startup.say(f"{len(registry.names())} maps loaded ({startup.elapsed():.2f} s since start)")
-        warm_kernels(startup, compiling=compiling)
-        if server.stopping:
-            return 0
-        if shared is not None:
-            # Take no request before the edits made so far are applied here.
-            shared.start()
-            while not shared.caught_up.wait(0.1):
-                if server.stopping:
-                    return 0
-        try:
-            endpoint = server.bind()
-        except zmq.ZMQError as exc:
-            print(f"pathserver: cannot bind {bind}: {exc}", file=sys.stderr, flush=True)
-            return 2
-        if watch:
-            registry.start()
-        if shared is None:
-            print(f"pathserver ready on {endpoint} ({len(registry.names())} maps)", file=out, flush=True)
-        else:
-            print(f"pathserver worker {shared.identity} ready, connected to {endpoint} "
-                  f"({len(registry.names())} maps)", file=out, flush=True)
-        server.run()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        registry.stop()
-        server.close()
-        if shared is not None:
-            shared.close()
-    return 0
