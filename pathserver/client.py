@@ -34,6 +34,7 @@ import zmq.asyncio
 
 from pathserver.errors import PathserverError
 from pathserver.security import client_curve_options
+from pathserver.transport import client_socket, send_request
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 
@@ -185,7 +186,7 @@ class Client:
         rid = next(self._ids)
         body = _encode({"id": rid, "op": op, **fields})
         self._pending[rid] = _Pending(body, time.monotonic() + self.timeout)
-        _send(self._socket, body)
+        send_request(self._socket, body)
         return rid
 
     def result(self, rid: int) -> dict:
@@ -219,12 +220,7 @@ class Client:
     # -- Lazy Pirate -----------------------------------------------------------------
 
     def _connect(self) -> None:
-        socket = self._context.socket(zmq.DEALER)
-        socket.linger = 0
-        for option, value in self._curve_options.items():
-            socket.setsockopt(option, value)
-        socket.connect(self.endpoint)
-        self._socket = socket
+        self._socket = client_socket(self._context, self.endpoint, curve_options=self._curve_options)
 
     def _drain(self) -> None:
         while True:
@@ -252,7 +248,7 @@ class Client:
             if pending.resend_at is not None and pending.resend_at <= now:
                 pending.resend_at = None
                 pending.deadline = now + self.timeout
-                _send(self._socket, pending.body)
+                send_request(self._socket, pending.body)
 
     def _retry_all(self, rid: int) -> None:
         pending = self._pending[rid]
@@ -269,20 +265,7 @@ class Client:
         for other in self._pending.values():
             other.deadline = deadline
             other.resend_at = None
-            _send(self._socket, other.body)
-
-
-def _send(socket, body: bytes) -> bool:
-    """Queue one request without blocking. False when libzmq has nowhere to queue it (no
-    connection: a refused handshake drops it, and then a blocking send would wait
-    forever); the request stays pending, and its timeout retries it on a fresh socket."""
-    try:
-        sent = socket.send_multipart([b"", body], zmq.NOBLOCK)
-        if isinstance(sent, asyncio.Future) and sent.done():  # zmq.asyncio: done at once with NOBLOCK
-            sent.result()
-    except zmq.Again:
-        return False
-    return True
+            send_request(self._socket, other.body)
 
 
 class AsyncClient:
@@ -332,7 +315,7 @@ class AsyncClient:
         self._pending[rid] = entry
         attempts = 0
         try:
-            _send(self._socket, body)
+            send_request(self._socket, body)
             while True:
                 try:
                     reply = await asyncio.wait_for(asyncio.shield(entry[0]), self.timeout)
@@ -350,7 +333,7 @@ class AsyncClient:
                     entry[0] = asyncio.get_running_loop().create_future()
                     await asyncio.sleep((reply.get("retry_after_ms") or 10) / 1000.0)
                     entry[2] = self._epoch
-                    _send(self._socket, body)
+                    send_request(self._socket, body)
                     continue
                 return _checked(reply)
         finally:
@@ -366,11 +349,7 @@ class AsyncClient:
         await self.close()
 
     def _connect(self) -> None:
-        socket = self._context.socket(zmq.DEALER)
-        socket.linger = 0
-        for option, value in self._curve_options.items():
-            socket.setsockopt(option, value)
-        socket.connect(self.endpoint)
+        socket = client_socket(self._context, self.endpoint, curve_options=self._curve_options)
         self._socket = socket
         self._reader = asyncio.ensure_future(self._read(socket))
 
@@ -389,7 +368,7 @@ class AsyncClient:
         self._connect()
         for entry in list(self._pending.values()):
             entry[2] = self._epoch
-            _send(self._socket, entry[1])
+            send_request(self._socket, entry[1])
 
     async def _read(self, socket) -> None:
         try:

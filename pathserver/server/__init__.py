@@ -1,5 +1,7 @@
-"""The ZeroMQ server: ``loop`` (sockets, workers, stats) and ``handlers`` (request -> reply)."""
+"""The ZeroMQ server: ``loop`` (sockets, workers, stats), ``handlers`` (request -> reply),
+``startup`` (the lines said while starting) and ``app`` (``serve``: the parts put together)."""
 
-from pathserver.server.loop import Server, serve
+from pathserver.server.app import serve
+from pathserver.server.loop import Server
 
 __all__ = ["Server", "serve"]

@@ -38,9 +38,7 @@ import itertools
 import logging
 import os
 import queue
-import signal
 import struct
-import sys
 import threading
 import time
 
@@ -57,45 +55,24 @@ from pathserver.protocol.requests import (
     StatsRequest,
     UpdateRequest,
 )
-from pathserver.security import ZAP_DOMAIN_NAME
 from pathserver.server import handlers
-from pathserver.server.startup import StartupLog, announce_kernels, warm_kernels
+from pathserver.transport import (
+    HANDSHAKE_MS,
+    HEARTBEAT_IVL_MS,
+    HEARTBEAT_TIMEOUT_MS,
+    bind_socket,
+    max_message_bytes,
+    normalize_endpoint,
+    recv_frames,
+    send_frames,
+    server_socket,
+)
 
 log = logging.getLogger("pathserver.server")
-
-# Plain ints: pyzmq's send_multipart/recv_multipart do enum arithmetic on every frame,
-# which costs several microseconds a message on the loop's hot path.
-_NOBLOCK = int(zmq.NOBLOCK)
-_MORE_NOBLOCK = int(zmq.SNDMORE | zmq.NOBLOCK)
-_RCVMORE = int(zmq.RCVMORE)
-
-
-def _recv_frames(socket: zmq.Socket) -> list:
-    """All frames of one message, without blocking (raises zmq.Again when none)."""
-    frames = [socket.recv(_NOBLOCK)]
-    while socket.getsockopt(_RCVMORE):
-        frames.append(socket.recv(_NOBLOCK))
-    return frames
-
-
-def _send_frames(socket: zmq.Socket, frames: list) -> None:
-    """One message, without blocking. A ROUTER or full pipe refuses the first frame, so
-    a message is sent whole or not at all."""
-    last = len(frames) - 1
-    for i, frame in enumerate(frames):
-        socket.send(frame, _NOBLOCK if i == last else _MORE_NOBLOCK)
 
 #: Requests (a ``paths`` batch counts one per entry) queued or running before new
 #: searches are answered ``overloaded``.
 DEFAULT_QUEUE_LIMIT = 4096
-#: ZMTP heartbeats (ms): ping every interval, drop a peer silent for the timeout, and
-#: drop connections that have not finished the handshake in HANDSHAKE_MS.
-HEARTBEAT_IVL_MS = 2000
-HEARTBEAT_TIMEOUT_MS = 10000
-HANDSHAKE_MS = 5000
-#: The socket's own hard cap, as a multiple of the ``too_large`` limit: bodies between
-#: the two get a ``too_large`` reply, larger ones a disconnect from libzmq.
-MAXMSGSIZE_FACTOR = 8
 #: A ``path`` whose start and goal are at most INLINE_DISTANCE cells apart (per axis) and
 #: whose search needs at most INLINE_EXPANSIONS expansions is answered on the loop thread
 #: itself (tens of microseconds); others go to the workers. Python overhead, not the
@@ -149,22 +126,15 @@ class Server:
         #: A ``pathserver.security.CurveServer`` or None (plain ZMTP, NULL mechanism).
         self.curve = curve
         self._authenticator = None
-        self.bind_address = _normalize_endpoint(bind)
+        self.bind_address = normalize_endpoint(bind)
         self.workers = max(1, workers or os.cpu_count() or 2)
         self.queue_limit = max(1, int(queue_limit))
         self.limits = limits
         self.inline_expansions = int(inline_expansions)
         self.inline_distance = int(inline_distance)
         self.endpoint: str | None = None
-        self._socket_options = {
-            zmq.LINGER: 0,
-            zmq.ROUTER_MANDATORY: 1,
-            zmq.MAXMSGSIZE: MAXMSGSIZE_FACTOR * limits.max_request_bytes,
-            zmq.HEARTBEAT_IVL: heartbeat_ivl_ms,
-            zmq.HEARTBEAT_TIMEOUT: heartbeat_timeout_ms,
-            zmq.HEARTBEAT_TTL: heartbeat_timeout_ms,
-            zmq.HANDSHAKE_IVL: handshake_ms,
-        }
+        self._heartbeat = (int(heartbeat_ivl_ms), int(heartbeat_timeout_ms))
+        self._handshake_ms = int(handshake_ms)
         self._context = zmq.Context()
         self._router: zmq.Socket | None = None
         self._results: zmq.Socket | None = None
@@ -198,35 +168,27 @@ class Server:
         results.bind(self._inproc)
         self._results = results
         worker = self.connect_address is not None
-        # A worker's DEALER receives what a ROUTER would, [client id, (""), body], because
-        # the broker's ROUTER front put the client id there; replies go back the same way.
-        router = self._context.socket(zmq.DEALER if worker else zmq.ROUTER)
-        for option, value in self._socket_options.items():
-            if worker and option == zmq.ROUTER_MANDATORY:
-                continue  # a DEALER has no routing table; a full pipe gives EAGAIN
-            router.setsockopt(option, value)
-        if not worker:
-            # A ZAP domain makes libzmq refuse ZMTP 1.0/2.0 peers at once. Without it, any
-            # first byte but 0xff reads as a 1.0 greeting, which ends the handshake timer,
-            # and 1.0 has no heartbeats: a peer that then went silent held its connection
-            # forever. With the NULL mechanism and no ZAP handler, ZMTP 3 clients still get in.
-            router.setsockopt(zmq.ZAP_DOMAIN, ZAP_DOMAIN_NAME.encode())
-        if self.curve is not None and not worker:
+        curve = None if worker else self.curve
+        if curve is not None and self._authenticator is None:
             # The ZAP handler must be up before the first connection arrives: without one,
             # libzmq admits every CURVE client.
-            if self._authenticator is None:
-                self._authenticator = self.curve.start_authenticator(self._context)
-            self.curve.apply(router)
+            self._authenticator = curve.start_authenticator(self._context)
+        # A worker's DEALER receives what a ROUTER would, [client id, (""), body], because
+        # the broker's ROUTER front put the client id there; replies go back the same way.
+        # A DEALER has no routing table (no ROUTER_MANDATORY): a full pipe gives EAGAIN.
+        router = server_socket(self._context, zmq.DEALER if worker else zmq.ROUTER, heartbeat=self._heartbeat,
+                               handshake_ms=self._handshake_ms, max_bytes=max_message_bytes(self.limits),
+                               mandatory=not worker, curve=curve)
         try:
             if worker:
                 router.connect(self.connect_address)
+                self.endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
             else:
-                router.bind(self.bind_address)
+                self.endpoint = bind_socket(router, self.bind_address)
         except zmq.ZMQError:
             router.close(linger=0)
             raise
         self._router = router
-        self.endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
         for i in range(self.workers):
             thread = threading.Thread(target=self._work, name=f"pathserver-worker-{i}", daemon=True)
             thread.start()
@@ -296,7 +258,7 @@ class Server:
         try:
             for _ in range(_BURST):
                 try:
-                    frames = _recv_frames(router)
+                    frames = recv_frames(router)
                 except zmq.Again:
                     return
                 received = time.perf_counter()
@@ -369,7 +331,7 @@ class Server:
         results = self._results
         for _ in range(_BURST):
             try:
-                frames = _recv_frames(results)
+                frames = recv_frames(results)
             except zmq.Again:
                 return
             meta = frames[0]
@@ -385,7 +347,7 @@ class Server:
 
     def _send(self, envelope: list, reply: bytes, received: float, code: str | None) -> None:
         try:
-            _send_frames(self._router, [*envelope, reply])
+            send_frames(self._router, [*envelope, reply])
         except zmq.Again:
             self._dropped += 1
         except zmq.ZMQError as exc:
@@ -422,11 +384,11 @@ class Server:
                     seconds = (time.perf_counter() - started) / len(request)
                     for (reply, code), one_envelope, one_received in zip(answers, envelope, received):
                         meta = _META.pack(one_received, 1, seconds) + (code or "").encode("ascii")
-                        _send_frames(push, [meta, *one_envelope, reply])
+                        send_frames(push, [meta, *one_envelope, reply])
                     continue
                 reply, code = handlers.run(request, self.registry)
                 meta = _META.pack(received, weight, time.perf_counter() - started) + (code or "").encode("ascii")
-                _send_frames(push, [meta, *envelope, reply])
+                send_frames(push, [meta, *envelope, reply])
         except zmq.ZMQError as exc:
             if not self._stopping:
                 log.error("worker stopped: %s", exc)
@@ -486,117 +448,3 @@ def _bad_envelope(frame_count: int) -> Exception:
         f"expected [body] or ['', body] after the routing id, got {frame_count - 1} frames "
         "(only an empty frame may come before the body)"
     )
-
-
-def _normalize_endpoint(bind: str) -> str:
-    """``tcp://host:0`` means any free port, as ``tcp://host:*`` does."""
-    if bind.startswith("tcp://") and bind.endswith(":0"):
-        return bind[:-2] + ":*"
-    return bind
-
-
-
-def serve(
-    maps_dir="maps",
-    bind: str = "tcp://127.0.0.1:5555",
-    *,
-    threads: int | None = None,
-    queue_limit: int = DEFAULT_QUEUE_LIMIT,
-    watch: bool = True,
-    out=None,
-    curve_keys=None,
-    allowed_clients_dir=None,
-    insecure: bool = False,
-    connect: str | None = None,
-    edits: str | None = None,
-    feed: str | None = None,
-) -> int:
-    """Serve every map in ``maps_dir`` on ``bind`` until SIGINT/SIGTERM; returns an exit status.
-
-    Loads the maps, compiles the kernels, then binds and prints exactly one line,
-    ``pathserver ready on tcp://HOST:PORT (N maps)``, to ``out`` (stdout). A port of
-    ``0`` or ``*`` binds a free port and the line names the real one. ``threads``: search
-    threads (default one per core). Returns 0 after a clean stop, 2 when the address
-    cannot be bound; a missing map folder raises MapLoadError.
-
-    Security (``pathserver.security``): ``curve_keys`` (the server's ``NAME.key_secret``
-    or its folder) with ``allowed_clients_dir`` (client ``NAME.key`` files) turns on
-    CURVE. A non-loopback ``bind`` without CURVE returns 2 with one line on stderr before
-    anything loads, unless ``insecure``, which prints a warning line instead.
-
-    Worker mode (``pathserver.broker``): with ``connect`` (the broker's back endpoint)
-    the server connects instead of binding, first replays the broker's edit log from
-    ``edits`` and follows its ``feed`` (default: the next two ports of ``connect``), and
-    prints ``pathserver worker HOST:PID ready, connected to ENDPOINT (N maps)``.
-    """
-    from pathserver import security
-    from pathserver.maps.registry import MapRegistry
-
-    out = sys.stdout if out is None else out
-    try:
-        curve = security.curve_from_arguments(curve_keys, allowed_clients_dir)
-        warnings = security.check_bind(bind, curve=curve is not None, insecure=insecure)
-    except security.SecurityError as exc:
-        print(f"pathserver: {exc}", file=sys.stderr, flush=True)
-        return 2
-    for warning in warnings:
-        print(warning, file=sys.stderr, flush=True)
-    registry = MapRegistry(maps_dir)
-    shared = None
-    if connect is not None:
-        from pathserver.broker import SharedEdits, edit_endpoints
-
-        if curve is not None:
-            # A worker binds nothing: its clients' CURVE belongs on the broker's front.
-            print("pathserver: --curve-keys/--allow secure a bound server; a worker (--connect) binds nothing: "
-                  "give them to `pathserver broker` for its front (docs/scaling.md)", file=sys.stderr, flush=True)
-            return 2
-        try:
-            edits, feed = edit_endpoints(connect, edits, feed)
-        except ValueError as exc:
-            print(f"pathserver: {exc}", file=sys.stderr, flush=True)
-            return 2
-        shared = SharedEdits(registry, edits, feed, back=connect)
-    server = Server(registry if shared is None else shared, bind, workers=threads, queue_limit=queue_limit,
-                    curve=curve, connect=connect, identity=None if shared is None else shared.identity)
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        # Installed first, so a signal while maps load or kernels compile stops us too.
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, lambda *_: server.stop())
-    try:
-        startup = StartupLog()
-        compiling = announce_kernels(startup)
-        startup.say(f"loading maps from {registry.folder}")
-        registry.load_all()
-        startup.say(f"{len(registry.names())} maps loaded ({startup.elapsed():.2f} s since start)")
-        warm_kernels(startup, compiling=compiling)
-        if server.stopping:
-            return 0
-        if shared is not None:
-            # Take no request before the edits made so far are applied here.
-            shared.start()
-            while not shared.caught_up.wait(0.1):
-                if server.stopping:
-                    return 0
-        try:
-            endpoint = server.bind()
-        except zmq.ZMQError as exc:
-            print(f"pathserver: cannot bind {bind}: {exc}", file=sys.stderr, flush=True)
-            return 2
-        if watch:
-            registry.start()
-        if shared is None:
-            print(f"pathserver ready on {endpoint} ({len(registry.names())} maps)", file=out, flush=True)
-        else:
-            print(f"pathserver worker {shared.identity} ready, connected to {endpoint} "
-                  f"({len(registry.names())} maps)", file=out, flush=True)
-        server.run()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        registry.stop()
-        server.close()
-        if shared is not None:
-            shared.close()
-    return 0

@@ -6,7 +6,7 @@ import pytest
 import zmq
 
 from reliability.helpers import FIGURES, ServerProcess, record, small_maps
-from pathserver.server.loop import warm_kernels
+from pathserver.server.startup import warm_kernels
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from pathserver.broker import Broker, SharedEdits, edit_endpoints
+from pathserver.broker import Broker
+from pathserver.editlog import SharedEdits, edit_endpoints
 from pathserver.maps.registry import MapRegistry
 
 

@@ -16,7 +16,8 @@ import zmq
 from scale.cluster import DOOR, EAST, WEST, WORKER_READY, START_TIMEOUT_S, cpu_seconds, free_ports, worker_identity
 from scale.test_cluster import stats_by_worker
 from pathserver import broker as broker_module
-from pathserver.broker import WORKER_WAIT_S, SharedEdits, edit_endpoints
+from pathserver.broker import WORKER_WAIT_S
+from pathserver.editlog import SharedEdits, edit_endpoints
 from pathserver.client import Client
 from pathserver.maps.registry import MapRegistry
 

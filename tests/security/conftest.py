@@ -12,7 +12,8 @@ import zmq.auth
 
 from pathserver.maps.registry import MapRegistry
 from pathserver.security import CurveServer
-from pathserver.server.loop import Server, warm_kernels
+from pathserver.server.loop import Server
+from pathserver.server.startup import warm_kernels
 from grids import ARENA, movingai  # noqa: F401 - re-exported to the tests
 import sockets
 

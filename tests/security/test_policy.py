@@ -13,7 +13,7 @@ import zmq
 
 from pathserver import security
 from pathserver.security import BindRefusedError, check_bind, is_local_endpoint
-from pathserver.server import loop
+from pathserver.server import app, loop
 
 LOCAL = [
     "tcp://127.0.0.1:5555", "tcp://127.8.9.10:0", "tcp://localhost:5555", "tcp://LOCALHOST:1",
@@ -62,7 +62,7 @@ def test_old_libzmq_is_warned_about_when_exposed(monkeypatch):
 
 def test_serve_refuses_before_loading_anything(tmp_path, capsys):
     # The maps folder does not exist: had serve() got as far as loading, it would raise.
-    assert loop.serve(tmp_path / "missing", "tcp://0.0.0.0:0") == 2
+    assert app.serve(tmp_path / "missing", "tcp://0.0.0.0:0") == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.count("\n") == 1
@@ -76,7 +76,7 @@ def test_serve_insecure_warns_then_binds(tmp_path, capsys, monkeypatch):
         raise zmq.ZMQError(zmq.EADDRNOTAVAIL, "stubbed: tests never bind a real interface")
 
     monkeypatch.setattr(loop.Server, "bind", no_real_bind)
-    assert loop.serve(tmp_path / "maps", "tcp://0.0.0.0:0", insecure=True, watch=False) == 2
+    assert app.serve(tmp_path / "maps", "tcp://0.0.0.0:0", insecure=True, watch=False) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("pathserver: WARNING: --insecure")
     assert err[-1].startswith("pathserver: cannot bind tcp://0.0.0.0:0")
@@ -91,7 +91,7 @@ def test_serve_insecure_warns_then_binds(tmp_path, capsys, monkeypatch):
     ],
 )
 def test_serve_reports_bad_curve_options_in_one_line(tmp_path, capsys, kwargs, message):
-    assert loop.serve(tmp_path, "tcp://0.0.0.0:0", **kwargs) == 2
+    assert app.serve(tmp_path, "tcp://0.0.0.0:0", **kwargs) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
 
@@ -99,13 +99,13 @@ def test_serve_reports_bad_curve_options_in_one_line(tmp_path, capsys, kwargs, m
 def test_serve_refuses_an_empty_allow_list(tmp_path, capsys, keys):
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert loop.serve(tmp_path, "tcp://0.0.0.0:0", curve_keys=keys.server.secret_file,
+    assert app.serve(tmp_path, "tcp://0.0.0.0:0", curve_keys=keys.server.secret_file,
                       allowed_clients_dir=empty) == 2
     assert "no client public keys" in capsys.readouterr().err
 
 
 def test_a_worker_with_curve_keys_is_pointed_at_the_broker(tmp_path, capsys, keys):
-    assert loop.serve(tmp_path, curve_keys=keys.server.secret_file, allowed_clients_dir=keys.allowed,
+    assert app.serve(tmp_path, curve_keys=keys.server.secret_file, allowed_clients_dir=keys.allowed,
                       connect="tcp://127.0.0.1:5556") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pathserver broker" in err

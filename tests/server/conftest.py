@@ -8,7 +8,8 @@ import pytest
 import zmq
 
 from pathserver.maps.registry import MapRegistry
-from pathserver.server.loop import Server, warm_kernels
+from pathserver.server.loop import Server
+from pathserver.server.startup import warm_kernels
 from grids import ARENA, SPLIT, movingai, write_map  # noqa: F401 - re-exported to the tests
 from sockets import Dealer
 

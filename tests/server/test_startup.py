@@ -10,7 +10,7 @@ import sys
 import time
 
 from pathserver.server import loop, startup
-from pathserver.server.loop import serve
+from pathserver.server.app import serve
 from pathserver.server.startup import PREFIX, StartupLog, announce_kernels
 
 READY_PREFIX = "pathserver ready on "
