@@ -49,6 +49,7 @@ func _run() -> void:
 	await test_pipelined_requests()
 	await test_batch()
 	await test_error_codes()
+	await test_no_path_is_an_answer()
 	await test_cancel()
 	await test_timeout()
 	await test_follower()
@@ -127,6 +128,20 @@ func free_port() -> int:
 	var port := server.get_local_port()
 	server.stop()
 	return port
+
+
+## The answers of [param of_client]'s path requests from now on, by id, as its signals bring
+## them: the waypoints of a completed query, or [code][code, message][/code] of a failure.
+func track_answers(of_client: PathServerClient) -> Dictionary:
+	var answers := {}
+	of_client.path_completed.connect(
+		func(id: int, waypoints: PackedVector2Array, _info: Dictionary) -> void:
+			answers[id] = waypoints
+	)
+	of_client.path_failed.connect(
+		func(id: int, code: String, message: String) -> void: answers[id] = [code, message]
+	)
+	return answers
 
 
 # -- msgpack ----------------------------------------------------------------------------------
@@ -581,14 +596,14 @@ func test_pipelined_requests() -> void:
 	var answers := {}
 	var on_found := func(id: int, waypoints: PackedVector2Array, info: Dictionary) -> void:
 		answers[id] = [waypoints, info]
-	client.path_found.connect(on_found)
+	client.path_completed.connect(on_found)
 	var start := center(Vector2i(1, 1))
 	for i in 24:
 		var goal := center(Vector2i(11 + i % 9, i % 12))
 		goals[client.find_path(start, goal)] = goal
 	check_equal(client.get_pending_count(), 24, "24 requests in flight at once")
 	await wait_until(func() -> bool: return answers.size() == goals.size(), 10.0)
-	client.path_found.disconnect(on_found)
+	client.path_completed.disconnect(on_found)
 	var wrong := []
 	for id: int in goals:
 		var answer: Array = answers.get(id, [PackedVector2Array(), {}])
@@ -650,7 +665,6 @@ func test_error_codes() -> void:
 		client.find_path(start, center(Vector2i(17, 9)), Vector2i.ONE, {"map": "no_such_map"}):
 		"unknown_map",
 		client.find_path(start, Vector2(-40, 8)): "out_of_bounds",
-		client.find_path(start, center(Vector2i(17, 9)), Vector2i(3, 3)): "no_path",
 		client.find_path(start, center(Vector2i(17, 9)), Vector2i(0, 1)): "bad_unit_size",
 		client.find_path(start, center(Vector2i(17, 9)), Vector2i.ONE, {"smooth": "wiggly"}):
 		"invalid_request",
@@ -662,26 +676,86 @@ func test_error_codes() -> void:
 		check(got[0] == expected[id] and got[1] != "", "error code %s" % expected[id], got)
 	var unknown := await client.find_path_async(start, start, Vector2i.ONE, {"map": "no_such_map"})
 	check(
-		not unknown.ok and unknown.code == "unknown_map" and not unknown.retryable,
-		"find_path_async reports the error code",
+		(
+			not unknown.ok
+			and unknown.code == "unknown_map"
+			and unknown.info.get("at") == "map"
+			and not unknown.retryable
+		),
+		"find_path_async reports the error code and its field",
 		unknown
+	)
+
+
+## A unit too big for the wall's gap has no path: like AStarGrid2D's empty path, an answer
+## (path_completed, ok, status no_path, no waypoints), never path_failed.
+func test_no_path_is_an_answer() -> void:
+	var completed := {}
+	var failed := {}
+	var on_completed := func(id: int, waypoints: PackedVector2Array, info: Dictionary) -> void:
+		completed[id] = [waypoints, info]
+	var on_failed := func(id: int, code: String, _message: String) -> void: failed[id] = code
+	client.path_completed.connect(on_completed)
+	client.path_failed.connect(on_failed)
+	var start := center(Vector2i(1, 1))
+	var id := client.find_path(start, center(Vector2i(17, 9)), Vector2i(3, 3))
+	await wait_until(func() -> bool: return completed.has(id) or failed.has(id), 5.0)
+	client.path_completed.disconnect(on_completed)
+	client.path_failed.disconnect(on_failed)
+	var answer: Array = completed.get(id, [PackedVector2Array([Vector2.ONE]), {}])
+	check(
+		(
+			not failed.has(id)
+			and answer[0].is_empty()
+			and answer[1].get("status") == "no_path"
+			and answer[1].get("cost") == 0.0
+		),
+		"no_path comes as path_completed with empty waypoints and status no_path",
+		[answer, failed]
+	)
+	var awaited := await client.find_path_async(start, center(Vector2i(17, 9)), Vector2i(3, 3))
+	check(
+		(
+			awaited.ok
+			and awaited.status == "no_path"
+			and awaited.code == ""
+			and awaited.waypoints.is_empty()
+			and str(awaited).ends_with("no_path, 0 waypoints)")
+		),
+		"an awaited no_path result is ok with status no_path",
+		awaited
+	)
+	var batch := await client.find_paths_async(
+		[[start, center(Vector2i(17, 9))], [start, center(Vector2i(2, 1))]], Vector2i(3, 3)
+	)
+	check(
+		(
+			batch.size() == 2
+			and batch.all(func(r: PathServerResult) -> bool: return r.ok)
+			and batch[0].status == "no_path"
+		),
+		"a batch entry with no path is ok too",
+		batch
 	)
 
 
 func test_cancel() -> void:
 	var heard := []
-	var on_found := func(id: int, _waypoints: PackedVector2Array, _info: Dictionary) -> void:
+	var on_completed := func(id: int, _waypoints: PackedVector2Array, _info: Dictionary) -> void:
 		heard.append(id)
-	client.path_found.connect(on_found)
+	var on_failed := func(id: int, _code: String, _message: String) -> void: heard.append(id)
+	client.path_completed.connect(on_completed)
+	client.path_failed.connect(on_failed)
 	var id := client.find_path(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
-	var result := client.get_request(id)
 	client.cancel(id)
+	var pending_after_cancel := client.get_pending_count()
 	var later := await client.find_path_async(center(Vector2i(1, 1)), center(Vector2i(2, 1)))
-	client.path_found.disconnect(on_found)
+	client.path_completed.disconnect(on_completed)
+	client.path_failed.disconnect(on_failed)
 	check(
-		result.done and result.code == "cancelled" and later.ok and id not in heard,
-		"a cancelled request completes as cancelled and emits nothing",
-		[result, heard]
+		pending_after_cancel == 0 and later.ok and id not in heard and later.id in heard,
+		"a cancelled request is forgotten and emits nothing",
+		[pending_after_cancel, heard]
 	)
 
 
@@ -736,11 +810,15 @@ func test_follower() -> void:
 		"update", {"map": MAP, "rects": [[10, 0, 1, 12]], "solid": true}
 	)
 	check(closed.ok, "update closes the gap", closed.reply)
-	small.failures.clear()
+	small.events.clear()
 	small.agent.target_position = center(Vector2i(2, 8))
 	small.agent.target_node = null
-	await wait_until(func() -> bool: return not small.failures.is_empty(), 5.0)
-	check(small.failures == ["no_path"], "the follower reports path_failed no_path", small.failures)
+	await wait_until(func() -> bool: return not small.events.is_empty(), 5.0)
+	check(
+		small.events == ["path_changed"] and small.agent.waypoints.is_empty(),
+		"the follower gets an empty path_changed for no_path, not path_failed",
+		small.events
+	)
 	small.reached = false
 	var opened := await client.request_async(
 		"update", {"map": MAP, "rects": [[10, 5, 1, 2]], "solid": false}
@@ -828,50 +906,67 @@ func test_agent_small_target_moves() -> void:
 	body.queue_free()
 
 
-## The order the agent's signals fire in, as the README describes it: the client's path_found
-## for the agent's request, then path_changed, then target_reached once; path_failed when the
-## server gives no path.
+## The order the agent's signals fire in, as the README describes it: the client's
+## path_completed for the agent's request, then path_changed, then target_reached once; an
+## empty path_changed alone when the server answers no_path.
 func test_agent_signal_order() -> void:
 	var unit := _spawn_unit(Vector2i(1, 1), Vector2i.ONE)
 	var agent: PathServerAgent2D = unit.agent
 	var events: Array = unit.events
 	var on_found := func(_id: int, _waypoints: PackedVector2Array, _info: Dictionary) -> void:
-		events.append("client path_found")
-	client.path_found.connect(on_found)
+		events.append("client path_completed")
+	client.path_completed.connect(on_found)
 	agent.target_position = center(Vector2i(17, 9))
 	await wait_until(func() -> bool: return unit.reached, 5.0)
 	for i in 5:
 		await physics_frame
 	check_equal(
 		events,
-		["client path_found", "path_changed", "target_reached"],
-		"agent signals: the client's path_found, path_changed, target_reached"
+		["client path_completed", "path_changed", "target_reached"],
+		"agent signals: the client's path_completed, path_changed, target_reached"
 	)
 	events.clear()
 	agent.unit_size = Vector2i(3, 3)
 	agent.target_position = center(Vector2i(1, 1))
 	await wait_until(func() -> bool: return not events.is_empty(), 5.0)
-	check_equal(events, ["path_failed"], "agent signals: path_failed alone when there is no path")
-	client.path_found.disconnect(on_found)
+	for i in 5:
+		await physics_frame
+	check_equal(
+		events,
+		["client path_completed", "path_changed"],
+		"agent signals: an empty path_changed, no target_reached, when there is no path"
+	)
+	client.path_completed.disconnect(on_found)
 	unit.body.queue_free()
 
 
 ## A failed request is asked again after retry_interval: the agent used to wait for a new
-## target or map generation.
+## target or map generation. A no_path answer is not a failure: no timed retries.
 func test_agent_retries_after_failure() -> void:
-	var unit := _spawn_unit(Vector2i(2, 8), Vector2i(3, 3))
+	var unit := _spawn_unit(Vector2i(2, 8), Vector2i.ONE)
 	unit.agent.retry_interval = 0.2
+	unit.agent.map_name = "no_such_map"
 	unit.agent.target_position = center(Vector2i(17, 9))
 	await wait_until(func() -> bool: return unit.failures.size() >= 3, 3.0)
 	check(
 		(
 			unit.failures.size() >= 3
-			and unit.failures.all(func(c: String) -> bool: return c == "no_path")
+			and unit.failures.all(func(c: String) -> bool: return c == "unknown_map")
 		),
 		"a failing agent asks again every retry_interval",
 		unit.failures
 	)
 	unit.body.queue_free()
+	var stuck := _spawn_unit(Vector2i(2, 8), Vector2i(3, 3))
+	stuck.agent.retry_interval = 0.2
+	stuck.agent.target_position = center(Vector2i(17, 9))
+	await create_timer(1.0).timeout
+	check(
+		stuck.events == ["path_changed"] and stuck.failures.is_empty(),
+		"an agent answered no_path does not ask again on a timer",
+		stuck.events
+	)
+	stuck.body.queue_free()
 
 
 ## Points the embedded-server settings at the test's Python and maps; false when the
@@ -969,12 +1064,11 @@ func test_embedded_server_failure() -> void:
 	var failures := []
 	embedded.embedded_server_failed.connect(func(message: String) -> void: failures.append(message))
 	var began := Time.get_ticks_msec()
-	var result := embedded.get_request(
-		embedded.find_path(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
-	)
+	var answers := track_answers(embedded)
+	var id := embedded.find_path(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
 	var connected := await embedded.wait_connected()
-	if not result.done:
-		await result.completed
+	await wait_until(func() -> bool: return answers.has(id), 30.0)
+	var result: Array = answers.get(id, ["(no answer)", ""])
 	var waited := Time.get_ticks_msec() - began
 	var message: String = failures[0] if failures.size() == 1 else ""
 	check(
@@ -988,7 +1082,7 @@ func test_embedded_server_failure() -> void:
 		failures
 	)
 	check(
-		not connected and result.code == "embedded_server_failed" and result.message == message,
+		not connected and result == ["embedded_server_failed", message],
 		"wait_connected() is false and waiting requests fail at once (%d ms)" % waited,
 		[connected, result]
 	)
@@ -1138,7 +1232,7 @@ func test_demo_map_fits_its_units() -> void:
 		)
 		var unreachable := []
 		for i in results.size():
-			if not results[i].ok:
+			if results[i].status != "found":
 				unreachable.append(cells[i])
 		check(
 			cells.size() > 100 and results.size() == cells.size() and unreachable.is_empty(),
@@ -1190,27 +1284,28 @@ func test_embedded_server_and_reconnect() -> void:
 	check(first.ok, "a path from the embedded server", first)
 	# Freeze the server, so the next request is sent and stays unanswered, then kill it.
 	OS.execute("kill", ["-STOP", str(pid)])
+	var answers := track_answers(embedded)
 	var id := embedded.find_path(center(Vector2i(1, 1)), center(Vector2i(18, 2)))
-	var pending := embedded.get_request(id)
 	for i in 5:
 		await process_frame
 	check(
-		embedded._pending[id].sent and not pending.done, "a request is in flight to a frozen server"
+		embedded._pending[id].sent and not answers.has(id),
+		"a request is in flight to a frozen server"
 	)
 	embedded.stop_embedded_server()
 	await wait_until(func() -> bool: return events.has("disconnected"), 5.0)
 	check(events.has("disconnected"), "the client notices the server went away", events)
 	for i in 10:
 		await process_frame
-	check(not pending.done, "the request waits while the server is down")
+	check(not answers.has(id), "the request waits while the server is down")
 	embedded.start_embedded_server()
 	var restarted_pid := embedded.get_embedded_server_pid()
-	if not pending.done:
-		await pending.completed
+	await wait_until(func() -> bool: return answers.has(id), 60.0)
+	var answer: Variant = answers.get(id)
 	check(
-		pending.ok and pending.waypoints[-1] == center(Vector2i(18, 2)),
+		answer is PackedVector2Array and answer[-1] == center(Vector2i(18, 2)),
 		"the request in flight is sent again after reconnecting",
-		pending
+		answer
 	)
 	check(events.count("connected") == 2, "connected twice (reconnect with back-off)", events)
 	embedded.queue_free()
