@@ -77,6 +77,8 @@ static class Tests
         Run("server: a batch answers in order, one bad entry fails alone", Batch);
         Run("server: error codes with their field", ErrorCodes);
         Run("server: events wait for DrainMainThreadQueue", Events);
+        Run("server: no path is a result (NoPath, empty Path), awaited, by event and in a batch", NoPathIsAResult);
+        Run("client: the event queue keeps the newest EventQueueCapacity events", EventQueueIsBounded);
         Run("server: update makes a new generation the next path sees", LiveEdit);
         Run("client: cancelling through a CancellationToken", Cancellation);
         Run("client: a request fails with \"timeout\" when no reply comes", RequestTimeout);
@@ -781,11 +783,11 @@ static class Tests
         using (var client = NewClient())
         {
             client.DispatchEventsOnMainThread = true;
-            var found = new List<PathFoundEventArgs>();
+            var found = new List<PathCompletedEventArgs>();
             var failed = new List<PathFailedEventArgs>();
             int drainingThread = Thread.CurrentThread.ManagedThreadId;
             var threads = new HashSet<int>();
-            client.PathFound += (sender, e) => { found.Add(e); threads.Add(Thread.CurrentThread.ManagedThreadId); };
+            client.PathCompleted += (sender, e) => { found.Add(e); threads.Add(Thread.CurrentThread.ManagedThreadId); };
             client.PathFailed += (sender, e) => { failed.Add(e); threads.Add(Thread.CurrentThread.ManagedThreadId); };
             var unit = new object();
             long goodId = client.RequestPath(Corner(0), Corner(3), 1, Grid(), unit);
@@ -796,9 +798,9 @@ static class Tests
             drainingThread = Thread.CurrentThread.ManagedThreadId;
             int ran = client.DrainMainThreadQueue();
             Check(ran >= 2, "drained " + ran + " actions");
-            Equal(1, found.Count, "PathFound events");
+            Equal(1, found.Count, "PathCompleted events");
             Equal(1, failed.Count, "PathFailed events");
-            Equal(goodId, found[0].RequestId, "PathFound id");
+            Equal(goodId, found[0].RequestId, "PathCompleted id");
             Check(ReferenceEquals(unit, found[0].State) && ReferenceEquals(unit, found[0].Result.State), "state comes back");
             Equal(badId, failed[0].RequestId, "PathFailed id");
             Equal("unknown_map", failed[0].Error.Code, "PathFailed code");
@@ -808,7 +810,81 @@ static class Tests
             // FindPathAsync raises the events too.
             await client.FindPathAsync(Corner(0), Corner(3), 1, Grid());
             client.DrainMainThreadQueue();
-            Equal(2, found.Count, "PathFound after FindPathAsync");
+            Equal(2, found.Count, "PathCompleted after FindPathAsync");
+        }
+    }
+
+    // No path is an answer, as in AStarGrid2D: Status NoPath, an empty Path, no exception, and
+    // PathCompleted (never PathFailed), awaited, by callback and in a batch alike.
+    static async Task NoPathIsAResult()
+    {
+        await RequireServer();
+        using (var client = new PathServerClient(_endpoint, "example") { DispatchEventsOnMainThread = false })
+        {
+            var completed = new List<PathCompletedEventArgs>();
+            var failed = new List<PathFailedEventArgs>();
+            client.PathCompleted += (sender, e) => { lock (completed) completed.Add(e); };
+            client.PathFailed += (sender, e) => { lock (failed) failed.Add(e); };
+            var start = new PathPoint(2, 2);
+            var walledOff = new PathPoint(60, 60);  // behind a one-cell door: no way for a 2x2 unit
+            var options = new PathOptions { Space = CoordinateSpace.Grid };
+            var result = await client.FindPathAsync(start, walledOff, 2, options);
+            Equal(PathStatus.NoPath, result.Status, "awaited status");
+            Equal("no_path", result.StatusText, "status text");
+            Equal(0, result.Path.Length, "no waypoints");
+            Check(!result.HasPath && result.Error == null, "no path and no error");
+            Equal(0.0, result.Cost, "cost");
+            long id = client.RequestPath(start, walledOff, 2, options, "unit");
+            await Eventually(() => { lock (completed) return completed.Count == 2; }, "two PathCompleted events");
+            lock (completed)
+            {
+                Equal(id, completed[1].RequestId, "the callback's id");
+                Equal(PathStatus.NoPath, completed[1].Result.Status, "the callback's status");
+                Equal("unit", (string)completed[1].State, "the callback's state");
+            }
+            lock (failed) Equal(0, failed.Count, "PathFailed events");
+            var batch = await client.FindPathsAsync(new[] { new PathRequest(start, walledOff), new PathRequest(start, new PathPoint(10, 2)) }, 2, options);
+            Equal(PathStatus.NoPath, batch[0].Status, "a batch entry with no path");
+            Check(batch[0].Error == null, "the entry has no error");
+            Equal(PathStatus.Found, batch[1].Status, "the next entry");
+        }
+    }
+
+    // The event queue is bounded: nothing drains it, 10 answers arrive, capacity 4: the 4 newest
+    // stay, the 6 oldest are dropped and counted, and the log says so once.
+    static async Task EventQueueIsBounded()
+    {
+        await RequireServer();
+        var logged = new List<string>();
+        using (var client = new PathServerClient(_endpoint, _mapName) { EventQueueCapacity = 4 })
+        {
+            client.Log = message => { lock (logged) logged.Add(message); };
+            Equal(PathServerClient.DefaultEventQueueCapacity, new PathServerClient(_endpoint).EventQueueCapacity, "the default capacity");
+            bool refused = false;
+            try
+            {
+                client.EventQueueCapacity = 0;
+            }
+            catch (ArgumentOutOfRangeException)
+            {
+                refused = true;
+            }
+            Check(refused, "a capacity below 1 is refused");
+            Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(5)), "connected");
+            client.DrainMainThreadQueue();  // the ConnectionChanged event
+            var ids = new List<long>();
+            for (int i = 0; i < 10; i++)
+            {
+                // One at a time, so the answers (and their events) arrive in id order.
+                ids.Add(client.RequestPath(Corner(0), Corner(i % 4), 1, Grid()));
+                await Eventually(() => client.InFlightCount == 0, "answer " + i);
+            }
+            Equal(6L, client.DroppedEventCount, "dropped events");
+            var heard = new List<long>();
+            client.PathCompleted += (sender, e) => heard.Add(e.RequestId);
+            Equal(4, client.DrainMainThreadQueue(), "queued events");
+            Equal(string.Join(",", ids.Skip(6)), string.Join(",", heard), "the newest events stay");
+            lock (logged) Equal(1, logged.Count(line => line.Contains("event queue is full")), "log lines about the full queue");
         }
     }
 
