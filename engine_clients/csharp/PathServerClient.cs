@@ -1116,9 +1116,10 @@ namespace PathServer
                     failures = 0;
                     _current = connection;
                     Interlocked.Increment(ref _connectionCount);
-                    _connectedSignal.TrySetResult(true);
                     WriteLog("connected to " + Endpoint);
+                    // Queued before WaitForConnectionAsync resumes: the next drain after it raises it.
                     RaiseConnectionChanged(true, null);
+                    _connectedSignal.TrySetResult(true);
                     // Lazy Pirate: whatever was in flight on the old connection goes out again, in
                     // id order. The writer skips anything already written to this connection.
                     var ids = new List<long>(_pending.Keys);
