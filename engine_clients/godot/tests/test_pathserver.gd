@@ -5,10 +5,14 @@ extends SceneTree
 ##   godot --headless --path tests -s res://test_pathserver.gd -- tcp://127.0.0.1:PORT
 ##
 ## The server must serve tests/maps/godot_arena.map (20 x 12 cells of 16 world units, a wall
-## at column 10 with a two-cell gap at rows 5-6). Environment:
-##   PATHSERVER_MAPS      that server's maps folder, for the embedded server this test starts
-##   PATHSERVER_PYTHON    the Python that runs `-m pathserver serve` (default python3)
-##   PATHSERVER_PROTOCOL  docs/protocol.md (default: found from this project's folder)
+## at column 10 with a two-cell gap at rows 5-6) and the repository's maps/. Environment:
+##   PATHSERVER_MAPS             that server's maps folder, for the embedded servers this test
+##                               starts
+##   PATHSERVER_PYTHON           the Python that runs `-m pathserver serve` (default python3)
+##   PATHSERVER_PROTOCOL         docs/protocol.md (default: found from this project's folder)
+##   PATHSERVER_CONFORMANCE      engine_clients/conformance.json (default: found likewise)
+##   PATHSERVER_SILENT_ENDPOINT  a ZeroMQ peer that never answers, for the timeout scenario
+##   PATHSERVER_OPTIONS          the output of `pathserver options --json`, the server's options
 ## Prints one line per check, then exactly "N passed, N failed", and exits non-zero on failure.
 
 const MAP := "godot_arena"
@@ -63,6 +67,8 @@ func _run() -> void:
 	await test_embedded_server_failure()
 	await test_embedded_servers_ports()
 	await test_embedded_server_and_reconnect()
+	await test_conformance()
+	test_options_match_the_server()
 	await test_readme_examples()
 	check(
 		client.get_pending_count() == 0 and client.is_connected_to_server(),
@@ -1317,6 +1323,193 @@ func test_embedded_server_and_reconnect() -> void:
 		func() -> bool: return not DirAccess.dir_exists_absolute(proc_dir), 5.0
 	)
 	check(gone, "the embedded server stops when its client leaves the tree", restarted_pid)
+
+
+# -- conformance and options -----------------------------------------------------------------
+
+
+## A file named by [param variable], else [param fallback] next to this project.
+func shared_file(variable: String, fallback: String) -> String:
+	var path := OS.get_environment(variable)
+	if path == "":
+		path = ProjectSettings.globalize_path("res://").path_join(fallback)
+	return path.simplify_path()
+
+
+## The shared scenarios of engine_clients/conformance.json, through this client's public API
+## ([code]await find_path_async[/code], [code]request_async[/code]): every outcome must be the
+## scenario's expectation, as for the Python and C# clients (engine_clients/conformance.py
+## describes the outcome's shape).
+func test_conformance() -> void:
+	var path := shared_file("PATHSERVER_CONFORMANCE", "../../conformance.json")
+	var parsed: Variant = JSON.parse_string(FileAccess.get_file_as_string(path))
+	if not parsed is Dictionary or not parsed.get("scenarios") is Array:
+		check(false, "conformance scenarios read from %s" % path)
+		return
+	var silent := PathServerClient.new()
+	silent.endpoint = OS.get_environment("PATHSERVER_SILENT_ENDPOINT")
+	silent.auto_connect = silent.endpoint != ""
+	root.add_child(silent)
+	for scenario: Dictionary in parsed.scenarios:
+		var name := "conformance: %s" % scenario.name
+		if scenario.get("server") == "silent" and silent.endpoint == "":
+			check(false, name, "PATHSERVER_SILENT_ENDPOINT is not set")
+			continue
+		var with_client := silent if scenario.get("server") == "silent" else client
+		var got := await conformance_outcome(with_client, scenario.request)
+		var wrong := conformance_mismatches(scenario.expect, got)
+		check(wrong.is_empty(), name, "; ".join(wrong))
+	silent.queue_free()
+
+
+## What this client reports for one scenario's request, in the shape of its expectation.
+func conformance_outcome(with_client: PathServerClient, request: Dictionary) -> Dictionary:
+	var op: String = request.get("op", "path")
+	var result: PathServerResult
+	if op != "path":
+		result = await with_client.request_async(op)
+	else:
+		# JSON numbers arrive as floats; the wire wants whole numbers as ints (max_expansions).
+		var options: Dictionary = whole_numbers(request.get("options", {}))
+		if request.has("timeout_ms"):
+			options["timeout_ms"] = int(request.timeout_ms)
+		options["map"] = request.map
+		var size: Variant = whole_numbers(request.get("unit_size", 1))
+		result = await with_client.find_path_async(
+			scenario_point(request.start),
+			scenario_point(request.goal),
+			Vector2i(size[0], size[1]) if size is Array else Vector2i(size, size),
+			options
+		)
+	if not result.ok:
+		return {"error": result.code, "at": result.info.get("at")}
+	if op != "path":
+		return {"ok": true}
+	var start: Vector2 = result.info.start
+	var goal: Vector2 = result.info.goal
+	return {
+		"status": result.status,
+		"cost": result.info.cost,
+		"start": [start.x, start.y],
+		"goal": [goal.x, goal.y],
+		"waypoints": result.waypoints.size(),
+		"start_snapped": result.info.start_snapped,
+		"goal_snapped": result.info.goal_snapped,
+	}
+
+
+## A scenario's [x, y]: numbers, or "nan" / "inf" / "-inf" (JSON has no such floats).
+func scenario_point(pair: Array) -> Vector2:
+	var named := {"nan": NAN, "inf": INF, "-inf": -INF}
+	var xy := pair.map(func(v: Variant) -> float: return named[v] if v is String else float(v))
+	return Vector2(xy[0], xy[1])
+
+
+func whole_numbers(value: Variant) -> Variant:
+	if value is float and value == floorf(value) and absf(value) < 1e15:
+		return int(value)
+	if value is Array:
+		return value.map(whole_numbers)
+	if value is Dictionary:
+		var copy := {}
+		for key: Variant in value:
+			copy[key] = whole_numbers(value[key])
+		return copy
+	return value
+
+
+## How [param got] differs from [param expect]: numbers to 1e-6, the rest exactly;
+## start_snapped and goal_snapped are false unless expected true.
+func conformance_mismatches(expect: Dictionary, got: Dictionary) -> PackedStringArray:
+	var keys := expect.keys()
+	if expect.has("status"):
+		for key: String in ["start_snapped", "goal_snapped"]:
+			if not expect.has(key):
+				keys.append(key)
+	var wrong := PackedStringArray()
+	for key: String in keys:
+		var wanted: Variant = expect.get(key, false)
+		if not same_value(wanted, got.get(key)):
+			wrong.append(
+				(
+					"%s: expected %s, got %s"
+					% [key, JSON.stringify(wanted), JSON.stringify(got.get(key))]
+				)
+			)
+	return wrong
+
+
+func same_value(wanted: Variant, value: Variant) -> bool:
+	var numbers := [TYPE_INT, TYPE_FLOAT]
+	if typeof(wanted) in numbers:
+		return typeof(value) in numbers and absf(float(wanted) - float(value)) <= 1e-6
+	if wanted is Array:
+		if not value is Array or value.size() != wanted.size():
+			return false
+		for i in wanted.size():
+			if not same_value(wanted[i], value[i]):
+				return false
+		return true
+	return typeof(wanted) == typeof(value) and wanted == value
+
+
+## The options this client documents and applies, checked against the server's one definition
+## (`pathserver options --json`, which engine_clients/test.sh writes): every name must be the
+## server's, every default its wire_default but the client's own, declared in CLIENT_DEFAULTS.
+func test_options_match_the_server() -> void:
+	var path := OS.get_environment("PATHSERVER_OPTIONS")
+	var parsed: Variant = (
+		JSON.parse_string(FileAccess.get_file_as_string(path)) if path != "" else null
+	)
+	if not parsed is Dictionary or not parsed.get("options") is Array:
+		check(
+			false,
+			"the server's options read from PATHSERVER_OPTIONS (`pathserver options --json`)",
+			path
+		)
+		return
+	var server := {}
+	for option: Dictionary in parsed.options:
+		server[option.name] = option
+	var documented := PathServerClient.PATH_OPTIONS
+	var unknown := documented.keys().filter(func(name: String) -> bool: return not server.has(name))
+	check(unknown.is_empty(), "PATH_OPTIONS names only the server's options", unknown)
+	var missing := server.keys().filter(
+		func(name: String) -> bool: return name != "unit_size" and not documented.has(name)
+	)
+	check(missing.is_empty(), "PATH_OPTIONS lists every option of the server", missing)
+	var wrong := []
+	for name: String in documented:
+		if not server.has(name):
+			continue
+		var option: Dictionary = server[name]
+		var value: Variant = documented[name]
+		if PathServerClient.CLIENT_DEFAULTS.has(name):
+			# The client's own default: sent on every request, so it must be a valid choice.
+			var choices: Array = option.choices if option.get("choices") is Array else [value]
+			if value != PathServerClient.CLIENT_DEFAULTS[name] or value not in choices:
+				wrong.append([name, value, option.get("choices")])
+		elif not same_value(option.wire_default, value):
+			wrong.append([name, value, option.wire_default])
+	check(
+		wrong.is_empty() and PathServerClient.CLIENT_DEFAULTS.keys() == ["space"],
+		"PATH_OPTIONS defaults are the server's wire_default (space: the client's own, world)",
+		wrong
+	)
+	var defaults := {}
+	for method: Dictionary in client.get_script().get_script_method_list():
+		if method.name in ["find_path", "find_paths"]:
+			defaults[method.name] = method.default_args
+	var size_default: Variant = server.get("unit_size", {}).get("wire_default")
+	var as_server := defaults.size() == 2
+	for args: Array in defaults.values():
+		var size_on_wire: Variant = PathServerClient.wire_unit_size(args[0])
+		as_server = as_server and same_value(size_on_wire, size_default)
+	check(
+		as_server,
+		"find_path's and find_paths' unit_size default is the server's (%s)" % size_default,
+		defaults
+	)
 
 
 # -- the README -------------------------------------------------------------------------------
