@@ -5,7 +5,7 @@
 //
 // 1. await one path per unit size (async/await style);
 // 2. a "game loop" at 60 frames per second: 180 units ask with RequestPath, and the answers
-//    arrive as PathCompleted events raised by DrainMainThreadQueue() at the start of each frame;
+//    arrive as PathFound events raised by DrainMainThreadQueue() at the start of each frame;
 // 3. the same 180 questions as one batch (FindPathsAsync), one round trip.
 
 using System;
@@ -89,12 +89,12 @@ static class Demo
                 CellCentre(map, random.Next(map.Width), random.Next(map.Height)))).ToList();
 
             Console.WriteLine();
-            Console.WriteLine("2. a 60 fps loop: 180 RequestPath calls, answers as PathCompleted events drained each frame");
-            client.DrainMainThreadQueue();  // step 1's PathCompleted / PathFailed events, unobserved
+            Console.WriteLine("2. a 60 fps loop: 180 RequestPath calls, answers as PathFound events drained each frame");
+            client.DrainMainThreadQueue();  // step 1's PathFound / PathFailed events, unobserved
             int answered = 0;
             int failed = 0;
             var perFrame = new List<int>();
-            client.PathCompleted += (sender, e) => answered++;
+            client.PathFound += (sender, e) => answered++;
             client.PathFailed += (sender, e) => { answered++; failed++; };
             var frameClock = Stopwatch.StartNew();
             for (int i = 0; i < requests.Count; i++) client.RequestPath(requests[i].Start, requests[i].Goal, 1, snapping, i);

@@ -14,7 +14,7 @@
 //   1. Values: PathPoint, UnitSize, GridRect, CoordinateSpace, PathStatus, PathOptions,
 //      PathRequest, PathResult, MapInfo: what goes into a request and comes out of a reply.
 //   2. Errors: PathServerErrorCodes and PathServerException.
-//   3. Events: the EventArgs of PathCompleted, PathFailed and ConnectionChanged.
+//   3. Events: the EventArgs of PathFound, PathFailed and ConnectionChanged.
 //   4. PathServerClient: its public API; the main-thread event queue; requests (ids, timeouts,
 //      replies); the connection (reader and writer threads, handshake, heartbeats, reconnects).
 //   5. Zmtp (internal): ZMTP 3.x framing with the NULL mechanism.
@@ -28,7 +28,7 @@
 //
 // Threads: one background thread connects, reads and reconnects; one writes and sends heartbeats.
 // Tasks complete on those threads with asynchronous continuations, so `await` resumes on the
-// caller's SynchronizationContext (Unity's and Godot's main thread). The PathCompleted /
+// caller's SynchronizationContext (Unity's and Godot's main thread). The PathFound /
 // PathFailed / ConnectionChanged events are queued and raised by DrainMainThreadQueue(), called
 // once a frame (set DispatchEventsOnMainThread = false to raise them on the background thread
 // instead). The queue holds at most EventQueueCapacity items: when it is full the oldest one is
@@ -373,8 +373,11 @@ namespace PathServer
 
     #region Events
 
-    /// <summary>A path query completed: Result.Status is Found, Partial or NoPath.</summary>
-    public sealed class PathCompletedEventArgs : EventArgs
+    /// <summary>
+    /// A path query completed: Result.Status is Found, Partial or NoPath (an empty Path, like
+    /// AStarGrid2D's empty path).
+    /// </summary>
+    public sealed class PathFoundEventArgs : EventArgs
     {
         public long RequestId { get; internal set; }
         public PathResult Result { get; internal set; }
@@ -450,10 +453,11 @@ namespace PathServer
         public long DroppedEventCount { get { return Interlocked.Read(ref _droppedEvents); } }
 
         /// <summary>
-        /// A path query completed (from FindPathAsync or RequestPath): Result.Status is Found,
-        /// Partial or NoPath (an empty Path: no path is an answer, not a failure).
+        /// Raised for every completed path query (from FindPathAsync or RequestPath): Result.Status
+        /// is Found, Partial or NoPath (an empty Path, like AStarGrid2D's empty path: no path is an
+        /// answer, not a failure). Errors raise PathFailed.
         /// </summary>
-        public event EventHandler<PathCompletedEventArgs> PathCompleted;
+        public event EventHandler<PathFoundEventArgs> PathFound;
         /// <summary>A path request failed: an error reply, a timeout or a disconnect.</summary>
         public event EventHandler<PathFailedEventArgs> PathFailed;
         public event EventHandler<ConnectionChangedEventArgs> ConnectionChanged;
@@ -531,7 +535,7 @@ namespace PathServer
         /// Finds a path for a unit of footprint unitSize (cells) from start to goal, in world
         /// coordinates unless options.Space is Grid. The result's Status is Found, Partial or
         /// NoPath (an empty Path: an answer, not an error). Throws PathServerException on error
-        /// replies, timeouts and disconnects. Also raises PathCompleted / PathFailed.
+        /// replies, timeouts and disconnects. Also raises PathFound / PathFailed.
         /// </summary>
         public Task<PathResult> FindPathAsync(PathPoint start, PathPoint goal, UnitSize unitSize,
             PathOptions options = null, CancellationToken ct = default(CancellationToken))
@@ -541,7 +545,7 @@ namespace PathServer
 
         /// <summary>
         /// Callback style: sends a path request and returns its id at once. The answer arrives as a
-        /// PathCompleted (Found, Partial or NoPath) or PathFailed event carrying this id and state
+        /// PathFound (Found, Partial or NoPath) or PathFailed event carrying this id and state
         /// (e.g. the unit that asked).
         /// </summary>
         public long RequestPath(PathPoint start, PathPoint goal, UnitSize unitSize, PathOptions options = null, object state = null)
@@ -824,8 +828,8 @@ namespace PathServer
                 result.State = state;
                 RaiseEvent(() =>
                 {
-                    var handler = PathCompleted;
-                    if (handler != null) handler(this, new PathCompletedEventArgs { RequestId = replyId, Result = result, State = state });
+                    var handler = PathFound;
+                    if (handler != null) handler(this, new PathFoundEventArgs { RequestId = replyId, Result = result, State = state });
                 });
                 return result;
             }, (failedId, error) =>

@@ -796,11 +796,11 @@ static class Tests
         using (var client = NewClient())
         {
             client.DispatchEventsOnMainThread = true;
-            var found = new List<PathCompletedEventArgs>();
+            var found = new List<PathFoundEventArgs>();
             var failed = new List<PathFailedEventArgs>();
             int drainingThread = Thread.CurrentThread.ManagedThreadId;
             var threads = new HashSet<int>();
-            client.PathCompleted += (sender, e) => { found.Add(e); threads.Add(Thread.CurrentThread.ManagedThreadId); };
+            client.PathFound += (sender, e) => { found.Add(e); threads.Add(Thread.CurrentThread.ManagedThreadId); };
             client.PathFailed += (sender, e) => { failed.Add(e); threads.Add(Thread.CurrentThread.ManagedThreadId); };
             var unit = new object();
             long goodId = client.RequestPath(Corner(0), Corner(3), 1, Grid(), unit);
@@ -811,9 +811,9 @@ static class Tests
             drainingThread = Thread.CurrentThread.ManagedThreadId;
             int ran = client.DrainMainThreadQueue();
             Check(ran >= 2, "drained " + ran + " actions");
-            Equal(1, found.Count, "PathCompleted events");
+            Equal(1, found.Count, "PathFound events");
             Equal(1, failed.Count, "PathFailed events");
-            Equal(goodId, found[0].RequestId, "PathCompleted id");
+            Equal(goodId, found[0].RequestId, "PathFound id");
             Check(ReferenceEquals(unit, found[0].State) && ReferenceEquals(unit, found[0].Result.State), "state comes back");
             Equal(badId, failed[0].RequestId, "PathFailed id");
             Equal("unknown_map", failed[0].Error.Code, "PathFailed code");
@@ -823,20 +823,20 @@ static class Tests
             // FindPathAsync raises the events too.
             await client.FindPathAsync(Corner(0), Corner(3), 1, Grid());
             client.DrainMainThreadQueue();
-            Equal(2, found.Count, "PathCompleted after FindPathAsync");
+            Equal(2, found.Count, "PathFound after FindPathAsync");
         }
     }
 
     // No path is an answer, as in AStarGrid2D: Status NoPath, an empty Path, no exception, and
-    // PathCompleted (never PathFailed), awaited, by callback and in a batch alike.
+    // PathFound (never PathFailed), awaited, by callback and in a batch alike.
     static async Task NoPathIsAResult()
     {
         await RequireServer();
         using (var client = new PathServerClient(_endpoint, "example") { DispatchEventsOnMainThread = false })
         {
-            var completed = new List<PathCompletedEventArgs>();
+            var completed = new List<PathFoundEventArgs>();
             var failed = new List<PathFailedEventArgs>();
-            client.PathCompleted += (sender, e) => { lock (completed) completed.Add(e); };
+            client.PathFound += (sender, e) => { lock (completed) completed.Add(e); };
             client.PathFailed += (sender, e) => { lock (failed) failed.Add(e); };
             var start = new PathPoint(2, 2);
             var walledOff = new PathPoint(60, 60);  // behind a one-cell door: no way for a 2x2 unit
@@ -848,7 +848,7 @@ static class Tests
             Check(!result.HasPath && result.Error == null, "no path and no error");
             Equal(0.0, result.Cost, "cost");
             long id = client.RequestPath(start, walledOff, 2, options, "unit");
-            await Eventually(() => { lock (completed) return completed.Count == 2; }, "two PathCompleted events");
+            await Eventually(() => { lock (completed) return completed.Count == 2; }, "two PathFound events");
             lock (completed)
             {
                 Equal(id, completed[1].RequestId, "the callback's id");
@@ -894,7 +894,7 @@ static class Tests
             }
             Equal(6L, client.DroppedEventCount, "dropped events");
             var heard = new List<long>();
-            client.PathCompleted += (sender, e) => heard.Add(e.RequestId);
+            client.PathFound += (sender, e) => heard.Add(e.RequestId);
             Equal(4, client.DrainMainThreadQueue(), "queued events");
             Equal(string.Join(",", ids.Skip(6)), string.Join(",", heard), "the newest events stay");
             lock (logged) Equal(1, logged.Count(line => line.Contains("event queue is full")), "log lines about the full queue");

@@ -140,7 +140,7 @@ func free_port() -> int:
 ## them: the waypoints of a completed query, or [code][code, message][/code] of a failure.
 func track_answers(of_client: PathServerClient) -> Dictionary:
 	var answers := {}
-	of_client.path_completed.connect(
+	of_client.path_found.connect(
 		func(id: int, waypoints: PackedVector2Array, _info: Dictionary) -> void:
 			answers[id] = waypoints
 	)
@@ -602,14 +602,14 @@ func test_pipelined_requests() -> void:
 	var answers := {}
 	var on_found := func(id: int, waypoints: PackedVector2Array, info: Dictionary) -> void:
 		answers[id] = [waypoints, info]
-	client.path_completed.connect(on_found)
+	client.path_found.connect(on_found)
 	var start := center(Vector2i(1, 1))
 	for i in 24:
 		var goal := center(Vector2i(11 + i % 9, i % 12))
 		goals[client.find_path(start, goal)] = goal
 	check_equal(client.get_pending_count(), 24, "24 requests in flight at once")
 	await wait_until(func() -> bool: return answers.size() == goals.size(), 10.0)
-	client.path_completed.disconnect(on_found)
+	client.path_found.disconnect(on_found)
 	var wrong := []
 	for id: int in goals:
 		var answer: Array = answers.get(id, [PackedVector2Array(), {}])
@@ -694,19 +694,19 @@ func test_error_codes() -> void:
 
 
 ## A unit too big for the wall's gap has no path: like AStarGrid2D's empty path, an answer
-## (path_completed, ok, status no_path, no waypoints), never path_failed.
+## (path_found, ok, status no_path, no waypoints), never path_failed.
 func test_no_path_is_an_answer() -> void:
 	var completed := {}
 	var failed := {}
 	var on_completed := func(id: int, waypoints: PackedVector2Array, info: Dictionary) -> void:
 		completed[id] = [waypoints, info]
 	var on_failed := func(id: int, code: String, _message: String) -> void: failed[id] = code
-	client.path_completed.connect(on_completed)
+	client.path_found.connect(on_completed)
 	client.path_failed.connect(on_failed)
 	var start := center(Vector2i(1, 1))
 	var id := client.find_path(start, center(Vector2i(17, 9)), Vector2i(3, 3))
 	await wait_until(func() -> bool: return completed.has(id) or failed.has(id), 5.0)
-	client.path_completed.disconnect(on_completed)
+	client.path_found.disconnect(on_completed)
 	client.path_failed.disconnect(on_failed)
 	var answer: Array = completed.get(id, [PackedVector2Array([Vector2.ONE]), {}])
 	check(
@@ -716,7 +716,7 @@ func test_no_path_is_an_answer() -> void:
 			and answer[1].get("status") == "no_path"
 			and answer[1].get("cost") == 0.0
 		),
-		"no_path comes as path_completed with empty waypoints and status no_path",
+		"no_path comes as path_found with empty waypoints and status no_path",
 		[answer, failed]
 	)
 	var awaited := await client.find_path_async(start, center(Vector2i(17, 9)), Vector2i(3, 3))
@@ -750,13 +750,13 @@ func test_cancel() -> void:
 	var on_completed := func(id: int, _waypoints: PackedVector2Array, _info: Dictionary) -> void:
 		heard.append(id)
 	var on_failed := func(id: int, _code: String, _message: String) -> void: heard.append(id)
-	client.path_completed.connect(on_completed)
+	client.path_found.connect(on_completed)
 	client.path_failed.connect(on_failed)
 	var id := client.find_path(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
 	client.cancel(id)
 	var pending_after_cancel := client.get_pending_count()
 	var later := await client.find_path_async(center(Vector2i(1, 1)), center(Vector2i(2, 1)))
-	client.path_completed.disconnect(on_completed)
+	client.path_found.disconnect(on_completed)
 	client.path_failed.disconnect(on_failed)
 	check(
 		pending_after_cancel == 0 and later.ok and id not in heard and later.id in heard,
@@ -913,23 +913,23 @@ func test_agent_small_target_moves() -> void:
 
 
 ## The order the agent's signals fire in, as the README describes it: the client's
-## path_completed for the agent's request, then path_changed, then target_reached once; an
+## path_found for the agent's request, then path_changed, then target_reached once; an
 ## empty path_changed alone when the server answers no_path.
 func test_agent_signal_order() -> void:
 	var unit := _spawn_unit(Vector2i(1, 1), Vector2i.ONE)
 	var agent: PathServerAgent2D = unit.agent
 	var events: Array = unit.events
 	var on_found := func(_id: int, _waypoints: PackedVector2Array, _info: Dictionary) -> void:
-		events.append("client path_completed")
-	client.path_completed.connect(on_found)
+		events.append("client path_found")
+	client.path_found.connect(on_found)
 	agent.target_position = center(Vector2i(17, 9))
 	await wait_until(func() -> bool: return unit.reached, 5.0)
 	for i in 5:
 		await physics_frame
 	check_equal(
 		events,
-		["client path_completed", "path_changed", "target_reached"],
-		"agent signals: the client's path_completed, path_changed, target_reached"
+		["client path_found", "path_changed", "target_reached"],
+		"agent signals: the client's path_found, path_changed, target_reached"
 	)
 	events.clear()
 	agent.unit_size = Vector2i(3, 3)
@@ -939,10 +939,10 @@ func test_agent_signal_order() -> void:
 		await physics_frame
 	check_equal(
 		events,
-		["client path_completed", "path_changed"],
+		["client path_found", "path_changed"],
 		"agent signals: an empty path_changed, no target_reached, when there is no path"
 	)
-	client.path_completed.disconnect(on_found)
+	client.path_found.disconnect(on_found)
 	unit.body.queue_free()
 
 

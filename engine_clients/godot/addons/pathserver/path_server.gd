@@ -12,7 +12,7 @@ extends Node
 ## them; every request emits its signal, awaited or not.
 ##
 ## A path query that finds no path is an answer, not a failure (like [AStarGrid2D]'s empty
-## path): [signal path_completed] with empty waypoints and [code]info.status == "no_path"[/code],
+## path): [signal path_found] with empty waypoints and [code]info.status == "no_path"[/code],
 ## a result with [member PathServerResult.ok] true. Only errors (a bad request, an unknown map,
 ## a timeout, ...) are [signal path_failed].
 ##
@@ -24,10 +24,10 @@ extends Node
 ##     var result := await PathServer.find_path_async(Vector2(2.5, 2.5), Vector2(60.5, 60.5))
 ##     print(result.status, " ", result.waypoints)
 ##
-##     PathServer.path_completed.connect(_on_path_completed)
+##     PathServer.path_found.connect(_on_path_found)
 ##     PathServer.find_path(Vector2(2.5, 2.5), Vector2(60.5, 60.5))
 ##
-## func _on_path_completed(id: int, waypoints: PackedVector2Array, info: Dictionary) -> void:
+## func _on_path_found(id: int, waypoints: PackedVector2Array, info: Dictionary) -> void:
 ##     print(id, " ", info.status, " ", waypoints, " cost ", info.cost)
 ## [/codeblock]
 ## When the connection drops, the client reconnects with back-off and sends again whatever was
@@ -35,15 +35,16 @@ extends Node
 ## [code]await PathServer.wait_connected()[/code] waits for the connection (it returns at once
 ## when there is one).
 
-## A [method find_path] query completed: [code]info.status[/code] is "found", "partial" (with
-## [code]allow_partial[/code]) or "no_path" ([param waypoints] empty: the goal cannot be
-## reached). [param info] holds the reply's fields besides the path (status, cost, length,
-## expanded, start and goal as [Vector2], start_snapped, goal_snapped, gen, ...) plus the
-## request's map and unit_size.
-signal path_completed(id: int, waypoints: PackedVector2Array, info: Dictionary)
+## Emitted for every completed [method find_path] query: [code]info.status[/code] is "found",
+## "partial" (with [code]allow_partial[/code]) or "no_path" ([param waypoints] empty, like
+## [AStarGrid2D]'s empty path: the goal cannot be reached). Errors are [signal path_failed].
+## [param info] holds the reply's fields besides the path (status, cost, length, expanded,
+## start and goal as [Vector2], start_snapped, goal_snapped, gen, ...) plus the request's map
+## and unit_size.
+signal path_found(id: int, waypoints: PackedVector2Array, info: Dictionary)
 ## A request failed: [param code] is a server error code ("unknown_map", "out_of_bounds", ...)
 ## or the client's own "timeout", "bad_reply" or "embedded_server_failed". Never "no_path":
-## that is an answer, see [signal path_completed].
+## that is an answer, see [signal path_found].
 signal path_failed(id: int, code: String, message: String)
 ## A [method find_paths] batch completed: one [PathServerResult] per request, in order.
 signal paths_completed(id: int, results: Array)
@@ -237,7 +238,7 @@ func get_pending_count() -> int:
 
 ## Asks for a path from [param start] to [param goal] for a unit whose footprint is
 ## [param unit_size] cells, fire and forget. Returns the request id; the answer comes as
-## [signal path_completed] (found, partial or no_path) or [signal path_failed] (an error) with
+## [signal path_found] (found, partial or no_path) or [signal path_failed] (an error) with
 ## that id. [param options] may hold any of [constant PATH_OPTIONS] (the server's
 ## [code]path[/code] fields), plus "map" and "timeout_ms".
 func find_path(start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}) -> int:
@@ -609,7 +610,7 @@ func _complete(pending: Pending, reply: Dictionary) -> void:
 		Kind.PATH:
 			_fill_path_result(result, reply, pending.body)
 			if result.ok:
-				path_completed.emit(result.id, result.waypoints, result.info)
+				path_found.emit(result.id, result.waypoints, result.info)
 			else:
 				path_failed.emit(result.id, result.code, result.message)
 		Kind.PATHS:

@@ -13,7 +13,7 @@ extends Node
 ## [signal path_changed] comes with empty waypoints: the unit stands still until the target
 ## moves more than [member repath_distance] or the map changes. [signal path_failed] instead of
 ## [signal path_changed] on errors (a timeout, an unknown map, ...). The client's
-## [signal PathServerClient.path_completed] for the agent's request comes just before
+## [signal PathServerClient.path_found] for the agent's request comes just before
 ## [signal path_changed].
 ##
 ## Add it as a child of the unit. With [member move_body] off it only steers: read
