@@ -7,9 +7,19 @@
 #    Mono (mono-mcs, mono-runtime), Godot 4 in a Debian sid tree (see godot/run_tests.sh);
 # 2. static checks of every GDScript file: gdparse, gdlint, gdformat --check;
 # 3. starts a real `pathserver serve` on a free loopback port, serving a temporary copy of the
-#    repository's maps/ plus the Godot test and demo maps;
-# 4. runs the Godot addon's tests in a headless Godot 4 and the C# client's tests under Mono;
-# 5. prints `godot: N passed, N failed` and `csharp: N passed, N failed`.
+#    repository's maps/ plus the Godot test and demo maps, and a ZeroMQ peer that never answers
+#    (`conformance.py silent`, for the timeout scenario); writes the server's option list,
+#    `pathserver options --json`, which the engine tests check their clients' options against;
+# 4. runs the Godot addon's tests in a headless Godot 4, the C# client's tests under Mono (both
+#    include the shared scenarios of conformance.json) and those scenarios with the Python
+#    client (`conformance.py run`), all against that one server;
+# 5. prints `godot: N passed, N failed`, `csharp: N passed, N failed` and
+#    `python conformance: N passed, N failed`.
+#
+# The engine tests get their inputs as environment variables: PATHSERVER_MAPS,
+# PATHSERVER_PYTHON, PATHSERVER_SILENT_ENDPOINT, PATHSERVER_CONFORMANCE and PATHSERVER_OPTIONS.
+# PATHSERVER_OPTIONS set beforehand names a file to use instead of running
+# `pathserver options --json` (a server checkout without that command).
 #
 # When Godot cannot be installed it prints `godot: SKIPPED (reason)` in a banner and still runs
 # the rest; set ENGINE_CLIENTS_REQUIRE_GODOT=1 to make that a failure. Exits non-zero when a
@@ -33,15 +43,21 @@ export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/pathserver-engines.XXXXXX")"
 SERVER_PID=""
-cleanup() {
-    if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill "$SERVER_PID" 2>/dev/null
+SILENT_PID=""
+stop_process() {
+    local pid="$1"
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+        kill "$pid" 2>/dev/null
         for _ in 1 2 3 4 5 6 7 8 9 10; do
-            kill -0 "$SERVER_PID" 2>/dev/null || break
+            kill -0 "$pid" 2>/dev/null || break
             sleep 0.2
         done
-        kill -9 "$SERVER_PID" 2>/dev/null
+        kill -9 "$pid" 2>/dev/null
     fi
+}
+cleanup() {
+    stop_process "$SERVER_PID"
+    stop_process "$SILENT_PID"
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -96,7 +112,8 @@ mkdir -p "$WORK/maps"
 cp -R "$REPO/maps/." "$WORK/maps/" 2>/dev/null || true
 cp "$GODOT_DIR/tests/maps/"* "$GODOT_DIR/demo/maps/"* "$WORK/maps/"
 export PATHSERVER_MAPS="$WORK/maps"
-PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+free_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+PORT="$(free_port)"
 ENDPOINT="tcp://127.0.0.1:$PORT"
 : >"$WORK/server.log"
 (cd "$REPO" && exec "$PY" -m pathserver serve --maps "$WORK/maps" --bind "$ENDPOINT") \
@@ -119,6 +136,40 @@ else
     FAILURES+=("server start")
 fi
 
+# A peer that completes the ZeroMQ handshake and never answers: the timeout scenario.
+SILENT_ENDPOINT="tcp://127.0.0.1:$(free_port)"
+"$PY" "$HERE/conformance.py" silent --bind "$SILENT_ENDPOINT" >"$WORK/silent.log" 2>&1 &
+SILENT_PID=$!
+for _ in $(seq 1 100); do
+    grep -q '^silent on ' "$WORK/silent.log" && break
+    kill -0 "$SILENT_PID" 2>/dev/null || break
+    sleep 0.1
+done
+if grep -q '^silent on ' "$WORK/silent.log"; then
+    echo "a peer that never answers on $SILENT_ENDPOINT"
+    export PATHSERVER_SILENT_ENDPOINT="$SILENT_ENDPOINT"
+else
+    echo "the silent peer did not start:"
+    cat "$WORK/silent.log"
+    FAILURES+=("silent peer start")
+fi
+export PATHSERVER_CONFORMANCE="$HERE/conformance.json"
+
+# The server's one definition of the path options; the engine tests check their clients'
+# option names and defaults against it.
+if [[ -n "${PATHSERVER_OPTIONS:-}" ]]; then
+    echo "the server's options from PATHSERVER_OPTIONS=$PATHSERVER_OPTIONS (not from the command)"
+elif (cd "$REPO" && "$PY" -m pathserver options --json) >"$WORK/options.json" 2>"$WORK/options.err"; then
+    export PATHSERVER_OPTIONS="$WORK/options.json"
+    echo "the server's options: $("$PY" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["options"]))' "$PATHSERVER_OPTIONS") from \`pathserver options --json\`"
+else
+    echo "\`$PY -m pathserver options --json\` failed: the engine tests check their clients' option"
+    echo "names and defaults against its output, so this checkout's pathserver must have the"
+    echo "\`options\` subcommand (or set PATHSERVER_OPTIONS to a file in its format). It said:"
+    tail -n 5 "$WORK/options.err"
+    FAILURES+=("pathserver options --json")
+fi
+
 # -- 4. engine tests --------------------------------------------------------------------------
 closing() { grep -E '([0-9]+) passed, ([0-9]+) failed' "$1" | tail -n 1 | grep -oE '[0-9]+ passed, [0-9]+ failed'; }
 
@@ -135,6 +186,19 @@ elif [[ $server_ready == 1 ]]; then
     [[ $godot_rc == 0 && -n "$result" ]] || FAILURES+=("godot tests")
 else
     GODOT_LINE="godot: not run (no server)"
+fi
+
+PYTHON_LINE=""
+section "Python client conformance"
+if [[ $server_ready == 1 && -n "${PATHSERVER_SILENT_ENDPOINT:-}" ]]; then
+    (cd "$REPO" && "$PY" "$HERE/conformance.py" run "$ENDPOINT" --silent-endpoint "$PATHSERVER_SILENT_ENDPOINT") \
+        2>&1 | tee "$WORK/python.log"
+    python_rc=${PIPESTATUS[0]}
+    result="$(closing "$WORK/python.log")"
+    PYTHON_LINE="python conformance: ${result:-no closing line (exit $python_rc)}"
+    [[ $python_rc == 0 && -n "$result" ]] || FAILURES+=("python conformance")
+else
+    PYTHON_LINE="python conformance: not run (no server)"
 fi
 
 CSHARP_LINE=""
@@ -163,6 +227,7 @@ fi
 echo "static: $([[ $static_ok == 1 ]] && echo ok || echo FAILED)"
 echo "$GODOT_LINE"
 echo "$CSHARP_LINE"
+echo "$PYTHON_LINE"
 if [[ ${#FAILURES[@]} -gt 0 ]]; then
     if [[ -s "$WORK/server.log" ]]; then
         echo "-- the server's last log lines:"

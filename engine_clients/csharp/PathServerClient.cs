@@ -10,17 +10,29 @@
 //     PathResult result = await client.FindPathAsync(new PathPoint(1, 1), new PathPoint(30, 12), 2);
 //     foreach (PathPoint p in result.Path) { ... }
 //
+// The file, in order (each part is a #region):
+//   1. Values: PathPoint, UnitSize, GridRect, CoordinateSpace, PathStatus, PathOptions,
+//      PathRequest, PathResult, MapInfo: what goes into a request and comes out of a reply.
+//   2. Errors: PathServerErrorCodes and PathServerException.
+//   3. Events: the EventArgs of PathFound, PathFailed and ConnectionChanged.
+//   4. PathServerClient: its public API; the main-thread event queue; requests (ids, timeouts,
+//      replies); the connection (reader and writer threads, handshake, heartbeats, reconnects).
+//   5. Zmtp (internal): ZMTP 3.x framing with the NULL mechanism.
+//   6. MsgPack (internal): the msgpack encoder and decoder.
+//
+// Results, not errors: a path query that finds no path completes with Status NoPath and an
+// empty Path (like Godot's AStarGrid2D), as "found" and "partial" do. Every failure of a request
+// is a PathServerException whose Code is a wire error code (PathServerErrorCodes:
+// "unknown_map", "out_of_bounds", ...) or one of the client's own: "timeout", "disconnected",
+// "bad_reply". Cancelling through a CancellationToken gives an OperationCanceledException.
+//
 // Threads: one background thread connects, reads and reconnects; one writes and sends heartbeats.
 // Tasks complete on those threads with asynchronous continuations, so `await` resumes on the
-// caller's SynchronizationContext (Unity's and Godot's main thread). The PathFound / PathFailed /
-// ConnectionChanged events are queued and raised by DrainMainThreadQueue(), called once a frame
-// (set DispatchEventsOnMainThread = false to raise them on the background thread instead).
-//
-// Exceptions: every failure of a request is a PathServerException whose Code is a wire error code
-// (PathServerErrorCodes: "unknown_map", "out_of_bounds", ...) or one of the client's own:
-// "timeout", "disconnected", "bad_reply". Cancelling through a CancellationToken gives an
-// OperationCanceledException as usual. "no_path" and "partial" are results (PathResult.Status),
-// not exceptions.
+// caller's SynchronizationContext (Unity's and Godot's main thread). The PathFound /
+// PathFailed / ConnectionChanged events are queued and raised by DrainMainThreadQueue(), called
+// once a frame (set DispatchEventsOnMainThread = false to raise them on the background thread
+// instead). The queue holds at most EventQueueCapacity items: when it is full the oldest one is
+// dropped and counted in DroppedEventCount; awaited tasks never go through it.
 //
 // Converting vectors (this file references no engine assembly):
 //     Unity:  new PathPoint(v.x, v.y)      and back: new Vector2(p.X, p.Y)
@@ -41,11 +53,13 @@ using System.Threading.Tasks;
 
 namespace PathServer
 {
+    #region Values
+
     /// <summary>A 2D point (x, y): world units by default, cells when PathOptions.Space is Grid.</summary>
     public struct PathPoint : IEquatable<PathPoint>
     {
-        public float X;
-        public float Y;
+        public float X { get; }
+        public float Y { get; }
 
         public PathPoint(float x, float y)
         {
@@ -68,8 +82,8 @@ namespace PathServer
     /// <summary>A unit's footprint in cells: Width x Height. An int converts to a square footprint.</summary>
     public struct UnitSize : IEquatable<UnitSize>
     {
-        public int Width;
-        public int Height;
+        public int Width { get; }
+        public int Height { get; }
 
         public UnitSize(int width, int height)
         {
@@ -97,10 +111,10 @@ namespace PathServer
     /// <summary>A rectangle of cells for UpdateAsync: X, Y is the top-left cell.</summary>
     public struct GridRect
     {
-        public int X;
-        public int Y;
-        public int Width;
-        public int Height;
+        public int X { get; }
+        public int Y { get; }
+        public int Width { get; }
+        public int Height { get; }
 
         public GridRect(int x, int y, int width, int height)
         {
@@ -134,32 +148,59 @@ namespace PathServer
 
     /// <summary>
     /// Optional settings of a path request. Null members are left out of the request, so the
-    /// server's defaults apply (see docs/protocol.md); Space defaults to World here.
+    /// server's defaults apply (Defaults lists them); Space is always sent, World unless set.
     /// </summary>
     public sealed class PathOptions
     {
-        /// <summary>Map name; null means the client's DefaultMap.</summary>
-        public string Map;
-        public CoordinateSpace Space = CoordinateSpace.World;
-        /// <summary>"los" (server default), "corners" or "none".</summary>
-        public string Smooth;
-        public bool? AllowPartial;
-        public bool? Snap;
-        public int? MaxExpansions;
-        /// <summary>"octile", "euclidean", "manhattan" or "chebyshev"; null means the server's choice.</summary>
-        public string Heuristic;
-        /// <summary>Weighted A*: &gt;= 1; above 1 trades optimality for speed.</summary>
-        public double? Weight;
-        /// <summary>"no_corner_cutting" (server default), "never" or "always".</summary>
-        public string Diagonal;
-        public double? MaxClimb;
+        /// <summary>
+        /// What a request gets for each option left null, by wire name: the client's own default
+        /// for "space" (game positions are world coordinates; the server's default is "grid"), the
+        /// server's for the others (null: no limit, or the server chooses). Tests.cs checks every
+        /// name and value against the server's one definition, `pathserver options --json`.
+        /// </summary>
+        public static readonly IReadOnlyDictionary<string, object> Defaults = new Dictionary<string, object>
+        {
+            { "space", "world" },
+            { "smooth", "los" },
+            { "diagonal", "no_corner_cutting" },
+            { "snap", true },
+            { "allow_partial", false },
+            { "max_expansions", null },
+            { "heuristic", null },
+            { "weight", 1.0 },
+            { "max_climb", null },
+            { "algorithm", "auto" },
+            { "line_of_sight", true },
+        };
+
+        /// <summary>Map name; null means the client's DefaultMap. Not a wire option.</summary>
+        public string Map { get; set; }
+        /// <summary>Units of the points sent and returned: World (this client's default) or Grid.</summary>
+        public CoordinateSpace Space { get; set; } = CoordinateSpace.World;
+        /// <summary>"los", "corners" or "none".</summary>
+        public string Smooth { get; set; }
+        /// <summary>An unreachable goal gives the path to the reachable cell nearest it (Status Partial).</summary>
+        public bool? AllowPartial { get; set; }
+        /// <summary>A blocked start or goal moves to the nearest cell the unit fits.</summary>
+        public bool? Snap { get; set; }
+        /// <summary>Node budget, at least 1; reaching it is "search_limit" unless AllowPartial.</summary>
+        public int? MaxExpansions { get; set; }
+        /// <summary>"octile", "euclidean", "manhattan" or "chebyshev".</summary>
+        public string Heuristic { get; set; }
+        /// <summary>Weighted A*: at least 1; above 1 trades optimality for speed.</summary>
+        public double? Weight { get; set; }
+        /// <summary>"no_corner_cutting", "never" or "always".</summary>
+        public string Diagonal { get; set; }
+        /// <summary>With a height layer, steeper steps are blocked; at least 0.</summary>
+        public double? MaxClimb { get; set; }
         /// <summary>"auto", "astar" or "jps".</summary>
-        public string Algorithm;
-        public bool? LineOfSight;
-        /// <summary>Per-request timeout; null means the client's RequestTimeout.</summary>
-        public TimeSpan? Timeout;
+        public string Algorithm { get; set; }
+        /// <summary>Take a clear straight line without searching.</summary>
+        public bool? LineOfSight { get; set; }
+        /// <summary>Per-request timeout; null means the client's RequestTimeout. Not a wire option.</summary>
+        public TimeSpan? Timeout { get; set; }
         /// <summary>Extra request fields sent as they are, for options newer than this client.</summary>
-        public IDictionary<string, object> Extra;
+        public IDictionary<string, object> Extra { get; set; }
 
         internal void WriteTo(MsgPackMap body)
         {
@@ -184,8 +225,8 @@ namespace PathServer
     /// <summary>One request of a FindPathsAsync batch.</summary>
     public struct PathRequest
     {
-        public PathPoint Start;
-        public PathPoint Goal;
+        public PathPoint Start { get; }
+        public PathPoint Goal { get; }
 
         public PathRequest(PathPoint start, PathPoint goal)
         {
@@ -194,35 +235,43 @@ namespace PathServer
         }
     }
 
-    /// <summary>The answer to a path request. Path includes start and goal; empty when NoPath.</summary>
+    /// <summary>
+    /// The answer to a path query: Status Found, Partial or NoPath (Path empty: the goal cannot be
+    /// reached, an answer rather than an error); Failed only for a batch entry, with Error set.
+    /// </summary>
     public sealed class PathResult
     {
         /// <summary>The request id (for batches, the id of the whole batch; see Index).</summary>
-        public long Id;
+        public long Id { get; internal set; }
         /// <summary>Position in the batch; 0 for single requests.</summary>
-        public int Index;
-        public PathStatus Status;
-        public string StatusText;
-        public PathPoint[] Path = new PathPoint[0];
-        public double Cost;
+        public int Index { get; internal set; }
+        public PathStatus Status { get; internal set; }
+        /// <summary>The status as the server wrote it: "found", "partial", "no_path".</summary>
+        public string StatusText { get; internal set; }
+        /// <summary>Start and goal included, in the requested space; empty for NoPath.</summary>
+        public PathPoint[] Path { get; internal set; } = new PathPoint[0];
+        /// <summary>Move costs (straight 1, diagonal sqrt 2, times terrain); 0 for NoPath.</summary>
+        public double Cost { get; internal set; }
         /// <summary>Geometric length of Path, in the requested space's units.</summary>
-        public double Length;
+        public double Length { get; internal set; }
         /// <summary>Nodes the search expanded.</summary>
-        public long Expanded;
-        /// <summary>Start and goal after snapping, in the requested space.</summary>
-        public PathPoint Start;
-        public PathPoint Goal;
-        /// <summary>The server moved start / goal to the nearest cell the unit fits (Snap).</summary>
-        public bool StartSnapped;
-        public bool GoalSnapped;
+        public long Expanded { get; internal set; }
+        /// <summary>Start after snapping, in the requested space.</summary>
+        public PathPoint Start { get; internal set; }
+        /// <summary>Goal after snapping, in the requested space.</summary>
+        public PathPoint Goal { get; internal set; }
+        /// <summary>The server moved the start to the nearest cell the unit fits (Snap).</summary>
+        public bool StartSnapped { get; internal set; }
+        /// <summary>The server moved the goal to the nearest cell the unit fits (Snap).</summary>
+        public bool GoalSnapped { get; internal set; }
         /// <summary>The map generation the answer was computed on.</summary>
-        public long Gen;
+        public long Gen { get; internal set; }
         /// <summary>Null, except for a failed item of a batch.</summary>
-        public PathServerException Error;
+        public PathServerException Error { get; internal set; }
         /// <summary>The decoded reply, for fields newer than this client.</summary>
-        public IDictionary<string, object> Raw;
-        /// <summary>Set by RequestPath / FindPathAsync's state argument.</summary>
-        public object State;
+        public IDictionary<string, object> Raw { get; internal set; }
+        /// <summary>Set by RequestPath's state argument.</summary>
+        public object State { get; internal set; }
 
         public bool HasPath { get { return Error == null && Path.Length > 0; } }
     }
@@ -230,21 +279,25 @@ namespace PathServer
     /// <summary>One served map, from MapsAsync.</summary>
     public sealed class MapInfo
     {
-        public string Name;
-        public int Width;
-        public int Height;
-        public double CellSize;
-        public PathPoint Origin;
-        public long Gen;
+        public string Name { get; internal set; }
+        public int Width { get; internal set; }
+        public int Height { get; internal set; }
+        public double CellSize { get; internal set; }
+        public PathPoint Origin { get; internal set; }
+        public long Gen { get; internal set; }
         /// <summary>The last reload error, or null when the last reload succeeded.</summary>
-        public string LastError;
-        public IDictionary<string, object> Raw;
+        public string LastError { get; internal set; }
+        public IDictionary<string, object> Raw { get; internal set; }
 
         public override string ToString()
         {
             return string.Format(CultureInfo.InvariantCulture, "{0} {1}x{2} cell {3} gen {4}", Name, Width, Height, CellSize, Gen);
         }
     }
+
+    #endregion
+
+    #region Errors
 
     /// <summary>The wire's error codes (only ever added to) and the client's own.</summary>
     public static class PathServerErrorCodes
@@ -274,13 +327,13 @@ namespace PathServer
     /// <summary>A request failed: Code is a PathServerErrorCodes value, At the field it is about.</summary>
     public sealed class PathServerException : Exception
     {
-        public string Code { get; private set; }
+        public string Code { get; }
         /// <summary>The request field the error is about, such as "start[0]"; null if none.</summary>
-        public string At { get; private set; }
+        public string At { get; }
         /// <summary>The server says sending the same request later may succeed.</summary>
-        public bool Retryable { get; private set; }
-        public int? RetryAfterMs { get; private set; }
-        public long? RequestId { get; private set; }
+        public bool Retryable { get; }
+        public int? RetryAfterMs { get; }
+        public long? RequestId { get; }
 
         public PathServerException(string code, string message, string at = null, bool retryable = false,
             int? retryAfterMs = null, long? requestId = null)
@@ -304,18 +357,26 @@ namespace PathServer
             if (error == null)
                 return new PathServerException(PathServerErrorCodes.BadReply, "error reply without an \"error\" map", null, false, null, requestId);
             int? retryAfter = null;
-            object retryAfterValue = MsgPack.Get(reply, "retry_after_ms") ?? MsgPack.Get(error, "retry_after_ms");
-            if (retryAfterValue != null && MsgPack.IsNumber(retryAfterValue)) retryAfter = (int)MsgPack.ToLong(retryAfterValue);
+            object retryAfterValue = MsgPack.Get(reply, "retry_after_ms");
+            if (MsgPack.IsNumber(retryAfterValue)) retryAfter = (int)MsgPack.ToLong(retryAfterValue);
             return new PathServerException(
                 MsgPack.Get(error, "code") as string ?? PathServerErrorCodes.Internal,
                 MsgPack.Get(error, "message") as string ?? "",
                 MsgPack.Get(error, "at") as string,
-                MsgPack.Get(reply, "retryable") is bool && (bool)MsgPack.Get(reply, "retryable"),
+                true.Equals(MsgPack.Get(reply, "retryable")),
                 retryAfter,
                 requestId);
         }
     }
 
+    #endregion
+
+    #region Events
+
+    /// <summary>
+    /// A path query completed: Result.Status is Found, Partial or NoPath (an empty Path, like
+    /// AStarGrid2D's empty path).
+    /// </summary>
     public sealed class PathFoundEventArgs : EventArgs
     {
         public long RequestId { get; internal set; }
@@ -323,6 +384,7 @@ namespace PathServer
         public object State { get; internal set; }
     }
 
+    /// <summary>A path request failed: an error reply, a timeout or a disconnect (never NoPath).</summary>
     public sealed class PathFailedEventArgs : EventArgs
     {
         public long RequestId { get; internal set; }
@@ -337,6 +399,10 @@ namespace PathServer
         public string Reason { get; internal set; }
     }
 
+    #endregion
+
+    #region PathServerClient
+
     /// <summary>
     /// A pathserver client: many requests in flight over one connection, replies matched by id,
     /// reconnects with back-off and re-sends what was in flight (the ZeroMQ Guide's Lazy Pirate).
@@ -344,26 +410,53 @@ namespace PathServer
     /// </summary>
     public sealed class PathServerClient : IDisposable
     {
-        public string Endpoint { get; private set; }
+        /// <summary>The default capacity of the main-thread event queue (EventQueueCapacity).</summary>
+        public const int DefaultEventQueueCapacity = 4096;
+
+        public string Endpoint { get; }
         /// <summary>The map used when PathOptions.Map is null.</summary>
         public string DefaultMap { get; set; }
-        public TimeSpan RequestTimeout { get; set; }
-        public TimeSpan ConnectTimeout { get; set; }
+        public TimeSpan RequestTimeout { get; set; } = TimeSpan.FromSeconds(5);
+        public TimeSpan ConnectTimeout { get; set; } = TimeSpan.FromSeconds(2);
         /// <summary>First delay before reconnecting; doubles per failed attempt up to ReconnectIntervalMax.</summary>
-        public TimeSpan ReconnectInterval { get; set; }
-        public TimeSpan ReconnectIntervalMax { get; set; }
+        public TimeSpan ReconnectInterval { get; set; } = TimeSpan.FromMilliseconds(100);
+        public TimeSpan ReconnectIntervalMax { get; set; } = TimeSpan.FromSeconds(5);
         /// <summary>Send a ZMTP PING when nothing was sent for this long; zero disables.</summary>
-        public TimeSpan HeartbeatInterval { get; set; }
+        public TimeSpan HeartbeatInterval { get; set; } = TimeSpan.FromSeconds(1);
         /// <summary>Reconnect when nothing was received for this long; zero disables.</summary>
-        public TimeSpan HeartbeatTimeout { get; set; }
+        public TimeSpan HeartbeatTimeout { get; set; } = TimeSpan.FromSeconds(5);
         /// <summary>On "overloaded", wait retry_after_ms and send again while the timeout allows.</summary>
-        public bool RetryOverloaded { get; set; }
+        public bool RetryOverloaded { get; set; } = true;
         /// <summary>Queue events for DrainMainThreadQueue() (default) instead of raising them on a background thread.</summary>
-        public bool DispatchEventsOnMainThread { get; set; }
-        /// <summary>Diagnostics (connects, disconnects, unmatched replies); called from background threads.</summary>
+        public bool DispatchEventsOnMainThread { get; set; } = true;
+        /// <summary>Diagnostics (connects, disconnects, unmatched replies, dropped events); called from background threads.</summary>
         public Action<string> Log { get; set; }
 
-        /// <summary>A reply to a path request arrived (from FindPathAsync or RequestPath).</summary>
+        /// <summary>
+        /// The most events (and Posted actions) the main-thread queue holds, DefaultEventQueueCapacity
+        /// (4096) unless set; at least 1. When it is full, queuing one more drops the oldest: a game
+        /// that drains late still gets the newest answers and the current connection state, and
+        /// memory stays bounded when nothing drains. Each drop is counted in DroppedEventCount and
+        /// logged (once until the next drain). Awaited tasks never go through the queue.
+        /// </summary>
+        public int EventQueueCapacity
+        {
+            get { return _eventQueueCapacity; }
+            set
+            {
+                if (value < 1) throw new ArgumentOutOfRangeException("value", value, "EventQueueCapacity must be at least 1.");
+                _eventQueueCapacity = value;
+            }
+        }
+
+        /// <summary>How many queued events (or Posted actions) were dropped because the queue was full.</summary>
+        public long DroppedEventCount { get { return Interlocked.Read(ref _droppedEvents); } }
+
+        /// <summary>
+        /// Raised for every completed path query (from FindPathAsync or RequestPath): Result.Status
+        /// is Found, Partial or NoPath (an empty Path, like AStarGrid2D's empty path: no path is an
+        /// answer, not a failure). Errors raise PathFailed.
+        /// </summary>
         public event EventHandler<PathFoundEventArgs> PathFound;
         /// <summary>A path request failed: an error reply, a timeout or a disconnect.</summary>
         public event EventHandler<PathFailedEventArgs> PathFailed;
@@ -381,34 +474,30 @@ namespace PathServer
         readonly ConcurrentQueue<Outgoing> _outbox = new ConcurrentQueue<Outgoing>();
         readonly AutoResetEvent _outboxSignal = new AutoResetEvent(false);
         readonly ManualResetEvent _disposedEvent = new ManualResetEvent(false);
-        readonly ConcurrentQueue<Action> _mainThreadQueue = new ConcurrentQueue<Action>();
+        readonly Queue<Action> _mainThreadQueue = new Queue<Action>();
         readonly object _startLock = new object();
         readonly Random _jitter = new Random();
         volatile Connection _current;
         volatile bool _disposed;
         volatile string _lastConnectionError = "not connected yet";
         volatile TaskCompletionSource<bool> _connectedSignal = NewSignal();
+        volatile int _eventQueueCapacity = DefaultEventQueueCapacity;
+        long _droppedEvents;
+        bool _dropLogged;
         Thread _readerThread;
         Thread _writerThread;
         long _nextId;
         int _connectionCount;
+        int _connectionNumbers;
 
         public PathServerClient(string endpoint = "tcp://127.0.0.1:5555", string defaultMap = null)
         {
             ParseEndpoint(endpoint, out _host, out _port);
             Endpoint = endpoint;
             DefaultMap = defaultMap;
-            RequestTimeout = TimeSpan.FromSeconds(5);
-            ConnectTimeout = TimeSpan.FromSeconds(2);
-            ReconnectInterval = TimeSpan.FromMilliseconds(100);
-            ReconnectIntervalMax = TimeSpan.FromSeconds(5);
-            HeartbeatInterval = TimeSpan.FromSeconds(1);
-            HeartbeatTimeout = TimeSpan.FromSeconds(5);
-            RetryOverloaded = true;
-            DispatchEventsOnMainThread = true;
         }
 
-        // ---------------------------------------------------------------- public API
+        #region Public API
 
         /// <summary>Starts connecting in the background (any request does this too). Returns at once.</summary>
         public void Connect()
@@ -444,8 +533,9 @@ namespace PathServer
 
         /// <summary>
         /// Finds a path for a unit of footprint unitSize (cells) from start to goal, in world
-        /// coordinates unless options.Space is Grid. Throws PathServerException on error replies,
-        /// timeouts and disconnects; "no_path" / "partial" are results. Also raises PathFound / PathFailed.
+        /// coordinates unless options.Space is Grid. The result's Status is Found, Partial or
+        /// NoPath (an empty Path: an answer, not an error). Throws PathServerException on error
+        /// replies, timeouts and disconnects. Also raises PathFound / PathFailed.
         /// </summary>
         public Task<PathResult> FindPathAsync(PathPoint start, PathPoint goal, UnitSize unitSize,
             PathOptions options = null, CancellationToken ct = default(CancellationToken))
@@ -455,7 +545,8 @@ namespace PathServer
 
         /// <summary>
         /// Callback style: sends a path request and returns its id at once. The answer arrives as a
-        /// PathFound or PathFailed event carrying this id and state (e.g. the unit that asked).
+        /// PathFound (Found, Partial or NoPath) or PathFailed event carrying this id and state
+        /// (e.g. the unit that asked).
         /// </summary>
         public long RequestPath(PathPoint start, PathPoint goal, UnitSize unitSize, PathOptions options = null, object state = null)
         {
@@ -514,21 +605,12 @@ namespace PathServer
         {
             return SendAsync(new MsgPackMap { { "op", "maps" } }, null, ct, (id, reply) =>
             {
-                var maps = MsgPack.Get(reply, "maps");
-                var list = new List<MapInfo>();
-                if (maps is object[])
-                {
-                    foreach (var entry in (object[])maps) list.Add(ParseMapInfo(entry as IDictionary<string, object>, null));
-                }
-                else if (maps is IDictionary<string, object>)
-                {
-                    foreach (var pair in (IDictionary<string, object>)maps) list.Add(ParseMapInfo(pair.Value as IDictionary<string, object>, pair.Key));
-                }
-                else
-                {
+                var maps = MsgPack.Get(reply, "maps") as object[];
+                if (maps == null)
                     throw new PathServerException(PathServerErrorCodes.BadReply, "\"maps\" reply without a \"maps\" list", null, false, null, id);
-                }
-                return list.ToArray();
+                var list = new MapInfo[maps.Length];
+                for (int i = 0; i < maps.Length; i++) list[i] = ParseMapInfo(maps[i] as IDictionary<string, object>);
+                return list;
             });
         }
 
@@ -574,11 +656,14 @@ namespace PathServer
             return SendAsync(body, timeout, ct, (id, reply) => reply);
         }
 
-        /// <summary>Queues an action for DrainMainThreadQueue(); callable from any thread.</summary>
+        /// <summary>
+        /// Queues an action for DrainMainThreadQueue(); callable from any thread. It shares the
+        /// event queue and its EventQueueCapacity.
+        /// </summary>
         public void Post(Action action)
         {
             if (action == null) throw new ArgumentNullException("action");
-            _mainThreadQueue.Enqueue(action);
+            QueueForMainThread(action);
         }
 
         /// <summary>
@@ -588,11 +673,21 @@ namespace PathServer
         /// </summary>
         public int DrainMainThreadQueue(int maxItems = int.MaxValue)
         {
-            int budget = Math.Min(maxItems, _mainThreadQueue.Count);
-            int ran = 0;
-            Action action;
-            while (ran < budget && _mainThreadQueue.TryDequeue(out action))
+            int budget;
+            lock (_mainThreadQueue)
             {
+                budget = Math.Min(maxItems, _mainThreadQueue.Count);
+                _dropLogged = false;
+            }
+            int ran = 0;
+            while (ran < budget)
+            {
+                Action action;
+                lock (_mainThreadQueue)
+                {
+                    if (_mainThreadQueue.Count == 0) break;
+                    action = _mainThreadQueue.Dequeue();
+                }
                 ran++;
                 action();
             }
@@ -623,7 +718,65 @@ namespace PathServer
             if (writer != null && writer != Thread.CurrentThread) writer.Join(1000);
         }
 
-        // ---------------------------------------------------------------- requests
+        #endregion
+
+        #region The main-thread event queue
+
+        void RaiseEvent(Action raise)
+        {
+            if (DispatchEventsOnMainThread)
+            {
+                QueueForMainThread(raise);
+                return;
+            }
+            try
+            {
+                raise();
+            }
+            catch (Exception e)
+            {
+                WriteLog("an event handler threw: " + e);
+            }
+        }
+
+        // Bounded: when full, the oldest item makes room (see EventQueueCapacity).
+        void QueueForMainThread(Action action)
+        {
+            long dropped = 0;
+            bool log = false;
+            lock (_mainThreadQueue)
+            {
+                while (_mainThreadQueue.Count >= _eventQueueCapacity)
+                {
+                    _mainThreadQueue.Dequeue();
+                    dropped++;
+                }
+                _mainThreadQueue.Enqueue(action);
+                if (dropped > 0 && !_dropLogged)
+                {
+                    _dropLogged = true;
+                    log = true;
+                }
+            }
+            if (dropped == 0) return;
+            long total = Interlocked.Add(ref _droppedEvents, dropped);
+            if (log)
+                WriteLog("the event queue is full (EventQueueCapacity " + _eventQueueCapacity + "): dropping the oldest events ("
+                    + total + " so far); is DrainMainThreadQueue() called every frame?");
+        }
+
+        void RaiseConnectionChanged(bool connected, string reason)
+        {
+            RaiseEvent(() =>
+            {
+                var handler = ConnectionChanged;
+                if (handler != null) handler(this, new ConnectionChangedEventArgs { IsConnected = connected, Reason = reason });
+            });
+        }
+
+        #endregion
+
+        #region Requests
 
         sealed class Pending
         {
@@ -822,23 +975,6 @@ namespace PathServer
             Finish(pending, null, error);
         }
 
-        void RaiseEvent(Action raise)
-        {
-            if (DispatchEventsOnMainThread)
-            {
-                _mainThreadQueue.Enqueue(raise);
-                return;
-            }
-            try
-            {
-                raise();
-            }
-            catch (Exception e)
-            {
-                WriteLog("an event handler threw: " + e);
-            }
-        }
-
         void WriteLog(string message)
         {
             var log = Log;
@@ -908,17 +1044,17 @@ namespace PathServer
             return result;
         }
 
-        static MapInfo ParseMapInfo(IDictionary<string, object> entry, string name)
+        static MapInfo ParseMapInfo(IDictionary<string, object> entry)
         {
             if (entry == null) throw new PathServerException(PathServerErrorCodes.BadReply, "a \"maps\" entry is not a map");
-            var info = new MapInfo { Raw = entry, Name = MsgPack.Get(entry, "name") as string ?? name };
+            var info = new MapInfo { Raw = entry, Name = MsgPack.Get(entry, "name") as string };
             object value;
             if (MsgPack.IsNumber(value = MsgPack.Get(entry, "width"))) info.Width = (int)MsgPack.ToLong(value);
             if (MsgPack.IsNumber(value = MsgPack.Get(entry, "height"))) info.Height = (int)MsgPack.ToLong(value);
             if (MsgPack.IsNumber(value = MsgPack.Get(entry, "cell_size"))) info.CellSize = MsgPack.ToDouble(value);
             if ((value = MsgPack.Get(entry, "origin")) is object[]) info.Origin = PointFromWire(value, "origin");
-            if (MsgPack.IsNumber(value = MsgPack.Get(entry, "gen") ?? MsgPack.Get(entry, "generation"))) info.Gen = MsgPack.ToLong(value);
-            value = MsgPack.Get(entry, "last_error") ?? MsgPack.Get(entry, "reload_error");
+            if (MsgPack.IsNumber(value = MsgPack.Get(entry, "gen"))) info.Gen = MsgPack.ToLong(value);
+            value = MsgPack.Get(entry, "last_error");
             info.LastError = value == null ? null : (value as string ?? MsgPack.ToDebugString(value));
             return info;
         }
@@ -940,7 +1076,9 @@ namespace PathServer
             return new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
         }
 
-        // ---------------------------------------------------------------- connection
+        #endregion
+
+        #region The connection
 
         sealed class Connection
         {
@@ -982,9 +1120,10 @@ namespace PathServer
                     failures = 0;
                     _current = connection;
                     Interlocked.Increment(ref _connectionCount);
-                    _connectedSignal.TrySetResult(true);
                     WriteLog("connected to " + Endpoint);
+                    // Queued before WaitForConnectionAsync resumes: the next drain after it raises it.
                     RaiseConnectionChanged(true, null);
+                    _connectedSignal.TrySetResult(true);
                     // Lazy Pirate: whatever was in flight on the old connection goes out again, in
                     // id order. The writer skips anything already written to this connection.
                     var ids = new List<long>(_pending.Keys);
@@ -1100,8 +1239,6 @@ namespace PathServer
             connection.LastReceiveTicks = now;
             connection.LastSendTicks = now;
         }
-
-        int _connectionNumbers;
 
         void ReadMessages(Connection connection)
         {
@@ -1221,15 +1358,6 @@ namespace PathServer
             }
         }
 
-        void RaiseConnectionChanged(bool connected, string reason)
-        {
-            RaiseEvent(() =>
-            {
-                var handler = ConnectionChanged;
-                if (handler != null) handler(this, new ConnectionChangedEventArgs { IsConnected = connected, Reason = reason });
-            });
-        }
-
         static void ReadExactly(Stream stream, byte[] buffer, int offset, int count)
         {
             while (count > 0)
@@ -1240,10 +1368,16 @@ namespace PathServer
                 count -= n;
             }
         }
+
+        #endregion
     }
 
+    #endregion
+
+    #region Zmtp
+
     /// <summary>ZMTP 3.x framing (ZeroMQ RFC 23/37) with the NULL mechanism, as a DEALER needs it.</summary>
-    public static class Zmtp
+    internal static class Zmtp
     {
         /// <summary>Largest frame accepted from the server; a larger length means a broken stream.</summary>
         public const long MaxFrameSize = 256L * 1024 * 1024;
@@ -1339,15 +1473,15 @@ namespace PathServer
 
         public sealed class Frame
         {
-            public bool More;
-            public bool IsCommand;
-            public byte[] Body;
+            public bool More { get; set; }
+            public bool IsCommand { get; set; }
+            public byte[] Body { get; set; }
         }
 
         public struct ParsedCommand
         {
-            public string Name;
-            public byte[] Data;
+            public string Name { get; set; }
+            public byte[] Data { get; set; }
         }
 
         /// <summary>An ERROR command's data: a 1-byte length, then the reason.</summary>
@@ -1476,8 +1610,12 @@ namespace PathServer
         }
     }
 
+    #endregion
+
+    #region MsgPack
+
     /// <summary>A msgpack map that keeps its keys in insertion order (requests are encoded in this order).</summary>
-    public sealed class MsgPackMap : List<KeyValuePair<string, object>>
+    internal sealed class MsgPackMap : List<KeyValuePair<string, object>>
     {
         public void Add(string key, object value)
         {
@@ -1486,10 +1624,10 @@ namespace PathServer
     }
 
     /// <summary>An ext value (type, data), decoded opaquely: the protocol does not use ext types.</summary>
-    public sealed class MsgPackExtension
+    internal sealed class MsgPackExtension
     {
-        public sbyte Type;
-        public byte[] Data;
+        public sbyte Type { get; set; }
+        public byte[] Data { get; set; }
     }
 
     /// <summary>
@@ -1499,7 +1637,7 @@ namespace PathServer
     /// bool, int -> long (ulong above long.MaxValue), float32 -> float, float64 -> double, str -> string,
     /// bin -> byte[], array -> object[], map -> Dictionary&lt;string, object&gt;, ext -> MsgPackExtension.
     /// </summary>
-    public static class MsgPack
+    internal static class MsgPack
     {
         public const int MaxDepth = 64;
 
@@ -1828,4 +1966,5 @@ namespace PathServer
             text.Append(Convert.ToString(value, CultureInfo.InvariantCulture));
         }
     }
+    #endregion
 }

@@ -2,13 +2,17 @@
 //
 //     mcs -out:Tests.exe PathServerClient.cs Tests.cs
 //     mono Tests.exe tcp://127.0.0.1:5555 [--protocol-doc docs/protocol.md] [--map NAME]
+//         [--conformance engine_clients/conformance.json] [--silent-endpoint tcp://HOST:PORT]
+//         [--options OPTIONS.json]
 //
 // Offline checks first (msgpack and ZMTP bytes, the golden vectors of docs/protocol.md), then
 // the server: pipelined requests matched by id, a batch, error codes, events, a live edit, and
 // connection trouble staged through an in-process TCP proxy in front of the real server (a
 // timeout, a reconnect that re-sends what was in flight, connecting before the server is up, a
-// restart, a silent server caught by heartbeats). The last line is exactly "N passed, N failed";
-// the exit code is non-zero when anything failed.
+// restart, a silent server caught by heartbeats). Then the shared conformance scenarios (their
+// timeout scenario goes to --silent-endpoint, a peer that never answers) and the client's
+// options against the server's list (--options: the output of `pathserver options --json`).
+// The last line is exactly "N passed, N failed"; the exit code is non-zero when anything failed.
 
 using System;
 using System.Collections.Generic;
@@ -30,6 +34,9 @@ static class Tests
     static int _failed;
     static string _endpoint;
     static string _protocolDoc;
+    static string _conformance;
+    static string _silentEndpoint;
+    static string _optionsFile;
     static string _mapName;
     static MapInfo _map;
     static bool _serverUp;
@@ -42,7 +49,8 @@ static class Tests
     {
         if (args.Length < 1 || args[0].StartsWith("-"))
         {
-            Console.Error.WriteLine("usage: mono Tests.exe tcp://HOST:PORT [--protocol-doc PATH] [--map NAME] [--only TEXT] [--verbose]");
+            Console.Error.WriteLine("usage: mono Tests.exe tcp://HOST:PORT [--protocol-doc PATH] [--map NAME] [--conformance PATH]"
+                + " [--silent-endpoint tcp://HOST:PORT] [--options PATH] [--only TEXT] [--verbose]");
             return 2;
         }
         _endpoint = args[0];
@@ -50,6 +58,9 @@ static class Tests
         {
             if (args[i] == "--protocol-doc" && i + 1 < args.Length) _protocolDoc = args[++i];
             else if (args[i] == "--map" && i + 1 < args.Length) _mapName = args[++i];
+            else if (args[i] == "--conformance" && i + 1 < args.Length) _conformance = args[++i];
+            else if (args[i] == "--silent-endpoint" && i + 1 < args.Length) _silentEndpoint = args[++i];
+            else if (args[i] == "--options" && i + 1 < args.Length) _optionsFile = args[++i];
             else if (args[i] == "--only" && i + 1 < args.Length) _only = args[++i];
             else if (args[i] == "--verbose") _verbose = true;
             else
@@ -77,6 +88,8 @@ static class Tests
         Run("server: a batch answers in order, one bad entry fails alone", Batch);
         Run("server: error codes with their field", ErrorCodes);
         Run("server: events wait for DrainMainThreadQueue", Events);
+        Run("server: no path is a result (NoPath, empty Path), awaited, by event and in a batch", NoPathIsAResult);
+        Run("client: the event queue keeps the newest EventQueueCapacity events", EventQueueIsBounded);
         Run("server: update makes a new generation the next path sees", LiveEdit);
         Run("client: cancelling through a CancellationToken", Cancellation);
         Run("client: a request fails with \"timeout\" when no reply comes", RequestTimeout);
@@ -87,6 +100,8 @@ static class Tests
         Run("client: heartbeats catch a silent server", HeartbeatCatchesSilentServer);
         Run("client: 2000 requests from 8 threads while the connection is cut 5 times", RequestsSurviveCuts);
         Run("client: heartbeats keep an idle connection", HeartbeatKeepsIdleConnection);
+        RunConformance();
+        Run("options: PathOptions names and defaults are the server's (pathserver options --json)", OptionsMatchTheServer);
 
         Console.WriteLine(_passed + " passed, " + _failed + " failed");
         return _failed == 0 ? 0 : 1;
@@ -812,6 +827,80 @@ static class Tests
         }
     }
 
+    // No path is an answer, as in AStarGrid2D: Status NoPath, an empty Path, no exception, and
+    // PathFound (never PathFailed), awaited, by callback and in a batch alike.
+    static async Task NoPathIsAResult()
+    {
+        await RequireServer();
+        using (var client = new PathServerClient(_endpoint, "example") { DispatchEventsOnMainThread = false })
+        {
+            var completed = new List<PathFoundEventArgs>();
+            var failed = new List<PathFailedEventArgs>();
+            client.PathFound += (sender, e) => { lock (completed) completed.Add(e); };
+            client.PathFailed += (sender, e) => { lock (failed) failed.Add(e); };
+            var start = new PathPoint(2, 2);
+            var walledOff = new PathPoint(60, 60);  // behind a one-cell door: no way for a 2x2 unit
+            var options = new PathOptions { Space = CoordinateSpace.Grid };
+            var result = await client.FindPathAsync(start, walledOff, 2, options);
+            Equal(PathStatus.NoPath, result.Status, "awaited status");
+            Equal("no_path", result.StatusText, "status text");
+            Equal(0, result.Path.Length, "no waypoints");
+            Check(!result.HasPath && result.Error == null, "no path and no error");
+            Equal(0.0, result.Cost, "cost");
+            long id = client.RequestPath(start, walledOff, 2, options, "unit");
+            await Eventually(() => { lock (completed) return completed.Count == 2; }, "two PathFound events");
+            lock (completed)
+            {
+                Equal(id, completed[1].RequestId, "the callback's id");
+                Equal(PathStatus.NoPath, completed[1].Result.Status, "the callback's status");
+                Equal("unit", (string)completed[1].State, "the callback's state");
+            }
+            lock (failed) Equal(0, failed.Count, "PathFailed events");
+            var batch = await client.FindPathsAsync(new[] { new PathRequest(start, walledOff), new PathRequest(start, new PathPoint(10, 2)) }, 2, options);
+            Equal(PathStatus.NoPath, batch[0].Status, "a batch entry with no path");
+            Check(batch[0].Error == null, "the entry has no error");
+            Equal(PathStatus.Found, batch[1].Status, "the next entry");
+        }
+    }
+
+    // The event queue is bounded: nothing drains it, 10 answers arrive, capacity 4: the 4 newest
+    // stay, the 6 oldest are dropped and counted, and the log says so once.
+    static async Task EventQueueIsBounded()
+    {
+        await RequireServer();
+        var logged = new List<string>();
+        using (var client = new PathServerClient(_endpoint, _mapName) { EventQueueCapacity = 4 })
+        {
+            client.Log = message => { lock (logged) logged.Add(message); };
+            Equal(PathServerClient.DefaultEventQueueCapacity, new PathServerClient(_endpoint).EventQueueCapacity, "the default capacity");
+            bool refused = false;
+            try
+            {
+                client.EventQueueCapacity = 0;
+            }
+            catch (ArgumentOutOfRangeException)
+            {
+                refused = true;
+            }
+            Check(refused, "a capacity below 1 is refused");
+            Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(5)), "connected");
+            client.DrainMainThreadQueue();  // the ConnectionChanged event
+            var ids = new List<long>();
+            for (int i = 0; i < 10; i++)
+            {
+                // One at a time, so the answers (and their events) arrive in id order.
+                ids.Add(client.RequestPath(Corner(0), Corner(i % 4), 1, Grid()));
+                await Eventually(() => client.InFlightCount == 0, "answer " + i);
+            }
+            Equal(6L, client.DroppedEventCount, "dropped events");
+            var heard = new List<long>();
+            client.PathFound += (sender, e) => heard.Add(e.RequestId);
+            Equal(4, client.DrainMainThreadQueue(), "queued events");
+            Equal(string.Join(",", ids.Skip(6)), string.Join(",", heard), "the newest events stay");
+            lock (logged) Equal(1, logged.Count(line => line.Contains("event queue is full")), "log lines about the full queue");
+        }
+    }
+
     static async Task LiveEdit()
     {
         await RequireServer();
@@ -1027,6 +1116,335 @@ static class Tests
             await Task.Delay(2000);  // idle: only our PINGs and the server's PONGs
             await client.PingAsync();
             Equal(1, client.ConnectionCount, "connections after 2 s idle");
+        }
+    }
+
+    // ---------------------------------------------------------------- conformance and options
+
+    /// <summary>
+    /// The shared scenarios of engine_clients/conformance.json, one test each, through the public
+    /// API (FindPathAsync, RequestAsync): the outcome must be the scenario's expectation, as for
+    /// the Python and GDScript clients (engine_clients/conformance.py describes its shape).
+    /// </summary>
+    static void RunConformance()
+    {
+        string path = _conformance ?? (_protocolDoc == null ? null
+            : Path.Combine(Path.Combine(Path.GetDirectoryName(Path.GetDirectoryName(_protocolDoc)), "engine_clients"), "conformance.json"));
+        List<object> scenarios = null;
+        string problem = null;
+        try
+        {
+            scenarios = (List<object>)((Dictionary<string, object>)Json.Parse(File.ReadAllText(path)))["scenarios"];
+        }
+        catch (Exception e)
+        {
+            problem = "cannot read the scenarios from " + (path ?? "(no path: pass --conformance)") + ": " + e.Message;
+        }
+        if (scenarios == null)
+        {
+            Run("conformance: the scenarios", () => { throw new TestFailure(problem); });
+            return;
+        }
+        foreach (Dictionary<string, object> scenario in scenarios)
+        {
+            Run("conformance: " + (string)scenario["name"], async () =>
+            {
+                var wrong = ConformanceMismatches((Dictionary<string, object>)scenario["expect"], await ConformanceOutcome(scenario));
+                Check(wrong.Count == 0, string.Join("; ", wrong));
+            });
+        }
+    }
+
+    /// <summary>What this client reports for one scenario, in the shape of its expectation.</summary>
+    static async Task<Dictionary<string, object>> ConformanceOutcome(Dictionary<string, object> scenario)
+    {
+        await RequireServer();
+        var request = (Dictionary<string, object>)scenario["request"];
+        string endpoint = _endpoint;
+        if (Equals(JsonGet(scenario, "server"), "silent"))
+        {
+            Check(_silentEndpoint != null, "this scenario needs --silent-endpoint (a peer that never answers)");
+            endpoint = _silentEndpoint;
+        }
+        using (var client = NewClient(endpoint))
+        {
+            // A scenario's timeout is about a server that does not answer, not one not there yet.
+            Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(5)), "connected to " + endpoint);
+            string op = (string)JsonGet(request, "op") ?? "path";
+            try
+            {
+                if (op != "path")
+                {
+                    await client.RequestAsync(op);
+                    return new Dictionary<string, object> { { "ok", true } };
+                }
+                var options = ScenarioOptions((Dictionary<string, object>)JsonGet(request, "options") ?? new Dictionary<string, object>());
+                options.Map = (string)request["map"];
+                if (request.ContainsKey("timeout_ms")) options.Timeout = TimeSpan.FromMilliseconds((double)request["timeout_ms"]);
+                var size = JsonGet(request, "unit_size") ?? 1.0;
+                var sizes = size as List<object>;
+                var unitSize = sizes != null ? new UnitSize((int)(double)sizes[0], (int)(double)sizes[1]) : new UnitSize((int)(double)size, (int)(double)size);
+                var result = await client.FindPathAsync(ScenarioPoint(request["start"]), ScenarioPoint(request["goal"]), unitSize, options);
+                return new Dictionary<string, object>
+                {
+                    { "status", result.StatusText }, { "cost", result.Cost },
+                    { "start", new List<object> { (double)result.Start.X, (double)result.Start.Y } },
+                    { "goal", new List<object> { (double)result.Goal.X, (double)result.Goal.Y } },
+                    { "waypoints", (double)result.Path.Length },
+                    { "start_snapped", result.StartSnapped }, { "goal_snapped", result.GoalSnapped },
+                };
+            }
+            catch (PathServerException e)
+            {
+                return new Dictionary<string, object> { { "error", e.Code }, { "at", e.At } };
+            }
+        }
+    }
+
+    /// <summary>A scenario's wire options as PathOptions: the known ones typed, the rest in Extra.</summary>
+    static PathOptions ScenarioOptions(Dictionary<string, object> wire)
+    {
+        var options = new PathOptions();
+        foreach (var pair in wire)
+        {
+            object value = pair.Value;
+            switch (pair.Key)
+            {
+                case "space": options.Space = (string)value == "grid" ? CoordinateSpace.Grid : CoordinateSpace.World; break;
+                case "smooth": options.Smooth = (string)value; break;
+                case "diagonal": options.Diagonal = (string)value; break;
+                case "heuristic": options.Heuristic = (string)value; break;
+                case "algorithm": options.Algorithm = (string)value; break;
+                case "snap": options.Snap = (bool)value; break;
+                case "allow_partial": options.AllowPartial = (bool)value; break;
+                case "line_of_sight": options.LineOfSight = (bool)value; break;
+                case "max_expansions": options.MaxExpansions = (int)(double)value; break;
+                case "weight": options.Weight = (double)value; break;
+                case "max_climb": options.MaxClimb = (double)value; break;
+                default:
+                    if (options.Extra == null) options.Extra = new Dictionary<string, object>();
+                    options.Extra[pair.Key] = value;
+                    break;
+            }
+        }
+        return options;
+    }
+
+    /// <summary>A scenario's [x, y]: numbers, or "nan" / "inf" / "-inf" (JSON has no such floats).</summary>
+    static PathPoint ScenarioPoint(object pair)
+    {
+        var xy = ((List<object>)pair).Select(v => v is string ? float.Parse((string)v == "nan" ? "NaN" : ((string)v).Replace("inf", "Infinity"), CultureInfo.InvariantCulture) : (float)(double)v).ToArray();
+        return new PathPoint(xy[0], xy[1]);
+    }
+
+    /// <summary>How got differs from expect: numbers to 1e-6, the rest exactly; start_snapped and goal_snapped are false unless expected true.</summary>
+    static List<string> ConformanceMismatches(Dictionary<string, object> expect, Dictionary<string, object> got)
+    {
+        var keys = expect.Keys.ToList();
+        if (expect.ContainsKey("status")) keys.AddRange(new[] { "start_snapped", "goal_snapped" }.Where(key => !expect.ContainsKey(key)));
+        var wrong = new List<string>();
+        foreach (var key in keys)
+        {
+            object wanted = expect.ContainsKey(key) ? expect[key] : false;
+            object value = got.ContainsKey(key) ? got[key] : null;
+            if (!SameValue(wanted, value)) wrong.Add(key + ": expected " + Json.Write(wanted) + ", got " + Json.Write(value));
+        }
+        return wrong;
+    }
+
+    static bool SameValue(object wanted, object value)
+    {
+        if (wanted is double) return value is double && Math.Abs((double)wanted - (double)value) <= 1e-6;
+        var items = wanted as List<object>;
+        if (items != null)
+        {
+            var others = value as List<object>;
+            return others != null && others.Count == items.Count && items.Zip(others, SameValue).All(same => same);
+        }
+        return Equals(wanted, value);
+    }
+
+    static object JsonGet(Dictionary<string, object> map, string key)
+    {
+        object value;
+        return map.TryGetValue(key, out value) ? value : null;
+    }
+
+    /// <summary>PascalCase to the wire's snake_case: AllowPartial -> allow_partial.</summary>
+    static string SnakeCase(string name)
+    {
+        return Regex.Replace(name, "(?<=[a-z])([A-Z])", "_$1").ToLowerInvariant();
+    }
+
+    /// <summary>
+    /// The options this client exposes and documents, against the server's one definition
+    /// (`pathserver options --json`): every PathOptions property that is a wire option must be one
+    /// of the server's and every server option (but unit_size, a parameter) a property; the
+    /// choices each property's documentation lists must be the server's; PathOptions.Defaults
+    /// must hold the server's wire_default, but for Space, the client's own default (World),
+    /// which must be one of the server's choices.
+    /// </summary>
+    static async Task OptionsMatchTheServer()
+    {
+        await Task.Yield();
+        Check(_optionsFile != null && File.Exists(_optionsFile),
+            "the server's options are needed (--options: the output of `pathserver options --json`); got " + (_optionsFile ?? "none"));
+        var server = new Dictionary<string, Dictionary<string, object>>();
+        foreach (Dictionary<string, object> option in (List<object>)((Dictionary<string, object>)Json.Parse(File.ReadAllText(_optionsFile)))["options"])
+            server[(string)option["name"]] = option;
+        var clientSide = new HashSet<string> { "Map", "Timeout", "Extra" };
+        var properties = typeof(PathOptions).GetProperties().Where(p => !clientSide.Contains(p.Name)).ToList();
+        var names = properties.Select(p => SnakeCase(p.Name)).ToList();
+        var unknown = names.Where(name => !server.ContainsKey(name)).ToList();
+        Check(unknown.Count == 0, "PathOptions properties the server does not know: " + string.Join(", ", unknown));
+        var missing = server.Keys.Where(name => name != "unit_size" && !names.Contains(name)).ToList();
+        Check(missing.Count == 0, "server options PathOptions lacks: " + string.Join(", ", missing));
+        Check(server.ContainsKey("unit_size"), "the server's options include unit_size");
+        Equal(string.Join(",", names.OrderBy(n => n)), string.Join(",", PathOptions.Defaults.Keys.OrderBy(n => n)), "PathOptions.Defaults covers every option");
+
+        foreach (var pair in PathOptions.Defaults)
+        {
+            var option = server[pair.Key];
+            var choices = JsonGet(option, "choices") as List<object>;
+            if (pair.Key == "space")
+            {
+                Equal("world", (string)pair.Value, "the client's own default for space");
+                Equal(CoordinateSpace.World, new PathOptions().Space, "the Space a new PathOptions holds");
+                Check(choices == null || choices.Contains(pair.Value), "space's default is one of the server's choices");
+                continue;
+            }
+            object wanted = JsonGet(option, "wire_default");
+            object ours = pair.Value is int || pair.Value is long ? (object)Convert.ToDouble(pair.Value) : pair.Value;
+            Check(SameValue(wanted, ours), "PathOptions.Defaults[\"" + pair.Key + "\"] is " + Json.Write(ours) + ", the server's wire_default " + Json.Write(wanted));
+        }
+        var spaces = ((List<object>)JsonGet(server["space"], "choices") ?? new List<object> { "grid", "world" }).Cast<string>().ToList();
+        foreach (CoordinateSpace space in Enum.GetValues(typeof(CoordinateSpace)))
+            Check(spaces.Contains(space.ToString().ToLowerInvariant()), "CoordinateSpace." + space + " is one of the server's spaces");
+
+        // The choices each property's summary lists ("los", "corners" or "none") are the server's.
+        Check(_protocolDoc != null, "the repository (found through docs/protocol.md)");
+        var source = File.ReadAllText(Path.Combine(Path.Combine(Path.Combine(Path.GetDirectoryName(Path.GetDirectoryName(_protocolDoc)),
+            "engine_clients"), "csharp"), "PathServerClient.cs"));
+        var optionsClass = Regex.Match(source, @"public sealed class PathOptions\b(.*?)internal void WriteTo", RegexOptions.Singleline).Groups[1].Value;
+        int listed = 0;
+        foreach (Match documented in Regex.Matches(optionsClass, @"/// <summary>(.*?)</summary>\s*public \S+ (\w+) \{ get; set; \}", RegexOptions.Singleline))
+        {
+            string name = SnakeCase(documented.Groups[2].Value);
+            var choices = server.ContainsKey(name) ? JsonGet(server[name], "choices") as List<object> : null;
+            if (choices == null || (string)server[name]["kind"] != "enum") continue;
+            var quoted = Regex.Matches(documented.Groups[1].Value, "\"([a-z_]+)\"").Cast<Match>().Select(m => m.Groups[1].Value).ToList();
+            Equal(string.Join(",", choices.Cast<string>().OrderBy(c => c)), string.Join(",", quoted.OrderBy(c => c)), "the choices PathOptions." + documented.Groups[2].Value + " documents");
+            listed++;
+        }
+        Equal(server.Values.Count(o => (string)o["kind"] == "enum"), listed, "enum options whose choices PathOptions documents");
+        Console.WriteLine("     | " + names.Count + " options checked against " + _optionsFile);
+    }
+
+    /// <summary>
+    /// Just enough JSON for the test inputs: objects as Dictionary&lt;string, object&gt;, arrays as
+    /// List&lt;object&gt;, numbers as double, strings, true, false, null.
+    /// </summary>
+    static class Json
+    {
+        public static object Parse(string text)
+        {
+            int at = 0;
+            var value = Read(text, ref at);
+            SkipSpace(text, ref at);
+            if (at != text.Length) throw new FormatException("JSON: text after the value at " + at);
+            return value;
+        }
+
+        static void SkipSpace(string text, ref int at)
+        {
+            while (at < text.Length && char.IsWhiteSpace(text[at])) at++;
+        }
+
+        static object Read(string text, ref int at)
+        {
+            SkipSpace(text, ref at);
+            if (at >= text.Length) throw new FormatException("JSON: unexpected end");
+            char c = text[at];
+            if (c == '{')
+            {
+                var map = new Dictionary<string, object>();
+                at++;
+                SkipSpace(text, ref at);
+                if (text[at] == '}') { at++; return map; }
+                while (true)
+                {
+                    SkipSpace(text, ref at);
+                    var key = (string)Read(text, ref at);
+                    SkipSpace(text, ref at);
+                    Expect(text, ref at, ':');
+                    map[key] = Read(text, ref at);
+                    SkipSpace(text, ref at);
+                    if (text[at] == '}') { at++; return map; }
+                    Expect(text, ref at, ',');
+                }
+            }
+            if (c == '[')
+            {
+                var list = new List<object>();
+                at++;
+                SkipSpace(text, ref at);
+                if (text[at] == ']') { at++; return list; }
+                while (true)
+                {
+                    list.Add(Read(text, ref at));
+                    SkipSpace(text, ref at);
+                    if (text[at] == ']') { at++; return list; }
+                    Expect(text, ref at, ',');
+                }
+            }
+            if (c == '"')
+            {
+                var value = new StringBuilder();
+                at++;
+                while (text[at] != '"')
+                {
+                    if (text[at] == '\\')
+                    {
+                        char escaped = text[++at];
+                        if (escaped == 'u') { value.Append((char)int.Parse(text.Substring(at + 1, 4), NumberStyles.HexNumber)); at += 4; }
+                        else value.Append(escaped == 'n' ? '\n' : escaped == 't' ? '\t' : escaped == 'r' ? '\r' : escaped == 'b' ? '\b' : escaped == 'f' ? '\f' : escaped);
+                    }
+                    else value.Append(text[at]);
+                    at++;
+                }
+                at++;
+                return value.ToString();
+            }
+            foreach (var literal in new[] { "true", "false", "null" })
+            {
+                if (string.CompareOrdinal(text, at, literal, 0, literal.Length) == 0)
+                {
+                    at += literal.Length;
+                    return literal == "null" ? null : (object)(literal == "true");
+                }
+            }
+            int start = at;
+            while (at < text.Length && "+-0123456789.eE".IndexOf(text[at]) >= 0) at++;
+            if (start == at) throw new FormatException("JSON: unexpected '" + c + "' at " + at);
+            return double.Parse(text.Substring(start, at - start), NumberStyles.Float, CultureInfo.InvariantCulture);
+        }
+
+        static void Expect(string text, ref int at, char wanted)
+        {
+            if (at >= text.Length || text[at] != wanted) throw new FormatException("JSON: expected '" + wanted + "' at " + at);
+            at++;
+        }
+
+        /// <summary>Compact JSON for messages.</summary>
+        public static string Write(object value)
+        {
+            if (value == null) return "null";
+            if (value is bool) return (bool)value ? "true" : "false";
+            if (value is string) return "\"" + value + "\"";
+            if (value is double) return ((double)value).ToString("R", CultureInfo.InvariantCulture);
+            var list = value as List<object>;
+            if (list != null) return "[" + string.Join(", ", list.Select(Write)) + "]";
+            return Convert.ToString(value, CultureInfo.InvariantCulture);
         }
     }
 

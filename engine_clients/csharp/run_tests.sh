@@ -8,7 +8,9 @@
 # "csharp: N passed, N failed" as its last line. Exits non-zero on any failure, including a
 # build failure or a test program that dies without its closing line.
 # Environment: CSHARP_TEST_TIMEOUT (seconds, default 300), CSHARP_TEST_ARGS (extra arguments
-# for Tests.exe, e.g. "--map example" or "--only reconnect --verbose").
+# for Tests.exe, e.g. "--map example" or "--only reconnect --verbose"); PATHSERVER_OPTIONS (the
+# output of `pathserver options --json`) and PATHSERVER_SILENT_ENDPOINT (a peer that never
+# answers), which engine_clients/test.sh sets, become --options and --silent-endpoint.
 set -u -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,9 +46,13 @@ mcs -nologo -warn:4 -out:"$build/Tests.exe" "$here/PathServerClient.cs" "$here/T
 mcs -nologo -warn:4 -out:"$build/Demo.exe" "$here/PathServerClient.cs" "$here/Demo.cs" >&2 \
     || fail "Demo.exe does not compile"
 
+shared=(--protocol-doc "$repo/docs/protocol.md" --conformance "$here/../conformance.json")
+[[ -n "${PATHSERVER_OPTIONS:-}" ]] && shared+=(--options "$PATHSERVER_OPTIONS")
+[[ -n "${PATHSERVER_SILENT_ENDPOINT:-}" ]] && shared+=(--silent-endpoint "$PATHSERVER_SILENT_ENDPOINT")
+
 # shellcheck disable=SC2086  # CSHARP_TEST_ARGS is split on purpose
 timeout -k 10 "${CSHARP_TEST_TIMEOUT:-300}" \
-    mono "$build/Tests.exe" "$endpoint" --protocol-doc "$repo/docs/protocol.md" ${CSHARP_TEST_ARGS:-} \
+    mono "$build/Tests.exe" "$endpoint" "${shared[@]}" ${CSHARP_TEST_ARGS:-} \
     | tee "$build/output.txt"
 status=$?
 

@@ -22,6 +22,9 @@
 #                       demo/maps too
 #   PATHSERVER_PYTHON   the Python that runs `-m pathserver serve` (default: python3 on PATH),
 #                       for the embedded servers of the tests and of the demo
+#   PATHSERVER_SILENT_ENDPOINT, PATHSERVER_OPTIONS, PATHSERVER_CONFORMANCE
+#                       for the shared conformance scenarios and the options check (see
+#                       tests/test_pathserver.gd; engine_clients/test.sh sets them)
 #
 # Exit codes: 0 all passed, 1 a test failed or the engine run broke, 3 the engine cannot be
 # installed here (the caller must report that loudly; it is not a pass).

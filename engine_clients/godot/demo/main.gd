@@ -237,7 +237,7 @@ func _spawn_unit(size: Vector2i, color: Color, at: Vector2) -> void:
 func _on_path_failed(code: String, message: String) -> void:
 	counts.failures += 1
 	if counts.failures <= 3:
-		print("demo: a unit got no path: %s: %s" % [code, message])
+		print("demo: a path request failed: %s: %s" % [code, message])
 
 
 func _show(text: String) -> void:

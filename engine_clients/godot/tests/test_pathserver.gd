@@ -5,10 +5,14 @@ extends SceneTree
 ##   godot --headless --path tests -s res://test_pathserver.gd -- tcp://127.0.0.1:PORT
 ##
 ## The server must serve tests/maps/godot_arena.map (20 x 12 cells of 16 world units, a wall
-## at column 10 with a two-cell gap at rows 5-6). Environment:
-##   PATHSERVER_MAPS      that server's maps folder, for the embedded server this test starts
-##   PATHSERVER_PYTHON    the Python that runs `-m pathserver serve` (default python3)
-##   PATHSERVER_PROTOCOL  docs/protocol.md (default: found from this project's folder)
+## at column 10 with a two-cell gap at rows 5-6) and the repository's maps/. Environment:
+##   PATHSERVER_MAPS             that server's maps folder, for the embedded servers this test
+##                               starts
+##   PATHSERVER_PYTHON           the Python that runs `-m pathserver serve` (default python3)
+##   PATHSERVER_PROTOCOL         docs/protocol.md (default: found from this project's folder)
+##   PATHSERVER_CONFORMANCE      engine_clients/conformance.json (default: found likewise)
+##   PATHSERVER_SILENT_ENDPOINT  a ZeroMQ peer that never answers, for the timeout scenario
+##   PATHSERVER_OPTIONS          the output of `pathserver options --json`, the server's options
 ## Prints one line per check, then exactly "N passed, N failed", and exits non-zero on failure.
 
 const MAP := "godot_arena"
@@ -49,6 +53,7 @@ func _run() -> void:
 	await test_pipelined_requests()
 	await test_batch()
 	await test_error_codes()
+	await test_no_path_is_an_answer()
 	await test_cancel()
 	await test_timeout()
 	await test_follower()
@@ -62,6 +67,8 @@ func _run() -> void:
 	await test_embedded_server_failure()
 	await test_embedded_servers_ports()
 	await test_embedded_server_and_reconnect()
+	await test_conformance()
+	test_options_match_the_server()
 	await test_readme_examples()
 	check(
 		client.get_pending_count() == 0 and client.is_connected_to_server(),
@@ -127,6 +134,20 @@ func free_port() -> int:
 	var port := server.get_local_port()
 	server.stop()
 	return port
+
+
+## The answers of [param of_client]'s path requests from now on, by id, as its signals bring
+## them: the waypoints of a completed query, or [code][code, message][/code] of a failure.
+func track_answers(of_client: PathServerClient) -> Dictionary:
+	var answers := {}
+	of_client.path_found.connect(
+		func(id: int, waypoints: PackedVector2Array, _info: Dictionary) -> void:
+			answers[id] = waypoints
+	)
+	of_client.path_failed.connect(
+		func(id: int, code: String, message: String) -> void: answers[id] = [code, message]
+	)
+	return answers
 
 
 # -- msgpack ----------------------------------------------------------------------------------
@@ -650,7 +671,6 @@ func test_error_codes() -> void:
 		client.find_path(start, center(Vector2i(17, 9)), Vector2i.ONE, {"map": "no_such_map"}):
 		"unknown_map",
 		client.find_path(start, Vector2(-40, 8)): "out_of_bounds",
-		client.find_path(start, center(Vector2i(17, 9)), Vector2i(3, 3)): "no_path",
 		client.find_path(start, center(Vector2i(17, 9)), Vector2i(0, 1)): "bad_unit_size",
 		client.find_path(start, center(Vector2i(17, 9)), Vector2i.ONE, {"smooth": "wiggly"}):
 		"invalid_request",
@@ -662,26 +682,86 @@ func test_error_codes() -> void:
 		check(got[0] == expected[id] and got[1] != "", "error code %s" % expected[id], got)
 	var unknown := await client.find_path_async(start, start, Vector2i.ONE, {"map": "no_such_map"})
 	check(
-		not unknown.ok and unknown.code == "unknown_map" and not unknown.retryable,
-		"find_path_async reports the error code",
+		(
+			not unknown.ok
+			and unknown.code == "unknown_map"
+			and unknown.info.get("at") == "map"
+			and not unknown.retryable
+		),
+		"find_path_async reports the error code and its field",
 		unknown
+	)
+
+
+## A unit too big for the wall's gap has no path: like AStarGrid2D's empty path, an answer
+## (path_found, ok, status no_path, no waypoints), never path_failed.
+func test_no_path_is_an_answer() -> void:
+	var completed := {}
+	var failed := {}
+	var on_completed := func(id: int, waypoints: PackedVector2Array, info: Dictionary) -> void:
+		completed[id] = [waypoints, info]
+	var on_failed := func(id: int, code: String, _message: String) -> void: failed[id] = code
+	client.path_found.connect(on_completed)
+	client.path_failed.connect(on_failed)
+	var start := center(Vector2i(1, 1))
+	var id := client.find_path(start, center(Vector2i(17, 9)), Vector2i(3, 3))
+	await wait_until(func() -> bool: return completed.has(id) or failed.has(id), 5.0)
+	client.path_found.disconnect(on_completed)
+	client.path_failed.disconnect(on_failed)
+	var answer: Array = completed.get(id, [PackedVector2Array([Vector2.ONE]), {}])
+	check(
+		(
+			not failed.has(id)
+			and answer[0].is_empty()
+			and answer[1].get("status") == "no_path"
+			and answer[1].get("cost") == 0.0
+		),
+		"no_path comes as path_found with empty waypoints and status no_path",
+		[answer, failed]
+	)
+	var awaited := await client.find_path_async(start, center(Vector2i(17, 9)), Vector2i(3, 3))
+	check(
+		(
+			awaited.ok
+			and awaited.status == "no_path"
+			and awaited.code == ""
+			and awaited.waypoints.is_empty()
+			and str(awaited).ends_with("no_path, 0 waypoints)")
+		),
+		"an awaited no_path result is ok with status no_path",
+		awaited
+	)
+	var batch := await client.find_paths_async(
+		[[start, center(Vector2i(17, 9))], [start, center(Vector2i(2, 1))]], Vector2i(3, 3)
+	)
+	check(
+		(
+			batch.size() == 2
+			and batch.all(func(r: PathServerResult) -> bool: return r.ok)
+			and batch[0].status == "no_path"
+		),
+		"a batch entry with no path is ok too",
+		batch
 	)
 
 
 func test_cancel() -> void:
 	var heard := []
-	var on_found := func(id: int, _waypoints: PackedVector2Array, _info: Dictionary) -> void:
+	var on_completed := func(id: int, _waypoints: PackedVector2Array, _info: Dictionary) -> void:
 		heard.append(id)
-	client.path_found.connect(on_found)
+	var on_failed := func(id: int, _code: String, _message: String) -> void: heard.append(id)
+	client.path_found.connect(on_completed)
+	client.path_failed.connect(on_failed)
 	var id := client.find_path(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
-	var result := client.get_request(id)
 	client.cancel(id)
+	var pending_after_cancel := client.get_pending_count()
 	var later := await client.find_path_async(center(Vector2i(1, 1)), center(Vector2i(2, 1)))
-	client.path_found.disconnect(on_found)
+	client.path_found.disconnect(on_completed)
+	client.path_failed.disconnect(on_failed)
 	check(
-		result.done and result.code == "cancelled" and later.ok and id not in heard,
-		"a cancelled request completes as cancelled and emits nothing",
-		[result, heard]
+		pending_after_cancel == 0 and later.ok and id not in heard and later.id in heard,
+		"a cancelled request is forgotten and emits nothing",
+		[pending_after_cancel, heard]
 	)
 
 
@@ -736,11 +816,15 @@ func test_follower() -> void:
 		"update", {"map": MAP, "rects": [[10, 0, 1, 12]], "solid": true}
 	)
 	check(closed.ok, "update closes the gap", closed.reply)
-	small.failures.clear()
+	small.events.clear()
 	small.agent.target_position = center(Vector2i(2, 8))
 	small.agent.target_node = null
-	await wait_until(func() -> bool: return not small.failures.is_empty(), 5.0)
-	check(small.failures == ["no_path"], "the follower reports path_failed no_path", small.failures)
+	await wait_until(func() -> bool: return not small.events.is_empty(), 5.0)
+	check(
+		small.events == ["path_changed"] and small.agent.waypoints.is_empty(),
+		"the follower gets an empty path_changed for no_path, not path_failed",
+		small.events
+	)
 	small.reached = false
 	var opened := await client.request_async(
 		"update", {"map": MAP, "rects": [[10, 5, 1, 2]], "solid": false}
@@ -828,9 +912,9 @@ func test_agent_small_target_moves() -> void:
 	body.queue_free()
 
 
-## The order the agent's signals fire in, as the README describes it: the client's path_found
-## for the agent's request, then path_changed, then target_reached once; path_failed when the
-## server gives no path.
+## The order the agent's signals fire in, as the README describes it: the client's
+## path_found for the agent's request, then path_changed, then target_reached once; an
+## empty path_changed alone when the server answers no_path.
 func test_agent_signal_order() -> void:
 	var unit := _spawn_unit(Vector2i(1, 1), Vector2i.ONE)
 	var agent: PathServerAgent2D = unit.agent
@@ -851,27 +935,44 @@ func test_agent_signal_order() -> void:
 	agent.unit_size = Vector2i(3, 3)
 	agent.target_position = center(Vector2i(1, 1))
 	await wait_until(func() -> bool: return not events.is_empty(), 5.0)
-	check_equal(events, ["path_failed"], "agent signals: path_failed alone when there is no path")
+	for i in 5:
+		await physics_frame
+	check_equal(
+		events,
+		["client path_found", "path_changed"],
+		"agent signals: an empty path_changed, no target_reached, when there is no path"
+	)
 	client.path_found.disconnect(on_found)
 	unit.body.queue_free()
 
 
 ## A failed request is asked again after retry_interval: the agent used to wait for a new
-## target or map generation.
+## target or map generation. A no_path answer is not a failure: no timed retries.
 func test_agent_retries_after_failure() -> void:
-	var unit := _spawn_unit(Vector2i(2, 8), Vector2i(3, 3))
+	var unit := _spawn_unit(Vector2i(2, 8), Vector2i.ONE)
 	unit.agent.retry_interval = 0.2
+	unit.agent.map_name = "no_such_map"
 	unit.agent.target_position = center(Vector2i(17, 9))
 	await wait_until(func() -> bool: return unit.failures.size() >= 3, 3.0)
 	check(
 		(
 			unit.failures.size() >= 3
-			and unit.failures.all(func(c: String) -> bool: return c == "no_path")
+			and unit.failures.all(func(c: String) -> bool: return c == "unknown_map")
 		),
 		"a failing agent asks again every retry_interval",
 		unit.failures
 	)
 	unit.body.queue_free()
+	var stuck := _spawn_unit(Vector2i(2, 8), Vector2i(3, 3))
+	stuck.agent.retry_interval = 0.2
+	stuck.agent.target_position = center(Vector2i(17, 9))
+	await create_timer(1.0).timeout
+	check(
+		stuck.events == ["path_changed"] and stuck.failures.is_empty(),
+		"an agent answered no_path does not ask again on a timer",
+		stuck.events
+	)
+	stuck.body.queue_free()
 
 
 ## Points the embedded-server settings at the test's Python and maps; false when the
@@ -969,12 +1070,11 @@ func test_embedded_server_failure() -> void:
 	var failures := []
 	embedded.embedded_server_failed.connect(func(message: String) -> void: failures.append(message))
 	var began := Time.get_ticks_msec()
-	var result := embedded.get_request(
-		embedded.find_path(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
-	)
+	var answers := track_answers(embedded)
+	var id := embedded.find_path(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
 	var connected := await embedded.wait_connected()
-	if not result.done:
-		await result.completed
+	await wait_until(func() -> bool: return answers.has(id), 30.0)
+	var result: Array = answers.get(id, ["(no answer)", ""])
 	var waited := Time.get_ticks_msec() - began
 	var message: String = failures[0] if failures.size() == 1 else ""
 	check(
@@ -988,7 +1088,7 @@ func test_embedded_server_failure() -> void:
 		failures
 	)
 	check(
-		not connected and result.code == "embedded_server_failed" and result.message == message,
+		not connected and result == ["embedded_server_failed", message],
 		"wait_connected() is false and waiting requests fail at once (%d ms)" % waited,
 		[connected, result]
 	)
@@ -1138,7 +1238,7 @@ func test_demo_map_fits_its_units() -> void:
 		)
 		var unreachable := []
 		for i in results.size():
-			if not results[i].ok:
+			if results[i].status != "found":
 				unreachable.append(cells[i])
 		check(
 			cells.size() > 100 and results.size() == cells.size() and unreachable.is_empty(),
@@ -1190,27 +1290,28 @@ func test_embedded_server_and_reconnect() -> void:
 	check(first.ok, "a path from the embedded server", first)
 	# Freeze the server, so the next request is sent and stays unanswered, then kill it.
 	OS.execute("kill", ["-STOP", str(pid)])
+	var answers := track_answers(embedded)
 	var id := embedded.find_path(center(Vector2i(1, 1)), center(Vector2i(18, 2)))
-	var pending := embedded.get_request(id)
 	for i in 5:
 		await process_frame
 	check(
-		embedded._pending[id].sent and not pending.done, "a request is in flight to a frozen server"
+		embedded._pending[id].sent and not answers.has(id),
+		"a request is in flight to a frozen server"
 	)
 	embedded.stop_embedded_server()
 	await wait_until(func() -> bool: return events.has("disconnected"), 5.0)
 	check(events.has("disconnected"), "the client notices the server went away", events)
 	for i in 10:
 		await process_frame
-	check(not pending.done, "the request waits while the server is down")
+	check(not answers.has(id), "the request waits while the server is down")
 	embedded.start_embedded_server()
 	var restarted_pid := embedded.get_embedded_server_pid()
-	if not pending.done:
-		await pending.completed
+	await wait_until(func() -> bool: return answers.has(id), 60.0)
+	var answer: Variant = answers.get(id)
 	check(
-		pending.ok and pending.waypoints[-1] == center(Vector2i(18, 2)),
+		answer is PackedVector2Array and answer[-1] == center(Vector2i(18, 2)),
 		"the request in flight is sent again after reconnecting",
-		pending
+		answer
 	)
 	check(events.count("connected") == 2, "connected twice (reconnect with back-off)", events)
 	embedded.queue_free()
@@ -1222,6 +1323,193 @@ func test_embedded_server_and_reconnect() -> void:
 		func() -> bool: return not DirAccess.dir_exists_absolute(proc_dir), 5.0
 	)
 	check(gone, "the embedded server stops when its client leaves the tree", restarted_pid)
+
+
+# -- conformance and options -----------------------------------------------------------------
+
+
+## A file named by [param variable], else [param fallback] next to this project.
+func shared_file(variable: String, fallback: String) -> String:
+	var path := OS.get_environment(variable)
+	if path == "":
+		path = ProjectSettings.globalize_path("res://").path_join(fallback)
+	return path.simplify_path()
+
+
+## The shared scenarios of engine_clients/conformance.json, through this client's public API
+## ([code]await find_path_async[/code], [code]request_async[/code]): every outcome must be the
+## scenario's expectation, as for the Python and C# clients (engine_clients/conformance.py
+## describes the outcome's shape).
+func test_conformance() -> void:
+	var path := shared_file("PATHSERVER_CONFORMANCE", "../../conformance.json")
+	var parsed: Variant = JSON.parse_string(FileAccess.get_file_as_string(path))
+	if not parsed is Dictionary or not parsed.get("scenarios") is Array:
+		check(false, "conformance scenarios read from %s" % path)
+		return
+	var silent := PathServerClient.new()
+	silent.endpoint = OS.get_environment("PATHSERVER_SILENT_ENDPOINT")
+	silent.auto_connect = silent.endpoint != ""
+	root.add_child(silent)
+	for scenario: Dictionary in parsed.scenarios:
+		var name := "conformance: %s" % scenario.name
+		if scenario.get("server") == "silent" and silent.endpoint == "":
+			check(false, name, "PATHSERVER_SILENT_ENDPOINT is not set")
+			continue
+		var with_client := silent if scenario.get("server") == "silent" else client
+		var got := await conformance_outcome(with_client, scenario.request)
+		var wrong := conformance_mismatches(scenario.expect, got)
+		check(wrong.is_empty(), name, "; ".join(wrong))
+	silent.queue_free()
+
+
+## What this client reports for one scenario's request, in the shape of its expectation.
+func conformance_outcome(with_client: PathServerClient, request: Dictionary) -> Dictionary:
+	var op: String = request.get("op", "path")
+	var result: PathServerResult
+	if op != "path":
+		result = await with_client.request_async(op)
+	else:
+		# JSON numbers arrive as floats; the wire wants whole numbers as ints (max_expansions).
+		var options: Dictionary = whole_numbers(request.get("options", {}))
+		if request.has("timeout_ms"):
+			options["timeout_ms"] = int(request.timeout_ms)
+		options["map"] = request.map
+		var size: Variant = whole_numbers(request.get("unit_size", 1))
+		result = await with_client.find_path_async(
+			scenario_point(request.start),
+			scenario_point(request.goal),
+			Vector2i(size[0], size[1]) if size is Array else Vector2i(size, size),
+			options
+		)
+	if not result.ok:
+		return {"error": result.code, "at": result.info.get("at")}
+	if op != "path":
+		return {"ok": true}
+	var start: Vector2 = result.info.start
+	var goal: Vector2 = result.info.goal
+	return {
+		"status": result.status,
+		"cost": result.info.cost,
+		"start": [start.x, start.y],
+		"goal": [goal.x, goal.y],
+		"waypoints": result.waypoints.size(),
+		"start_snapped": result.info.start_snapped,
+		"goal_snapped": result.info.goal_snapped,
+	}
+
+
+## A scenario's [x, y]: numbers, or "nan" / "inf" / "-inf" (JSON has no such floats).
+func scenario_point(pair: Array) -> Vector2:
+	var named := {"nan": NAN, "inf": INF, "-inf": -INF}
+	var xy := pair.map(func(v: Variant) -> float: return named[v] if v is String else float(v))
+	return Vector2(xy[0], xy[1])
+
+
+func whole_numbers(value: Variant) -> Variant:
+	if value is float and value == floorf(value) and absf(value) < 1e15:
+		return int(value)
+	if value is Array:
+		return value.map(whole_numbers)
+	if value is Dictionary:
+		var copy := {}
+		for key: Variant in value:
+			copy[key] = whole_numbers(value[key])
+		return copy
+	return value
+
+
+## How [param got] differs from [param expect]: numbers to 1e-6, the rest exactly;
+## start_snapped and goal_snapped are false unless expected true.
+func conformance_mismatches(expect: Dictionary, got: Dictionary) -> PackedStringArray:
+	var keys := expect.keys()
+	if expect.has("status"):
+		for key: String in ["start_snapped", "goal_snapped"]:
+			if not expect.has(key):
+				keys.append(key)
+	var wrong := PackedStringArray()
+	for key: String in keys:
+		var wanted: Variant = expect.get(key, false)
+		if not same_value(wanted, got.get(key)):
+			wrong.append(
+				(
+					"%s: expected %s, got %s"
+					% [key, JSON.stringify(wanted), JSON.stringify(got.get(key))]
+				)
+			)
+	return wrong
+
+
+func same_value(wanted: Variant, value: Variant) -> bool:
+	var numbers := [TYPE_INT, TYPE_FLOAT]
+	if typeof(wanted) in numbers:
+		return typeof(value) in numbers and absf(float(wanted) - float(value)) <= 1e-6
+	if wanted is Array:
+		if not value is Array or value.size() != wanted.size():
+			return false
+		for i in wanted.size():
+			if not same_value(wanted[i], value[i]):
+				return false
+		return true
+	return typeof(wanted) == typeof(value) and wanted == value
+
+
+## The options this client documents and applies, checked against the server's one definition
+## (`pathserver options --json`, which engine_clients/test.sh writes): every name must be the
+## server's, every default its wire_default but the client's own, declared in CLIENT_DEFAULTS.
+func test_options_match_the_server() -> void:
+	var path := OS.get_environment("PATHSERVER_OPTIONS")
+	var parsed: Variant = (
+		JSON.parse_string(FileAccess.get_file_as_string(path)) if path != "" else null
+	)
+	if not parsed is Dictionary or not parsed.get("options") is Array:
+		check(
+			false,
+			"the server's options read from PATHSERVER_OPTIONS (`pathserver options --json`)",
+			path
+		)
+		return
+	var server := {}
+	for option: Dictionary in parsed.options:
+		server[option.name] = option
+	var documented := PathServerClient.PATH_OPTIONS
+	var unknown := documented.keys().filter(func(name: String) -> bool: return not server.has(name))
+	check(unknown.is_empty(), "PATH_OPTIONS names only the server's options", unknown)
+	var missing := server.keys().filter(
+		func(name: String) -> bool: return name != "unit_size" and not documented.has(name)
+	)
+	check(missing.is_empty(), "PATH_OPTIONS lists every option of the server", missing)
+	var wrong := []
+	for name: String in documented:
+		if not server.has(name):
+			continue
+		var option: Dictionary = server[name]
+		var value: Variant = documented[name]
+		if PathServerClient.CLIENT_DEFAULTS.has(name):
+			# The client's own default: sent on every request, so it must be a valid choice.
+			var choices: Array = option.choices if option.get("choices") is Array else [value]
+			if value != PathServerClient.CLIENT_DEFAULTS[name] or value not in choices:
+				wrong.append([name, value, option.get("choices")])
+		elif not same_value(option.wire_default, value):
+			wrong.append([name, value, option.wire_default])
+	check(
+		wrong.is_empty() and PathServerClient.CLIENT_DEFAULTS.keys() == ["space"],
+		"PATH_OPTIONS defaults are the server's wire_default (space: the client's own, world)",
+		wrong
+	)
+	var defaults := {}
+	for method: Dictionary in client.get_script().get_script_method_list():
+		if method.name in ["find_path", "find_paths"]:
+			defaults[method.name] = method.default_args
+	var size_default: Variant = server.get("unit_size", {}).get("wire_default")
+	var as_server := defaults.size() == 2
+	for args: Array in defaults.values():
+		var size_on_wire: Variant = PathServerClient.wire_unit_size(args[0])
+		as_server = as_server and same_value(size_on_wire, size_default)
+	check(
+		as_server,
+		"find_path's and find_paths' unit_size default is the server's (%s)" % size_default,
+		defaults
+	)
 
 
 # -- the README -------------------------------------------------------------------------------

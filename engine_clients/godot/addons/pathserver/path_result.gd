@@ -1,45 +1,50 @@
 class_name PathServerResult
 extends RefCounted
-## The outcome of one request to pathserver, as returned by
-## [method PathServerClient.find_path_async] and friends.
+## The outcome of one request to pathserver, as [code]await[/code] returns it from
+## [method PathServerClient.find_path_async], [method PathServerClient.find_paths_async] (one
+## per entry) and [method PathServerClient.request_async].
 ##
-## [member ok] is true when [member waypoints] can be followed: status "found", or "partial"
-## when the request asked for [code]allow_partial[/code]. Otherwise [member code] says why,
-## with the server's error codes ("unknown_map", "out_of_bounds", ...), "no_path" when the goal
-## cannot be reached, or the client's own "timeout", "cancelled" and "bad_reply".
+## [member ok] is true when the server answered the query. For a path that means a
+## [member status]: "found", "partial" (with [code]allow_partial[/code]) or "no_path" — the
+## goal cannot be reached, [member waypoints] is empty: an answer, like the empty path of
+## [AStarGrid2D], not an error. [member ok] is false only on errors: [member code] is the
+## server's error code ("unknown_map", "out_of_bounds", ...) or the client's own "timeout",
+## "cancelled", "bad_reply" or "embedded_server_failed".
 ## [codeblock]
 ## var result := await PathServer.find_path_async(Vector2(2.5, 2.5), Vector2(10.5, 2.5))
-## if result.ok:
-##     print(result.waypoints)  # [(2.5, 2.5), (10.5, 2.5)] on the sample map "example"
-## else:
+## if not result.ok:
 ##     print(result.code, ": ", result.message)
+## elif result.status == "no_path":
+##     print("unreachable")
+## else:
+##     print(result.waypoints)  # [(2.5, 2.5), (10.5, 2.5)] on the sample map "example"
 ## [/codeblock]
-
-## Emitted once, when the request completes either way.
-signal completed
 
 ## The request id, as passed to the client's signals.
 var id := 0
+## True when the server answered (for paths: found, partial or no_path); false on errors.
 var ok := false
-## "found", "partial" or "no_path" when the server answered the search; "" on errors.
+## "found", "partial" or "no_path" when the server answered a path query; "" otherwise.
 var status := ""
-## The path in the requested space (world by default), start and goal included.
+## The path in the requested space (world by default), start and goal included; empty for
+## "no_path" and on errors.
 var waypoints := PackedVector2Array()
-## "" on success, else a snake_case error code.
+## "" when [member ok], else a snake_case error code.
 var code := ""
 var message := ""
 ## True when the same request may succeed if sent again (e.g. "overloaded", "timeout").
 var retryable := false
 ## Everything else the server said (status, cost, length, expanded, start and goal as
-## [Vector2], gen, ...) plus the request's map and unit_size; "at" on errors.
+## [Vector2], start_snapped, goal_snapped, gen, ...) plus the request's map and unit_size;
+## "at" (the request field an error is about) on errors.
 var info := {}
 ## The raw reply Dictionary (empty when the client failed the request itself).
 var reply := {}
-## True once [signal completed] has been emitted.
-var done := false
 
 
 func _to_string() -> String:
-	if ok:
+	if ok and status != "":
 		return "PathServerResult(id=%d, %s, %d waypoints)" % [id, status, waypoints.size()]
+	if ok:
+		return "PathServerResult(id=%d, ok)" % id
 	return "PathServerResult(id=%d, %s: %s)" % [id, code, message]

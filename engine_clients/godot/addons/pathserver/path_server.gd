@@ -3,30 +3,48 @@ extends Node
 ## A client for pathserver, the grid pathfinding service. The plugin registers one as the
 ## autoload [code]PathServer[/code]; more can be created with [code]PathServerClient.new()[/code].
 ##
-## Requests return an id at once; replies arrive as signals (or through the [code]_async[/code]
-## variants with [code]await[/code]), matched by id, in whatever order the server finishes them.
+## Each request has two forms. To wait for the answer, [code]await[/code] the
+## [code]_async[/code] method: [method find_path_async], [method find_paths_async],
+## [method request_async] return a [PathServerResult] (an Array of them for a batch); this is
+## the one way to await. To fire and forget, the plain method ([method find_path],
+## [method find_paths], [method request]) returns the request id at once, and the answer comes
+## as a signal with that id. Replies are matched by id, in whatever order the server finishes
+## them; every request emits its signal, awaited or not.
+##
+## A path query that finds no path is an answer, not a failure (like [AStarGrid2D]'s empty
+## path): [signal path_found] with empty waypoints and [code]info.status == "no_path"[/code],
+## a result with [member PathServerResult.ok] true. Only errors (a bad request, an unknown map,
+## a timeout, ...) are [signal path_failed].
+##
 ## All network work happens in [method _process] and never blocks a frame. Coordinates are world
 ## coordinates by default (the map's origin and cell size apply); pass
 ## [code]{"space": "grid"}[/code] in [param options] for cells.
 ## [codeblock]
 ## func _ready() -> void:
+##     var result := await PathServer.find_path_async(Vector2(2.5, 2.5), Vector2(60.5, 60.5))
+##     print(result.status, " ", result.waypoints)
+##
 ##     PathServer.path_found.connect(_on_path_found)
 ##     PathServer.find_path(Vector2(2.5, 2.5), Vector2(60.5, 60.5))
 ##
 ## func _on_path_found(id: int, waypoints: PackedVector2Array, info: Dictionary) -> void:
-##     print(id, " ", waypoints, " cost ", info.cost)
+##     print(id, " ", info.status, " ", waypoints, " cost ", info.cost)
 ## [/codeblock]
 ## When the connection drops, the client reconnects with back-off and sends again whatever was
 ## in flight. A request with no answer within its timeout fails with the code "timeout".
 ## [code]await PathServer.wait_connected()[/code] waits for the connection (it returns at once
 ## when there is one).
 
-## A path was found ([code]info.status[/code] is "found", or "partial" when asked for).
+## Emitted for every completed [method find_path] query: [code]info.status[/code] is "found",
+## "partial" (with [code]allow_partial[/code]) or "no_path" ([param waypoints] empty, like
+## [AStarGrid2D]'s empty path: the goal cannot be reached). Errors are [signal path_failed].
 ## [param info] holds the reply's fields besides the path (status, cost, length, expanded,
-## start and goal as [Vector2], gen, ...) plus the request's map and unit_size.
+## start and goal as [Vector2], start_snapped, goal_snapped, gen, ...) plus the request's map
+## and unit_size.
 signal path_found(id: int, waypoints: PackedVector2Array, info: Dictionary)
-## A request failed; [param code] is a server error code ("unknown_map", "out_of_bounds", ...),
-## "no_path", or the client's own "timeout" or "bad_reply".
+## A request failed: [param code] is a server error code ("unknown_map", "out_of_bounds", ...)
+## or the client's own "timeout", "bad_reply" or "embedded_server_failed". Never "no_path":
+## that is an answer, see [signal path_found].
 signal path_failed(id: int, code: String, message: String)
 ## A [method find_paths] batch completed: one [PathServerResult] per request, in order.
 signal paths_completed(id: int, results: Array)
@@ -72,6 +90,27 @@ const SETTINGS := {
 	SETTING_EMBEDDED_PORT: 0,
 	SETTING_EMBEDDED_START_TIMEOUT_MS: 120000,
 }
+## The options of [method find_path] and [method find_paths] (fields of the server's
+## [code]path[/code] op), each with what a request gets when [param options] leave it out:
+## the client's own default for "space" (see [constant CLIENT_DEFAULTS]), the server's for the
+## rest (null: no limit, or the server chooses). The engine tests check every name and default
+## here against the server's one definition, [code]pathserver options --json[/code].
+const PATH_OPTIONS := {
+	"space": "world",
+	"smooth": "los",
+	"diagonal": "no_corner_cutting",
+	"snap": true,
+	"allow_partial": false,
+	"max_expansions": null,
+	"heuristic": null,
+	"weight": 1.0,
+	"max_climb": null,
+	"algorithm": "auto",
+	"line_of_sight": true,
+}
+## Defaults this client applies and always sends, where they differ from the server's on
+## purpose: positions in a game are world coordinates (the server's default is "grid").
+const CLIENT_DEFAULTS := {"space": "world"}
 ## Options read by the client itself and never sent to the server.
 const CLIENT_OPTIONS := ["map", "timeout_ms"]
 const RECONNECT_MIN_MS := 100
@@ -198,23 +237,22 @@ func get_pending_count() -> int:
 
 
 ## Asks for a path from [param start] to [param goal] for a unit whose footprint is
-## [param unit_size] cells. Returns the request id; the answer comes as [signal path_found] or
-## [signal path_failed] with that id. [param options] may hold any field of the server's
-## [code]path[/code] op ("space", "smooth", "allow_partial", "snap", "max_expansions",
-## "heuristic", "diagonal", "max_climb", "algorithm"), plus "map" and "timeout_ms".
+## [param unit_size] cells, fire and forget. Returns the request id; the answer comes as
+## [signal path_found] (found, partial or no_path) or [signal path_failed] (an error) with
+## that id. [param options] may hold any of [constant PATH_OPTIONS] (the server's
+## [code]path[/code] fields), plus "map" and "timeout_ms".
 func find_path(start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}) -> int:
 	return _find_path(start, goal, unit_size, options).result.id
 
 
-## Like [method find_path], awaitable:
-## [code]var result := await PathServer.find_path_async(a, b)[/code].
+## [method find_path], awaited: [code]var result := await PathServer.find_path_async(a, b)[/code]
+## returns its [PathServerResult] (the signals are emitted too).
 func find_path_async(
 	start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
-	var result := _find_path(start, goal, unit_size, options).result
-	if not result.done:
-		await result.completed
-	return result
+	var pending := _find_path(start, goal, unit_size, options)
+	await _completion(pending)
+	return pending.result
 
 
 ## Asks for many paths in one round trip. [param requests] holds [code][start, goal][/code]
@@ -225,11 +263,11 @@ func find_paths(requests: Array, unit_size := Vector2i.ONE, options := {}) -> in
 	return _find_paths(requests, unit_size, options).result.id
 
 
-## Like [method find_paths], awaitable; returns an Array of [PathServerResult], in order.
+## [method find_paths], awaited: returns an Array of [PathServerResult], one per request in
+## order (each failed one with its error when the whole batch was refused).
 func find_paths_async(requests: Array, unit_size := Vector2i.ONE, options := {}) -> Array:
 	var pending := _find_paths(requests, unit_size, options)
-	if not pending.result.done:
-		await pending.result.completed
+	await _completion(pending)
 	return pending.batch
 
 
@@ -239,33 +277,23 @@ func request(op: String, fields := {}) -> int:
 	return _submit(op, fields, Kind.RAW).result.id
 
 
-## Like [method request], awaitable. The result's [member PathServerResult.reply] is the
-## server's reply; [member PathServerResult.ok] and [member PathServerResult.code] tell how it
-## went.
+## [method request], awaited. The result's [member PathServerResult.reply] is the server's
+## reply; [member PathServerResult.ok] and [member PathServerResult.code] tell how it went.
 func request_async(op: String, fields := {}) -> PathServerResult:
-	var result := _submit(op, fields, Kind.RAW).result
-	if not result.done:
-		await result.completed
-	return result
+	var pending := _submit(op, fields, Kind.RAW)
+	await _completion(pending)
+	return pending.result
 
 
-## The result object of a request still in flight, or null once it completed or was cancelled.
-## Connect to its [signal PathServerResult.completed] to hear about that one request only.
-func get_request(id: int) -> PathServerResult:
-	var pending: Pending = _pending.get(id)
-	return pending.result if pending else null
-
-
-## Forgets a request: its result completes with the code "cancelled" (so an [code]await[/code]
-## on it resumes), no signal is emitted, and a late reply is ignored.
+## Forgets a request made with [method find_path], [method find_paths] or [method request]:
+## no signal is emitted for it and a late reply is ignored.
 func cancel(id: int) -> void:
 	var pending: Pending = _pending.get(id)
 	if pending == null:
 		return
 	_pending.erase(id)
 	_fill_error(pending.result, _client_error("cancelled", "cancelled by the caller", id))
-	pending.result.done = true
-	pending.result.completed.emit()
+	pending.finish()
 
 
 ## Advances the connection and delivers replies. [method _process] calls it every frame; call it
@@ -347,7 +375,7 @@ func _find_path(start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dic
 		"start": start,
 		"goal": goal,
 		"unit_size": wire_unit_size(unit_size),
-		"space": "world",
+		"space": CLIENT_DEFAULTS.space,
 	}
 	return _submit("path", _with_options(fields, options), Kind.PATH, options)
 
@@ -365,7 +393,7 @@ func _find_paths(requests: Array, unit_size: Vector2i, options: Dictionary) -> P
 	var fields := {
 		"map": options.get("map", map_name),
 		"unit_size": wire_unit_size(unit_size),
-		"space": "world",
+		"space": CLIENT_DEFAULTS.space,
 	}
 	fields = _with_options(fields, options)
 	fields["requests"] = wire_requests
@@ -395,6 +423,13 @@ func _submit(op: String, fields: Dictionary, kind: Kind, options := {}) -> Pendi
 	_pending[pending.result.id] = pending
 	# Sending waits for poll(): a reply can never arrive before the caller awaits it.
 	return pending
+
+
+## Resumes when [param pending] completed (at once when it already has): what the
+## [code]_async[/code] methods await.
+func _completion(pending: Pending) -> void:
+	if not pending.done:
+		await pending.finished
 
 
 func _poll_connection(now: int) -> void:
@@ -616,8 +651,7 @@ func _complete(pending: Pending, reply: Dictionary) -> void:
 			result.ok = reply.get("ok") == true
 			_note_generation(reply)
 			reply_received.emit(result.id, reply)
-	result.done = true
-	result.completed.emit()
+	pending.finish()
 
 
 func _batch_request(body: Dictionary, index: int) -> Dictionary:
@@ -658,12 +692,12 @@ func _fill_path_result(result: PathServerResult, reply: Variant, request_body: D
 	result.info["map"] = request_body.get("map")
 	result.info["unit_size"] = request_body.get("unit_size")
 	_note_generation(reply, str(request_body.get("map")))
-	result.ok = result.status == "found" or result.status == "partial"
+	# "no_path" is an answer like the others: ok, with empty waypoints.
+	result.ok = result.status in ["found", "partial", "no_path"]
 	if not result.ok:
-		result.code = "no_path" if result.status == "no_path" else "bad_reply"
-		result.message = (
-			"no path from %s to %s on map '%s' for unit size %s"
-			% [request_body.start, request_body.goal, request_body.map, request_body.unit_size]
+		_fill_error(
+			result,
+			_client_error("bad_reply", "a path reply with status '%s'" % result.status, result.id)
 		)
 
 
@@ -707,6 +741,9 @@ static func _client_error(code: String, message: String, id: int, retryable := f
 class Pending:
 	extends RefCounted
 
+	## Emitted once, when the request completed (answered, failed, timed out or cancelled).
+	signal finished
+
 	var result := PathServerResult.new()
 	var kind := 0
 	var body := {}
@@ -718,6 +755,11 @@ class Pending:
 	var retry_at_ms := 0
 	## PATHS only: one PathServerResult per request, filled on completion.
 	var batch: Array[PathServerResult] = []
+	var done := false
+
+	func finish() -> void:
+		done = true
+		finished.emit()
 
 
 ## A [method wait_connected] call waiting for the connection.

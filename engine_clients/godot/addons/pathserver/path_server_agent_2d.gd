@@ -9,8 +9,10 @@ extends Node
 ##
 ## Signals, for one target: [signal path_changed] for each path (the first, and every new one
 ## after a repath), then [signal target_reached] once, when the unit stands at the end of a
-## complete path to the current target; [signal path_failed] instead of
-## [signal path_changed] when the server gives no path. The client's
+## complete path to the current target. When the server answers "no_path",
+## [signal path_changed] comes with empty waypoints: the unit stands still until the target
+## moves more than [member repath_distance] or the map changes. [signal path_failed] instead of
+## [signal path_changed] on errors (a timeout, an unknown map, ...). The client's
 ## [signal PathServerClient.path_found] for the agent's request comes just before
 ## [signal path_changed].
 ##
@@ -25,13 +27,14 @@ extends Node
 ##     agent.target_node = $"../Player"
 ## [/codeblock]
 
-## A new path arrived and is being followed (start and goal included).
+## A new path arrived and is being followed (start and goal included); empty when the server
+## answered "no_path" (the unit stands still).
 signal path_changed(waypoints: PackedVector2Array)
 ## The unit reached the end of a complete path to the target.
 signal target_reached
-## The server could not give a path ("no_path", "timeout", "unknown_map", ...). The agent asks
-## again after [member retry_interval], or sooner when the target moves more than
-## [member repath_distance].
+## The request failed ("timeout", "unknown_map", ...; never "no_path", which is an answer).
+## The agent asks again after [member retry_interval], or sooner when the target moves more
+## than [member repath_distance].
 signal path_failed(code: String, message: String)
 
 ## Follow this node's position (takes precedence over [member target_position]).
@@ -49,7 +52,7 @@ signal path_failed(code: String, message: String)
 ## Ask for a new path at once when the target is further than this from the current path's
 ## goal; a smaller move is picked up at the end of the current path.
 @export var repath_distance := 16.0
-## After a failure, ask again after this many seconds.
+## After a failed request, ask again after this many seconds.
 @export var retry_interval := 1.0
 ## The map to path on; empty uses the client's [member PathServerClient.map_name].
 @export var map_name := ""
@@ -72,7 +75,9 @@ var _index := 0
 var _path_goal := Vector2.INF
 var _path_complete := false
 var _reached := false
-var _request: PathServerResult
+## A request is in flight; [member _asked] numbers them, so a stale answer is ignored.
+var _asking := false
+var _asked := 0
 var _dirty := true
 var _retry_at_ms := 0
 
@@ -155,14 +160,13 @@ func stop() -> void:
 	waypoints = PackedVector2Array()
 	_index = 0
 	_path_goal = Vector2.INF
-	if _request:
-		var cancelled := _request
-		_request = null
-		client.cancel(cancelled.id)
+	# An answer still coming is for a target given up: ignore it.
+	_asked += 1
+	_asking = false
 
 
 func _needs_path(target: Vector2) -> bool:
-	if _request != null:
+	if _asking:
 		return false
 	var moved := _path_goal.distance_to(target)
 	if Time.get_ticks_msec() < _retry_at_ms and moved <= repath_distance:
@@ -177,17 +181,18 @@ func _ask(target: Vector2) -> void:
 	var options := path_options.duplicate()
 	if map_name != "":
 		options["map"] = map_name
-	var id := client.find_path(body.global_position, target, unit_size, options)
-	_request = client.get_request(id)
-	_request.completed.connect(_on_path_result.bind(_request, target))
+	_asked += 1
+	var ticket := _asked
+	_asking = true
 	_dirty = false
 	_reached = false
+	var result := await client.find_path_async(body.global_position, target, unit_size, options)
+	if ticket == _asked:
+		_asking = false
+		_on_path_result(result, target)
 
 
 func _on_path_result(result: PathServerResult, asked_target: Vector2) -> void:
-	if result != _request:
-		return
-	_request = null
 	if not result.ok:
 		# The old path led to another target: stand still until a path comes.
 		waypoints = PackedVector2Array()
@@ -232,7 +237,7 @@ func _follow(delta: float) -> void:
 		if (
 			_path_complete
 			and not _reached
-			and _request == null
+			and not _asking
 			and not waypoints.is_empty()
 			and _path_goal.is_equal_approx(get_target())
 		):
