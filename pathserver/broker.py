@@ -69,7 +69,7 @@ import msgpack
 import zmq
 
 from pathserver import security
-from pathserver.errors import OverloadedError, PathserverError
+from pathserver.errors import BrokerError, OverloadedError, PathserverError
 from pathserver.protocol.codec import decode_request, peek_id
 from pathserver.protocol.requests import request_id
 from pathserver.server.handlers import error_reply_bytes
@@ -130,12 +130,6 @@ _POLLOUT = int(zmq.POLLOUT)
 _MORE_NOBLOCK = int(zmq.SNDMORE | zmq.NOBLOCK)
 _RCVMORE = int(zmq.RCVMORE)
 _TERMINATE = b"TERMINATE"
-
-
-class BrokerError(PathserverError):
-    """The broker could not start (an endpoint cannot be bound)."""
-
-    code = "broker"
 
 
 def _normalize_endpoint(endpoint: str) -> str:

@@ -36,7 +36,7 @@ import zmq
 import zmq.auth
 from zmq.utils import z85
 
-from pathserver.errors import PathserverError
+from pathserver.errors import BindRefusedError, SecurityError
 
 log = logging.getLogger("pathserver.security")
 
@@ -57,18 +57,6 @@ RELAY_IDLE_S = 300.0
 #: Engine connections the relay serves at once; the least recently active is closed first.
 RELAY_MAX_PEERS = 256
 _POLL_MS = 100
-
-
-class SecurityError(PathserverError):
-    """A key file or allow-list folder is missing or unusable."""
-
-    code = "security"
-
-
-class BindRefusedError(SecurityError):
-    """A non-loopback bind without CURVE or an explicit ``--insecure``."""
-
-    code = "bind_refused"
 
 
 # -- the bind policy ---------------------------------------------------------------------

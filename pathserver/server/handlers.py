@@ -27,11 +27,10 @@ import os
 import numpy as np
 
 from pathserver.core.wire import pack_float_points, pack_int_points, packed_points_bound
-from pathserver.errors import OutOfBoundsError, OverloadedError, PathserverError, SearchLimitError
+from pathserver.errors import WIRE_CODES, OutOfBoundsError, OverloadedError, PathserverError, SearchLimitError
 from pathserver.grid.search import find_path, find_paths
 from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, Packed, check_structure, decode_map, encode, peek_id
 from pathserver.protocol.replies import (
-    ERROR_CODES,
     PROTOCOL_VERSION,
     batch_error,
     error_reply,
@@ -54,7 +53,7 @@ from pathserver.protocol.requests import (
 
 log = logging.getLogger("pathserver.server")
 
-_WIRE_CODES = frozenset(ERROR_CODES)
+_WIRE_CODES = frozenset(WIRE_CODES)
 
 
 # -- the one place exceptions become replies ----------------------------------------------
