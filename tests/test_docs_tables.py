@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from pathserver import errors
+from pathserver import errors, options
 
 PROTOCOL_MD = Path(__file__).resolve().parents[1] / "docs" / "protocol.md"
 
 #: Region name in docs/protocol.md -> the function that writes its text.
 GENERATED = {
+    "options": options.markdown_table,
     "error codes": errors.markdown_table,
 }
 
