@@ -27,7 +27,7 @@ Each class carries, as class attributes:
   and map-file errors) never reach a client: the server logs them and answers ``internal``.
 - ``retryable``: whether the same request sent again later may succeed (a reply's
   ``retryable`` field).
-- ``meaning``: for wire codes, the line ``docs/protocol.md``'s table of codes shows.
+- ``meaning``: the line ``docs/protocol.md``'s table of codes shows (wire codes only).
 
 Every instance has a ``message`` and an optional ``at``: the field path the error is
 about, such as ``"start[0]"``. The server turns these into error replies in exactly one
@@ -63,7 +63,6 @@ class MapLoadError(PathserverError):
 
     code = "map_load_error"
     wire = False
-    meaning = None
 
 
 class RequestError(PathserverError):
@@ -136,7 +135,6 @@ class SecurityError(PathserverError):
 
     code = "security"
     wire = False
-    meaning = None
 
 
 class BindRefusedError(SecurityError):
@@ -150,7 +148,6 @@ class BrokerError(PathserverError):
 
     code = "broker"
     wire = False
-    meaning = None
 
 
 # -- listing the tree -----------------------------------------------------------------
