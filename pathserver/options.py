@@ -54,6 +54,10 @@ class Option:
     cli: str | None = None
     ops: tuple[str, ...] = ("path", "paths")
 
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"option {self.name}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+
     def check(self, value, prefix: str = ""):
         """``value`` if the option takes it, else RequestError (or a subclass) with ``at``
         ``prefix + name``. None (the default) passes as None; a float option's value comes
@@ -64,33 +68,36 @@ class Option:
         return _CHECKS[self.kind](self, value, prefix + self.name)
 
 
+#: The options, in the order of the fields a ``path`` request accepts (an unknown field's
+#: error lists them so: keep the order, add at the end).
 OPTIONS: tuple[Option, ...] = (
-    Option("unit_size", "unit_size", "the unit's footprint in cells", 1, 1, min=1, cli="--unit"),
-    Option("space", "space", "units of `start`, `goal` and of the reply's points", "grid", "grid",
-           choices=("grid", "world"), ops=("path", "paths", "update")),
+    Option("unit_size", "unit_size", "the unit's footprint in cells",
+           python_default=1, wire_default=1, min=1, cli="--unit"),
+    Option("space", "space", "units of `start`, `goal` and of the reply's points",
+           python_default="grid", wire_default="grid", choices=("grid", "world"), ops=("path", "paths", "update")),
     Option("smooth", "enum", "string-pulled (footprint-safe line of sight) / only turning points / every cell",
-           "none", "los", choices=("los", "corners", "none"), cli="--smooth"),
+           python_default="none", wire_default="los", choices=("los", "corners", "none"), cli="--smooth"),
     Option("allow_partial", "bool", "an unreachable goal gives the path to the reachable cell nearest it",
-           False, False, cli="--partial"),
-    Option("snap", "bool", "a blocked start/goal moves to the nearest cell the unit fits", True, True,
-           cli="--no-snap"),
-    Option("max_expansions", "int", "node budget (see `search_limit`)", None, None, min=1,
-           default_doc="no limit", cli="--max-expansions"),
-    Option("heuristic", "enum", "the search's estimate of the distance left", None, None,
-           choices=("octile", "euclidean", "manhattan", "chebyshev"),
+           python_default=False, wire_default=False, cli="--partial"),
+    Option("snap", "bool", "a blocked start/goal moves to the nearest cell the unit fits",
+           python_default=True, wire_default=True, cli="--no-snap"),
+    Option("max_expansions", "int", "node budget (see `search_limit`)",
+           python_default=None, wire_default=None, min=1, default_doc="no limit", cli="--max-expansions"),
+    Option("heuristic", "enum", "the search's estimate of the distance left",
+           python_default=None, wire_default=None, choices=("octile", "euclidean", "manhattan", "chebyshev"),
            default_doc='octile (manhattan when `diagonal: "never"`)', cli="--heuristic"),
-    Option("weight", "float", "> 1: faster, paths at most `weight` times the optimum", 1.0, 1.0, min=1.0,
-           cli="--weight"),
+    Option("weight", "float", "> 1: faster, paths at most `weight` times the optimum",
+           python_default=1.0, wire_default=1.0, min=1.0, cli="--weight"),
     Option("diagonal", "enum", "8-connected without cutting corners / 4-connected / corners may be cut",
-           "no_corner_cutting", "no_corner_cutting", choices=("no_corner_cutting", "never", "always"),
-           cli="--diagonal"),
-    Option("max_climb", "float", "with a height layer, steeper steps are blocked", None, None, min=0.0,
-           default_doc="no limit", cli="--max-climb"),
+           python_default="no_corner_cutting", wire_default="no_corner_cutting",
+           choices=("no_corner_cutting", "never", "always"), cli="--diagonal"),
+    Option("max_climb", "float", "with a height layer, steeper steps are blocked",
+           python_default=None, wire_default=None, min=0.0, default_doc="no limit", cli="--max-climb"),
     Option("algorithm", "enum", '`"jps"` needs uniform terrain cost, no `max_climb`, `diagonal: '
-           '"no_corner_cutting"` and the octile heuristic; `"auto"` picks it where it pays', "auto", "auto",
-           choices=("auto", "astar", "jps"), cli="--algorithm"),
-    Option("line_of_sight", "bool", "take a clear straight line without searching", True, True,
-           cli="--no-line-of-sight"),
+           '"no_corner_cutting"` and the octile heuristic; `"auto"` picks it where it pays',
+           python_default="auto", wire_default="auto", choices=("auto", "astar", "jps"), cli="--algorithm"),
+    Option("line_of_sight", "bool", "take a clear straight line without searching",
+           python_default=True, wire_default=True, cli="--no-line-of-sight"),
 )
 
 #: The options by name.
@@ -217,12 +224,13 @@ def add_arguments(parser: argparse.ArgumentParser, names=None, defaults: dict | 
                                 help=_argparse_text(f"{option.name}={_plain(not default)} (default "
                                                     f"{_plain(default)}): {option.doc}"))
             continue
-        kwargs = {"unit_size": {"type": unit_size_from_text}, "int": {"type": int}, "float": {"type": float}}.get(
-            option.kind, {"choices": option.choices}
-        )
+        kwargs = {"choices": option.choices} if option.choices else {"type": _CLI_TYPES[option.kind]}
         text = option.doc + (" (N or WxH)" if option.kind == "unit_size" else "")
         parser.add_argument(option.cli, dest=option.name, default=default,
                             help=_argparse_text(f"{text}; default {shown}"), **kwargs)
+
+
+_CLI_TYPES = {"unit_size": unit_size_from_text, "int": int, "float": float}
 
 
 def cli_values(args: argparse.Namespace, names=None) -> dict:
