@@ -50,7 +50,7 @@ import zmq
 
 from pathserver import security
 from pathserver.editlog import EDIT, EDIT_LOG_LIMIT, FEED_HWM, EditLog, edit_endpoints, read_worker_message
-from pathserver.errors import OverloadedError, PathserverError
+from pathserver.errors import BrokerError, OverloadedError, PathserverError
 from pathserver.protocol.codec import decode_request, peek_id
 from pathserver.protocol.requests import request_id
 from pathserver.server.handlers import error_reply_bytes
@@ -91,10 +91,6 @@ _POLLOUT = int(zmq.POLLOUT)
 _TERMINATE = b"TERMINATE"
 
 
-class BrokerError(PathserverError):
-    """The broker could not start (an endpoint cannot be bound)."""
-
-    code = "broker"
 
 
 def _relay(back: zmq.Socket, front: zmq.Socket) -> None:

@@ -11,19 +11,10 @@ import json
 import sys
 from pathlib import Path
 
+from pathserver import options
+
 DEFAULT_MAPS = Path(__file__).resolve().parent.parent / "maps"
 DEFAULT_BIND = "tcp://127.0.0.1:5555"
-
-
-def _unit(text: str):
-    """``3`` or ``3x2``."""
-    try:
-        if "x" in text:
-            w, h = text.lower().split("x", 1)
-            return (int(w), int(h))
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"unit size must look like 3 or 3x2, got {text!r}") from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,17 +25,12 @@ def _parser() -> argparse.ArgumentParser:
     path.add_argument("map", type=Path)
     for name in ("sx", "sy", "gx", "gy"):
         path.add_argument(name, type=float)
-    path.add_argument("--unit", type=_unit, default=1, help="unit size: N or WxH cells (default 1)")
-    path.add_argument("--smooth", choices=["none", "corners", "los"], default="none")
-    path.add_argument("--diagonal", choices=["no_corner_cutting", "never", "always"], default="no_corner_cutting")
-    path.add_argument("--algorithm", choices=["auto", "astar", "jps"], default="auto")
-    path.add_argument("--heuristic", choices=["octile", "euclidean", "manhattan", "chebyshev"], default=None)
-    path.add_argument("--weight", type=float, default=1.0)
-    path.add_argument("--max-expansions", type=int, default=None)
-    path.add_argument("--max-climb", type=float, default=None)
-    path.add_argument("--partial", action="store_true", help="allow a partial path to an unreachable goal")
-    path.add_argument("--no-snap", action="store_true", help="refuse blocked endpoints instead of snapping")
+    options.add_arguments(path)
     path.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+    listing = commands.add_parser("options", help="list the search options (--json: machine-readable)")
+    listing.add_argument("--json", action="store_true", help="print them as one JSON object")
+    listing.add_argument("--markdown", action="store_true", help="print the table docs/protocol.md shows")
 
     validate = commands.add_parser("validate", help="load a map and report on it")
     validate.add_argument("map", type=Path)
@@ -80,12 +66,7 @@ def _cmd_path(args) -> int:
     from pathserver import GridMap, find_path
 
     gridmap = GridMap.load(args.map)
-    result = find_path(
-        gridmap, (args.sx, args.sy), (args.gx, args.gy), args.unit,
-        smooth=args.smooth, diagonal=args.diagonal, algorithm=args.algorithm, heuristic=args.heuristic,
-        weight=args.weight, max_expansions=args.max_expansions, max_climb=args.max_climb,
-        allow_partial=args.partial, snap=not args.no_snap,
-    )
+    result = find_path(gridmap, (args.sx, args.sy), (args.gx, args.gy), **options.cli_values(args))
     if args.json:
         print(json.dumps({
             "status": result.status, "cost": result.cost, "length": result.length, "expanded": result.expanded,
@@ -121,7 +102,7 @@ def _cmd_validate(args) -> int:
     print(f"terrain: {'uniform cost' if gridmap.uniform_cost else 'varying costs'}; "
           f"heights: {'yes' if gridmap.heights is not None else 'no'}; largest clearance: {int(gridmap.clearance.max())}")
     for text in args.units.split(","):
-        unit = _unit(text.strip())
+        unit = options.unit_size_from_text(text.strip())
         try:
             layer = gridmap.layer(unit)
         except Exception as error:  # noqa: BLE001 - reported per size, e.g. larger than the map
@@ -129,6 +110,16 @@ def _cmd_validate(args) -> int:
             continue
         noun = "component" if layer.n_components == 1 else "components"
         print(f"  unit {text.strip()}: {layer.n_passable} standable cells, {layer.n_components} {noun}")
+    return 0
+
+
+def _cmd_options(args) -> int:
+    if args.json:
+        print(json.dumps(options.as_json()))
+    elif args.markdown:
+        print(options.markdown_table())
+    else:
+        print(options.text_table())
     return 0
 
 
@@ -149,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     from pathserver import broker, loadtest, render, security
 
     handlers = {
-        "path": _cmd_path, "validate": _cmd_validate, "serve": _cmd_serve,
+        "path": _cmd_path, "validate": _cmd_validate, "serve": _cmd_serve, "options": _cmd_options,
         "render": render.run, "loadtest": loadtest.run, "keygen": security.run, "relay": security.run_relay,
         "broker": broker.run,
     }

@@ -63,6 +63,7 @@ import numpy as np
 import zmq
 
 from pathserver.errors import PathserverError
+from pathserver.options import unit_size_from_text
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 DEFAULT_MAPS = Path(__file__).resolve().parent.parent / "maps"
@@ -823,18 +824,10 @@ def plot(summary: dict, path: Path) -> None:
 
 
 def _units(text: str) -> tuple:
-    sizes = []
-    for part in text.split(","):
-        part = part.strip().lower()
-        try:
-            if "x" in part:
-                w, h = part.split("x", 1)
-                sizes.append((int(w), int(h)))
-            else:
-                sizes.append(int(part))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"unit sizes look like 1,2,3x2; got {text!r}") from None
-    return tuple(sizes)
+    try:
+        return tuple(unit_size_from_text(part.strip()) for part in text.split(","))
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"unit sizes look like 1,2,3x2; got {text!r}") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from pathserver import options
 from pathserver.errors import PathserverError
 from pathserver.grid.gridmap import GridMap, footprint_offsets, normalize_unit_size
 
@@ -283,16 +284,6 @@ def _add_caption(image: Image.Image, text: str, heat_top: int | None) -> Image.I
 # -- the command line ----------------------------------------------------------------------
 
 
-def _unit(text: str):
-    try:
-        if "x" in text.lower():
-            w, h = text.lower().split("x", 1)
-            return (int(w), int(h))
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"unit size must look like 3 or 3x2, got {text!r}") from None
-
-
 def _scale(text: str) -> int:
     try:
         value = int(text)
@@ -308,14 +299,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("map", type=Path, help="map file (.map, .png, .tmj)")
     parser.add_argument("--path", nargs=4, type=float, metavar=("SX", "SY", "GX", "GY"),
                         help="find and draw the path between these grid cells")
-    parser.add_argument("--unit", type=_unit, default=1, help="unit size: N or WxH cells (default 1)")
-    parser.add_argument("--smooth", choices=["none", "corners", "los"], default="los",
-                        help="waypoints to draw (default los)")
-    parser.add_argument("--diagonal", choices=["no_corner_cutting", "never", "always"], default="no_corner_cutting")
+    # The waypoints to draw: string-pulled unless asked otherwise.
+    options.add_arguments(parser, _SEARCH_FLAGS, defaults={"smooth": "los"})
     parser.add_argument("--clearance", action="store_true", help="colour walkable cells by clearance")
     parser.add_argument("--scale", type=_scale, default=None, help="pixels per cell (default: about 1024 px across)")
     parser.add_argument("--no-caption", action="store_true", help="leave out the caption strip")
     parser.add_argument("-o", "--output", type=Path, required=True, help="PNG file to write")
+
+
+_SEARCH_FLAGS = ("unit_size", "smooth", "diagonal")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -326,8 +318,8 @@ def run(args: argparse.Namespace) -> int:
     result = None
     if args.path is not None:
         sx, sy, gx, gy = args.path
-        result = find_path(gridmap, (sx, sy), (gx, gy), args.unit, smooth=args.smooth, diagonal=args.diagonal)
-    image = render_map(gridmap, result, unit_size=args.unit, clearance=args.clearance,
+        result = find_path(gridmap, (sx, sy), (gx, gy), **options.cli_values(args, _SEARCH_FLAGS))
+    image = render_map(gridmap, result, unit_size=args.unit_size, clearance=args.clearance,
                        scale=args.scale, caption=not args.no_caption)
     try:
         image.save(args.output, format="PNG", optimize=True)

@@ -14,8 +14,6 @@ central cells (the unit's centre is that cell's lower-right corner).
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +22,9 @@ import numpy as np
 from pathserver.core.clearance import compute_clearance, footprint_cost, footprint_passable, index_costs
 from pathserver.core.components import BLOCK, BLOCK_SHIFT, block_labels, label_components
 from pathserver.core.jps import jump_bitmaps
-from pathserver.errors import BadUnitSizeError, MapLoadError
+from pathserver.errors import BadUnitSizeError, MapLoadError, OutOfBoundsError
+from pathserver.grid.cache import LayerCache
+from pathserver.options import BY_NAME
 
 #: Maps larger than this many cells are refused before anything is allocated.
 MAX_CELLS = 64 * 1024 * 1024
@@ -45,29 +45,41 @@ def footprint_offsets(unit_w: int, unit_h: int) -> tuple[int, int]:
     return (unit_w - 1) // 2, (unit_h - 1) // 2
 
 
-def normalize_unit_size(unit_size, width: int | None = None, height: int | None = None) -> tuple[int, int]:
-    """``unit_size`` as ``(w, h)``: an int ``k`` means ``(k, k)``.
+def python_value(value):
+    """numpy scalars and arrays as the Python values they hold (``.tolist()``), in a tuple
+    or list too; anything else as it is. The Python API takes numpy values wherever the
+    wire takes numbers, bools or strings, and then checks them by the wire's rules."""
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    if type(value) is tuple or type(value) is list:
+        return type(value)(map(python_value, value))
+    return value
 
-    Raises BadUnitSizeError for non-integers, sizes below 1, or (given the map's size)
-    footprints larger than the map.
+
+def floor_cell(x, y, at: str | None = None) -> tuple[int, int]:
+    """The cell that the point ``(x, y)`` (Python ints or floats, in grid units) falls
+    in: each coordinate floored. OutOfBoundsError (at ``at``) for a non-finite one, which
+    only a far-off world point brings here: the callers refuse NaN and infinities."""
+    try:
+        return math.floor(x), math.floor(y)
+    except (OverflowError, ValueError):  # infinite, NaN
+        raise OutOfBoundsError("coordinates are too far outside the map", at=at) from None
+
+
+_UNIT_SIZE = BY_NAME["unit_size"]
+
+
+def normalize_unit_size(unit_size, width: int | None = None, height: int | None = None) -> tuple[int, int]:
+    """``unit_size`` as ``(w, h)``: an int ``k`` means ``(k, k)``; None means 1.
+
+    Checked by the wire's rule (:mod:`pathserver.options`: ints >= 1, whole floats, numpy
+    values as the numbers they hold), which raises RequestError for a value of the wrong
+    type and BadUnitSizeError for a size below 1 or not whole; and, given the map's size,
+    BadUnitSizeError for a footprint larger than the map.
     """
     if type(unit_size) is int and unit_size >= 1 and (width is None or unit_size <= min(width, height)):
         return unit_size, unit_size
-    if isinstance(unit_size, (bool, np.bool_)):
-        raise BadUnitSizeError("unit_size must be an int or a pair (w, h)", at="unit_size")
-    if isinstance(unit_size, (int, np.integer)):
-        w = h = int(unit_size)
-    else:
-        try:
-            w, h = unit_size
-        except (TypeError, ValueError):
-            raise BadUnitSizeError("unit_size must be an int or a pair (w, h)", at="unit_size") from None
-        for i, v in enumerate((w, h)):
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-                raise BadUnitSizeError("unit_size entries must be ints", at=f"unit_size[{i}]")
-        w, h = int(w), int(h)
-    if w < 1 or h < 1:
-        raise BadUnitSizeError(f"unit_size must be at least 1, got {w}x{h}", at="unit_size")
+    w, h = _UNIT_SIZE.check(python_value(unit_size)) or (1, 1)
     if width is not None and height is not None and (w > width or h > height):
         raise BadUnitSizeError(
             f"unit_size {w}x{h} is larger than the map ({width}x{height})", at="unit_size"
@@ -317,14 +329,8 @@ class GridMap:
         else:
             clearance = _clearance
         self.clearance = _readonly(clearance)
-        self._cache: OrderedDict[tuple[int, int], UnitLayer] = OrderedDict()
-        self._cache_sizes = max(1, int(cache_sizes))
-        #: find_path's prepared calls, keyed by the raw options (see
-        #: pathserver.grid.search): they hold cached layers, so they go when one is evicted.
-        self._calls: dict = {}
-        self._lock = threading.Lock()
-        # One builder at a time: two threads asking for a new size at once build it once.
-        self._build_lock = threading.Lock()
+        #: The layers of the unit sizes used lately and find_path's prepared calls.
+        self.layers = LayerCache(cache_sizes)
 
     # -- construction helpers -------------------------------------------------------
 
@@ -362,12 +368,10 @@ class GridMap:
 
     # -- the world transform --------------------------------------------------------
 
-    def world_to_cell(self, wx: float, wy: float) -> tuple[int, int]:
-        """The cell containing world point ``(wx, wy)``."""
-        return (
-            int(math.floor((wx - self.origin[0]) / self.cell_size)),
-            int(math.floor((wy - self.origin[1]) / self.cell_size)),
-        )
+    def world_to_cell(self, wx: float, wy: float, at: str | None = None) -> tuple[int, int]:
+        """The cell containing world point ``(wx, wy)`` (maybe off the map); see
+        :func:`floor_cell` for ``at``."""
+        return floor_cell((wx - self.origin[0]) / self.cell_size, (wy - self.origin[1]) / self.cell_size, at)
 
     def cell_to_world(self, x: float, y: float) -> tuple[float, float]:
         """The world position of the centre of cell ``(x, y)``."""
@@ -387,31 +391,11 @@ class GridMap:
 
     def layer_for(self, unit_w: int, unit_h: int) -> UnitLayer:
         """:meth:`layer` for a size already validated by ``normalize_unit_size``."""
-        key = (unit_w, unit_h)
-        # The hit path takes no lock: single dict operations are atomic under the GIL,
-        # and a key evicted between the two calls only costs its recency update.
-        layer = self._cache.get(key)
-        if layer is not None:
-            try:
-                self._cache.move_to_end(key)
-            except KeyError:
-                pass
-            return layer
-        with self._build_lock:
-            layer = self._cache.get(key)
-            if layer is None:
-                layer = self._build_layer(unit_w, unit_h)
-            with self._lock:
-                self._cache[key] = layer
-                self._cache.move_to_end(key)
-                while len(self._cache) > self._cache_sizes:
-                    self._cache.popitem(last=False)
-                    self._calls = {}
-        return layer
+        return self.layers.layer(unit_w, unit_h, self._build_layer)
 
     def cached_sizes(self) -> list[tuple[int, int]]:
-        with self._lock:
-            return list(self._cache)
+        """The unit sizes whose layers are cached, least recently used first."""
+        return self.layers.sizes()
 
     def _build_layer(self, unit_w: int, unit_h: int) -> UnitLayer:
         off_x, off_y = footprint_offsets(unit_w, unit_h)
@@ -479,7 +463,7 @@ class GridMap:
             cell_size=self.cell_size,
             name=self.name,
             generation=self.generation + 1,
-            cache_sizes=self._cache_sizes,
+            cache_sizes=self.layers.limit,
             _clearance=clearance,
             _cost_edit=cost_edit,
         )
@@ -489,10 +473,7 @@ class GridMap:
         clone = GridMap.__new__(GridMap)
         clone.__dict__.update(self.__dict__)
         clone.generation = int(generation)
-        clone._cache = OrderedDict()
-        clone._calls = {}
-        clone._lock = threading.Lock()
-        clone._build_lock = threading.Lock()
+        clone.layers = LayerCache(self.layers.limit)
         return clone
 
     def __repr__(self) -> str:

@@ -1,7 +1,8 @@
 """The public search API: :func:`find_path` and :func:`find_paths`.
 
-Validates once here, then hands plain arrays to one compiled kernel
-(:func:`pathserver.core.query.solve`), which trusts what it is given.
+Validates once here, by the rules of :mod:`pathserver.options` (the wire's), then hands
+plain arrays to one compiled kernel (:func:`pathserver.core.query.solve`), which trusts
+what it is given.
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ from pathserver.errors import (
     SearchLimitError,
     StartBlockedError,
 )
-from pathserver.grid.gridmap import GridMap, normalize_unit_size
+from pathserver.grid.gridmap import GridMap, floor_cell, normalize_unit_size, python_value
+from pathserver.options import SEARCH_OPTIONS
 
+# The kernel's code for each choice of the enum options (tests/test_options.py checks
+# that these name exactly the choices pathserver.options defines).
 DIAGONALS = {"no_corner_cutting": st.DIAGONAL_NO_CORNER_CUTTING, "never": st.DIAGONAL_NEVER, "always": st.DIAGONAL_ALWAYS}
 HEURISTICS = {
     "octile": st.HEURISTIC_OCTILE,
@@ -35,7 +39,6 @@ HEURISTICS = {
     "chebyshev": st.HEURISTIC_CHEBYSHEV,
 }
 SMOOTHING = {"none": st.SMOOTH_NONE, "corners": st.SMOOTH_CORNERS, "los": st.SMOOTH_LOS}
-ALGORITHMS = ("auto", "astar", "jps")
 #: ``algorithm="auto"`` picks JPS only where open ground dominates: on random clutter and
 #: 1-wide mazes every cell is a jump point and JPS only adds scanning overhead.
 JPS_MIN_OPEN_SHARE = 0.5
@@ -118,20 +121,18 @@ def _new_workspace(n: int) -> _Workspace:
 
 
 def _cell(point, name: str, gridmap: GridMap) -> tuple[int, int]:
+    """The cell of a start or goal that the inline check in find_path did not take."""
     try:
         px, py = point
     except (TypeError, ValueError):
         raise RequestError(f"{name} must be a pair (x, y)", at=name) from None
-    out = []
+    px, py = python_value(px), python_value(py)
     for i, v in enumerate((px, py)):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise RequestError(f"{name} coordinates must be numbers", at=f"{name}[{i}]")
-        if isinstance(v, (float, np.floating)):
-            if not math.isfinite(v):
-                raise NonFiniteError(f"{name} coordinates must be finite, got {v}", at=f"{name}[{i}]")
-            v = math.floor(v)
-        out.append(int(v))
-    x, y = out
+        if isinstance(v, float) and not math.isfinite(v):
+            raise NonFiniteError(f"{name} coordinates must be finite, got {v}", at=f"{name}[{i}]")
+    x, y = floor_cell(px, py, name)
     if not (0 <= x < gridmap.width and 0 <= y < gridmap.height):
         raise OutOfBoundsError(
             f"{name} ({x}, {y}) is outside the map ({gridmap.width}x{gridmap.height})", at=name
@@ -139,41 +140,40 @@ def _cell(point, name: str, gridmap: GridMap) -> tuple[int, int]:
     return x, y
 
 
-def _choice(value, table, name):
-    try:
-        return table[value]
-    except (KeyError, TypeError):
-        raise RequestError(f"{name} must be one of {', '.join(table)}, got {value!r}", at=name) from None
+class PreparedCall:
+    """What :func:`find_path` hands the kernel for one map, unit size and option set:
+    everything but the endpoints, checked and worked out once and kept in the map's
+    :class:`~pathserver.grid.cache.LayerCache` under the call's raw options.
+
+    size: ``(unit_w, unit_h)``, the layer it holds. width, height: the map's; n: their
+    product, the workspace length. cells, comps, jump_bits, cost_index, cost_table,
+    heights, climb: the kernel's arrays and climb limit. mode: the packed option bits
+    (``status.pack_mode``). weight: float >= 1. budget: max_expansions, 0 for no limit.
+    algorithm: ``"astar"`` or ``"jps"``, what runs. generation: the map's. snap: the
+    checked ``snap``, for the error of a blocked start.
+
+    Read the fields by name (``call.budget``). ``fields`` holds them all as one plain
+    tuple in the order of :attr:`FIELDS`, which find_path unpacks: Python unpacks an exact
+    tuple in one step, but a NamedTuple or a slotted class field by field, which costs
+    0.1 µs more a call (a thirtieth of a short find_path).
+    """
+
+    FIELDS = ("size", "width", "height", "n", "cells", "comps", "jump_bits", "cost_index", "cost_table", "heights",
+              "climb", "mode", "weight", "budget", "algorithm", "generation", "snap")
+    __slots__ = ("fields",)
+
+    def __init__(self, **fields):
+        if fields.keys() != set(self.FIELDS):
+            raise TypeError(f"PreparedCall takes exactly the fields {', '.join(self.FIELDS)}")
+        self.fields = tuple(fields[name] for name in self.FIELDS)
+
+    def __repr__(self) -> str:
+        return f"PreparedCall(size={self.size}, algorithm={self.algorithm!r}, mode={self.mode})"
 
 
-#: How many prepared calls (distinct unit size + option combinations) a map keeps.
-_CALLS_LIMIT = 256
-
-
-def _options(smooth, heuristic, weight, diagonal, algorithm, max_expansions, max_climb):
-    """Check the search options once; returns (diagonal, smooth, heuristic, budget) codes."""
-    diagonal_code = _choice(diagonal, DIAGONALS, "diagonal")
-    smooth_code = _choice(smooth, SMOOTHING, "smooth")
-    if heuristic is None:
-        heuristic_code = st.HEURISTIC_MANHATTAN if diagonal_code == st.DIAGONAL_NEVER else st.HEURISTIC_OCTILE
-    else:
-        heuristic_code = _choice(heuristic, HEURISTICS, "heuristic")
-    if algorithm not in ALGORITHMS:
-        raise RequestError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}", at="algorithm")
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 1.0:
-        raise RequestError("weight must be a finite number >= 1", at="weight")
-    if max_expansions is None:
-        budget = 0
-    elif isinstance(max_expansions, bool) or not isinstance(max_expansions, (int, np.integer)) or max_expansions < 0:
-        raise RequestError("max_expansions must be an int >= 0", at="max_expansions")
-    else:
-        # Far beyond any map's node count: "no limit" in effect, and within the kernel's int64.
-        budget = min(int(max_expansions), 2**62)
-    if max_climb is not None and (
-        isinstance(max_climb, bool) or not isinstance(max_climb, (int, float)) or math.isnan(max_climb) or max_climb < 0
-    ):
-        raise RequestError("max_climb must be a number >= 0", at="max_climb")
-    return diagonal_code, smooth_code, heuristic_code, budget
+for _index, _name in enumerate(PreparedCall.FIELDS):
+    setattr(PreparedCall, _name, property(lambda call, _index=_index: call.fields[_index]))
+del _index, _name
 
 
 def find_path(
@@ -196,19 +196,25 @@ def find_path(
     """Find a path for a unit of ``unit_size`` (int ``k`` or ``(w, h)`` cells) from grid
     cell ``start = (x, y)`` to ``goal``. Float coordinates are floored to their cell.
 
+    The options are checked by the wire's rules (:mod:`pathserver.options`; ``pathserver
+    options`` lists them): a value the wire refuses is refused here too, with the same
+    code, message and ``at``. None means an option's default; numpy values count as the
+    Python values they hold.
+
     smooth: ``"none"`` every cell, ``"corners"`` where the direction changes, ``"los"``
         string-pulled with line-of-sight checks valid for the unit's footprint.
     snap: a start or goal the unit cannot stand on moves to the nearest cell it can
         (else StartBlockedError / GoalBlockedError).
     allow_partial: an unreachable goal yields the path to the reachable cell nearest it
         (an other-component goal is detected without searching either way).
-    max_expansions: node budget; hitting it gives a partial path with allow_partial,
-        otherwise SearchLimitError. None or 0: no limit.
+    max_expansions: node budget, an int >= 1; hitting it gives a partial path with
+        allow_partial, otherwise SearchLimitError. None: no limit.
     heuristic: ``"octile"`` (default for 8 directions), ``"manhattan"`` (default for 4),
         ``"euclidean"``, ``"chebyshev"``; weight >= 1 trades optimality for speed.
     diagonal: ``"no_corner_cutting"`` (a diagonal needs both orthogonal neighbours open,
         the Moving AI rule), ``"never"`` (4-connected), ``"always"`` (corners may be cut).
-    max_climb: with a heights layer, steps climbing more than this are blocked.
+    max_climb: a finite number >= 0; with a heights layer, steps climbing more than this
+        are blocked. None: no limit.
     algorithm: ``"auto"``, ``"astar"`` or ``"jps"`` (JPS needs uniform cost, no
         max_climb, and the no-corner-cutting rule; "auto" uses it where it pays).
     line_of_sight: try the straight line first (taken only when provably optimal).
@@ -222,31 +228,36 @@ def find_path(
     >>> r.status, round(r.cost, 3), r.path.tolist()
     ('found', 5.414, [[0, 1], [0, 2], [1, 2], [2, 2], [3, 2], [4, 1]])
     """
-    # Everything but the endpoints is validated once per map and option set, and kept as
-    # a prepared call: the common call is a dict lookup, two bounds checks and the kernel.
-    # Types are part of the key where a value of another type compares equal but is
-    # invalid (True == 1, 1.0 == 1).
+    # Everything but the endpoints is checked once per map and option set, and kept as a
+    # PreparedCall: the common call is a dict lookup, two bounds checks and the kernel.
+    # The key holds every option (tests/test_options.py checks that each one counts) and
+    # the type of each whose values of another type can compare equal to a valid value
+    # yet be invalid (True == 1, 1.0 == 1); an enum's strings need none.
     size_type = type(unit_size)
     if size_type is tuple:  # (2, True) == (2, 1)
         size_type = (tuple, *map(type, unit_size))
     key = (
-        unit_size, size_type, smooth, snap, allow_partial, max_expansions, type(max_expansions), heuristic,
-        weight, type(weight), diagonal, max_climb, type(max_climb), algorithm, line_of_sight,
+        unit_size, size_type, smooth, allow_partial, type(allow_partial), snap, type(snap), max_expansions,
+        type(max_expansions), heuristic, weight, type(weight), diagonal, max_climb, type(max_climb), algorithm,
+        line_of_sight, type(line_of_sight),
     )
+    layers = gridmap.layers
     try:
-        call = gridmap._calls.get(key)
-    except TypeError:  # an unhashable value: validation names it
+        call = layers.lookup(key)
+    except TypeError:  # an unhashable value: validation names it, or it is never kept
         call = None
     if call is None:
-        call = _prepare(gridmap, key, unit_size, smooth, snap, allow_partial, max_expansions, heuristic, weight,
-                        diagonal, max_climb, algorithm, line_of_sight)
-    size_key, n, cells, comps, jump_bits, cost_index, cost_table, heights, climb, mode, weight_value, budget, name = call
+        call = _prepare(gridmap, key, unit_size, {
+            "smooth": smooth, "allow_partial": allow_partial, "snap": snap, "max_expansions": max_expansions,
+            "heuristic": heuristic, "weight": weight, "diagonal": diagonal, "max_climb": max_climb,
+            "algorithm": algorithm, "line_of_sight": line_of_sight,
+        })
+    (size, width, height, n, cells, comps, jump_bits, cost_index, cost_table, heights, climb, mode, weight_value,
+     budget, algorithm_name, generation, _) = call.fields
     try:
-        gridmap._cache.move_to_end(size_key)  # the layer's recency, for the LRU
+        layers.touch(size)  # the layer's recency, for the LRU
     except KeyError:
-        # Evicted by another thread since: its arrays are still valid for this call, but
-        # the next one re-prepares (and so rebuilds the layer into the cache).
-        gridmap._calls.pop(key, None)
+        layers.forget(key)
 
     # Tuples or lists (as decoded from the wire) of two in-bounds ints take the inline
     # path (written out twice: a helper call per endpoint costs a tenth of the whole
@@ -254,61 +265,74 @@ def find_path(
     kind = type(start)
     if (kind is tuple or kind is list) and len(start) == 2 and type(start[0]) is int and type(start[1]) is int:
         sx, sy = start
-        if not (0 <= sx < gridmap.width and 0 <= sy < gridmap.height):
+        if not (0 <= sx < width and 0 <= sy < height):
             sx, sy = _cell(start, "start", gridmap)
     else:
         sx, sy = _cell(start, "start", gridmap)
     kind = type(goal)
     if (kind is tuple or kind is list) and len(goal) == 2 and type(goal[0]) is int and type(goal[1]) is int:
         gx, gy = goal
-        if not (0 <= gx < gridmap.width and 0 <= gy < gridmap.height):
+        if not (0 <= gx < width and 0 <= gy < height):
             gx, gy = _cell(goal, "goal", gridmap)
     else:
         gx, gy = _cell(goal, "goal", gridmap)
 
-    ws = getattr(_local, "workspace", None)
-    if ws is None or ws.n < n:
+    try:
+        ws = _local.workspace
+        if ws.n < n:
+            ws = _new_workspace(n)
+    except AttributeError:  # this thread's first search
         ws = _new_workspace(n)
     status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
         cells, comps, jump_bits, cost_index, cost_table, heights, climb, sx, sy, gx, gy, mode, weight_value, budget,
         ws.work_float, ws.work_int,
     )
     if status > st.QUERY_NO_PATH:
-        _raise_for(status, budget, snap, size_key, sx, sy, gx, gy)
+        _raise_for(status, call, sx, sy, gx, gy)
     return PathResult(
-        _STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy), flags, gridmap.generation, name,
+        _STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy), flags, generation, algorithm_name,
     )
 
 
-def _raise_for(status: int, budget: int, snap, size_key, sx: int, sy: int, gx: int, gy: int):
-    unit_w, unit_h = size_key
+def _raise_for(status: int, call: PreparedCall, sx: int, sy: int, gx: int, gy: int):
+    unit_w, unit_h = call.size
     if status == st.QUERY_START_BLOCKED:
-        if snap:
+        if call.snap:
             raise StartBlockedError("no cell of this map can hold a unit of this size", at="unit_size")
         raise StartBlockedError(f"start ({sx}, {sy}) is blocked for a {unit_w}x{unit_h} unit", at="start")
     if status == st.QUERY_GOAL_BLOCKED:
         raise GoalBlockedError(f"goal ({gx}, {gy}) is blocked for a {unit_w}x{unit_h} unit", at="goal")
     if status == st.QUERY_SEARCH_LIMIT:
         raise SearchLimitError(
-            f"max_expansions={budget} reached before the goal; pass allow_partial=True for a partial path",
+            f"max_expansions={call.budget} reached before the goal; pass allow_partial=True for a partial path",
             at="max_expansions",
         )
 
 
-def _prepare(gridmap: GridMap, key, unit_size, smooth, snap, allow_partial, max_expansions, heuristic, weight,
-             diagonal, max_climb, algorithm, line_of_sight) -> tuple:
-    """Validate everything but the endpoints and work out what the kernel gets; kept in
-    ``gridmap._calls`` under ``key`` (when hashable) for the next call alike."""
+def _prepare(gridmap: GridMap, key, unit_size, given: dict) -> PreparedCall:
+    """Check everything but the endpoints (``given``: the other options by name, as
+    passed) and work out what the kernel gets; kept in the map's cache under ``key`` for
+    the next call alike."""
     unit_w, unit_h = normalize_unit_size(unit_size, gridmap.width, gridmap.height)
-    diagonal_code, smooth_code, heuristic_code, budget = _options(
-        smooth, heuristic, weight, diagonal, algorithm, max_expansions, max_climb
-    )
+    options = {}
+    for option in SEARCH_OPTIONS:
+        if option.name != "unit_size":
+            value = option.check(python_value(given[option.name]))
+            options[option.name] = option.python_default if value is None else value
+    diagonal_code = DIAGONALS[options["diagonal"]]
+    if options["heuristic"] is None:
+        heuristic_code = st.HEURISTIC_MANHATTAN if diagonal_code == st.DIAGONAL_NEVER else st.HEURISTIC_OCTILE
+    else:
+        heuristic_code = HEURISTICS[options["heuristic"]]
+    max_expansions = options["max_expansions"]
+    # Far beyond any map's node count: "no limit" in effect, and within the kernel's int64.
+    budget = 0 if max_expansions is None else min(max_expansions, 2**62)
     use_heights = 0
     climb = 0.0
     heights = _NO_HEIGHTS
-    if max_climb is not None and gridmap.heights is not None and math.isfinite(max_climb):
+    if options["max_climb"] is not None and gridmap.heights is not None:
         use_heights = 1
-        climb = float(max_climb)
+        climb = options["max_climb"]
         heights = gridmap.heights
     layer = gridmap.layer_for(unit_w, unit_h)
     cells, comps = layer.cells8() if diagonal_code == st.DIAGONAL_ALWAYS else (layer.cells, layer.comps)
@@ -316,7 +340,7 @@ def _prepare(gridmap: GridMap, key, unit_size, smooth, snap, allow_partial, max_
         layer.uniform and use_heights == 0 and diagonal_code == st.DIAGONAL_NO_CORNER_CUTTING
         and heuristic_code == st.HEURISTIC_OCTILE
     )
-    if algorithm == "jps":
+    if options["algorithm"] == "jps":
         if not jps_ok:
             raise RequestError(
                 "algorithm 'jps' needs uniform terrain cost, no max_climb, diagonal "
@@ -325,23 +349,20 @@ def _prepare(gridmap: GridMap, key, unit_size, smooth, snap, allow_partial, max_
             )
         use_jps = True
     else:
-        use_jps = algorithm == "auto" and jps_ok and layer.open_share >= JPS_MIN_OPEN_SHARE
+        use_jps = options["algorithm"] == "auto" and jps_ok and layer.open_share >= JPS_MIN_OPEN_SHARE
     mode = st.pack_mode(
-        diagonal_code, heuristic_code, smooth_code, st.ALGORITHM_JPS if use_jps else st.ALGORITHM_ASTAR, snap,
-        allow_partial, line_of_sight, layer.uniform, use_heights,
+        diagonal_code, heuristic_code, SMOOTHING[options["smooth"]],
+        st.ALGORITHM_JPS if use_jps else st.ALGORITHM_ASTAR, options["snap"], options["allow_partial"],
+        options["line_of_sight"], layer.uniform, use_heights,
     )
-    call = (
-        (unit_w, unit_h), gridmap.width * gridmap.height, cells, comps,
-        layer.jump_bits() if use_jps else _NO_JUMP_BITS, layer.cost_index, layer.cost_table,
-        heights, climb, mode, float(weight), budget, "jps" if use_jps else "astar",
+    call = PreparedCall(
+        size=(unit_w, unit_h), width=gridmap.width, height=gridmap.height, n=gridmap.width * gridmap.height,
+        cells=cells, comps=comps, jump_bits=layer.jump_bits() if use_jps else _NO_JUMP_BITS,
+        cost_index=layer.cost_index, cost_table=layer.cost_table, heights=heights, climb=climb, mode=mode,
+        weight=options["weight"], budget=budget, algorithm="jps" if use_jps else "astar",
+        generation=gridmap.generation, snap=options["snap"],
     )
-    try:
-        calls = gridmap._calls
-        if len(calls) >= _CALLS_LIMIT:
-            calls = gridmap._calls = {}
-        calls[key] = call
-    except TypeError:  # unhashable (but valid) values, e.g. a list unit size: not kept
-        pass
+    gridmap.layers.keep(key, call)
     return call
 
 

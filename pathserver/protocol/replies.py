@@ -1,31 +1,14 @@
-"""Reply builders and the list of error codes.
+"""Reply builders.
 
 Every reply is a map whose first two keys are ``id`` and ``ok``, in that order; the other
 keys follow in the order these builders insert them (the golden vectors in
-``docs/protocol.md`` depend on it). Error codes are only ever added to.
+``docs/protocol.md`` depend on it). The error codes, and which are retryable, are the
+error classes' (``pathserver.errors``).
 """
 
 from __future__ import annotations
 
-#: Every error code a reply can carry, in the order ``docs/protocol.md`` lists them.
-ERROR_CODES = (
-    "malformed",
-    "too_large",
-    "invalid_request",
-    "unknown_op",
-    "unknown_map",
-    "out_of_bounds",
-    "non_finite",
-    "bad_unit_size",
-    "start_blocked",
-    "goal_blocked",
-    "search_limit",
-    "overloaded",
-    "internal",
-)
-
-#: Codes for which sending the same request again later may succeed.
-RETRYABLE_CODES = frozenset({"overloaded"})
+from pathserver.errors import RETRYABLE_CODES
 
 #: Bumped only for an incompatible change; ``ping`` replies carry it.
 PROTOCOL_VERSION = 1

@@ -9,7 +9,8 @@ unit size against the map's size, blocked cells) and trust the rest.
 Unknown fields are refused (``invalid_request`` naming the field): a misspelt option
 would otherwise be ignored without a word. Numbers may be ints or floats wherever a
 coordinate is expected (engines often only have floats); a non-finite one is
-``non_finite``.
+``non_finite``. The options (``unit_size``, ``space``, ``smooth``, ...) and their checks
+are defined once, in :mod:`pathserver.options`.
 """
 
 from __future__ import annotations
@@ -17,19 +18,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pathserver.errors import BadUnitSizeError, NonFiniteError, RequestError, TooLargeError, UnknownOpError
+from pathserver.errors import NonFiniteError, RequestError, TooLargeError, UnknownOpError
+from pathserver.options import BY_NAME, OPTIONS, number, op_fields, quoted, wire_defaults
 from pathserver.protocol.codec import wire_type
 
 OPS = ("path", "paths", "maps", "update", "ping", "stats")
 
-SPACES = ("grid", "world")
-SMOOTH_MODES = ("los", "corners", "none")
-DIAGONAL_RULES = ("no_corner_cutting", "never", "always")
-HEURISTICS = ("octile", "euclidean", "manhattan", "chebyshev")
-ALGORITHMS = ("auto", "astar", "jps")
-
 #: Wire defaults that differ from ``find_path``'s Python defaults (``smooth="none"`` there).
-WIRE_DEFAULTS = {"smooth": "los", "diagonal": "no_corner_cutting"}
+WIRE_DEFAULTS = wire_defaults()
 
 #: Entries one ``paths`` request may hold.
 MAX_BATCH = 4096
@@ -131,29 +127,20 @@ def parse_request(obj: dict):
         raise RequestError(f"'op' must be a string, got {wire_type(op)}", at="op")
     parser = _PARSERS.get(op)
     if parser is None:
-        raise UnknownOpError(f"unknown op {_short(op)}; expected one of {', '.join(OPS)}", at="op")
+        raise UnknownOpError(f"unknown op {quoted(op)}; expected one of {', '.join(OPS)}", at="op")
     return parser(rid, obj)
 
 
 # -- ops -----------------------------------------------------------------------------
 
-_OPTION_FIELDS = (
-    "smooth",
-    "allow_partial",
-    "snap",
-    "max_expansions",
-    "heuristic",
-    "weight",
-    "diagonal",
-    "max_climb",
-    "algorithm",
-    "line_of_sight",
-)
-_OPTION_SET = frozenset(_OPTION_FIELDS)
-_QUERY_FIELDS = ("start", "goal", "unit_size", "space") + _OPTION_FIELDS
-_PATH_FIELDS = ("id", "op", "map") + _QUERY_FIELDS
-_PATHS_FIELDS = ("id", "op", "map", "requests", "unit_size", "space") + _OPTION_FIELDS
-_UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost", "space")
+_UNIT_SIZE = BY_NAME["unit_size"]
+_SPACE_OPTION = BY_NAME["space"]
+#: The options a PathQuery keeps in ``options`` (find_path's keywords but unit_size).
+_OPTION_SET = frozenset(op_fields("path")) - {"unit_size", "space"}
+_QUERY_FIELDS = ("start", "goal") + op_fields("paths")
+_PATH_FIELDS = ("id", "op", "map", "start", "goal") + op_fields("path")
+_PATHS_FIELDS = ("id", "op", "map", "requests") + op_fields("paths")
+_UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost") + op_fields("update")
 _BARE_FIELDS = ("id", "op")
 
 
@@ -219,11 +206,11 @@ def parse_path_fast(obj: dict) -> PathRequest | None:
                 if type(value) is not bool:
                     return None
                 options[key] = value
-            elif check is int:  # max_expansions
-                if type(value) is not int or value < 1:
+            elif type(check) is int:  # an int option: its minimum
+                if type(value) is not int or value < check:
                     return None
                 options[key] = value
-            elif type(check) is float:  # weight (>= 1), max_climb (>= 0)
+            elif type(check) is float:  # a number option: its minimum
                 kind = type(value)
                 if not (kind is int or (kind is float and _isfinite(value))) or value < check:
                     return None
@@ -263,31 +250,30 @@ def _plain_unit_size(value) -> tuple | None:
 _isfinite = math.isfinite
 _FAST_REQUIRED = frozenset(("id", "op", "map", "start", "goal"))
 _FAST_OPTIONAL = frozenset(_PATH_FIELDS) - _FAST_REQUIRED
-_SPACE = frozenset(SPACES)
 _UNIT = object()
-#: How the fast path checks each optional field: a set of allowed strings, a type, the
-#: float minimum of a number, or a marker.
-_FAST_CHECKS = {
-    "unit_size": _UNIT,
-    "space": _SPACE,
-    "smooth": frozenset(SMOOTH_MODES),
-    "diagonal": frozenset(DIAGONAL_RULES),
-    "heuristic": frozenset(HEURISTICS),
-    "algorithm": frozenset(ALGORITHMS),
-    "allow_partial": bool,
-    "snap": bool,
-    "line_of_sight": bool,
-    "max_expansions": int,
-    "weight": 1.0,
-    "max_climb": 0.0,
-}
+
+
+def _fast_check(option):
+    """How the fast path checks an option: a set of allowed strings, ``bool``, the int
+    minimum of an int, the float minimum of a number, or the unit size marker."""
+    if option.kind == "unit_size":
+        return _UNIT
+    if option.choices:
+        return frozenset(option.choices)
+    if option.kind == "bool":
+        return bool
+    return int(option.min) if option.kind == "int" else float(option.min)
+
+
+_FAST_CHECKS = {option.name: _fast_check(option) for option in OPTIONS if "path" in option.ops}
+_SPACE = _FAST_CHECKS["space"]
 
 
 def _parse_paths(rid: int, obj: dict) -> PathsRequest:
     _check_fields(obj, _PATHS_FIELDS, "")
     name = _map_name(obj)
     # Batch-level options are defaults for every entry; validate them once, up front.
-    defaults = {key: obj[key] for key in ("unit_size", "space") + _OPTION_FIELDS if key in obj}
+    defaults = {key: obj[key] for key in op_fields("paths") if key in obj}
     _query({"start": [0, 0], "goal": [0, 0], **defaults}, {}, "")
     if "requests" not in obj:
         raise RequestError("missing field 'requests' (a list of {start, goal, ...})", at="requests")
@@ -312,7 +298,7 @@ def _parse_paths(rid: int, obj: dict) -> PathsRequest:
 def _parse_update(rid: int, obj: dict) -> UpdateRequest:
     _check_fields(obj, _UPDATE_FIELDS, "")
     name = _map_name(obj)
-    space = _enum(obj, "space", SPACES, "grid", "")
+    space = _SPACE_OPTION.check(obj.get("space")) or "grid"
     rects = tuple(_number_lists(obj, "rects", 4))
     cells = tuple(_number_lists(obj, "cells", 2))
     if "rects" not in obj and "cells" not in obj:
@@ -323,9 +309,9 @@ def _parse_update(rid: int, obj: dict) -> UpdateRequest:
     solid = obj.get("solid")
     if solid is not None and type(solid) is not bool:
         raise RequestError(f"'solid' must be a bool, got {wire_type(solid)}", at="solid")
-    cost = _number(obj, "cost", "", optional=True)
-    if cost is not None and cost < 1.0:
-        raise RequestError(f"'cost' must be >= 1, got {cost}", at="cost")
+    cost = obj.get("cost")
+    if cost is not None:
+        number(cost, "cost", "cost", 1.0)
     if solid is None and cost is None:
         raise RequestError("an update needs 'solid' (bool) or 'cost' (number >= 1)", at="solid")
     return UpdateRequest(rid, name, rects, cells, solid, None if cost is None else float(cost), space)
@@ -358,53 +344,18 @@ def _query(obj: dict, defaults: dict, prefix: str) -> PathQuery:
     start = _point(obj, "start", prefix)
     goal = _point(obj, "goal", prefix)
     size_source = obj if obj.get("unit_size") is not None else defaults
-    unit_size = _unit_size(size_source, prefix) if "unit_size" in size_source else (1, 1)
-    space = _enum(obj if obj.get("space") is not None else defaults, "space", SPACES, "grid", prefix)
+    unit_size = _UNIT_SIZE.check(size_source.get("unit_size"), prefix) or (1, 1)
+    space_source = obj if obj.get("space") is not None else defaults
+    space = _SPACE_OPTION.check(space_source.get("space"), prefix) or "grid"
     options = dict(WIRE_DEFAULTS)
     # Entry fields override the batch's; nil means "the default" (the batch's, else the wire's).
     for source in (defaults, obj):
         for key in source:
             if key in _OPTION_SET:
-                value = _option(source, key, prefix)
+                value = BY_NAME[key].check(source[key], prefix)
                 if value is not None:
                     options[key] = value
     return PathQuery(start, goal, unit_size, space, options)
-
-
-def _option(obj: dict, key: str, prefix: str):
-    if key == "smooth":
-        return _enum(obj, key, SMOOTH_MODES, None, prefix)
-    if key == "diagonal":
-        return _enum(obj, key, DIAGONAL_RULES, None, prefix)
-    if key == "heuristic":
-        return _enum(obj, key, HEURISTICS, None, prefix)
-    if key == "algorithm":
-        return _enum(obj, key, ALGORITHMS, None, prefix)
-    if key in ("allow_partial", "snap", "line_of_sight"):
-        value = obj[key]
-        if value is not None and type(value) is not bool:
-            raise RequestError(f"'{key}' must be a bool, got {wire_type(value)}", at=prefix + key)
-        return value
-    if key == "max_expansions":
-        value = obj[key]
-        if value is None:
-            return None
-        if type(value) is not int:
-            raise RequestError(f"'max_expansions' must be an int, got {wire_type(value)}", at=prefix + key)
-        if value < 1:
-            raise RequestError(f"'max_expansions' must be >= 1, got {value}", at=prefix + key)
-        return value
-    if key == "weight":
-        value = _number(obj, key, prefix, optional=True)
-        if value is not None and value < 1.0:
-            raise RequestError(f"'weight' must be >= 1, got {value}", at=prefix + key)
-        return None if value is None else float(value)
-    if key == "max_climb":
-        value = _number(obj, key, prefix, optional=True)
-        if value is not None and value < 0.0:
-            raise RequestError(f"'max_climb' must be >= 0, got {value}", at=prefix + key)
-        return None if value is None else float(value)
-    raise AssertionError(key)
 
 
 def _check_fields(obj: dict, allowed: tuple, prefix: str) -> None:
@@ -413,7 +364,7 @@ def _check_fields(obj: dict, allowed: tuple, prefix: str) -> None:
             op = obj.get("op")
             where = f"op '{op}'" if prefix == "" and isinstance(op, str) else "a batch entry"
             raise RequestError(
-                f"unknown field {_short(key)} for {where}; accepted: {', '.join(allowed)}",
+                f"unknown field {quoted(key)} for {where}; accepted: {', '.join(allowed)}",
                 at=prefix + (key if isinstance(key, str) else "?"),
             )
 
@@ -429,31 +380,8 @@ def _map_name(obj: dict) -> str:
     return name
 
 
-def _enum(obj: dict, key: str, choices: tuple, default, prefix: str):
-    if key not in obj or obj[key] is None:
-        return default
-    value = obj[key]
-    if type(value) is not str or value not in choices:
-        shown = _short(value) if type(value) is str else wire_type(value)
-        raise RequestError(f"'{key}' must be one of {', '.join(choices)}; got {shown}", at=prefix + key)
-    return value
-
-
 def _is_number(value) -> bool:
     return type(value) is int or type(value) is float
-
-
-def _number(obj: dict, key: str, prefix: str, *, optional: bool = False):
-    value = obj.get(key)
-    if value is None:
-        if optional:
-            return None
-        raise RequestError(f"missing field '{key}'", at=prefix + key)
-    if not _is_number(value):
-        raise RequestError(f"'{key}' must be a number, got {wire_type(value)}", at=prefix + key)
-    if type(value) is float and not math.isfinite(value):
-        raise NonFiniteError(f"'{key}' must be finite, got {value}", at=prefix + key)
-    return value
 
 
 def _point(obj: dict, key: str, prefix: str) -> tuple:
@@ -484,37 +412,3 @@ def _number_lists(obj: dict, key: str, count: int):
     shape = "[x, y, w, h]" if count == 4 else "[x, y]"
     for i, entry in enumerate(value):
         yield _numbers(entry, count, f"{key}[{i}]", f"each entry of '{key}' must be {shape}")
-
-
-def _unit_size(obj: dict, prefix: str) -> tuple:
-    """An int ``k`` or ``[w, h]`` -> ``(w, h)``; integral floats are accepted."""
-    at = prefix + "unit_size"
-    value = obj["unit_size"]
-    if value is None:
-        return (1, 1)
-    if type(value) is list:
-        if len(value) != 2:
-            raise RequestError(f"'unit_size' must be an int or [w, h], got an array of {len(value)}", at=at)
-        return tuple(_size_int(v, f"{at}[{i}]") for i, v in enumerate(value))
-    size = _size_int(value, at)
-    return (size, size)
-
-
-def _size_int(value, at: str) -> int:
-    if not _is_number(value):
-        raise RequestError(f"'unit_size' must be an int or [w, h], got {wire_type(value)}", at=at)
-    if type(value) is float:
-        if not math.isfinite(value):
-            raise NonFiniteError(f"'unit_size' must be finite, got {value}", at=at)
-        if value != int(value):
-            raise BadUnitSizeError(f"'unit_size' must be a whole number of cells, got {value}", at=at)
-        value = int(value)
-    if value < 1:
-        raise BadUnitSizeError(f"'unit_size' must be at least 1, got {value}", at=at)
-    return value
-
-
-def _short(value) -> str:
-    """A value quoted for an error message, cut to a readable length."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."

@@ -12,7 +12,7 @@ import ipaddress
 
 import zmq
 
-from pathserver.errors import PathserverError
+from pathserver.errors import BindRefusedError, SecurityError  # noqa: F401 - part of this module's API
 
 #: Below this libzmq a network-facing socket carries known, fixed advisories
 #: (CVE-2019-13132, CVE-2020-15166, CVE-2021-20234..20237, CVE-2020-36400).
@@ -21,16 +21,6 @@ SAFE_LIBZMQ = (4, 3, 5)
 _LOCAL_TRANSPORTS = ("ipc", "inproc")
 
 
-class SecurityError(PathserverError):
-    """A key file or allow-list folder is missing or unusable."""
-
-    code = "security"
-
-
-class BindRefusedError(SecurityError):
-    """A non-loopback bind without CURVE or an explicit ``--insecure``."""
-
-    code = "bind_refused"
 
 
 # -- the bind policy ---------------------------------------------------------------------

@@ -27,11 +27,11 @@ import os
 import numpy as np
 
 from pathserver.core.wire import pack_float_points, pack_int_points, packed_points_bound
-from pathserver.errors import OutOfBoundsError, OverloadedError, PathserverError, SearchLimitError
+from pathserver.errors import WIRE_CODES, OutOfBoundsError, OverloadedError, PathserverError, SearchLimitError
+from pathserver.grid.gridmap import floor_cell
 from pathserver.grid.search import find_path, find_paths
 from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, Packed, check_structure, decode_map, encode, peek_id
 from pathserver.protocol.replies import (
-    ERROR_CODES,
     PROTOCOL_VERSION,
     batch_error,
     error_reply,
@@ -54,7 +54,7 @@ from pathserver.protocol.requests import (
 
 log = logging.getLogger("pathserver.server")
 
-_WIRE_CODES = frozenset(ERROR_CODES)
+_WIRE_CODES = frozenset(WIRE_CODES)
 
 
 # -- the one place exceptions become replies ----------------------------------------------
@@ -271,7 +271,7 @@ def handle_update(request: UpdateRequest, registry) -> dict:
         rects.append(_covered_cells(gridmap, (x - ox) / scale, (y - oy) / scale, w / scale, h / scale, f"rects[{i}]"))
     cells = []
     for i, (x, y) in enumerate(request.cells):
-        cx, cy = _floor_cell((x - ox) / scale, (y - oy) / scale, f"cells[{i}]")
+        cx, cy = floor_cell((x - ox) / scale, (y - oy) / scale, f"cells[{i}]")
         if not gridmap.in_bounds(cx, cy):
             raise OutOfBoundsError(f"cell ({cx}, {cy}) is outside the map ({gridmap.width}x{gridmap.height})",
                                    at=f"cells[{i}]")
@@ -300,23 +300,16 @@ def _endpoints(gridmap, query: PathQuery):
 
 def _cell(gridmap, point, space: str, name: str) -> tuple[int, int]:
     """A wire point -> the grid cell containing it (float grid coordinates are floored)."""
-    x, y = point
     if space == "world":
-        x = (x - gridmap.origin[0]) / gridmap.cell_size
-        y = (y - gridmap.origin[1]) / gridmap.cell_size
-    cx, cy = _floor_cell(x, y, name)
+        cx, cy = gridmap.world_to_cell(*point, at=name)
+    else:
+        cx, cy = floor_cell(*point, name)
     if not gridmap.in_bounds(cx, cy):
         shown = f"({point[0]}, {point[1]})" + (f" = cell ({cx}, {cy})" if space == "world" else "")
         raise OutOfBoundsError(
             f"{name} {shown} is outside the map: cells 0..{gridmap.width - 1} x 0..{gridmap.height - 1}", at=name
         )
     return cx, cy
-
-
-def _floor_cell(x, y, at: str) -> tuple[int, int]:
-    if not (math.isfinite(x) and math.isfinite(y)):
-        raise OutOfBoundsError("coordinates are too far outside the map", at=at)
-    return math.floor(x), math.floor(y)
 
 
 def _covered_cells(gridmap, x: float, y: float, w: float, h: float, at: str) -> tuple[int, int, int, int]:

@@ -300,21 +300,22 @@ def test_unit_size_cache_is_bounded_and_least_recently_used():
     assert find_path(m, (5, 5), (6, 6), 3).found  # evicts size 2, not 1
     assert m.cached_sizes() == [(1, 1), (3, 3)]
     # find_path's prepared calls hold layers: none may outlive its eviction.
-    assert {call[0] for call in m._calls.values()} <= set(m.cached_sizes())
+    assert {call.size for call in m.layers.prepared_calls()} <= set(m.cached_sizes())
     for unit in (1, 3, 1):
         assert find_path(m, (5, 5), (6, 6), unit).found
     assert find_path(m, (5, 5), (6, 6), 2).found  # evicts size 3
     assert m.cached_sizes() == [(1, 1), (2, 2)]
-    assert {call[0] for call in m._calls.values()} <= set(m.cached_sizes())
+    assert {call.size for call in m.layers.prepared_calls()} <= set(m.cached_sizes())
 
 
 def test_option_values_that_compare_equal_to_valid_ones_are_still_refused():
     m = GridMap(np.ones((8, 8), dtype=bool))
     assert find_path(m, (0, 0), (7, 7), 1, max_expansions=100).found  # prepared and kept
-    with pytest.raises(BadUnitSizeError):
+    # A bool where a size belongs is a wrong type: invalid_request, as on the wire.
+    with pytest.raises(RequestError):
         find_path(m, (0, 0), (7, 7), True)  # True == 1
     assert find_path(m, (0, 0), (7, 7), (2, 1)).found
-    with pytest.raises(BadUnitSizeError):
+    with pytest.raises(RequestError):
         find_path(m, (0, 0), (7, 7), (2, True))  # (2, True) == (2, 1)
     with pytest.raises(RequestError):
         find_path(m, (0, 0), (7, 7), 1, max_expansions=100.0)  # 100.0 == 100

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pathserver.errors import WIRE_CODES
 from pathserver.maps.registry import MapRegistry
-from pathserver.protocol.replies import ERROR_CODES
 from pathserver.server.handlers import respond
 
 VALID = [
@@ -42,7 +42,7 @@ def check(body: bytes, registry) -> dict:
     reply = msgpack.unpackb(respond(body, registry))
     assert list(reply)[:2] == ["id", "ok"]
     if not reply["ok"]:
-        assert reply["error"]["code"] in ERROR_CODES
+        assert reply["error"]["code"] in WIRE_CODES
         assert reply["error"]["code"] != "internal", reply
         assert "Traceback" not in reply["error"]["message"]
     return reply

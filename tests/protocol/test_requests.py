@@ -22,8 +22,7 @@ def path(**fields):
 def test_path_with_wire_defaults():
     request = parse_request(path())
     assert isinstance(request, PathRequest)
-    assert request.query == PathQuery((0, 0), (3, 4), (1, 1), "grid",
-                                      {"smooth": "los", "diagonal": "no_corner_cutting"})
+    assert request.query == PathQuery((0, 0), (3, 4), (1, 1), "grid", {"smooth": "los"})
 
 
 def test_path_options_pass_through_and_nil_means_default():

@@ -24,8 +24,8 @@ from pathlib import Path
 import msgpack
 import zmq
 
+from pathserver.errors import WIRE_CODES
 from pathserver.protocol.codec import DEFAULT_LIMITS, decode_request, peek_id
-from pathserver.protocol.replies import ERROR_CODES
 from grids import ARENA, SPLIT, movingai, write_map  # noqa: F401 - re-exported to the tests
 from sockets import RECV_TIMEOUT_MS, Dealer
 
@@ -290,11 +290,11 @@ def check_reply(body: bytes, reply_bytes: bytes, *, ids=None) -> dict:
         results = reply.get("results")
         for result in results or ():
             if not result["ok"]:
-                assert result["error"]["code"] in ERROR_CODES and result["error"]["code"] != "internal", result
+                assert result["error"]["code"] in WIRE_CODES and result["error"]["code"] != "internal", result
     else:
         error = reply["error"]
         assert list(error) == ["code", "message", "at"], reply
-        assert error["code"] in ERROR_CODES, reply
+        assert error["code"] in WIRE_CODES, reply
         assert error["code"] != "internal", (reply, body)
         assert type(reply["retryable"]) is bool
         assert ("retry_after_ms" in reply) == (error["code"] == "overloaded"), reply

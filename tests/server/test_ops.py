@@ -5,7 +5,7 @@ import math
 import msgpack
 import pytest
 
-from pathserver.protocol.replies import ERROR_CODES
+from pathserver.errors import WIRE_CODES
 from pathserver.server import handlers
 
 
@@ -185,7 +185,7 @@ def test_a_bug_becomes_internal_and_the_server_stays_up(dealer, monkeypatch, cap
 
 def test_every_code_is_exercised():
     tested = {code for code, _, _ in BAD_REQUESTS} | {"too_large", "internal", "overloaded"}
-    assert tested == set(ERROR_CODES)
+    assert tested == set(WIRE_CODES)
 
 
 def test_answers_on_the_loop_and_on_the_workers_agree(start_server, make_dealer):

@@ -1,0 +1,309 @@
+"""The options of a path query, each defined once.
+
+Godot registers each property of a class once (``_bind_methods``) and derives the
+inspector, saved scenes, scripting and the class reference from that registration.
+:data:`OPTIONS` is that registration for the options of ``path`` / ``paths`` requests and
+``find_path`` / ``find_paths``; everything else reads it:
+
+- the wire's validation (``pathserver.protocol.requests``): the full validator calls
+  :meth:`Option.check`, and the fast path's table is built from the kinds and minimums;
+- ``find_path`` (``pathserver.grid.search``) checks each value with the same
+  :meth:`Option.check`, so the wire and Python accept and refuse the same values with the
+  same code, message and ``at`` (``tests/test_options.py`` runs every option's boundary
+  values through both);
+- the flags of ``pathserver path`` (:func:`add_arguments`);
+- the options table in ``docs/protocol.md`` (:func:`markdown_table`; a test compares);
+- ``pathserver options [--json]`` (:func:`as_json`, :func:`text_table`), which the engine
+  clients' tests read.
+
+``None`` (nil on the wire) means an option's default, everywhere. Defaults are the same on
+the wire and in Python but for ``smooth``: ``"los"`` on the wire, ``"none"`` in Python.
+
+No numba or numpy here: the protocol imports this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+
+from pathserver.errors import BadUnitSizeError, NonFiniteError, RequestError
+from pathserver.protocol.codec import wire_type
+
+#: What an option's value is. ``"enum"`` and ``"space"``: one of ``choices`` (``space``
+#: also names the units of coordinates); ``"int"`` / ``"float"``: a number >= ``min``
+#: (``"float"`` takes ints too); ``"unit_size"``: an int ``k`` or a pair ``[w, h]``.
+KINDS = ("enum", "bool", "int", "float", "unit_size", "space")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option. ``doc`` is its line in the docs' table; ``default_doc`` says the
+    default in words where the value alone does not (``None`` defaults); ``cli`` is its
+    ``pathserver path`` flag (None: none); ``ops`` the requests that take it."""
+
+    name: str
+    kind: str
+    doc: str
+    python_default: object
+    wire_default: object
+    choices: tuple[str, ...] = ()
+    min: int | float | None = None
+    default_doc: str | None = None
+    cli: str | None = None
+    ops: tuple[str, ...] = ("path", "paths")
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"option {self.name}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+
+    def check(self, value, prefix: str = ""):
+        """``value`` if the option takes it, else RequestError (or a subclass) with ``at``
+        ``prefix + name``. None (the default) passes as None; a float option's value comes
+        back as a float, a unit size as ``(w, h)``. Exact types, as msgpack decodes them:
+        ``True`` is no int, ``1.0`` no int (but a whole ``unit_size``)."""
+        if value is None:
+            return None
+        return _CHECKS[self.kind](self, value, prefix + self.name)
+
+
+#: The options, in the order of the fields a ``path`` request accepts (an unknown field's
+#: error lists them so: keep the order, add at the end).
+OPTIONS: tuple[Option, ...] = (
+    Option("unit_size", "unit_size", "the unit's footprint in cells",
+           python_default=1, wire_default=1, min=1, cli="--unit"),
+    Option("space", "space", "units of `start`, `goal` and of the reply's points",
+           python_default="grid", wire_default="grid", choices=("grid", "world"), ops=("path", "paths", "update")),
+    Option("smooth", "enum", "string-pulled (footprint-safe line of sight) / only turning points / every cell",
+           python_default="none", wire_default="los", choices=("los", "corners", "none"), cli="--smooth"),
+    Option("allow_partial", "bool", "an unreachable goal gives the path to the reachable cell nearest it",
+           python_default=False, wire_default=False, cli="--partial"),
+    Option("snap", "bool", "a blocked start/goal moves to the nearest cell the unit fits",
+           python_default=True, wire_default=True, cli="--no-snap"),
+    Option("max_expansions", "int", "node budget (see `search_limit`)",
+           python_default=None, wire_default=None, min=1, default_doc="no limit", cli="--max-expansions"),
+    Option("heuristic", "enum", "the search's estimate of the distance left",
+           python_default=None, wire_default=None, choices=("octile", "euclidean", "manhattan", "chebyshev"),
+           default_doc='octile (manhattan when `diagonal: "never"`)', cli="--heuristic"),
+    Option("weight", "float", "> 1: faster, paths at most `weight` times the optimum",
+           python_default=1.0, wire_default=1.0, min=1.0, cli="--weight"),
+    Option("diagonal", "enum", "8-connected without cutting corners / 4-connected / corners may be cut",
+           python_default="no_corner_cutting", wire_default="no_corner_cutting",
+           choices=("no_corner_cutting", "never", "always"), cli="--diagonal"),
+    Option("max_climb", "float", "with a height layer, steeper steps are blocked",
+           python_default=None, wire_default=None, min=0.0, default_doc="no limit", cli="--max-climb"),
+    Option("algorithm", "enum", '`"jps"` needs uniform terrain cost, no `max_climb`, `diagonal: '
+           '"no_corner_cutting"` and the octile heuristic; `"auto"` picks it where it pays',
+           python_default="auto", wire_default="auto", choices=("auto", "astar", "jps"), cli="--algorithm"),
+    Option("line_of_sight", "bool", "take a clear straight line without searching",
+           python_default=True, wire_default=True, cli="--no-line-of-sight"),
+)
+
+#: The options by name.
+BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
+#: The options ``find_path`` takes as keywords (its coordinates are always grid cells,
+#: so it has no ``space``), in :data:`OPTIONS` order.
+SEARCH_OPTIONS: tuple[Option, ...] = tuple(option for option in OPTIONS if option.name != "space")
+
+
+def op_fields(op: str) -> tuple[str, ...]:
+    """The names of the options request ``op`` takes, in :data:`OPTIONS` order."""
+    return tuple(option.name for option in OPTIONS if op in option.ops)
+
+
+def wire_defaults() -> dict:
+    """What the wire fills in for an option the request leaves out, where that differs
+    from ``find_path``'s own default (only ``smooth``)."""
+    return {o.name: o.wire_default for o in SEARCH_OPTIONS if o.wire_default != o.python_default}
+
+
+# -- checks (shared by the wire's full validator and find_path) -------------------------
+
+
+def quoted(value) -> str:
+    """A value quoted for an error message, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def number(value, name: str, at: str, minimum: float | None = None):
+    """``value`` if it is an int or a finite float (at least ``minimum``), else
+    RequestError / NonFiniteError naming ``name``."""
+    if type(value) is not int and type(value) is not float:
+        raise RequestError(f"'{name}' must be a number, got {wire_type(value)}", at=at)
+    if type(value) is float and not math.isfinite(value):
+        raise NonFiniteError(f"'{name}' must be finite, got {value}", at=at)
+    if minimum is not None and value < minimum:
+        raise RequestError(f"'{name}' must be >= {minimum:g}, got {value}", at=at)
+    return value
+
+
+def _check_choice(option: Option, value, at: str):
+    # isinstance: a str subclass (a str-valued enum in Python) is its string; msgpack only
+    # ever decodes plain str.
+    if not isinstance(value, str) or value not in option.choices:
+        shown = quoted(value) if isinstance(value, str) else wire_type(value)
+        raise RequestError(f"'{option.name}' must be one of {', '.join(option.choices)}; got {shown}", at=at)
+    return value
+
+
+def _check_exact(option: Option, value, at: str):
+    # "bool" and "int": exactly that type (True is no int, 1 no bool), an int >= min.
+    kind, noun = (bool, "a bool") if option.kind == "bool" else (int, "an int")
+    if type(value) is not kind:
+        raise RequestError(f"'{option.name}' must be {noun}, got {wire_type(value)}", at=at)
+    return value if kind is bool else number(value, option.name, at, option.min)
+
+
+def _check_float(option: Option, value, at: str):
+    return float(number(value, option.name, at, option.min))
+
+
+def _check_unit_size(option: Option, value, at: str):
+    # Engines often only have floats: a whole float is its int. (A tuple is a Python
+    # caller's pair; msgpack decodes arrays as lists.)
+    if type(value) is list or type(value) is tuple:
+        if len(value) != 2:
+            raise RequestError(f"'unit_size' must be an int or [w, h], got an array of {len(value)}", at=at)
+        return tuple(_size_int(v, f"{at}[{i}]") for i, v in enumerate(value))
+    size = _size_int(value, at)
+    return (size, size)
+
+
+def _size_int(value, at: str) -> int:
+    if type(value) is not int and type(value) is not float:
+        raise RequestError(f"'unit_size' must be an int or [w, h], got {wire_type(value)}", at=at)
+    if type(value) is float:
+        if not math.isfinite(value):
+            raise NonFiniteError(f"'unit_size' must be finite, got {value}", at=at)
+        if value != int(value):
+            raise BadUnitSizeError(f"'unit_size' must be a whole number of cells, got {value}", at=at)
+        value = int(value)
+    if value < 1:
+        raise BadUnitSizeError(f"'unit_size' must be at least 1, got {value}", at=at)
+    return value
+
+
+_CHECKS = {
+    "enum": _check_choice,
+    "space": _check_choice,
+    "bool": _check_exact,
+    "int": _check_exact,
+    "float": _check_float,
+    "unit_size": _check_unit_size,
+}
+
+
+# -- the command line -----------------------------------------------------------------
+
+
+def unit_size_from_text(text: str):
+    """A command-line unit size, ``3`` or ``3x2``, as ``3`` or ``(3, 2)`` (an argparse type;
+    the value is checked like any other unit size where it is used)."""
+    try:
+        if "x" in text.lower():
+            w, h = text.lower().split("x", 1)
+            return (int(w), int(h))
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"unit size must look like 3 or 3x2, got {text!r}") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser, names=None, defaults: dict | None = None) -> None:
+    """A flag for each option with a ``cli`` spelling (of ``names``, if given), its
+    destination the option's name, its default the Python one (or ``defaults[name]``)."""
+    for option in OPTIONS:
+        if option.cli is None or (names is not None and option.name not in names):
+            continue
+        default = (defaults or {}).get(option.name, option.python_default)
+        shown = option.default_doc or _plain(default)
+        if option.kind == "bool":
+            # The flag turns the default around: --partial, --no-snap.
+            parser.add_argument(option.cli, dest=option.name, action="store_false" if default else "store_true",
+                                help=_argparse_text(f"{option.name}={_plain(not default)} (default "
+                                                    f"{_plain(default)}): {option.doc}"))
+            continue
+        kwargs = {"choices": option.choices} if option.choices else {"type": _CLI_TYPES[option.kind]}
+        text = option.doc + (" (N or WxH)" if option.kind == "unit_size" else "")
+        parser.add_argument(option.cli, dest=option.name, default=default,
+                            help=_argparse_text(f"{text}; default {shown}"), **kwargs)
+
+
+_CLI_TYPES = {"unit_size": unit_size_from_text, "int": int, "float": float}
+
+
+def cli_values(args: argparse.Namespace, names=None) -> dict:
+    """The options :func:`add_arguments` added, as ``find_path`` keywords."""
+    return {o.name: getattr(args, o.name) for o in OPTIONS
+            if o.cli is not None and (names is None or o.name in names)}
+
+
+def _argparse_text(text: str) -> str:
+    return text.replace("%", "%%").replace("`", "")
+
+
+# -- descriptions ---------------------------------------------------------------------
+
+
+def as_json() -> dict:
+    """What ``pathserver options --json`` prints: ``{"options": [{"name", "kind",
+    "choices" (enums and space only), "wire_default", "python_default", "min", "doc"},
+    ...]}`` in :data:`OPTIONS` order."""
+    entries = []
+    for option in OPTIONS:
+        entry = {"name": option.name, "kind": option.kind}
+        if option.choices:
+            entry["choices"] = list(option.choices)
+        entry.update(wire_default=option.wire_default, python_default=option.python_default, min=option.min,
+                     doc=option.doc)
+        entries.append(entry)
+    return {"options": entries}
+
+
+def _type_text(option: Option) -> str:
+    if option.choices:
+        return " / ".join(f'`"{choice}"`' for choice in option.choices)
+    if option.kind == "unit_size":
+        return "int or `[w, h]`"
+    if option.kind == "bool":
+        return "bool"
+    return f"{'int' if option.kind == 'int' else 'number'} >= {option.min:g}"
+
+
+def _plain(value) -> str:
+    """A default as msgpack / JSON would spell it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _default_text(option: Option, value) -> str:
+    return option.default_doc if value is None else f"`{_plain(value)}`"
+
+
+def markdown_table() -> str:
+    """The options table of ``docs/protocol.md`` (wire defaults); a test compares the two."""
+    rows = ["| option | type | default | |", "| --- | --- | --- | --- |"]
+    for option in OPTIONS:
+        rows.append(f"| `{option.name}` | {_type_text(option)} | {_default_text(option, option.wire_default)} "
+                    f"| {option.doc} |")
+    return "\n".join(rows)
+
+
+def text_table() -> str:
+    """What ``pathserver options`` prints: a line an option, its doc line below it."""
+    width = max(len(option.name) for option in OPTIONS) + 2
+    lines = []
+    for option in OPTIONS:
+        wire = _default_text(option, option.wire_default)
+        python = _default_text(option, option.python_default)
+        default = f"default {wire}" if wire == python else f"default {wire} on the wire, {python} in Python"
+        flag = f"; flag {option.cli}" if option.cli else ""
+        lines.append(f"{option.name:<{width}}{_type_text(option)}; {default}{flag}".replace("`", ""))
+        lines.append(" " * width + option.doc.replace("`", ""))
+    return "\n".join(lines)

@@ -1,0 +1,183 @@
+"""The search options are defined once (``pathserver.options``): the wire and ``find_path``
+accept and refuse the same values alike, the CLI and ``pathserver options`` show them, and
+find_path's prepared-call key counts every one of them."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+
+import numpy as np
+import pytest
+
+from pathserver import GridMap, cli, find_path
+from pathserver.errors import RequestError
+from pathserver.protocol.requests import parse_request
+
+#: Values at and around each option's edges (its range, its type, values of another type
+#: that compare equal to valid ones), as msgpack can carry them: lists, not tuples.
+BOUNDARIES = {
+    "unit_size": [1, 2, 0, -1, 2.0, 2.5, True, None, "2", math.nan, math.inf, [1, 2], [2, 2.0], [0, 1], [1],
+                  [1, 2, 3], [True, 1], [1, math.nan], [1, "2"]],
+    "smooth": ["los", "corners", "none", "", "LOS", 1, True, None, ["los"]],
+    "allow_partial": [True, False, 0, 1, None, "true"],
+    "snap": [True, False, 0, 1, None, "true"],
+    "max_expansions": [1, 2, 0, -1, 1.0, True, None, "1", 2**63, 2**64 - 1],
+    "heuristic": ["octile", "euclidean", "manhattan", "chebyshev", "", "Octile", 0, False, None],
+    "weight": [1, 1.0, 0.5, 0.999, 1.5, 0, True, None, "2", math.nan, math.inf, -math.inf, 1e300],
+    "diagonal": ["no_corner_cutting", "never", "always", "sometimes", 2, None],
+    "max_climb": [0, 0.0, -0.0, 0.5, -0.5, -1, True, False, None, "1", math.nan, math.inf, -math.inf],
+    "algorithm": ["auto", "astar", "jps", "dijkstra", 1, None],
+    "line_of_sight": [True, False, 0, 1, None, "no"],
+}
+#: find_path works in grid cells: ``space`` is the wire's alone.
+WIRE_ONLY = {"space"}
+
+OPEN = GridMap(np.ones((8, 8), dtype=bool))
+
+
+def _outcome(call) -> tuple:
+    """``("ok",)``, or the refusal's code, ``at`` and message."""
+    try:
+        call()
+    except RequestError as error:
+        return error.code, error.at, error.message
+    return ("ok",)
+
+
+CASES = [(name, value) for name, values in BOUNDARIES.items() for value in values]
+
+
+def _both(name, value) -> tuple[tuple, tuple]:
+    wire = _outcome(lambda: parse_request(
+        {"id": 1, "op": "path", "map": "m", "start": [0, 0], "goal": [7, 7], name: value}
+    ))
+    python = _outcome(lambda: find_path(OPEN, (0, 0), (7, 7), **{name: value}))
+    return wire, python
+
+
+@pytest.mark.parametrize("name, value", CASES, ids=[f"{name}={value!r}" for name, value in CASES])
+def test_the_wire_and_find_path_accept_and_refuse_alike(name, value):
+    wire, python = _both(name, value)
+    assert (python == ("ok",)) == (wire == ("ok",)), f"wire: {wire}, find_path: {python}"
+
+
+@pytest.mark.parametrize("name, value", CASES, ids=[f"{name}={value!r}" for name, value in CASES])
+def test_a_refusal_has_the_same_code_at_and_message_on_both(name, value):
+    wire, python = _both(name, value)
+    assert python == wire
+
+
+def test_the_boundaries_cover_every_option():
+    from pathserver.options import OPTIONS
+
+    assert set(BOUNDARIES) == {option.name for option in OPTIONS} - WIRE_ONLY
+
+
+def test_find_path_takes_every_option_with_its_python_default():
+    from pathserver.options import SEARCH_OPTIONS
+
+    parameters = inspect.signature(find_path).parameters
+    assert {name for name in parameters if name not in ("gridmap", "start", "goal")} == {
+        option.name for option in SEARCH_OPTIONS
+    }
+    for option in SEARCH_OPTIONS:
+        assert parameters[option.name].default == option.python_default, option.name
+
+
+def test_the_kernel_codes_name_exactly_the_choices():
+    from pathserver.grid import search
+    from pathserver.options import BY_NAME
+
+    for name, table in (("smooth", search.SMOOTHING), ("diagonal", search.DIAGONALS),
+                        ("heuristic", search.HEURISTICS)):
+        assert set(table) == set(BY_NAME[name].choices), name
+
+
+def _valid_pair(option):
+    """Two values of ``option`` that both pass and differ."""
+    if option.kind == "enum":
+        return option.choices[:2]
+    if option.kind == "bool":
+        return (True, False)
+    if option.kind == "unit_size":
+        return (1, 2)
+    return (option.min, option.min + (5 if option.kind == "int" else 0.5))
+
+
+def test_each_option_has_a_slot_in_the_prepared_call_key():
+    from pathserver.options import SEARCH_OPTIONS
+
+    for option in SEARCH_OPTIONS:
+        m = GridMap(np.ones((8, 8), dtype=bool))
+        for value in _valid_pair(option):
+            find_path(m, (0, 0), (7, 7), **{option.name: value})
+        assert len(m.layers.prepared_calls()) == 2, f"{option.name}: two values, one prepared call"
+
+
+def test_a_value_equal_to_a_kept_one_but_of_another_type_is_still_checked():
+    from pathserver.options import SEARCH_OPTIONS
+
+    # True == 1 and 1.0 == 1: a key without the value's type would find the kept call.
+    for option in SEARCH_OPTIONS:
+        if option.kind == "enum":
+            continue
+        valid = _valid_pair(option)[0]
+        m = GridMap(np.ones((8, 8), dtype=bool))
+        find_path(m, (0, 0), (7, 7), **{option.name: valid})
+        for other in (True, 1, 1.0, 0, 0.0):
+            if other == valid and type(other) is not type(valid):
+                wire = _outcome(lambda: parse_request(
+                    {"id": 1, "op": "path", "map": "m", "start": [0, 0], "goal": [7, 7], option.name: other}
+                ))
+                assert _outcome(lambda: find_path(m, (0, 0), (7, 7), **{option.name: other})) == wire, (
+                    option.name, other
+                )
+
+
+def test_numpy_values_count_as_the_numbers_they_hold():
+    r = find_path(OPEN, (0, 0), (7, 7), np.int64(2), max_expansions=np.int64(50), weight=np.float32(1.5),
+                  snap=np.bool_(True), smooth=np.str_("los"))
+    assert r.found
+    assert find_path(OPEN, (0, 0), (7, 7), np.array([2, 1])).found
+    with pytest.raises(RequestError) as info:
+        find_path(OPEN, (0, 0), (7, 7), max_expansions=np.int64(0))
+    assert info.value.at == "max_expansions"
+
+
+def test_options_json_has_the_shape_clients_read(capsys):
+    assert cli.main(["options", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert list(listed) == ["options"]
+    names = [entry["name"] for entry in listed["options"]]
+    assert names == ["unit_size", "space", "smooth", "allow_partial", "snap", "max_expansions", "heuristic",
+                     "weight", "diagonal", "max_climb", "algorithm", "line_of_sight"]
+    for entry in listed["options"]:
+        has_choices = entry["kind"] in ("enum", "space")
+        assert list(entry) == ["name", "kind"] + (["choices"] if has_choices else []) + [
+            "wire_default", "python_default", "min", "doc"]
+        assert entry["kind"] in ("enum", "bool", "int", "float", "unit_size", "space")
+        assert entry["min"] is None or type(entry["min"]) in (int, float)
+        assert isinstance(entry["doc"], str) and entry["doc"]
+    smooth = listed["options"][2]
+    assert smooth["choices"] == ["los", "corners", "none"]
+    assert (smooth["wire_default"], smooth["python_default"]) == ("los", "none")
+    assert listed["options"][5]["min"] == 1  # max_expansions: >= 1, null (no limit) by default
+    assert listed["options"][5]["wire_default"] is None
+
+
+def test_options_without_json_prints_a_table(capsys):
+    assert cli.main(["options"]) == 0
+    out = capsys.readouterr().out
+    for entry in ("smooth", "--no-snap", '"los" on the wire, "none" in Python', "int >= 1"):
+        assert entry in out
+
+
+def test_the_path_command_takes_the_options_flags(tmp_path, capsys):
+    (tmp_path / "m.map").write_text("type octile\nheight 3\nwidth 4\nmap\n....\n.@..\n....\n")
+    args = [str(tmp_path / "m.map"), "0", "0", "3", "2", "--json"]
+    assert cli.main(["path", *args, "--smooth", "los", "--no-line-of-sight", "--algorithm", "astar"]) == 0
+    assert json.loads(capsys.readouterr().out)["algorithm"] == "astar"
+    assert cli.main(["path", *args, "--max-expansions", "0"]) == 2
+    assert "invalid_request: 'max_expansions' must be >= 1, got 0" in capsys.readouterr().err
