@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pathserver.errors import MapLoadError
-from pathserver.grid.gridmap import GridMap
+from pathserver.grid.gridmap import GridMap, register_file_formats
 from pathserver.maps import image, movingai, tiled
 from pathserver.maps import sidecar as sidecars
 from pathserver.maps.files import OPTION_KEYS, map_error, map_format, write_atomic
@@ -131,3 +131,7 @@ def save_map(gridmap: GridMap, path: Path) -> None:
     # The sidecar goes first: a watcher that sees the new map file then finds its metadata.
     sidecars.write_sidecar(path, fields)
     write_atomic(path, data)
+
+
+# GridMap.load / GridMap.save are these two functions under another name.
+register_file_formats(load_map, save_map)
