@@ -139,8 +139,9 @@ def peek_id(body: bytes):
 
 class Packed:
     """A value already encoded as msgpack bytes (``data``: bytes or a buffer), which
-    :func:`encode` splices into the reply as it is: a long path is encoded by a compiled
-    kernel without the GIL (:mod:`pathserver.core.wire`) rather than as Python lists."""
+    :func:`encode` splices into the reply as it is: a long path's points, encoded by
+    compiled kernels without the GIL (see :class:`pathserver.protocol.replies.PathReplies`)
+    rather than as Python lists."""
 
     __slots__ = ("data",)
 
