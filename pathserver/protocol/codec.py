@@ -205,14 +205,6 @@ _PACKER_START_BYTES = 16 * 1024
 _PACKER_KEEP_BYTES = 256 * 1024
 
 
-def decode_reply(body: bytes) -> dict:
-    """A reply body -> dict (client side; no limits beyond msgpack's defaults)."""
-    obj = msgpack.unpackb(body, raw=False, strict_map_key=False)
-    if not isinstance(obj, dict):
-        raise MalformedError(f"reply must be a msgpack map, got {wire_type(obj)}")
-    return obj
-
-
 def is_wire_int(value) -> bool:
     return type(value) is int
 
