@@ -174,13 +174,17 @@ def encode(obj) -> bytes:
         packer = _local.packer = msgpack.Packer(use_bin_type=True, buf_size=_PACKER_START_BYTES, default=_default)
         _local.spliced = []
         _local.secret = os.urandom(8)
-    spliced = _local.spliced
     try:
         body = packer.pack(obj)
-        if spliced:
+    except BaseException:
+        _local.spliced.clear()  # a reply that failed leaves no Packed value behind
+        raise
+    spliced = _local.spliced
+    if spliced:
+        try:
             body = _splice(body, spliced, _local.secret)
-    finally:
-        spliced.clear()
+        finally:
+            spliced.clear()
     if len(body) > _PACKER_KEEP_BYTES:
         # The buffer grew to this reply's size and never shrinks: let it go with the Packer.
         _local.packer = None

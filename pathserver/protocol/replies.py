@@ -13,6 +13,7 @@ written the lists.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -132,6 +133,8 @@ class PathReplies:
     def __init__(self, kernels: PointKernels | None = None, pack_min_points: int = PACK_MIN_POINTS):
         self.kernels = kernels
         self.pack_min_points = pack_min_points
+        # Paths shorter than this go out as lists: without kernels, every path.
+        self._pack_from = pack_min_points if kernels is not None else math.inf
 
     def encode(self, request_id, answer: PathAnswer) -> bytes:
         """The ``path`` reply's bytes."""
@@ -145,7 +148,7 @@ class PathReplies:
             "id": request_id,
             "ok": True,
             "status": status,
-            "path": self._points(path),
+            "path": path.tolist() if path.shape[0] < self._pack_from else self._packed(path),
             "cost": cost,
             "length": length,
             "expanded": expanded,
@@ -162,7 +165,7 @@ class PathReplies:
         return {
             "ok": True,
             "status": status,
-            "path": self._points(path),
+            "path": path.tolist() if path.shape[0] < self._pack_from else self._packed(path),
             "cost": cost,
             "length": length,
             "expanded": expanded,
@@ -173,13 +176,10 @@ class PathReplies:
             "gen": gen,
         }
 
-    def _points(self, points: np.ndarray):
-        """The ``path`` value: a list of ``[x, y]``, or the same bytes already encoded."""
-        n = points.shape[0]
+    def _packed(self, points: np.ndarray) -> Packed:
+        """``points`` (n, 2) as the kernels' msgpack bytes, spliced in by ``encode``."""
         kernels = self.kernels
-        if n < self.pack_min_points or kernels is None:
-            return points.tolist()
-        out = np.empty(kernels.packed_points_bound(n), dtype=np.uint8)
+        out = np.empty(kernels.packed_points_bound(points.shape[0]), dtype=np.uint8)
         if points.dtype == np.float64:
             size = kernels.pack_float_points(np.ascontiguousarray(points).view(np.uint64), out)
         else:
