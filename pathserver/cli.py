@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from pathserver import options
+from pathserver import kernel_cache
 
 DEFAULT_MAPS = Path(__file__).resolve().parent.parent / "maps"
 DEFAULT_BIND = "tcp://127.0.0.1:5555"
@@ -134,6 +135,8 @@ def _cmd_serve(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # First: numba picks a kernel's cache folder when the kernel's module is imported.
+    kernel_cache.configure()
     from pathserver.errors import PathserverError
 
     args = _parser().parse_args(argv)

@@ -40,6 +40,28 @@ _UNIFORM_COST_TABLE = np.ones(1, dtype=np.float64)
 _UNIFORM_COST_TABLE.setflags(write=False)
 
 
+# The map file formats (pathserver.maps) build GridMaps, so they sit above the model, and
+# the model imports none of them, not even lazily: GridMap.load / save reach them through
+# this slot, which pathserver.maps fills when it is imported.
+_FILE_FORMATS: dict = {}
+
+
+def register_file_formats(load, save) -> None:
+    """Called by :mod:`pathserver.maps.formats` with its ``load_map(path, **kwargs)`` and
+    ``save_map(gridmap, path)``: what :meth:`GridMap.load` and :meth:`GridMap.save` call."""
+    _FILE_FORMATS.update(load=load, save=save)
+
+
+def _file_formats(verb: str):
+    try:
+        return _FILE_FORMATS[verb]
+    except KeyError:
+        raise RuntimeError(
+            f"GridMap.{verb} needs the map file formats: import pathserver.maps first "
+            "(`from pathserver import GridMap` does)"
+        ) from None
+
+
 def footprint_offsets(unit_w: int, unit_h: int) -> tuple[int, int]:
     """How far the footprint reaches left and up from the unit's cell."""
     return (unit_w - 1) // 2, (unit_h - 1) // 2
@@ -355,16 +377,16 @@ class GridMap:
     @classmethod
     def load(cls, path, **kwargs) -> "GridMap":
         """Load a map file: Moving AI ``.map``, ``.png``, or Tiled JSON (``.tmj``/``.json``),
-        with its optional sidecar. Raises MapLoadError naming the file and the reason."""
-        from pathserver.maps.formats import load_map
+        with its optional sidecar. Raises MapLoadError naming the file and the reason.
 
-        return load_map(Path(path), **kwargs)
+        :func:`pathserver.maps.load_map` under another name (see :func:`register_file_formats`).
+        """
+        return _file_formats("load")(Path(path), **kwargs)
 
     def save(self, path) -> None:
-        """Write the map in the format its extension names (``.map``, ``.png``, ``.tmj``)."""
-        from pathserver.maps.formats import save_map
-
-        save_map(self, Path(path))
+        """Write the map in the format its extension names (``.map``, ``.png``, ``.tmj``):
+        :func:`pathserver.maps.save_map` under another name."""
+        _file_formats("save")(self, Path(path))
 
     # -- the world transform --------------------------------------------------------
 

@@ -4,7 +4,7 @@ Every map file directly in the folder is served under its file stem: ``.map``, `
 ``.tmj``, and ``.json`` files that are Tiled maps. Not served: sidecars (``NAME.json`` /
 ``NAME.toml`` beside a map), ``.scen`` files, anything else, and temporary files (names
 starting with ``.`` or ending in ``~``, ``.tmp``, ``.swp``, ``.swx``). When two map files
-share a stem, the first in :data:`~pathserver.maps.formats.MAP_SUFFIXES` order
+share a stem, the first in :data:`~pathserver.maps.files.MAP_SUFFIXES` order
 (``.map``, ``.tmj``, ``.json``, ``.png``) is served and the others are reported in that
 name's ``last_error``.
 
@@ -49,13 +49,8 @@ import numpy as np
 
 from pathserver.errors import MapLoadError, UnknownMapError
 from pathserver.grid.gridmap import GridMap
-from pathserver.maps.formats import (
-    MAP_SUFFIXES,
-    PLAIN_MAP_SUFFIXES,
-    is_temp_name,
-    is_tiled_document,
-    load_map_with_sources,
-)
+from pathserver.maps.files import MAP_SUFFIXES, PLAIN_MAP_SUFFIXES, is_temp_name, is_tiled_document
+from pathserver.maps.formats import load_map_with_sources
 from pathserver.maps.sidecar import SIDECAR_SUFFIXES, sidecar_paths
 
 log = logging.getLogger("pathserver.maps")

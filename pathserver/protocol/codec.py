@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import msgpack
 
 from pathserver.errors import MalformedError, TooLargeError
+from pathserver.options import wire_type
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,9 @@ def peek_id(body: bytes):
 
 class Packed:
     """A value already encoded as msgpack bytes (``data``: bytes or a buffer), which
-    :func:`encode` splices into the reply as it is: a long path is encoded by a compiled
-    kernel without the GIL (:mod:`pathserver.core.wire`) rather than as Python lists."""
+    :func:`encode` splices into the reply as it is: a long path's points, encoded by
+    compiled kernels without the GIL (see :class:`pathserver.protocol.replies.PathReplies`)
+    rather than as Python lists."""
 
     __slots__ = ("data",)
 
@@ -173,13 +175,17 @@ def encode(obj) -> bytes:
         packer = _local.packer = msgpack.Packer(use_bin_type=True, buf_size=_PACKER_START_BYTES, default=_default)
         _local.spliced = []
         _local.secret = os.urandom(8)
-    spliced = _local.spliced
     try:
         body = packer.pack(obj)
-        if spliced:
+    except BaseException:
+        _local.spliced.clear()  # a reply that failed leaves no Packed value behind
+        raise
+    spliced = _local.spliced
+    if spliced:
+        try:
             body = _splice(body, spliced, _local.secret)
-    finally:
-        spliced.clear()
+        finally:
+            spliced.clear()
     if len(body) > _PACKER_KEEP_BYTES:
         # The buffer grew to this reply's size and never shrinks: let it go with the Packer.
         _local.packer = None
@@ -204,14 +210,6 @@ _PACKER_START_BYTES = 16 * 1024
 _PACKER_KEEP_BYTES = 256 * 1024
 
 
-def decode_reply(body: bytes) -> dict:
-    """A reply body -> dict (client side; no limits beyond msgpack's defaults)."""
-    obj = msgpack.unpackb(body, raw=False, strict_map_key=False)
-    if not isinstance(obj, dict):
-        raise MalformedError(f"reply must be a msgpack map, got {wire_type(obj)}")
-    return obj
-
-
 def is_wire_int(value) -> bool:
     return type(value) is int
 
@@ -226,13 +224,3 @@ def _depth_within(obj, max_depth: int) -> bool:
             if type(child) is dict or type(child) is list:
                 stack.append((child, depth + 1))
     return True
-
-
-def wire_type(value) -> str:
-    """The msgpack type name of a decoded value, for error messages."""
-    if value is None:
-        return "nil"
-    return {bool: "bool", int: "int", float: "float", str: "str", bytes: "bin", list: "array", dict: "map"}.get(
-        type(value), "ext"
-    )
-

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from pathserver.errors import NonFiniteError, RequestError, TooLargeError, UnknownOpError
 from pathserver.options import BY_NAME, OPTIONS, number, op_fields, quoted, wire_defaults
-from pathserver.protocol.codec import wire_type
+from pathserver.options import wire_type
 
 OPS = ("path", "paths", "maps", "update", "ping", "stats")
 
