@@ -1,5 +1,6 @@
-"""The package's imports flow one way, as the README's Architecture section says (STYLE.md: server -> protocol, server -> grid -> core,
-maps -> grid; core imports only numba and numpy; protocol imports no numba), and no module
+"""The package's imports flow one way, as the README's Architecture section says (after
+STYLE.md: server -> protocol, server -> grid -> core, maps -> grid; core imports only numba
+and numpy; protocol imports no numba), and no module
 imports another that imports it back, directly or through others.
 
 Every ``import`` is read with ``ast``, function-level ones included: an import deferred
