@@ -28,7 +28,8 @@ ALLOWED = {
     "maps": {"grid", "errors"},
     "protocol": {"errors", "options"},
     "security": {"errors", "transport"},
-    "client": {"errors", "security", "transport"},
+    # The protocol's map cells (numpy, no numba) turn arrays into put_map's bins and back.
+    "client": {"errors", "security", "transport", "protocol"},
     # Every socket's options; the protocol's limits size MAXMSGSIZE.
     "transport": {"protocol"},
     # The Clone-pattern edit log, shared by the broker and its workers.
