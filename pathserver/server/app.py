@@ -26,6 +26,7 @@ import zmq
 from pathserver import security
 from pathserver.editlog import SharedEdits, edit_endpoints
 from pathserver.maps.registry import MapRegistry
+from pathserver.server import handlers
 from pathserver.server.loop import DEFAULT_QUEUE_LIMIT, Server
 from pathserver.server.startup import StartupLog, announce_kernels, warm_kernels
 
@@ -86,7 +87,7 @@ def serve(
             edits, feed = edit_endpoints(connect, edits, feed)
         except ValueError as exc:
             return _refuse(exc)
-        shared = SharedEdits(registry, edits, feed, back=connect)
+        shared = SharedEdits(registry, edits, feed, back=connect, build_upload=handlers.build_upload)
     server = Server(registry if shared is None else shared, bind, workers=threads, queue_limit=queue_limit,
                     curve=curve, connect=connect, identity=None if shared is None else shared.identity)
     # Installed first, so a signal while maps load or kernels compile stops us too.
