@@ -147,7 +147,11 @@ def read_request(body: bytes, limits: Limits = DEFAULT_LIMITS, upload_limits: Li
 def read_upload(upload: UploadBody, limits: Limits = UPLOAD_LIMITS) -> PutMapRequest:
     """The ``put_map`` request in an :class:`UploadBody`, decoded with the upload limits
     and validated; raises as ``parse_request`` does."""
-    request = parse_request(decode_request(upload.body, limits))
+    return _parse_upload(upload, decode_request(upload.body, limits))
+
+
+def _parse_upload(upload: UploadBody, obj: dict) -> PutMapRequest:
+    request = parse_request(obj)
     if type(request) is not PutMapRequest:
         # top_level_op vouched for the op; a decoder that disagreed must not let another
         # op past the default limits.
@@ -163,8 +167,9 @@ def run(request, registry, stats: dict | None = None) -> tuple[bytes, str | None
     try:
         if type(request) is UploadBody:
             started = time.perf_counter()
-            request = read_upload(request)
-            rid = request.id
+            obj = decode_request(request.body, UPLOAD_LIMITS)
+            rid = request_id(obj)  # also when the id is not the body's first key
+            request = _parse_upload(request, obj)
             return encode(handle_put_map(request, registry, started)), None
         return encode(handle(request, registry, stats)), None
     except Exception as exc:

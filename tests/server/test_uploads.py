@@ -205,6 +205,14 @@ def test_a_bad_upload_gets_its_code_and_leaves_every_map_as_it_was(server, clien
         dealer.close()
 
 
+def test_a_large_refused_upload_names_its_id_wherever_the_id_is(dealer):
+    """Bins over 4096 bytes: read on the upload thread, which still finds the id."""
+    body = msgpack.packb({"op": "put_map", "map": "late-id", "width": 100, "height": 100, "cells": b"\x01" * 9999,
+                          "id": 77}, use_bin_type=True)
+    reply = dealer.ask(body)
+    assert reply["id"] == 77 and (reply["error"]["code"], reply["error"]["at"]) == ("invalid_request", "cells")
+
+
 def test_past_the_upload_bound_a_put_is_too_large_and_nothing_is_evicted(start_server, maps_dir):
     registry = MapRegistry(maps_dir, max_upload_cells=100)
     registry.load_all()
