@@ -3,8 +3,8 @@ the messages, the sequencer's numbered log (:class:`EditLog`, kept by ``pathserv
 broker``) and the worker's side (:class:`SharedEdits`, in ``pathserver serve --connect``).
 
 A worker applies an ``update``, ``put_map`` or ``drop_map`` at once (so its own reply and
-its next answers see it) and sends it to the broker's edits ROUTER; the sequencer numbers it, keeps it in a
-bounded log and publishes it on the feed. Every worker, the sender included, applies the
+its next answers see it) and sends it to the broker's edits ROUTER; the sequencer numbers
+it, keeps it in a bounded log and publishes it on the feed. Every worker, the sender included, applies the
 feed in that one order; a worker that applied its own edit early applies it again when it
 comes back if anything was applied in between (see :class:`SharedEdits`), so all workers
 that saw the whole feed hold the same cells. A gap in the numbers (a slow or reconnecting

@@ -34,9 +34,9 @@ the name's ``last_error`` says why; dropping the upload (:meth:`drop_map`) loads
 Edits apply to uploaded maps as to the others.
 
 Generations: each successful load, upload or edit gets a generation one higher than the
-last one the registry handed out to any map. A name's generation therefore only ever grows, also
-across deletion and re-creation, so a client can tell any two versions apart, and no state
-is kept for names that are gone.
+last one the registry handed out to any map. A name's generation therefore only ever
+grows, also across deletion and re-creation (a file's, or an upload's drop and put), so a
+client can tell any two versions apart, and no state is kept for names that are gone.
 
 Threads: :meth:`get` reads a dict that is never mutated, only replaced (copy on write), so
 it takes no lock. Loads are serialised; swaps and edits hold ``_lock`` briefly. State is
@@ -285,12 +285,12 @@ class MapRegistry:
         log.info("uploaded map %r dropped (generation %d)", name, generation)
         self._emit("dropped", name, None, generation, None)
         with self._load_lock:
+            self._seen.pop(name, None)
             try:
                 listing = self._listing()
             except OSError:
                 listing = {}
             if name in listing:
-                self._seen.pop(name, None)
                 self._refresh(name, listing[name], force=True)
         return generation
 
@@ -436,7 +436,7 @@ class MapRegistry:
         None: nothing changed."""
         old = self._entries.get(name)
         if old is not None and old.source == UPLOAD:
-            return self._refresh_upload(name, old, candidates, force=force)
+            return self._refresh_upload(name, candidates, force=force)
         if not candidates:
             self._seen.pop(name, None)
             if old is not None:
@@ -508,7 +508,7 @@ class MapRegistry:
         self._emit("loaded", name, winner, generation, None)
         return True
 
-    def _refresh_upload(self, name: str, entry: _Entry, candidates: list[Path], *, force: bool) -> None:
+    def _refresh_upload(self, name: str, candidates: list[Path], *, force: bool) -> None:
         """:meth:`_refresh` for a name an upload serves: the file is not loaded, its presence
         (or absence) is noted in ``last_error``."""
         if not candidates:
