@@ -7,12 +7,12 @@
                      +------- error_reply_bytes() <----+   (any exception, exactly here)
 
 ``read_request`` runs on the socket loop (cheap: decode and validate); ``run`` runs the
-op — on a worker thread for searches, edits and the map ops, inline for
-``ping``/``stats``/``maps``; ``run_bounded`` answers a short ``path`` on the loop or
-declines. A ``put_map`` body too large for the default limits is not decoded on the loop:
-``read_request`` hands it on as an ``UploadBody``, which ``run`` reads on a worker. All return encoded
-reply bytes and never raise. A ``PathserverError`` with a wire code
-becomes that code's reply; anything else is a bug: logged with its traceback here, and
+op — on a worker thread for searches, edits, ``get_map`` and ``drop_map``, on the upload
+thread for ``put_map``, inline for ``ping``/``stats``/``maps``; ``run_bounded`` answers a
+short ``path`` on the loop or declines. A ``put_map`` body over the default limits is not
+decoded on the loop at all: ``read_request`` hands it on as an ``UploadBody``, which
+``run`` reads on the upload thread. All return encoded reply bytes and never raise. A
+``PathserverError`` with a wire code becomes that code's reply; anything else is a bug: logged with its traceback here, and
 answered ``internal`` with no detail. No reply ever carries a traceback.
 
 The handlers read maps through a registry (``get``, ``info``, ``apply_edit``,
