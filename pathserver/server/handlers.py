@@ -12,8 +12,9 @@ thread for ``put_map``, inline for ``ping``/``stats``/``maps``; ``run_bounded`` 
 short ``path`` on the loop or declines. A ``put_map`` body over the default limits is not
 decoded on the loop at all: ``read_request`` hands it on as an ``UploadBody``, which
 ``run`` reads on the upload thread. All return encoded reply bytes and never raise. A
-``PathserverError`` with a wire code becomes that code's reply; anything else is a bug: logged with its traceback here, and
-answered ``internal`` with no detail. No reply ever carries a traceback.
+``PathserverError`` with a wire code becomes that code's reply; anything else is a bug:
+logged with its traceback here, and answered ``internal`` with no detail. No reply ever
+carries a traceback.
 
 The handlers read maps through a registry (``get``, ``info``, ``apply_edit``,
 ``check_put``, ``put_map``, ``drop_map``, ``stats``; see ``pathserver.maps.registry``).
