@@ -130,8 +130,7 @@ def breakdown(walkable: np.ndarray) -> dict:
     prepared = time.perf_counter()
     request = read_upload(UploadBody(1, body))
     decoded = time.perf_counter()
-    cells = request.cells
-    gridmap = GridMap(cells.walkable, cells.cost, cells.heights, tags=cells.tags)
+    gridmap = GridMap.from_cells(request.cells)
     built = time.perf_counter()
     gridmap.layer_for(1, 1)
     done = time.perf_counter()

@@ -385,6 +385,22 @@ class GridMap:
         return cls(walkable, **kwargs)
 
     @classmethod
+    def from_cells(cls, cells, **kwargs) -> "GridMap":
+        """A map from the layers the wire carries: ``cells`` is a
+        :class:`pathserver.protocol.cells.MapCells` (what ``put_map`` reads, what
+        ``Client.get_map`` returns), or anything with its ``walkable``, ``cost``,
+        ``heights``, ``tags``, ``origin``, ``cell_size`` and ``region``. The cells of a
+        region get the world transform of that region (cell (0, 0) of the new map is the
+        region's corner). Keywords override those and go to the constructor
+        (``origin=``, ``cell_size=``, ``name=``, ...)."""
+        origin, cell_size = cells.origin, cells.cell_size
+        if cells.region is not None:
+            x, y = cells.region[0], cells.region[1]
+            origin = (origin[0] + x * cell_size, origin[1] + y * cell_size)
+        kwargs = {"origin": origin, "cell_size": cell_size, "tags": cells.tags, **kwargs}
+        return cls(cells.walkable, cells.cost, cells.heights, **kwargs)
+
+    @classmethod
     def load(cls, path, **kwargs) -> "GridMap":
         """Load a map file: Moving AI ``.map``, ``.png``, or Tiled JSON (``.tmj``/``.json``),
         with its optional sidecar. Raises MapLoadError naming the file and the reason.

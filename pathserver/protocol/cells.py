@@ -50,6 +50,8 @@ class MapCells:
     region (``(x, y, w, h)``, the cells these arrays cover), origin and cell_size (the
     whole map's world transform: cell ``(x, y)``'s centre is ``origin + (x + 0.5, y + 0.5)
     * cell_size``).
+
+    ``pathserver.GridMap.from_cells(cells)`` makes a map to search in process from it.
     """
 
     walkable: np.ndarray

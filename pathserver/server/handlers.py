@@ -376,9 +376,7 @@ def build_map(request: PutMapRequest) -> tuple[GridMap, dict]:
     """The GridMap of a ``put_map`` (not yet served) and how long its parts took:
     ``{"clearance_ms", "components_ms"}``."""
     started = time.perf_counter()
-    cells = request.cells
-    gridmap = GridMap(cells.walkable, cells.cost, cells.heights, tags=cells.tags, origin=request.origin,
-                      cell_size=request.cell_size, name=request.map)
+    gridmap = GridMap.from_cells(request.cells, origin=request.origin, cell_size=request.cell_size, name=request.map)
     built = time.perf_counter()
     gridmap.layer_for(1, 1)
     done = time.perf_counter()

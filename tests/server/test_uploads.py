@@ -164,6 +164,24 @@ def test_float_costs_come_back_exact_with_the_cells_rounded(client):
     assert back.cells.tolist() == [[1, 2, 0], [255, 4, 1]]
 
 
+def test_a_map_read_with_get_map_searches_in_process_like_on_the_server(client):
+    rng = np.random.default_rng(9)
+    cost = np.where(rng.random((30, 40)) < 0.2, np.inf, rng.integers(1, 5, size=(30, 40)).astype(float))
+    client.put_map("copy", cost, heights=rng.random((30, 40)), origin=(-4.0, 6.0), cell_size=0.25)
+    here = GridMap.from_cells(client.get_map("copy"))
+    assert here.origin == (-4.0, 6.0) and here.cell_size == 0.25 and here.heights is not None
+    cells = np.argwhere(here.walkable)
+    for _ in range(5):
+        (sy, sx), (gy, gx) = cells[rng.choice(len(cells), 2, replace=False)]
+        for unit in (1, 2):
+            remote = client.find_path("copy", [int(sx), int(sy)], [int(gx), int(gy)], unit, max_climb=0.5)
+            local = find_path(here, (int(sx), int(sy)), (int(gx), int(gy)), unit, max_climb=0.5, smooth="los")
+            assert remote["status"] == local.status and remote["path"] == local.path.tolist()
+    # A region keeps its place in the world.
+    part = GridMap.from_cells(client.get_map("copy", region=(8, 4, 10, 10)))
+    assert part.cell_to_world(0, 0) == here.cell_to_world(8, 4)
+
+
 def test_get_map_of_a_file_backed_map(client):
     got = client.get_map("arena")
     rows = [line.strip() for line in ARENA.strip().splitlines()]
