@@ -278,6 +278,8 @@ class GridMap:
         costs). On a uniform map they are (1, 1) / (1,) placeholders, never read.
     heights: float32 (H, W) optional per-cell height (a request's ``max_climb`` blocks
         steeper steps); None means flat.
+    tags: uint8 (H, W) optional tag layer, kept with the map and its edits (no search reads
+        it yet); None means none.
     origin: world position of the corner of cell (0, 0); cell_size: world size of a cell.
         A cell's centre in world units is ``origin + (x + 0.5, y + 0.5) * cell_size``.
     """
@@ -288,6 +290,7 @@ class GridMap:
         cost=None,
         heights=None,
         *,
+        tags=None,
         origin=(0.0, 0.0),
         cell_size: float = 1.0,
         name: str | None = None,
@@ -337,6 +340,13 @@ class GridMap:
             if not np.all(np.isfinite(heights)):
                 raise MapLoadError("heights must be finite")
             self.heights = _readonly(heights)
+        if tags is None:
+            self.tags = None
+        else:
+            tags = np.ascontiguousarray(tags, dtype=np.uint8)
+            if tags.shape != self.walkable.shape:
+                raise MapLoadError(f"tags has shape {tags.shape}, walkable has {self.walkable.shape}")
+            self.tags = _readonly(tags)
         ox, oy = origin
         self.origin = (float(ox), float(oy))
         self.cell_size = float(cell_size)
@@ -373,6 +383,22 @@ class GridMap:
         if (cost != 1.0).any():
             kwargs.setdefault("cost", cost)
         return cls(walkable, **kwargs)
+
+    @classmethod
+    def from_cells(cls, cells, **kwargs) -> "GridMap":
+        """A map from the layers the wire carries: ``cells`` is a
+        :class:`pathserver.protocol.cells.MapCells` (what ``put_map`` reads, what
+        ``Client.get_map`` returns), or anything with its ``walkable``, ``cost``,
+        ``heights``, ``tags``, ``origin``, ``cell_size`` and ``region``. The cells of a
+        region get the world transform of that region (cell (0, 0) of the new map is the
+        region's corner). Keywords override those and go to the constructor
+        (``origin=``, ``cell_size=``, ``name=``, ...)."""
+        origin, cell_size = cells.origin, cells.cell_size
+        if cells.region is not None:
+            x, y = cells.region[0], cells.region[1]
+            origin = (origin[0] + x * cell_size, origin[1] + y * cell_size)
+        kwargs = {"origin": origin, "cell_size": cell_size, "tags": cells.tags, **kwargs}
+        return cls(cells.walkable, cells.cost, cells.heights, **kwargs)
 
     @classmethod
     def load(cls, path, **kwargs) -> "GridMap":
@@ -481,6 +507,7 @@ class GridMap:
             walkable,
             new_cost,
             self.heights,
+            tags=self.tags,
             origin=self.origin,
             cell_size=self.cell_size,
             name=self.name,

@@ -39,7 +39,10 @@ def error_object(code: str, message: str, at: str | None = None) -> dict:
     return {"code": code, "message": message, "at": at}
 
 
-def error_reply(request_id, code: str, message: str, at: str | None = None, *, retry_after_ms: int | None = None) -> dict:
+def error_reply(request_id, code: str, message: str, at: str | None = None, *, retry_after_ms: int | None = None,
+                gen: int | None = None) -> dict:
+    """``overloaded`` replies carry ``retry_after_ms``, an ``update``'s ``conflict`` the
+    map's current ``gen``, after ``retryable``."""
     reply = {
         "id": request_id,
         "ok": False,
@@ -48,6 +51,8 @@ def error_reply(request_id, code: str, message: str, at: str | None = None, *, r
     }
     if retry_after_ms is not None:
         reply["retry_after_ms"] = int(retry_after_ms)
+    if gen is not None:
+        reply["gen"] = int(gen)
     return reply
 
 

@@ -55,3 +55,28 @@ def test_serve_prints_ready_and_stops_cleanly(maps_dir, context, signum):
         if process.poll() is None:
             process.kill()
             process.wait(10)
+
+
+def test_serve_takes_the_upload_bound_from_the_command_line(maps_dir, context):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pathserver", "serve", "--maps", str(maps_dir), "--bind", "tcp://127.0.0.1:0",
+         "--max-upload-cells", "50"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        match = READY.match(read_line(process, timeout=120))
+        dealer = bounded_socket(context, connect=match.group(1))
+
+        def put(rid: int, side: int) -> dict:
+            dealer.send_multipart([b"", msgpack.packb({"id": rid, "op": "put_map", "map": "up", "width": side,
+                                                        "height": side, "cells": b"\x01" * side * side})])
+            assert dealer.poll(5000)
+            return msgpack.unpackb(dealer.recv_multipart()[-1])
+
+        assert put(1, 7)["ok"]  # 49 cells
+        refused = put(2, 8)  # 64 cells
+        assert (refused["error"]["code"], refused["error"]["at"]) == ("too_large", "cells")
+        dealer.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(10)
