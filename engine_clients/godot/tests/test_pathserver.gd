@@ -1980,53 +1980,118 @@ func test_conformance() -> void:
 			check(false, name, "PATHSERVER_SILENT_ENDPOINT is not set")
 			continue
 		var with_client := silent if scenario.get("server") == "silent" else client
-		var got := await conformance_outcome(with_client, scenario.request)
+		var got := await conformance_outcome(with_client, scenario)
 		var wrong := conformance_mismatches(scenario.expect, got)
 		check(wrong.is_empty(), name, "; ".join(wrong))
 	silent.queue_free()
 
 
-## What this client reports for one scenario's request, in the shape of its expectation.
-func conformance_outcome(with_client: PathServerClient, request: Dictionary) -> Dictionary:
+## What this client reports for one scenario (its before requests, its request, its after
+## requests), in the shape of its expectation.
+func conformance_outcome(with_client: PathServerClient, scenario: Dictionary) -> Dictionary:
+	var got := {}
+	for step: Dictionary in scenario.get("before", []):
+		got = await conformance_step(with_client, step)
+		if got.has("error"):
+			break
+	if not got.has("error"):
+		got = await conformance_step(with_client, scenario.request)
+	for step: Dictionary in scenario.get("after", []):
+		await conformance_step(with_client, step)
+	return got
+
+
+## One request of a scenario through this client's public API.
+func conformance_step(with_client: PathServerClient, request: Dictionary) -> Dictionary:
 	var op: String = request.get("op", "path")
+	# JSON numbers arrive as floats; the wire wants whole numbers as ints (sizes, cells).
+	var fields: Dictionary = whole_numbers(request)
 	var result: PathServerResult
-	if op != "path":
-		result = await with_client.request_async(op)
-	else:
-		# JSON numbers arrive as floats; the wire wants whole numbers as ints (max_expansions).
-		var options: Dictionary = whole_numbers(request.get("options", {}))
-		if request.has("timeout_ms"):
-			options["timeout_ms"] = int(request.timeout_ms)
-		options["map"] = request.map
-		var size: Variant = whole_numbers(request.get("unit_size", 1))
-		result = await with_client.find_path_async(
-			scenario_point(request.start),
-			scenario_point(request.goal),
-			Vector2i(size[0], size[1]) if size is Array else Vector2i(size, size),
-			options
-		)
+	match op:
+		"path":
+			var options: Dictionary = fields.get("options", {})
+			if request.has("timeout_ms"):
+				options["timeout_ms"] = fields.timeout_ms
+			options["map"] = request.map
+			var size: Variant = fields.get("unit_size", 1)
+			result = await with_client.find_path_async(
+				scenario_point(request.start),
+				scenario_point(request.goal),
+				Vector2i(size[0], size[1]) if size is Array else Vector2i(size, size),
+				options
+			)
+		"put_map":
+			var options := {}
+			for key: String in ["costs", "heights"]:
+				if request.has(key):
+					options[key] = PackedFloat32Array(scenario_numbers(request[key]))
+			if request.has("origin"):
+				options["origin"] = scenario_point(request.origin)
+			if request.has("cell_size"):
+				options["cell_size"] = float(request.cell_size)
+			result = await with_client.put_grid_async(
+				request.map,
+				Vector2i(fields.width, fields.height),
+				PackedByteArray(fields.cells),
+				options
+			)
+		"get_map":
+			var region: Array = fields.get("region", [0, 0, 0, 0])
+			result = await with_client.get_map_async(
+				request.map, Rect2i(region[0], region[1], region[2], region[3])
+			)
+		"drop_map":
+			result = await with_client.drop_map_async(request.map)
+		"update":
+			var edit := fields.duplicate()
+			edit.erase("op")
+			edit.erase("map")
+			edit.erase("if_gen")
+			result = await with_client.update_map_async(request.map, edit, fields.get("if_gen", -1))
+		_:
+			result = await with_client.request_async(op)
 	if not result.ok:
 		return {"error": result.code, "at": result.info.get("at")}
-	if op != "path":
-		return {"ok": true}
-	var start: Vector2 = result.info.start
-	var goal: Vector2 = result.info.goal
-	return {
-		"status": result.status,
-		"cost": result.info.cost,
-		"start": [start.x, start.y],
-		"goal": [goal.x, goal.y],
-		"waypoints": result.waypoints.size(),
-		"start_snapped": result.info.start_snapped,
-		"goal_snapped": result.info.goal_snapped,
-	}
+	match op:
+		"path":
+			var start: Vector2 = result.info.start
+			var goal: Vector2 = result.info.goal
+			return {
+				"status": result.status,
+				"cost": result.info.cost,
+				"start": [start.x, start.y],
+				"goal": [goal.x, goal.y],
+				"waypoints": result.waypoints.size(),
+				"start_snapped": result.info.start_snapped,
+				"goal_snapped": result.info.goal_snapped,
+			}
+		"put_map":
+			return {"status": "ok", "width": result.info.width, "height": result.info.height}
+		"get_map":
+			var region: Rect2i = result.info.region
+			var got := {
+				"status": "ok",
+				"width": result.info.size.x,
+				"height": result.info.size.y,
+				"region": [region.position.x, region.position.y, region.size.x, region.size.y],
+				"cells": Array(result.info.cells),
+			}
+			if result.info.has("costs"):
+				got["costs"] = Array(result.info.costs)
+			return got
+	return {"status": "ok"}
 
 
 ## A scenario's [x, y]: numbers, or "nan" / "inf" / "-inf" (JSON has no such floats).
 func scenario_point(pair: Array) -> Vector2:
-	var named := {"nan": NAN, "inf": INF, "-inf": -INF}
-	var xy := pair.map(func(v: Variant) -> float: return named[v] if v is String else float(v))
+	var xy := scenario_numbers(pair)
 	return Vector2(xy[0], xy[1])
+
+
+## A scenario's list of numbers, "nan" / "inf" / "-inf" included.
+func scenario_numbers(values: Array) -> Array:
+	var named := {"nan": NAN, "inf": INF, "-inf": -INF}
+	return values.map(func(v: Variant) -> float: return named[v] if v is String else float(v))
 
 
 func whole_numbers(value: Variant) -> Variant:
@@ -2042,11 +2107,11 @@ func whole_numbers(value: Variant) -> Variant:
 	return value
 
 
-## How [param got] differs from [param expect]: numbers to 1e-6, the rest exactly;
-## start_snapped and goal_snapped are false unless expected true.
+## How [param got] differs from [param expect]: numbers to 1e-6, the rest exactly; for a
+## path, start_snapped and goal_snapped are false unless expected true.
 func conformance_mismatches(expect: Dictionary, got: Dictionary) -> PackedStringArray:
 	var keys := expect.keys()
-	if expect.has("status"):
+	if expect.get("status") in ["found", "partial", "no_path"]:
 		for key: String in ["start_snapped", "goal_snapped"]:
 			if not expect.has(key):
 				keys.append(key)
