@@ -665,6 +665,26 @@ static class Tests
             catch (PathServerException e) { printed.Add(e.Code + " / " + e.At + " / " + e.Message); }
         }
         Equal(shown.Groups[1].Value.TrimEnd('\n'), string.Join("\n", printed), "README's output");
+
+        // The uploads example, the second output block.
+        shown = shown.NextMatch();
+        Check(shown.Success, "a second ```text block (uploads) in " + readme);
+        printed.Clear();
+        using (var client = new PathServerClient(_endpoint))
+        {
+            var room = new byte[] { 1, 1, 1, 1, 1,   1, 0, 0, 0, 1,   1, 1, 1, 0, 1 };
+            long gen = await client.PutMapAsync("room", 5, 3, room, cellSize: 16);
+            PathResult path = await client.FindPathAsync(new PathPoint(8, 40), new PathPoint(56, 40), 1, new PathOptions { Map = "room" });
+            printed.Add(path.Status + ": " + string.Join(" ", path.Path));
+            MapData back = await client.GetMapAsync("room", new GridRect(0, 1, 5, 2));
+            printed.Add(back.Width + "x" + back.Height + ", region " + back.Region.Width + "x" + back.Region.Height + ": " + string.Join(",", back.Cells));
+            try { await client.UpdateAsync("room", new[] { new GridRect(1, 0, 1, 1) }, solid: true, ifGen: gen + 1); }
+            catch (PathServerException e) { printed.Add(e.Code + " (" + e.At + "), the map is still at gen " + (e.Gen - gen) + " after the upload's"); }
+            try { await client.PutMapAsync("room", 5, 3, new byte[] { 1, 1 }); }
+            catch (PathServerException e) { printed.Add(e.Code + " / " + e.At + " / " + e.Message); }
+            printed.Add("dropped the upload's generation: " + (await client.DropMapAsync("room") == gen));
+        }
+        Equal(shown.Groups[1].Value.TrimEnd('\n'), string.Join("\n", printed), "README's uploads output");
     }
 
     static async Task GridPath()
