@@ -18,7 +18,9 @@ extends Node2D
 ## Command line (after `--`): `--endpoint=tcp://HOST:PORT` uses a running server instead of
 ## the embedded one; `--demo-seconds=N` quits N seconds after the level was uploaded, with a
 ## summary line (the headless smoke run, which also runs the game four times faster, and
-## places a wall in the small units' gap with a simulated right click).
+## places a wall in the small units' gap with a simulated right click);
+## `--screenshot=FILE.png` saves what the window shows that many seconds in (the number after
+## a colon, default 4: `--screenshot=/tmp/demo.png:6`).
 
 const Unit := preload("res://unit.gd")
 const Target := preload("res://target.gd")
@@ -139,6 +141,13 @@ func _ready() -> void:
 		)
 	)
 	_send_group(_cell_center(_roam_cell(false)))
+	var screenshot := _user_arg("--screenshot=")
+	if screenshot != "":
+		var parts := screenshot.rsplit(":", true, 1)
+		var delay := parts[1].to_float() if parts.size() == 2 else 4.0
+		await get_tree().create_timer(delay, true, false, true).timeout
+		var saved := get_viewport().get_texture().get_image().save_png(parts[0])
+		print("demo: screenshot saved to %s (%s)" % [parts[0], error_string(saved)])
 
 
 func _unhandled_input(event: InputEvent) -> void:

@@ -167,7 +167,8 @@ func cell_of(point: Vector2) -> Vector2i:
 
 
 func _on_map_generation_changed(changed_map: String, _gen: int) -> void:
-	if enabled and changed_map == get_map_name():
+	# A path overlay has the map's transform already; edits do not change it.
+	if enabled and show_cells and changed_map == get_map_name():
 		refresh()
 
 
@@ -226,6 +227,11 @@ func _draw() -> void:
 		return
 	# World coordinates, wherever this node is.
 	draw_set_transform_matrix(get_global_transform().affine_inverse())
+	var width := maxf(1.0, cell_size * 0.12)
+	if map_size == Vector2i.ZERO:
+		# No map yet to say where cells are: the path alone.
+		draw_polyline(points, path_color, width)
+		return
 	var covered := {}
 	for i in points.size() - 1:
 		var from := points[i]
@@ -237,7 +243,6 @@ func _draw() -> void:
 	var extent := Vector2(size) * cell_size
 	for cell: Vector2i in covered:
 		draw_rect(Rect2(origin + Vector2(cell - low) * cell_size, extent), footprint_color)
-	var width := maxf(1.0, cell_size * 0.12)
 	draw_polyline(points, path_color, width)
 	for i in points.size():
 		var corner := origin + Vector2(cell_of(points[i]) - low) * cell_size
