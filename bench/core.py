@@ -39,6 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
+from pathserver import kernel_cache
+
+# First, before anything imports the kernels: numba picks their cache folder then.
+kernel_cache.configure()
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _movingai as movingai  # noqa: E402
 

@@ -28,7 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-from pathserver import GridMap
+from pathserver import kernel_cache
+
+# First, before anything imports the kernels: numba picks their cache folder then.
+kernel_cache.configure()
+
+from pathserver import GridMap  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_MOVINGAI = REPO.parent / "shared" / "movingai"

@@ -46,7 +46,12 @@ import msgpack
 import numpy as np
 import zmq
 
-from pathserver.loadtest import LoadConfig, SpawnedServer, TripSource, run_load
+from pathserver import kernel_cache
+
+# First, before anything imports the kernels: numba picks their cache folder then.
+kernel_cache.configure()
+
+from pathserver.loadtest import LoadConfig, SpawnedServer, TripSource, run_load  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_MOVINGAI = REPO.parent / "shared" / "movingai"

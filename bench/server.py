@@ -36,8 +36,13 @@ import msgpack
 import numpy as np
 import zmq
 
-from pathserver.loadtest import LoadConfig, SpawnedServer, run_load
-from pathserver.maps.scen import load_scen
+from pathserver import kernel_cache
+
+# First, before anything imports the kernels: numba picks their cache folder then.
+kernel_cache.configure()
+
+from pathserver.loadtest import LoadConfig, SpawnedServer, run_load  # noqa: E402
+from pathserver.maps.scen import load_scen  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_MOVINGAI = REPO.parent / "shared" / "movingai"

@@ -11,7 +11,8 @@ import importlib
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    "GridMap": "pathserver.grid.gridmap",
+    # Through the map formats, which give GridMap its load / save (the model sits below them).
+    "GridMap": "pathserver.maps.formats",
     "PathResult": "pathserver.grid.search",
     "PathserverError": "pathserver.errors",
     "find_path": "pathserver.grid.search",

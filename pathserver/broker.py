@@ -27,8 +27,9 @@ a core at 100 % for as long as no worker connects, and it cannot answer such a r
 Our loop polls the back for "can send" only while requests wait, so an idle broker sleeps
 in ``zmq_poll``, with or without workers.
 
-Edits. Workers send their edits to the edits ROUTER; the sequencer thread numbers them
-in one :class:`pathserver.editlog.EditLog`, answers a worker's catch-up from it and
+Edits. Workers send their edits, uploads (``put_map``) and drops to the edits ROUTER;
+the sequencer thread numbers them in one :class:`pathserver.editlog.EditLog` (which keeps
+only the newest upload of each map name), answers a worker's catch-up from it and
 publishes each on the feed PUB. The messages, the endpoints (``edit_endpoints``: the
 back's next two ports) and the workers' side (``SharedEdits``) are in ``pathserver.editlog``.
 
@@ -49,7 +50,16 @@ import time
 import zmq
 
 from pathserver import security
-from pathserver.editlog import EDIT, EDIT_LOG_LIMIT, FEED_HWM, EditLog, edit_endpoints, read_worker_message
+from pathserver.editlog import (
+    DROP,
+    EDIT,
+    EDIT_LOG_LIMIT,
+    FEED_HWM,
+    UPLOAD,
+    EditLog,
+    edit_endpoints,
+    read_worker_message,
+)
 from pathserver.errors import BrokerError, OverloadedError, PathserverError
 from pathserver.protocol.codec import decode_request, peek_id
 from pathserver.protocol.requests import request_id
@@ -381,6 +391,10 @@ class Broker:
             log.warning("ignoring a %d-frame message of kind %r on the edits endpoint", len(frames), kind[:16])
         elif message[0] == EDIT:
             feed.send_multipart(self._log.append(message[1]))  # PUB never blocks; it drops
+        elif message[0] == UPLOAD:
+            feed.send_multipart(self._log.append_upload(*message[1:]))
+        elif message[0] == DROP:
+            feed.send_multipart(self._log.append_drop(*message[1:]))
         else:
             try:
                 edits.send_multipart([frames[0], *self._log.catch_up(message[1])], zmq.NOBLOCK)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from pathserver import options
+from pathserver import kernel_cache
 
 DEFAULT_MAPS = Path(__file__).resolve().parent.parent / "maps"
 DEFAULT_BIND = "tcp://127.0.0.1:5555"
@@ -40,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--maps", type=Path, default=DEFAULT_MAPS, help=f"map folder (default {DEFAULT_MAPS})")
     serve.add_argument("--bind", default=DEFAULT_BIND, help=f"endpoint to bind (default {DEFAULT_BIND})")
     serve.add_argument("--threads", type=int, default=None, help="search threads (default: one per core)")
+    serve.add_argument("--max-upload-cells", type=int, default=None, metavar="N",
+                       help="total cells of all maps uploaded with put_map; a put past it is answered too_large "
+                            "(default 67108864: four 4096x4096 maps)")
 
     serve.add_argument("--connect", default=None, metavar="ENDPOINT",
                        help="run as a worker behind `pathserver broker`: connect to its --back endpoint instead of binding")
@@ -129,11 +133,13 @@ def _cmd_serve(args) -> int:
     return serve(
         args.maps, args.bind, threads=args.threads, curve_keys=args.curve_keys,
         allowed_clients_dir=args.allow, insecure=args.insecure,
-        connect=args.connect, edits=args.edits, feed=args.feed,
+        connect=args.connect, edits=args.edits, feed=args.feed, max_upload_cells=args.max_upload_cells,
     ) or 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    # First: numba picks a kernel's cache folder when the kernel's module is imported.
+    kernel_cache.configure()
     from pathserver.errors import PathserverError
 
     args = _parser().parse_args(argv)

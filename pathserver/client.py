@@ -20,6 +20,13 @@ application makes a new generation; the cells end up the same).
 
 Error replies raise :class:`ServerError`, whose ``code`` is the wire code. Neither class is
 thread-safe: use one client per thread (or per event loop).
+
+The game's own world: ``put_map(name, array, ...)`` uploads a map from numpy arrays
+(indexed ``[y, x]``), ``get_map(name, region)`` reads one back (a
+:class:`~pathserver.protocol.cells.MapCells`: ``walkable``, ``cost``, ``heights``,
+``tags`` arrays and the map's ``gen``, size, origin and cell size), ``drop_map(name)``
+stops serving it. They wait up to ``max(timeout, UPLOAD_TIMEOUT_S)`` for their reply: a
+4096 x 4096 map takes seconds to send and build.
 """
 
 from __future__ import annotations
@@ -33,10 +40,13 @@ import zmq
 import zmq.asyncio
 
 from pathserver.errors import PathserverError
+from pathserver.protocol.cells import MapCells
 from pathserver.security import client_curve_options
 from pathserver.transport import client_socket, send_request
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
+#: The least time ``put_map`` and ``get_map`` wait for their reply before resending (s).
+UPLOAD_TIMEOUT_S = 30.0
 
 
 class ServerError(PathserverError):
@@ -48,6 +58,8 @@ class ServerError(PathserverError):
         self.code = str(error.get("code", "internal"))
         self.retryable = bool(reply.get("retryable", False))
         self.retry_after_ms = reply.get("retry_after_ms")
+        #: An ``update``'s ``conflict``: the map's current generation.
+        self.gen = reply.get("gen")
         self.reply = reply
 
     def __str__(self) -> str:
@@ -94,8 +106,20 @@ def _paths_fields(map, queries, unit_size, options) -> dict:
     return {"map": map, "unit_size": unit_size, "requests": entries, **options}
 
 
-def _update_fields(map, rects, cells, solid, cost, space) -> dict:
+def _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size) -> dict:
+    cells = MapCells.from_arrays(walkable_or_costs, costs=costs, heights=heights, tags=tags)
+    return {"map": map, "width": cells.width, "height": cells.height, **cells.to_wire(),
+            "origin": [float(origin[0]), float(origin[1])], "cell_size": float(cell_size)}
+
+
+def _get_map_fields(map, region) -> dict:
+    return {"map": map} if region is None else {"map": map, "region": [int(v) for v in region]}
+
+
+def _update_fields(map, rects, cells, solid, cost, space, if_gen) -> dict:
     fields = {"map": map}
+    if if_gen is not None:
+        fields["if_gen"] = int(if_gen)
     if rects is not None:
         fields["rects"] = [list(r) for r in rects]
     if cells is not None:
@@ -120,11 +144,12 @@ def _overloaded(reply: dict) -> bool:
 
 
 class _Pending:
-    __slots__ = ("body", "deadline", "attempts", "resend_at")
+    __slots__ = ("body", "timeout", "deadline", "attempts", "resend_at")
 
-    def __init__(self, body: bytes, deadline: float):
+    def __init__(self, body: bytes, timeout: float):
         self.body = body
-        self.deadline = deadline
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
         self.attempts = 0
         self.resend_at = None
 
@@ -168,9 +193,38 @@ class Client:
     def maps(self) -> list[dict]:
         return self.request("maps")["maps"]
 
-    def update(self, map: str, *, rects=None, cells=None, solid=None, cost=None, space=None) -> dict:
-        """A live edit; the reply's ``gen`` is the map's new generation."""
-        return self.request("update", **_update_fields(map, rects, cells, solid, cost, space))
+    def update(self, map: str, *, rects=None, cells=None, solid=None, cost=None, space=None, if_gen=None) -> dict:
+        """A live edit; the reply's ``gen`` is the map's new generation. ``if_gen``: apply
+        it only if the map is still at that generation (else ServerError ``conflict``, whose
+        ``gen`` is the current one)."""
+        return self.request("update", **_update_fields(map, rects, cells, solid, cost, space, if_gen))
+
+    def put_map(self, map: str, walkable_or_costs, *, costs=None, heights=None, tags=None, origin=(0.0, 0.0),
+                cell_size: float = 1.0) -> dict:
+        """Upload a map (or replace the one uploaded under ``map``); the reply's ``gen`` is
+        its generation. Arrays are indexed ``[y, x]``:
+
+        walkable_or_costs: a bool array (walkable cells, each costing 1 or its ``costs``),
+            an integer array of cell bytes (0 blocked, 1..255 walkable with that cost), or
+            a float array of costs (``inf`` blocked; every other value finite and >= 1).
+        costs: float, exact costs of walkable cells (with a bool or integer array).
+        heights: float, finite; tags: integers 0..255, stored with the map.
+        origin, cell_size: the world transform (``space: "world"``).
+
+        ValueError / TypeError for arrays that cannot be sent (nothing is sent then).
+        """
+        fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size)
+        return self.result(self._submit("put_map", fields, max(self.timeout, UPLOAD_TIMEOUT_S)))
+
+    def get_map(self, map: str, region=None) -> MapCells:
+        """A map's cells as it is served now, edits included: ``region`` ``(x, y, w, h)``
+        (grid cells, wholly inside the map) or the whole map."""
+        reply = self.result(self._submit("get_map", _get_map_fields(map, region), max(self.timeout, UPLOAD_TIMEOUT_S)))
+        return MapCells.from_reply(reply)
+
+    def drop_map(self, map: str) -> dict:
+        """Stop serving an uploaded map; the reply's ``gen`` is the generation dropped."""
+        return self.request("drop_map", map=map)
 
     def stats(self) -> dict:
         return self.request("stats")
@@ -183,9 +237,12 @@ class Client:
 
     def submit(self, op: str, **fields) -> int:
         """Send a request now; returns its id for :meth:`result`."""
+        return self._submit(op, fields, self.timeout)
+
+    def _submit(self, op: str, fields: dict, timeout: float) -> int:
         rid = next(self._ids)
         body = _encode({"id": rid, "op": op, **fields})
-        self._pending[rid] = _Pending(body, time.monotonic() + self.timeout)
+        self._pending[rid] = _Pending(body, timeout)
         send_request(self._socket, body)
         return rid
 
@@ -247,7 +304,7 @@ class Client:
         for pending in self._pending.values():
             if pending.resend_at is not None and pending.resend_at <= now:
                 pending.resend_at = None
-                pending.deadline = now + self.timeout
+                pending.deadline = now + pending.timeout
                 send_request(self._socket, pending.body)
 
     def _retry_all(self, rid: int) -> None:
@@ -261,9 +318,9 @@ class Client:
         # The socket may be stuck on a dead connection: replace it, resend everything.
         self.close()
         self._connect()
-        deadline = time.monotonic() + self.timeout
+        now = time.monotonic()
         for other in self._pending.values():
-            other.deadline = deadline
+            other.deadline = now + other.timeout
             other.resend_at = None
             send_request(self._socket, other.body)
 
@@ -297,8 +354,21 @@ class AsyncClient:
     async def maps(self) -> list[dict]:
         return (await self.request("maps"))["maps"]
 
-    async def update(self, map: str, *, rects=None, cells=None, solid=None, cost=None, space=None) -> dict:
-        return await self.request("update", **_update_fields(map, rects, cells, solid, cost, space))
+    async def update(self, map: str, *, rects=None, cells=None, solid=None, cost=None, space=None,
+                     if_gen=None) -> dict:
+        return await self.request("update", **_update_fields(map, rects, cells, solid, cost, space, if_gen))
+
+    async def put_map(self, map: str, walkable_or_costs, *, costs=None, heights=None, tags=None,
+                      origin=(0.0, 0.0), cell_size: float = 1.0) -> dict:
+        fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size)
+        return await self._request("put_map", fields, max(self.timeout, UPLOAD_TIMEOUT_S))
+
+    async def get_map(self, map: str, region=None) -> MapCells:
+        reply = await self._request("get_map", _get_map_fields(map, region), max(self.timeout, UPLOAD_TIMEOUT_S))
+        return MapCells.from_reply(reply)
+
+    async def drop_map(self, map: str) -> dict:
+        return await self.request("drop_map", map=map)
 
     async def stats(self) -> dict:
         return await self.request("stats")
@@ -307,6 +377,9 @@ class AsyncClient:
         return await self.request("ping")
 
     async def request(self, op: str, **fields) -> dict:
+        return await self._request(op, fields, self.timeout)
+
+    async def _request(self, op: str, fields: dict, timeout: float) -> dict:
         if self._socket is None:
             self._connect()
         rid = next(self._ids)
@@ -318,7 +391,7 @@ class AsyncClient:
             send_request(self._socket, body)
             while True:
                 try:
-                    reply = await asyncio.wait_for(asyncio.shield(entry[0]), self.timeout)
+                    reply = await asyncio.wait_for(asyncio.shield(entry[0]), timeout)
                 except asyncio.TimeoutError:
                     if attempts >= self.retries:
                         raise ClientTimeoutError(

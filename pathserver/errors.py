@@ -14,6 +14,7 @@
      |    +-- BadUnitSizeError   bad_unit_size
      |    +-- StartBlockedError  start_blocked
      |    +-- GoalBlockedError   goal_blocked
+     |    +-- ConflictError      conflict
      +-- SearchLimitError        search_limit
      +-- OverloadedError         overloaded       (retryable)
      +-- SecurityError           security         (local)
@@ -77,7 +78,7 @@ class MalformedError(RequestError):
 
 class TooLargeError(RequestError):
     code = "too_large"
-    meaning = "over one of the limits above"
+    meaning = "over one of the limits above, or a `put_map` past the server's upload memory bound (`at: \"cells\"`)"
 
 
 class UnknownOpError(RequestError):
@@ -92,7 +93,7 @@ class UnknownMapError(RequestError):
 
 class OutOfBoundsError(RequestError):
     code = "out_of_bounds"
-    meaning = "`start`/`goal` (or an `update` cell or rectangle) is outside the map"
+    meaning = "`start`/`goal` (or an `update` cell or rectangle, a `get_map` region) is outside the map"
 
 
 class NonFiniteError(RequestError):
@@ -113,6 +114,22 @@ class StartBlockedError(RequestError):
 class GoalBlockedError(RequestError):
     code = "goal_blocked"
     meaning = "the unit cannot stand on `goal` and `snap` is `false`"
+
+
+class ConflictError(RequestError):
+    """The request contradicts the map's state: a ``put_map`` / ``drop_map`` of a name a
+    map file serves, or an ``update`` whose ``if_gen`` is not the map's generation.
+    ``gen``: the map's current generation, which an ``update``'s reply carries."""
+
+    code = "conflict"
+    meaning = (
+        "`put_map`/`drop_map` on a name a map file serves, or `update` with an `if_gen` that is not the "
+        "map's current generation (the reply's `gen` is the current one)"
+    )
+
+    def __init__(self, message: str, *, gen: int | None = None, at: str | None = None):
+        super().__init__(message, at=at)
+        self.gen = gen
 
 
 class SearchLimitError(PathserverError):

@@ -29,7 +29,16 @@ import math
 from dataclasses import dataclass
 
 from pathserver.errors import BadUnitSizeError, NonFiniteError, RequestError
-from pathserver.protocol.codec import wire_type
+
+
+def wire_type(value) -> str:
+    """The msgpack type name of a decoded value, for error messages."""
+    if value is None:
+        return "nil"
+    return {bool: "bool", int: "int", float: "float", str: "str", bytes: "bin", list: "array", dict: "map"}.get(
+        type(value), "ext"
+    )
+
 
 #: What an option's value is. ``"enum"`` and ``"space"``: one of ``choices`` (``space``
 #: also names the units of coordinates); ``"int"`` / ``"float"``: a number >= ``min``

@@ -313,8 +313,9 @@ _SEARCH_FLAGS = ("unit_size", "smooth", "diagonal")
 def run(args: argparse.Namespace) -> int:
     """Render as ``args`` ask; PathserverError (bad map, bad point) propagates to the CLI."""
     from pathserver.grid.search import find_path
+    from pathserver.maps import load_map
 
-    gridmap = GridMap.load(args.map)
+    gridmap = load_map(args.map)
     result = None
     if args.path is not None:
         sx, sy, gx, gy = args.path

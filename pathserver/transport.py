@@ -30,7 +30,7 @@ import asyncio
 
 import zmq
 
-from pathserver.protocol.codec import DEFAULT_LIMITS, Limits
+from pathserver.protocol.codec import DEFAULT_LIMITS, UPLOAD_LIMITS, Limits
 
 #: ZMTP heartbeats (ms) towards clients (server, broker front, relay): ping every
 #: interval, drop a peer silent for the timeout. docs/protocol.md (Transport) promises
@@ -48,9 +48,6 @@ BACK_HEARTBEAT_TIMEOUT_MS = 3000
 #: A connection must finish its ZMTP handshake (CURVE included) within this (ms), so a
 #: peer that connects and stalls cannot hold a descriptor (docs/security.md).
 HANDSHAKE_MS = 5000
-#: The socket's own hard cap, as a multiple of the ``too_large`` limit: bodies between
-#: the two get a ``too_large`` reply from the server, larger ones a disconnect from libzmq.
-MAXMSGSIZE_FACTOR = 8
 #: The ZAP domain every bound socket announces. With it libzmq refuses ZMTP 1.0/2.0 peers
 #: at once. Without it, any first byte but 0xff reads as a 1.0 greeting, which ends the
 #: handshake timer, and 1.0 has no heartbeats: a peer that then went silent held its
@@ -65,9 +62,13 @@ MORE_NOBLOCK = int(zmq.SNDMORE | zmq.NOBLOCK)
 RCVMORE = int(zmq.RCVMORE)
 
 
-def max_message_bytes(limits: Limits = DEFAULT_LIMITS) -> int:
-    """``MAXMSGSIZE`` for a socket that takes requests checked against ``limits``."""
-    return MAXMSGSIZE_FACTOR * limits.max_request_bytes
+def max_message_bytes(limits: Limits = DEFAULT_LIMITS, upload_limits: Limits = UPLOAD_LIMITS) -> int:
+    """``MAXMSGSIZE``, the socket's own hard cap, for a socket that takes requests checked
+    against ``limits`` and ``put_map`` bodies checked against ``upload_limits``: the
+    largest body either allows, plus the default body limit, so a body a little past its
+    limit still gets a ``too_large`` reply from the server; a larger one is a disconnect
+    from libzmq (docs/protocol.md, Limits)."""
+    return max(limits.max_request_bytes, upload_limits.max_request_bytes) + limits.max_request_bytes
 
 
 def normalize_endpoint(endpoint: str) -> str:

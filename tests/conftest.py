@@ -4,6 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from pathserver import kernel_cache
+
+# Before any test module imports the kernels: the suite and the servers it starts share
+# the folder pathserver's own entry points use (or NUMBA_CACHE_DIR, as CI sets it).
+kernel_cache.configure()
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 MOVINGAI = ROOT.parent / "shared" / "movingai"

@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from pathserver.core.astar import SQRT2, move_allowed
-from pathserver.core.status import DIAGONAL_ALWAYS, DIAGONAL_NEVER
+from pathserver.core.status import DIAGONAL_ALWAYS
 
 
 @njit(cache=True, nogil=True)

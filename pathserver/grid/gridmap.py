@@ -40,6 +40,28 @@ _UNIFORM_COST_TABLE = np.ones(1, dtype=np.float64)
 _UNIFORM_COST_TABLE.setflags(write=False)
 
 
+# The map file formats (pathserver.maps) build GridMaps, so they sit above the model, and
+# the model imports none of them, not even lazily: GridMap.load / save reach them through
+# this slot, which pathserver.maps fills when it is imported.
+_FILE_FORMATS: dict = {}
+
+
+def register_file_formats(load, save) -> None:
+    """Called by :mod:`pathserver.maps.formats` with its ``load_map(path, **kwargs)`` and
+    ``save_map(gridmap, path)``: what :meth:`GridMap.load` and :meth:`GridMap.save` call."""
+    _FILE_FORMATS.update(load=load, save=save)
+
+
+def _file_formats(verb: str):
+    try:
+        return _FILE_FORMATS[verb]
+    except KeyError:
+        raise RuntimeError(
+            f"GridMap.{verb} needs the map file formats: import pathserver.maps first "
+            "(`from pathserver import GridMap` does)"
+        ) from None
+
+
 def footprint_offsets(unit_w: int, unit_h: int) -> tuple[int, int]:
     """How far the footprint reaches left and up from the unit's cell."""
     return (unit_w - 1) // 2, (unit_h - 1) // 2
@@ -256,6 +278,8 @@ class GridMap:
         costs). On a uniform map they are (1, 1) / (1,) placeholders, never read.
     heights: float32 (H, W) optional per-cell height (a request's ``max_climb`` blocks
         steeper steps); None means flat.
+    tags: uint8 (H, W) optional tag layer, kept with the map and its edits (no search reads
+        it yet); None means none.
     origin: world position of the corner of cell (0, 0); cell_size: world size of a cell.
         A cell's centre in world units is ``origin + (x + 0.5, y + 0.5) * cell_size``.
     """
@@ -266,6 +290,7 @@ class GridMap:
         cost=None,
         heights=None,
         *,
+        tags=None,
         origin=(0.0, 0.0),
         cell_size: float = 1.0,
         name: str | None = None,
@@ -315,6 +340,13 @@ class GridMap:
             if not np.all(np.isfinite(heights)):
                 raise MapLoadError("heights must be finite")
             self.heights = _readonly(heights)
+        if tags is None:
+            self.tags = None
+        else:
+            tags = np.ascontiguousarray(tags, dtype=np.uint8)
+            if tags.shape != self.walkable.shape:
+                raise MapLoadError(f"tags has shape {tags.shape}, walkable has {self.walkable.shape}")
+            self.tags = _readonly(tags)
         ox, oy = origin
         self.origin = (float(ox), float(oy))
         self.cell_size = float(cell_size)
@@ -355,16 +387,16 @@ class GridMap:
     @classmethod
     def load(cls, path, **kwargs) -> "GridMap":
         """Load a map file: Moving AI ``.map``, ``.png``, or Tiled JSON (``.tmj``/``.json``),
-        with its optional sidecar. Raises MapLoadError naming the file and the reason."""
-        from pathserver.maps.formats import load_map
+        with its optional sidecar. Raises MapLoadError naming the file and the reason.
 
-        return load_map(Path(path), **kwargs)
+        :func:`pathserver.maps.load_map` under another name (see :func:`register_file_formats`).
+        """
+        return _file_formats("load")(Path(path), **kwargs)
 
     def save(self, path) -> None:
-        """Write the map in the format its extension names (``.map``, ``.png``, ``.tmj``)."""
-        from pathserver.maps.formats import save_map
-
-        save_map(self, Path(path))
+        """Write the map in the format its extension names (``.map``, ``.png``, ``.tmj``):
+        :func:`pathserver.maps.save_map` under another name."""
+        _file_formats("save")(self, Path(path))
 
     # -- the world transform --------------------------------------------------------
 
@@ -459,6 +491,7 @@ class GridMap:
             walkable,
             new_cost,
             self.heights,
+            tags=self.tags,
             origin=self.origin,
             cell_size=self.cell_size,
             name=self.name,

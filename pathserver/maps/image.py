@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from pathserver.errors import MapLoadError
-from pathserver.maps.formats import Decoded, check_dimensions, map_error, read_file
+from pathserver.maps.files import Decoded, check_dimensions, map_error, read_file
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: A compressed image bigger than this is not a map we would serve.

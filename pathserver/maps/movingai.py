@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pathserver.maps.formats import Decoded, check_dimensions, map_error
+from pathserver.maps.files import Decoded, check_dimensions, map_error
 
 PASSABLE = ".GS"
 BLOCKED = "@OTW"

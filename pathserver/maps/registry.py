@@ -4,7 +4,7 @@ Every map file directly in the folder is served under its file stem: ``.map``, `
 ``.tmj``, and ``.json`` files that are Tiled maps. Not served: sidecars (``NAME.json`` /
 ``NAME.toml`` beside a map), ``.scen`` files, anything else, and temporary files (names
 starting with ``.`` or ending in ``~``, ``.tmp``, ``.swp``, ``.swx``). When two map files
-share a stem, the first in :data:`~pathserver.maps.formats.MAP_SUFFIXES` order
+share a stem, the first in :data:`~pathserver.maps.files.MAP_SUFFIXES` order
 (``.map``, ``.tmj``, ``.json``, ``.png``) is served and the others are reported in that
 name's ``last_error``.
 
@@ -25,8 +25,16 @@ under a lock. A malformed or half-written file leaves the old map serving; the e
 kept in ``last_error`` and counted in ``stats["reloads_failed"]``. A file that failed is
 not retried until it changes again. A deleted file stops being served.
 
-Generations: each successful load or edit gets a generation one higher than the last one
-the registry handed out to any map. A name's generation therefore only ever grows, also
+Uploaded maps (``put_map``, :meth:`MapRegistry.put_map`) live beside the files, in memory
+for the registry's life, under names no map file serves (a name a file serves, loaded or
+not, refuses ``put_map`` / ``drop_map`` with ``conflict``). Their total size is bounded by
+``max_upload_cells``. A map file that appears later under an uploaded map's name is not
+loaded: the upload keeps serving (a game's world is never replaced behind its back), and
+the name's ``last_error`` says why; dropping the upload (:meth:`drop_map`) loads the file.
+Edits apply to uploaded maps as to the others.
+
+Generations: each successful load, upload or edit gets a generation one higher than the
+last one the registry handed out to any map. A name's generation therefore only ever grows, also
 across deletion and re-creation, so a client can tell any two versions apart, and no state
 is kept for names that are gone.
 
@@ -47,15 +55,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pathserver.errors import MapLoadError, UnknownMapError
+from pathserver.errors import ConflictError, MapLoadError, TooLargeError, UnknownMapError
 from pathserver.grid.gridmap import GridMap
-from pathserver.maps.formats import (
-    MAP_SUFFIXES,
-    PLAIN_MAP_SUFFIXES,
-    is_temp_name,
-    is_tiled_document,
-    load_map_with_sources,
-)
+from pathserver.maps.files import MAP_SUFFIXES, PLAIN_MAP_SUFFIXES, is_temp_name, is_tiled_document
+from pathserver.maps.formats import load_map_with_sources
 from pathserver.maps.sidecar import SIDECAR_SUFFIXES, sidecar_paths
 
 log = logging.getLogger("pathserver.maps")
@@ -64,19 +67,23 @@ log = logging.getLogger("pathserver.maps")
 _NAMES_IN_ERRORS = 20
 #: A standalone .json bigger than this is not parsed to see whether it is a Tiled map.
 _MAX_PEEK_BYTES = 256 * 1024 * 1024
+#: Total cells of all uploaded maps a registry holds by default (4 maps of 4096 x 4096).
+DEFAULT_MAX_UPLOAD_CELLS = 64 * 1024 * 1024
+FILE, UPLOAD = "file", "upload"
 
 
 @dataclass(frozen=True)
 class _Entry:
     """What the registry knows about one name. Replaced whole, never mutated."""
 
-    file: Path
+    file: Path | None  # None for an uploaded map
     gridmap: GridMap | None  # None: the name's file never loaded (see last_error)
     loaded_at: float | None
     load_ms: float | None
     walkable_share: float | None
     last_error: str | None
     sources: tuple[Path, ...]  # files the last good load read besides the map and its sidecars
+    source: str = FILE  # FILE or UPLOAD
 
 
 def _stat_key(path: Path):
@@ -96,13 +103,17 @@ class MapRegistry:
 
     ``on_event(event: dict)`` is called (from the loading thread, outside any lock) after
     each change with ``event`` one of ``{"event": "loaded" | "load_failed" | "removed" |
-    "edited", "name", "file", "generation", "error"}``; exceptions it raises are logged.
+    "edited" | "uploaded" | "dropped", "name", "file" (None for uploads), "generation",
+    "error"}``; exceptions it raises are logged.
     ``stats`` counts ``reloads_ok`` and ``reloads_failed`` over all loads, the initial
-    ones included.
+    ones included. ``max_upload_cells``: the bound on the total cells of uploaded maps.
     """
 
-    def __init__(self, folder: Path, *, debounce_ms: int = 50, on_event=None, rescan_ms: int = 500):
+    def __init__(self, folder: Path, *, debounce_ms: int = 50, on_event=None, rescan_ms: int = 500,
+                 max_upload_cells: int = DEFAULT_MAX_UPLOAD_CELLS):
         self.folder = Path(folder)
+        self.max_upload_cells = int(max_upload_cells)
+        self._upload_cells = 0  # cells of the uploaded maps, under _lock
         self.debounce_ms = max(1, int(debounce_ms))
         self.rescan_ms = max(10, int(rescan_ms))
         self.on_event = on_event
@@ -147,9 +158,10 @@ class MapRegistry:
                     "generation": gridmap.generation if gridmap else None,
                     "loaded_at": entry.loaded_at,
                     "load_ms": entry.load_ms,
-                    "file": str(entry.file),
+                    "file": None if entry.file is None else str(entry.file),
                     "last_error": entry.last_error,
                     "walkable_share": entry.walkable_share,
+                    "source": entry.source,
                 }
             )
         return rows
@@ -194,11 +206,21 @@ class MapRegistry:
             results = [self._refresh(name, listing.get(name, []), force=True) for name in sorted(names)]
         return bool(results) and all(result is True for result in results)
 
-    def apply_edit(self, name, rects=(), cells=(), *, solid=None, cost=None) -> GridMap:
+    @property
+    def upload_cells(self) -> int:
+        """Cells of all uploaded maps now."""
+        return self._upload_cells
+
+    def apply_edit(self, name, rects=(), cells=(), *, solid=None, cost=None, if_gen: int | None = None) -> GridMap:
         """Replace map ``name`` with ``gridmap.edit(...)`` (see :meth:`GridMap.edit`) and
-        return the new map. The file is not written: a later change of it wins."""
+        return the new map. The file is not written: a later change of it wins.
+        ``if_gen``: edit only if the map's generation is this one, else ConflictError
+        (carrying the current generation)."""
         with self._lock:
             current = self.get(name)
+            if if_gen is not None and current.generation != if_gen:
+                raise ConflictError(f"map {name!r} is at generation {current.generation}, not {if_gen} (if_gen): "
+                                    "read it again and retry", gen=current.generation, at="if_gen")
             edited = current.edit(rects, cells, solid=solid, cost=cost)
             generation = self._generation + 1
             if edited.generation != generation:
@@ -208,6 +230,89 @@ class MapRegistry:
             self._swap(name, edited, entry)
         self._emit("edited", name, entry.file, generation, None)
         return edited
+
+    # -- uploads ------------------------------------------------------------------------
+
+    def check_put(self, name: str, cells: int) -> None:
+        """What :meth:`put_map` would refuse, checked before the map is built: a name a
+        file serves (ConflictError), or past the upload bound (TooLargeError)."""
+        with self._lock:
+            self._check_put(name, cells)
+
+    def put_map(self, name: str, gridmap: GridMap, *, load_ms: float = 0.0, wire=None,
+                bounded: bool = True) -> GridMap:
+        """Serve ``gridmap`` (built by the caller, not yet shared) as the uploaded map
+        ``name``, replacing an uploaded map of that name; returns it with its new
+        generation. ConflictError when a map file serves ``name``; TooLargeError when the
+        uploads would pass ``max_upload_cells`` (unless not ``bounded``: a put that another
+        worker accepted, see ``pathserver.editlog``). ``load_ms``: the build time ``maps``
+        reports. ``wire``: the request's layers (used by ``SharedEdits``; ignored here)."""
+        cells = gridmap.width * gridmap.height
+        with self._lock:
+            old = self._check_put(name, cells if bounded else 0)
+            generation = self._generation + 1
+            if gridmap.layers.prepared_calls():
+                gridmap = gridmap.with_generation(generation)
+            else:
+                # Not yet shared, and no prepared call holds its number: stamped in place,
+                # keeping the layers its builder made.
+                gridmap.generation = generation
+            gridmap.name = name
+            self._generation = generation
+            self._upload_cells += cells - (old.gridmap.width * old.gridmap.height if old else 0)
+            note = self._file_note(name)
+            entry = _Entry(None, gridmap, time.time(), load_ms, _walkable_share(gridmap), note, (), UPLOAD)
+            self._swap(name, gridmap, entry)
+        log.info("map %r uploaded (%dx%d, generation %d, %.1f ms)", name, gridmap.width, gridmap.height,
+                 generation, load_ms)
+        self._emit("uploaded", name, None, generation, None)
+        return gridmap
+
+    def drop_map(self, name: str) -> int:
+        """Stop serving the uploaded map ``name``; returns the generation dropped. Searches
+        already running on it finish on it. UnknownMapError for a name nothing serves,
+        ConflictError for one a map file serves. A map file of that name is loaded then."""
+        with self._lock:
+            entry = self._entries.get(name) if isinstance(name, str) else None
+            if entry is None:
+                self.get(name)  # raises UnknownMapError listing the served names
+            if entry.source != UPLOAD:
+                raise ConflictError(f"map {name!r} is served from the file {entry.file.name}; only uploaded "
+                                    "maps can be dropped (delete the file instead)", at="map")
+            generation = entry.gridmap.generation
+            self._upload_cells -= entry.gridmap.width * entry.gridmap.height
+            self._swap(name, None, None)
+        log.info("uploaded map %r dropped (generation %d)", name, generation)
+        self._emit("dropped", name, None, generation, None)
+        with self._load_lock:
+            try:
+                listing = self._listing()
+            except OSError:
+                listing = {}
+            if name in listing:
+                self._seen.pop(name, None)
+                self._refresh(name, listing[name], force=True)
+        return generation
+
+    def _check_put(self, name: str, cells: int) -> _Entry | None:
+        """The upload ``name`` replaces (or None); raises as :meth:`check_put`. Caller holds ``_lock``."""
+        old = self._entries.get(name)
+        if old is not None and old.source != UPLOAD:
+            raise ConflictError(f"map {name!r} is served from the file {old.file.name}; an upload cannot replace "
+                                "it (upload under another name, or remove the file)", at="map")
+        total = self._upload_cells + cells - (old.gridmap.width * old.gridmap.height if old else 0)
+        if cells and total > self.max_upload_cells:
+            raise TooLargeError(f"uploaded maps would hold {total} cells, over this server's bound of "
+                                f"{self.max_upload_cells} (serve --max-upload-cells); drop_map one first", at="cells")
+        return old
+
+    def _file_note(self, name: str) -> str | None:
+        """Why a map file of an uploaded map's name is not served, if one is there."""
+        candidates = self._seen.get(name)
+        if not candidates:
+            return None
+        return (f"a map file named {name!r} is in the folder but not served while the uploaded map of that name "
+                "is (drop_map it to serve the file)")
 
     # -- watching -----------------------------------------------------------------------
 
@@ -330,6 +435,8 @@ class MapRegistry:
         """Bring ``name`` in line with the disk. True: loaded; False: failed or removed;
         None: nothing changed."""
         old = self._entries.get(name)
+        if old is not None and old.source == UPLOAD:
+            return self._refresh_upload(name, old, candidates, force=force)
         if not candidates:
             self._seen.pop(name, None)
             if old is not None:
@@ -364,8 +471,12 @@ class MapRegistry:
         if error is not None:
             message = "; ".join([error] + notes)
             with self._lock:
-                # Re-read under the lock: an edit may have replaced the map meanwhile.
+                # Re-read under the lock: an edit may have replaced the map meanwhile, an
+                # upload taken the name.
                 current = self._entries.get(name)
+                if current is not None and current.source == UPLOAD:
+                    self._swap(name, current.gridmap, replace(current, last_error=self._file_note(name)))
+                    return False
                 if current is not None and current.file == winner and current.gridmap is not None:
                     entry = replace(current, last_error=message)
                 else:
@@ -377,6 +488,12 @@ class MapRegistry:
             self._emit("load_failed", name, winner, kept.generation if kept else None, error)
             return False
         with self._lock:
+            current = self._entries.get(name)
+            if current is not None and current.source == UPLOAD:
+                # Uploaded while the file loaded: the upload keeps the name.
+                self._swap(name, current.gridmap, replace(current, last_error=self._file_note(name)))
+                log.warning("map file %s not served: an uploaded map named %r is", winner, name)
+                return False
             # An edit may have taken this generation while the file loaded.
             if generation <= self._generation:
                 generation = self._generation + 1
@@ -390,6 +507,26 @@ class MapRegistry:
         log.info("map %r loaded from %s (generation %d, %.1f ms)", name, winner, generation, load_ms)
         self._emit("loaded", name, winner, generation, None)
         return True
+
+    def _refresh_upload(self, name: str, entry: _Entry, candidates: list[Path], *, force: bool) -> None:
+        """:meth:`_refresh` for a name an upload serves: the file is not loaded, its presence
+        (or absence) is noted in ``last_error``."""
+        if not candidates:
+            self._seen.pop(name, None)
+        else:
+            state = (self._files_state(candidates + sidecar_paths(candidates[0])), ())
+            if not force and self._seen.get(name) == state:
+                return None
+            if self._seen.get(name) is None:
+                log.warning("map file %s not served: an uploaded map named %r is", candidates[0], name)
+            self._seen[name] = state
+        with self._lock:
+            current = self._entries.get(name)
+            if current is not None and current.source == UPLOAD:
+                note = self._file_note(name)
+                if note != current.last_error:
+                    self._swap(name, current.gridmap, replace(current, last_error=note))
+        return None
 
     def _swap(self, name: str, gridmap: GridMap | None, entry: _Entry | None) -> None:
         """Publish a name's new state; caller holds ``_lock``."""
@@ -408,8 +545,7 @@ class MapRegistry:
         if self.on_event is None:
             return
         try:
-            self.on_event(
-                {"event": event, "name": name, "file": str(file), "generation": generation, "error": error}
-            )
+            self.on_event({"event": event, "name": name, "file": None if file is None else str(file),
+                           "generation": generation, "error": error})
         except Exception:
             log.exception("map registry on_event callback failed")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path, PureWindowsPath
 
-from pathserver.maps.formats import map_error, read_file
+from pathserver.maps.files import map_error, read_file
 
 #: The largest scenario file in the benchmark is under 1 MB.
 MAX_SCEN_BYTES = 64 * 1024 * 1024

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pathserver.maps.formats import OPTION_KEYS, is_number, map_error, read_file
+from pathserver.maps.files import OPTION_KEYS, is_number, map_error, read_file
 
 SIDECAR_SUFFIXES = (".json", ".toml")
 #: Sidecars hold at most an inline heightmap; anything bigger is surely not a sidecar.
@@ -226,7 +226,7 @@ def encode_heights(heights: np.ndarray, map_path: Path) -> tuple[object, dict[Pa
 def write_sidecar(map_path: Path, fields: dict) -> None:
     """Write ``fields`` as ``map_path``'s sidecar: when there is something to say, or when a
     sidecar already exists (rewritten, so stale keys cannot change the next load)."""
-    from pathserver.maps.formats import write_atomic
+    from pathserver.maps.files import write_atomic
 
     existing = [p for p in sidecar_paths(map_path) if p.is_file()]
     if not fields and not existing:

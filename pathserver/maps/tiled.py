@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pathserver.maps.formats import Decoded, check_dimensions, is_number, is_tiled_document, map_error, read_file
+from pathserver.maps.files import Decoded, check_dimensions, is_number, is_tiled_document, map_error, read_file
 
 #: A Tiled JSON file bigger than this is refused (a 4096 x 4096 CSV map is about 40 MB).
 MAX_JSON_BYTES = 256 * 1024 * 1024

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 from pathserver.errors import NonFiniteError, RequestError, TooLargeError, UnknownOpError
 from pathserver.options import BY_NAME, OPTIONS, number, op_fields, quoted, wire_defaults
-from pathserver.protocol.codec import wire_type
+from pathserver.options import wire_type
+from pathserver.protocol.cells import MapCells, check_side
 
-OPS = ("path", "paths", "maps", "update", "ping", "stats")
+OPS = ("path", "paths", "maps", "update", "ping", "stats", "put_map", "drop_map", "get_map")
 
 #: Wire defaults that differ from ``find_path``'s Python defaults (``smooth="none"`` there).
 WIRE_DEFAULTS = wire_defaults()
@@ -87,6 +88,49 @@ class UpdateRequest:
     solid: bool | None
     cost: float | None
     space: str
+    if_gen: int | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PutMapRequest:
+    """A ``put_map``: the map's layers, checked and as arrays (``cells``), and the bins
+    they were read from (``wire``: ``cells`` and whichever of ``costs``, ``heights``,
+    ``tags`` came; passed on as they are behind a broker)."""
+
+    id: int
+    map: str
+    width: int
+    height: int
+    cells: MapCells
+    origin: tuple
+    cell_size: float
+    wire: dict
+
+
+@dataclass(frozen=True, slots=True)
+class UploadBody:
+    """A body over the default limits whose top-level ``op`` is ``put_map``: read (with
+    ``codec.UPLOAD_LIMITS``) and checked on a worker thread rather than on the socket
+    loop. ``id``: the request id when the body starts with it (``codec.peek_id``)."""
+
+    id: int | None
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class DropMapRequest:
+    id: int
+    map: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetMapRequest:
+    """region: ``(x, y, w, h)`` grid cells with ``w, h >= 1``, or None for the whole map
+    (the handler checks it lies inside the map)."""
+
+    id: int
+    map: str
+    region: tuple | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +184,10 @@ _OPTION_SET = frozenset(op_fields("path")) - {"unit_size", "space"}
 _QUERY_FIELDS = ("start", "goal") + op_fields("paths")
 _PATH_FIELDS = ("id", "op", "map", "start", "goal") + op_fields("path")
 _PATHS_FIELDS = ("id", "op", "map", "requests") + op_fields("paths")
-_UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost") + op_fields("update")
+_UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost") + op_fields("update") + ("if_gen",)
+_PUT_MAP_FIELDS = ("id", "op", "map", "width", "height", "cells", "costs", "heights", "origin", "cell_size", "tags")
+_DROP_MAP_FIELDS = ("id", "op", "map")
+_GET_MAP_FIELDS = ("id", "op", "map", "region")
 _BARE_FIELDS = ("id", "op")
 
 
@@ -314,7 +361,57 @@ def _parse_update(rid: int, obj: dict) -> UpdateRequest:
         number(cost, "cost", "cost", 1.0)
     if solid is None and cost is None:
         raise RequestError("an update needs 'solid' (bool) or 'cost' (number >= 1)", at="solid")
-    return UpdateRequest(rid, name, rects, cells, solid, None if cost is None else float(cost), space)
+    if_gen = obj.get("if_gen")
+    if if_gen is not None and type(if_gen) is not int:
+        raise RequestError(f"'if_gen' must be an int (a generation from a reply), got {wire_type(if_gen)}",
+                           at="if_gen")
+    return UpdateRequest(rid, name, rects, cells, solid, None if cost is None else float(cost), space, if_gen)
+
+
+def _parse_put_map(rid: int, obj: dict) -> PutMapRequest:
+    _check_fields(obj, _PUT_MAP_FIELDS, "")
+    name = _map_name(obj)
+    width = check_side(obj.get("width"), "width")
+    height = check_side(obj.get("height"), "height")
+    wire = {key: obj[key] for key in ("cells", "costs", "heights", "tags") if obj.get(key) is not None}
+    cells = MapCells.from_wire(width, height, obj.get("cells"), wire.get("costs"), wire.get("heights"),
+                               wire.get("tags"))
+    origin = (0.0, 0.0)
+    if obj.get("origin") is not None:
+        origin = tuple(float(v) for v in _numbers(obj["origin"], 2, "origin", "'origin' must be [x, y]"))
+    cell_size = obj.get("cell_size")
+    if cell_size is None:
+        cell_size = 1.0
+    else:
+        if not _is_number(cell_size):
+            raise RequestError(f"'cell_size' must be a number > 0, got {wire_type(cell_size)}", at="cell_size")
+        if not math.isfinite(cell_size):
+            raise NonFiniteError(f"'cell_size' must be finite, got {cell_size}", at="cell_size")
+        if cell_size <= 0:
+            raise RequestError(f"'cell_size' must be > 0, got {cell_size}", at="cell_size")
+        cell_size = float(cell_size)
+    return PutMapRequest(rid, name, width, height, cells, origin, cell_size, wire)
+
+
+def _parse_drop_map(rid: int, obj: dict) -> DropMapRequest:
+    _check_fields(obj, _DROP_MAP_FIELDS, "")
+    return DropMapRequest(rid, _map_name(obj))
+
+
+def _parse_get_map(rid: int, obj: dict) -> GetMapRequest:
+    _check_fields(obj, _GET_MAP_FIELDS, "")
+    name = _map_name(obj)
+    region = obj.get("region")
+    if region is not None:
+        region = _numbers(region, 4, "region", "'region' must be [x, y, w, h] of grid cells")
+        for i, value in enumerate(region):
+            if type(value) is float:
+                if not value.is_integer():
+                    raise RequestError(f"'region' must be whole cells, got {value}", at=f"region[{i}]")
+        region = tuple(int(value) for value in region)
+        if region[2] < 1 or region[3] < 1:
+            raise RequestError(f"region width and height must be >= 1, got {region[2]} x {region[3]}", at="region")
+    return GetMapRequest(rid, name, region)
 
 
 def _parse_bare(cls):
@@ -332,6 +429,9 @@ _PARSERS = {
     "update": _parse_update,
     "ping": _parse_bare(PingRequest),
     "stats": _parse_bare(StatsRequest),
+    "put_map": _parse_put_map,
+    "drop_map": _parse_drop_map,
+    "get_map": _parse_get_map,
 }
 
 

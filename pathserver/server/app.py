@@ -26,6 +26,7 @@ import zmq
 from pathserver import security
 from pathserver.editlog import SharedEdits, edit_endpoints
 from pathserver.maps.registry import MapRegistry
+from pathserver.server import handlers
 from pathserver.server.loop import DEFAULT_QUEUE_LIMIT, Server
 from pathserver.server.startup import StartupLog, announce_kernels, warm_kernels
 
@@ -44,6 +45,7 @@ def serve(
     connect: str | None = None,
     edits: str | None = None,
     feed: str | None = None,
+    max_upload_cells: int | None = None,
 ) -> int:
     """Serve every map in ``maps_dir`` on ``bind`` until SIGINT/SIGTERM; returns an exit status.
 
@@ -62,6 +64,9 @@ def serve(
     the server connects instead of binding, first replays the broker's edit log from
     ``edits`` and follows its ``feed`` (default: the next two ports of ``connect``), and
     prints ``pathserver worker HOST:PID ready, connected to ENDPOINT (N maps)``.
+
+    ``max_upload_cells``: the bound on the total cells of maps uploaded with ``put_map``
+    (default ``pathserver.maps.registry.DEFAULT_MAX_UPLOAD_CELLS``).
     """
     out = sys.stdout if out is None else out
     try:
@@ -71,7 +76,7 @@ def serve(
         return _refuse(exc)
     for warning in warnings:
         print(warning, file=sys.stderr, flush=True)
-    registry = MapRegistry(maps_dir)
+    registry = MapRegistry(maps_dir, **({} if max_upload_cells is None else {"max_upload_cells": max_upload_cells}))
     shared = None
     if connect is not None:
         if curve is not None:
@@ -82,7 +87,7 @@ def serve(
             edits, feed = edit_endpoints(connect, edits, feed)
         except ValueError as exc:
             return _refuse(exc)
-        shared = SharedEdits(registry, edits, feed, back=connect)
+        shared = SharedEdits(registry, edits, feed, back=connect, build_upload=handlers.build_upload)
     server = Server(registry if shared is None else shared, bind, workers=threads, queue_limit=queue_limit,
                     curve=curve, connect=connect, identity=None if shared is None else shared.identity)
     # Installed first, so a signal while maps load or kernels compile stops us too.

@@ -7,15 +7,18 @@
                      +------- error_reply_bytes() <----+   (any exception, exactly here)
 
 ``read_request`` runs on the socket loop (cheap: decode and validate); ``run`` runs the
-op — on a worker thread for searches and edits, inline for ``ping``/``stats``/``maps``;
-``run_bounded`` answers a short ``path`` on the loop or declines. All return encoded
+op — on a worker thread for searches, edits and the map ops, inline for
+``ping``/``stats``/``maps``; ``run_bounded`` answers a short ``path`` on the loop or
+declines. A ``put_map`` body too large for the default limits is not decoded on the loop:
+``read_request`` hands it on as an ``UploadBody``, which ``run`` reads on a worker. All return encoded
 reply bytes and never raise. A ``PathserverError`` with a wire code
 becomes that code's reply; anything else is a bug: logged with its traceback here, and
 answered ``internal`` with no detail. No reply ever carries a traceback.
 
-The handlers read maps through a registry (``get``, ``info``, ``apply_edit``, ``stats``;
-see ``pathserver.maps.registry``). Each search runs on the one immutable GridMap that
-``get`` returned, and its reply's ``gen`` names that generation.
+The handlers read maps through a registry (``get``, ``info``, ``apply_edit``,
+``check_put``, ``put_map``, ``drop_map``, ``stats``; see ``pathserver.maps.registry``).
+Each search runs on the one immutable GridMap that ``get`` returned, and its reply's
+``gen`` names that generation.
 """
 
 from __future__ import annotations
@@ -23,30 +26,55 @@ from __future__ import annotations
 import logging
 import math
 import os
+import time
 
 import numpy as np
 
-from pathserver.core.wire import pack_float_points, pack_int_points, packed_points_bound
-from pathserver.errors import WIRE_CODES, OutOfBoundsError, OverloadedError, PathserverError, SearchLimitError
-from pathserver.grid.gridmap import floor_cell
+from pathserver.core import wire as wire_kernels
+from pathserver.errors import (
+    WIRE_CODES,
+    ConflictError,
+    OutOfBoundsError,
+    OverloadedError,
+    PathserverError,
+    SearchLimitError,
+    TooLargeError,
+)
+from pathserver.grid.gridmap import GridMap, floor_cell
 from pathserver.grid.search import find_path, find_paths
-from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, Packed, check_structure, decode_map, encode, peek_id
+from pathserver.protocol.cells import MapCells
+from pathserver.protocol.codec import (
+    DEFAULT_LIMITS,
+    UPLOAD_LIMITS,
+    UPLOAD_OP,
+    Limits,
+    check_structure,
+    decode_map,
+    decode_request,
+    encode,
+    peek_id,
+    top_level_op,
+)
 from pathserver.protocol.replies import (
     PROTOCOL_VERSION,
+    PathAnswer,
+    PathReplies,
     batch_error,
     error_reply,
     ok_reply,
-    path_fields,
-    path_reply,
 )
 from pathserver.protocol.requests import (
+    DropMapRequest,
+    GetMapRequest,
     MapsRequest,
     PathQuery,
     PathRequest,
     PathsRequest,
     PingRequest,
+    PutMapRequest,
     StatsRequest,
     UpdateRequest,
+    UploadBody,
     parse_path_fast,
     parse_request,
     request_id,
@@ -55,6 +83,9 @@ from pathserver.protocol.requests import (
 log = logging.getLogger("pathserver.server")
 
 _WIRE_CODES = frozenset(WIRE_CODES)
+
+#: Path replies; long paths' points are encoded by the compiled kernels, without the GIL.
+_PATH_REPLIES = PathReplies(wire_kernels)
 
 
 # -- the one place exceptions become replies ----------------------------------------------
@@ -72,17 +103,23 @@ def error_reply_bytes(rid, exc: BaseException) -> tuple[bytes, str]:
     """An encoded error reply for ``exc`` and its code."""
     code, message, at = error_parts(exc)
     retry_after = exc.retry_after_ms if isinstance(exc, OverloadedError) else None
-    return encode(error_reply(rid, code, message, at, retry_after_ms=retry_after)), code
+    gen = exc.gen if isinstance(exc, ConflictError) else None
+    return encode(error_reply(rid, code, message, at, retry_after_ms=retry_after, gen=gen)), code
 
 
-def read_request(body: bytes, limits: Limits = DEFAULT_LIMITS):
+def read_request(body: bytes, limits: Limits = DEFAULT_LIMITS, upload_limits: Limits = UPLOAD_LIMITS):
     """Decode and validate one body. Returns ``(request, None, None)``, or
     ``(None, reply_bytes, code)`` when the body fails; the error reply carries the id
     whenever one could be read (even from a body too large or broken to decode).
 
     A plainly valid ``path`` request takes a fast path (``parse_path_fast``, which also
     vouches for the depth and key types the codec's walk would check); anything else gets
-    the codec's walk and the full validator, so every error is the one they raise."""
+    the codec's walk and the full validator, so every error is the one they raise.
+
+    A body over ``limits`` whose top-level ``op`` is ``put_map`` (``codec.top_level_op``,
+    which reads headers only) and within ``upload_limits``' size is returned undecoded as
+    an :class:`UploadBody`, for :func:`read_upload` on a worker; any other stays
+    ``too_large``."""
     rid = None
     try:
         try:
@@ -92,6 +129,11 @@ def read_request(body: bytes, limits: Limits = DEFAULT_LIMITS):
                 if request is not None:
                     return request, None, None
             check_structure(obj, limits)
+        except TooLargeError:
+            if len(body) <= upload_limits.max_request_bytes and top_level_op(body) == UPLOAD_OP:
+                return UploadBody(peek_id(body), body), None, None
+            rid = peek_id(body)
+            raise
         except PathserverError:
             rid = peek_id(body)
             raise
@@ -102,12 +144,31 @@ def read_request(body: bytes, limits: Limits = DEFAULT_LIMITS):
         return None, reply, code
 
 
+def read_upload(upload: UploadBody, limits: Limits = UPLOAD_LIMITS) -> PutMapRequest:
+    """The ``put_map`` request in an :class:`UploadBody`, decoded with the upload limits
+    and validated; raises as ``parse_request`` does."""
+    request = parse_request(decode_request(upload.body, limits))
+    if type(request) is not PutMapRequest:
+        # top_level_op vouched for the op; a decoder that disagreed must not let another
+        # op past the default limits.
+        raise TooLargeError(f"request of {len(upload.body)} bytes exceeds the limit of "
+                            f"{DEFAULT_LIMITS.max_request_bytes} bytes")
+    return request
+
+
 def run(request, registry, stats: dict | None = None) -> tuple[bytes, str | None]:
-    """Answer a validated request: ``(reply_bytes, error_code or None)``. Never raises."""
+    """Answer a validated request (or an :class:`UploadBody`): ``(reply_bytes, error_code
+    or None)``. Never raises."""
+    rid = request.id
     try:
+        if type(request) is UploadBody:
+            started = time.perf_counter()
+            request = read_upload(request)
+            rid = request.id
+            return encode(handle_put_map(request, registry, started)), None
         return encode(handle(request, registry, stats)), None
     except Exception as exc:
-        return error_reply_bytes(request.id, exc)
+        return error_reply_bytes(rid, exc)
 
 
 def respond(body: bytes, registry, stats: dict | None = None, limits: Limits = DEFAULT_LIMITS) -> bytes:
@@ -136,6 +197,12 @@ def handle(request, registry, stats: dict | None = None) -> dict:
         return handle_update(request, registry)
     if kind is StatsRequest:
         return ok_reply(request.id, dict(stats or {}))
+    if kind is PutMapRequest:
+        return handle_put_map(request, registry)
+    if kind is DropMapRequest:
+        return ok_reply(request.id, {"map": request.map, "gen": registry.drop_map(request.map)})
+    if kind is GetMapRequest:
+        return handle_get_map(request, registry)
     raise TypeError(f"no handler for {kind.__name__}")
 
 
@@ -144,7 +211,7 @@ def handle_path(request: PathRequest, registry) -> dict:
     query = request.query
     unit, start, goal = _endpoints(gridmap, query)
     result = find_path(gridmap, start, goal, unit, **query.options)
-    return path_reply(request.id, *_answer(gridmap, query.space, result))
+    return _PATH_REPLIES.reply(request.id, _path_answer(gridmap, query.space, result))
 
 
 def run_many(requests: list, registry) -> list[tuple[bytes, str | None]]:
@@ -181,7 +248,7 @@ def run_many(requests: list, registry) -> list[tuple[bytes, str | None]]:
                 answers[i] = error_reply_bytes(rid, result)
             else:
                 try:
-                    answers[i] = encode(path_reply(rid, *_answer(gridmap, query.space, result))), None
+                    answers[i] = _PATH_REPLIES.encode(rid, _path_answer(gridmap, query.space, result)), None
                 except Exception as exc:
                     answers[i] = error_reply_bytes(rid, exc)
     return answers
@@ -215,7 +282,7 @@ def run_bounded(request: PathRequest, registry, budget: int, max_distance: int):
                 return None
             if result.status != "found" and options.get("allow_partial"):
                 return None  # the partial path to the nearest reachable cell is a search of its own
-        return encode(path_reply(request.id, *_answer(gridmap, query.space, result))), None
+        return _PATH_REPLIES.encode(request.id, _path_answer(gridmap, query.space, result)), None
     except Exception as exc:
         return error_reply_bytes(request.id, exc)
 
@@ -251,7 +318,7 @@ def handle_paths(request: PathsRequest, registry) -> dict:
             if isinstance(answer, BaseException):
                 results[i] = _batch_failure(answer, i)
             else:
-                results[i] = {"ok": True, **path_fields(*_answer(gridmap, query.space, answer))}
+                results[i] = _PATH_REPLIES.entry(_path_answer(gridmap, query.space, answer))
     return ok_reply(request.id, {"gen": gridmap.generation, "results": results})
 
 
@@ -276,8 +343,78 @@ def handle_update(request: UpdateRequest, registry) -> dict:
             raise OutOfBoundsError(f"cell ({cx}, {cy}) is outside the map ({gridmap.width}x{gridmap.height})",
                                    at=f"cells[{i}]")
         cells.append((cx, cy))
-    edited = registry.apply_edit(request.map, rects=rects, cells=cells, solid=request.solid, cost=request.cost)
+    edited = registry.apply_edit(request.map, rects=rects, cells=cells, solid=request.solid, cost=request.cost,
+                                 if_gen=request.if_gen)
     return ok_reply(request.id, {"map": request.map, "gen": edited.generation})
+
+
+def handle_put_map(request: PutMapRequest, registry, started: float | None = None) -> dict:
+    """Build the uploaded map (clearance, and the components of 1x1 units, so the first
+    search pays no build) and serve it. ``started``: when reading the body began, for the
+    build time ``maps`` reports (``load_ms``)."""
+    started = time.perf_counter() if started is None else started
+    # Refused before the build, which takes a while on a large map; checked again at the swap.
+    registry.check_put(request.map, request.width * request.height)
+    gridmap, timings = build_map(request)
+    load_ms = (time.perf_counter() - started) * 1000.0
+    fields = {"map": request.map, "width": request.width, "height": request.height, **request.wire,
+              "origin": list(request.origin), "cell_size": request.cell_size}
+    stored = registry.put_map(request.map, gridmap, load_ms=load_ms, wire=fields)
+    log.info("put_map %r %dx%d: %.1f ms in all (clearance %.1f ms, components %.1f ms)", request.map,
+             request.width, request.height, load_ms, timings["clearance_ms"], timings["components_ms"])
+    return ok_reply(request.id, {"map": request.map, "gen": stored.generation, "width": request.width,
+                                 "height": request.height})
+
+
+def build_map(request: PutMapRequest) -> tuple[GridMap, dict]:
+    """The GridMap of a ``put_map`` (not yet served) and how long its parts took:
+    ``{"clearance_ms", "components_ms"}``."""
+    started = time.perf_counter()
+    cells = request.cells
+    gridmap = GridMap(cells.walkable, cells.cost, cells.heights, tags=cells.tags, origin=request.origin,
+                      cell_size=request.cell_size, name=request.map)
+    built = time.perf_counter()
+    gridmap.layer_for(1, 1)
+    done = time.perf_counter()
+    return gridmap, {"clearance_ms": (built - started) * 1000.0, "components_ms": (done - built) * 1000.0}
+
+
+def build_upload(fields: dict) -> GridMap:
+    """The GridMap of a ``put_map``'s fields as ``handle_put_map`` passes them to the
+    registry (``wire``): how a worker behind a broker rebuilds another worker's upload."""
+    return build_map(parse_request({"id": 0, "op": UPLOAD_OP, **fields}))[0]
+
+
+def handle_get_map(request: GetMapRequest, registry) -> dict:
+    gridmap = registry.get(request.map)
+    x, y, w, h = request.region or (0, 0, gridmap.width, gridmap.height)
+    if x < 0 or y < 0 or x + w > gridmap.width or y + h > gridmap.height:
+        raise OutOfBoundsError(f"region [{x}, {y}, {w}, {h}] is not wholly inside the map "
+                               f"({gridmap.width}x{gridmap.height} cells)", at="region")
+    rows, columns = slice(y, y + h), slice(x, x + w)
+    cells = MapCells(
+        gridmap.walkable[rows, columns],
+        None if gridmap.uniform_cost else gridmap.cost[rows, columns],
+        None if gridmap.heights is None else gridmap.heights[rows, columns],
+        None if gridmap.tags is None else gridmap.tags[rows, columns],
+    )
+    ox, oy = gridmap.origin
+    return ok_reply(request.id, {
+        "map": request.map, "gen": gridmap.generation, "width": gridmap.width, "height": gridmap.height,
+        "origin": [float(ox), float(oy)], "cell_size": float(gridmap.cell_size), "region": [x, y, w, h],
+        **cells.to_wire(with_costs=_needs_costs(gridmap)),
+    })
+
+
+def _needs_costs(gridmap) -> bool:
+    """Whether ``get_map`` sends ``costs`` for this map: some walkable cell's cost is not
+    a whole number, or above 255."""
+    if gridmap.uniform_cost:
+        return False
+    table = gridmap.cost_table
+    if not np.any((table > 255.0) | (table != np.floor(table))):
+        return False  # every cost the map holds is in its table (which may hold stale ones too)
+    return MapCells(gridmap.walkable, gridmap.cost).needs_costs()
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -326,43 +463,26 @@ def _covered_cells(gridmap, x: float, y: float, w: float, h: float, at: str) -> 
     return x0, y0, x1 - x0, y1 - y0
 
 
-#: Paths with at least this many points are encoded by the compiled kernel (without the
-#: GIL); shorter ones as Python lists, which is quicker for them. The bytes are the same.
-PACK_MIN_POINTS = 64
-
-
-def _wire_points(points: np.ndarray):
-    """int32 (n, 2) grid points or float64 (n, 2) world points, as the reply's ``path``."""
-    n = points.shape[0]
-    if n < PACK_MIN_POINTS:
-        return points.tolist()
-    out = np.empty(packed_points_bound(n), dtype=np.uint8)
-    if points.dtype == np.float64:
-        size = pack_float_points(np.ascontiguousarray(points).view(np.uint64), out)
-    else:
-        size = pack_int_points(np.ascontiguousarray(points, dtype=np.int32), out)
-    return Packed(memoryview(out)[:size])
-
-
-def _answer(gridmap, space: str, result) -> tuple:
-    """A PathResult as the arguments of ``path_fields`` / ``path_reply`` after the id, in
-    wire order, coordinates in ``space``."""
+def _path_answer(gridmap, space: str, result) -> PathAnswer:
+    """A PathResult as the protocol's PathAnswer, coordinates in ``space``: cells become
+    world points here, as world points become cells in :func:`_cell`."""
     if space == "world":
         scale = gridmap.cell_size
         origin = np.asarray(gridmap.origin, dtype=np.float64)
-        path = _wire_points((result.path.astype(np.float64) + 0.5) * scale + origin)
+        path = (result.path.astype(np.float64) + 0.5) * scale + origin
         start = list(gridmap.cell_to_world(*result.start))
         goal = list(gridmap.cell_to_world(*result.goal))
         length = float(result.length) * scale
     else:
-        path = _wire_points(result.path)
+        path = result.path
         sx, sy = result.start
         gx, gy = result.goal
         start = [int(sx), int(sy)]
         goal = [int(gx), int(gy)]
         length = float(result.length)
-    return (result.status, path, float(result.cost), length, int(result.expanded), start, goal,
-            bool(result.start_snapped), bool(result.goal_snapped), int(result.generation))
+    # Positional, in PathAnswer's field order: keywords cost about 0.3 us a reply here.
+    return PathAnswer(result.status, path, float(result.cost), length, int(result.expanded), start, goal,
+                      result.start_snapped, result.goal_snapped, result.generation)
 
 
 def _batch_failure(exc: BaseException, index: int | None) -> dict:
@@ -385,6 +505,7 @@ _MAP_FIELDS = (
     ("file", "file"),
     ("walkable_share", "walkable_share"),
     ("last_error", "last_error"),
+    ("source", "source"),
 )
 
 

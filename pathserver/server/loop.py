@@ -6,9 +6,10 @@
                   ▲                                     ├─ bad request: error reply at once
                   │                                     ├─ short path (<= 256 expansions): inline
                   │                                     ├─ queue full: ``overloaded`` at once
-                  │                                     └─ path/paths/update ─► job queue
-                  │                                                               │
-                  └── loop thread ◄── inproc PULL ◄── PUSH (one per worker) ◄── workers
+                  │                                     ├─ path/paths/update/get_map/drop_map ─► jobs
+                  │                                     └─ put_map ─► uploads ─┐                   │
+                  │                                                            ▼                   ▼
+                  └── loop thread ◄── inproc PULL ◄── PUSH (one per thread) ◄── upload thread, workers
 
 Only the loop thread touches the ROUTER. A ``path`` is first tried on the loop with a
 budget of INLINE_EXPANSIONS node expansions when start and goal are at most
@@ -18,6 +19,12 @@ the longer searches, batches and edits (the kernels release the GIL) and push
 ``[meta, envelope..., reply]`` to the loop over inproc, which both wakes the loop and
 carries the reply. The loop's turn is poll with timeout -> replies out -> requests in,
 as in the ZeroMQ Guide's brokers.
+
+Uploads. A ``put_map`` goes to one upload thread of its own, which decodes (a body over the
+default limits reaches it undecoded: ``handlers.UploadBody``), validates and builds the map
+(clearance, components) while the loop keeps answering everyone else, and the search
+workers keep searching. Uploads are built one at a time, in arrival order; while more than
+UPLOAD_QUEUE_BYTES of them wait, another is answered ``overloaded``.
 
 Envelopes: after the routing id a request is ``[body]`` or ``["", body]``; the reply
 mirrors whatever frames preceded the body, so DEALER and REQ clients both get what they
@@ -48,12 +55,16 @@ import zmq
 from pathserver.errors import MalformedError, OverloadedError
 from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, peek_id
 from pathserver.protocol.requests import (
+    DropMapRequest,
+    GetMapRequest,
     MapsRequest,
     PathRequest,
     PathsRequest,
     PingRequest,
+    PutMapRequest,
     StatsRequest,
     UpdateRequest,
+    UploadBody,
 )
 from pathserver.server import handlers
 from pathserver.transport import (
@@ -82,10 +93,17 @@ INLINE_DISTANCE = 32
 #: Replies kept for the latency percentiles in ``stats``.
 LATENCY_WINDOW = 8192
 
+#: Bytes of ``put_map`` bodies queued or being built before another is answered
+#: ``overloaded`` (one is always taken when none waits).
+UPLOAD_QUEUE_BYTES = 256 << 20
+#: The ``retry_after_ms`` of that reply: a large map takes a second or so to build.
+UPLOAD_RETRY_AFTER_MS = 1000
+
 _INLINE = (PingRequest, StatsRequest, MapsRequest)
-#: Worker -> loop: when the request arrived, its queue weight, the seconds it took; then
-#: the error code (ASCII, empty when ok).
-_META = struct.Struct("<dId")
+_UPLOADS = (PutMapRequest, UploadBody)
+#: Worker -> loop: when the request arrived, its queue weight (0: an upload), the seconds
+#: it took, the upload's bytes; then the error code (ASCII, empty when ok).
+_META = struct.Struct("<dIdQ")
 _POLL_MS = 100
 _BURST = 256
 #: At most this many pipelined path requests share one find_paths job.
@@ -140,6 +158,8 @@ class Server:
         self._results: zmq.Socket | None = None
         self._inproc = f"inproc://pathserver-results-{os.getpid()}-{next(_instance)}"
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._uploads: queue.SimpleQueue = queue.SimpleQueue()
+        self._upload_bytes = 0  # bodies queued or being built on the upload thread
         # Path requests of the current burst, by (map, options), until _dispatch_pending.
         self._pending: dict[tuple, list] = {}
         self._threads: list[threading.Thread] = []
@@ -190,9 +210,13 @@ class Server:
             raise
         self._router = router
         for i in range(self.workers):
-            thread = threading.Thread(target=self._work, name=f"pathserver-worker-{i}", daemon=True)
+            thread = threading.Thread(target=self._work, args=(self._jobs,), name=f"pathserver-worker-{i}",
+                                      daemon=True)
             thread.start()
             self._threads.append(thread)
+        thread = threading.Thread(target=self._work, args=(self._uploads,), name="pathserver-upload", daemon=True)
+        thread.start()
+        self._threads.append(thread)
         return self.endpoint
 
     def stop(self) -> None:
@@ -226,6 +250,7 @@ class Server:
         self._stopping = True
         for _ in self._threads:
             self._jobs.put(None)
+        self._uploads.put(None)
         deadline = time.monotonic() + timeout
         alive = []
         for thread in self._threads:
@@ -299,6 +324,9 @@ class Server:
             self._send(envelope, reply, received, code)
             return
         self._count_op(request)
+        if isinstance(request, _UPLOADS):
+            self._queue_upload(request, envelope, body, received)
+            return
         if isinstance(request, _INLINE):
             stats = self.stats() if type(request) is StatsRequest else None
             reply, code = handlers.run(request, self.registry, stats)
@@ -327,6 +355,18 @@ class Server:
         else:
             self._jobs.put((request, envelope, received, weight))
 
+    def _queue_upload(self, request, envelope: list, body: bytes, received: float) -> None:
+        size = len(body)
+        if self._upload_bytes and self._upload_bytes + size > UPLOAD_QUEUE_BYTES:
+            overloaded = OverloadedError(
+                f"{self._upload_bytes} bytes of uploads are waiting to be built; retry after "
+                f"{UPLOAD_RETRY_AFTER_MS} ms", retry_after_ms=UPLOAD_RETRY_AFTER_MS,
+            )
+            self._send_error(envelope, received, overloaded, request.id)
+            return
+        self._upload_bytes += size
+        self._uploads.put((request, envelope, received, size))
+
     def _forward_results(self) -> None:
         results = self._results
         for _ in range(_BURST):
@@ -335,9 +375,11 @@ class Server:
             except zmq.Again:
                 return
             meta = frames[0]
-            received, weight, seconds = _META.unpack_from(meta)
-            self._queued -= weight
-            self._seconds_per_unit += 0.05 * (seconds / weight - self._seconds_per_unit)
+            received, weight, seconds, upload_bytes = _META.unpack_from(meta)
+            if weight:
+                self._queued -= weight
+                self._seconds_per_unit += 0.05 * (seconds / weight - self._seconds_per_unit)
+            self._upload_bytes -= upload_bytes
             code = meta[_META.size:].decode("ascii") or None
             self._send(frames[1:-1], frames[-1], received, code)
 
@@ -367,14 +409,17 @@ class Server:
 
     # -- workers -----------------------------------------------------------------------
 
-    def _work(self) -> None:
+    def _work(self, jobs: queue.SimpleQueue) -> None:
+        """A worker's (``jobs``: the search queue) or the upload thread's (the upload
+        queue, whose jobs carry the body's bytes in place of a weight) loop."""
         push = self._context.socket(zmq.PUSH)
         push.linger = 0
         push.sndhwm = 0
         push.connect(self._inproc)
+        uploads = jobs is self._uploads
         try:
             while True:
-                job = self._jobs.get()
+                job = jobs.get()
                 if job is None or self._stopping:
                     return
                 request, envelope, received, weight = job
@@ -383,12 +428,13 @@ class Server:
                     answers = handlers.run_many(request, self.registry)
                     seconds = (time.perf_counter() - started) / len(request)
                     for (reply, code), one_envelope, one_received in zip(answers, envelope, received):
-                        meta = _META.pack(one_received, 1, seconds) + (code or "").encode("ascii")
+                        meta = _META.pack(one_received, 1, seconds, 0) + (code or "").encode("ascii")
                         send_frames(push, [meta, *one_envelope, reply])
                     continue
                 reply, code = handlers.run(request, self.registry)
-                meta = _META.pack(received, weight, time.perf_counter() - started) + (code or "").encode("ascii")
-                send_frames(push, [meta, *envelope, reply])
+                weight, upload_bytes = (0, weight) if uploads else (weight, 0)
+                meta = _META.pack(received, weight, time.perf_counter() - started, upload_bytes)
+                send_frames(push, [meta + (code or "").encode("ascii"), *envelope, reply])
         except zmq.ZMQError as exc:
             if not self._stopping:
                 log.error("worker stopped: %s", exc)
@@ -422,6 +468,8 @@ class Server:
             "reloads_ok": int(registry_stats.get("reloads_ok", 0)),
             "reloads_failed": int(registry_stats.get("reloads_failed", 0)),
             "maps": len(self.registry.names()),
+            "upload_cells": int(getattr(self.registry, "upload_cells", 0)),
+            "max_upload_cells": int(getattr(self.registry, "max_upload_cells", 0)),
             "uptime_s": round(time.monotonic() - self._started, 3),
         } | self._worker_stats()
 
@@ -440,6 +488,10 @@ _OP_NAMES = {
     UpdateRequest: "update",
     PingRequest: "ping",
     StatsRequest: "stats",
+    PutMapRequest: "put_map",
+    UploadBody: "put_map",
+    DropMapRequest: "drop_map",
+    GetMapRequest: "get_map",
 }
 
 

@@ -12,6 +12,7 @@ import zmq
 
 from pathserver.maps.registry import MapRegistry
 from pathserver.server.loop import Server
+from pathserver.server.startup import warm_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,6 +30,9 @@ SCENARIOS = conformance.load_scenarios()
 
 @pytest.fixture(scope="module")
 def endpoint():
+    # Compiled first, as `pathserver serve` does before it is ready: with an empty numba
+    # cache (CI) the first searches would otherwise outlast the scenarios' timeouts.
+    warm_kernels()
     registry = MapRegistry(ROOT / "maps")
     registry.load_all()
     server = Server(registry, "tcp://127.0.0.1:0")

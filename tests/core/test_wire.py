@@ -7,8 +7,10 @@ import msgpack
 import numpy as np
 import pytest
 
+from pathserver.core import wire
 from pathserver.core.wire import pack_float_points, pack_int_points, packed_points_bound
 from pathserver.protocol.codec import Packed, encode
+from pathserver.protocol.replies import PACK_MIN_POINTS, PathAnswer, PathReplies
 
 # Every boundary between int encodings, both signs.
 EDGES = [0, 1, 127, 128, 255, 256, 65535, 65536, 2**31 - 1, -1, -32, -33, -128, -129, -32768, -32769, -(2**31)]
@@ -62,6 +64,23 @@ def test_a_failed_encode_leaves_no_packed_value_behind():
     assert encode({"path": Packed(b"\x91\x01")}) == msgpack.packb({"path": [1]})
 
 
+@pytest.mark.parametrize("n", [1, PACK_MIN_POINTS - 1, PACK_MIN_POINTS, 1000])
+@pytest.mark.parametrize("space", ["grid", "world"])
+def test_path_replies_are_the_same_bytes_with_the_kernels_or_without(n, space):
+    rng = np.random.default_rng(n)
+    cells = rng.integers(-40, 70000, size=(n, 2)).astype(np.int32)
+    path = (cells + 0.5) * 0.25 - 3.0 if space == "world" else cells
+    answer = PathAnswer(status="found", path=path, cost=12.5, length=11.0, expanded=7, start=path[0].tolist(),
+                        goal=path[-1].tolist(), start_snapped=False, goal_snapped=True, gen=3)
+    fast, plain = PathReplies(wire), PathReplies()
+    assert fast.encode(5, answer) == plain.encode(5, answer) == msgpack.packb({
+        "id": 5, "ok": True, "status": "found", "path": path.tolist(), "cost": 12.5, "length": 11.0, "expanded": 7,
+        "start": path[0].tolist(), "goal": path[-1].tolist(), "start_snapped": False, "goal_snapped": True, "gen": 3,
+    })
+    assert encode({"results": [fast.entry(answer)]}) == encode({"results": [plain.entry(answer)]})
+    assert isinstance(fast.reply(5, answer)["path"], Packed) == (n >= PACK_MIN_POINTS)
+
+
 class OneMap:
     """A registry serving one map under any name."""
 
@@ -74,7 +93,8 @@ class OneMap:
 
 def test_long_paths_come_over_the_wire_as_plain_arrays():
     from pathserver import GridMap, find_path
-    from pathserver.server.handlers import PACK_MIN_POINTS, respond
+    from pathserver.protocol.replies import PACK_MIN_POINTS
+    from pathserver.server.handlers import respond
 
     gridmap = GridMap(np.ones((8, 200), dtype=bool), origin=(-3.0, 10.0), cell_size=0.25)
     cells = find_path(gridmap, (0, 0), (199, 7)).path

@@ -6,6 +6,8 @@ import base64
 import gzip
 import json
 import struct
+import subprocess
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -127,6 +129,32 @@ def test_save_rewrites_a_stale_sidecar(tmp_path):
     save_map(GridMap(np.ones((2, 2), bool)), path)
     loaded = load_map(path)
     assert loaded.origin == (0.0, 0.0) and loaded.cell_size == 1.0
+
+
+def test_gridmap_load_and_save_are_load_map_and_save_map(tmp_path):
+    original = GridMap(np.array([[True, False], [True, True]]), origin=(1.0, 2.0), cell_size=0.5)
+    original.save(str(tmp_path / "m.map"))
+    loaded = GridMap.load(str(tmp_path / "m.map"), name="other")
+    assert_same_map(original, loaded)
+    assert loaded.name == "other" and loaded.cell_size == 0.5
+
+
+def test_the_map_model_loads_without_the_formats_and_says_how_to_get_them():
+    """The model sits below the file formats: importing it and searching import no
+    ``pathserver.maps``, and ``GridMap.load`` then says what to import."""
+    code = (
+        "import sys\n"
+        "import pathserver.grid.search\n"
+        "from pathserver.grid.gridmap import GridMap\n"
+        "assert not [m for m in sys.modules if m.startswith('pathserver.maps')], sorted(sys.modules)\n"
+        "try:\n"
+        "    GridMap.load('x.map')\n"
+        "except RuntimeError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "import pathserver.maps" in done.stdout
 
 
 # -- Moving AI ------------------------------------------------------------------------------

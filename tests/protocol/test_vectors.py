@@ -7,6 +7,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
+from pathserver.maps.registry import MapRegistry
 from pathserver.protocol.codec import decode_request, encode
 from pathserver.server.handlers import respond
 
@@ -27,6 +28,8 @@ def test_the_document_has_the_vectors_the_engine_clients_use():
         "ping-request", "ping-reply", "ping-request-zmtp-delimited", "ping-reply-zmtp-delimited",
         "ping-request-zmtp-bare", "ping-reply-zmtp-bare", "malformed-request", "malformed-reply",
         "invalid-request", "invalid-reply", "path-request",
+        "put-map-request", "put-map-reply", "get-map-request", "get-map-reply", "conflict-request",
+        "conflict-reply", "drop-map-request", "drop-map-reply",
     } <= set(VECTORS)
 
 
@@ -53,6 +56,26 @@ def test_zmtp_vectors_are_the_bodies_framed():
     assert VECTORS["ping-reply-zmtp-delimited"] == b"\x01\x00" + bytes([0, len(pong)]) + pong
 
 
+def test_the_map_op_vectors_are_one_session_byte_for_byte(tmp_path):
+    """put_map, get_map, a stale if_gen and drop_map against a server serving nothing yet."""
+    registry = MapRegistry(tmp_path)
+    registry.load_all()
+    for name in ("put-map", "get-map", "conflict", "drop-map"):
+        assert respond(VECTORS[f"{name}-request"], registry) == VECTORS[f"{name}-reply"], name
+    assert registry.names() == []
+
+
+def test_map_op_request_vectors_are_what_the_encoder_writes():
+    put = {"id": 1, "op": "put_map", "map": "yard", "width": 3, "height": 2, "cells": bytes([1, 1, 0, 1, 2, 1])}
+    assert encode(put) == VECTORS["put-map-request"]
+    assert decode_request(VECTORS["put-map-request"]) == put
+    assert encode({"id": 2, "op": "get_map", "map": "yard"}) == VECTORS["get-map-request"]
+    update = {"id": 3, "op": "update", "map": "yard", "cells": [[0, 0]], "solid": True, "if_gen": 0}
+    assert encode(update) == VECTORS["conflict-request"]
+    assert encode({"id": 4, "op": "drop_map", "map": "yard"}) == VECTORS["drop-map-request"]
+
+
 def test_reply_keys_start_with_id_then_ok():
-    for name in ("ping-reply", "malformed-reply", "invalid-reply"):
+    for name in ("ping-reply", "malformed-reply", "invalid-reply", "put-map-reply", "get-map-reply",
+                 "conflict-reply", "drop-map-reply"):
         assert list(msgpack.unpackb(VECTORS[name]))[:2] == ["id", "ok"]

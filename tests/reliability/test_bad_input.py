@@ -14,7 +14,8 @@ import math
 import msgpack
 import pytest
 
-from pathserver.protocol.codec import peek_id
+from pathserver.protocol.codec import MAX_UPLOAD_BYTES, peek_id
+from pathserver.transport import max_message_bytes
 from reliability.helpers import Dealer
 
 NAN, INF = math.nan, math.inf
@@ -250,13 +251,14 @@ def test_bad_input_gets_its_code(dealer, name, request_, code, at, where):
 
 
 def test_a_message_over_the_socket_cap_drops_only_that_connection(live, context):
-    """Beyond MAXMSGSIZE (8 MiB) libzmq drops the connection without a reply; the server
-    serves everyone else, and the same client, once reconnected, again."""
+    """Beyond MAXMSGSIZE (a put_map's limit plus 1 MiB) libzmq drops the connection
+    without a reply; the server serves everyone else, and the same client, once
+    reconnected, again."""
     big = Dealer(context, live.endpoint)
     other = Dealer(context, live.endpoint)
     try:
         assert big.ask({"id": 1, "op": "ping"})["ok"]
-        big.send(b"\x00" * (8 * MIB + 1))
+        big.send(b"\x00" * (max_message_bytes() + 1))
         assert big.nothing_more(1000)
         assert other.ask({"id": 2, "op": "ping"})["id"] == 2
         big.send({"id": 3, "op": "ping"})
@@ -264,3 +266,20 @@ def test_a_message_over_the_socket_cap_drops_only_that_connection(live, context)
     finally:
         big.close()
         other.close()
+
+
+def test_a_body_under_the_socket_cap_but_over_its_limit_is_too_large(live, context):
+    """Between the body limit and the socket cap: a ``too_large`` reply naming the id, for
+    every op but put_map, and for a put_map past its own limit."""
+    client = Dealer(context, live.endpoint)
+    try:
+        body = msgpack.packb({"id": 4, "op": "ping", "pad": b"\x00" * (8 * MIB)})
+        reply = client.ask(body)
+        assert reply["id"] == 4 and reply["error"]["code"] == "too_large", reply
+        body = msgpack.packb({"id": 5, "op": "put_map", "map": "big", "pad": b"\x00" * MAX_UPLOAD_BYTES})
+        assert MAX_UPLOAD_BYTES < len(body) <= max_message_bytes()
+        reply = client.ask(body)
+        assert reply["id"] == 5 and reply["error"]["code"] == "too_large", reply
+        assert client.ask({"id": 6, "op": "ping"})["ok"]
+    finally:
+        client.close()

@@ -28,8 +28,8 @@ import pytest
 
 import zmq
 
+from pathserver import GridMap
 from pathserver.errors import PathserverError
-from pathserver.grid.gridmap import GridMap
 from pathserver.grid.search import find_path
 from pathserver.server.loop import INLINE_DISTANCE
 from reliability.helpers import Dealer, ServerProcess, record, write_map

@@ -141,6 +141,7 @@ BAD_REQUESTS = [
      {"op": "path", "map": "arena", "start": [0, 0], "goal": [2, 2], "max_expansions": 1}),
     ("out_of_bounds", "rects[0]", {"op": "update", "map": "arena", "rects": [[20, 20, 2, 2]], "solid": True}),
     ("invalid_request", "solid", {"op": "update", "map": "arena", "cells": [[0, 0]]}),
+    ("conflict", "map", {"op": "put_map", "map": "arena", "width": 1, "height": 1, "cells": b"\x01"}),
 ]
 
 

@@ -1,0 +1,123 @@
+"""What every map file module shares: the file names that are maps, the decoded grid a
+format reader returns, the one shape of load error, bounded reads and atomic writes.
+
+Every problem with a file raises :class:`~pathserver.errors.MapLoadError` whose message is
+``FILE: WHERE: REASON`` (``maps/x.map: line 7: row has 63 characters, expected 64``).
+Sizes are checked against :data:`~pathserver.grid.gridmap.MAX_CELLS` from the header alone,
+before any grid is allocated.
+
+The format modules (:mod:`~pathserver.maps.movingai`, :mod:`~pathserver.maps.image`,
+:mod:`~pathserver.maps.tiled`, :mod:`~pathserver.maps.sidecar`) import from here, and
+:mod:`pathserver.maps.formats` imports them: the imports run one way.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pathserver.errors import MapLoadError
+from pathserver.grid.gridmap import MAX_CELLS
+
+#: Map suffixes, best first: when two files share a stem the earlier suffix is served.
+MAP_SUFFIXES = (".map", ".tmj", ".json", ".png")
+#: Suffixes whose files are always maps (a ``.json`` must also be a Tiled document).
+PLAIN_MAP_SUFFIXES = (".map", ".tmj", ".png")
+
+#: Keys a sidecar (or a keyword argument of :func:`~pathserver.maps.formats.load_map`) may set.
+OPTION_KEYS = ("origin", "cell_size", "cost_legend", "heights", "heights_scale", "layer", "empty_cost")
+
+
+@dataclass
+class Decoded:
+    """What a format reader found. Grids are indexed ``[y, x]``.
+
+    walkable: bool (H, W). cost: float64 (H, W) or None for uniform cost 1.
+    origin / cell_size: the file's own values (Tiled keeps them), or None.
+    sources: files read besides the map itself (external tilesets).
+    """
+
+    walkable: np.ndarray
+    cost: np.ndarray | None = None
+    origin: tuple[float, float] | None = None
+    cell_size: float | None = None
+    sources: list[Path] = field(default_factory=list)
+
+
+
+def map_error(path, where: str | None, reason: str) -> MapLoadError:
+    """The one shape of load error: ``FILE: WHERE: REASON``."""
+    if where:
+        return MapLoadError(f"{path}: {where}: {reason}")
+    return MapLoadError(f"{path}: {reason}")
+
+
+def read_file(path: Path, limit: int) -> bytes:
+    """The file's bytes; refuses files over ``limit`` bytes and empty files."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise map_error(path, None, f"cannot read: {exc.strerror or exc}") from None
+    if not data:
+        raise map_error(path, None, "file is empty")
+    if len(data) > limit:
+        raise map_error(path, None, f"file is larger than {limit} bytes")
+    return data
+
+
+def check_dimensions(path, where: str | None, width, height) -> tuple[int, int]:
+    """``(width, height)`` as ints, or MapLoadError when not positive or over MAX_CELLS."""
+    for label, value in (("width", width), ("height", height)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise map_error(path, where, f"{label} must be an integer, got {value!r:.40}")
+        if value < 1:
+            raise map_error(path, where, f"{label} must be at least 1, got {value}")
+    if int(width) * int(height) > MAX_CELLS:
+        raise map_error(path, where, f"map of {width}x{height} cells exceeds the limit of {MAX_CELLS} cells")
+    return int(width), int(height)
+
+
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def is_tiled_document(document) -> bool:
+    """Whether parsed JSON is a Tiled map (as opposed to a sidecar, a tileset, anything else)."""
+    if not isinstance(document, dict):
+        return False
+    return document.get("type") == "map" or ("tilewidth" in document and "layers" in document)
+
+
+def is_temp_name(filename: str) -> bool:
+    """Editor and atomic-save temporaries, never maps: ``.x``, ``x~``, ``x.tmp``, ``x.swp``."""
+    return filename.startswith(".") or filename.endswith(("~", ".tmp", ".swp", ".swx"))
+
+
+def map_format(path: Path) -> str | None:
+    """``"movingai"``, ``"png"``, ``"tiled"`` by suffix, or None.
+
+    A ``.json`` is reported as ``"tiled"`` here; whether it really is a map (and not a
+    sidecar) is the caller's question (see :func:`is_tiled_document`).
+    """
+    return {".map": "movingai", ".png": "png", ".tmj": "tiled", ".json": "tiled"}.get(path.suffix.lower())
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write through a hidden temporary file in the same folder, then ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
