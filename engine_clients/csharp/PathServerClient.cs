@@ -690,15 +690,22 @@ namespace PathServer
             TimeSpan? timeout = null, CancellationToken ct = default(CancellationToken))
         {
             if (cells == null) throw new ArgumentNullException("cells");
-            // Keys in the order of the protocol's put_map.
-            var body = new MsgPackMap { { "op", "put_map" }, { "map", name ?? DefaultMap }, { "width", (long)width },
+            var body = PutMapBody(name ?? DefaultMap, width, height, cells, costs, heights, tags, origin, cellSize);
+            return SendAsync(body, timeout, ct, (id, reply) => GenOf(reply, id));
+        }
+
+        // The body of a put_map request, without its id, in the key order of docs/protocol.md.
+        internal static MsgPackMap PutMapBody(string name, int width, int height, byte[] cells, float[] costs = null,
+            float[] heights = null, byte[] tags = null, PathPoint? origin = null, double? cellSize = null)
+        {
+            var body = new MsgPackMap { { "op", "put_map" }, { "map", name }, { "width", (long)width },
                 { "height", (long)height }, { "cells", cells } };
             if (costs != null) body.Add("costs", Float32Bytes(costs));
             if (heights != null) body.Add("heights", Float32Bytes(heights));
             if (origin.HasValue) body.Add("origin", new object[] { (double)origin.Value.X, (double)origin.Value.Y });
             if (cellSize.HasValue) body.Add("cell_size", cellSize.Value);
             if (tags != null) body.Add("tags", tags);
-            return SendAsync(body, timeout, ct, (id, reply) => GenOf(reply, id));
+            return body;
         }
 
         /// <summary>
@@ -1156,7 +1163,7 @@ namespace PathServer
             return info;
         }
 
-        static long GenOf(IDictionary<string, object> reply, long id)
+        internal static long GenOf(IDictionary<string, object> reply, long id)
         {
             object gen = MsgPack.Get(reply, "gen");
             if (!MsgPack.IsNumber(gen))
@@ -1184,7 +1191,7 @@ namespace PathServer
             return values;
         }
 
-        static MapData ParseMapData(IDictionary<string, object> reply, long id)
+        internal static MapData ParseMapData(IDictionary<string, object> reply, long id)
         {
             var map = new MapData { Raw = reply, Name = MsgPack.Get(reply, "map") as string };
             object value;

@@ -69,6 +69,7 @@ func _run() -> void:
 	test_msgpack_decoding()
 	test_zmtp_bytes()
 	test_golden_vectors()
+	test_upload_encoding()
 	await test_ping_pong_with_fake_router()
 	client = root.get_node("PathServer") as PathServerClient
 	client.map_name = MAP
@@ -87,7 +88,6 @@ func _run() -> void:
 	await test_agent_small_target_moves()
 	await test_agent_signal_order()
 	await test_agent_retries_after_failure()
-	test_upload_encoding()
 	test_tile_map_reader()
 	await test_put_tilemap()
 	await test_tile_map_sync()
@@ -1287,6 +1287,58 @@ func test_upload_encoding() -> void:
 		),
 		wrong
 	)
+	# The golden session of docs/protocol.md: the client's requests byte for byte, its replies
+	# read as the client reads them (a decoding test: the doc's bytes, not a server).
+	var yard := PathServerClient.new()
+	yard.auto_connect = false
+	root.add_child(yard)
+	var session := [
+		[
+			"put-map-request",
+			yard.put_grid("yard", Vector2i(3, 2), PackedByteArray([1, 1, 0, 1, 2, 1]))
+		],
+		["get-map-request", yard.get_map("yard")],
+		[
+			"conflict-request",
+			yard.update_map("yard", {"cells": [Vector2i(0, 0)], "solid": true}, 0)
+		],
+		["drop-map-request", yard.drop_map("yard")],
+	]
+	var results := {}
+	for step: Array in session:
+		var pending: Variant = yard._pending[step[1]]
+		results[step[1]] = pending.result
+		check_equal(
+			pending.bytes.hex_encode(),
+			golden[step[0]].hex_encode(),
+			"golden %s encoded by the client" % step[0]
+		)
+	for reply: String in ["put-map-reply", "get-map-reply", "conflict-reply", "drop-map-reply"]:
+		yard._on_message([golden[reply]])
+	var put: PathServerResult = results[session[0][1]]
+	var got: PathServerResult = results[session[1][1]]
+	var conflict: PathServerResult = results[session[2][1]]
+	var drop: PathServerResult = results[session[3][1]]
+	check(
+		(
+			put.ok
+			and put.info.gen == 1
+			and got.ok
+			and got.info.cells == PackedByteArray([1, 1, 0, 1, 2, 1])
+			and got.info.size == Vector2i(3, 2)
+			and got.info.region == Rect2i(0, 0, 3, 2)
+			and not got.info.has("costs")
+			and not conflict.ok
+			and conflict.code == "conflict"
+			and conflict.info.at == "if_gen"
+			and conflict.info.gen == 1
+			and drop.ok
+			and drop.info.gen == 1
+		),
+		"golden put-map, get-map, conflict and drop-map replies read as results",
+		[put.info, got.info, conflict, conflict.info, drop.info]
+	)
+	yard.queue_free()
 	var decoded := PathServerMsgPack.decode(PackedByteArray([0xC4, 3, 0, 1, 255]))
 	check_equal(
 		decoded[0], PackedByteArray([0, 1, 255]), "msgpack bin decodes to a PackedByteArray"
@@ -1596,7 +1648,7 @@ func test_get_map_round_trip() -> void:
 		(
 			edit.ok
 			and region.ok
-			and region.info.cells == PackedByteArray([0, 2, 1, 4])
+			and region.info.cells == PackedByteArray([0, 1, 1, 4])
 			and region.info.region == Rect2i(1, 1, 2, 2)
 			and region.info.gen == edit.info.gen
 		),

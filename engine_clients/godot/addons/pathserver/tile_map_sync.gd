@@ -200,15 +200,35 @@ func _look_for_edits() -> void:
 		var now_part := data.slice(start, start + chunk)
 		var before_part := _snapshot.slice(start, start + chunk)
 		if now_part != before_part:
-			_mark_records(now_part)
-			_mark_records(before_part)
+			_mark_records(now_part, before_part)
 	_snapshot = data
 
 
-func _mark_records(part: PackedByteArray) -> void:
+## Marks the cells of the records that differ between two chunks of layer data (a record
+## missing on one side differs).
+func _mark_records(now_part: PackedByteArray, before_part: PackedByteArray) -> void:
 	var record := PathServerTileMapReader.DATA_CELL
-	for offset in range(0, part.size() - record + 1, record):
-		_dirty[Vector2i(part.decode_s16(offset), part.decode_s16(offset + 2))] = true
+	var now_words := now_part.to_int32_array()
+	var before_words := before_part.to_int32_array()
+	for i in range(0, maxi(now_words.size(), before_words.size()), record / 4):
+		var now_cell := _record_cell(now_words, i)
+		var before_cell := _record_cell(before_words, i)
+		if (
+			now_cell != before_cell
+			or now_words[i + 1] != before_words[i + 1]
+			or now_words[i + 2] != before_words[i + 2]
+		):
+			if now_cell != null:
+				_dirty[now_cell] = true
+			if before_cell != null:
+				_dirty[before_cell] = true
+
+
+## The cell of the record at word [param i] (x and y are signed 16-bit), or null past the end.
+static func _record_cell(words: PackedInt32Array, i: int) -> Variant:
+	if i + 2 >= words.size():
+		return null
+	return Vector2i(((words[i] & 0xFFFF) ^ 0x8000) - 0x8000, words[i] >> 16)
 
 
 func _send_edits() -> void:
