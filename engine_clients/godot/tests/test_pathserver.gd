@@ -1566,6 +1566,7 @@ func test_tile_map_sync() -> void:
 	)
 	# Someone else edits the map: the sync node's next update conflicts (if_gen) and the layer,
 	# the truth, is uploaded again.
+	print("(the WARNING below, a conflict, is expected: another client edits the map)")
 	await client.update_map_async(TILE_MAP, {"cells": [Vector2i(2, 2)], "solid": true})
 	layer.set_cell(Vector2i(2, 1), 0, TILES["~"])
 	await wait_until(

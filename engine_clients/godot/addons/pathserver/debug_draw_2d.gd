@@ -97,9 +97,13 @@ func _ready() -> void:
 	_cells_item = Node2D.new()
 	_cells_item.texture_filter = CanvasItem.TEXTURE_FILTER_NEAREST
 	_cells_item.show_behind_parent = true
-	_cells_item.material = ShaderMaterial.new()
-	_cells_item.material.shader = Shader.new()
-	_cells_item.material.shader.code = CELLS_SHADER
+	# Built whole, then assigned: set through _cells_item.material.shader.code instead, the
+	# shader never applied and the raw texture was drawn (Godot 4.6, compatibility renderer).
+	var shader := Shader.new()
+	shader.code = CELLS_SHADER
+	var cells_material := ShaderMaterial.new()
+	cells_material.shader = shader
+	_cells_item.material = cells_material
 	_cells_item.draw.connect(_draw_cells)
 	add_child(_cells_item, false, INTERNAL_MODE_FRONT)
 	_update_material()
