@@ -13,7 +13,10 @@ extends Node
 ## engine: about 1 ms for 65,536 tiles) and, when they differ, decodes only the stretches of
 ## it that differ. A [signal TileMapLayer.changed] (a TileSet edited, ...) uploads the layer
 ## again. With [member watch] off, report edits yourself: edit through [method set_cell] /
-## [method erase_cell] here, or call [method mark_cells_changed].
+## [method erase_cell] here, or call [method mark_cells_changed] — for instance from
+## [method TileMapLayer._update_cells], the virtual Godot 4.6 calls with the coordinates of
+## the cells changed since the layer's last update, which only a script on the layer itself
+## can override.
 ##
 ## One batch is in flight at a time, so edits land in the order they were made; each
 ## [code]update[/code] carries [code]if_gen[/code], the generation this node last saw: if
