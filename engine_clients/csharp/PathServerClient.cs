@@ -12,7 +12,8 @@
 //
 // The file, in order (each part is a #region):
 //   1. Values: PathPoint, UnitSize, GridRect, CoordinateSpace, PathStatus, PathOptions,
-//      PathRequest, PathResult, MapInfo: what goes into a request and comes out of a reply.
+//      PathRequest, PathResult, MapInfo, MapData: what goes into a request and comes out of a
+//      reply. Uploaded maps: PutMapAsync, GetMapAsync (MapData), DropMapAsync, UpdateAsync's ifGen.
 //   2. Errors: PathServerErrorCodes and PathServerException.
 //   3. Events: the EventArgs of PathFound, PathFailed and ConnectionChanged.
 //   4. PathServerClient: its public API; the main-thread event queue; requests (ids, timeouts,

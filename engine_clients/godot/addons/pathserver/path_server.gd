@@ -12,6 +12,11 @@ extends Node
 ## as a signal with that id. Replies are matched by id, in whatever order the server finishes
 ## them; every request emits its signal, awaited or not.
 ##
+## The game's own world: [method put_grid] and [method put_tilemap] upload a map (a
+## [TileMapLayer] as it is), [method get_map] reads one back, [method drop_map] drops it,
+## [method update_map] edits one live (with [code]if_gen[/code]); each with its
+## [code]_async[/code] twin. [PathServerTileMapSync] keeps an uploaded layer in sync.
+##
 ## A path query that finds no path is an answer, not a failure (like [AStarGrid2D]'s empty
 ## path): [signal path_found] with empty waypoints and [code]info.status == "no_path"[/code],
 ## a result with [member PathServerResult.ok] true. Only errors (a bad request, an unknown map,
