@@ -20,48 +20,81 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _root(parent, label):
+    """The root of ``label`` in the union-find forest ``parent``, halving the path."""
+    while parent[label] != label:
+        parent[label] = parent[parent[label]]
+        label = parent[label]
+    return label
+
+
 @njit(cache=True, nogil=True)
 def label_components(passable, eight, labels):
     """Label the components of ``passable`` (uint8 (H, W), ``[y, x]``).
 
-    labels: int32 (H, W) output: 0 on impassable cells, 1..n on passable ones.
-    eight: 1 to join diagonal neighbours too. Returns n, the number of components.
+    labels: int32 (H, W) output: 0 on impassable cells, 1..n on passable ones, numbered in
+    the order of each component's first cell, row by row. eight: 1 to join diagonal
+    neighbours too. Returns n, the number of components.
+
+    Two passes over runs (maximal stretches of passable cells in a row), as union-find
+    labellers do: the first gives each run a provisional label and joins it with every
+    run of the row above it touches (overlapping columns; one more on each side with
+    ``eight``); the second writes each cell its component's final number. Each cell is
+    read a few times in memory order, where a flood fill's queue wandered.
     """
     height, width = passable.shape
-    labels[:, :] = 0
-    queue = np.empty(height * width, dtype=np.int32)
-    count = 0
-    for sy in range(height):
-        for sx in range(width):
-            if passable[sy, sx] == 0 or labels[sy, sx] != 0:
+    # Provisional labels: at most one per run, and a row holds at most ceil(W / 2) runs.
+    parent = np.empty(height * ((width + 1) // 2) + 1, dtype=np.int32)
+    parent[0] = 0
+    provisional = 0
+    for y in range(height):
+        x = 0
+        while x < width:
+            if passable[y, x] == 0:
+                labels[y, x] = 0
+                x += 1
                 continue
-            count += 1
-            labels[sy, sx] = count
-            head = 0
-            tail = 0
-            queue[tail] = sy * width + sx
-            tail += 1
-            while head < tail:
-                node = queue[head]
-                head += 1
-                y = node // width
-                x = node - y * width
-                for dy in range(-1, 2):
-                    ny = y + dy
-                    if ny < 0 or ny >= height:
-                        continue
-                    for dx in range(-1, 2):
-                        if dx == 0 and dy == 0:
-                            continue
-                        if dx != 0 and dy != 0 and eight == 0:
-                            continue
-                        nx = x + dx
-                        if nx < 0 or nx >= width:
-                            continue
-                        if passable[ny, nx] != 0 and labels[ny, nx] == 0:
-                            labels[ny, nx] = count
-                            queue[tail] = ny * width + nx
-                            tail += 1
+            start = x
+            while x < width and passable[y, x] != 0:
+                x += 1
+            provisional += 1
+            run = provisional
+            parent[run] = run
+            if y > 0:
+                lo = max(start - eight, 0)
+                hi = min(x + eight, width)
+                last = 0
+                for ax in range(lo, hi):
+                    above = labels[y - 1, ax]
+                    if above != 0 and above != last:
+                        last = above
+                        a = _root(parent, above)
+                        b = _root(parent, run)
+                        # The smaller label is the root: the earlier run in row order.
+                        if a < b:
+                            parent[b] = a
+                        elif b < a:
+                            parent[a] = b
+            for cx in range(start, x):
+                labels[y, cx] = run
+    final = np.zeros(provisional + 1, dtype=np.int32)
+    count = 0
+    for y in range(height):
+        previous = 0
+        resolved = 0
+        for x in range(width):
+            label = labels[y, x]
+            if label == 0:
+                continue
+            if label != previous:
+                previous = label
+                root = _root(parent, label)
+                if final[root] == 0:
+                    count += 1
+                    final[root] = count
+                resolved = final[root]
+            labels[y, x] = resolved
     return count
 
 

@@ -106,8 +106,24 @@ def jump_bitmaps(passable):
     row_size = _bitmap_words(height, width)
     bitmaps = np.zeros(4 * (row_size + _bitmap_words(width, height)), dtype=np.uint64)
     _fill_lines(passable, bitmaps, 0)
-    _fill_lines(np.ascontiguousarray(passable.T), bitmaps, 4 * row_size)
+    _fill_lines(_transposed(passable), bitmaps, 4 * row_size)
     return bitmaps
+
+
+@njit(cache=True, nogil=True)
+def _transposed(grid):
+    """``grid.T`` as a C-contiguous copy, 64 x 64 tiles at a time: a plain transpose of a
+    large grid writes (or reads) one cache line per cell."""
+    height, width = grid.shape
+    out = np.empty((width, height), dtype=grid.dtype)
+    for y0 in range(0, height, 64):
+        y1 = min(y0 + 64, height)
+        for x0 in range(0, width, 64):
+            x1 = min(x0 + 64, width)
+            for x in range(x0, x1):
+                for y in range(y0, y1):
+                    out[x, y] = grid[y, x]
+    return out
 
 
 @njit(cache=True, nogil=True, inline="always")

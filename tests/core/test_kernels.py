@@ -61,6 +61,61 @@ def test_components_match_flood_fill():
         assert (labels[passable == 0] == 0).all()
 
 
+def flood_labels(passable, eight):
+    """Components by flood fill from each unlabelled cell in row order (the 8-connected
+    ones too), numbered in that order: what label_components must return exactly."""
+    height, width = passable.shape
+    labels = np.zeros((height, width), dtype=np.int64)
+    steps = [(1, 0), (-1, 0), (0, 1), (0, -1)] + ([(1, 1), (1, -1), (-1, 1), (-1, -1)] if eight else [])
+    count = 0
+    for y in range(height):
+        for x in range(width):
+            if passable[y, x] and not labels[y, x]:
+                count += 1
+                labels[y, x] = count
+                stack = [(x, y)]
+                while stack:
+                    cx, cy = stack.pop()
+                    for dx, dy in steps:
+                        nx, ny = cx + dx, cy + dy
+                        if 0 <= nx < width and 0 <= ny < height and passable[ny, nx] and not labels[ny, nx]:
+                            labels[ny, nx] = count
+                            stack.append((nx, ny))
+    return labels, count
+
+
+@pytest.mark.parametrize("eight", [0, 1])
+def test_components_are_numbered_in_the_order_of_their_first_cell(eight):
+    rng = np.random.default_rng(12 + eight)
+    grids = [naive.random_grid(rng, int(rng.integers(1, 50)), int(rng.integers(1, 50)), rng.uniform(0.05, 0.8))
+             for _ in range(150)]
+    grids += [np.indices((33, 40)).sum(axis=0) % 2 == 0, np.ones((1, 70), bool), np.zeros((5, 5), bool),
+              np.eye(20, dtype=bool), np.eye(20, dtype=bool)[::-1]]
+    # Spirals and combs: runs that join far from where they start.
+    comb = np.zeros((30, 31), bool)
+    comb[::2, :] = True
+    comb[:, 0] = True
+    grids.append(comb)
+    grids.append(comb[::-1, ::-1])
+    for walkable in grids:
+        passable = walkable.astype(np.uint8)
+        labels = np.full(passable.shape, -7, dtype=np.int32)  # every cell must be written
+        count = label_components(passable, eight, labels)
+        expected, expected_count = flood_labels(passable, eight)
+        assert count == expected_count
+        assert (labels == expected).all()
+
+
+def test_the_tiled_transpose_is_the_transpose():
+    from pathserver.core.jps import _transposed
+
+    rng = np.random.default_rng(3)
+    for height, width in [(1, 1), (1, 130), (130, 1), (64, 64), (65, 129), (200, 77)]:
+        grid = rng.integers(0, 256, size=(height, width)).astype(np.uint8)
+        out = _transposed(grid)
+        assert out.flags.c_contiguous and (out == grid.T).all()
+
+
 def test_eight_connected_components_join_diagonals():
     passable = np.array([[1, 0], [0, 1]], dtype=np.uint8)
     labels = np.empty(passable.shape, dtype=np.int32)

@@ -1,10 +1,14 @@
 """Decoding limits: every refusal has its code, before any other work is done."""
 
+import time
+
 import msgpack
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pathserver.errors import MalformedError, TooLargeError
-from pathserver.protocol.codec import Limits, decode_request, encode, peek_id
+from pathserver.protocol.codec import Limits, decode_request, encode, peek_id, top_level_op
 
 
 def test_a_map_decodes_with_str_keys():
@@ -82,3 +86,39 @@ def test_encode_from_many_threads_at_once():
     with ThreadPoolExecutor(8) as pool:
         encoded = list(pool.map(encode, replies))
     assert encoded == [msgpack.packb(r, use_bin_type=True) for r in replies]
+
+
+# -- the top-level op of a body too large to decode -------------------------------------------
+
+_scalars = (st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(width=32)
+            | st.text(max_size=80) | st.binary(max_size=300)
+            | st.builds(msgpack.ExtType, st.integers(0, 127), st.binary(max_size=20)))
+_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=5)
+                       | st.dictionaries(st.text(max_size=5), inner, max_size=5), max_leaves=20)
+_keys = st.sampled_from(["op", "id", "map", "cells", "costs"]) | st.text(max_size=4)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.dictionaries(_keys, _values, max_size=8), st.booleans())
+def test_top_level_op_agrees_with_msgpack(obj, single_float):
+    """What the header scan reads is what a full decode finds: the op of a map with one
+    str ``op`` key (short enough to be an op name), else None; a cut or padded body, None."""
+    body = msgpack.packb(obj, use_bin_type=True, use_single_float=single_float)
+    op = obj.get("op")
+    expected = op if isinstance(op, str) and len(op.encode()) <= 64 else None
+    assert top_level_op(body, max_headers=10**6) == expected
+    assert top_level_op(body + b"\x00", max_headers=10**6) is None
+    assert top_level_op(body[:-1], max_headers=10**6) is None
+
+
+def test_top_level_op_skips_a_large_bin_unread_and_refuses_what_a_decoder_would_not_agree_with():
+    big = msgpack.packb({"id": 1, "cells": b"\x01" * (64 << 20), "op": "put_map"}, use_bin_type=True)
+    started = time.perf_counter()
+    assert top_level_op(big) == "put_map"
+    assert time.perf_counter() - started < 0.01
+    assert top_level_op(b"\x82\xa2op\xa7put_map\xa2op\xa4ping") is None  # two ops: a decoder keeps "ping"
+    assert top_level_op(msgpack.packb({"op": "ping", "x": {"op": "put_map"}})) == "ping"
+    assert top_level_op(msgpack.packb({1: 2, "op": "put_map"}, strict_types=False)) is None  # not a str key
+    assert top_level_op(msgpack.packb({"op": "put_map", "x": list(range(300))})) is None  # past the header budget
+    assert top_level_op(msgpack.packb([{"op": "put_map"}])) is None
+    assert top_level_op(b"") is None and top_level_op(b"\xc1") is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+import struct
 import zlib
 
 import msgpack
@@ -21,10 +22,12 @@ from reliability.helpers import SMALL_MAP_NAMES
 FIELD_NAMES = (
     "id", "op", "map", "start", "goal", "unit_size", "space", "smooth", "diagonal", "snap",
     "allow_partial", "max_expansions", "heuristic", "weight", "max_climb", "algorithm",
-    "line_of_sight", "requests", "rects", "cells", "solid", "cost",
+    "line_of_sight", "requests", "rects", "cells", "solid", "cost", "if_gen", "width", "height", "costs",
+    "heights", "tags", "origin", "cell_size", "region",
 )
 WORDS = (
-    "path", "paths", "maps", "update", "ping", "stats", "grid", "world", "los", "corners",
+    "path", "paths", "maps", "update", "ping", "stats", "put_map", "drop_map", "get_map", "grid", "world", "los",
+    "corners",
     "none", "no_corner_cutting", "never", "always", "octile", "euclidean", "manhattan",
     "chebyshev", "auto", "astar", "jps", "", "ARENA", "../arena", "arena.map", "nosuch",
 ) + SMALL_MAP_NAMES
@@ -83,7 +86,35 @@ def path_options(draw) -> dict:
 
 
 map_name = st.sampled_from(SMALL_MAP_NAMES)
+#: Names put_map may take (the small maps' names are file-backed: conflict).
+UPLOAD_NAMES = ("upload-a", "upload-b")
+upload_name = st.sampled_from(UPLOAD_NAMES) | map_name
 ids = st.integers(-(2**63), 2**64 - 1) | st.integers(0, 1000)
+
+
+def float32_bytes(values) -> bytes:
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+@st.composite
+def put_map_requests(draw, rid) -> dict:
+    """A put_map of a small map: cells, and maybe costs, heights, tags, origin, cell size."""
+    width, height = draw(st.integers(1, 8)), draw(st.integers(1, 8))
+    count = width * height
+    request = {"id": rid, "op": "put_map", "map": draw(upload_name), "width": width, "height": height,
+               "cells": draw(st.binary(min_size=count, max_size=count))}
+    layer = st.lists(st.floats(1.0, 100.0, width=32), min_size=count, max_size=count).map(float32_bytes)
+    if draw(st.booleans()):
+        request["costs"] = draw(layer)
+    if draw(st.booleans()):
+        request["heights"] = draw(layer)
+    if draw(st.booleans()):
+        request["tags"] = draw(st.binary(min_size=count, max_size=count))
+    if draw(st.booleans()):
+        request["origin"] = [draw(st.floats(-100, 100)), draw(st.floats(-100, 100))]
+    if draw(st.booleans()):
+        request["cell_size"] = draw(st.sampled_from([0.5, 1, 2.0, 32]))
+    return request
 
 
 @st.composite
@@ -91,7 +122,18 @@ def valid_requests(draw) -> dict:
     """A request of any op that the server should accept (it may still answer with a
     map-dependent error: out of bounds, blocked, search limit)."""
     rid = draw(ids)
-    op = draw(st.sampled_from(["path", "path", "path", "paths", "update", "maps", "ping", "stats"]))
+    op = draw(st.sampled_from(["path", "path", "path", "paths", "update", "maps", "ping", "stats", "put_map",
+                               "drop_map", "get_map"]))
+    if op == "put_map":
+        return draw(put_map_requests(rid))
+    if op == "drop_map":
+        return {"id": rid, "op": op, "map": draw(upload_name)}
+    if op == "get_map":
+        request = {"id": rid, "op": op, "map": draw(upload_name)}
+        if draw(st.booleans()):
+            request["region"] = [draw(st.integers(-1, 9)), draw(st.integers(-1, 5)), draw(st.integers(0, 10)),
+                                 draw(st.integers(0, 6))]
+        return request
     if op == "path":
         return {"id": rid, "op": op, "map": draw(map_name), "start": draw(point), "goal": draw(point),
                 **draw(path_options())}
@@ -112,6 +154,8 @@ def valid_requests(draw) -> dict:
             request["cost"] = draw(st.sampled_from([1, 2.5, 10]))
         if draw(st.booleans()):
             request["space"] = draw(st.sampled_from(["grid", "world"]))
+        if draw(st.booleans()):
+            request["if_gen"] = draw(st.integers(0, 40))
         return request
     return {"id": rid, "op": op}
 
@@ -280,8 +324,13 @@ GOOD_VALUES = {
     "cells": ([[0, 0]], [[2.5, 1.5]], [[9, 4], [0, 4]]),
     "solid": (True, False),
     "cost": (1, 2.5, 9),
+    "if_gen": (0, 1, 7, 40),
+    "side": (1, 2, 3, 5),
+    "cell": (0, 1, 1, 1, 2, 9, 255),
+    "layer": (1.0, 1.5, 2.0, 300.0, math.nan, math.inf, 0.5, -1.0),
+    "region": ([0, 0, 1, 1], [0, 0, 3, 2], [1, 1, 2, 2], [0, 0, 10, 5], [-1, 0, 2, 2], [0, 0, 0, 1], [9, 4, 1, 1]),
 }
-_OPS_ORDER = ("path", "paths", "update", "path", "ping", "maps", "stats", "path")
+_OPS_ORDER = ("path", "paths", "update", "path", "ping", "maps", "stats", "path", "put_map", "get_map", "drop_map")
 _OPTIONAL = ("unit_size", "space", "smooth", "diagonal", "snap", "allow_partial", "max_expansions", "heuristic",
              "weight", "max_climb", "algorithm", "line_of_sight")
 
@@ -309,6 +358,19 @@ def genome_request(genome: bytes):
     request: dict = {"id": c.below(256) - 8, "op": op}
     if op in ("path", "paths", "update"):
         request["map"] = c.pick(GOOD_VALUES["map"])
+    if op in ("put_map", "get_map", "drop_map"):
+        request["map"] = c.pick(UPLOAD_NAMES + GOOD_VALUES["map"][:2])
+    if op == "put_map":
+        width, height = c.pick(GOOD_VALUES["side"]), c.pick(GOOD_VALUES["side"])
+        request["width"], request["height"] = width, height
+        request["cells"] = bytes(c.pick(GOOD_VALUES["cell"]) for _ in range(width * height))
+        for layer in ("costs", "heights"):
+            if c.below(3) == 1:
+                request[layer] = float32_bytes([c.pick(GOOD_VALUES["layer"]) for _ in range(width * height)])
+        if c.below(4) == 1:
+            request["tags"] = bytes(c.below(256) for _ in range(width * height))
+    if op == "get_map" and c.below(2):
+        request["region"] = list(c.pick(GOOD_VALUES["region"]))
     if op == "path":
         request["start"] = list(c.pick(GOOD_VALUES["start"]))
         request["goal"] = list(c.pick(GOOD_VALUES["goal"]))
@@ -327,6 +389,8 @@ def genome_request(genome: bytes):
         request["solid" if c.below(3) else "cost"] = c.pick((True, False, 2.5))
         if c.below(3) == 1:
             request["space"] = c.pick(("grid", "world"))
+        if c.below(4) == 1:
+            request["if_gen"] = c.pick(GOOD_VALUES["if_gen"])
     # Mutations: set, drop, wrap or rename a field, or poke inside a list field.
     for _ in range(c.below(4)):
         action = c.below(5)

@@ -10,6 +10,7 @@ origin (-2.5, 1.0) and cell size 0.5, so world x in [-2.5, 1.5) and y in [1.0, 3
 """
 
 import math
+import struct
 
 import msgpack
 import pytest
@@ -32,6 +33,26 @@ def paths(entry: dict, **fields):
 
 def update(**fields):
     return {"op": "update", "map": "arena", **fields}
+
+
+def put(**fields):
+    """A valid put_map of a 3 x 2 map under a new name, ``fields`` changed."""
+    return {"op": "put_map", "map": "fresh", "width": 3, "height": 2, "cells": b"\x01" * 6, **fields}
+
+
+def get(**fields):
+    return {"op": "get_map", "map": "arena", **fields}
+
+
+def f32(*values) -> bytes:
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+def duplicate_op_body(total: int) -> bytes:
+    """``{"id": 3, "op": "put_map", "pad": bin, "op": "ping"}`` over 1 MiB: a decoder keeps
+    the last ``op``, so the first must not open the upload limits."""
+    pad = msgpack.packb(b"\x00" * total, use_bin_type=True)
+    return b"\x84\xa2id\x03\xa2op\xa7put_map\xa3pad" + pad + b"\xa2op\xa4ping"
 
 
 def nested(depth: int):
@@ -186,6 +207,55 @@ ROWS = [
     ("array-131072", {"op": "ping", "x": [0] * 131072}, "invalid_request", "x", "reply"),
     ("map-64-keys", {"op": "ping", **{f"k{i}": i for i in range(62)}}, "invalid_request", None, "reply"),
     ("depth-8-lists", {"op": "ping", "x": nested(8)}, "invalid_request", "x", "reply"),
+    # -- the map ops (tests/server/test_uploads.py checks that each leaves every map as it was) --
+    ("put-0-by-5", put(width=0, height=5, cells=b""), "invalid_request", "width", "reply"),
+    ("put-5000-by-5000", put(width=5000, height=5000, cells=b""), "invalid_request", "width", "reply"),
+    ("put-height-4097", put(width=1, height=4097, cells=b"\x01" * 4097), "invalid_request", "height", "reply"),
+    ("put-width-fraction", put(width=2.5), "invalid_request", "width", "reply"),
+    ("put-width-string", put(width="3"), "invalid_request", "width", "reply"),
+    ("put-height-missing", {"op": "put_map", "map": "fresh", "width": 3, "cells": b"\x01" * 6},
+     "invalid_request", "height", "reply"),
+    ("put-cells-missing", {"op": "put_map", "map": "fresh", "width": 3, "height": 2}, "invalid_request", "cells",
+     "reply"),
+    ("put-cells-short", put(cells=b"\x01" * 5), "invalid_request", "cells", "reply"),
+    ("put-cells-long", put(cells=b"\x01" * 7), "invalid_request", "cells", "reply"),
+    ("put-cells-str", put(cells="\x01" * 6), "invalid_request", "cells", "reply"),
+    ("put-cells-array", put(cells=[1] * 6), "invalid_request", "cells", "reply"),
+    ("put-costs-float-not-bin", put(costs=1.5), "invalid_request", "costs", "reply"),
+    ("put-costs-float64s", put(costs=struct.pack("<6d", *[1.0] * 6)), "invalid_request", "costs", "reply"),
+    ("put-costs-nan", put(costs=f32(1, 1, NAN, 1, 1, 1)), "non_finite", "costs", "reply"),
+    ("put-costs-inf", put(costs=f32(1, 1, 1, 1, 1, INF)), "non_finite", "costs", "reply"),
+    ("put-costs-below-1", put(costs=f32(1, 0.5, 1, 1, 1, 1)), "invalid_request", "costs", "reply"),
+    ("put-heights-nan-on-a-wall", put(cells=b"\x00" * 6, heights=f32(0, 0, 0, 0, 0, NAN)), "non_finite",
+     "heights", "reply"),
+    ("put-tags-short", put(tags=b"\x00" * 5), "invalid_request", "tags", "reply"),
+    ("put-origin-nan", put(origin=[NAN, 0]), "non_finite", "origin[0]", "reply"),
+    ("put-origin-one-number", put(origin=[0]), "invalid_request", "origin", "reply"),
+    ("put-cell-size-zero", put(cell_size=0), "invalid_request", "cell_size", "reply"),
+    ("put-cell-size-inf", put(cell_size=INF), "non_finite", "cell_size", "reply"),
+    ("put-unknown-field", put(colour="red"), "invalid_request", "colour", "reply"),
+    ("put-map-empty", put(map=""), "invalid_request", "map", "reply"),
+    ("put-file-backed-name", put(map="arena"), "conflict", "map", "reply"),
+    ("put-over-1-mib-wrong-length", put(width=1100, height=1000, cells=b"\x01" * (1100 * 1000 - 1)),
+     "invalid_request", "cells", "reply"),
+    ("put-bin-over-64-mib", put(width=4096, height=4096, cells=b"", costs=b"\x00" * (64 * MIB + 1)), "too_large",
+     None, "reply"),
+    ("duplicate-op-over-1-mib", duplicate_op_body(MIB), "too_large", None, "reply"),
+    ("put-map-op-nested-over-1-mib", {"op": "ping", "x": {"op": "put_map"}, "pad": b"\x00" * MIB}, "too_large",
+     None, "reply"),
+    ("drop-file-backed-name", {"op": "drop_map", "map": "arena"}, "conflict", "map", "reply"),
+    ("drop-unknown-map", {"op": "drop_map", "map": "atlantis"}, "unknown_map", "map", "reply"),
+    ("drop-map-missing", {"op": "drop_map"}, "invalid_request", "map", "reply"),
+    ("get-region-past-the-edge", get(region=[8, 0, 3, 1]), "out_of_bounds", "region", "reply"),
+    ("get-region-negative", get(region=[-1, 0, 2, 2]), "out_of_bounds", "region", "reply"),
+    ("get-region-zero-wide", get(region=[0, 0, 0, 1]), "invalid_request", "region", "reply"),
+    ("get-region-fraction", get(region=[0.5, 0, 1, 1]), "invalid_request", "region[0]", "reply"),
+    ("get-region-nan", get(region=[0, NAN, 1, 1]), "non_finite", "region[1]", "reply"),
+    ("get-region-three-numbers", get(region=[0, 0, 1]), "invalid_request", "region", "reply"),
+    ("get-unknown-map", get(map="atlantis"), "unknown_map", "map", "reply"),
+    ("update-if-gen-string", update(cells=[[0, 0]], solid=True, if_gen="7"), "invalid_request", "if_gen",
+     "reply"),
+    ("update-if-gen-float", update(cells=[[0, 0]], solid=True, if_gen=7.0), "invalid_request", "if_gen", "reply"),
     # -- not a request at all --
     ("empty-body", b"", "malformed", None, "reply"),
     ("nil-body", b"\xc0", "malformed", None, "reply"),
