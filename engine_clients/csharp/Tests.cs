@@ -1321,7 +1321,8 @@ static class Tests
         string op = (string)JsonGet(request, "op") ?? "path";
         try
         {
-            switch (op)
+            // An op alone goes out as it is, required fields missing included.
+            switch (op != "path" && request.Count == 1 ? "" : op)
             {
                 case "path":
                 {
