@@ -15,8 +15,11 @@ runs the same scenarios under pytest with a server of its own.
 The C# (``csharp/Tests.cs``) and GDScript (``godot/tests/test_pathserver.gd``) runners follow
 :func:`outcome` and :func:`mismatches` here: a path answer is ``status`` (``"no_path"``
 included: an answer, not an error), ``cost``, ``start``, ``goal``, ``waypoints`` (how many),
-``start_snapped``, ``goal_snapped``; a failure is ``error`` (the wire's code or the client's
-``"timeout"``) and ``at``.
+``start_snapped``, ``goal_snapped``; another op's answer is ``status`` ``"ok"`` with, for
+``put_map``, ``width`` and ``height``, for ``get_map`` also ``region``, ``cells`` (a list of
+bytes) and ``costs`` (a list of floats, when the reply has them); a failure is ``error`` (the
+wire's code or the client's ``"timeout"``) and ``at``. A scenario's ``before`` requests go
+first through the same client (the first failure is the outcome), its ``after`` requests last.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import struct
 import sys
 import time
 from pathlib import Path
@@ -33,6 +37,8 @@ SCENARIOS = Path(__file__).resolve().parent / "conformance.json"
 TOLERANCE = 1e-6
 #: A scenario without its own timeout_ms waits this long for a reply.
 DEFAULT_TIMEOUT_MS = 5000
+#: The statuses of a path answer (the others' answers are "ok").
+PATH_STATUSES = ("found", "partial", "no_path")
 
 
 def load_scenarios(path: Path | str = SCENARIOS) -> list[dict]:
@@ -57,37 +63,82 @@ def outcome(scenario: dict, endpoint: str, silent_endpoint: str | None) -> dict:
     # retries=0: the scenario's timeout is the whole wait, as in the engine clients.
     with Client(endpoint, timeout=timeout_s, retries=0) as client:
         try:
-            op = request.get("op", "path")
-            if op != "path":
-                client.request(op)
-                return {"ok": True}
-            reply = client.find_path(
-                request["map"],
-                [number(v) for v in request["start"]],
-                [number(v) for v in request["goal"]],
-                request.get("unit_size", 1),
-                **request.get("options", {}),
-            )
-        except ServerError as error:
-            return {"error": error.code, "at": error.at}
-        except ClientTimeoutError as error:
-            return {"error": error.code, "at": None}
-    return {
-        "status": reply["status"],
-        "cost": reply["cost"],
-        "start": reply["start"],
-        "goal": reply["goal"],
-        "waypoints": len(reply["path"]),
-        "start_snapped": reply["start_snapped"],
-        "goal_snapped": reply["goal_snapped"],
-    }
+            for step in scenario.get("before", []):
+                got = _step(client, step, ServerError, ClientTimeoutError)
+                if "error" in got:
+                    return got
+            return _step(client, request, ServerError, ClientTimeoutError)
+        finally:
+            for step in scenario.get("after", []):
+                _step(client, step, ServerError, ClientTimeoutError)
+
+
+def _step(client, request: dict, server_error, timeout_error) -> dict:
+    """One request of a scenario through ``client``: its outcome, or ``error`` and ``at``."""
+    try:
+        return _answer(client, request)
+    except server_error as error:
+        return {"error": error.code, "at": error.at}
+    except timeout_error as error:
+        return {"error": error.code, "at": None}
+
+
+def _float32(values) -> bytes:
+    return struct.pack(f"<{len(values)}f", *(number(v) for v in values))
+
+
+def _answer(client, request: dict) -> dict:
+    op = request.get("op", "path")
+    if op == "path":
+        reply = client.find_path(
+            request["map"],
+            [number(v) for v in request["start"]],
+            [number(v) for v in request["goal"]],
+            request.get("unit_size", 1),
+            **request.get("options", {}),
+        )
+        return {
+            "status": reply["status"],
+            "cost": reply["cost"],
+            "start": reply["start"],
+            "goal": reply["goal"],
+            "waypoints": len(reply["path"]),
+            "start_snapped": reply["start_snapped"],
+            "goal_snapped": reply["goal_snapped"],
+        }
+    fields = {key: value for key, value in request.items() if key not in ("op", "timeout_ms")}
+    if not fields:
+        # An op alone goes out as it is, required fields missing included.
+        client.request(op)
+        return {"status": "ok"}
+    if op == "put_map":
+        fields["cells"] = bytes(fields["cells"])
+        for key in ("costs", "heights"):
+            if key in fields:
+                fields[key] = _float32(fields[key])
+        reply = client.request(op, **fields)
+        return {"status": "ok", "width": reply["width"], "height": reply["height"]}
+    if op == "get_map":
+        reply = client.request(op, **fields)
+        got = {
+            "status": "ok",
+            "width": reply["width"],
+            "height": reply["height"],
+            "region": reply["region"],
+            "cells": list(reply["cells"]),
+        }
+        if "costs" in reply:
+            got["costs"] = list(struct.unpack(f"<{len(reply['costs']) // 4}f", reply["costs"]))
+        return got
+    client.request(op, **fields)
+    return {"status": "ok"}
 
 
 def mismatches(expect: dict, got: dict) -> list[str]:
     """How ``got`` differs from ``expect``: numbers to :data:`TOLERANCE`, the rest exactly;
-    ``start_snapped`` and ``goal_snapped`` are false unless expected true."""
+    for a path, ``start_snapped`` and ``goal_snapped`` are false unless expected true."""
     keys = list(expect)
-    if "status" in expect:
+    if expect.get("status") in PATH_STATUSES:
         keys += [key for key in ("start_snapped", "goal_snapped") if key not in expect]
     wrong = []
     for key in keys:

@@ -7,7 +7,7 @@
 #    Mono (mono-mcs, mono-runtime), Godot 4 in a Debian sid tree (see godot/run_tests.sh);
 # 2. static checks of every GDScript file: gdparse, gdlint, gdformat --check;
 # 3. starts a real `pathserver serve` on a free loopback port, serving a temporary copy of the
-#    repository's maps/ plus the Godot test and demo maps, and a ZeroMQ peer that never answers
+#    repository's maps/ plus the Godot tests' map (the demo uploads its level), and a ZeroMQ peer that never answers
 #    (`conformance.py silent`, for the timeout scenario); writes the server's option list,
 #    `pathserver options --json`, which the engine tests check their clients' options against;
 # 4. runs the Godot addon's tests in a headless Godot 4, the C# client's tests under Mono (both
@@ -110,7 +110,7 @@ fi
 section "server"
 mkdir -p "$WORK/maps"
 cp -R "$REPO/maps/." "$WORK/maps/" 2>/dev/null || true
-cp "$GODOT_DIR/tests/maps/"* "$GODOT_DIR/demo/maps/"* "$WORK/maps/"
+cp "$GODOT_DIR/tests/maps/"* "$WORK/maps/"
 export PATHSERVER_MAPS="$WORK/maps"
 free_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PORT="$(free_port)"

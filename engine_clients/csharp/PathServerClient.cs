@@ -12,7 +12,8 @@
 //
 // The file, in order (each part is a #region):
 //   1. Values: PathPoint, UnitSize, GridRect, CoordinateSpace, PathStatus, PathOptions,
-//      PathRequest, PathResult, MapInfo: what goes into a request and comes out of a reply.
+//      PathRequest, PathResult, MapInfo, MapData: what goes into a request and comes out of a
+//      reply. Uploaded maps: PutMapAsync, GetMapAsync (MapData), DropMapAsync, UpdateAsync's ifGen.
 //   2. Errors: PathServerErrorCodes and PathServerException.
 //   3. Events: the EventArgs of PathFound, PathFailed and ConnectionChanged.
 //   4. PathServerClient: its public API; the main-thread event queue; requests (ids, timeouts,
@@ -295,6 +296,32 @@ namespace PathServer
         }
     }
 
+    /// <summary>
+    /// A map's cells as GetMapAsync returns them: Cells covers Region, row-major from its top-left
+    /// (index y * Region.Width + x): 0 blocked, else the terrain cost rounded to 1..255. Costs
+    /// (the exact costs, 0 on blocked cells) when the map has a cost that is not a whole number
+    /// from 1 to 255, Heights when it has a height layer, Tags when it has tags; null otherwise.
+    /// Width and Height are the whole map's.
+    /// </summary>
+    public sealed class MapData
+    {
+        public string Name { get; internal set; }
+        public long Gen { get; internal set; }
+        public int Width { get; internal set; }
+        public int Height { get; internal set; }
+        public PathPoint Origin { get; internal set; }
+        public double CellSize { get; internal set; }
+        public GridRect Region { get; internal set; }
+        public byte[] Cells { get; internal set; }
+        public float[] Costs { get; internal set; }
+        public float[] Heights { get; internal set; }
+        public byte[] Tags { get; internal set; }
+        public IDictionary<string, object> Raw { get; internal set; }
+
+        /// <summary>The cell at (x, y) of the region (region coordinates).</summary>
+        public byte this[int x, int y] { get { return Cells[y * Region.Width + x]; } }
+    }
+
     #endregion
 
     #region Errors
@@ -315,6 +342,11 @@ namespace PathServer
         public const string SearchLimit = "search_limit";
         public const string Overloaded = "overloaded";
         public const string Internal = "internal";
+        /// <summary>
+        /// put_map or drop_map on the name of a map file the server serves, or an update whose
+        /// ifGen is not the map's generation (PathServerException.Gen then holds the current one).
+        /// </summary>
+        public const string Conflict = "conflict";
 
         /// <summary>Client: no reply within the request's timeout while connected.</summary>
         public const string Timeout = "timeout";
@@ -334,9 +366,11 @@ namespace PathServer
         public bool Retryable { get; }
         public int? RetryAfterMs { get; }
         public long? RequestId { get; }
+        /// <summary>A "conflict" from UpdateAsync's ifGen: the map's current generation; null otherwise.</summary>
+        public long? Gen { get; }
 
         public PathServerException(string code, string message, string at = null, bool retryable = false,
-            int? retryAfterMs = null, long? requestId = null)
+            int? retryAfterMs = null, long? requestId = null, long? gen = null)
             : base(FormatMessage(code, message, at))
         {
             Code = code;
@@ -344,6 +378,7 @@ namespace PathServer
             Retryable = retryable;
             RetryAfterMs = retryAfterMs;
             RequestId = requestId;
+            Gen = gen;
         }
 
         static string FormatMessage(string code, string message, string at)
@@ -359,13 +394,17 @@ namespace PathServer
             int? retryAfter = null;
             object retryAfterValue = MsgPack.Get(reply, "retry_after_ms");
             if (MsgPack.IsNumber(retryAfterValue)) retryAfter = (int)MsgPack.ToLong(retryAfterValue);
+            long? gen = null;
+            object genValue = MsgPack.Get(reply, "gen");
+            if (MsgPack.IsNumber(genValue)) gen = MsgPack.ToLong(genValue);
             return new PathServerException(
                 MsgPack.Get(error, "code") as string ?? PathServerErrorCodes.Internal,
                 MsgPack.Get(error, "message") as string ?? "",
                 MsgPack.Get(error, "at") as string,
                 true.Equals(MsgPack.Get(reply, "retryable")),
                 retryAfter,
-                requestId);
+                requestId,
+                gen);
         }
     }
 
@@ -615,20 +654,86 @@ namespace PathServer
         }
 
         /// <summary>
-        /// A live obstacle edit (op "update"): makes the cells of rects solid or open (solid), or sets
-        /// their cost. Returns the map's new generation. Idempotent, so a re-send after a reconnect is harmless.
+        /// A live obstacle edit (op "update"): makes the cells of rects solid or open (solid), sets
+        /// their cost, or both (solid false and a cost: open with that cost). Returns the map's new
+        /// generation. Idempotent, so a re-send after a reconnect is harmless. With ifGen the edit
+        /// applies only while the map is at that generation; otherwise it throws a
+        /// PathServerException with Code "conflict" and Gen the current generation.
         /// </summary>
         public Task<long> UpdateAsync(string map, IEnumerable<GridRect> rects, bool? solid = null, double? cost = null,
-            CancellationToken ct = default(CancellationToken))
+            CancellationToken ct = default(CancellationToken), long? ifGen = null)
         {
             if (rects == null) throw new ArgumentNullException("rects");
-            if (solid.HasValue == cost.HasValue) throw new ArgumentException("Give exactly one of solid or cost.");
+            if (!solid.HasValue && !cost.HasValue) throw new ArgumentException("Give solid, cost or both.");
+            if (solid == true && cost.HasValue) throw new ArgumentException("A solid cell has no cost: give solid false with a cost.");
             var wireRects = new List<object>();
             foreach (var r in rects) wireRects.Add(new object[] { (long)r.X, (long)r.Y, (long)r.Width, (long)r.Height });
             var body = new MsgPackMap { { "op", "update" }, { "map", map ?? DefaultMap }, { "rects", wireRects } };
             if (solid.HasValue) body.Add("solid", solid.Value);
             if (cost.HasValue) body.Add("cost", cost.Value);
-            return SendAsync(body, null, ct, (id, reply) => MsgPack.IsNumber(MsgPack.Get(reply, "gen")) ? MsgPack.ToLong(MsgPack.Get(reply, "gen")) : -1L);
+            if (ifGen.HasValue) body.Add("if_gen", ifGen.Value);
+            return SendAsync(body, null, ct, (id, reply) => GenOf(reply, id));
+        }
+
+        /// <summary>
+        /// Uploads a map of width x height cells under name (op "put_map") and returns its generation;
+        /// from the reply on, every request can use it. An uploaded name is replaced (a higher
+        /// generation); the name of a map file the server serves throws "conflict".
+        /// cells: one byte per cell, row-major from the top-left (index y * width + x): 0 blocked,
+        /// 1..255 walkable with that terrain cost. costs (exact costs >= 1 on walkable cells, overriding
+        /// the bytes) and heights go out as little-endian float32, tags as bytes; every array holds
+        /// width * height items, which the server checks ("invalid_request" at "cells", "costs", ...).
+        /// origin is the world position of the grid's top-left corner (default 0, 0), cellSize the
+        /// world units of a cell (default 1).
+        /// </summary>
+        public Task<long> PutMapAsync(string name, int width, int height, byte[] cells, float[] costs = null,
+            float[] heights = null, byte[] tags = null, PathPoint? origin = null, double? cellSize = null,
+            TimeSpan? timeout = null, CancellationToken ct = default(CancellationToken))
+        {
+            if (cells == null) throw new ArgumentNullException("cells");
+            var body = PutMapBody(name ?? DefaultMap, width, height, cells, costs, heights, tags, origin, cellSize);
+            return SendAsync(body, timeout, ct, (id, reply) => GenOf(reply, id));
+        }
+
+        // The body of a put_map request, without its id, in the key order of docs/protocol.md.
+        internal static MsgPackMap PutMapBody(string name, int width, int height, byte[] cells, float[] costs = null,
+            float[] heights = null, byte[] tags = null, PathPoint? origin = null, double? cellSize = null)
+        {
+            var body = new MsgPackMap { { "op", "put_map" }, { "map", name }, { "width", (long)width },
+                { "height", (long)height }, { "cells", cells } };
+            if (costs != null) body.Add("costs", Float32Bytes(costs));
+            if (heights != null) body.Add("heights", Float32Bytes(heights));
+            if (origin.HasValue) body.Add("origin", new object[] { (double)origin.Value.X, (double)origin.Value.Y });
+            if (cellSize.HasValue) body.Add("cell_size", cellSize.Value);
+            if (tags != null) body.Add("tags", tags);
+            return body;
+        }
+
+        /// <summary>
+        /// The cells of a map (op "get_map"), uploaded or served from a file, live edits included: the
+        /// whole map, or region (which must lie inside the map, else "out_of_bounds" at "region").
+        /// </summary>
+        public Task<MapData> GetMapAsync(string name, GridRect? region = null, TimeSpan? timeout = null,
+            CancellationToken ct = default(CancellationToken))
+        {
+            var body = new MsgPackMap { { "op", "get_map" }, { "map", name ?? DefaultMap } };
+            if (region.HasValue)
+            {
+                var r = region.Value;
+                body.Add("region", new object[] { (long)r.X, (long)r.Y, (long)r.Width, (long)r.Height });
+            }
+            return SendAsync(body, timeout, ct, (id, reply) => ParseMapData(reply, id));
+        }
+
+        /// <summary>
+        /// Stops serving an uploaded map (op "drop_map"); returns the generation dropped. Requests
+        /// already in flight on it finish. An unknown name throws "unknown_map", a map file's name
+        /// "conflict".
+        /// </summary>
+        public Task<long> DropMapAsync(string name, CancellationToken ct = default(CancellationToken))
+        {
+            var body = new MsgPackMap { { "op", "drop_map" }, { "map", name ?? DefaultMap } };
+            return SendAsync(body, null, ct, (id, reply) => GenOf(reply, id));
         }
 
         /// <summary>A round trip to the server (op "ping"); returns the measured latency.</summary>
@@ -1057,6 +1162,70 @@ namespace PathServer
             value = MsgPack.Get(entry, "last_error");
             info.LastError = value == null ? null : (value as string ?? MsgPack.ToDebugString(value));
             return info;
+        }
+
+        internal static long GenOf(IDictionary<string, object> reply, long id)
+        {
+            object gen = MsgPack.Get(reply, "gen");
+            if (!MsgPack.IsNumber(gen))
+                throw new PathServerException(PathServerErrorCodes.BadReply, "reply without a \"gen\"", null, false, null, id);
+            return MsgPack.ToLong(gen);
+        }
+
+        // Little-endian float32, whatever this machine's byte order.
+        internal static byte[] Float32Bytes(float[] values)
+        {
+            var bytes = new byte[values.Length * 4];
+            Buffer.BlockCopy(values, 0, bytes, 0, bytes.Length);
+            if (!BitConverter.IsLittleEndian)
+                for (int i = 0; i < bytes.Length; i += 4) Array.Reverse(bytes, i, 4);
+            return bytes;
+        }
+
+        internal static float[] Float32Values(byte[] bytes)
+        {
+            var copy = (byte[])bytes.Clone();
+            if (!BitConverter.IsLittleEndian)
+                for (int i = 0; i + 4 <= copy.Length; i += 4) Array.Reverse(copy, i, 4);
+            var values = new float[copy.Length / 4];
+            Buffer.BlockCopy(copy, 0, values, 0, values.Length * 4);
+            return values;
+        }
+
+        internal static MapData ParseMapData(IDictionary<string, object> reply, long id)
+        {
+            var map = new MapData { Raw = reply, Name = MsgPack.Get(reply, "map") as string };
+            object value;
+            if (MsgPack.IsNumber(value = MsgPack.Get(reply, "gen"))) map.Gen = MsgPack.ToLong(value);
+            if (MsgPack.IsNumber(value = MsgPack.Get(reply, "width"))) map.Width = (int)MsgPack.ToLong(value);
+            if (MsgPack.IsNumber(value = MsgPack.Get(reply, "height"))) map.Height = (int)MsgPack.ToLong(value);
+            if (MsgPack.IsNumber(value = MsgPack.Get(reply, "cell_size"))) map.CellSize = MsgPack.ToDouble(value);
+            if ((value = MsgPack.Get(reply, "origin")) is object[]) map.Origin = PointFromWire(value, "origin");
+            map.Region = new GridRect(0, 0, map.Width, map.Height);
+            var region = MsgPack.Get(reply, "region") as object[];
+            if (region != null && region.Length == 4 && Array.TrueForAll(region, MsgPack.IsNumber))
+                map.Region = new GridRect((int)MsgPack.ToLong(region[0]), (int)MsgPack.ToLong(region[1]),
+                    (int)MsgPack.ToLong(region[2]), (int)MsgPack.ToLong(region[3]));
+            int count = map.Region.Width * map.Region.Height;
+            map.Cells = MsgPack.Get(reply, "cells") as byte[];
+            if (map.Cells == null || map.Cells.Length != count)
+                throw new PathServerException(PathServerErrorCodes.BadReply, "get_map reply: \"cells\" is not " + count + " bytes of bin", null, false, null, id);
+            map.Costs = Float32Field(reply, "costs", count, id);
+            map.Heights = Float32Field(reply, "heights", count, id);
+            map.Tags = MsgPack.Get(reply, "tags") as byte[];
+            if (MsgPack.Get(reply, "tags") != null && (map.Tags == null || map.Tags.Length != count))
+                throw new PathServerException(PathServerErrorCodes.BadReply, "get_map reply: \"tags\" is not " + count + " bytes of bin", null, false, null, id);
+            return map;
+        }
+
+        static float[] Float32Field(IDictionary<string, object> reply, string key, int count, long id)
+        {
+            object value = MsgPack.Get(reply, key);
+            if (value == null) return null;
+            var bytes = value as byte[];
+            if (bytes == null || bytes.Length != count * 4)
+                throw new PathServerException(PathServerErrorCodes.BadReply, "get_map reply: \"" + key + "\" is not " + count + " float32 of bin", null, false, null, id);
+            return Float32Values(bytes);
         }
 
         static void ParseEndpoint(string endpoint, out string host, out int port)

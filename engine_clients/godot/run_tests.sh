@@ -5,8 +5,8 @@
 #   run_tests.sh ENDPOINT     install if needed, then run tests/test_pathserver.gd against a
 #                             running server at ENDPOINT (e.g. tcp://127.0.0.1:5555), then the
 #                             demo for a few seconds as a player runs it (its embedded server
-#                             on a free port, demo/maps); prints "N passed, N failed" last, the
-#                             demo counted as one check
+#                             on a free port, its level uploaded from its TileMapLayer); prints
+#                             "N passed, N failed" last, the demo counted as one check
 #
 # Godot 4 is packaged only in Debian's unstable release and needs its newer libc, so it lives in a
 # minimal `debootstrap --variant=minbase sid` tree, cached under $PATHSERVER_CI_CACHE
@@ -18,8 +18,7 @@
 #
 # Environment for the test itself:
 #   PATHSERVER_MAPS     the maps folder the server at ENDPOINT serves (the embedded-server tests
-#                       start servers of their own with it); it must hold tests/maps and
-#                       demo/maps too
+#                       start servers of their own with it); it must hold tests/maps too
 #   PATHSERVER_PYTHON   the Python that runs `-m pathserver serve` (default: python3 on PATH),
 #                       for the embedded servers of the tests and of the demo
 #   PATHSERVER_SILENT_ENDPOINT, PATHSERVER_OPTIONS, PATHSERVER_CONFORMANCE
@@ -160,7 +159,9 @@ prepare_project() {
 
 # Runs the demo headless for a few seconds with its own embedded server (override.cfg names
 # the Python); true when its group moved at least twice, found paths, no unit failed to get
-# one, no two units ended on the same cell, and no script error happened.
+# one, no two units ended on the same cell, its simulated right click placed a wall that
+# changed the small units' route and made units ask for new paths, and no script error
+# happened.
 demo_smoke() {
     local out="$HERE/demo/.last-run.log"
     printf '[pathserver]\n\nembedded_server/command="%s"\n' "${PATHSERVER_PYTHON:-python3}" \
@@ -169,8 +170,10 @@ demo_smoke() {
     timeout 90 "${GODOT[@]}" --headless --path "$HERE/demo" -- --demo-seconds=6 >"$out" 2>&1
     local summary
     summary="$(grep -m1 '^demo summary:' "$out" || true)"
+    local pattern=',\ [1-9][0-9]*\ paths,.*\ 0\ failures,\ ([0-9]+)\ group\ moves,\ 0\ overlaps,'
+    pattern+='\ [1-9][0-9]*\ walls\ placed,\ [1-9][0-9]*\ routes\ changed,\ [1-9][0-9]*\ units\ re-routed$'
     if grep -q 'SCRIPT ERROR' "$out" \
-        || ! [[ "$summary" =~ ,\ [1-9][0-9]*\ paths,.*\ 0\ failures,\ ([0-9]+)\ group\ moves,\ 0\ overlaps$ ]] \
+        || ! [[ "$summary" =~ $pattern ]] \
         || [[ "${BASH_REMATCH[1]}" -lt 2 ]]; then
         echo "FAIL  demo smoke run: ${summary:-no summary line}"
         tail -n 20 "$out"

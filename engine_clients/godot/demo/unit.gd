@@ -1,6 +1,6 @@
 extends Node2D
-## A demo unit: a square of its footprint and the rest of its path, moved by its
-## PathServerAgent2D child.
+## A demo unit: a square of its footprint, moved by its PathServerAgent2D child (a
+## PathServerDebugDraw2D beside it draws its path).
 
 var size_cells := Vector2i.ONE
 var cell_size := 1.0
@@ -18,12 +18,6 @@ func _process(_delta: float) -> void:
 
 
 func _draw() -> void:
-	var path := agent.get_remaining_path()
-	if path.size() >= 2:
-		var local := PackedVector2Array()
-		for point in path:
-			local.append(point - global_position)
-		draw_polyline(local, Color(color, 0.5), cell_size * 0.15)
 	# An even-sized footprint is centred on its cell's lower-right corner (the server's rule).
 	var offset := Vector2(1 - size_cells.x % 2, 1 - size_cells.y % 2) * cell_size * 0.5
 	var extent := Vector2(size_cells) * cell_size

@@ -1,3 +1,4 @@
+# gdlint: disable=max-public-methods,max-file-lines
 class_name PathServerClient
 extends Node
 ## A client for pathserver, the grid pathfinding service. The plugin registers one as the
@@ -10,6 +11,11 @@ extends Node
 ## [method find_paths], [method request]) returns the request id at once, and the answer comes
 ## as a signal with that id. Replies are matched by id, in whatever order the server finishes
 ## them; every request emits its signal, awaited or not.
+##
+## The game's own world: [method put_grid] and [method put_tilemap] upload a map (a
+## [TileMapLayer] as it is), [method get_map] reads one back, [method drop_map] drops it,
+## [method update_map] edits one live (with [code]if_gen[/code]); each with its
+## [code]_async[/code] twin. [PathServerTileMapSync] keeps an uploaded layer in sync.
 ##
 ## A path query that finds no path is an answer, not a failure (like [AStarGrid2D]'s empty
 ## path): [signal path_found] with empty waypoints and [code]info.status == "no_path"[/code],
@@ -64,7 +70,7 @@ signal embedded_server_started(server_endpoint: String)
 ## "embedded_server_failed".
 signal embedded_server_failed(message: String)
 
-enum Kind { PATH, PATHS, RAW }
+enum Kind { PATH, PATHS, RAW, MAP }
 ## Where the embedded server is: not started by this client, starting (compiling, loading
 ## maps), running (its ready line came), or failed (see [signal embedded_server_failed]).
 enum ServerState { NONE, STARTING, RUNNING, FAILED }
@@ -154,6 +160,7 @@ var _server_check_ms := 0
 var _server_failure := ""
 var _server_pipes: Array[ServerPipe] = []
 var _server_log := PackedStringArray()
+var _local_replies: Array[Pending] = []
 
 
 ## The value of a pathserver project setting, or its default when the project has none.
@@ -285,6 +292,122 @@ func request_async(op: String, fields := {}) -> PathServerResult:
 	return pending.result
 
 
+## Uploads a map of [param size] cells under [param name], fire and forget (op
+## [code]put_map[/code]); the answer comes as [signal reply_received] with the returned id. A
+## name already uploaded is replaced (with a higher generation); the name of a map file the
+## server serves is refused with the code "conflict".
+## [br][param cells]: one byte per cell, row-major from the top-left (index y * width + x):
+## 0 blocked, 1..255 walkable with that terrain cost (1 plain). Sent as msgpack bin.
+## [br][param options]: [code]costs[/code] ([PackedFloat32Array], one exact cost >= 1 per
+## cell, overriding the bytes on walkable cells), [code]heights[/code]
+## ([PackedFloat32Array]), [code]tags[/code] ([PackedByteArray]), [code]origin[/code]
+## ([Vector2], the world position of the grid's top-left corner, default (0, 0)),
+## [code]cell_size[/code] (world units a cell, default 1), and [code]timeout_ms[/code]. Float
+## arrays go out as bin of little-endian float32 ([method PackedFloat32Array.to_byte_array]:
+## every platform Godot runs on is little-endian). The server checks the sizes: a wrong one
+## is the error "invalid_request" at "cells" (or "costs", ...).
+## [codeblock]
+## var cells := PackedByteArray([1, 1, 1, 0, 0, 1, 1, 1, 1])
+## var result := await PathServer.put_grid_async("room", Vector2i(3, 3), cells, {"cell_size": 16.0})
+## print(result.ok, " gen ", result.info.gen)
+## [/codeblock]
+func put_grid(name: String, size: Vector2i, cells: PackedByteArray, options := {}) -> int:
+	return _put_grid(name, size, cells, options).result.id
+
+
+## [method put_grid], awaited. The result's [code]info[/code] holds the reply's
+## [code]map[/code], [code]gen[/code], [code]width[/code] and [code]height[/code].
+func put_grid_async(
+	name: String, size: Vector2i, cells: PackedByteArray, options := {}
+) -> PathServerResult:
+	var pending := _put_grid(name, size, cells, options)
+	await _completion(pending)
+	return pending.result
+
+
+## Uploads a [TileMapLayer] as the map [param name] (see [method put_grid]): walkability and
+## cost come from its TileSet's custom data layers [code]walkable[/code] and [code]cost[/code],
+## else from the tiles' physics polygons (blocked) and navigation polygons (walkable); empty
+## cells are blocked ([PathServerTileMapReader] has the rules). The grid covers the layer's
+## used rect, in the layer's global coordinates: positions of nodes beside the layer go
+## straight into path requests. Square tiles only.
+## [br][param options]: [code]walkable_layer[/code], [code]cost_layer[/code] (the custom data
+## layers' names), [code]empty_walkable[/code] (bool), [code]rect[/code] (a [Rect2i] of layer
+## cells instead of the used rect), [code]timeout_ms[/code]. A layer that cannot be read
+## (no TileSet, no tiles, tiles that are not squares) fails at once, without a request:
+## [code]code[/code] "invalid_request", [code]info.at[/code] "layer", and a message saying why.
+## On success [code]info[/code] also holds [code]rect[/code], the layer cells uploaded.
+func put_tilemap(name: String, layer: TileMapLayer, options := {}) -> int:
+	return _put_tilemap(name, layer, options).result.id
+
+
+## [method put_tilemap], awaited.
+func put_tilemap_async(name: String, layer: TileMapLayer, options := {}) -> PathServerResult:
+	var pending := _put_tilemap(name, layer, options)
+	await _completion(pending)
+	return pending.result
+
+
+## Asks for the cells of the map [param name] (op [code]get_map[/code]): the whole map, or the
+## cells of [param region] (grid cells; it must lie inside the map, else "out_of_bounds"). Works
+## for uploaded and file maps alike, live edits included. The answer comes as
+## [signal reply_received]; awaited ([method get_map_async]) the result's [code]info[/code]
+## holds [code]map[/code], [code]gen[/code], [code]size[/code] ([Vector2i], the whole map's),
+## [code]origin[/code] ([Vector2]), [code]cell_size[/code], [code]region[/code] ([Rect2i]),
+## [code]cells[/code] ([PackedByteArray] of the region, row-major: 0 blocked, else the cost
+## rounded and clamped to 1..255) and, when the map has them, [code]costs[/code] and
+## [code]heights[/code] ([PackedFloat32Array]) and [code]tags[/code] ([PackedByteArray]).
+func get_map(name: String, region := Rect2i(), options := {}) -> int:
+	return _get_map(name, region, options).result.id
+
+
+## [method get_map], awaited.
+## [codeblock]
+## var room := await PathServer.get_map_async("room")
+## print(room.info.size, " ", room.info.cells)  # (3, 3) [1, 1, 1, 0, 0, 1, 1, 1, 1]
+## [/codeblock]
+func get_map_async(name: String, region := Rect2i(), options := {}) -> PathServerResult:
+	var pending := _get_map(name, region, options)
+	await _completion(pending)
+	return pending.result
+
+
+## Stops serving the uploaded map [param name] (op [code]drop_map[/code]); requests already
+## in flight on it finish. An unknown name is "unknown_map", a map file's name "conflict".
+func drop_map(name: String, options := {}) -> int:
+	return _submit("drop_map", {"map": name}, Kind.RAW, options).result.id
+
+
+## [method drop_map], awaited; [code]info.gen[/code] is the generation dropped.
+func drop_map_async(name: String, options := {}) -> PathServerResult:
+	var pending := _submit("drop_map", {"map": name}, Kind.RAW, options)
+	await _completion(pending)
+	return pending.result
+
+
+## A live edit of the map [param name] (op [code]update[/code]): [param fields] are the op's
+## ([code]rects[/code] or [code]cells[/code] ([Array] of [Vector2i] work), [code]solid[/code]
+## and/or [code]cost[/code], [code]space[/code]), plus [code]timeout_ms[/code]. With
+## [param if_gen] >= 0 the edit applies only if the map's generation is still that one; else
+## the result is the error "conflict" and [code]info.gen[/code] the current generation. The
+## reply's new [code]gen[/code] emits [signal map_generation_changed].
+func update_map(name: String, fields: Dictionary, if_gen := -1) -> int:
+	return _update_map(name, fields, if_gen).result.id
+
+
+## [method update_map], awaited; [code]info.gen[/code] is the map's new generation.
+## [codeblock]
+## var door := {"cells": [Vector2i(1, 1)], "solid": true}
+## var edit := await PathServer.update_map_async("room", door, gen)
+## if edit.code == "conflict":
+##     print("someone else edited the map; it is at generation ", edit.info.gen)
+## [/codeblock]
+func update_map_async(name: String, fields: Dictionary, if_gen := -1) -> PathServerResult:
+	var pending := _update_map(name, fields, if_gen)
+	await _completion(pending)
+	return pending.result
+
+
 ## Forgets a request made with [method find_path], [method find_paths] or [method request]:
 ## no signal is emitted for it and a late reply is ignored.
 func cancel(id: int) -> void:
@@ -300,6 +423,11 @@ func cancel(id: int) -> void:
 ## yourself only when this node is not in the scene tree.
 func poll() -> void:
 	var now := Time.get_ticks_msec()
+	if not _local_replies.is_empty():
+		var answered := _local_replies
+		_local_replies = []
+		for pending in answered:
+			_complete(pending, pending.local_reply)
 	if _server_pid > 0:
 		_poll_embedded_server(now)
 	if _active:
@@ -400,6 +528,62 @@ func _find_paths(requests: Array, unit_size: Vector2i, options: Dictionary) -> P
 	return _submit("paths", fields, Kind.PATHS, options)
 
 
+func _put_grid(
+	name: String, size: Vector2i, cells: PackedByteArray, options: Dictionary
+) -> Pending:
+	# Keys in the order of the protocol's put_map; options the server does not know go out too,
+	# for it to refuse (invalid_request), as with find_path.
+	var fields := {"map": name, "width": size.x, "height": size.y, "cells": cells}
+	var keys := ["costs", "heights", "origin", "cell_size", "tags"]
+	keys.append_array(options.keys().filter(func(key: Variant) -> bool: return key not in keys))
+	for key: Variant in keys:
+		if options.has(key) and key not in CLIENT_OPTIONS:
+			var value: Variant = options[key]
+			fields[key] = value.to_byte_array() if value is PackedFloat32Array else value
+	return _submit("put_map", fields, Kind.RAW, options)
+
+
+func _put_tilemap(name: String, layer: TileMapLayer, options: Dictionary) -> Pending:
+	var reader_options := {}
+	var client_options := {}
+	for key: Variant in options:
+		if PathServerTileMapReader.OPTIONS.has(key):
+			reader_options[key] = options[key]
+		else:
+			client_options[key] = options[key]
+	var grid := PathServerTileMapReader.read(layer, reader_options)
+	if grid.error != "":
+		var pending := _local_pending(Kind.RAW)
+		var error := _client_error("invalid_request", grid.error, pending.result.id)
+		error.error.at = grid.at
+		pending.local_reply = error
+		return pending
+	client_options["origin"] = grid.origin
+	client_options["cell_size"] = grid.cell_size
+	if not grid.costs.is_empty():
+		client_options["costs"] = grid.costs
+	var uploaded := _put_grid(name, grid.size, grid.cells, client_options)
+	uploaded.extra_info = {"rect": grid.rect}
+	return uploaded
+
+
+func _get_map(name: String, region: Rect2i, options: Dictionary) -> Pending:
+	var fields := {"map": name}
+	if region.has_area():
+		fields["region"] = [region.position.x, region.position.y, region.size.x, region.size.y]
+	return _submit("get_map", _with_options(fields, options), Kind.MAP, options)
+
+
+func _update_map(name: String, fields: Dictionary, if_gen: int) -> Pending:
+	var body := {"map": name}
+	for key: Variant in fields:
+		if key not in CLIENT_OPTIONS:
+			body[key] = fields[key]
+	if if_gen >= 0:
+		body["if_gen"] = if_gen
+	return _submit("update", body, Kind.RAW, fields)
+
+
 func _with_options(fields: Dictionary, options: Dictionary) -> Dictionary:
 	for key: Variant in options:
 		if key not in CLIENT_OPTIONS:
@@ -412,6 +596,7 @@ func _submit(op: String, fields: Dictionary, kind: Kind, options := {}) -> Pendi
 	pending.kind = kind
 	pending.result.id = _next_id
 	_next_id += 1
+	pending.body_map = str(fields.get("map", ""))
 	# "id" and "op" lead, as in every example of the protocol document.
 	var body := {"id": pending.result.id, "op": op}
 	body.merge(fields)
@@ -422,6 +607,17 @@ func _submit(op: String, fields: Dictionary, kind: Kind, options := {}) -> Pendi
 	pending.timeout_ms = wait_ms
 	_pending[pending.result.id] = pending
 	# Sending waits for poll(): a reply can never arrive before the caller awaits it.
+	return pending
+
+
+## A request the client answers itself (a layer it cannot read): completed at the next
+## [method poll], so that its signal comes after the caller has its id.
+func _local_pending(kind: Kind) -> Pending:
+	var pending := Pending.new()
+	pending.kind = kind
+	pending.result.id = _next_id
+	_next_id += 1
+	_local_replies.append(pending)
 	return pending
 
 
@@ -649,7 +845,19 @@ func _complete(pending: Pending, reply: Dictionary) -> void:
 		Kind.RAW:
 			_fill_error(result, reply)
 			result.ok = reply.get("ok") == true
-			_note_generation(reply)
+			if result.ok:
+				for key: Variant in reply:
+					if key not in ["id", "ok"]:
+						result.info[key] = reply[key]
+				result.info.merge(pending.extra_info)
+			_note_generation(reply, pending.body_map)
+			reply_received.emit(result.id, reply)
+		Kind.MAP:
+			_fill_error(result, reply)
+			result.ok = reply.get("ok") == true
+			if result.ok:
+				_fill_map_result(result, reply)
+			_note_generation(reply, pending.body_map)
 			reply_received.emit(result.id, reply)
 	pending.finish()
 
@@ -671,6 +879,9 @@ func _fill_error(result: PathServerResult, reply: Dictionary) -> void:
 	result.message = str(error.get("message", ""))
 	result.retryable = reply.get("retryable") == true
 	result.info["at"] = error.get("at")
+	if reply.get("gen") is int:
+		# A "conflict" from update's if_gen names the map's current generation.
+		result.info["gen"] = reply.gen
 	result.ok = false
 
 
@@ -699,6 +910,54 @@ func _fill_path_result(result: PathServerResult, reply: Variant, request_body: D
 			result,
 			_client_error("bad_reply", "a path reply with status '%s'" % result.status, result.id)
 		)
+
+
+func _fill_map_result(result: PathServerResult, reply: Dictionary) -> void:
+	var size := Vector2i(_to_int(reply.get("width")), _to_int(reply.get("height")))
+	var region := Rect2i(Vector2i.ZERO, size)
+	var wire_region: Variant = reply.get("region")
+	if wire_region is Array and wire_region.size() == 4:
+		region = Rect2i(
+			_to_int(wire_region[0]),
+			_to_int(wire_region[1]),
+			_to_int(wire_region[2]),
+			_to_int(wire_region[3])
+		)
+	var count := region.size.x * region.size.y
+	result.info = {
+		"map": reply.get("map"),
+		"gen": reply.get("gen"),
+		"size": size,
+		"origin": _to_point(reply.get("origin")),
+		"cell_size": float(reply.get("cell_size", 1.0)),
+		"region": region,
+		"cells": reply.get("cells"),
+	}
+	var problem := ""
+	if not (reply.get("cells") is PackedByteArray and reply.cells.size() == count):
+		problem = "cells: not %d bytes of bin" % count
+	for key: String in ["costs", "heights"]:
+		if not reply.has(key):
+			continue
+		var raw: Variant = reply[key]
+		if raw is PackedByteArray and raw.size() == count * 4:
+			# Little-endian float32, as every platform Godot runs on stores them.
+			result.info[key] = raw.to_float32_array()
+		else:
+			problem = "%s: not %d float32 of bin" % [key, count]
+	if reply.has("tags"):
+		if reply.tags is PackedByteArray and reply.tags.size() == count:
+			result.info["tags"] = reply.tags
+		else:
+			problem = "tags: not %d bytes of bin" % count
+	if problem != "":
+		_fill_error(
+			result, _client_error("bad_reply", "a get_map reply with bad %s" % problem, result.id)
+		)
+
+
+static func _to_int(value: Variant) -> int:
+	return int(value) if value is int or value is float else 0
 
 
 func _note_generation(reply: Dictionary, map: String = "") -> void:
@@ -756,6 +1015,12 @@ class Pending:
 	## PATHS only: one PathServerResult per request, filled on completion.
 	var batch: Array[PathServerResult] = []
 	var done := false
+	## The request's "map" field, for the generation its reply names.
+	var body_map := ""
+	## What the client answers itself, without sending (see _local_pending).
+	var local_reply := {}
+	## Added to a successful result's info (put_tilemap: the layer's rect).
+	var extra_info := {}
 
 	func finish() -> void:
 		done = true

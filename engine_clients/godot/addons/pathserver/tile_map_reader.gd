@@ -1,0 +1,294 @@
+class_name PathServerTileMapReader
+extends RefCounted
+## Turns a [TileMapLayer] into the grid that [method PathServerClient.put_tilemap] uploads:
+## one byte per cell (0 blocked, else its terrain cost) and, when a cost is not a whole number
+## from 1 to 255, a float32 cost per cell.
+##
+## A tile is read in this order:
+## [br]1. the TileSet's custom data layer [code]walkable[/code] (any type that converts to
+## bool; the name is the option [code]walkable_layer[/code]) and [code]cost[/code] (a
+## number >= 1; option [code]cost_layer[/code]);
+## [br]2. where a tile has no such data, its polygons: a physics (collision) polygon on any
+## physics layer makes it blocked, else a navigation polygon makes it walkable;
+## [br]3. else the walkable layer's default when the TileSet has that layer (false for a bool
+## layer: blocked), walkable when it has none.
+## [br]Godot stores a custom data value only where it differs from the layer's default, so a
+## tile showing the default ([code]false[/code] for a bool layer, [code]0[/code] for a number)
+## counts as having no such data. A walkable tile without a cost has cost 1. Empty cells are
+## blocked ([code]empty_walkable[/code]: true makes them walkable, cost 1).
+##
+## The grid covers [method TileMapLayer.get_used_rect] (option [code]rect[/code]: a
+## [Rect2i] of layer cells instead); cell (0, 0) of the grid is the rect's top-left tile.
+## World space is the layer's global coordinates: [code]origin[/code] is that tile's top-left
+## corner and [code]cell_size[/code] the tile size times the layer's scale, so positions of
+## nodes beside the layer go straight into path requests. Square tiles only: another tile
+## shape, non-square tiles, a rotated, skewed or unevenly scaled layer are refused with an
+## error saying so.
+## [codeblock]
+## var grid := PathServerTileMapReader.read($Ground)
+## if grid.error != "":
+##     push_error(grid.error)
+## else:
+##     print(grid.size, " ", grid.cells.count(0), " blocked cells")
+## [/codeblock]
+
+## The option names [method read] knows, with their defaults.
+const OPTIONS := {
+	"walkable_layer": "walkable",
+	"cost_layer": "cost",
+	"empty_walkable": false,
+	"rect": null,
+}
+## [member TileMapLayer.tile_map_data]'s layout this reader decodes directly (a 2-byte
+## format number, then 12 bytes a cell); any other format is read cell by cell instead.
+const DATA_FORMAT := 0
+const DATA_HEADER := 2
+const DATA_CELL := 12
+
+
+## Reads [param layer]. Returns a Dictionary: [code]error[/code] ("" when it worked, else why
+## not) and [code]at[/code] (the option or "layer" the error is about); on success
+## [code]rect[/code] (the layer cells covered), [code]size[/code] ([Vector2i] width, height),
+## [code]cells[/code] ([PackedByteArray], row-major from the top-left, index y * width + x),
+## [code]costs[/code] (a [PackedFloat32Array] of the exact costs, 0 on blocked cells; empty
+## when every cost is a whole number from 1 to 255, which [code]cells[/code] then holds),
+## [code]origin[/code] ([Vector2]) and [code]cell_size[/code] (float).
+static func read(layer: TileMapLayer, options := {}) -> Dictionary:
+	var unknown := options.keys().filter(func(key: Variant) -> bool: return not OPTIONS.has(key))
+	if not unknown.is_empty():
+		return _error("unknown option %s; known: %s" % [unknown[0], OPTIONS.keys()], unknown[0])
+	if layer == null:
+		return _error("no TileMapLayer given", "layer")
+	var geometry := layer_geometry(layer)
+	if geometry.error != "":
+		return geometry
+	var rect: Rect2i = (
+		options.get("rect") if options.get("rect") is Rect2i else layer.get_used_rect()
+	)
+	if rect.size.x <= 0 or rect.size.y <= 0:
+		return _error(
+			"the TileMapLayer '%s' has no tiles (and no rect was given)" % layer.name, "layer"
+		)
+	var rules := Rules.new(layer.tile_set, options)
+	var values := _read_values(layer, rect, rules)
+	var whole := true
+	for value: float in rules.values_seen:
+		whole = whole and (value == 0.0 or (value == roundf(value) and value <= 255.0))
+	# Whole values are bytes already: converted by the engine, without a loop in GDScript.
+	var cells := PackedByteArray(Array(values)) if whole else _bytes_of(values)
+	var transform: Transform2D = geometry.transform
+	return {
+		"error": "",
+		"at": null,
+		"rect": rect,
+		"size": rect.size,
+		"cells": cells,
+		"costs": PackedFloat32Array() if whole else values,
+		"origin": transform * Vector2(rect.position * layer.tile_set.tile_size),
+		"cell_size": geometry.cell_size,
+	}
+
+
+## The value of one layer cell as the grid holds it: 0.0 blocked, else its cost.
+static func cell_value(layer: TileMapLayer, coords: Vector2i, rules: Rules) -> float:
+	return rules.value_of(
+		layer.get_cell_source_id(coords),
+		layer.get_cell_atlas_coords(coords),
+		layer.get_cell_alternative_tile(coords)
+	)
+
+
+## The layer's world transform and cell size, or an error when its tiles are not squares
+## aligned with the world axes.
+static func layer_geometry(layer: TileMapLayer) -> Dictionary:
+	var tile_set := layer.tile_set
+	if tile_set == null:
+		return _error("the TileMapLayer '%s' has no TileSet" % layer.name, "layer")
+	if tile_set.tile_shape != TileSet.TILE_SHAPE_SQUARE:
+		return _error(
+			(
+				"only square tiles are supported: the TileSet of '%s' has another tile_shape"
+				% layer.name
+			),
+			"layer"
+		)
+	if tile_set.tile_size.x != tile_set.tile_size.y or tile_set.tile_size.x <= 0:
+		return _error(
+			(
+				"only square tiles are supported: the TileSet of '%s' has tile_size %s"
+				% [layer.name, tile_set.tile_size]
+			),
+			"layer"
+		)
+	var transform := layer.global_transform if layer.is_inside_tree() else layer.transform
+	var scale := transform.get_scale()
+	if (
+		not is_zero_approx(transform.get_rotation())
+		or not is_zero_approx(transform.get_skew())
+		or not is_equal_approx(scale.x, scale.y)
+		or scale.x <= 0.0
+	):
+		return _error(
+			(
+				(
+					"the TileMapLayer '%s' must not be rotated, skewed or unevenly scaled: "
+					+ "grid cells are squares along the world axes"
+				)
+				% layer.name
+			),
+			"layer"
+		)
+	return {"error": "", "transform": transform, "cell_size": tile_set.tile_size.x * scale.x}
+
+
+static func _read_values(layer: TileMapLayer, rect: Rect2i, rules: Rules) -> PackedFloat32Array:
+	var values := PackedFloat32Array()
+	values.resize(rect.size.x * rect.size.y)
+	values.fill(rules.empty_value)
+	var data := layer.tile_map_data
+	if data.size() < DATA_HEADER or data.decode_u16(0) != DATA_FORMAT:
+		# An unknown layout (a later Godot): ask the layer for each used cell instead.
+		for coords: Vector2i in layer.get_used_cells():
+			if rect.has_point(coords):
+				var at := coords - rect.position
+				values[at.y * rect.size.x + at.x] = cell_value(layer, coords, rules)
+		return values
+	# Each cell is three little-endian int32s: x | y << 16, source | atlas.x << 16,
+	# atlas.y | alternative << 16 (x and y signed 16-bit, the rest unsigned).
+	var words := data.slice(DATA_HEADER).to_int32_array()
+	var left := rect.position.x
+	var top := rect.position.y
+	var right := rect.end.x
+	var bottom := rect.end.y
+	var width := rect.size.x
+	var tile_values := rules.tile_values
+	for i in range(0, words.size(), 3):
+		var position := words[i]
+		var x := ((position & 0xFFFF) ^ 0x8000) - 0x8000
+		var y := position >> 16
+		if x < left or x >= right or y < top or y >= bottom:
+			continue
+		var key := (words[i + 1] << 32) | (words[i + 2] & 0xFFFFFFFF)
+		var value: Variant = tile_values.get(key)
+		if value == null:
+			value = rules.value_of_words(words[i + 1], words[i + 2])
+			tile_values[key] = value
+		values[(y - top) * width + x - left] = value
+	return values
+
+
+## The cell bytes of [param values]: 0 blocked, else the cost rounded to the nearest whole
+## number, clamped to 1..255 (as the server's get_map reports them).
+static func _bytes_of(values: PackedFloat32Array) -> PackedByteArray:
+	var bytes := PackedByteArray()
+	bytes.resize(values.size())
+	for i in values.size():
+		var value := values[i]
+		bytes[i] = 0 if value <= 0.0 else clampi(roundi(value), 1, 255)
+	return bytes
+
+
+static func _error(message: String, at: Variant) -> Dictionary:
+	return {"error": message, "at": at}
+
+
+## How tiles become values, with a cache per tile: built once per read.
+class Rules:
+	extends RefCounted
+
+	## The value of an empty cell.
+	var empty_value := 0.0
+	## Every value a tile gave so far (to know whether bytes can hold them all).
+	var values_seen := {}
+	## Tile key (the two int32 words of the layer's data) -> value.
+	var tile_values := {}
+	var _tile_set: TileSet
+	var _walkable_id := -1
+	var _walkable_default: Variant = null
+	var _cost_id := -1
+	var _cost_default: Variant = null
+
+	func _init(tile_set: TileSet, options: Dictionary) -> void:
+		_tile_set = tile_set
+		empty_value = 1.0 if options.get("empty_walkable", false) else 0.0
+		values_seen[empty_value] = true
+		var walkable_layer: String = options.get("walkable_layer", OPTIONS.walkable_layer)
+		var cost_layer: String = options.get("cost_layer", OPTIONS.cost_layer)
+		_walkable_id = tile_set.get_custom_data_layer_by_name(walkable_layer)
+		if _walkable_id >= 0:
+			_walkable_default = type_convert(
+				null, tile_set.get_custom_data_layer_type(_walkable_id)
+			)
+		_cost_id = tile_set.get_custom_data_layer_by_name(cost_layer)
+		if _cost_id >= 0:
+			_cost_default = type_convert(null, tile_set.get_custom_data_layer_type(_cost_id))
+
+	## The value of a cell holding this tile (source -1: an empty cell).
+	func value_of(source_id: int, atlas_coords: Vector2i, alternative: int) -> float:
+		var value := empty_value
+		if source_id >= 0:
+			var source := (
+				_tile_set.get_source(source_id) if _tile_set.has_source(source_id) else null
+			)
+			var tile_data: TileData = null
+			if (
+				source is TileSetAtlasSource
+				and source.has_tile(atlas_coords)
+				and source.has_alternative_tile(atlas_coords, alternative)
+			):
+				tile_data = source.get_tile_data(atlas_coords, alternative)
+			value = _tile_value(tile_data)
+		values_seen[value] = true
+		return value
+
+	## [method value_of] for a cell of [member TileMapLayer.tile_map_data], from its two
+	## tile words.
+	func value_of_words(first: int, second: int) -> float:
+		var source := first & 0xFFFF
+		if source == 0xFFFF:
+			# A cell erased this frame, removed from the data at the layer's next update.
+			return value_of(-1, Vector2i(-1, -1), -1)
+		return value_of(
+			source, Vector2i((first >> 16) & 0xFFFF, second & 0xFFFF), (second >> 16) & 0xFFFF
+		)
+
+	func _tile_value(tile_data: TileData) -> float:
+		if tile_data == null:
+			# A cell pointing at a tile its TileSet does not have (a scene tile, a removed
+			# tile): nothing to stand on.
+			return 0.0
+		var walkable: Variant = null
+		var stated: Variant = null
+		if _walkable_id >= 0:
+			stated = tile_data.get_custom_data_by_layer_id(_walkable_id)
+			if stated != null and stated != _walkable_default:
+				walkable = bool(stated)
+		if walkable == null:
+			if _has_collision(tile_data):
+				walkable = false
+			elif _has_navigation(tile_data):
+				walkable = true
+			elif _walkable_id >= 0:
+				walkable = bool(stated) if stated != null else false
+			else:
+				walkable = true
+		if not walkable:
+			return 0.0
+		if _cost_id >= 0:
+			var cost: Variant = tile_data.get_custom_data_by_layer_id(_cost_id)
+			if (cost is float or cost is int) and cost != _cost_default:
+				# A cost below 1 goes to the server as it is, which refuses it (at "costs").
+				return float(cost)
+		return 1.0
+
+	func _has_collision(tile_data: TileData) -> bool:
+		for layer in _tile_set.get_physics_layers_count():
+			if tile_data.get_collision_polygons_count(layer) > 0:
+				return true
+		return false
+
+	func _has_navigation(tile_data: TileData) -> bool:
+		for layer in _tile_set.get_navigation_layers_count():
+			if tile_data.get_navigation_polygon(layer) != null:
+				return true
+		return false

@@ -1,0 +1,311 @@
+class_name PathServerTileMapSync
+extends Node
+## Keeps a map on the server equal to a [TileMapLayer]: uploads the layer when ready
+## ([method PathServerClient.put_tilemap]) and sends the tiles changed at runtime as
+## [code]update[/code]s, the changes of one frame together. Opt-in: add it as a child of the
+## layer (or set [member layer]). Agents on the map ask again for their paths when an edit
+## lands (its new generation emits [signal PathServerClient.map_generation_changed]).
+##
+## How edits are found: Godot 4.6's [TileMapLayer] emits [signal TileMapLayer.changed] for
+## its properties and its TileSet, not for [method TileMapLayer.set_cell]. So with
+## [member watch] on, each frame (or every [member watch_interval] seconds) this node compares
+## the layer's [member TileMapLayer.tile_map_data] with the last one it saw (done by the
+## engine: about 1 ms for 65,536 tiles) and, when they differ, decodes only the stretches of
+## it that differ. A [signal TileMapLayer.changed] (a TileSet edited, ...) uploads the layer
+## again. With [member watch] off, report edits yourself: edit through [method set_cell] /
+## [method erase_cell] here, or call [method mark_cells_changed] — for instance from
+## [method TileMapLayer._update_cells], the virtual Godot 4.6 calls with the coordinates of
+## the cells changed since the layer's last update, which only a script on the layer itself
+## can override.
+##
+## One batch is in flight at a time, so edits land in the order they were made; each
+## [code]update[/code] carries [code]if_gen[/code], the generation this node last saw: if
+## someone else changed the map meanwhile (or the server restarted and forgot it), the layer
+## is uploaded again. A change outside the uploaded rectangle (the layer grew) uploads it
+## again too. Heights and tags are not synced; a moved layer needs [method upload].
+## [codeblock]
+## # As a child of the TileMapLayer "Ground":
+## var sync := PathServerTileMapSync.new()
+## sync.map_name = "level"
+## $Ground.add_child(sync)
+## await sync.uploaded
+## $Ground.set_cell(Vector2i(4, 2), 0, WALL)  # sent as an update at the end of the frame
+## [/codeblock]
+
+## The layer was uploaded (the first time, or again); [param gen] is the map's generation.
+signal uploaded(gen: int)
+## A batch of edits landed on the server: [param cells] cells changed, the map is now at
+## [param gen].
+signal synced(gen: int, cells: int)
+## An upload or an edit failed ([param code] as in [PathServerResult]). A failed edit, or an
+## upload that may work later (a timeout), is tried again (as an upload) after
+## [member retry_interval] seconds; an upload the server refused waits for [method upload] or
+## a change of the layer's TileSet.
+signal sync_failed(code: String, message: String)
+
+## The most cells one [code]update[/code] request carries (the server reads at most 1 MiB a
+## request; a cell takes at most 11 bytes).
+const MAX_CELLS_PER_UPDATE := 65536
+
+## The layer to upload; the parent when not set and the parent is a [TileMapLayer].
+@export var layer: TileMapLayer
+## The name of the uploaded map; empty: the client's [member PathServerClient.map_name].
+@export var map_name := ""
+## The custom data layer that says whether a tile is walkable (see [PathServerTileMapReader]).
+@export var walkable_layer := "walkable"
+## The custom data layer holding a tile's terrain cost.
+@export var cost_layer := "cost"
+## Empty cells are walkable (cost 1) instead of blocked.
+@export var empty_walkable := false
+## Look for edits by comparing the layer's data (see the class description).
+@export var watch := true
+## Seconds between two looks; 0: every frame.
+@export var watch_interval := 0.0
+## Seconds before an upload or edit that failed is tried again.
+@export var retry_interval := 1.0
+
+## The client to use; the [code]PathServer[/code] autoload when not set.
+var client: PathServerClient
+## The map's generation after the last upload or edit this node made; -1 before the upload.
+var gen := -1
+## The layer cells the uploaded map covers.
+var rect := Rect2i()
+
+## The value of each uploaded cell as the server has it (0 blocked, else the cost).
+var _values := PackedFloat32Array()
+var _snapshot := PackedByteArray()
+var _dirty := {}
+var _busy := false
+var _upload_wanted := true
+var _retry_at_ms := 0
+var _next_look_ms := 0
+var _rules: PathServerTileMapReader.Rules
+
+
+func _ready() -> void:
+	if layer == null:
+		layer = get_parent() as TileMapLayer
+	if client == null:
+		client = get_node_or_null("/root/PathServer") as PathServerClient
+	if layer == null or client == null:
+		push_error(
+			"PathServerTileMapSync: %s" % ("no client" if layer else "no TileMapLayer to sync")
+		)
+		set_process(false)
+		return
+	layer.changed.connect(_on_layer_changed)
+	client.connected.connect(_on_connected)
+
+
+func _process(_delta: float) -> void:
+	var now := Time.get_ticks_msec()
+	if watch and gen >= 0 and now >= _next_look_ms:
+		_next_look_ms = now + int(watch_interval * 1000.0)
+		_look_for_edits()
+	if _busy or now < _retry_at_ms:
+		return
+	if _upload_wanted:
+		upload()
+	elif not _dirty.is_empty():
+		_send_edits()
+
+
+## The map's name on the server.
+func get_map_name() -> String:
+	return map_name if map_name != "" else client.map_name
+
+
+## True once the layer is uploaded and every edit seen so far has landed.
+func is_synced() -> bool:
+	return gen >= 0 and not _busy and not _upload_wanted and _dirty.is_empty()
+
+
+## Uploads the whole layer now (the node does it by itself when ready, when the layer grows,
+## after a conflict and after a reconnect). Returns the result of the upload.
+func upload() -> PathServerResult:
+	_busy = true
+	_upload_wanted = false
+	_dirty.clear()
+	var options := {
+		"walkable_layer": walkable_layer,
+		"cost_layer": cost_layer,
+		"empty_walkable": empty_walkable,
+	}
+	var grid := PathServerTileMapReader.read(layer, options)
+	var result: PathServerResult
+	if grid.error != "":
+		result = await client.put_tilemap_async(get_map_name(), layer, options)
+	else:
+		var put_options := {"origin": grid.origin, "cell_size": grid.cell_size}
+		if not grid.costs.is_empty():
+			put_options["costs"] = grid.costs
+		_snapshot = layer.tile_map_data
+		result = await client.put_grid_async(get_map_name(), grid.size, grid.cells, put_options)
+	_busy = false
+	if not result.ok:
+		# A timeout is worth another try; a refusal (a map file's name, a layer that cannot be
+		# read) comes back until the layer or the settings change.
+		_on_failed(result, result.retryable)
+		return result
+	rect = grid.rect
+	_values = _values_of(grid)
+	_rules = PathServerTileMapReader.Rules.new(layer.tile_set, options)
+	gen = result.info.gen
+	uploaded.emit(gen)
+	return result
+
+
+## Queues cells (layer coordinates) to be compared with the server's map and sent if they
+## differ: for edits made while [member watch] is off.
+func mark_cells_changed(cells: Array) -> void:
+	for coords: Vector2i in cells:
+		_dirty[coords] = true
+
+
+## [method TileMapLayer.set_cell] on the synced layer, and the cell queued to be sent.
+func set_cell(
+	coords: Vector2i, source_id := -1, atlas_coords := Vector2i(-1, -1), alternative_tile := 0
+) -> void:
+	layer.set_cell(coords, source_id, atlas_coords, alternative_tile)
+	_dirty[coords] = true
+
+
+## [method TileMapLayer.erase_cell] on the synced layer, and the cell queued to be sent.
+func erase_cell(coords: Vector2i) -> void:
+	layer.erase_cell(coords)
+	_dirty[coords] = true
+
+
+func _look_for_edits() -> void:
+	var data := layer.tile_map_data
+	if data == _snapshot:
+		return
+	# Cells are 12-byte records in the layer's own order; an edited tile keeps its place, a
+	# new one is appended, an erased one shifts the rest. A record that changed is in a chunk
+	# that differs on one side or the other, so the cells of those chunks are all that need
+	# a look.
+	var header := PathServerTileMapReader.DATA_HEADER
+	var record := PathServerTileMapReader.DATA_CELL
+	var known := (
+		data.size() >= header
+		and data.decode_u16(0) == PathServerTileMapReader.DATA_FORMAT
+		and (_snapshot.is_empty() or _snapshot.decode_u16(0) == PathServerTileMapReader.DATA_FORMAT)
+	)
+	if not known:
+		for coords: Vector2i in layer.get_used_cells():
+			_dirty[coords] = true
+		_upload_wanted = true
+		_snapshot = data
+		return
+	var chunk := record * 256
+	var end := maxi(data.size(), _snapshot.size())
+	for start in range(header, end, chunk):
+		var now_part := data.slice(start, start + chunk)
+		var before_part := _snapshot.slice(start, start + chunk)
+		if now_part != before_part:
+			_mark_records(now_part, before_part)
+	_snapshot = data
+
+
+## Marks the cells of the records that differ between two chunks of layer data (a record
+## missing on one side differs).
+func _mark_records(now_part: PackedByteArray, before_part: PackedByteArray) -> void:
+	var record := PathServerTileMapReader.DATA_CELL
+	var now_words := now_part.to_int32_array()
+	var before_words := before_part.to_int32_array()
+	for i in range(0, maxi(now_words.size(), before_words.size()), record / 4):
+		var now_cell := _record_cell(now_words, i)
+		var before_cell := _record_cell(before_words, i)
+		if (
+			now_cell != before_cell
+			or now_words[i + 1] != before_words[i + 1]
+			or now_words[i + 2] != before_words[i + 2]
+		):
+			if now_cell != null:
+				_dirty[now_cell] = true
+			if before_cell != null:
+				_dirty[before_cell] = true
+
+
+## The cell of the record at word [param i] (x and y are signed 16-bit), or null past the end.
+static func _record_cell(words: PackedInt32Array, i: int) -> Variant:
+	if i + 2 >= words.size():
+		return null
+	return Vector2i(((words[i] & 0xFFFF) ^ 0x8000) - 0x8000, words[i] >> 16)
+
+
+func _send_edits() -> void:
+	# Cells whose value changed, grouped by value: one update (solid, or open with a cost) each.
+	var groups := {}
+	var changed := 0
+	for coords: Vector2i in _dirty:
+		var value := PathServerTileMapReader.cell_value(layer, coords, _rules)
+		if not rect.has_point(coords):
+			if value != _rules.empty_value:
+				# The layer grew: a new rectangle, so a new upload.
+				_upload_wanted = true
+				_dirty.clear()
+				return
+			continue
+		var at := coords - rect.position
+		if _values[at.y * rect.size.x + at.x] == value:
+			continue
+		if not groups.has(value):
+			groups[value] = []
+		groups[value].append(at)
+		changed += 1
+	_dirty.clear()
+	if groups.is_empty():
+		return
+	_busy = true
+	for value: float in groups:
+		var cells: Array = groups[value]
+		for from in range(0, cells.size(), MAX_CELLS_PER_UPDATE):
+			var part := cells.slice(from, from + MAX_CELLS_PER_UPDATE)
+			var fields := {"cells": part, "solid": true}
+			if value > 0.0:
+				fields = {"cells": part, "solid": false, "cost": value}
+			var result := await client.update_map_async(get_map_name(), fields, gen)
+			if not result.ok:
+				_busy = false
+				# A conflict (another edit), a lost map (a restart), a timeout: the layer is the
+				# truth, upload it again.
+				_on_failed(result, true)
+				return
+			gen = result.info.gen
+			for at: Vector2i in part:
+				_values[at.y * rect.size.x + at.x] = value
+	_busy = false
+	synced.emit(gen, changed)
+
+
+func _on_failed(result: PathServerResult, upload_again: bool) -> void:
+	if upload_again:
+		_upload_wanted = true
+	_retry_at_ms = Time.get_ticks_msec() + int(retry_interval * 1000.0)
+	push_warning(
+		(
+			"PathServerTileMapSync: syncing '%s' failed: %s: %s"
+			% [get_map_name(), result.code, result.message]
+		)
+	)
+	sync_failed.emit(result.code, result.message)
+
+
+func _on_layer_changed() -> void:
+	# The TileSet or the layer's settings: every tile may read differently now.
+	if gen >= 0:
+		_upload_wanted = true
+
+
+func _on_connected() -> void:
+	# A server that restarted has forgotten the upload; uploading again is cheap and safe.
+	if gen >= 0:
+		_upload_wanted = true
+
+
+static func _values_of(grid: Dictionary) -> PackedFloat32Array:
+	if not grid.costs.is_empty():
+		return grid.costs
+	var cells: PackedByteArray = grid.cells
+	return PackedFloat32Array(Array(cells))
