@@ -50,6 +50,9 @@ EXCLUDES = (
     "numpy.distutils", "numpy.typing", "PIL.ImageTk", "PIL.ImageQt", "PIL._avif", "PIL._webp", "PIL._imagingcms",
     "PIL.ImageCms", "PIL._imagingft", "PIL._imagingtk", "zmq.backend.cffi", "cffi",
     "pathserver.bundle", "lib2to3", "pydoc_data", "sqlite3", "curses", "readline", "xmlrpc",
+    "numpy._core._multiarray_tests",
+    # Optional in numba: coloured error messages and annotated HTML (pygments is 340 modules).
+    "pygments", "colorama",
 )
 
 #: Imported from C, where PyInstaller cannot see it: numba's dispatcher needs the

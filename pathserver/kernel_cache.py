@@ -38,6 +38,7 @@ them.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -201,6 +202,7 @@ def plan(bundle: Path, user: Path, runtime: dict) -> Choice:
         unwritable = f"{user} cannot be written ({error.strerror or error})"
     try:
         spare = Path(tempfile.mkdtemp(prefix="pathserver-kernels-"))
+        atexit.register(shutil.rmtree, spare, ignore_errors=True)
         seed(bundle, spare)
         return Choice(spare, bundled=True, reason=f"{unwritable}: using {spare} for this run")
     except OSError:
