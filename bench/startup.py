@@ -225,6 +225,26 @@ def main(argv=None) -> int:
     return 0
 
 
+#: Must never be in a bundle: the load generator's plots and bar, the test tools.
+UNWANTED = ("matplotlib", "tqdm", "hypothesis", "pytest", "_pytest")
+
+
+def unwanted_modules(bundle: Path) -> list[str]:
+    """``UNWANTED`` packages in the bundle: folders in ``_internal``, and modules frozen into
+    the executable's archive (read with PyInstaller's reader, where it is installed)."""
+    found = {p.name for p in (bundle / "_internal").iterdir() if p.name.split(".")[0] in UNWANTED}
+    try:
+        from PyInstaller.archive.readers import CArchiveReader
+    except ImportError:
+        return sorted(found)
+    archive = CArchiveReader(str(bundle / EXECUTABLE))
+    for name in archive.toc:
+        if name.endswith(".pyz"):
+            found |= {module.split(".")[0] for module in archive.open_embedded_archive(name).toc
+                      if module.split(".")[0] in UNWANTED}
+    return sorted(found)
+
+
 def check_bundle(bundle: Path, args, rows: list, report: dict) -> list[str]:
     """The bundle's rows and notes; returns the missed targets (empty: all met)."""
     if not (bundle / EXECUTABLE).is_file():
@@ -248,6 +268,7 @@ def check_bundle(bundle: Path, args, rows: list, report: dict) -> list[str]:
     loaded = next((line for line in cold["said"] if "kernels" in line and "ready in" in line), "")
     # A module the freeze left out shows up as a traceback or a warning while starting.
     strays = [line for line in cold["said"] if not line.startswith("pathserver")]
+    unwanted = unwanted_modules(bundle)
     limit = args.size_limit if args.size_limit is not None else args.size_target
     checks = [
         (f"bundle folder <= {args.size_target:g} MB", f"{size_mb:.0f} MB",
@@ -255,6 +276,7 @@ def check_bundle(bundle: Path, args, rows: list, report: dict) -> list[str]:
         (f"moved bundle's first ready line <= {args.ready_target:g} s", f"{cold['ready_s']:.2f} s",
          cold["ready_s"] <= args.ready_target, cold["ready_s"] <= args.ready_target),
         ("the cold start printed only progress lines", f"{len(strays)} other lines", not strays, not strays),
+        (f"none of {', '.join(UNWANTED[:4])} in it", ", ".join(unwanted) or "none", not unwanted, not unwanted),
         ("first path answer = in-process find_path", f"{len(expected['path'])} points, cost {expected['cost']:.4f}",
          right, right),
     ]
