@@ -16,8 +16,9 @@ somewhere the build never was) and its ``pathserver-server`` runs there as a pla
 machine would: an empty environment but for a new, empty ``HOME`` and
 ``PATH=/usr/bin:/bin`` (no virtual environment, no Python of ours). Cold is the copy's
 first run (it copies the bundle's compiled kernels into that HOME's cache), again is the
-next one. The bundle's targets: ready within ``--ready-target`` s (2) on the first run
-of the copy, the folder within ``--size-target`` MB (150), and its first path answer
+next one; the cold start is repeated on ``--cold-runs`` new copies (3), each with a new
+HOME, and their median shown. The bundle's targets: ready within ``--ready-target`` s (2)
+on the first run of a copy (the median), the folder within ``--size-target`` MB (150), and its first path answer
 equal to the in-process ``find_path`` answer to the same request.
 
 Each start is a new process serving the repository's sample maps on a free loopback port;
@@ -123,21 +124,25 @@ def player_env(home: Path) -> dict:
     return {"HOME": str(home), "PATH": "/usr/bin:/bin"}
 
 
-def bundle_runs(bundle: Path, maps: Path, again_runs: int, timeout: float) -> dict:
-    """Copy ``bundle`` to a new random folder, then start it there with an empty HOME:
-    cold (the copy's first run), then ``again_runs`` more with the same HOME."""
-    with tempfile.TemporaryDirectory(prefix="pathserver-game-") as scratch:
-        scratch = Path(scratch)
-        copy = scratch / "game" / "server"
-        t0 = time.perf_counter()
-        shutil.copytree(bundle, copy, symlinks=True)
-        copy_s = time.perf_counter() - t0
-        home = scratch / "home"
-        home.mkdir()
-        command = [str(copy / EXECUTABLE), "serve", "--maps", str(maps), "--bind", "tcp://127.0.0.1:*"]
-        cold = start_once(command, player_env(home), scratch, timeout)
-        again = [start_once(command, player_env(home), scratch, timeout) for _ in range(again_runs)]
-    return {"copied_to": str(copy), "copy_s": copy_s, "cold": cold, "again": again}
+def bundle_runs(bundle: Path, maps: Path, cold_runs: int, again_runs: int, timeout: float) -> dict:
+    """Copy ``bundle`` to a new random folder and start it there with a new, empty HOME
+    (cold: the copy's first run), ``cold_runs`` times; then start the last copy
+    ``again_runs`` more times with the same HOME."""
+    colds, again, copy_s = [], [], []
+    for i in range(cold_runs):
+        with tempfile.TemporaryDirectory(prefix="pathserver-game-") as scratch:
+            scratch = Path(scratch)
+            copy = scratch / "game" / "server"
+            t0 = time.perf_counter()
+            shutil.copytree(bundle, copy, symlinks=True)
+            copy_s.append(time.perf_counter() - t0)
+            home = scratch / "home"
+            home.mkdir()
+            command = [str(copy / EXECUTABLE), "serve", "--maps", str(maps), "--bind", "tcp://127.0.0.1:*"]
+            colds.append(start_once(command, player_env(home), scratch, timeout))
+            if i == cold_runs - 1:
+                again = [start_once(command, player_env(home), scratch, timeout) for _ in range(again_runs)]
+    return {"copied_to": str(copy), "copy_s": copy_s, "colds": colds, "again": again}
 
 
 def expected_reply(maps: Path) -> dict:
@@ -182,6 +187,8 @@ def main(argv=None) -> int:
     parser.add_argument("--build-bundle", action="store_true", help="build a bundle into a temporary folder first")
     parser.add_argument("--bundle-check", type=Path, metavar="DIR",
                         help="only the bundle's rows, for CI: exit 1 when a target is missed")
+    parser.add_argument("--cold-runs", type=int, default=3,
+                        help="bundle: new copies, each started once with a new HOME; the median is shown (default 3)")
     parser.add_argument("--ready-target", type=float, default=2.0, help="bundle's cold ready line, s (default 2)")
     parser.add_argument("--size-target", type=float, default=150.0, help="bundle folder, MB (default 150)")
     parser.add_argument("--size-limit", type=float, default=None,
@@ -210,9 +217,9 @@ def main(argv=None) -> int:
     finally:
         scratch.cleanup()
 
-    print(f"{'start':<52}{'first line s':>14}{'ready s':>10}{'first path s':>14}")
+    print(f"{'start':<66}{'first line s':>14}{'ready s':>10}{'first path s':>14}")
     for name, run in rows:
-        print(f"{name:<52}{run['first_line_s']:>14.2f}{run['ready_s']:>10.2f}{run['first_answer_s']:>14.2f}")
+        print(f"{name:<66}{run['first_line_s']:>14.2f}{run['ready_s']:>10.2f}{run['first_answer_s']:>14.2f}")
     for line in report.get("notes", []):
         print(line)
     if args.json:
@@ -250,37 +257,40 @@ def check_bundle(bundle: Path, args, rows: list, report: dict) -> list[str]:
     if not (bundle / EXECUTABLE).is_file():
         return [f"{bundle / EXECUTABLE} not found: build it with `pathserver bundle {bundle}`"]
     size_mb = folder_size(bundle) / 1e6
-    runs = bundle_runs(bundle, args.maps, max(1, args.warm_runs), args.timeout)
-    failures = [f"bundle: {run['error']}" for run in [runs["cold"], *runs["again"]] if "error" in run]
+    runs = bundle_runs(bundle, args.maps, max(1, args.cold_runs), max(1, args.warm_runs), args.timeout)
+    failures = [f"bundle: {run['error']}" for run in [*runs["colds"], *runs["again"]] if "error" in run]
     notes = report.setdefault("notes", [])
     report.update(bundle=str(bundle), bundle_size_mb=size_mb, bundle_runs=runs)
     if "bundle_build_s" in report:
         notes.append(f"bundle built by `pathserver bundle` in {report['bundle_build_s']:.0f} s")
     if failures:
-        for run in [runs["cold"], *runs["again"]]:
+        for run in [*runs["colds"], *runs["again"]]:
             notes.extend("  said: " + line for line in run.get("said", [])[-6:])
         return failures
-    cold, again = runs["cold"], runs["again"]
-    rows.append(("bundle, copied to a new folder, empty HOME: cold", cold))
+    colds, again = runs["colds"], runs["again"]
+    cold = {**median_run(colds), "said": colds[0]["said"]}
+    rows.append((f"bundle, copied to a new folder, empty HOME: cold (median of {len(colds)} copies)", cold))
     rows.append((f"bundle, same copy and HOME: again (median of {len(again)})", median_run(again)))
     expected = expected_reply(args.maps)
-    right = all(same_answer(run["reply"], expected) for run in [cold, *again])
+    right = all(same_answer(run["reply"], expected) for run in [*colds, *again])
     loaded = next((line for line in cold["said"] if "kernels" in line and "ready in" in line), "")
     # A module the freeze left out shows up as a traceback or a warning while starting.
-    strays = [line for line in cold["said"] if not line.startswith("pathserver")]
+    strays = [line for run in colds for line in run["said"] if not line.startswith("pathserver")]
     unwanted = unwanted_modules(bundle)
     limit = args.size_limit if args.size_limit is not None else args.size_target
     checks = [
         (f"bundle folder <= {args.size_target:g} MB", f"{size_mb:.0f} MB",
          size_mb <= args.size_target, size_mb <= limit),
-        (f"moved bundle's first ready line <= {args.ready_target:g} s", f"{cold['ready_s']:.2f} s",
+        (f"moved bundle's first ready line <= {args.ready_target:g} s (median)", f"{cold['ready_s']:.2f} s",
          cold["ready_s"] <= args.ready_target, cold["ready_s"] <= args.ready_target),
         ("the cold start printed only progress lines", f"{len(strays)} other lines", not strays, not strays),
         (f"none of {', '.join(UNWANTED[:4])} in it", ", ".join(unwanted) or "none", not unwanted, not unwanted),
         ("first path answer = in-process find_path", f"{len(expected['path'])} points, cost {expected['cost']:.4f}",
          right, right),
     ]
-    notes.append(f"bundle {bundle}: {size_mb:.0f} MB; copied to {runs['copied_to']} in {runs['copy_s']:.2f} s; "
+    notes.append(f"bundle {bundle}: {size_mb:.0f} MB; copied to {runs['copied_to']} (and {len(colds) - 1} more new "
+                 f"folders) in {statistics.median(runs['copy_s']):.2f} s; slowest cold ready line "
+                 f"{max(run['ready_s'] for run in colds):.2f} s; "
                  f"the cold run said: {loaded.removeprefix('pathserver: ')}")
     notes.extend(f"  stray line: {line}" for line in strays[:10])
     for target, measured, met, passes in checks:
