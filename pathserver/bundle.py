@@ -96,9 +96,8 @@ def build(out_dir: Path, say=print) -> Path:
     kernels = out_dir / "_internal" / kernel_cache.BUNDLE_KERNELS
     say(f"compiling the kernels for CPU target '{kernel_cache.PORTABLE_CPU}' into {kernels} (about 20 s)")
     facts = _compile_kernels(executable, kernels)
-    manifest = {key: facts[key] for key in ("kernels", "numba", "python", "system", "machine")}
-    manifest.update(cpu=kernel_cache.PORTABLE_CPU, cpu_features="")
-    (kernels / kernel_cache.MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    # As the frozen app saw itself while compiling: the facts it will check at start.
+    (kernels / kernel_cache.MANIFEST).write_text(json.dumps(facts["manifest"], indent=2) + "\n", encoding="utf-8")
     version = _check_output([str(executable), "--version"], "the bundle's --version").strip()
     say(f"{executable} ({version}) built in {time.perf_counter() - began:.0f} s: {facts['compiled']} kernels "
         f"compiled, folder {folder_size(out_dir) / 1e6:.0f} MB")

@@ -164,9 +164,12 @@ def _cmd_kernels(args) -> int:
     compiled, loaded = compile_counts()
     import numba
 
-    facts = {**kernel_cache.runtime_facts(numba.__version__), "folder": str(kernel_cache_dir()),
-             "compiled": compiled, "loaded": loaded, "seconds": round(log.elapsed(), 2),
-             "cpu": os.environ.get("NUMBA_CPU_NAME") or "host", "platform": platform.platform()}
+    cpu = os.environ.get("NUMBA_CPU_NAME") or "host"
+    # As numba's own default: no features beyond the name for "generic", else the host's.
+    features = os.environ.get("NUMBA_CPU_FEATURES", "" if cpu == "generic" else "host")
+    manifest = kernel_cache.manifest_for(numba.__version__, cpu, features)
+    facts = {"folder": str(kernel_cache_dir()), "compiled": compiled, "loaded": loaded,
+             "seconds": round(log.elapsed(), 2), "platform": platform.platform(), "manifest": manifest}
     if args.json:
         print(json.dumps(facts))
     else:

@@ -138,8 +138,9 @@ def _configure_frozen() -> Choice:
     else:
         if "NUMBA_CPU_NAME" not in os.environ:
             environment.update(NUMBA_CPU_NAME=PORTABLE_CPU, NUMBA_CPU_FEATURES="")
-        runtime = runtime_facts(numba.__version__)
-        runtime["cpu"] = (environment or os.environ).get("NUMBA_CPU_NAME")
+        cpu = {**os.environ, **environment}
+        runtime = {**runtime_facts(numba.__version__), "cpu": cpu["NUMBA_CPU_NAME"],
+                   "cpu_features": cpu.get("NUMBA_CPU_FEATURES", "")}
         decided = plan(bundle_folder(), user_cache() / f"numba-{stamp}" / "bundle", runtime)
         environment["NUMBA_CACHE_DIR"] = str(decided.folder)
     _set_numba_environment(environment)
@@ -159,9 +160,10 @@ def runtime_facts(numba_version: str) -> dict:
     }
 
 
-def manifest_for(numba_version: str, cpu: str = PORTABLE_CPU) -> dict:
-    """The manifest ``pathserver bundle`` writes beside the kernels it compiled."""
-    return {**runtime_facts(numba_version), "cpu": cpu, "cpu_features": ""}
+def manifest_for(numba_version: str, cpu: str, cpu_features: str) -> dict:
+    """What kernels compiled here for ``cpu`` were built for: the manifest ``pathserver
+    bundle`` writes beside them (the frozen app's ``kernels --json`` says it)."""
+    return {**runtime_facts(numba_version), "cpu": cpu, "cpu_features": cpu_features}
 
 
 def mismatch(manifest: dict | None, runtime: dict) -> str | None:
@@ -170,11 +172,12 @@ def mismatch(manifest: dict | None, runtime: dict) -> str | None:
         return "the bundle has no compiled kernels"
     what = {
         "kernels": "kernel sources", "numba": "numba", "python": "Python", "system": "OS", "machine": "CPU family",
-        "cpu": "CPU target",
+        "cpu": "CPU target", "cpu_features": "CPU features",
     }
     for key, name in what.items():
-        if manifest.get(key) != runtime.get(key):
-            return f"they were built for {name} {manifest.get(key)}, this is {runtime.get(key)}"
+        built, here = manifest.get(key), runtime.get(key)
+        if built != here:
+            return f"they were built for {name} {built or 'none'}, this is {here or 'none'}"
     return None
 
 

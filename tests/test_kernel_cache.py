@@ -131,7 +131,7 @@ def test_serve_compiles_its_kernels_into_the_configured_folder(tmp_path):
 # -- the frozen server's kernels (pathserver bundle) -------------------------------------
 
 RUNTIME = {"kernels": "0123456789abcdef", "numba": "0.68.1", "python": "3.11", "system": "Linux",
-           "machine": "x86_64", "cpu": "generic"}
+           "machine": "x86_64", "cpu": "generic", "cpu_features": ""}
 
 
 def make_bundle(folder: Path, manifest: dict | None = None) -> Path:
@@ -140,7 +140,7 @@ def make_bundle(folder: Path, manifest: dict | None = None) -> Path:
     (folder / "wire.pack-60.py311.nbi").write_bytes(b"index")
     (folder / "wire.pack-60.py311.1.nbc").write_bytes(b"code")
     if manifest is not False:
-        (folder / kernel_cache.MANIFEST).write_text(json.dumps(manifest or {**RUNTIME, "cpu_features": ""}))
+        (folder / kernel_cache.MANIFEST).write_text(json.dumps(manifest or RUNTIME))
     return folder
 
 
@@ -179,6 +179,7 @@ def test_each_mismatch_is_a_reason_to_compile_into_the_user_folder(tmp_path):
         ("system", "Windows", "OS Windows, this is Linux"),
         ("machine", "arm64", "CPU family arm64, this is x86_64"),
         ("cpu", "znver4", "CPU target znver4, this is generic"),
+        ("cpu_features", "+avx2", "CPU features +avx2, this is none"),
     ):
         bundle = make_bundle(tmp_path / key / "bundle", {**RUNTIME, key: value})
         user = tmp_path / key / "user"
@@ -217,10 +218,10 @@ def test_an_unwritable_user_folder_falls_back_to_a_temporary_one_then_to_the_bun
 def test_the_manifest_names_this_runtime():
     import numba
 
-    manifest = kernel_cache.manifest_for(numba.__version__)
-    runtime = {**kernel_cache.runtime_facts(numba.__version__), "cpu": kernel_cache.PORTABLE_CPU}
+    manifest = kernel_cache.manifest_for(numba.__version__, "generic", "")
+    runtime = {**kernel_cache.runtime_facts(numba.__version__), "cpu": "generic", "cpu_features": ""}
     assert kernel_cache.mismatch(manifest, runtime) is None
-    assert manifest["kernels"] == kernel_cache.kernel_hash() and manifest["cpu_features"] == ""
+    assert manifest["kernels"] == kernel_cache.kernel_hash()
 
 
 #: Compiles (or loads) one small kernel under the locator and prints numba's counts.
@@ -304,7 +305,7 @@ def test_a_frozen_app_loads_the_bundles_kernels_from_a_new_home_and_says_why_whe
     kernels = meipass / kernel_cache.BUNDLE_KERNELS
     built = frozen_run(meipass, NUMBA_CACHE_DIR=str(kernels), NUMBA_CPU_NAME="generic", NUMBA_CPU_FEATURES="")
     assert built == [str(kernels), "None", "0 1"]
-    manifest = kernel_cache.manifest_for(numba.__version__)
+    manifest = kernel_cache.manifest_for(numba.__version__, "generic", "")
     (kernels / kernel_cache.MANIFEST).write_text(json.dumps(manifest))
 
     home = tmp_path / "player" / ".cache"
