@@ -35,3 +35,23 @@ def test_the_bundle_builds_and_a_moved_copy_answers_at_once(tmp_path):
                            cwd=ROOT, capture_output=True, text=True, timeout=600,
                            env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_bundle_refuses_a_folder_that_holds_something_else(tmp_path):
+    from pathserver import bundle
+
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(bundle.BundleError, match="not empty and holds no earlier bundle"):
+        bundle._check_target(tmp_path)
+    (tmp_path / EXECUTABLE).write_bytes(b"")  # an earlier bundle: replaced
+    bundle._check_target(tmp_path)
+    bundle._check_target(tmp_path / "new")
+
+
+def test_bundle_without_pyinstaller_says_which_extra_to_install(tmp_path, monkeypatch, capsys):
+    from pathserver import cli
+
+    monkeypatch.setitem(sys.modules, "PyInstaller", None)  # import fails
+    assert cli.main(["bundle", str(tmp_path / "out")]) == 2
+    assert "pip install 'pathserver[bundle]'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
