@@ -1,11 +1,27 @@
-"""How long ``pathserver serve`` takes to start, cold and warm, side by side in one run.
+"""How long ``pathserver serve`` takes to start, cold and warm, side by side in one run; and
+the bundle's server (``pathserver bundle``) moved to a new folder, beside it.
 
-    python bench/startup.py                 # one cold start, then 3 warm ones
+    python bench/startup.py                          # python -m pathserver: one cold start, 3 warm
+    python bench/startup.py --bundle dist/server     # + a built bundle's rows
+    python bench/startup.py --build-bundle           # + build one first (needs the bundle extra)
+    python bench/startup.py --bundle-check DIR       # CI: the bundle's rows only; exit 1 on a missed target
     python bench/startup.py --warm-runs 5 --json startup.json
 
-Cold: a fresh, empty numba cache folder (``NUMBA_CACHE_DIR``), as on a player's machine
-the first time: every kernel compiles. Warm: the same folder again, now filled. Each
-start is a new process serving the repository's sample maps on a free loopback port;
+python -m pathserver, cold: a fresh, empty numba cache folder (``NUMBA_CACHE_DIR``), as on
+a player's machine the first time: every kernel compiles. Warm: the same folder again, now
+filled.
+
+The bundle: the folder is copied to a new random folder (as a game install puts it
+somewhere the build never was) and its ``pathserver-server`` runs there as a player's
+machine would: an empty environment but for a new, empty ``HOME`` and
+``PATH=/usr/bin:/bin`` (no virtual environment, no Python of ours). Cold is the copy's
+first run (it copies the bundle's compiled kernels into that HOME's cache), again is the
+next one; the cold start is repeated on ``--cold-runs`` new copies (3), each with a new
+HOME, and their median shown. The bundle's targets: ready within ``--ready-target`` s (2)
+on the first run of a copy (the median), the folder within ``--size-target`` MB (150), and its first path answer
+equal to the in-process ``find_path`` answer to the same request.
+
+Each start is a new process serving the repository's sample maps on a free loopback port;
 the script records when the first progress line came (the server says what it is doing
 within a second), when the ready line came, and when the first path request was answered.
 """
@@ -17,6 +33,7 @@ import json
 import os
 import re
 import selectors
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,16 +47,15 @@ import zmq
 ROOT = Path(__file__).resolve().parent.parent
 READY = re.compile(r"^pathserver ready on (\S+) \(\d+ maps?\)$")
 REQUEST = {"id": 1, "op": "path", "map": "example", "start": [1, 1], "goal": [60, 60]}
+EXECUTABLE = "pathserver-server" + (".exe" if os.name == "nt" else "")
 
 
-def start_once(cache_dir: str, maps: Path, timeout: float) -> dict:
-    """One server start; the times are seconds from process creation."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONUNBUFFERED": "1"}
+def start_once(command: list[str], env: dict, cwd: Path, timeout: float) -> dict:
+    """One server start; the times are seconds from process creation. Also the first
+    path reply (``reply``) and the stderr lines (``said``)."""
     began = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pathserver", "serve", "--maps", str(maps), "--bind", "tcp://127.0.0.1:*"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT,
-    )
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                               env=env, cwd=cwd)
     selector = selectors.DefaultSelector()
     selector.register(process.stdout, selectors.EVENT_READ, "out")
     selector.register(process.stderr, selectors.EVENT_READ, "err")
@@ -51,12 +67,13 @@ def start_once(cache_dir: str, maps: Path, timeout: float) -> dict:
             left = deadline - time.perf_counter()
             events = selector.select(max(0.0, left)) if left > 0 else []
             if not events:
-                return {"error": f"no ready line within {timeout:.0f} s"}
+                return {"error": f"no ready line within {timeout:.0f} s", "said": said}
             for key, _ in events:
                 line = key.fileobj.readline().decode()
                 if not line:
                     return {"error": f"the server exited ({process.wait(5)}) before its ready line: "
-                                     + " / ".join(said[-3:] + [process.stderr.read().decode().strip()])}
+                                     + " / ".join(said[-3:] + [process.stderr.read().decode().strip()]),
+                            "said": said}
                 said.append(line.strip())
                 if first_line is None:
                     first_line = time.perf_counter() - began
@@ -76,8 +93,9 @@ def start_once(cache_dir: str, maps: Path, timeout: float) -> dict:
             dealer.close(linger=0)
         answered = time.perf_counter() - began
         if reply.get("status") != "found":
-            return {"error": f"first path answered {reply!r}"}
-        return {"first_line_s": first_line, "ready_s": ready, "first_answer_s": answered}
+            return {"error": f"first path answered {reply!r}", "said": said}
+        return {"first_line_s": first_line, "ready_s": ready, "first_answer_s": answered, "reply": reply,
+                "said": said}
     finally:
         process.terminate()
         try:
@@ -87,29 +105,200 @@ def start_once(cache_dir: str, maps: Path, timeout: float) -> dict:
             process.wait(10)
 
 
+def python_runs(maps: Path, warm_runs: int, timeout: float) -> tuple[dict, list[dict]]:
+    """``python -m pathserver serve``: one cold start into a new numba cache, then warm ones."""
+    command = [sys.executable, "-m", "pathserver", "serve", "--maps", str(maps), "--bind", "tcp://127.0.0.1:*"]
+    with tempfile.TemporaryDirectory(prefix="pathserver-numba-") as cache_dir:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONUNBUFFERED": "1"}
+        cold = start_once(command, env, ROOT, timeout)
+        warm = [start_once(command, env, ROOT, timeout) for _ in range(warm_runs)]
+    return cold, warm
+
+
+def player_env(home: Path) -> dict:
+    """A player's machine: a new, empty HOME and the system's PATH, nothing else of ours."""
+    if os.name == "nt":  # not tried: Windows needs its system folders to start a process
+        keep = {key: os.environ[key] for key in ("SYSTEMROOT", "WINDIR", "COMSPEC") if key in os.environ}
+        return {**keep, "USERPROFILE": str(home), "LOCALAPPDATA": str(home), "TEMP": str(home),
+                "TMP": str(home), "PATH": keep.get("SYSTEMROOT", r"C:\Windows") + r"\System32"}
+    return {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+
+def bundle_runs(bundle: Path, maps: Path, cold_runs: int, again_runs: int, timeout: float) -> dict:
+    """Copy ``bundle`` to a new random folder and start it there with a new, empty HOME
+    (cold: the copy's first run), ``cold_runs`` times; then start the last copy
+    ``again_runs`` more times with the same HOME."""
+    colds, again, copy_s = [], [], []
+    for i in range(cold_runs):
+        with tempfile.TemporaryDirectory(prefix="pathserver-game-") as scratch:
+            scratch = Path(scratch)
+            copy = scratch / "game" / "server"
+            t0 = time.perf_counter()
+            shutil.copytree(bundle, copy, symlinks=True)
+            copy_s.append(time.perf_counter() - t0)
+            home = scratch / "home"
+            home.mkdir()
+            command = [str(copy / EXECUTABLE), "serve", "--maps", str(maps), "--bind", "tcp://127.0.0.1:*"]
+            colds.append(start_once(command, player_env(home), scratch, timeout))
+            if i == cold_runs - 1:
+                again = [start_once(command, player_env(home), scratch, timeout) for _ in range(again_runs)]
+    return {"copied_to": str(copy), "copy_s": copy_s, "colds": colds, "again": again}
+
+
+def expected_reply(maps: Path) -> dict:
+    """The in-process answer to ``REQUEST``: ``find_path`` with the wire's defaults."""
+    from pathserver import kernel_cache
+
+    kernel_cache.configure()
+    from pathserver import GridMap, find_path, options
+
+    gridmap = GridMap.load(maps / f"{REQUEST['map']}.map")
+    result = find_path(gridmap, tuple(REQUEST["start"]), tuple(REQUEST["goal"]), **options.wire_defaults())
+    return {"path": result.path.tolist(), "cost": result.cost}
+
+
+def same_answer(reply: dict, expected: dict) -> bool:
+    return (reply.get("path") == expected["path"]
+            and abs(reply.get("cost", -1.0) - expected["cost"]) <= 1e-9 * max(1.0, expected["cost"]))
+
+
+def folder_size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def build_bundle(out_dir: Path) -> float:
+    """``pathserver bundle out_dir``; returns the seconds it took."""
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pathserver", "bundle", str(out_dir)], check=True, cwd=ROOT)
+    return time.perf_counter() - began
+
+
+def median_run(runs: list[dict]) -> dict:
+    keys = ("first_line_s", "ready_s", "first_answer_s")
+    return {key: statistics.median(run[key] for run in runs) for key in keys}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--maps", type=Path, default=ROOT / "maps", help="maps folder (default: the sample maps)")
     parser.add_argument("--warm-runs", type=int, default=3, help="warm starts; the median is shown (default 3)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a start may take (default 300)")
+    parser.add_argument("--bundle", type=Path, help="also time this built bundle (pathserver bundle DIR)")
+    parser.add_argument("--build-bundle", action="store_true", help="build a bundle into a temporary folder first")
+    parser.add_argument("--bundle-check", type=Path, metavar="DIR",
+                        help="only the bundle's rows, for CI: exit 1 when a target is missed")
+    parser.add_argument("--cold-runs", type=int, default=3,
+                        help="bundle: new copies, each started once with a new HOME; the median is shown (default 3)")
+    parser.add_argument("--ready-target", type=float, default=2.0, help="bundle's cold ready line, s (default 2)")
+    parser.add_argument("--size-target", type=float, default=150.0, help="bundle folder, MB (default 150)")
+    parser.add_argument("--size-limit", type=float, default=None,
+                        help="with --bundle-check: fail only above this many MB (default: --size-target)")
     parser.add_argument("--json", type=Path, help="write every figure as JSON here")
     args = parser.parse_args(argv)
+    if args.bundle_check and (args.bundle or args.build_bundle):
+        parser.error("--bundle-check times the given bundle alone")
 
-    with tempfile.TemporaryDirectory(prefix="pathserver-numba-") as cache_dir:
-        cold = start_once(cache_dir, args.maps, args.timeout)
-        warm_runs = [start_once(cache_dir, args.maps, args.timeout) for _ in range(args.warm_runs)]
-    failed = [run["error"] for run in [cold, *warm_runs] if "error" in run]
-    if failed:
-        print("startup bench failed: " + "; ".join(failed), file=sys.stderr)
-        return 1
-    warm = {key: statistics.median(run[key] for run in warm_runs) for key in warm_runs[0]}
-    print(f"{'start':<28}{'first line s':>14}{'ready s':>10}{'first path s':>14}")
-    for name, run in (("cold (empty numba cache)", cold), (f"warm (median of {len(warm_runs)})", warm)):
-        print(f"{name:<28}{run['first_line_s']:>14.2f}{run['ready_s']:>10.2f}{run['first_answer_s']:>14.2f}")
-    print(f"cold / warm ready: {cold['ready_s'] / warm['ready_s']:.1f}x")
+    rows, report, failures = [], {}, []
+    scratch = tempfile.TemporaryDirectory(prefix="pathserver-bundle-bench-")
+    try:
+        if not args.bundle_check:
+            cold, warm_runs = python_runs(args.maps, args.warm_runs, args.timeout)
+            failures += [f"python -m pathserver: {run['error']}" for run in [cold, *warm_runs] if "error" in run]
+            if not failures:
+                rows.append(("python -m pathserver, cold (empty numba cache)", cold))
+                rows.append((f"python -m pathserver, warm (median of {len(warm_runs)})", median_run(warm_runs)))
+                report.update(python_cold=cold, python_warm_runs=warm_runs)
+        bundle = args.bundle_check or args.bundle
+        if args.build_bundle:
+            bundle = Path(scratch.name) / "server"
+            report["bundle_build_s"] = build_bundle(bundle)
+        if bundle is not None:
+            failures += check_bundle(bundle.resolve(), args, rows, report)
+    finally:
+        scratch.cleanup()
+
+    print(f"{'start':<66}{'first line s':>14}{'ready s':>10}{'first path s':>14}")
+    for name, run in rows:
+        print(f"{name:<66}{run['first_line_s']:>14.2f}{run['ready_s']:>10.2f}{run['first_answer_s']:>14.2f}")
+    for line in report.get("notes", []):
+        print(line)
     if args.json:
-        args.json.write_text(json.dumps({"cold": cold, "warm": warm, "warm_runs": warm_runs}, indent=2))
+        for run in [report.get("python_cold", {}), *report.get("python_warm_runs", [])]:
+            run.pop("reply", None)
+        args.json.write_text(json.dumps(report, indent=2, default=str))
+    if failures:
+        print("startup bench failed: " + "; ".join(failures), file=sys.stderr)
+        return 1
     return 0
+
+
+#: Must never be in a bundle: the load generator's plots and bar, the test tools.
+UNWANTED = ("matplotlib", "tqdm", "hypothesis", "pytest", "_pytest")
+
+
+def unwanted_modules(bundle: Path) -> list[str]:
+    """``UNWANTED`` packages in the bundle: folders in ``_internal``, and modules frozen into
+    the executable's archive (read with PyInstaller's reader, where it is installed)."""
+    found = {p.name for p in (bundle / "_internal").iterdir() if p.name.split(".")[0] in UNWANTED}
+    try:
+        from PyInstaller.archive.readers import CArchiveReader
+    except ImportError:
+        return sorted(found)
+    archive = CArchiveReader(str(bundle / EXECUTABLE))
+    for name in archive.toc:
+        if name.endswith(".pyz"):
+            found |= {module.split(".")[0] for module in archive.open_embedded_archive(name).toc
+                      if module.split(".")[0] in UNWANTED}
+    return sorted(found)
+
+
+def check_bundle(bundle: Path, args, rows: list, report: dict) -> list[str]:
+    """The bundle's rows and notes; returns the missed targets (empty: all met)."""
+    if not (bundle / EXECUTABLE).is_file():
+        return [f"{bundle / EXECUTABLE} not found: build it with `pathserver bundle {bundle}`"]
+    size_mb = folder_size(bundle) / 1e6
+    runs = bundle_runs(bundle, args.maps, max(1, args.cold_runs), max(1, args.warm_runs), args.timeout)
+    failures = [f"bundle: {run['error']}" for run in [*runs["colds"], *runs["again"]] if "error" in run]
+    notes = report.setdefault("notes", [])
+    report.update(bundle=str(bundle), bundle_size_mb=size_mb, bundle_runs=runs)
+    if "bundle_build_s" in report:
+        notes.append(f"bundle built by `pathserver bundle` in {report['bundle_build_s']:.0f} s")
+    if failures:
+        for run in [*runs["colds"], *runs["again"]]:
+            notes.extend("  said: " + line for line in run.get("said", [])[-6:])
+        return failures
+    colds, again = runs["colds"], runs["again"]
+    cold = {**median_run(colds), "said": colds[0]["said"]}
+    rows.append((f"bundle, copied to a new folder, empty HOME: cold (median of {len(colds)} copies)", cold))
+    rows.append((f"bundle, same copy and HOME: again (median of {len(again)})", median_run(again)))
+    expected = expected_reply(args.maps)
+    right = all(same_answer(run["reply"], expected) for run in [*colds, *again])
+    loaded = next((line for line in cold["said"] if "kernels" in line and "ready in" in line), "")
+    # A module the freeze left out shows up as a traceback or a warning while starting.
+    strays = [line for run in colds for line in run["said"] if not line.startswith("pathserver")]
+    unwanted = unwanted_modules(bundle)
+    limit = args.size_limit if args.size_limit is not None else args.size_target
+    checks = [
+        (f"bundle folder <= {args.size_target:g} MB", f"{size_mb:.0f} MB",
+         size_mb <= args.size_target, size_mb <= limit),
+        (f"moved bundle's first ready line <= {args.ready_target:g} s (median)", f"{cold['ready_s']:.2f} s",
+         cold["ready_s"] <= args.ready_target, cold["ready_s"] <= args.ready_target),
+        ("the cold start printed only progress lines", f"{len(strays)} other lines", not strays, not strays),
+        (f"none of {', '.join(UNWANTED[:4])} in it", ", ".join(unwanted) or "none", not unwanted, not unwanted),
+        ("first path answer = in-process find_path", f"{len(expected['path'])} points, cost {expected['cost']:.4f}",
+         right, right),
+    ]
+    notes.append(f"bundle {bundle}: {size_mb:.0f} MB; copied to {runs['copied_to']} (and {len(colds) - 1} more new "
+                 f"folders) in {statistics.median(runs['copy_s']):.2f} s; slowest cold ready line "
+                 f"{max(run['ready_s'] for run in colds):.2f} s; "
+                 f"the cold run said: {loaded.removeprefix('pathserver: ')}")
+    notes.extend(f"  stray line: {line}" for line in strays[:10])
+    for target, measured, met, passes in checks:
+        verdict = "PASS" if met else ("MISS (within --size-limit)" if passes else "MISS")
+        notes.append(f"target: {target:<44} {measured:>26}  {verdict}")
+        if not passes:
+            failures.append(f"{target}: {measured}")
+    return failures
 
 
 if __name__ == "__main__":

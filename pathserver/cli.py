@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -19,7 +20,12 @@ DEFAULT_BIND = "tcp://127.0.0.1:5555"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pathserver", description="Exact grid pathfinding for game engines.")
+    from pathserver import __version__
+
+    # The bundle's executable (`pathserver bundle`) is the same command under its own name.
+    prog = "pathserver-server" if kernel_cache.frozen() else "pathserver"
+    parser = argparse.ArgumentParser(prog=prog, description="Exact grid pathfinding for game engines.")
+    parser.add_argument("--version", action="version", version=f"pathserver {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     path = commands.add_parser("path", help="find one path and print it")
@@ -52,6 +58,18 @@ def _parser() -> argparse.ArgumentParser:
                             "broker binds it unless given --edits; else copy it from the broker's ready line)")
     serve.add_argument("--feed", default=None, metavar="ENDPOINT",
                        help="with --connect: the broker's feed endpoint (default: --connect's port + 2, likewise)")
+
+    kernels = commands.add_parser(
+        "kernels", help="compile (or load) every kernel a request can reach into numba's cache, and say where"
+    )
+    kernels.add_argument("--maps", type=Path, default=None,
+                         help="also load every map in this folder and answer one path on each")
+    kernels.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+
+    if not kernel_cache.frozen():
+        bundle = commands.add_parser("bundle", help="build a self-contained server folder for this platform "
+                                                    "(needs the bundle extra: pip install 'pathserver[bundle]')")
+        bundle.add_argument("out_dir", type=Path, help="the folder to build it in (new, empty, or an earlier bundle)")
 
     from pathserver import broker, loadtest, render, security
 
@@ -137,6 +155,60 @@ def _cmd_serve(args) -> int:
     ) or 0
 
 
+def _cmd_kernels(args) -> int:
+    import platform
+
+    import numba
+
+    from pathserver.server.startup import StartupLog, compile_counts, kernel_cache_dir, warm_kernels
+
+    log = StartupLog()
+    warm_kernels()
+    if args.maps is not None:
+        _answer_one_path_per_map(args.maps)
+    compiled, loaded = compile_counts()
+    cpu = os.environ.get("NUMBA_CPU_NAME") or "host"
+    # As numba's own default: no features beyond the name for "generic", else the host's.
+    features = os.environ.get("NUMBA_CPU_FEATURES", "" if cpu == "generic" else "host")
+    manifest = kernel_cache.manifest_for(numba.__version__, cpu, features)
+    facts = {"folder": str(kernel_cache_dir()), "compiled": compiled, "loaded": loaded,
+             "seconds": round(log.elapsed(), 2), "platform": platform.platform(), "manifest": manifest}
+    if args.json:
+        print(json.dumps(facts))
+    else:
+        print(f"kernels in {facts['folder']}: {compiled} compiled, {loaded} loaded from the cache, "
+              f"{facts['seconds']:.1f} s")
+    return 0
+
+
+def _answer_one_path_per_map(folder: Path) -> None:
+    """Load every map in ``folder`` and find one path on each, from its first standable
+    cell to its last: the kernels then hold the signatures real maps use."""
+    import numpy as np
+
+    from pathserver import find_path
+    from pathserver.errors import PathserverError
+    from pathserver.maps.registry import MapRegistry
+
+    registry = MapRegistry(folder)
+    registry.load_all()
+    for name in registry.names():
+        gridmap = registry.get(name)
+        cells = np.argwhere(gridmap.layer(1).passable)
+        if len(cells):
+            (y0, x0), (y1, x1) = cells[0], cells[-1]
+            try:
+                find_path(gridmap, (int(x0), int(y0)), (int(x1), int(y1)))
+            except PathserverError:
+                pass  # e.g. the two cells in different components: the kernels ran all the same
+
+
+def _cmd_bundle(args) -> int:
+    from pathserver import bundle
+
+    return bundle.run(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     # First: numba picks a kernel's cache folder when the kernel's module is imported.
     kernel_cache.configure()
@@ -148,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {
         "path": _cmd_path, "validate": _cmd_validate, "serve": _cmd_serve, "options": _cmd_options,
         "render": render.run, "loadtest": loadtest.run, "keygen": security.run, "relay": security.run_relay,
-        "broker": broker.run,
+        "broker": broker.run, "kernels": _cmd_kernels, "bundle": _cmd_bundle,
     }
     try:
         return handlers[args.command](args)

@@ -258,7 +258,7 @@ def _add_caption(image: Image.Image, text: str, heat_top: int | None) -> Image.I
     font_size = 13 if image.width < 480 else 16
     try:
         font = ImageFont.load_default(size=font_size)
-    except (TypeError, OSError):  # Pillow built without FreeType: the fixed bitmap font
+    except (TypeError, OSError, ImportError):  # Pillow without FreeType (as in the bundle): the bitmap font
         font = ImageFont.load_default()
     pad = 6
     strip = font_size + 2 * pad

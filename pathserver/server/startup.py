@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from pathserver import kernel_cache
+
 #: The prefix of every progress line; the Godot addon shows these lines as they come.
 PREFIX = "pathserver: "
 
@@ -53,7 +55,7 @@ def kernels_cached(cache_dir: Path | None) -> bool:
     return any(cache_dir.rglob("*.nbi"))
 
 
-def _compile_counts() -> tuple[int, int]:
+def compile_counts() -> tuple[int, int]:
     """(compiled now, loaded from the cache) over every kernel dispatcher loaded so far."""
     from numba.core.registry import CPUDispatcher
 
@@ -119,14 +121,22 @@ def _warm_steps():
 
 def announce_kernels(log: StartupLog) -> bool:
     """Say whether the kernels will compile or load from the cache; True when compiling
-    (said before the maps load, since loading a map already runs the clearance kernel)."""
+    (said before the maps load, since loading a map already runs the clearance kernel).
+    A frozen server (``pathserver bundle``) says when it loads the bundle's own kernels,
+    and why not when it compiles instead (``kernel_cache.choice``)."""
     cache_dir = kernel_cache_dir()
     where = str(cache_dir) if cache_dir is not None else "numba's cache beside the sources"
+    decided = kernel_cache.choice()
+    if decided is not None and decided.bundled:
+        note = f" ({decided.reason})" if decided.reason else ""
+        log.say(f"loading the bundle's compiled kernels from {where}{note}")
+        return False
     if kernels_cached(cache_dir):
         log.say(f"loading the compiled kernels from {where}")
         return False
+    why = f"; the bundle's own kernels do not fit: {decided.reason}" if decided is not None and decided.reason else ""
     log.say(f"compiling the search kernels into {where} (first start on this machine: about 20 s; "
-            "later starts load them from there)")
+            f"later starts load them from there){why}")
     return True
 
 
@@ -141,5 +151,5 @@ def warm_kernels(log: StartupLog | None = None, *, compiling: bool = False) -> N
         if log is not None and compiling:
             log.say(f"kernels {i}/{len(steps)} ready: {name} ({time.perf_counter() - began:.1f} s)")
     if log is not None:
-        compiled, loaded = _compile_counts()
+        compiled, loaded = compile_counts()
         log.say(f"kernels ready in {log.elapsed():.2f} s since start ({compiled} compiled, {loaded} from the cache)")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+from pathserver import kernel_cache
 from pathserver.server import loop, startup
 from pathserver.server.app import serve
 from pathserver.server.startup import PREFIX, StartupLog, announce_kernels
@@ -32,6 +33,25 @@ def test_a_filled_cache_is_announced_as_loading(tmp_path, monkeypatch):
     stream = io.StringIO()
     assert announce_kernels(StartupLog(stream)) is False
     assert stream.getvalue() == f"{PREFIX}loading the compiled kernels from {tmp_path}\n"
+
+
+def test_a_frozen_server_says_it_loads_the_bundles_kernels(tmp_path, monkeypatch):
+    monkeypatch.setattr(startup, "kernel_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(kernel_cache, "choice", lambda: kernel_cache.Choice(tmp_path, bundled=True))
+    stream = io.StringIO()
+    assert announce_kernels(StartupLog(stream)) is False
+    assert stream.getvalue() == f"{PREFIX}loading the bundle's compiled kernels from {tmp_path}\n"
+
+
+def test_a_frozen_server_says_why_it_compiles(tmp_path, monkeypatch):
+    monkeypatch.setattr(startup, "kernel_cache_dir", lambda: tmp_path)
+    reason = "they were built for numba 0.67.0, this is 0.68.1 (/game/_internal/pathserver-kernels)"
+    monkeypatch.setattr(kernel_cache, "choice", lambda: kernel_cache.Choice(tmp_path, reason=reason))
+    stream = io.StringIO()
+    assert announce_kernels(StartupLog(stream)) is True
+    line = stream.getvalue()
+    assert line.startswith(f"{PREFIX}compiling the search kernels into {tmp_path} (first start on this machine")
+    assert line.rstrip().endswith(f"the bundle's own kernels do not fit: {reason}")
 
 
 def test_serve_says_each_stage_on_stderr_before_the_ready_line(maps_dir, capsys, monkeypatch):
