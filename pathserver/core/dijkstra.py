@@ -1,0 +1,396 @@
+"""Dijkstra over the unit's grid: the cells reachable within a budget (forward, from one
+start) and the distance field (cost to the nearest of many goals, searched backwards from
+all of them at once).
+
+The graph is find_path's: 8 moves (``diagonal`` decides which diagonals exist), entering a
+cell costs the step's length times its terrain cost ``cost_table[cost_index[y, x]]``
+(read only when ``uniform`` is 0), steps climbing more than ``max_climb`` are blocked when
+``use_heights`` is 1. Arguments of those names are as in :func:`pathserver.core.astar.astar`.
+
+Moves are symmetric but their costs are not (the cell entered pays): the backward search
+from the goals relaxes a cell ``a`` from a settled ``b`` by the step ``a -> b`` costing
+``b``'s terrain, so a field value is exactly the cost of the cheapest path from that cell.
+
+The field's queue. Every step costs at least 1 (a straight step into a cost-1 cell), so
+cells whose distance lies in one unit interval ``[k, k + 1)`` cannot improve one another:
+a bucket queue of unit-wide buckets (Dial's algorithm, generalised to real weights) settles
+each cell exactly, in any order within a bucket, in O(1) per operation. Buckets are kept in
+a ring of ``ceil(longest step) + 1`` or more, rounded to a power of two; a cost table so
+steep that the ring would pass :data:`MAX_BUCKETS` falls back to a binary heap.
+
+Workspace (per thread, never cleared between searches: ``stamp`` tells which entries this
+search wrote): ``work_float`` float64 (3, N) and ``work_int`` int32 (4, N + 1), N >= H * W,
+as :func:`pathserver.core.query.solve` takes them. Rows: g = ``work_float[0]``, heap keys
+``work_float[1]``; ``work_int[0]`` the settle order (reach), ``work_int[1]`` / ``[2]`` the
+heap (nodes, positions) or the buckets' links (next, previous), ``work_int[3]`` the stamps.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from pathserver.core.astar import SQRT2, STEP_X, STEP_Y, move_allowed
+from pathserver.core.avoid import anchor_box
+from pathserver.core.components import component_at
+from pathserver.core.heap import key_pop, key_sift_up
+from pathserver.core.query import next_pass_id
+
+#: Above this many buckets in the ring (terrain costs above ~700), the field uses a heap.
+MAX_BUCKETS = 1024
+#: Costs within this share of the limit count as within it (sums of sqrt(2) in another
+#: order may differ in the last bits).
+TOLERANCE = 1e-9
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _entry_cost(cost_index, cost_table, uniform, x, y):
+    if uniform != 0:
+        return 1.0
+    return cost_table[cost_index[y, x]]
+
+
+@njit(cache=True, nogil=True)
+def reach(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, sx, sy, budget,
+          work_float, work_int):
+    """Every cell the unit can reach from ``(sx, sy)`` (in bounds; the start need not be
+    standable: it is where the unit is) for at most ``budget`` (within
+    :data:`TOLERANCE`), cheapest first.
+
+    Returns the count n: ``work_int[0, :n]`` holds the cells (node ids ``y * W + x``) in
+    ascending cost, ``work_float[0][node]`` each one's cost. Ties come in no set order.
+    """
+    height, width = cells.shape
+    pass_id = next_pass_id(work_int)
+    open_mark = pass_id
+    closed_mark = pass_id + 1
+    g = work_float[0]
+    heap_keys = work_float[1]
+    order = work_int[0]
+    heap_nodes = work_int[1]
+    heap_pos = work_int[2]
+    stamp = work_int[3]
+    limit = budget + TOLERANCE * max(1.0, budget)
+    start = sy * width + sx
+    g[start] = 0.0
+    stamp[start] = open_mark
+    heap_nodes[0] = start
+    heap_keys[0] = 0.0
+    heap_pos[start] = 0
+    size = 1
+    count = 0
+    while size > 0:
+        node, size = key_pop(heap_nodes, heap_keys, heap_pos, size)
+        stamp[node] = closed_mark
+        order[count] = node
+        count += 1
+        y = node // width
+        x = node - y * width
+        g_node = g[node]
+        for d in range(8):
+            nx = x + STEP_X[d]
+            ny = y + STEP_Y[d]
+            if nx < 0 or ny < 0 or nx >= width or ny >= height:
+                continue
+            if not move_allowed(cells, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
+                continue
+            neighbour = ny * width + nx
+            mark = stamp[neighbour]
+            if mark == closed_mark:
+                continue
+            step = SQRT2 if d >= 4 else 1.0
+            g_new = g_node + step * _entry_cost(cost_index, cost_table, uniform, nx, ny)
+            if g_new > limit:
+                continue
+            if mark == open_mark:
+                if g_new < g[neighbour]:
+                    g[neighbour] = g_new
+                    at = heap_pos[neighbour]
+                    heap_keys[at] = g_new
+                    key_sift_up(heap_nodes, heap_keys, heap_pos, at)
+            else:
+                stamp[neighbour] = open_mark
+                g[neighbour] = g_new
+                heap_nodes[size] = neighbour
+                heap_keys[size] = g_new
+                key_sift_up(heap_nodes, heap_keys, heap_pos, size)
+                size += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def ring_size(cost_table, uniform):
+    """The buckets the field's ring needs (a power of two), or 0 past :data:`MAX_BUCKETS`."""
+    highest = 1.0
+    if uniform == 0:
+        for c in cost_table:
+            if c > highest:
+                highest = c
+    needed = math.ceil(SQRT2 * highest) + 2.0
+    if needed > MAX_BUCKETS:
+        return 0
+    size = 4
+    while size < needed:
+        size *= 2
+    return size
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _settle(out, value, x, y, rx0, ry0, rx1, ry1):
+    # Returns 1 when (x, y) lies in the region (and was written).
+    if rx0 <= x < rx1 and ry0 <= y < ry1:
+        out[y - ry0, x - rx0] = value
+        return 1
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def field(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, sources, max_cost,
+          region, targets, out, work_float, work_int):
+    """The distance field: for each cell, the cost of the cheapest path from it to the
+    nearest source, up to ``max_cost`` (``inf`` for no limit, within :data:`TOLERANCE`).
+
+    sources: int (K,) node ids ``y * W + x`` of the goals, each standable (repeats are
+    fine). region: int (4,) ``x0, y0, x1, y1`` (ends excluded), the window written to
+    ``out``: float64 (y1 - y0, x1 - x0), filled with ``inf`` by the caller; cells never
+    reached keep it. The search still runs over the whole map (values stay exact); it stops
+    once ``targets`` cells of the region are settled (the caller's count of the cells that
+    can reach a source, from the components; -1: no early stop).
+
+    Returns the count of cells settled. Afterwards ``work_float[0]`` holds the field for
+    every cell whose stamp (``work_int[3]``) is the search's closed mark, ``work_int[3, N]
+    + 1``; :func:`leave_costs` reads it so.
+    """
+    buckets = ring_size(cost_table, uniform)
+    if buckets == 0:
+        return _field_heap(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal,
+                           sources, max_cost, region, targets, out, work_float, work_int)
+    height, width = cells.shape
+    pass_id = next_pass_id(work_int)
+    open_mark = pass_id
+    closed_mark = pass_id + 1
+    g = work_float[0]
+    following = work_int[1]
+    preceding = work_int[2]
+    stamp = work_int[3]
+    mask = buckets - 1
+    heads = np.full(buckets, -1, dtype=np.int32)
+    limit = max_cost + TOLERANCE * max(1.0, max_cost)
+    rx0, ry0, rx1, ry1 = region[0], region[1], region[2], region[3]
+    waiting = 0
+    for k in range(sources.shape[0]):
+        node = sources[k]
+        if stamp[node] == open_mark:
+            continue
+        stamp[node] = open_mark
+        g[node] = 0.0
+        following[node] = heads[0]
+        preceding[node] = -1
+        if heads[0] != -1:
+            preceding[heads[0]] = node
+        heads[0] = node
+        waiting += 1
+    settled = 0
+    in_region = 0
+    current = 0
+    while waiting > 0:
+        b = current & mask
+        node = heads[b]
+        if node == -1:
+            current += 1
+            continue
+        heads[b] = following[node]
+        if following[node] != -1:
+            preceding[following[node]] = -1
+        waiting -= 1
+        stamp[node] = closed_mark
+        settled += 1
+        y = node // width
+        x = node - y * width
+        g_node = g[node]
+        in_region += _settle(out, g_node, x, y, rx0, ry0, rx1, ry1)
+        if in_region == targets:
+            break
+        # The step into this cell, from any neighbour, pays this cell's cost.
+        entry = _entry_cost(cost_index, cost_table, uniform, x, y)
+        for d in range(8):
+            nx = x + STEP_X[d]
+            ny = y + STEP_Y[d]
+            if nx < 0 or ny < 0 or nx >= width or ny >= height:
+                continue
+            # Legal both ways: the corner rule and the climb are symmetric.
+            if not move_allowed(cells, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
+                continue
+            neighbour = ny * width + nx
+            mark = stamp[neighbour]
+            if mark == closed_mark:
+                continue
+            g_new = g_node + (SQRT2 if d >= 4 else 1.0) * entry
+            if g_new > limit:
+                continue
+            nb = np.int64(g_new) & mask
+            if mark == open_mark:
+                g_old = g[neighbour]
+                if g_new >= g_old:
+                    continue
+                g[neighbour] = g_new
+                ob = np.int64(g_old) & mask
+                if ob == nb:
+                    continue
+                # Unlink from the old bucket.
+                before = preceding[neighbour]
+                after = following[neighbour]
+                if before == -1:
+                    heads[ob] = after
+                else:
+                    following[before] = after
+                if after != -1:
+                    preceding[after] = before
+            else:
+                stamp[neighbour] = open_mark
+                g[neighbour] = g_new
+                waiting += 1
+            following[neighbour] = heads[nb]
+            preceding[neighbour] = -1
+            if heads[nb] != -1:
+                preceding[heads[nb]] = neighbour
+            heads[nb] = neighbour
+    return settled
+
+
+@njit(cache=True, nogil=True)
+def _field_heap(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, sources,
+                max_cost, region, targets, out, work_float, work_int):
+    # field() with a binary heap, for steep cost tables.
+    height, width = cells.shape
+    pass_id = next_pass_id(work_int)
+    open_mark = pass_id
+    closed_mark = pass_id + 1
+    g = work_float[0]
+    heap_keys = work_float[1]
+    heap_nodes = work_int[1]
+    heap_pos = work_int[2]
+    stamp = work_int[3]
+    limit = max_cost + TOLERANCE * max(1.0, max_cost)
+    rx0, ry0, rx1, ry1 = region[0], region[1], region[2], region[3]
+    size = 0
+    for k in range(sources.shape[0]):
+        node = sources[k]
+        if stamp[node] == open_mark:
+            continue
+        stamp[node] = open_mark
+        g[node] = 0.0
+        heap_nodes[size] = node
+        heap_keys[size] = 0.0
+        key_sift_up(heap_nodes, heap_keys, heap_pos, size)
+        size += 1
+    settled = 0
+    in_region = 0
+    while size > 0:
+        node, size = key_pop(heap_nodes, heap_keys, heap_pos, size)
+        stamp[node] = closed_mark
+        settled += 1
+        y = node // width
+        x = node - y * width
+        g_node = g[node]
+        in_region += _settle(out, g_node, x, y, rx0, ry0, rx1, ry1)
+        if in_region == targets:
+            break
+        entry = _entry_cost(cost_index, cost_table, uniform, x, y)
+        for d in range(8):
+            nx = x + STEP_X[d]
+            ny = y + STEP_Y[d]
+            if nx < 0 or ny < 0 or nx >= width or ny >= height:
+                continue
+            if not move_allowed(cells, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
+                continue
+            neighbour = ny * width + nx
+            mark = stamp[neighbour]
+            if mark == closed_mark:
+                continue
+            g_new = g_node + (SQRT2 if d >= 4 else 1.0) * entry
+            if g_new > limit:
+                continue
+            if mark == open_mark:
+                if g_new < g[neighbour]:
+                    g[neighbour] = g_new
+                    at = heap_pos[neighbour]
+                    heap_keys[at] = g_new
+                    key_sift_up(heap_nodes, heap_keys, heap_pos, at)
+            else:
+                stamp[neighbour] = open_mark
+                g[neighbour] = g_new
+                heap_nodes[size] = neighbour
+                heap_keys[size] = g_new
+                key_sift_up(heap_nodes, heap_keys, heap_pos, size)
+                size += 1
+    return settled
+
+
+@njit(cache=True, nogil=True)
+def leave_costs(cells, source_cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal,
+                boxes, unit_w, unit_h, max_cost, region, out, work_float, work_int):
+    """After :func:`field` on ``cells`` with avoided anchors cleared (``source_cells`` the
+    unit's grid before, boxes the avoided cells as for
+    :func:`pathserver.core.avoid.block_anchors`): the field on those anchors, which a unit
+    may not enter but may leave, is the cheapest legal step to a settled neighbour plus
+    that neighbour's value. Writes ``out`` in the region as :func:`field` does. Returns
+    the count written."""
+    height, width = cells.shape
+    closed_mark = work_int[3, work_int.shape[1] - 1] + 1
+    g = work_float[0]
+    stamp = work_int[3]
+    limit = max_cost + TOLERANCE * max(1.0, max_cost)
+    rx0, ry0, rx1, ry1 = region[0], region[1], region[2], region[3]
+    written = 0
+    for k in range(boxes.shape[0]):
+        ax0, ay0, ax1, ay1 = anchor_box(boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3], unit_w, unit_h,
+                                        width, height)
+        for y in range(max(ay0, ry0), min(ay1, ry1)):
+            for x in range(max(ax0, rx0), min(ax1, rx1)):
+                if source_cells[y, x] == 0 or cells[y, x] != 0:
+                    continue
+                best = np.inf
+                for d in range(8):
+                    nx = x + STEP_X[d]
+                    ny = y + STEP_Y[d]
+                    if nx < 0 or ny < 0 or nx >= width or ny >= height:
+                        continue
+                    if not move_allowed(cells, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
+                        continue
+                    neighbour = ny * width + nx
+                    if stamp[neighbour] != closed_mark:
+                        continue
+                    value = g[neighbour] + (SQRT2 if d >= 4 else 1.0) * _entry_cost(
+                        cost_index, cost_table, uniform, nx, ny
+                    )
+                    if value < best:
+                        best = value
+                if best <= limit:
+                    out[y - ry0, x - rx0] = best
+                    written += 1
+    return written
+
+
+@njit(cache=True, nogil=True)
+def count_in_components(cells, comps, sources, region):
+    """How many cells of ``region`` (int (4,) ``x0, y0, x1, y1``) lie in the component of
+    one of ``sources`` (node ids): the cells a field's search must settle there, when
+    nothing but the components cuts cells off."""
+    width = cells.shape[1]
+    labels = np.empty(sources.shape[0], dtype=np.int64)
+    for k in range(sources.shape[0]):
+        node = sources[k]
+        y = node // width
+        labels[k] = component_at(cells, comps, node - y * width, y)
+    labels = np.unique(labels)
+    count = 0
+    for y in range(region[1], region[3]):
+        for x in range(region[0], region[2]):
+            if cells[y, x] == 0:
+                continue
+            label = component_at(cells, comps, x, y)
+            at = np.searchsorted(labels, label)
+            if at < labels.shape[0] and labels[at] == label:
+                count += 1
+    return count
