@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass
+from itertools import chain
 
 from pathserver.errors import BadUnitSizeError, NonFiniteError, RequestError, TooLargeError
 
@@ -279,11 +280,11 @@ def number_rows(rows, width: int, at: str, shape: str) -> tuple:
         raise RequestError(f"'{at}' must be an array of {shape}, got {wire_type(rows)}", at=at)
     if not rows:
         return ()
-    if set(map(type, rows)) <= _SEQUENCES and set(map(len, rows)) == {width}:
-        flat = [v for row in rows for v in row]
-        kinds = set(map(type, flat))
-        if kinds <= _NUMBERS and (float not in kinds or all(map(math.isfinite, flat))):
-            return tuple(map(tuple, rows))
+    shapes = set(map(type, rows))
+    if shapes <= _SEQUENCES and set(map(len, rows)) == {width}:
+        kinds = set(map(type, chain.from_iterable(rows)))
+        if kinds <= _NUMBERS and (float not in kinds or all(map(math.isfinite, chain.from_iterable(rows)))):
+            return rows if type(rows) is tuple and shapes == {tuple} else tuple(map(tuple, rows))
     for i, row in enumerate(rows):
         if (type(row) is not list and type(row) is not tuple) or len(row) != width:
             shown = f"an array of {len(row)}" if type(row) in _SEQUENCES else wire_type(row)

@@ -7,9 +7,10 @@ where cells of theirs touch across a block border. (The block-local component la
 will not do: one label may cover two parts of a block joined only outside it, and a
 placement elsewhere may part them.) Solid cells change only the blocks the unit's
 footprint can reach from them; those are cut into pieces afresh (a flood fill of at most
-256 cells each), the rest keep theirs. Points that were connected stay connected exactly
-when a walk over this graph from one's node reaches the other's: a breadth-first search
-over pieces rather than cells, which stops as soon as every point it looks for is found.
+256 cells each), the rest keep theirs. Then a breadth-first search over pieces rather than
+cells, started next to the solid cells (see :func:`cut_pieces`), says which pieces of
+each component hang together; a placement that cuts nothing settles that within a few
+blocks of itself, whatever the map's size.
 """
 
 import numpy as np
@@ -99,6 +100,14 @@ def _node(first, base, affected, per_row, x, y, local):
     return first[b] + local - 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _find(parent, i):
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
 @njit(cache=True, nogil=True)
 def cut_pieces(cells, comps, block, first, eight, boxes, unit_w, unit_h, points, before, pieces):
     """Which piece each point lies in once the cells of ``boxes`` (int (K, 4) ``x0, y0,
@@ -106,18 +115,25 @@ def cut_pieces(cells, comps, block, first, eight, boxes, unit_w, unit_h, points,
 
     cells, comps: the unit's block-local components (4-connected, or with ``eight`` 1 the
     8-connected ones of corner cutting); block, first: :func:`block_pieces` of ``cells``
-    with the same ``eight``. points: int (P, 2) x, y, in bounds. Writes
-    ``before`` (int64 (P,)): each point's component id now, 0 where the unit cannot stand;
-    and ``pieces`` (int32 (P,)): NOT_STANDING where the unit cannot stand once the cells
-    are solid, else a piece id: two points of the same component before share a piece id
-    exactly when they are still connected after. Returns the count of nodes visited.
+    with the same ``eight``. points: int (P, 2) x, y, in bounds. Writes ``before`` (int64
+    (P,)): each point's component id now, 0 where the unit cannot stand; and ``pieces``
+    (int64 (P,)): NOT_STANDING where the unit cannot stand once the cells are solid, else
+    a piece id: two points of the same component before share a piece id exactly when they
+    are still connected after. Returns the count of nodes the search visited.
+
+    A component the solid cells split falls into pieces that each touch them (it was
+    connected). So the search starts at once from every piece next to the solid cells
+    (the seeds, in the blocks they change, grown by a cell), breadth-first in step, joining
+    seeds whose searches meet, and stops when at most one search can still grow: every
+    other has filled its piece, and whatever it has not reached belongs to the last one.
+    A placement that cuts nothing stops within a few blocks of it.
     """
     height, width = cells.shape
     per_row = (width + BLOCK - 1) >> BLOCK_SHIFT
     n_blocks = per_row * ((height + BLOCK - 1) >> BLOCK_SHIFT)
     n_dirs = 8 if eight != 0 else 4
 
-    # The blocks the solid cells change: any holding an anchor whose footprint they touch.
+    # The blocks the solid cells change, and those next to them.
     affected = np.full(n_blocks, -1, dtype=np.int32)
     listed = np.empty(n_blocks, dtype=np.int32)
     n_affected = 0
@@ -131,8 +147,12 @@ def cut_pieces(cells, comps, block, first, eight, boxes, unit_w, unit_h, points,
         anchors[k, 3] = ay1
         if ax0 >= ax1 or ay0 >= ay1:
             continue
-        for by in range(ay0 >> BLOCK_SHIFT, ((ay1 - 1) >> BLOCK_SHIFT) + 1):
-            for bx in range(ax0 >> BLOCK_SHIFT, ((ax1 - 1) >> BLOCK_SHIFT) + 1):
+        gx0 = max(ax0 - 1, 0)
+        gy0 = max(ay0 - 1, 0)
+        gx1 = min(ax1 + 1, width)
+        gy1 = min(ay1 + 1, height)
+        for by in range(gy0 >> BLOCK_SHIFT, ((gy1 - 1) >> BLOCK_SHIFT) + 1):
+            for bx in range(gx0 >> BLOCK_SHIFT, ((gx1 - 1) >> BLOCK_SHIFT) + 1):
                 b = by * per_row + bx
                 if affected[b] < 0:
                     affected[b] = n_affected
@@ -150,104 +170,151 @@ def cut_pieces(cells, comps, block, first, eight, boxes, unit_w, unit_h, points,
                 if cells[y, x] != 0:
                     fresh[a, y - y0, x - x0] = 255
     for k in range(anchors.shape[0]):
-        ax0, ay0, ax1, ay1 = anchors[k, 0], anchors[k, 1], anchors[k, 2], anchors[k, 3]
-        for y in range(ay0, ay1):
-            for x in range(ax0, ax1):
+        for y in range(anchors[k, 1], anchors[k, 3]):
+            for x in range(anchors[k, 0], anchors[k, 2]):
                 fresh[affected[(y >> BLOCK_SHIFT) * per_row + (x >> BLOCK_SHIFT)], y & (BLOCK - 1), x & (BLOCK - 1)] = 0
 
-    # Cut each changed block into pieces afresh.
+    # Cut each changed block into pieces afresh; each piece is a seed, with a cell of it.
     counts = np.zeros(n_affected, dtype=np.int32)
     stack = np.empty(BLOCK * BLOCK, dtype=np.int32)
+    n_seeds = 0
     for a in range(n_affected):
         b = listed[a]
         bh = min(BLOCK, height - ((b // per_row) << BLOCK_SHIFT))
         bw = min(BLOCK, width - ((b % per_row) << BLOCK_SHIFT))
         counts[a] = _fill_block(fresh[a], 0, 0, bw, bh, n_dirs, stack)
-
-    # Node ids: the blocks' own for unchanged blocks, new ones past them for the rest.
+        n_seeds += counts[a]
     base = np.empty(n_affected, dtype=np.int64)
     total = first[n_blocks]
     for a in range(n_affected):
         base[a] = total
         total += counts[a]
-    seen = np.full(total, -1, dtype=np.int32)
-    found_at = np.zeros(total, dtype=np.int32)
+    seed_node = np.empty(n_seeds, dtype=np.int64)
+    seed_x = np.empty(n_seeds, dtype=np.int64)
+    seed_y = np.empty(n_seeds, dtype=np.int64)
+    seed_component = np.empty(n_seeds, dtype=np.int64)
+    n_seeds = 0
+    for a in range(n_affected):
+        b = listed[a]
+        y0 = (b // per_row) << BLOCK_SHIFT
+        x0 = (b % per_row) << BLOCK_SHIFT
+        done = n_seeds
+        for y in range(y0, min(y0 + BLOCK, height)):
+            for x in range(x0, min(x0 + BLOCK, width)):
+                local = fresh[a, y - y0, x - x0]
+                # Pieces are numbered in the order a row-major scan meets them.
+                if local != 0 and local == n_seeds - done + 1:
+                    seed_node[n_seeds] = base[a] + local - 1
+                    seed_x[n_seeds] = x
+                    seed_y[n_seeds] = y
+                    seed_component[n_seeds] = component_at(cells, comps, x, y)
+                    n_seeds += 1
 
-    node_of = np.full(points.shape[0], -1, dtype=np.int64)
-    component = before
-    for i in range(points.shape[0]):
-        px = points[i, 0]
-        py = points[i, 1]
-        pieces[i] = NOT_STANDING
-        component[i] = component_at(cells, comps, px, py)
-        local = _label(block, fresh, affected, per_row, px, py)
-        if local != 0:
-            node_of[i] = _node(first, base, affected, per_row, px, py, local)
-            found_at[node_of[i]] += 1
-
+    # The search, one component at a time, from all its seeds in step.
+    owner = np.full(total, -1, dtype=np.int64)  # the seed whose search reached a node
+    union = np.arange(n_seeds)  # seeds joined when their searches meet
+    pending = np.zeros(n_seeds, dtype=np.int64)  # queued nodes of each joined set
+    rest = np.full(n_seeds, -1, dtype=np.int64)  # per seed: its component's unfinished set
     queue = np.empty(total, dtype=np.int64)
     queue_x = np.empty(total, dtype=np.int64)
     queue_y = np.empty(total, dtype=np.int64)
+    order = np.argsort(seed_component, kind="mergesort")
     visited = 0
-    for i in range(points.shape[0]):
-        start = node_of[i]
-        if start < 0:
-            continue
-        if seen[start] < 0:
-            # Look for the points of this component not yet placed in a piece.
-            wanted = 0
-            for j in range(i, points.shape[0]):
-                if node_of[j] >= 0 and component[j] == component[i] and seen[node_of[j]] < 0:
-                    wanted += 1
-            seen[start] = i
-            head = 0
-            tail = 0
-            queue[tail] = start
-            queue_x[tail] = points[i, 0]
-            queue_y[tail] = points[i, 1]
+    lo = 0
+    while lo < n_seeds:
+        hi = lo
+        while hi < n_seeds and seed_component[order[hi]] == seed_component[order[lo]]:
+            hi += 1
+        head = 0
+        tail = 0
+        for k in range(lo, hi):
+            seed = order[k]
+            owner[seed_node[seed]] = seed
+            pending[seed] = 1
+            queue[tail] = seed_node[seed]
+            queue_x[tail] = seed_x[seed]
+            queue_y[tail] = seed_y[seed]
             tail += 1
-            wanted -= found_at[start]
-            while head < tail and wanted > 0:
-                node = queue[head]
-                # Any cell of the node: its block and local label are what count.
-                qx = queue_x[head]
-                qy = queue_y[head]
-                head += 1
-                visited += 1
-                local = _label(block, fresh, affected, per_row, qx, qy)
-                x0 = (qx >> BLOCK_SHIFT) << BLOCK_SHIFT
-                y0 = (qy >> BLOCK_SHIFT) << BLOCK_SHIFT
-                x1 = min(x0 + BLOCK, width)
-                y1 = min(y0 + BLOCK, height)
-                # The node's cells on the block's rim, and their neighbours outside it.
-                for y in range(y0, y1):
-                    rim_row = y == y0 or y == y1 - 1
-                    x = x0
-                    while x < x1:
-                        if _label(block, fresh, affected, per_row, x, y) == local:
-                            for d in range(n_dirs):
-                                nx = x + _DX8[d]
-                                ny = y + _DY8[d]
-                                if nx < 0 or ny < 0 or nx >= width or ny >= height:
-                                    continue
-                                if x0 <= nx < x1 and y0 <= ny < y1:
-                                    continue
-                                other = _label(block, fresh, affected, per_row, nx, ny)
-                                if other == 0:
-                                    continue
-                                target = _node(first, base, affected, per_row, nx, ny, other)
-                                if seen[target] >= 0:
-                                    continue
-                                seen[target] = i
-                                wanted -= found_at[target]
+        active = hi - lo  # sets that may still grow
+        while head < tail and active > 1:
+            qx = queue_x[head]
+            qy = queue_y[head]
+            mine = _find(union, owner[queue[head]])
+            head += 1
+            visited += 1
+            pending[mine] -= 1
+            if pending[mine] == 0:
+                active -= 1
+            local = _label(block, fresh, affected, per_row, qx, qy)
+            x0 = (qx >> BLOCK_SHIFT) << BLOCK_SHIFT
+            y0 = (qy >> BLOCK_SHIFT) << BLOCK_SHIFT
+            x1 = min(x0 + BLOCK, width)
+            y1 = min(y0 + BLOCK, height)
+            # The node's cells on its block's rim, and their neighbours outside it.
+            for y in range(y0, y1):
+                rim_row = y == y0 or y == y1 - 1
+                x = x0
+                while x < x1:
+                    if _label(block, fresh, affected, per_row, x, y) == local:
+                        for d in range(n_dirs):
+                            nx = x + _DX8[d]
+                            ny = y + _DY8[d]
+                            if nx < 0 or ny < 0 or nx >= width or ny >= height:
+                                continue
+                            if x0 <= nx < x1 and y0 <= ny < y1:
+                                continue
+                            other = _label(block, fresh, affected, per_row, nx, ny)
+                            if other == 0:
+                                continue
+                            target = _node(first, base, affected, per_row, nx, ny, other)
+                            if owner[target] < 0:
+                                owner[target] = mine
+                                if pending[mine] == 0:
+                                    active += 1
+                                pending[mine] += 1
                                 queue[tail] = target
                                 queue_x[tail] = nx
                                 queue_y[tail] = ny
                                 tail += 1
-                        # Inside rows only the first and last column are on the rim.
-                        if rim_row or x == x1 - 1:
-                            x += 1
-                        else:
-                            x = x1 - 1
-        pieces[i] = seen[start]
+                                continue
+                            theirs = _find(union, owner[target])
+                            if theirs != mine:
+                                growing = (pending[mine] > 0) + (pending[theirs] > 0)
+                                union[theirs] = mine
+                                pending[mine] += pending[theirs]
+                                active += (pending[mine] > 0) - growing
+                    # Inside rows only the first and last column are on the rim.
+                    if rim_row or x == x1 - 1:
+                        x += 1
+                    else:
+                        x = x1 - 1
+        unfinished = -1
+        for k in range(lo, hi):
+            seed = _find(union, order[k])
+            if pending[seed] > 0:
+                unfinished = seed
+        for k in range(lo, hi):
+            rest[order[k]] = unfinished
+        lo = hi
+
+    # Each point: its set, else its component's unfinished set, else (a component the
+    # cells leave whole) the component itself.
+    sorted_components = seed_component[order]
+    for i in range(points.shape[0]):
+        px = points[i, 0]
+        py = points[i, 1]
+        before[i] = component_at(cells, comps, px, py)
+        pieces[i] = NOT_STANDING
+        local = _label(block, fresh, affected, per_row, px, py)
+        if local == 0:
+            continue
+        node = _node(first, base, affected, per_row, px, py, local)
+        if node < owner.shape[0] and owner[node] >= 0:
+            pieces[i] = _find(union, owner[node])
+            continue
+        at = np.searchsorted(sorted_components, before[i])
+        if at < n_seeds and sorted_components[at] == before[i] and rest[order[at]] >= 0:
+            pieces[i] = rest[order[at]]
+        else:
+            pieces[i] = n_seeds + before[i]
     return visited

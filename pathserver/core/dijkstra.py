@@ -16,7 +16,10 @@ cells whose distance lies in one unit interval ``[k, k + 1)`` cannot improve one
 a bucket queue of unit-wide buckets (Dial's algorithm, generalised to real weights) settles
 each cell exactly, in any order within a bucket, in O(1) per operation. Buckets are kept in
 a ring of ``ceil(longest step) + 1`` or more, rounded to a power of two; a cost table so
-steep that the ring would pass :data:`MAX_BUCKETS` falls back to a binary heap.
+steep that the ring would pass :data:`MAX_BUCKETS` falls back to a binary heap. Each
+bucket is read first in, first out (a wavefront, like a breadth-first search, touches
+memory in order) and a cell improved after it was queued is queued again rather than
+moved: measured on a 512 x 512 map, a third of the time of doubly linked buckets.
 
 Workspace (per thread, never cleared between searches: ``stamp`` tells which entries this
 search wrote): ``work_float`` float64 (3, N) and ``work_int`` int32 (4, N + 1), N >= H * W,
@@ -30,24 +33,18 @@ import math
 import numpy as np
 from numba import njit
 
-from pathserver.core.astar import SQRT2, STEP_X, STEP_Y, move_allowed
 from pathserver.core.avoid import anchor_box
 from pathserver.core.components import component_at
 from pathserver.core.heap import key_pop, key_sift_up
+from pathserver.core.moves import SQRT2, directions, entry_cost, legal, step_to
 from pathserver.core.query import next_pass_id
+from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING
 
 #: Above this many buckets in the ring (terrain costs above ~700), the field uses a heap.
 MAX_BUCKETS = 1024
 #: Costs within this share of the limit count as within it (sums of sqrt(2) in another
 #: order may differ in the last bits).
 TOLERANCE = 1e-9
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _entry_cost(cost_index, cost_table, uniform, x, y):
-    if uniform != 0:
-        return 1.0
-    return cost_table[cost_index[y, x]]
 
 
 @njit(cache=True, nogil=True)
@@ -61,6 +58,8 @@ def reach(cells, cost_index, cost_table, uniform, heights, use_heights, max_clim
     ascending cost, ``work_float[0][node]`` each one's cost. Ties come in no set order.
     """
     height, width = cells.shape
+    n_dirs = directions(diagonal)
+    corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
     pass_id = next_pass_id(work_int)
     open_mark = pass_id
     closed_mark = pass_id + 1
@@ -87,19 +86,21 @@ def reach(cells, cost_index, cost_table, uniform, heights, use_heights, max_clim
         y = node // width
         x = node - y * width
         g_node = g[node]
-        for d in range(8):
-            nx = x + STEP_X[d]
-            ny = y + STEP_Y[d]
-            if nx < 0 or ny < 0 or nx >= width or ny >= height:
+        for d in range(n_dirs):
+            nx, ny = step_to(x, y, d)
+            # The tests of moves.legal, written out: see pathserver.core.moves.
+            if nx < 0 or ny < 0 or nx >= width or ny >= height or cells[ny, nx] == 0:
                 continue
-            if not move_allowed(cells, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
+            if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
+                continue
+            if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
                 continue
             neighbour = ny * width + nx
             mark = stamp[neighbour]
             if mark == closed_mark:
                 continue
             step = SQRT2 if d >= 4 else 1.0
-            g_new = g_node + step * _entry_cost(cost_index, cost_table, uniform, nx, ny)
+            g_new = g_node + step * entry_cost(cost_index, cost_table, uniform, nx, ny)
             if g_new > limit:
                 continue
             if mark == open_mark:
@@ -161,20 +162,37 @@ def field(cells, cost_index, cost_table, uniform, heights, use_heights, max_clim
     every cell whose stamp (``work_int[3]``) is the search's closed mark, ``work_int[3, N]
     + 1``; :func:`leave_costs` reads it so.
     """
-    buckets = ring_size(cost_table, uniform)
-    if buckets == 0:
-        return _field_heap(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal,
-                           sources, max_cost, region, targets, out, work_float, work_int)
+    ring = ring_size(cost_table, uniform)
+    if ring > 0:
+        settled = _field_buckets(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal,
+                                 sources, max_cost, region, targets, out, work_float, work_int, ring)
+        if settled >= 0:
+            return settled
+    return _field_heap(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, sources,
+                       max_cost, region, targets, out, work_float, work_int)
+
+
+@njit(cache=True, nogil=True)
+def _field_buckets(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, sources,
+                   max_cost, region, targets, out, work_float, work_int, ring):
+    # field() with the ring of buckets; -1 when a bucket overflows (then the heap runs).
     height, width = cells.shape
+    n_dirs = directions(diagonal)
+    corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
     pass_id = next_pass_id(work_int)
     open_mark = pass_id
     closed_mark = pass_id + 1
     g = work_float[0]
-    following = work_int[1]
-    preceding = work_int[2]
     stamp = work_int[3]
-    mask = buckets - 1
-    heads = np.full(buckets, -1, dtype=np.int32)
+    mask = ring - 1
+    # Each bucket an array filled in order and read in order (breadth-first within a
+    # bucket keeps neighbouring cells close in time); a cell improved after it was queued
+    # is queued again, its stale entry skipped as closed when met. A quarter of the map a
+    # bucket is far more than a wavefront holds; should one ever fill, the heap takes over
+    # (growing the arrays here, in the loop, would cost a third of the time).
+    capacity = max(4096, (height * width) >> 2, sources.shape[0])
+    buckets = np.empty((ring, capacity), dtype=np.int32)
+    sizes = np.zeros(ring, dtype=np.int64)
     limit = max_cost + TOLERANCE * max(1.0, max_cost)
     rx0, ry0, rx1, ry1 = region[0], region[1], region[2], region[3]
     waiting = 0
@@ -184,77 +202,60 @@ def field(cells, cost_index, cost_table, uniform, heights, use_heights, max_clim
             continue
         stamp[node] = open_mark
         g[node] = 0.0
-        following[node] = heads[0]
-        preceding[node] = -1
-        if heads[0] != -1:
-            preceding[heads[0]] = node
-        heads[0] = node
+        buckets[0, sizes[0]] = node
+        sizes[0] += 1
         waiting += 1
     settled = 0
     in_region = 0
     current = 0
     while waiting > 0:
         b = current & mask
-        node = heads[b]
-        if node == -1:
-            current += 1
-            continue
-        heads[b] = following[node]
-        if following[node] != -1:
-            preceding[following[node]] = -1
-        waiting -= 1
-        stamp[node] = closed_mark
-        settled += 1
-        y = node // width
-        x = node - y * width
-        g_node = g[node]
-        in_region += _settle(out, g_node, x, y, rx0, ry0, rx1, ry1)
-        if in_region == targets:
-            break
-        # The step into this cell, from any neighbour, pays this cell's cost.
-        entry = _entry_cost(cost_index, cost_table, uniform, x, y)
-        for d in range(8):
-            nx = x + STEP_X[d]
-            ny = y + STEP_Y[d]
-            if nx < 0 or ny < 0 or nx >= width or ny >= height:
+        i = 0
+        while i < sizes[b]:
+            node = buckets[b, i]
+            i += 1
+            waiting -= 1
+            if stamp[node] == closed_mark:
                 continue
-            # Legal both ways: the corner rule and the climb are symmetric.
-            if not move_allowed(cells, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
-                continue
-            neighbour = ny * width + nx
-            mark = stamp[neighbour]
-            if mark == closed_mark:
-                continue
-            g_new = g_node + (SQRT2 if d >= 4 else 1.0) * entry
-            if g_new > limit:
-                continue
-            nb = np.int64(g_new) & mask
-            if mark == open_mark:
-                g_old = g[neighbour]
-                if g_new >= g_old:
+            stamp[node] = closed_mark
+            settled += 1
+            y = node // width
+            x = node - y * width
+            g_node = g[node]
+            if rx0 <= x < rx1 and ry0 <= y < ry1:
+                out[y - ry0, x - rx0] = g_node
+                in_region += 1
+                if in_region == targets:
+                    return settled
+            # The step into this cell, from any neighbour, pays this cell's cost.
+            entry = 1.0 if uniform != 0 else cost_table[cost_index[y, x]]
+            for d in range(n_dirs):
+                nx, ny = step_to(x, y, d)
+                # Legal both ways, the corner rule and the climb being symmetric. (The
+                # tests of moves.legal, written out: see pathserver.core.moves.)
+                if nx < 0 or ny < 0 or nx >= width or ny >= height or cells[ny, nx] == 0:
                     continue
-                g[neighbour] = g_new
-                ob = np.int64(g_old) & mask
-                if ob == nb:
+                if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
                     continue
-                # Unlink from the old bucket.
-                before = preceding[neighbour]
-                after = following[neighbour]
-                if before == -1:
-                    heads[ob] = after
-                else:
-                    following[before] = after
-                if after != -1:
-                    preceding[after] = before
-            else:
+                if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
+                    continue
+                neighbour = ny * width + nx
+                mark = stamp[neighbour]
+                if mark == closed_mark:
+                    continue
+                g_new = g_node + (SQRT2 if d >= 4 else 1.0) * entry
+                if g_new > limit or (mark == open_mark and g_new >= g[neighbour]):
+                    continue
                 stamp[neighbour] = open_mark
                 g[neighbour] = g_new
+                nb = np.int64(g_new) & mask
+                if sizes[nb] == capacity:
+                    return -1
+                buckets[nb, sizes[nb]] = neighbour
+                sizes[nb] += 1
                 waiting += 1
-            following[neighbour] = heads[nb]
-            preceding[neighbour] = -1
-            if heads[nb] != -1:
-                preceding[heads[nb]] = neighbour
-            heads[nb] = neighbour
+        sizes[b] = 0
+        current += 1
     return settled
 
 
@@ -263,6 +264,8 @@ def _field_heap(cells, cost_index, cost_table, uniform, heights, use_heights, ma
                 max_cost, region, targets, out, work_float, work_int):
     # field() with a binary heap, for steep cost tables.
     height, width = cells.shape
+    n_dirs = directions(diagonal)
+    corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
     pass_id = next_pass_id(work_int)
     open_mark = pass_id
     closed_mark = pass_id + 1
@@ -296,13 +299,15 @@ def _field_heap(cells, cost_index, cost_table, uniform, heights, use_heights, ma
         in_region += _settle(out, g_node, x, y, rx0, ry0, rx1, ry1)
         if in_region == targets:
             break
-        entry = _entry_cost(cost_index, cost_table, uniform, x, y)
-        for d in range(8):
-            nx = x + STEP_X[d]
-            ny = y + STEP_Y[d]
-            if nx < 0 or ny < 0 or nx >= width or ny >= height:
+        entry = entry_cost(cost_index, cost_table, uniform, x, y)
+        for d in range(n_dirs):
+            nx, ny = step_to(x, y, d)
+            # The tests of moves.legal, written out: see pathserver.core.moves.
+            if nx < 0 or ny < 0 or nx >= width or ny >= height or cells[ny, nx] == 0:
                 continue
-            if not move_allowed(cells, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
+            if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
+                continue
+            if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
                 continue
             neighbour = ny * width + nx
             mark = stamp[neighbour]
@@ -337,6 +342,8 @@ def leave_costs(cells, source_cells, cost_index, cost_table, uniform, heights, u
     that neighbour's value. Writes ``out`` in the region as :func:`field` does. Returns
     the count written."""
     height, width = cells.shape
+    n_dirs = directions(diagonal)
+    corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
     closed_mark = work_int[3, work_int.shape[1] - 1] + 1
     g = work_float[0]
     stamp = work_int[3]
@@ -351,17 +358,14 @@ def leave_costs(cells, source_cells, cost_index, cost_table, uniform, heights, u
                 if source_cells[y, x] == 0 or cells[y, x] != 0:
                     continue
                 best = np.inf
-                for d in range(8):
-                    nx = x + STEP_X[d]
-                    ny = y + STEP_Y[d]
-                    if nx < 0 or ny < 0 or nx >= width or ny >= height:
-                        continue
-                    if not move_allowed(cells, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
+                for d in range(n_dirs):
+                    nx, ny = step_to(x, y, d)
+                    if not legal(cells, heights, use_heights, max_climb, diagonal, x, y, nx, ny, d):
                         continue
                     neighbour = ny * width + nx
                     if stamp[neighbour] != closed_mark:
                         continue
-                    value = g[neighbour] + (SQRT2 if d >= 4 else 1.0) * _entry_cost(
+                    value = g[neighbour] + (SQRT2 if d >= 4 else 1.0) * entry_cost(
                         cost_index, cost_table, uniform, nx, ny
                     )
                     if value < best:

@@ -1,23 +1,28 @@
 """One path to the cheapest of many goals, in one search.
 
-A forward A* from the start whose heuristic is the distance to the nearest of a few boxes
-that hold the goals: the distance to a box is the distance to its nearest point, a lower
-bound on the distance to every goal inside, and a minimum of consistent heuristics is
-consistent, so the first goal the search pops is a cheapest one. Up to :data:`MAX_BOXES`
-goals, each is its own box and the heuristic is the exact minimum over the goals; more are
-sorted along a Morton curve and cut into :data:`MAX_BOXES` runs, whose boxes stay compact,
-so each estimate costs a bounded number of distances however many goals there are.
+Backwards: an A* from all the goals at once (each queued at cost 0) to the start, whose
+estimate is the distance to the start, one distance a node however many goals there are.
+The first time it takes the start, the start's cost is the cheapest path from the start to
+any goal, and the parents lead from the start to that goal. Steps are priced as forwards
+(the cell entered pays), so the costs are exactly find_path's. Goals whose distance to the
+start already exceeds the answer are never expanded: on a map with 100 goals the search
+does about the work of one A* to the nearest.
 
-A goal test is a binary search among the goals' node ids, made only where the estimate is
-0 (inside a box). Goals outside the start's component are dropped before searching.
+Forwards, for a partial path (allow_partial when no goal is reached): an A* from the start
+whose estimate is the distance to the nearest of a few boxes holding the goals (a minimum
+of consistent estimates is consistent); up to :data:`MAX_BOXES` goals each is its own box,
+more are sorted along a Morton curve and cut into :data:`MAX_BOXES` compact runs. Its
+closed node the estimate deems nearest a goal ends the partial path.
+
+Goals outside the start's component are dropped before searching.
 """
 
 import numpy as np
 from numba import njit
 
-from pathserver.core.astar import SQRT2, STEP_X, STEP_Y, heuristic_distance, move_allowed, trace_path
+from pathserver.core.astar import heuristic_distance, trace_path
 from pathserver.core.components import component_at, nearest_with_label
-from pathserver.core.heap import heap_decrease, heap_pop, heap_push
+from pathserver.core.heap import TIE, heap_decrease, heap_pop, heap_push, key_pop, key_sift_up
 from pathserver.core.lines import (
     corner_points,
     path_cost,
@@ -26,9 +31,11 @@ from pathserver.core.lines import (
     string_pull,
     walk_is_optimal,
 )
+from pathserver.core.moves import SQRT2, directions, step_to
 from pathserver.core.query import next_pass_id
 from pathserver.core.status import (
     DIAGONAL_NEVER,
+    DIAGONAL_NO_CORNER_CUTTING,
     FLAG_BUDGET_HIT,
     FLAG_GOAL_SNAPPED,
     FLAG_LINE_OF_SIGHT,
@@ -153,6 +160,8 @@ def astar_goals(passable, cost_index, cost_table, uniform, heights, use_heights,
     node with the smallest estimate (for partial paths) and goal the index of the target
     nearest it."""
     height, width = passable.shape
+    n_dirs = directions(diagonal)
+    corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
     open_mark = pass_id
     closed_mark = pass_id + 1
     boxes = goal_boxes(targets, n, MAX_BOXES)
@@ -189,12 +198,14 @@ def astar_goals(passable, cost_index, cost_table, uniform, heights, use_heights,
             best_h = h_node
             best = node
         g_node = g[node]
-        for d in range(8):
-            nx = x + STEP_X[d]
-            ny = y + STEP_Y[d]
-            if nx < 0 or ny < 0 or nx >= width or ny >= height:
+        for d in range(n_dirs):
+            nx, ny = step_to(x, y, d)
+            # The tests of moves.legal, written out: see pathserver.core.moves.
+            if nx < 0 or ny < 0 or nx >= width or ny >= height or passable[ny, nx] == 0:
                 continue
-            if not move_allowed(passable, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
+            if d >= 4 and corners and (passable[y, nx] == 0 or passable[ny, x] == 0):
+                continue
+            if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
                 continue
             neighbour = ny * width + nx
             mark = stamp[neighbour]
@@ -217,6 +228,112 @@ def astar_goals(passable, cost_index, cost_table, uniform, heights, use_heights,
                 h = nearest_box(heuristic, nx, ny, boxes, n_boxes)
                 size = heap_push(heap_nodes, heap_f, heap_h, heap_pos, size, neighbour, g_new + h * weight, h)
     return SEARCH_NO_PATH, best, _nearest_goal(targets, index, n, heuristic, best, width), expanded
+
+
+@njit(cache=True, nogil=True)
+def astar_back(passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, targets, n,
+               diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_nodes, heap_keys, heap_pos):
+    """A* from the first ``n`` rows of ``targets`` (int (K, 2) x, y, each passable) at
+    once, back to (sx, sy) (passable). Arguments and workspace as
+    :func:`pathserver.core.astar.astar_octile` (one key a node); the estimate is the
+    distance to the start.
+
+    The key is ``g + h * weight``; on a uniform map ``g + h * weight * (1 + TIE)``, which
+    also prefers the node nearer the start among equal ``g + h`` (see
+    :mod:`pathserver.core.heap`: exact there, where costs are ``a + b * sqrt(2)``). With
+    terrain costs, equal keys come in no set order.
+
+    Returns (status, goal_node, expanded): SEARCH_FOUND with goal_node the target the
+    cheapest path from the start leads to, ``parent`` leading from the start to it (each
+    target is its own parent); else SEARCH_NO_PATH or SEARCH_BUDGET and -1."""
+    height, width = passable.shape
+    n_dirs = directions(diagonal)
+    corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
+    open_mark = pass_id
+    closed_mark = pass_id + 1
+    h_scale = weight * (1.0 + TIE) if uniform != 0 else weight
+    start = sy * width + sx
+    size = 0
+    for i in range(n):
+        tx = targets[i, 0]
+        ty = targets[i, 1]
+        node = ty * width + tx
+        if stamp[node] == open_mark:
+            continue
+        g[node] = 0.0
+        parent[node] = node
+        stamp[node] = open_mark
+        heap_nodes[size] = node
+        heap_keys[size] = heuristic_distance(heuristic, tx, ty, sx, sy) * h_scale
+        key_sift_up(heap_nodes, heap_keys, heap_pos, size)
+        size += 1
+    expanded = 0
+    while size > 0:
+        node, size = key_pop(heap_nodes, heap_keys, heap_pos, size)
+        if node == start:
+            goal = start
+            while parent[goal] != goal:
+                goal = parent[goal]
+            return SEARCH_FOUND, goal, expanded
+        if max_expansions > 0 and expanded >= max_expansions:
+            return SEARCH_BUDGET, -1, expanded
+        stamp[node] = closed_mark
+        expanded += 1
+        y = node // width
+        x = node - y * width
+        g_node = g[node]
+        # Every step into this cell, from any neighbour, pays this cell's cost.
+        entry = 1.0 if uniform != 0 else cost_table[cost_index[y, x]]
+        for d in range(n_dirs):
+            nx, ny = step_to(x, y, d)
+            # Legal both ways, the corner rule and the climb being symmetric. (The tests
+            # of moves.legal, written out: see pathserver.core.moves.)
+            if nx < 0 or ny < 0 or nx >= width or ny >= height or passable[ny, nx] == 0:
+                continue
+            if d >= 4 and corners and (passable[y, nx] == 0 or passable[ny, x] == 0):
+                continue
+            if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
+                continue
+            neighbour = ny * width + nx
+            mark = stamp[neighbour]
+            if mark == closed_mark:
+                continue
+            g_new = g_node + (SQRT2 if d >= 4 else 1.0) * entry
+            if mark == open_mark:
+                if g_new < g[neighbour]:
+                    g[neighbour] = g_new
+                    parent[neighbour] = node
+                    at = heap_pos[neighbour]
+                    heap_keys[at] = g_new + heuristic_distance(heuristic, nx, ny, sx, sy) * h_scale
+                    key_sift_up(heap_nodes, heap_keys, heap_pos, at)
+            else:
+                stamp[neighbour] = open_mark
+                g[neighbour] = g_new
+                parent[neighbour] = node
+                heap_nodes[size] = neighbour
+                heap_keys[size] = g_new + heuristic_distance(heuristic, nx, ny, sx, sy) * h_scale
+                key_sift_up(heap_nodes, heap_keys, heap_pos, size)
+                size += 1
+    return SEARCH_NO_PATH, -1, expanded
+
+
+@njit(cache=True, nogil=True)
+def trace_forward(parent, width, start):
+    """The cells from ``start`` following ``parent`` to a node that is its own parent, as
+    int32 (n, 2) x, y, both ends included (the path :func:`astar_back` found)."""
+    count = 1
+    node = start
+    while parent[node] != node:
+        node = parent[node]
+        count += 1
+    path = np.empty((count, 2), dtype=np.int32)
+    node = start
+    for i in range(count):
+        y = node // width
+        path[i, 0] = node - y * width
+        path[i, 1] = y
+        node = parent[node]
+    return path
 
 
 @njit(cache=True, nogil=True)
@@ -355,22 +472,40 @@ def solve_goals(cells, comps, cost_index, cost_table, heights, max_climb, sx, sy
                 polyline_length(points), 0, sx, sy, chosen,
             )
 
-    status, end, chosen, expanded = astar_goals(
+    start_node = sy * width + sx
+    status, goal_node, expanded = astar_back(
+        passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, targets, n,
+        diagonal, heuristic, weight, max_expansions, g, parent, work_int[3], pass_id, work_int[1],
+        work_float[1], work_int[2],
+    )
+    if status == SEARCH_FOUND:
+        order = np.argsort(targets[:n, 1] * width + targets[:n, 0], kind="mergesort")
+        chosen = _goal_at(targets[:n, 1][order] * width + targets[:n, 0][order], index[:n][order], goal_node)
+        if moved[chosen]:
+            flags |= FLAG_GOAL_SNAPPED
+        path = trace_forward(parent, width, start_node)
+        points = _finish(
+            path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth
+        )
+        return reached, flags, points, g[start_node], polyline_length(points), expanded, sx, sy, chosen
+    if status == SEARCH_BUDGET:
+        flags |= FLAG_BUDGET_HIT
+    if allow_partial == 0:
+        if status == SEARCH_BUDGET:
+            return QUERY_SEARCH_LIMIT, flags, _no_points(), 0.0, 0.0, expanded, sx, sy, -1
+        return QUERY_NO_PATH, flags, _no_points(), 0.0, 0.0, expanded, sx, sy, -1
+    # No goal reached: forwards, for the closed cell nearest a goal.
+    pass_id = next_pass_id(work_int)
+    status, end, chosen, more = astar_goals(
         passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, targets, index, n,
         diagonal, heuristic, weight, max_expansions, g, parent, work_int[3], pass_id, work_int[1],
         work_float[1], work_float[2], work_int[2],
     )
+    expanded += more
     if chosen >= 0 and moved[chosen]:
         flags |= FLAG_GOAL_SNAPPED
     if status != SEARCH_FOUND:
-        if status == SEARCH_BUDGET:
-            flags |= FLAG_BUDGET_HIT
-        if allow_partial == 0:
-            if status == SEARCH_BUDGET:
-                return QUERY_SEARCH_LIMIT, flags, _no_points(), 0.0, 0.0, expanded, sx, sy, chosen
-            return QUERY_NO_PATH, flags, _no_points(), 0.0, 0.0, expanded, sx, sy, -1
         reached = QUERY_PARTIAL
-    start_node = sy * width + sx
     path = trace_path(parent, width, start_node, end)
     points = _finish(
         path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth

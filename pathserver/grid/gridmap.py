@@ -75,14 +75,27 @@ def footprint_offsets(unit_w: int, unit_h: int) -> tuple[int, int]:
     return (unit_w - 1) // 2, (unit_h - 1) // 2
 
 
+_PLAIN = frozenset((int, float, bool, str, type(None)))
+_SEQUENCES = frozenset((tuple, list))
+
+
 def python_value(value):
-    """numpy scalars and arrays as the Python values they hold (``.tolist()``), in a tuple
-    or list too; anything else as it is. The Python API takes numpy values wherever the
-    wire takes numbers, bools or strings, and then checks them by the wire's rules."""
+    """numpy scalars and arrays as the Python values they hold (``.tolist()``), in a tuple,
+    list or dict too; anything else as it is. The Python API takes numpy values wherever
+    the wire takes numbers, bools or strings, and then checks them by the wire's rules."""
     if isinstance(value, (np.generic, np.ndarray)):
         return value.tolist()
     if type(value) is tuple or type(value) is list:
+        # Points and rectangles of plain numbers, the common case, are checked by C loops
+        # over type sets: walking 100 goals one by one cost more than searching them.
+        kinds = set(map(type, value))
+        if kinds <= _PLAIN:
+            return value
+        if kinds <= _SEQUENCES and set(map(type, (v for row in value for v in row))) <= _PLAIN:
+            return value
         return type(value)(map(python_value, value))
+    if type(value) is dict:
+        return {key: python_value(item) for key, item in value.items()}
     return value
 
 

@@ -34,7 +34,15 @@ from pathserver.errors import (
 )
 from pathserver.grid.avoid import Avoided, blocker_boxes
 from pathserver.grid.gridmap import GridMap, python_value
-from pathserver.grid.search import avoid_boxes, cell_of, cells_of, prepared_call, traversal_rules, workspace
+from pathserver.grid.search import (
+    avoid_boxes,
+    cell_of,
+    cells_of,
+    checked,
+    prepared_call,
+    traversal_rules,
+    workspace,
+)
 from pathserver.options import BY_NAME, MAX_AVOID, MAX_GOALS, number_rows
 
 _BUDGET = BY_NAME["budget"]
@@ -59,7 +67,8 @@ class _Grids(NamedTuple):
 
 
 def _grids(gridmap: GridMap, unit_size, snap, diagonal, max_climb, traversal) -> _Grids:
-    given = {"snap": snap, "diagonal": diagonal}
+    # algorithm "astar": these queries never jump, so the layer needs no JPS bitmaps.
+    given = {"snap": snap, "diagonal": diagonal, "algorithm": "astar"}
     if max_climb is not None:
         given["max_climb"] = max_climb
     call = prepared_call(gridmap, unit_size, traversal_rules(gridmap, traversal), given)
@@ -74,10 +83,10 @@ def _avoided(grids: _Grids, boxes, avoid_cost) -> Avoided:
 
 
 def _required(option, value):
-    checked = option.check(python_value(value))
-    if checked is None:
+    value = checked(option, value)
+    if value is None:
         raise RequestError(f"'{option.name}' is required", at=option.name)
-    return checked
+    return value
 
 
 def _sources(cells, comps, goals: np.ndarray, snap: bool, call) -> np.ndarray:
@@ -140,7 +149,7 @@ def reachable(
     budget = _required(_BUDGET, budget)
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
     boxes = avoid_boxes(gridmap, avoid)
-    avoid_cost = _AVOID_COST.check(python_value(avoid_cost))
+    avoid_cost = checked(_AVOID_COST, avoid_cost)
     call = grids.call
     sx, sy = cell_of(start, "start", gridmap)
     if call.cells[sy, sx] == 0:
@@ -169,12 +178,12 @@ def reachable(
 
 
 def _region(gridmap: GridMap, region) -> np.ndarray:
-    checked = _REGION.check(python_value(region))
-    if checked is None:
+    window = checked(_REGION, region)
+    if window is None:
         return np.array([0, 0, gridmap.width, gridmap.height], dtype=np.int64)
-    x, y, w, h = checked
+    x, y, w, h = window
     if x < 0 or y < 0 or x + w > gridmap.width or y + h > gridmap.height:
-        raise OutOfBoundsError(f"region {list(checked)} is not inside the map ({gridmap.width}x{gridmap.height})",
+        raise OutOfBoundsError(f"region {list(window)} is not inside the map ({gridmap.width}x{gridmap.height})",
                                at="region")
     return np.array([x, y, x + w, y + h], dtype=np.int64)
 
@@ -244,10 +253,10 @@ def distance_field(
     [[3.0, 2.0, 1.0], [4.0, inf, 0.0]]
     """
     goals = _required(_GOALS, goals)
-    max_cost = _MAX_COST.check(python_value(max_cost))
+    max_cost = checked(_MAX_COST, max_cost)
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
     boxes = avoid_boxes(gridmap, avoid)
-    avoid_cost = _AVOID_COST.check(python_value(avoid_cost))
+    avoid_cost = checked(_AVOID_COST, avoid_cost)
     window = _region(gridmap, region)
     goal_cells = cells_of(goals, "goals", gridmap)
     out = np.full((int(window[3] - window[1]), int(window[2] - window[0])), np.inf)
@@ -261,8 +270,8 @@ def distance_field(
 @dataclass(eq=False)
 class SteeringField:
     """A distance field kept for :func:`next_steps` (in the map's cache), with the grids
-    it was computed on: the layer's own, or private copies when the request avoided
-    cells. ``sighted``: per cell, the line-of-sight lookahead's target once worked out."""
+    it was computed on (the layer's own, or private copies when the request avoided cells)
+    and the per-cell answers of :mod:`pathserver.core.steer` worked out so far."""
 
     layer_key: tuple
     field: np.ndarray
@@ -270,20 +279,21 @@ class SteeringField:
     cost_index: np.ndarray
     cost_table: np.ndarray
     uniform: int
-    sighted: np.ndarray | None = None
+    following: np.ndarray
+    sights: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
-        own = self.field.nbytes + (self.sighted.nbytes if self.sighted is not None else 0)
+        own = self.field.nbytes + self.following.nbytes + (self.sights.nbytes if self.sights is not None else 0)
         return own + sum(a.nbytes for a in (self.cells, self.cost_index) if a.flags.owndata)
 
-    def sighted_targets(self) -> np.ndarray:
-        if self.sighted is None:
-            self.sighted = np.full(self.field.size, UNKNOWN, dtype=np.int32)
-        return self.sighted
+    def sighted(self) -> np.ndarray:
+        if self.sights is None:
+            self.sights = np.full(self.field.size, UNKNOWN, dtype=np.int32)
+        return self.sights
 
 
-_NO_TARGETS = np.full(1, UNKNOWN, dtype=np.int32)
+_NO_SIGHTS = np.full(1, UNKNOWN, dtype=np.int32)
 
 
 def _positions(gridmap: GridMap, positions) -> np.ndarray:
@@ -326,12 +336,14 @@ def next_steps(
     (n,), the cost from the unit's cell to the nearest goal, ``+inf`` where it cannot
     reach one (or past ``max_cost``). A unit on a goal, or unable to reach one, gets its
     own cell. lookahead: ``"cell"`` the neighbouring cell downhill (a step of an optimal
-    path); ``"los"`` the farthest cell of that descent (up to 64 steps on) the unit's
-    footprint sees clearly, without crossing dearer terrain than the descent does.
+    path); ``"los"`` the farthest turn of that descent (up to 64 steps on) the unit's
+    footprint sees clearly from its cell, without crossing dearer terrain than the descent
+    does (the first step when it sees none).
 
     The field (:func:`distance_field` of the whole map) is computed once per map
     generation, goals, unit size and options and kept in the map's cache (the last 8), so
-    a repeated call costs a lookup per unit. Other options as :func:`distance_field`.
+    a repeated call costs a lookup per unit (each cell's answer is kept with the field once
+    worked out). Other options as :func:`distance_field`.
 
     >>> m = GridMap.from_ascii('''
     ... .....
@@ -345,11 +357,11 @@ def next_steps(
     [[0.0, 0.0], [3.0, 0.0], [4.0, 1.0]]
     """
     goals = _required(_GOALS, goals)
-    lookahead_code = _LOOKAHEADS[_LOOKAHEAD.check(python_value(lookahead)) or "cell"]
-    max_cost = _MAX_COST.check(python_value(max_cost))
+    lookahead_code = _LOOKAHEADS[checked(_LOOKAHEAD, lookahead) or "cell"]
+    max_cost = checked(_MAX_COST, max_cost)
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
-    avoid_checked = BY_NAME["avoid"].check(python_value(avoid))
-    avoid_cost = _AVOID_COST.check(python_value(avoid_cost))
+    avoid_checked = checked(BY_NAME["avoid"], avoid)
+    avoid_cost = checked(_AVOID_COST, avoid_cost)
     units = _positions(gridmap, positions)
     call = grids.call
     key = ("steer", call.layer_key, call.mode, call.climb, goals, avoid_checked, avoid_cost, max_cost)
@@ -359,9 +371,9 @@ def next_steps(
         gridmap.layers.keep_field(key, entry)
     steps = np.empty((units.shape[0], 2), dtype=np.float64)
     remaining = np.empty(units.shape[0], dtype=np.float32)
-    targets = entry.sighted_targets() if lookahead_code == LOOKAHEAD_LOS else _NO_TARGETS
+    sights = entry.sighted() if lookahead_code == LOOKAHEAD_LOS else _NO_SIGHTS
     steer(entry.cells, entry.cost_index, entry.cost_table, entry.uniform, call.heights, grids.use_heights, call.climb,
-          grids.diagonal, entry.field, units, lookahead_code, targets, steps, remaining)
+          grids.diagonal, entry.field, units, lookahead_code, entry.following, sights, steps, remaining)
     return steps, remaining
 
 
@@ -379,7 +391,8 @@ def _steering_field(gridmap, grids: _Grids, goals, avoid_checked, avoid_cost, ma
             cells = _frozen_copy(cells)
         if cost_index is not call.cost_index:
             cost_index = _frozen_copy(cost_index)
-    return SteeringField(call.layer_key, out, cells, cost_index, cost_table, int(uniform))
+    following = np.full(out.size, UNKNOWN, dtype=np.int32)
+    return SteeringField(call.layer_key, out, cells, cost_index, cost_table, int(uniform), following)
 
 
 def _frozen_copy(array: np.ndarray) -> np.ndarray:
@@ -447,7 +460,7 @@ def check_block(
         spots = np.where(snapped >= 0, snapped, spots)
     boxes = blocker_boxes(gridmap, (cells_rows, rect_rows))
     before = np.zeros(len(spots), dtype=np.int64)
-    pieces = np.empty(len(spots), dtype=np.int32)
+    pieces = np.empty(len(spots), dtype=np.int64)
     unit_w, unit_h = call.size
     eight = 1 if grids.diagonal == st.DIAGONAL_ALWAYS else 0
     block, first = gridmap.layer_for(unit_w, unit_h, call.layer_key[2] if len(call.layer_key) == 3 else None).pieces(

@@ -137,18 +137,36 @@ def workspace(n: int) -> _Workspace:
     return ws
 
 
+def checked(option, value):
+    """``option.check(value)`` with numpy values counting as the Python values they hold:
+    an array is converted first, anything else only when the plain check refuses it (the
+    conversion walks the value, which for 100 goals costs more than searching them)."""
+    if isinstance(value, np.ndarray):
+        return option.check(value.tolist())
+    try:
+        return option.check(value)
+    except RequestError:
+        plain = python_value(value)
+        if plain is value:
+            raise
+        return option.check(plain)
+
+
 def cells_of(points, name: str, gridmap: GridMap) -> np.ndarray:
     """int64 (K, 2): the cell of each of ``points`` (checked by :mod:`pathserver.options`:
     finite numbers), floored; OutOfBoundsError at ``name[i]`` for the first off the map."""
-    xy = np.floor(np.asarray(points, dtype=np.float64).reshape(-1, 2))
-    outside = ~((xy[:, 0] >= 0) & (xy[:, 0] < gridmap.width) & (xy[:, 1] >= 0) & (xy[:, 1] < gridmap.height))
+    xy = np.asarray(points)
+    if xy.dtype.kind != "i":  # floats, or ints past int64
+        xy = np.floor(xy.astype(np.float64))
+    xy = xy.reshape(-1, 2)
+    outside = (xy[:, 0] < 0) | (xy[:, 0] >= gridmap.width) | (xy[:, 1] < 0) | (xy[:, 1] >= gridmap.height)
     if outside.any():
         i = int(np.argmax(outside))
         raise OutOfBoundsError(
             f"{name}[{i}] ({xy[i, 0]:.0f}, {xy[i, 1]:.0f}) is outside the map ({gridmap.width}x{gridmap.height})",
             at=f"{name}[{i}]",
         )
-    return xy.astype(np.int64)
+    return xy.astype(np.int64, copy=False)
 
 
 def cell_of(point, name: str, gridmap: GridMap) -> tuple[int, int]:
@@ -462,13 +480,13 @@ def prepared_call(gridmap: GridMap, unit_size, rules: tuple | None, given: dict)
 
 def traversal_rules(gridmap: GridMap, traversal) -> tuple | None:
     """``traversal`` checked by the options' rule, as the map's rule set (None: none)."""
-    return gridmap.traversal_rules(_TRAVERSAL.check(python_value(traversal)))
+    return gridmap.traversal_rules(checked(_TRAVERSAL, traversal))
 
 
 def avoid_boxes(gridmap: GridMap, avoid) -> np.ndarray:
     """``avoid`` checked by the options' rule, as boxes clipped to the map (maybe none)."""
-    checked = _AVOID.check(python_value(avoid))
-    return blocker_boxes(gridmap, checked if checked is not None else ((), ()))
+    value = checked(_AVOID, avoid)
+    return blocker_boxes(gridmap, value if value is not None else ((), ()))
 
 
 def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals, avoid, avoid_cost,
@@ -480,9 +498,9 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         raise RequestError("pass goal or goals, not both", at="goals")
     if goals is None and goal is None:
         raise RequestError("find_path needs a goal (or goals)", at="goal")
-    goals = _GOALS.check(python_value(goals))
+    goals = checked(_GOALS, goals)
     boxes = avoid_boxes(gridmap, avoid)
-    avoid_cost = _AVOID_COST.check(python_value(avoid_cost))
+    avoid_cost = checked(_AVOID_COST, avoid_cost)
     call = prepared_call(gridmap, unit_size, traversal_rules(gridmap, traversal), given)
     sx, sy = cell_of(start, "start", gridmap)
     mode = call.mode

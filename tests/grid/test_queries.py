@@ -220,21 +220,42 @@ def test_every_step_goes_downhill_by_exactly_its_cost():
 
 def test_line_of_sight_lookahead_heads_along_the_descent_for_what_it_sees():
     from pathserver.core.lines import segment_clear
+    from pathserver.core.status import DIAGONAL_ALWAYS, DIAGONAL_NEVER, DIAGONAL_NO_CORNER_CUTTING
 
-    for rng, case in _cases(7, 60, heights=False):
+    codes = {"no_corner_cutting": DIAGONAL_NO_CORNER_CUTTING, "never": DIAGONAL_NEVER, "always": DIAGONAL_ALWAYS}
+    for rng, case in _cases(7, 80, heights=False):
         goals = [case.cells[int(rng.integers(len(case.cells)))]]
         cells = np.array(case.cells, dtype=np.float64)
         near, _ = next_steps(case.map, goals, case.unit, cells, **case.options)
         far, remaining = next_steps(case.map, goals, case.unit, cells, lookahead="los", **case.options)
         step_of = {c: tuple(int(v) for v in s) for c, s in zip(case.cells, near.tolist())}
+        # What the unit sees through: the cells it may enter, and their costs.
+        grid = case.passable.copy()
+        layer = case.map.layer(case.unit)
+        cost = layer.cost.copy()
+        if case.avoided is not None:
+            if case.avoid_cost is None:
+                grid[case.avoided] = 0
+            else:
+                cost = np.where(case.avoided, np.maximum(cost, case.avoid_cost), cost)
+        table = np.unique(cost)
+        index = np.searchsorted(table, cost).astype(np.uint8)
+        no_heights = np.zeros((1, 1), dtype=np.float32)
         for (x, y), target, left in zip(case.cells, far.tolist(), remaining.tolist()):
             target = (int(target[0]), int(target[1]))
             chain = [(x, y)]
             while len(chain) < 66 and step_of.get(chain[-1], chain[-1]) != chain[-1]:
                 chain.append(step_of[chain[-1]])
             assert target in chain, "on the descent"
-            if math.isfinite(left) and left > 0:
-                assert target != (x, y)
+            if not math.isfinite(left) or left == 0:
+                assert target == (x, y)
+                continue
+            at = chain.index(target)
+            assert at >= 1
+            if at > 1:
+                dearest = max(cost[cy, cx] for cx, cy in chain[:at + 1])
+                assert segment_clear(grid, index, table, 0, dearest, no_heights, 0, 0.0,
+                                     codes[case.options["diagonal"]], x, y, *target), "in clear sight"
 
 
 def test_a_repeated_call_looks_the_field_up():
