@@ -143,8 +143,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("line_of_sight", "bool", "take a clear straight line without searching",
            python_default=True, wire_default=True, cli="--no-line-of-sight"),
     # The queries beyond one path (Python API only so far: no ops).
-    Option("goals", "points", "goals `[[x, y], ...]` instead of `goal`: the cheapest reachable one wins (the "
-           "reply says which); a field's goals", python_default=None, wire_default=None, min=1, max=MAX_GOALS,
+    Option("goals", "points", "goals `[[x, y], ...]` instead of `goal`: the cheapest reachable one wins "
+           "(`goal_index` says which); a field's goals", python_default=None, wire_default=None, min=1, max=MAX_GOALS,
            default_doc="`goal` alone", ops=(), functions=("find_path", "distance_field", "next_steps")),
     Option("budget", "float", "the most a move may cost: every cell reachable for at most this",
            python_default=None, wire_default=None, min=0.0, default_doc="required", ops=(),
@@ -155,7 +155,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("region", "rect", "the window `[x, y, w, h]` of the field returned (its values stay exact: "
            "the paths may leave it)", python_default=None, wire_default=None, default_doc="the whole map",
            ops=(), functions=("distance_field",)),
-    Option("lookahead", "enum", '`"cell"`: the neighbouring cell downhill; `"los"`: the farthest cell of the '
+    Option("lookahead", "enum", '`"cell"`: the neighbouring cell downhill; `"los"`: the farthest turn of the '
            "descent in the footprint's clear sight", python_default="cell", wire_default="cell",
            choices=("cell", "los"), ops=(), functions=("next_steps",)),
     Option("avoid", "cells", "cells this request treats as solid, `{cells: [[x, y], ...], rects: [[x, y, w, h], "
@@ -519,6 +519,7 @@ def python_only_table() -> str:
     taking them (for the README)."""
     rows = ["| option | type | default | functions | |", "| --- | --- | --- | --- | --- |"]
     for option in PYTHON_ONLY:
-        rows.append(f"| `{option.name}` | {_type_text(option)} | {_default_text(option, option.python_default)} "
-                    f"| {', '.join(f'`{f}`' for f in option.functions)} | {option.doc} |")
+        cells = (f"`{option.name}`", _type_text(option), _default_text(option, option.python_default),
+                 ", ".join(f"`{f}`" for f in option.functions), option.doc)
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(rows)

@@ -540,3 +540,55 @@ def test_check_block_snaps_points():
     """)
     assert check_block(m, cells=[(2, 1)], points=[(0, 1), (0, 2)]) == [(0, 1)]
     assert check_block(m, cells=[(2, 1)], points=[(0, 1), (0, 2)], snap=False) == []
+
+
+# -- more behaviours ----------------------------------------------------------------------
+
+
+def test_avoid_on_many_threads_gives_each_request_its_own_blockers():
+    from pathserver import find_paths
+
+    m = GridMap(np.ones((30, 40), dtype=bool))
+    walls = [{"rects": [(20, 0, 1, 29)]}, {"rects": [(20, 1, 1, 29)]}, None]
+    starts = [(0, 15)] * 60
+    goals = [(39, 15)] * 60
+    expected = {i: find_path(m, (0, 15), (39, 15), avoid=walls[i]).cost for i in range(3)}
+    for i, wall in enumerate(walls):
+        results = find_paths(m, starts, goals, avoid=wall)
+        assert {r.cost for r in results} == {expected[i]}
+    assert expected[0] != expected[1] != expected[2]
+    assert find_path(m, (0, 15), (39, 15)).cost == 39.0
+
+
+def test_many_goals_with_a_budget_give_a_partial_path_or_the_search_limit():
+    from pathserver.errors import SearchLimitError
+
+    m = GridMap(np.ones((40, 40), dtype=bool))
+    goals = [(39, 39), (39, 0)]
+    with pytest.raises(SearchLimitError):
+        find_path(m, (0, 20), goals=goals, max_expansions=5, line_of_sight=False)
+    r = find_path(m, (0, 20), goals=goals, max_expansions=5, allow_partial=True, line_of_sight=False)
+    assert r.status == "partial" and tuple(r.path[0]) == (0, 20) and r.goal_index in (0, 1)
+    moves = {(a, b) for a, b, _ in naive.edges(m.layer(1).passable)}
+    path = [tuple(p) for p in r.path.tolist()]
+    assert all((a, b) in moves for a, b in zip(path, path[1:]))
+
+
+def test_a_units_class_holds_for_every_query():
+    m = _tagged(np.random.default_rng(16), 16, 16)
+    boat = m.layer(1, traversal="boat").passable
+    cells, _ = reachable(m, tuple(np.argwhere(boat)[0][::-1].tolist()), 50, traversal="boat")
+    assert all(boat[y, x] for x, y in cells.tolist())
+    field = distance_field(m, [tuple(cells[0].tolist())], traversal="boat")
+    assert np.isinf(field[boat == 0]).all()
+    points = [tuple(c) for c in cells[:5].tolist()]
+    assert check_block(m, cells=[], points=points, traversal="boat") == []
+
+
+def test_a_steering_field_goes_with_its_layer():
+    m = GridMap(np.ones((20, 20), dtype=bool), cache_sizes=2)
+    next_steps(m, [(0, 0)], 1, [(5, 5)])
+    next_steps(m, [(0, 0)], 2, [(5, 5)])
+    assert len(m.layers.fields()) == 2
+    m.layer(3)  # evicts unit size 1, and its field
+    assert len(m.layers.fields()) == 1

@@ -1,0 +1,109 @@
+"""The kernels of the queries beyond one path, called directly, against tests/naive.py
+(the searches themselves are checked through their wrappers in tests/grid/test_queries.py)."""
+
+import numpy as np
+import pytest
+
+import naive
+from pathserver import GridMap
+from pathserver.core.avoid import block_anchors, price_anchors, restore_anchors
+from pathserver.core.cut import block_pieces
+from pathserver.core.dijkstra import _field_buckets, _field_heap, ring_size
+from pathserver.core.goals import goal_boxes
+from pathserver.grid.search import workspace
+
+
+def _boxes(rng, width, height, count):
+    boxes = []
+    for _ in range(count):
+        x0, y0 = int(rng.integers(0, width)), int(rng.integers(0, height))
+        boxes.append((x0, y0, min(width, x0 + int(rng.integers(1, 4))), min(height, y0 + int(rng.integers(1, 4)))))
+    return np.array(boxes, dtype=np.int64).reshape(-1, 4)
+
+
+@pytest.mark.parametrize("unit", [(1, 1), (2, 2), (3, 2), (1, 3)])
+def test_blocked_anchors_are_those_whose_footprint_overlaps_and_restore_undoes_them(unit):
+    rng = np.random.default_rng(sum(unit))
+    for _ in range(40):
+        width, height = int(rng.integers(3, 20)), int(rng.integers(3, 20))
+        cells = (rng.random((height, width)) > 0.2).astype(np.uint8)
+        boxes = _boxes(rng, width, height, int(rng.integers(0, 4)))
+        solid = naive.covered((height, width), rects=[(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in boxes])
+        grid = cells.copy()
+        block_anchors(grid, boxes, *unit)
+        assert np.array_equal(grid, np.where(naive.overlapping(solid, *unit), 0, cells))
+        restore_anchors(grid, cells, boxes, *unit)
+        assert np.array_equal(grid, cells)
+        index = rng.integers(0, 3, size=(height, width)).astype(np.uint8)
+        table = np.array([1.0, 2.0, 9.0, 4.0])  # slot 3 holds the avoid cost, 4
+        priced = index.copy()
+        price_anchors(priced, index, table, 0, boxes, *unit, 3, 4.0)
+        expected = np.where(naive.overlapping(solid, *unit) & (table[index] < 4.0), 3, index)
+        assert np.array_equal(priced, expected)
+
+
+@pytest.mark.parametrize("eight", [0, 1])
+def test_block_pieces_are_the_components_of_each_block(eight):
+    rng = np.random.default_rng(eight)
+    label = naive.components8 if eight else naive.components
+    for _ in range(20):
+        width, height = int(rng.integers(1, 50)), int(rng.integers(1, 50))
+        cells = (rng.random((height, width)) > 0.45).astype(np.uint8)
+        pieces, first = block_pieces(cells, eight)
+        assert np.array_equal(pieces != 0, cells != 0)
+        per_row = (width + 15) // 16
+        for by in range(0, height, 16):
+            for bx in range(0, width, 16):
+                block = cells[by:by + 16, bx:bx + 16]
+                expected, count = label(block)
+                got = pieces[by:by + 16, bx:bx + 16]
+                b = (by // 16) * per_row + bx // 16
+                assert first[b + 1] - first[b] == count
+                # The same partition: each expected piece has one label, and vice versa.
+                pairs = {(int(e), int(g)) for e, g in zip(expected.ravel(), got.ravel()) if e}
+                assert len(pairs) == count == len({g for _, g in pairs})
+
+
+def test_goal_boxes_hold_every_goal():
+    rng = np.random.default_rng(3)
+    for n in (1, 5, 16, 17, 100, 1000):
+        points = rng.integers(0, 500, size=(n, 2))
+        boxes = goal_boxes(points, n, 16)
+        assert len(boxes) == min(n, 16)
+        inside = ((points[:, None, 0] >= boxes[None, :, 0]) & (points[:, None, 0] <= boxes[None, :, 2])
+                  & (points[:, None, 1] >= boxes[None, :, 1]) & (points[:, None, 1] <= boxes[None, :, 3]))
+        assert inside.any(axis=1).all()
+
+
+@pytest.mark.parametrize("diagonal", [0, 1, 2])
+def test_the_bucket_queue_and_the_heap_agree_with_dijkstra(diagonal):
+    names = {0: "no_corner_cutting", 1: "never", 2: "always"}
+    rng = np.random.default_rng(10 + diagonal)
+    for _ in range(30):
+        width, height = int(rng.integers(3, 25)), int(rng.integers(3, 25))
+        m = GridMap(naive.random_grid(rng, width, height, 0.25), rng.choice([1.0, 1.5, 3.0], size=(height, width)))
+        layer = m.layer(1)
+        standable = np.flatnonzero(layer.cells.ravel())
+        if not len(standable):
+            continue
+        sources = rng.choice(standable, size=min(3, len(standable)), replace=False).astype(np.int64)
+        ring = ring_size(layer.cost_table, 0)
+        assert ring >= np.ceil(np.sqrt(2) * layer.cost_table.max()) + 1
+        region = np.array([0, 0, width, height], dtype=np.int64)
+        ws = workspace(m.width * m.height)
+        heights = np.zeros((1, 1), dtype=np.float32)
+        outs = []
+        for kernel in (_field_buckets, _field_heap):
+            out = np.full((height, width), np.inf)
+            extra = (ring,) if kernel is _field_buckets else ()
+            kernel(layer.cells, layer.cost_index, layer.cost_table, 0, heights, 0, 0.0, diagonal, sources, np.inf,
+                   region, -1, out, ws.work_float, ws.work_int, *extra)
+            outs.append(out)
+        graph = naive.edges(layer.passable, names[diagonal], layer.cost)
+        expected = np.full((height, width), np.inf)
+        goals = [(int(s % width), int(s // width)) for s in sources]
+        for (x, y), d in naive.costs_to(graph, goals).items():
+            expected[y, x] = d
+        for out in outs:
+            assert np.array_equal(np.isinf(out), np.isinf(expected))
+            assert np.allclose(out[np.isfinite(out)], expected[np.isfinite(expected)], rtol=1e-12)
