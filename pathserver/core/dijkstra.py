@@ -343,7 +343,6 @@ def leave_costs(cells, source_cells, cost_index, cost_table, uniform, heights, u
     the count written."""
     height, width = cells.shape
     n_dirs = directions(diagonal)
-    corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
     closed_mark = work_int[3, work_int.shape[1] - 1] + 1
     g = work_float[0]
     stamp = work_int[3]

@@ -524,6 +524,7 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
     else:
         targets = cells_of(goals, "goals", gridmap)
         goal_name = "goals"
+    given_targets = targets
     index = None
     with avoided as (cells, cost_index, cost_table, _):
         moved = None
@@ -554,8 +555,9 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             flags |= st.FLAG_GOAL_SNAPPED
         chosen = int(index[chosen])
     if status > st.QUERY_NO_PATH:
-        goal_at = "goal" if goals is None else f"goals[{chosen}]"
-        _raise_for(status, call, sx, sy, gx, gy, goal_at)
+        if status == st.QUERY_GOAL_BLOCKED:
+            gx, gy = given_targets[chosen].tolist()
+        _raise_for(status, call, sx, sy, gx, gy, "goal" if goals is None else f"goals[{chosen}]")
     goal_index = None if goals is None or chosen < 0 else int(chosen)
     return PathResult(_STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy), flags,
                       call.generation, algorithm_name, goal_index)
