@@ -53,8 +53,8 @@ def wire_type(value) -> str:
 #: (``"float"`` takes ints too); ``"unit_size"``: an int ``k`` or a pair ``[w, h]``;
 #: ``"points"``: an array of ``min`` to ``max`` points ``[x, y]``; ``"rect"``: ``[x, y, w, h]``
 #: of whole numbers, ``w, h >= 1``; ``"cells"``: ``{cells: [[x, y], ...], rects: [[x, y, w,
-#: h], ...]}``, at most ``max`` entries; ``"traversal"``: a unit class's name or ``{tag:
-#: nil | number >= 1}``.
+#: h], ...]}``, at most ``max`` entries (checked as ``(cells, rects)``); ``"traversal"``: a
+#: unit class's name or ``{tag: nil | number >= 1}`` (checked as a sorted tuple of pairs).
 KINDS = ("enum", "bool", "int", "float", "unit_size", "space", "points", "rect", "cells", "traversal")
 
 #: The Python function of each wire request (``find_paths`` passes its options on to
@@ -269,22 +269,22 @@ _SEQUENCES = frozenset((list, tuple))
 _NUMBERS = frozenset((int, float))
 
 
-def number_rows(rows, width: int, at: str, shape: str) -> tuple:
-    """``rows`` (an array of arrays of ``width`` finite numbers, such as points ``[x, y]``)
-    as a tuple of tuples, else RequestError / NonFiniteError at the first bad row
-    (``at[i]``) or number (``at[i][j]``). ``shape`` names a row in messages (``"[x, y]"``).
+def number_rows(rows, width: int, at: str, shape: str):
+    """``rows`` itself if it is an array (list or tuple) of arrays of ``width`` finite
+    numbers, such as points ``[x, y]``; else RequestError / NonFiniteError at the first bad
+    row (``at[i]``) or number (``at[i][j]``). ``shape`` names a row in messages (``"[x,
+    y]"``).
 
     Well-formed input, the common case, is checked by C loops over the whole array (type
     and length sets); only a refusal walks it row by row, to say where."""
     if type(rows) is not list and type(rows) is not tuple:
         raise RequestError(f"'{at}' must be an array of {shape}, got {wire_type(rows)}", at=at)
     if not rows:
-        return ()
-    shapes = set(map(type, rows))
-    if shapes <= _SEQUENCES and set(map(len, rows)) == {width}:
+        return rows
+    if set(map(type, rows)) <= _SEQUENCES and set(map(len, rows)) == {width}:
         kinds = set(map(type, chain.from_iterable(rows)))
         if kinds <= _NUMBERS and (float not in kinds or all(map(math.isfinite, chain.from_iterable(rows)))):
-            return rows if type(rows) is tuple and shapes == {tuple} else tuple(map(tuple, rows))
+            return rows
     for i, row in enumerate(rows):
         if (type(row) is not list and type(row) is not tuple) or len(row) != width:
             shown = f"an array of {len(row)}" if type(row) in _SEQUENCES else wire_type(row)
@@ -323,8 +323,7 @@ def _check_rect(option: Option, value, at: str):
 
 
 def _check_cells(option: Option, value, at: str):
-    # Returns (cells, rects), each a tuple of tuples: hashable, so a request's avoided
-    # cells can be part of a cache key.
+    # Returns (cells, rects), each the rows given (or () for none).
     if type(value) is not dict:
         raise RequestError(f"'{option.name}' must be a map {{cells: [[x, y], ...], rects: [[x, y, w, h], ...]}}, "
                            f"got {wire_type(value)}", at=at)

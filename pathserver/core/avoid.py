@@ -10,6 +10,9 @@ the size of its avoided area, not of the map.
 Boxes are int (K, 4) arrays of ``x0, y0, x1, y1`` (ends excluded), clipped to the map.
 """
 
+import math
+
+import numpy as np
 from numba import njit
 
 
@@ -83,3 +86,36 @@ def restore_anchors(grid, source, boxes, unit_w, unit_h):
             for x in range(ax0, ax1):
                 grid[y, x] = source[y, x]
     return 0
+
+
+@njit(cache=True, nogil=True)
+def boxes_from(cells, rects, width, height):
+    """The boxes of a request's avoided cells: int64 (K, 4) ``x0, y0, x1, y1`` (ends
+    excluded) clipped to a ``width x height`` map, empty ones left out. cells: float64
+    (N, 2) points ``x, y``, each the cell it falls in; rects: float64 (M, 4) ``x, y, w, h``,
+    each every cell it overlaps."""
+    boxes = np.empty((cells.shape[0] + rects.shape[0], 4), dtype=np.int64)
+    count = 0
+    for k in range(cells.shape[0] + rects.shape[0]):
+        if k < cells.shape[0]:
+            x0 = math.floor(cells[k, 0])
+            y0 = math.floor(cells[k, 1])
+            x1 = x0 + 1.0
+            y1 = y0 + 1.0
+        else:
+            r = k - cells.shape[0]
+            x0 = math.floor(rects[r, 0])
+            y0 = math.floor(rects[r, 1])
+            x1 = math.ceil(rects[r, 0] + rects[r, 2])
+            y1 = math.ceil(rects[r, 1] + rects[r, 3])
+        x0 = min(max(x0, 0.0), width)
+        x1 = min(max(x1, 0.0), width)
+        y0 = min(max(y0, 0.0), height)
+        y1 = min(max(y1, 0.0), height)
+        if x0 < x1 and y0 < y1:
+            boxes[count, 0] = np.int64(x0)
+            boxes[count, 1] = np.int64(y0)
+            boxes[count, 2] = np.int64(x1)
+            boxes[count, 3] = np.int64(y1)
+            count += 1
+    return boxes[:count].copy()

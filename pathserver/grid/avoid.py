@@ -20,7 +20,8 @@ import weakref
 
 import numpy as np
 
-from pathserver.core.avoid import block_anchors, price_anchors, restore_anchors
+from pathserver.core.avoid import block_anchors, boxes_from, price_anchors, restore_anchors
+from pathserver.grid.gridmap import number_array
 
 #: How many layers' copies one thread keeps (least recently used dropped).
 SCRATCH_LIMIT = 4
@@ -34,21 +35,9 @@ def blocker_boxes(gridmap, checked) -> np.ndarray:
     out. Float coordinates cover the cells they touch: a cell ``(x, y)`` is the cell the
     point falls in, a rectangle every cell it overlaps."""
     cells, rects = checked
-    width, height = gridmap.width, gridmap.height
-    parts = []
-    if cells:
-        xy = np.floor(np.asarray(cells, dtype=np.float64))
-        parts.append(np.column_stack((xy, xy + 1.0)))
-    if rects:
-        r = np.asarray(rects, dtype=np.float64)
-        parts.append(np.column_stack((np.floor(r[:, :2]), np.ceil(r[:, :2] + r[:, 2:]))))
-    if not parts:
+    if not len(cells) and not len(rects):
         return _NO_BOXES
-    boxes = np.concatenate(parts)
-    np.clip(boxes[:, 0::2], 0, width, out=boxes[:, 0::2])
-    np.clip(boxes[:, 1::2], 0, height, out=boxes[:, 1::2])
-    boxes = boxes.astype(np.int64)
-    return boxes[(boxes[:, 0] < boxes[:, 2]) & (boxes[:, 1] < boxes[:, 3])]
+    return boxes_from(number_array(cells, 2), number_array(rects, 4), float(gridmap.width), float(gridmap.height))
 
 
 class _Scratch:

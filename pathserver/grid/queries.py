@@ -21,7 +21,7 @@ import numpy as np
 from pathserver.core import status as st
 from pathserver.core.components import nearest_with_label
 from pathserver.core.cut import NOT_STANDING, cut_pieces
-from pathserver.core.dijkstra import count_in_components, field, leave_costs, reach
+from pathserver.core.dijkstra import count_in_components, field, field_whole, leave_costs, reach, ring_size
 from pathserver.core.goals import snap_goals
 from pathserver.core.steer import LOOKAHEAD_CELL, LOOKAHEAD_LOS, UNKNOWN, next_steps as steer
 from pathserver.errors import (
@@ -205,12 +205,26 @@ def _compute_field(gridmap, grids: _Grids, goals, boxes, avoid_cost, max_cost, r
         # cut off in ways they do not see (solid avoided cells, climbs).
         if not avoided.blocking and not grids.use_heights and area < _COUNT_REGION_SHARE * call.n:
             targets = int(count_in_components(cells, call.comps, sources, region))
-        field(cells, cost_index, cost_table, uniform, call.heights, grids.use_heights, call.climb, grids.diagonal,
-              sources, limit, region, targets, out, ws.work_float, ws.work_int)
+        ring = ring_size(cost_table, uniform)
+        whole = (ring > 0 and max_cost is None and region[0] == 0 and region[1] == 0
+                 and region[2] == gridmap.width and region[3] == gridmap.height)
+        if whole:
+            closed = np.zeros(call.n, dtype=np.uint8)
+            whole = field_whole(cells, cost_index, cost_table, uniform, call.heights, grids.use_heights, call.climb,
+                                grids.diagonal, sources, ring, out, closed) >= 0
+            if not whole:  # a bucket overflowed: start again the general way
+                out.fill(np.inf)
+        if not whole:
+            field(cells, cost_index, cost_table, uniform, call.heights, grids.use_heights, call.climb, grids.diagonal,
+                  sources, limit, region, targets, out, ws.work_float, ws.work_int)
         if avoided.blocking:
+            if whole:
+                values, marks, settled = out.ravel(), closed, 1
+            else:
+                values, marks, settled = ws.work_float[0], ws.work_int[3], ws.work_int[3, -1] + 1
             leave_costs(cells, call.cells, cost_index, cost_table, uniform, call.heights, grids.use_heights,
-                        call.climb, grids.diagonal, boxes, unit_w, unit_h, limit, region, out, ws.work_float,
-                        ws.work_int)
+                        call.climb, grids.diagonal, boxes, unit_w, unit_h, limit, region, out, values, marks,
+                        settled)
             # A goal on avoided cells snapped off them, but a unit standing on it is there.
             gx, gy = goals[:, 0], goals[:, 1]
             there = (call.cells[gy, gx] != 0) & (cells[gy, gx] == 0)
@@ -365,7 +379,9 @@ def next_steps(
     avoid_cost = checked(_AVOID_COST, avoid_cost)
     units = _positions(gridmap, positions)
     call = grids.call
-    key = ("steer", call.layer_key, call.mode, call.climb, goals, avoid_checked, avoid_cost, max_cost)
+    key = ("steer", call.layer_key, call.mode, call.climb, tuple(map(tuple, goals)),
+           None if avoid_checked is None else tuple(tuple(map(tuple, part)) for part in avoid_checked), avoid_cost,
+           max_cost)
     entry = gridmap.layers.field(key)
     if entry is None:
         entry = _steering_field(gridmap, grids, goals, avoid_checked, avoid_cost, max_cost)

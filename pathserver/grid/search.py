@@ -28,7 +28,7 @@ from pathserver.errors import (
     StartBlockedError,
 )
 from pathserver.grid.avoid import Avoided, blocker_boxes
-from pathserver.grid.gridmap import GridMap, floor_cell, normalize_unit_size, python_value
+from pathserver.grid.gridmap import GridMap, floor_cell, normalize_unit_size, number_array, python_value
 from pathserver.options import BY_NAME, SEARCH_OPTIONS
 
 # The kernel's code for each choice of the enum options (tests/test_options.py checks
@@ -155,10 +155,7 @@ def checked(option, value):
 def cells_of(points, name: str, gridmap: GridMap) -> np.ndarray:
     """int64 (K, 2): the cell of each of ``points`` (checked by :mod:`pathserver.options`:
     finite numbers), floored; OutOfBoundsError at ``name[i]`` for the first off the map."""
-    xy = np.asarray(points)
-    if xy.dtype.kind != "i":  # floats, or ints past int64
-        xy = np.floor(xy.astype(np.float64))
-    xy = xy.reshape(-1, 2)
+    xy = np.floor(number_array(points, 2))
     outside = (xy[:, 0] < 0) | (xy[:, 0] >= gridmap.width) | (xy[:, 1] < 0) | (xy[:, 1] >= gridmap.height)
     if outside.any():
         i = int(np.argmax(outside))

@@ -8,7 +8,7 @@ import naive
 from pathserver import GridMap
 from pathserver.core.avoid import block_anchors, price_anchors, restore_anchors
 from pathserver.core.cut import block_pieces
-from pathserver.core.dijkstra import _field_buckets, _field_heap, ring_size
+from pathserver.core.dijkstra import _field_buckets, _field_heap, field_whole, ring_size
 from pathserver.core.goals import goal_boxes
 from pathserver.grid.search import workspace
 
@@ -76,7 +76,7 @@ def test_goal_boxes_hold_every_goal():
 
 
 @pytest.mark.parametrize("diagonal", [0, 1, 2])
-def test_the_bucket_queue_and_the_heap_agree_with_dijkstra(diagonal):
+def test_the_bucket_queues_and_the_heap_agree_with_dijkstra(diagonal):
     names = {0: "no_corner_cutting", 1: "never", 2: "always"}
     rng = np.random.default_rng(10 + diagonal)
     for _ in range(30):
@@ -99,6 +99,10 @@ def test_the_bucket_queue_and_the_heap_agree_with_dijkstra(diagonal):
             kernel(layer.cells, layer.cost_index, layer.cost_table, 0, heights, 0, 0.0, diagonal, sources, np.inf,
                    region, -1, out, ws.work_float, ws.work_int, *extra)
             outs.append(out)
+        out = np.full((height, width), np.inf)
+        field_whole(layer.cells, layer.cost_index, layer.cost_table, 0, heights, 0, 0.0, diagonal, sources, ring, out,
+                    np.zeros(width * height, dtype=np.uint8))
+        outs.append(out)
         graph = naive.edges(layer.passable, names[diagonal], layer.cost)
         expected = np.full((height, width), np.inf)
         goals = [(int(s % width), int(s // width)) for s in sources]
