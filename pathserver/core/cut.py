@@ -82,6 +82,101 @@ def block_pieces(cells, eight):
     return pieces, first
 
 
+@njit(cache=True, nogil=True)
+def piece_graph(pieces, first, eight):
+    """The graph of :func:`block_pieces`' nodes: ``(offsets, targets, cells)``, offsets
+    int64 (M + 1,) and targets int64 (E,) the neighbours of node ``i`` (pieces touching
+    across a block border, 4- or with ``eight`` 8-connected) being ``targets[offsets[i]:
+    offsets[i + 1]]``, and cells int64 (M, 2) a cell ``x, y`` of each node."""
+    height, width = pieces.shape
+    per_row = (width + BLOCK - 1) >> BLOCK_SHIFT
+    n_blocks = per_row * ((height + BLOCK - 1) >> BLOCK_SHIFT)
+    n_nodes = first[n_blocks]
+    n_dirs = 8 if eight != 0 else 4
+    cells = np.full((n_nodes, 2), -1, dtype=np.int64)
+    for y in range(height):
+        for x in range(width):
+            local = pieces[y, x]
+            if local != 0:
+                node = first[(y >> BLOCK_SHIFT) * per_row + (x >> BLOCK_SHIFT)] + local - 1
+                if cells[node, 0] < 0:
+                    cells[node, 0] = x
+                    cells[node, 1] = y
+    # Each block's edges (its rim cells' neighbours outside it), deduplicated: counted in
+    # a first pass, written in a second.
+    degree = np.zeros(n_nodes + 1, dtype=np.int64)
+    keys = np.empty(4 * BLOCK * n_dirs, dtype=np.int64)
+    offsets = np.zeros(n_nodes + 1, dtype=np.int64)
+    targets = np.empty(0, dtype=np.int64)
+    for second in range(2):
+        cursor = offsets.copy()
+        for b in range(n_blocks):
+            x0 = (b % per_row) << BLOCK_SHIFT
+            y0 = (b // per_row) << BLOCK_SHIFT
+            x1 = min(x0 + BLOCK, width)
+            y1 = min(y0 + BLOCK, height)
+            count = 0
+            for y in range(y0, y1):
+                rim_row = y == y0 or y == y1 - 1
+                x = x0
+                while x < x1:
+                    local = pieces[y, x]
+                    if local != 0:
+                        for d in range(n_dirs):
+                            nx = x + _DX8[d]
+                            ny = y + _DY8[d]
+                            if nx < 0 or ny < 0 or nx >= width or ny >= height or (x0 <= nx < x1 and y0 <= ny < y1):
+                                continue
+                            other = pieces[ny, nx]
+                            if other != 0:
+                                source = first[b] + local - 1
+                                target = first[(ny >> BLOCK_SHIFT) * per_row + (nx >> BLOCK_SHIFT)] + other - 1
+                                keys[count] = source * n_nodes + target
+                                count += 1
+                    if rim_row or x == x1 - 1:
+                        x += 1
+                    else:
+                        x = x1 - 1
+            block_keys = keys[:count]
+            block_keys.sort()
+            for k in range(count):
+                key = block_keys[k]
+                if k > 0 and key == block_keys[k - 1]:
+                    continue
+                source = key // n_nodes
+                if second == 0:
+                    degree[source + 1] += 1
+                else:
+                    targets[cursor[source]] = key - source * n_nodes
+                    cursor[source] += 1
+        if second == 0:
+            offsets = np.cumsum(degree)
+            targets = np.empty(offsets[n_nodes], dtype=np.int64)
+    return offsets, targets, cells
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _reach(target, tx, ty, mine, owner, union, pending, queue, queue_x, queue_y, tail, active):
+    # The search of set `mine` meets node `target` (a cell of it: tx, ty): claims it, or
+    # joins the set that has. Returns the new (tail, active).
+    if owner[target] < 0:
+        owner[target] = mine
+        if pending[mine] == 0:
+            active += 1
+        pending[mine] += 1
+        queue[tail] = target
+        queue_x[tail] = tx
+        queue_y[tail] = ty
+        return tail + 1, active
+    theirs = _find(union, owner[target])
+    if theirs != mine:
+        growing = (pending[mine] > 0) + (pending[theirs] > 0)
+        union[theirs] = mine
+        pending[mine] += pending[theirs]
+        active += (pending[mine] > 0) - growing
+    return tail, active
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _label(block, fresh, affected, per_row, x, y):
     b = (y >> BLOCK_SHIFT) * per_row + (x >> BLOCK_SHIFT)
@@ -109,13 +204,15 @@ def _find(parent, i):
 
 
 @njit(cache=True, nogil=True)
-def cut_pieces(cells, comps, block, first, eight, boxes, unit_w, unit_h, points, before, pieces):
+def cut_pieces(cells, comps, block, first, offsets, targets, node_cells, eight, boxes, unit_w, unit_h, points,
+               before, pieces):
     """Which piece each point lies in once the cells of ``boxes`` (int (K, 4) ``x0, y0,
     x1, y1``, ends excluded, clipped to the map) are solid for a ``unit_w x unit_h`` unit.
 
     cells, comps: the unit's block-local components (4-connected, or with ``eight`` 1 the
     8-connected ones of corner cutting); block, first: :func:`block_pieces` of ``cells``
-    with the same ``eight``. points: int (P, 2) x, y, in bounds. Writes ``before`` (int64
+    with the same ``eight``; offsets, targets, node_cells: :func:`piece_graph` of those.
+    points: int (P, 2) x, y, in bounds. Writes ``before`` (int64
     (P,)): each point's component id now, 0 where the unit cannot stand; and ``pieces``
     (int64 (P,)): NOT_STANDING where the unit cannot stand once the cells are solid, else
     a piece id: two points of the same component before share a piece id exactly when they
@@ -158,6 +255,17 @@ def cut_pieces(cells, comps, block, first, eight, boxes, unit_w, unit_h, points,
                     affected[b] = n_affected
                     listed[n_affected] = b
                     n_affected += 1
+
+    # Blocks whose pieces' edges may have changed: the changed ones and their neighbours.
+    near = np.zeros(n_blocks, dtype=np.uint8)
+    rows = (height + BLOCK - 1) >> BLOCK_SHIFT
+    for a in range(n_affected):
+        b = listed[a]
+        by = b // per_row
+        bx = b - by * per_row
+        for ny in range(max(by - 1, 0), min(by + 2, rows)):
+            for nx in range(max(bx - 1, 0), min(bx + 2, per_row)):
+                near[ny * per_row + nx] = 1
 
     # Their cells standable after: standable before and no footprint on a solid cell.
     fresh = np.zeros((n_affected, BLOCK, BLOCK), dtype=np.uint8)
@@ -245,6 +353,15 @@ def cut_pieces(cells, comps, block, first, eight, boxes, unit_w, unit_h, points,
             pending[mine] -= 1
             if pending[mine] == 0:
                 active -= 1
+            node = queue[head - 1]
+            b = (qy >> BLOCK_SHIFT) * per_row + (qx >> BLOCK_SHIFT)
+            if near[b] == 0:
+                # Far from the solid cells: the piece graph's edges hold.
+                for k in range(offsets[node], offsets[node + 1]):
+                    target = targets[k]
+                    tail, active = _reach(target, node_cells[target, 0], node_cells[target, 1], mine, owner, union,
+                                          pending, queue, queue_x, queue_y, tail, active)
+                continue
             local = _label(block, fresh, affected, per_row, qx, qy)
             x0 = (qx >> BLOCK_SHIFT) << BLOCK_SHIFT
             y0 = (qy >> BLOCK_SHIFT) << BLOCK_SHIFT
@@ -264,25 +381,10 @@ def cut_pieces(cells, comps, block, first, eight, boxes, unit_w, unit_h, points,
                             if x0 <= nx < x1 and y0 <= ny < y1:
                                 continue
                             other = _label(block, fresh, affected, per_row, nx, ny)
-                            if other == 0:
-                                continue
-                            target = _node(first, base, affected, per_row, nx, ny, other)
-                            if owner[target] < 0:
-                                owner[target] = mine
-                                if pending[mine] == 0:
-                                    active += 1
-                                pending[mine] += 1
-                                queue[tail] = target
-                                queue_x[tail] = nx
-                                queue_y[tail] = ny
-                                tail += 1
-                                continue
-                            theirs = _find(union, owner[target])
-                            if theirs != mine:
-                                growing = (pending[mine] > 0) + (pending[theirs] > 0)
-                                union[theirs] = mine
-                                pending[mine] += pending[theirs]
-                                active += (pending[mine] > 0) - growing
+                            if other != 0:
+                                tail, active = _reach(_node(first, base, affected, per_row, nx, ny, other), nx, ny,
+                                                      mine, owner, union, pending, queue, queue_x, queue_y, tail,
+                                                      active)
                     # Inside rows only the first and last column are on the rim.
                     if rim_row or x == x1 - 1:
                         x += 1

@@ -29,7 +29,7 @@ import numpy as np
 
 from pathserver.core.clearance import compute_clearance, footprint_cost, footprint_passable, index_costs
 from pathserver.core.components import BLOCK, BLOCK_SHIFT, block_labels, label_components
-from pathserver.core.cut import block_pieces
+from pathserver.core.cut import block_pieces, piece_graph
 from pathserver.core.jps import jump_bitmaps
 from pathserver.errors import BadUnitSizeError, MapLoadError, OutOfBoundsError, RequestError
 from pathserver.grid.cache import LayerCache
@@ -217,13 +217,15 @@ class UnitLayer:
             self._jump_bits.append(bits)
         return self._jump_bits[0]
 
-    def pieces(self, eight: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(pieces, first)``: :func:`pathserver.core.cut.block_pieces` of the cells the
-        unit can stand on, 4-connected (8-connected with ``eight``), built on first use
+    def pieces(self, eight: int) -> tuple:
+        """``(pieces, first, offsets, targets, cells)``: :func:`pathserver.core.cut.
+        block_pieces` of the cells the unit can stand on, 4-connected (8-connected with
+        ``eight``), and their :func:`~pathserver.core.cut.piece_graph`, built on first use
         (what ``check_block`` searches)."""
         if eight not in self._pieces:
             pieces, first = block_pieces(self.cells, eight)
-            self._pieces[eight] = (_readonly(pieces), _readonly(first))
+            graph = piece_graph(pieces, first, eight)
+            self._pieces[eight] = tuple(_readonly(a) for a in (pieces, first, *graph))
         return self._pieces[eight]
 
     def cells8(self) -> tuple[np.ndarray, np.ndarray]:
@@ -241,7 +243,7 @@ class UnitLayer:
         # Sizes above 1x1 on a map with terrain costs hold their own footprint cost index.
         own_cost = self.cost_index.nbytes if (self.unit_w * self.unit_h > 1 and not self.uniform) else 0
         lazy = sum(c.nbytes + t.nbytes for c, t in self._cells8) + sum(a.nbytes for a in self._jump_bits)
-        lazy += sum(p.nbytes + f.nbytes for p, f in self._pieces.values())
+        lazy += sum(a.nbytes for arrays in self._pieces.values() for a in arrays)
         return self.cells.nbytes + self.comps.nbytes + own_cost + lazy
 
 

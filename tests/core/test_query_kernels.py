@@ -111,3 +111,37 @@ def test_the_bucket_queues_and_the_heap_agree_with_dijkstra(diagonal):
         for out in outs:
             assert np.array_equal(np.isinf(out), np.isinf(expected))
             assert np.allclose(out[np.isfinite(out)], expected[np.isfinite(expected)], rtol=1e-12)
+
+
+@pytest.mark.parametrize("eight", [0, 1])
+def test_the_piece_graph_joins_pieces_touching_across_block_borders(eight):
+    from pathserver.core.cut import piece_graph
+
+    rng = np.random.default_rng(20 + eight)
+    for _ in range(10):
+        width, height = int(rng.integers(1, 60)), int(rng.integers(1, 60))
+        cells = (rng.random((height, width)) > 0.4).astype(np.uint8)
+        pieces, first = block_pieces(cells, eight)
+        offsets, targets, node_cells = piece_graph(pieces, first, eight)
+        per_row = (width + 15) // 16
+
+        def node(x, y):
+            return int(first[(y // 16) * per_row + x // 16] + pieces[y, x] - 1)
+
+        expected = set()
+        for y in range(height):
+            for x in range(width):
+                if not cells[y, x]:
+                    continue
+                for dx in (-1, 0, 1):
+                    for dy in (-1, 0, 1):
+                        nx, ny = x + dx, y + dy
+                        if (dx, dy) == (0, 0) or (dx and dy and not eight):
+                            continue
+                        if 0 <= nx < width and 0 <= ny < height and cells[ny, nx] and (nx // 16, ny // 16) != (
+                                x // 16, y // 16):
+                            expected.add((node(x, y), node(nx, ny)))
+        got = {(i, int(t)) for i in range(len(offsets) - 1) for t in targets[offsets[i]:offsets[i + 1]]}
+        assert got == expected
+        for i, (x, y) in enumerate(node_cells.tolist()):
+            assert node(x, y) == i
