@@ -266,11 +266,17 @@ def _field_buckets(cells, cost_index, cost_table, uniform, heights, use_heights,
 
 @njit(cache=True, nogil=True)
 def field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, sources, ring,
-                out, closed):
+                out, closed, steps, record):
     """:func:`field` over the whole map with no cost limit, in less memory traffic: the
     field is computed in ``out`` itself (float64 (H, W), filled with inf by the caller)
     and ``closed`` (uint8 (H * W,), zeros) marks settled cells, instead of the workspace's
     values and stamps written to ``out`` as they settle. ``ring``: :func:`ring_size`, > 0.
+
+    steps: int32 (H * W,) (with ``record`` 1; else any placeholder): receives, for each
+    cell reached, the neighbour its value came through (a best step towards a goal, as
+    :func:`pathserver.core.steer.downhill` picks one, maybe another of equal cost) and -1
+    on the goals; cells not reached keep what they held.
+
     Returns the count settled, or -1 when a bucket overflows (then use :func:`field`)."""
     height, width = cells.shape
     n_dirs = directions(diagonal)
@@ -286,6 +292,8 @@ def field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, ma
         if g[node] == 0.0:
             continue
         g[node] = 0.0
+        if record != 0:
+            steps[node] = -1
         buckets[0, sizes[0]] = node
         sizes[0] += 1
         waiting += 1
@@ -321,6 +329,8 @@ def field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, ma
                 if g_new >= g[neighbour]:
                     continue
                 g[neighbour] = g_new
+                if record != 0:
+                    steps[neighbour] = node
                 nb = np.int64(g_new) & mask
                 if sizes[nb] == capacity:
                     return -1

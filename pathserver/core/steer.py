@@ -11,7 +11,9 @@ across terrain dearer than the descent up to it).
 
 Both answers depend on the cell alone, so they are kept per cell (``following``,
 ``sighted``: int32 (H * W,), :data:`UNKNOWN` until worked out) for as long as the field:
-a unit on a cell some unit has stood on costs a lookup.
+a unit on a cell some unit has stood on costs a lookup. The field's search fills
+``following`` as it goes where it can (:func:`pathserver.core.dijkstra.field_whole`: the
+neighbour a cell's value came through, a step of equal cost).
 
 Grid arguments as in :func:`pathserver.core.astar.astar`.
 """

@@ -189,9 +189,14 @@ def _region(gridmap: GridMap, region) -> np.ndarray:
     return np.array([x, y, x + w, y + h], dtype=np.int64)
 
 
-def _compute_field(gridmap, grids: _Grids, goals, boxes, avoid_cost, max_cost, region, out) -> None:
+_NO_STEPS = np.zeros(1, dtype=np.int32)
+
+
+def _compute_field(gridmap, grids: _Grids, goals, boxes, avoid_cost, max_cost, region, out,
+                   steps=_NO_STEPS) -> None:
     """Run the field kernel (and the avoided anchors' values) into ``out`` (float64 of the
-    region's shape, filled with inf)."""
+    region's shape, filled with inf); ``steps`` (int32 (H * W,), UNKNOWN) receives the
+    cells' best steps where the whole-map kernel runs."""
     call = grids.call
     unit_w, unit_h = call.size
     ws = workspace(call.n)
@@ -211,9 +216,11 @@ def _compute_field(gridmap, grids: _Grids, goals, boxes, avoid_cost, max_cost, r
         if whole:
             closed = np.zeros(call.n, dtype=np.uint8)
             whole = field_whole(cells, cost_index, cost_table, uniform, call.heights, grids.use_heights, call.climb,
-                                grids.diagonal, sources, ring, out, closed) >= 0
+                                grids.diagonal, sources, ring, out, closed, steps, int(steps is not _NO_STEPS)) >= 0
             if not whole:  # a bucket overflowed: start again the general way
                 out.fill(np.inf)
+                if steps is not _NO_STEPS:
+                    steps.fill(UNKNOWN)
         if not whole:
             field(cells, cost_index, cost_table, uniform, call.heights, grids.use_heights, call.climb, grids.diagonal,
                   sources, limit, region, targets, out, ws.work_float, ws.work_int)
@@ -399,8 +406,10 @@ def _steering_field(gridmap, grids: _Grids, goals, avoid_checked, avoid_cost, ma
     boxes = blocker_boxes(gridmap, avoid_checked if avoid_checked is not None else ((), ()))
     goal_cells = cells_of(goals, "goals", gridmap)
     out = np.full((gridmap.height, gridmap.width), np.inf)
+    # Each cell's step, where the field's search records it (the rest worked out on use).
+    following = np.full(out.size, UNKNOWN, dtype=np.int32)
     _compute_field(gridmap, grids, goal_cells, boxes, avoid_cost, max_cost,
-                   np.array([0, 0, gridmap.width, gridmap.height], dtype=np.int64), out)
+                   np.array([0, 0, gridmap.width, gridmap.height], dtype=np.int64), out, following)
     out.setflags(write=False)
     # Steering needs the grids the field saw: with avoided cells, copies of them.
     with _avoided(grids, boxes, avoid_cost) as (cells, cost_index, cost_table, uniform):
@@ -408,7 +417,6 @@ def _steering_field(gridmap, grids: _Grids, goals, avoid_checked, avoid_cost, ma
             cells = _frozen_copy(cells)
         if cost_index is not call.cost_index:
             cost_index = _frozen_copy(cost_index)
-    following = np.full(out.size, UNKNOWN, dtype=np.int32)
     return SteeringField(call.layer_key, out, cells, cost_index, cost_table, int(uniform), following)
 
 

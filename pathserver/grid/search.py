@@ -137,10 +137,40 @@ def workspace(n: int) -> _Workspace:
     return ws
 
 
+def _number_array(value, width: int) -> bool:
+    """Whether ``value`` is a numpy (n, width) array of finite ints or floats."""
+    return (isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[1] == width
+            and value.dtype.kind in "iuf" and bool(np.isfinite(value).all()))
+
+
+def _plain_arrays(option, value):
+    """``value`` when it is an array option's value given as numpy arrays that pass as
+    they are (points, or avoided cells and rectangles), else None: checked without walking
+    them number by number. Anything else, refusals included, goes the general way."""
+    if option.kind == "points":
+        if _number_array(value, 2) and option.min <= len(value) <= option.max:
+            return value
+    elif option.kind == "cells" and type(value) is dict and value.keys() <= {"cells", "rects"}:
+        cells = value.get("cells")
+        rects = value.get("rects")
+        if ((cells is None or _number_array(cells, 2)) and (rects is None or _number_array(rects, 4))
+                and (cells is not None or rects is not None)):
+            cells = () if cells is None else cells
+            rects = () if rects is None else rects
+            if len(cells) + len(rects) <= option.max and (not len(rects) or bool((rects[:, 2:] > 0).all())):
+                return cells, rects
+    return None
+
+
 def checked(option, value):
     """``option.check(value)`` with numpy values counting as the Python values they hold:
-    an array is converted first, anything else only when the plain check refuses it (the
+    arrays of points or of avoided cells pass as they are when plainly valid, another
+    array is converted first, anything else only when the plain check refuses it (the
     conversion walks the value, which for 100 goals costs more than searching them)."""
+    if isinstance(value, (np.ndarray, dict)):
+        plain = _plain_arrays(option, value)
+        if plain is not None:
+            return plain
     if isinstance(value, np.ndarray):
         return option.check(value.tolist())
     try:

@@ -100,9 +100,19 @@ def test_the_bucket_queues_and_the_heap_agree_with_dijkstra(diagonal):
                    region, -1, out, ws.work_float, ws.work_int, *extra)
             outs.append(out)
         out = np.full((height, width), np.inf)
+        steps = np.full(width * height, -2, dtype=np.int32)
         field_whole(layer.cells, layer.cost_index, layer.cost_table, 0, heights, 0, 0.0, diagonal, sources, ring, out,
-                    np.zeros(width * height, dtype=np.uint8))
+                    np.zeros(width * height, dtype=np.uint8), steps, 1)
         outs.append(out)
+        # Each recorded step is a move of the graph that its cell's value came through.
+        moves = {(a, b): w for a, b, w in naive.edges(layer.passable, names[diagonal], layer.cost)}
+        for node in np.flatnonzero(np.isfinite(out.ravel())):
+            here = (int(node % width), int(node // width))
+            if steps[node] == -1:
+                assert out.ravel()[node] == 0
+                continue
+            there = (int(steps[node] % width), int(steps[node] // width))
+            assert out[there[1], there[0]] + moves[here, there] == out[here[1], here[0]]
         graph = naive.edges(layer.passable, names[diagonal], layer.cost)
         expected = np.full((height, width), np.inf)
         goals = [(int(s % width), int(s // width)) for s in sources]

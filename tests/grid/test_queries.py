@@ -592,3 +592,24 @@ def test_a_steering_field_goes_with_its_layer():
     assert len(m.layers.fields()) == 2
     m.layer(3)  # evicts unit size 1, and its field
     assert len(m.layers.fields()) == 1
+
+
+def test_numpy_arrays_of_goals_and_avoided_cells_count_as_the_lists_they_hold():
+    m = GridMap(np.ones((12, 12), dtype=bool))
+    goals = np.array([[11, 11], [0, 11]])
+    avoid = {"cells": np.array([[5, 5], [5, 6]]), "rects": np.array([[2.0, 2.0, 3.0, 1.0]])}
+    listed = {"cells": [[5, 5], [5, 6]], "rects": [[2.0, 2.0, 3.0, 1.0]]}
+    a = find_path(m, (0, 0), goals=goals, avoid=avoid)
+    b = find_path(m, (0, 0), goals=goals.tolist(), avoid=listed)
+    assert (a.cost, a.goal_index) == (b.cost, b.goal_index)
+    assert np.array_equal(distance_field(m, goals, avoid=avoid), distance_field(m, goals.tolist(), avoid=listed))
+    steps = next_steps(m, goals, 1, [(3.5, 3.5)], avoid=avoid)
+    assert np.array_equal(steps[0], next_steps(m, goals.tolist(), 1, [(3.5, 3.5)], avoid=listed)[0])
+    for bad, at in ((np.array([[1.0, np.nan]]), "goals[0][1]"), (np.zeros((0, 2)), "goals"),
+                    (np.array([[1, 2, 3]]), "goals[0]")):
+        with pytest.raises(RequestError) as info:
+            distance_field(m, bad)
+        assert info.value.at == at
+    with pytest.raises(RequestError) as info:
+        find_path(m, (0, 0), (5, 5), avoid={"rects": np.array([[1, 1, 0, 2]])})
+    assert info.value.at == "avoid.rects[0]"
