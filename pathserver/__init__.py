@@ -17,6 +17,10 @@ _PUBLIC = {
     "PathserverError": "pathserver.errors",
     "find_path": "pathserver.grid.search",
     "find_paths": "pathserver.grid.search",
+    "reachable": "pathserver.grid.queries",
+    "distance_field": "pathserver.grid.queries",
+    "next_steps": "pathserver.grid.queries",
+    "check_block": "pathserver.grid.queries",
 }
 
 __all__ = [*_PUBLIC, "__version__"]

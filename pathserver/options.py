@@ -19,6 +19,13 @@ inspector, saved scenes, scripting and the class reference from that registratio
 ``None`` (nil on the wire) means an option's default, everywhere. Defaults are the same on
 the wire and in Python but for ``smooth``: ``"los"`` on the wire, ``"none"`` in Python.
 
+Each option names the wire requests that take it (``ops``) and the Python functions that
+take it as a keyword (``functions``). The options of the queries beyond one path (``goals``,
+``budget``, ``max_cost``, ``region``, ``lookahead``, ``avoid``, ``avoid_cost``,
+``traversal``) are the Python API's alone for now: their ``ops`` are empty, so the wire,
+``pathserver options --json`` and the docs' table (all of which list the wire's options)
+leave them out until the wire takes them; :func:`python_only_table` lists them.
+
 No numba or numpy here: the protocol imports this module.
 """
 
@@ -27,8 +34,9 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass
+from itertools import chain
 
-from pathserver.errors import BadUnitSizeError, NonFiniteError, RequestError
+from pathserver.errors import BadUnitSizeError, NonFiniteError, RequestError, TooLargeError
 
 
 def wire_type(value) -> str:
@@ -42,15 +50,27 @@ def wire_type(value) -> str:
 
 #: What an option's value is. ``"enum"`` and ``"space"``: one of ``choices`` (``space``
 #: also names the units of coordinates); ``"int"`` / ``"float"``: a number >= ``min``
-#: (``"float"`` takes ints too); ``"unit_size"``: an int ``k`` or a pair ``[w, h]``.
-KINDS = ("enum", "bool", "int", "float", "unit_size", "space")
+#: (``"float"`` takes ints too); ``"unit_size"``: an int ``k`` or a pair ``[w, h]``;
+#: ``"points"``: an array of ``min`` to ``max`` points ``[x, y]``; ``"rect"``: ``[x, y, w, h]``
+#: of whole numbers, ``w, h >= 1``; ``"cells"``: ``{cells: [[x, y], ...], rects: [[x, y, w,
+#: h], ...]}``, at most ``max`` entries (checked as ``(cells, rects)``); ``"traversal"``: a
+#: unit class's name or ``{tag: nil | number >= 1}`` (checked as a sorted tuple of pairs).
+KINDS = ("enum", "bool", "int", "float", "unit_size", "space", "points", "rect", "cells", "traversal")
+
+#: The Python function of each wire request (``find_paths`` passes its options on to
+#: ``find_path``).
+FUNCTIONS = {"path": "find_path", "reachable": "reachable", "field": "distance_field", "next_steps": "next_steps",
+             "check_block": "check_block"}
 
 
 @dataclass(frozen=True)
 class Option:
     """One option. ``doc`` is its line in the docs' table; ``default_doc`` says the
     default in words where the value alone does not (``None`` defaults); ``cli`` is its
-    ``pathserver path`` flag (None: none); ``ops`` the requests that take it."""
+    ``pathserver path`` flag (None: none); ``ops`` the wire requests that take it;
+    ``functions`` the Python functions that take it as a keyword (None: ``find_path`` when
+    ``ops`` has ``path``); ``max`` the most points or entries of a ``points`` / ``cells``
+    value."""
 
     name: str
     kind: str
@@ -62,10 +82,14 @@ class Option:
     default_doc: str | None = None
     cli: str | None = None
     ops: tuple[str, ...] = ("path", "paths")
+    functions: tuple[str, ...] | None = None
+    max: int | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"option {self.name}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.functions is None:
+            object.__setattr__(self, "functions", ("find_path",) if "path" in self.ops else ())
 
     def check(self, value, prefix: str = ""):
         """``value`` if the option takes it, else RequestError (or a subclass) with ``at``
@@ -77,19 +101,28 @@ class Option:
         return _CHECKS[self.kind](self, value, prefix + self.name)
 
 
+#: The Python functions of the queries beyond one path, which take the shared options too.
+_QUERIES = ("reachable", "distance_field", "next_steps")
+#: Goals of one request, avoided cells and rectangles of one request: the most it takes.
+MAX_GOALS = 4096
+MAX_AVOID = 65536
+
 #: The options, in the order of the fields a ``path`` request accepts (an unknown field's
 #: error lists them so: keep the order, add at the end).
 OPTIONS: tuple[Option, ...] = (
     Option("unit_size", "unit_size", "the unit's footprint in cells",
-           python_default=1, wire_default=1, min=1, cli="--unit"),
+           python_default=1, wire_default=1, min=1, cli="--unit",
+           functions=("find_path", *_QUERIES, "check_block")),
     Option("space", "space", "units of `start`, `goal` and of the reply's points",
-           python_default="grid", wire_default="grid", choices=("grid", "world"), ops=("path", "paths", "update")),
+           python_default="grid", wire_default="grid", choices=("grid", "world"), ops=("path", "paths", "update"),
+           functions=()),
     Option("smooth", "enum", "string-pulled (footprint-safe line of sight) / only turning points / every cell",
            python_default="none", wire_default="los", choices=("los", "corners", "none"), cli="--smooth"),
     Option("allow_partial", "bool", "an unreachable goal gives the path to the reachable cell nearest it",
            python_default=False, wire_default=False, cli="--partial"),
     Option("snap", "bool", "a blocked start/goal moves to the nearest cell the unit fits",
-           python_default=True, wire_default=True, cli="--no-snap"),
+           python_default=True, wire_default=True, cli="--no-snap",
+           functions=("find_path", *_QUERIES, "check_block")),
     Option("max_expansions", "int", "node budget (see `search_limit`)",
            python_default=None, wire_default=None, min=1, default_doc="no limit", cli="--max-expansions"),
     Option("heuristic", "enum", "the search's estimate of the distance left",
@@ -99,26 +132,64 @@ OPTIONS: tuple[Option, ...] = (
            python_default=1.0, wire_default=1.0, min=1.0, cli="--weight"),
     Option("diagonal", "enum", "8-connected without cutting corners / 4-connected / corners may be cut",
            python_default="no_corner_cutting", wire_default="no_corner_cutting",
-           choices=("no_corner_cutting", "never", "always"), cli="--diagonal"),
+           choices=("no_corner_cutting", "never", "always"), cli="--diagonal",
+           functions=("find_path", *_QUERIES, "check_block")),
     Option("max_climb", "float", "with a height layer, steeper steps are blocked",
-           python_default=None, wire_default=None, min=0.0, default_doc="no limit", cli="--max-climb"),
+           python_default=None, wire_default=None, min=0.0, default_doc="no limit", cli="--max-climb",
+           functions=("find_path", *_QUERIES)),
     Option("algorithm", "enum", '`"jps"` needs uniform terrain cost, no `max_climb`, `diagonal: '
            '"no_corner_cutting"` and the octile heuristic; `"auto"` picks it where it pays',
            python_default="auto", wire_default="auto", choices=("auto", "astar", "jps"), cli="--algorithm"),
     Option("line_of_sight", "bool", "take a clear straight line without searching",
            python_default=True, wire_default=True, cli="--no-line-of-sight"),
+    # The queries beyond one path (Python API only so far: no ops).
+    Option("goals", "points", "goals `[[x, y], ...]` instead of `goal`: the cheapest reachable one wins "
+           "(`goal_index` says which); a field's goals", python_default=None, wire_default=None, min=1, max=MAX_GOALS,
+           default_doc="`goal` alone", ops=(), functions=("find_path", "distance_field", "next_steps")),
+    Option("budget", "float", "the most a move may cost: every cell reachable for at most this",
+           python_default=None, wire_default=None, min=0.0, default_doc="required", ops=(),
+           functions=("reachable",)),
+    Option("max_cost", "float", "cells dearer than this to a goal stay +inf (it bounds the work)",
+           python_default=None, wire_default=None, min=0.0, default_doc="no limit", ops=(),
+           functions=("distance_field", "next_steps")),
+    Option("region", "rect", "the window `[x, y, w, h]` of the field returned (its values stay exact: "
+           "the paths may leave it)", python_default=None, wire_default=None, default_doc="the whole map",
+           ops=(), functions=("distance_field",)),
+    Option("lookahead", "enum", '`"cell"`: the neighbouring cell downhill; `"los"`: the farthest turn of the '
+           "descent in the footprint's clear sight", python_default="cell", wire_default="cell",
+           choices=("cell", "los"), ops=(), functions=("next_steps",)),
+    Option("avoid", "cells", "cells this request treats as solid, `{cells: [[x, y], ...], rects: [[x, y, w, h], "
+           "...]}` (the map is untouched; a unit already on one may leave it)", python_default=None,
+           wire_default=None, max=MAX_AVOID, default_doc="none", ops=(), functions=("find_path", *_QUERIES)),
+    Option("avoid_cost", "float", "`avoid`'s cells are not blocked but cost at least this to enter",
+           python_default=None, wire_default=None, min=1.0, default_doc="blocked", ops=(),
+           functions=("find_path", *_QUERIES)),
+    Option("traversal", "traversal", "a unit class of the map, or rules `{tag: null (blocks) | cost multiplier "
+           ">= 1}` for the map's tagged cells", python_default=None, wire_default=None,
+           default_doc="every tag walkable at its cost", ops=(), functions=("find_path", *_QUERIES, "check_block")),
 )
 
 #: The options by name.
 BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
-#: The options ``find_path`` takes as keywords (its coordinates are always grid cells,
-#: so it has no ``space``), in :data:`OPTIONS` order.
-SEARCH_OPTIONS: tuple[Option, ...] = tuple(option for option in OPTIONS if option.name != "space")
+#: The options of the wire's ``path`` request that ``find_path`` takes as keywords (its
+#: coordinates are always grid cells, so it has no ``space``), in :data:`OPTIONS` order:
+#: what one prepared call holds.
+SEARCH_OPTIONS: tuple[Option, ...] = tuple(
+    option for option in OPTIONS if "path" in option.ops and option.name != "space"
+)
+#: The options the wire takes (those of some request).
+WIRE_OPTIONS: tuple[Option, ...] = tuple(option for option in OPTIONS if option.ops)
 
 
 def op_fields(op: str) -> tuple[str, ...]:
     """The names of the options request ``op`` takes, in :data:`OPTIONS` order."""
     return tuple(option.name for option in OPTIONS if op in option.ops)
+
+
+def function_options(function: str) -> tuple[Option, ...]:
+    """The options the Python function ``function`` (``"find_path"``, ``"reachable"``, ...)
+    takes as keywords, in :data:`OPTIONS` order."""
+    return tuple(option for option in OPTIONS if function in option.functions)
 
 
 def wire_defaults() -> dict:
@@ -194,6 +265,104 @@ def _size_int(value, at: str) -> int:
     return value
 
 
+_SEQUENCES = frozenset((list, tuple))
+_NUMBERS = frozenset((int, float))
+
+
+def number_rows(rows, width: int, at: str, shape: str):
+    """``rows`` itself if it is an array (list or tuple) of arrays of ``width`` finite
+    numbers, such as points ``[x, y]``; else RequestError / NonFiniteError at the first bad
+    row (``at[i]``) or number (``at[i][j]``). ``shape`` names a row in messages (``"[x,
+    y]"``).
+
+    Well-formed input, the common case, is checked by C loops over the whole array (type
+    and length sets); only a refusal walks it row by row, to say where."""
+    if type(rows) is not list and type(rows) is not tuple:
+        raise RequestError(f"'{at}' must be an array of {shape}, got {wire_type(rows)}", at=at)
+    if not rows:
+        return rows
+    if set(map(type, rows)) <= _SEQUENCES and set(map(len, rows)) == {width}:
+        kinds = set(map(type, chain.from_iterable(rows)))
+        if kinds <= _NUMBERS and (float not in kinds or all(map(math.isfinite, chain.from_iterable(rows)))):
+            return rows
+    for i, row in enumerate(rows):
+        if (type(row) is not list and type(row) is not tuple) or len(row) != width:
+            shown = f"an array of {len(row)}" if type(row) in _SEQUENCES else wire_type(row)
+            raise RequestError(f"each of '{at}' must be {shape}, got {shown}", at=f"{at}[{i}]")
+        for j, v in enumerate(row):
+            if type(v) is not int and type(v) is not float:
+                raise RequestError(f"each of '{at}' must be {shape} of numbers, got {wire_type(v)}",
+                                   at=f"{at}[{i}][{j}]")
+            if type(v) is float and not math.isfinite(v):
+                raise NonFiniteError(f"'{at}' coordinates must be finite, got {v}", at=f"{at}[{i}][{j}]")
+    raise AssertionError("unreachable: the fast check refused a valid array")  # pragma: no cover
+
+
+def _check_points(option: Option, value, at: str):
+    points = number_rows(value, 2, at, "[x, y]")
+    if len(points) < option.min:
+        raise RequestError(f"'{option.name}' needs at least {option.min} point", at=at)
+    if len(points) > option.max:
+        raise TooLargeError(f"{len(points)} {option.name}; at most {option.max}", at=at)
+    return points
+
+
+def _check_rect(option: Option, value, at: str):
+    if (type(value) is not list and type(value) is not tuple) or len(value) != 4:
+        shown = f"an array of {len(value)}" if type(value) in _SEQUENCES else wire_type(value)
+        raise RequestError(f"'{option.name}' must be [x, y, w, h], got {shown}", at=at)
+    rect = []
+    for i, v in enumerate(value):
+        number(v, option.name, f"{at}[{i}]")
+        if v != int(v):
+            raise RequestError(f"'{option.name}' must be whole cells, got {v}", at=f"{at}[{i}]")
+        rect.append(int(v))
+    if rect[2] < 1 or rect[3] < 1:
+        raise RequestError(f"'{option.name}' width and height must be >= 1, got {rect[2]} x {rect[3]}", at=at)
+    return tuple(rect)
+
+
+def _check_cells(option: Option, value, at: str):
+    # Returns (cells, rects), each the rows given (or () for none).
+    if type(value) is not dict:
+        raise RequestError(f"'{option.name}' must be a map {{cells: [[x, y], ...], rects: [[x, y, w, h], ...]}}, "
+                           f"got {wire_type(value)}", at=at)
+    for key in value:
+        if key != "cells" and key != "rects":
+            raise RequestError(f"'{option.name}' takes 'cells' and 'rects', got {quoted(key)}", at=f"{at}.{key}")
+    cells = value.get("cells")
+    rects = value.get("rects")
+    cells = () if cells is None else number_rows(cells, 2, f"{at}.cells", "[x, y]")
+    rects = () if rects is None else number_rows(rects, 4, f"{at}.rects", "[x, y, w, h]")
+    if len(cells) + len(rects) > option.max:
+        raise TooLargeError(f"{len(cells) + len(rects)} cells and rectangles in '{option.name}'; at most "
+                            f"{option.max}", at=at)
+    for i, (_, _, w, h) in enumerate(rects):
+        if w <= 0 or h <= 0:
+            raise RequestError(f"rectangle width and height must be > 0, got {w} x {h}", at=f"{at}.rects[{i}]")
+    return cells, rects
+
+
+def _check_traversal(option: Option, value, at: str):
+    # A class name as it is; rules as ((tag, multiplier or None), ...) sorted by tag:
+    # hashable and canonical, so equal rules share the map's cached layers.
+    if type(value) is str or isinstance(value, str):
+        if not value:
+            raise RequestError(f"'{option.name}' must name a unit class, got an empty string", at=at)
+        return str(value)
+    if type(value) is not dict:
+        raise RequestError(f"'{option.name}' must be a unit class's name or a map {{tag: nil | multiplier}}, "
+                           f"got {wire_type(value)}", at=at)
+    rules = []
+    for tag, multiplier in value.items():
+        if not isinstance(tag, str) or not tag:
+            raise RequestError(f"'{option.name}' keys must be tag names, got {quoted(tag)}", at=at)
+        if multiplier is not None:
+            multiplier = float(number(multiplier, f"{option.name}.{tag}", f"{at}.{tag}", 1.0))
+        rules.append((str(tag), multiplier))
+    return tuple(sorted(rules))
+
+
 _CHECKS = {
     "enum": _check_choice,
     "space": _check_choice,
@@ -201,6 +370,10 @@ _CHECKS = {
     "int": _check_exact,
     "float": _check_float,
     "unit_size": _check_unit_size,
+    "points": _check_points,
+    "rect": _check_rect,
+    "cells": _check_cells,
+    "traversal": _check_traversal,
 }
 
 
@@ -260,7 +433,7 @@ def as_json() -> dict:
     "choices" (enums and space only), "wire_default", "python_default", "min", "doc"},
     ...]}`` in :data:`OPTIONS` order."""
     entries = []
-    for option in OPTIONS:
+    for option in WIRE_OPTIONS:
         entry = {"name": option.name, "kind": option.kind}
         if option.choices:
             entry["choices"] = list(option.choices)
@@ -277,7 +450,17 @@ def _type_text(option: Option) -> str:
         return "int or `[w, h]`"
     if option.kind == "bool":
         return "bool"
+    if option.kind in _SHAPES:
+        return _SHAPES[option.kind].format(option=option)
     return f"{'int' if option.kind == 'int' else 'number'} >= {option.min:g}"
+
+
+_SHAPES = {
+    "points": "`[[x, y], ...]`, {option.min} to {option.max}",
+    "rect": "`[x, y, w, h]`",
+    "cells": "`{{cells, rects}}`, at most {option.max}",
+    "traversal": "str or `{{tag: null | number >= 1}}`",
+}
 
 
 def _plain(value) -> str:
@@ -298,21 +481,44 @@ def _default_text(option: Option, value) -> str:
 def markdown_table() -> str:
     """The options table of ``docs/protocol.md`` (wire defaults); a test compares the two."""
     rows = ["| option | type | default | |", "| --- | --- | --- | --- |"]
-    for option in OPTIONS:
+    for option in WIRE_OPTIONS:
         rows.append(f"| `{option.name}` | {_type_text(option)} | {_default_text(option, option.wire_default)} "
                     f"| {option.doc} |")
     return "\n".join(rows)
 
 
 def text_table() -> str:
-    """What ``pathserver options`` prints: a line an option, its doc line below it."""
+    """What ``pathserver options`` prints: a line an option, its doc line below it; the
+    options of the Python API alone after them, under their own heading."""
     width = max(len(option.name) for option in OPTIONS) + 2
     lines = []
+    first_python_only = PYTHON_ONLY[0] if PYTHON_ONLY else None
     for option in OPTIONS:
+        if option is first_python_only:
+            lines += ["", "Python API only (not on the wire yet):"]
         wire = _default_text(option, option.wire_default)
         python = _default_text(option, option.python_default)
-        default = f"default {wire}" if wire == python else f"default {wire} on the wire, {python} in Python"
+        if not option.ops:
+            default = f"default {python}"
+        else:
+            default = f"default {wire}" if wire == python else f"default {wire} on the wire, {python} in Python"
         flag = f"; flag {option.cli}" if option.cli else ""
-        lines.append(f"{option.name:<{width}}{_type_text(option)}; {default}{flag}".replace("`", ""))
+        takers = "" if option.ops else f"; {', '.join(option.functions)}"
+        lines.append(f"{option.name:<{width}}{_type_text(option)}; {default}{flag}{takers}".replace("`", ""))
         lines.append(" " * width + option.doc.replace("`", ""))
     return "\n".join(lines)
+
+
+#: The options no wire request takes yet (the Python API's alone), in :data:`OPTIONS` order.
+PYTHON_ONLY: tuple[Option, ...] = tuple(option for option in OPTIONS if not option.ops)
+
+
+def python_only_table() -> str:
+    """A markdown table of :data:`PYTHON_ONLY` with their Python defaults and the functions
+    taking them (for the README)."""
+    rows = ["| option | type | default | functions | |", "| --- | --- | --- | --- | --- |"]
+    for option in PYTHON_ONLY:
+        cells = (f"`{option.name}`", _type_text(option), _default_text(option, option.python_default),
+                 ", ".join(f"`{f}`" for f in option.functions), option.doc)
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(rows)

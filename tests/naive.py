@@ -115,3 +115,134 @@ def components(passable):
 
 def random_grid(rng, width, height, density):
     return rng.random((height, width)) >= density
+
+
+# -- the queries beyond one path ----------------------------------------------------------
+
+
+def covered(walkable_shape, cells=(), rects=()):
+    """bool grid: the cells (x, y) and rectangles (x, y, w, h) given, clipped to the map."""
+    height, width = walkable_shape
+    out = np.zeros((height, width), dtype=bool)
+    for x, y in cells:
+        if 0 <= x < width and 0 <= y < height:
+            out[y, x] = True
+    for x, y, w, h in rects:
+        for cy in range(y, y + h):
+            for cx in range(x, x + w):
+                if 0 <= cx < width and 0 <= cy < height:
+                    out[cy, cx] = True
+    return out
+
+
+def overlapping(solid, unit_w, unit_h):
+    """bool grid: the cells where a unit's footprint would cover a cell of ``solid``."""
+    height, width = solid.shape
+    out = np.zeros((height, width), dtype=bool)
+    for y in range(height):
+        for x in range(width):
+            out[y, x] = any(0 <= cx < width and 0 <= cy < height and solid[cy, cx]
+                            for cx, cy in footprint_cells(x, y, unit_w, unit_h))
+    return out
+
+
+def edges(passable, diagonal="no_corner_cutting", cost=None, heights=None, max_climb=None, avoided=None,
+          avoid_cost=None):
+    """Every move of the unit's graph as (from, to, cost). ``avoided``: bool grid of the
+    cells the unit may not enter (or, with ``avoid_cost``, enters for at least that cost);
+    a unit may still leave one."""
+    enter = passable.copy()
+    if avoided is not None and avoid_cost is None:
+        enter[avoided] = 0
+    height, width = passable.shape
+    out = []
+    for y in range(height):
+        for x in range(width):
+            if not passable[y, x]:
+                continue
+            for nx, ny, step in neighbours(enter, x, y, diagonal, heights, max_climb):
+                price = 1.0 if cost is None else float(cost[ny, nx])
+                if avoided is not None and avoid_cost is not None and avoided[ny, nx]:
+                    price = max(price, avoid_cost)
+                out.append(((x, y), (nx, ny), step * price))
+    return out
+
+
+def costs_from(graph, start):
+    """{cell: cheapest cost from start} over the (from, to, cost) moves of ``graph``."""
+    following = {}
+    for a, b, w in graph:
+        following.setdefault(a, []).append((b, w))
+    dist = {start: 0.0}
+    queue = [(0.0, start)]
+    done = set()
+    while queue:
+        d, cell = heapq.heappop(queue)
+        if cell in done:
+            continue
+        done.add(cell)
+        for b, w in following.get(cell, ()):
+            if d + w < dist.get(b, math.inf):
+                dist[b] = d + w
+                heapq.heappush(queue, (d + w, b))
+    return dist
+
+
+def costs_to(graph, goals):
+    """{cell: cheapest cost from it to any of ``goals``}: costs_from on the reversed moves."""
+    reverse = [(b, a, w) for a, b, w in graph]
+    best = {}
+    for goal in goals:
+        for cell, d in costs_from(reverse, goal).items():
+            best[cell] = min(d, best.get(cell, math.inf))
+    return best
+
+
+def components8(passable):
+    """Labels of 8-connected components by flood fill (0 = impassable)."""
+    height, width = passable.shape
+    labels = np.zeros((height, width), dtype=np.int64)
+    count = 0
+    for y in range(height):
+        for x in range(width):
+            if passable[y, x] and not labels[y, x]:
+                count += 1
+                stack = [(x, y)]
+                labels[y, x] = count
+                while stack:
+                    cx, cy = stack.pop()
+                    for dx in (-1, 0, 1):
+                        for dy in (-1, 0, 1):
+                            nx, ny = cx + dx, cy + dy
+                            if 0 <= nx < width and 0 <= ny < height and passable[ny, nx] and not labels[ny, nx]:
+                                labels[ny, nx] = count
+                                stack.append((nx, ny))
+    return labels, count
+
+
+def cut_pairs(passable_before, passable_after, points, eight=False):
+    """The pairs (i, j), i < j, of points connected in passable_before and not in
+    passable_after, by flood fill."""
+    label = components8 if eight else components
+    before, _ = label(passable_before)
+    after, _ = label(passable_after)
+    pairs = []
+    for i in range(len(points)):
+        for j in range(i + 1, len(points)):
+            (xi, yi), (xj, yj) = points[i], points[j]
+            if before[yi, xi] and before[yi, xi] == before[yj, xj]:
+                if not after[yi, xi] or after[yi, xi] != after[yj, xj]:
+                    pairs.append((i, j))
+    return pairs
+
+
+def footprint_max(cost, unit_w, unit_h):
+    """The highest cost under each anchor's footprint (the part inside the map)."""
+    height, width = cost.shape
+    out = np.ones((height, width), dtype=np.float64)
+    for y in range(height):
+        for x in range(width):
+            inside = [cost[cy, cx] for cx, cy in footprint_cells(x, y, unit_w, unit_h)
+                      if 0 <= cx < width and 0 <= cy < height]
+            out[y, x] = max(inside)
+    return out

@@ -70,20 +70,105 @@ def test_a_refusal_has_the_same_code_at_and_message_on_both(name, value):
 
 
 def test_the_boundaries_cover_every_option():
-    from pathserver.options import OPTIONS
+    from pathserver.options import OPTIONS, WIRE_OPTIONS
 
-    assert set(BOUNDARIES) == {option.name for option in OPTIONS} - WIRE_ONLY
+    assert set(BOUNDARIES) == {option.name for option in WIRE_OPTIONS} - WIRE_ONLY
+    assert set(PYTHON_BOUNDARIES) == {option.name for option in OPTIONS} - {option.name for option in WIRE_OPTIONS}
 
 
-def test_find_path_takes_every_option_with_its_python_default():
-    from pathserver.options import SEARCH_OPTIONS
+#: The Python functions and the parameters they take that are no option.
+FUNCTIONS = {
+    "find_path": ("gridmap", "start", "goal"),
+    "reachable": ("gridmap", "start"),
+    "distance_field": ("gridmap",),
+    "next_steps": ("gridmap", "positions"),
+    "check_block": ("gridmap", "rects", "cells", "points"),
+}
 
-    parameters = inspect.signature(find_path).parameters
-    assert {name for name in parameters if name not in ("gridmap", "start", "goal")} == {
-        option.name for option in SEARCH_OPTIONS
-    }
-    for option in SEARCH_OPTIONS:
-        assert parameters[option.name].default == option.python_default, option.name
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_each_function_takes_its_options_with_their_python_defaults(function):
+    import pathserver
+    from pathserver.options import function_options
+
+    parameters = inspect.signature(getattr(pathserver, function)).parameters
+    options = function_options(function)
+    assert set(parameters) - set(FUNCTIONS[function]) == {option.name for option in options}
+    for option in options:
+        if parameters[option.name].default is not inspect.Parameter.empty:
+            assert parameters[option.name].default == option.python_default, (function, option.name)
+
+
+#: The options of the Python API alone: (value, the code it gets or "ok", at), through
+#: the function that takes it.
+PYTHON_BOUNDARIES = {
+    "goals": [([[1, 1]], "ok", None), ([], "invalid_request", "goals"), ([[1, 1]] * 4097, "too_large", "goals"),
+              ([[1]], "invalid_request", "goals[0]"), ([[1, True]], "invalid_request", "goals[0][1]"),
+              ([[1, math.nan]], "non_finite", "goals[0][1]"), ([[1.5, 2.5]], "ok", None), (5, "invalid_request",
+                                                                                         "goals"),
+              ([[9, 1]], "out_of_bounds", "goals[0]")],
+    "budget": [(0, "ok", None), (2.5, "ok", None), (-1, "invalid_request", "budget"), (None, "invalid_request",
+                                                                                     "budget"),
+               (True, "invalid_request", "budget"), (math.inf, "non_finite", "budget")],
+    "max_cost": [(0, "ok", None), (None, "ok", None), (-0.5, "invalid_request", "max_cost"),
+                 ("1", "invalid_request", "max_cost")],
+    "region": [([0, 0, 8, 8], "ok", None), ([1, 1, 2.0, 3], "ok", None), ([0, 0, 0, 1], "invalid_request", "region"),
+               ([0, 0, 1], "invalid_request", "region"), ([0, 0.5, 1, 1], "invalid_request", "region[1]"),
+               ([7, 7, 2, 2], "out_of_bounds", "region")],
+    "lookahead": [("cell", "ok", None), ("los", "ok", None), ("far", "invalid_request", "lookahead"),
+                  (1, "invalid_request", "lookahead")],
+    "avoid": [({"cells": [[1, 1]]}, "ok", None), ({}, "ok", None), ({"rects": [[0, 0, 2, 2]], "cells": None}, "ok",
+                                                                    None),
+              ([[1, 1]], "invalid_request", "avoid"), ({"cell": []}, "invalid_request", "avoid.cell"),
+              ({"rects": [[0, 0, -1, 2]]}, "invalid_request", "avoid.rects[0]"),
+              ({"cells": [[1, 1]] * 65537}, "too_large", "avoid")],
+    "avoid_cost": [(1, "ok", None), (2.5, "ok", None), (0.9, "invalid_request", "avoid_cost"),
+                   (math.nan, "non_finite", "avoid_cost")],
+    "traversal": [({}, "ok", None), ("", "invalid_request", "traversal"), ("boat", "invalid_request", "traversal"),
+                  ({"water": None}, "invalid_request", "traversal.water"), (["a"], "invalid_request", "traversal")],
+}
+_TAKER = {"goals": "distance_field", "budget": "reachable", "max_cost": "distance_field", "region": "distance_field",
+          "lookahead": "next_steps", "avoid": "find_path", "avoid_cost": "reachable", "traversal": "find_path"}
+
+
+def _python_call(name, value):
+    from pathserver import distance_field, next_steps, reachable
+
+    taker = _TAKER[name]
+    if taker == "distance_field":
+        goals = value if name == "goals" else [[0, 0]]
+        extra = {} if name == "goals" else {name: value}
+        return lambda: distance_field(OPEN, goals, **extra)
+    if taker == "reachable":
+        budget = value if name == "budget" else 3
+        extra = {} if name == "budget" else {name: value}
+        return lambda: reachable(OPEN, (0, 0), budget, **extra)
+    if taker == "next_steps":
+        return lambda: next_steps(OPEN, [(0, 0)], 1, [(3, 3)], **{name: value})
+    return lambda: find_path(OPEN, (0, 0), (7, 7), **{name: value})
+
+
+PYTHON_CASES = [(name, *case) for name, cases in PYTHON_BOUNDARIES.items() for case in cases]
+
+
+@pytest.mark.parametrize("name, value, code, at", PYTHON_CASES,
+                         ids=[f"{name}={str(value)[:20]}" for name, value, *_ in PYTHON_CASES])
+def test_the_python_only_options_refuse_with_a_code_and_at(name, value, code, at):
+    outcome = _outcome(_python_call(name, value))
+    if code == "ok":
+        assert outcome == ("ok",)
+    else:
+        assert outcome[:2] == (code, at)
+
+
+def test_the_wire_tables_leave_the_python_only_options_out():
+    from pathserver.options import PYTHON_ONLY, as_json, markdown_table, python_only_table, text_table
+
+    names = {entry["name"] for entry in as_json()["options"]}
+    table = python_only_table()
+    for option in PYTHON_ONLY:
+        assert option.name not in names and f"| `{option.name}` |" not in markdown_table()
+        assert f"| `{option.name}` |" in table and option.name in text_table()
 
 
 def test_the_kernel_codes_name_exactly_the_choices():

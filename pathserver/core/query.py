@@ -69,6 +69,19 @@ def _finish(path, passable, cost_index, cost_table, uniform, heights, use_height
 PASS_ID_LIMIT = 2**31 - 4
 
 
+@njit(cache=True, nogil=True, inline="always")
+def next_pass_id(work_int):
+    """This search's pass id (two stamps: ``id`` open, ``id + 1`` closed), kept in the last
+    column of the stamp row ``work_int[3]``; the stamps are cleared when the ids wrap."""
+    last = work_int.shape[1] - 1
+    pass_id = work_int[3, last] + 2
+    if pass_id >= PASS_ID_LIMIT:
+        work_int[3, :] = 0
+        pass_id = 2
+    work_int[3, last] = pass_id
+    return pass_id
+
+
 @njit(cache=True, nogil=True)
 def solve(
     cells,
@@ -121,12 +134,7 @@ def solve(
     use_heights = (mode >> MODE_USE_HEIGHTS) & 1
     passable = cells
     height, width = cells.shape
-    last = work_int.shape[1] - 1
-    pass_id = work_int[3, last] + 2
-    if pass_id >= PASS_ID_LIMIT:
-        work_int[3, :] = 0
-        pass_id = 2
-    work_int[3, last] = pass_id
+    pass_id = next_pass_id(work_int)
     stamp = work_int[3]
     g = work_float[0]
     heap_f = work_float[1]

@@ -9,22 +9,31 @@ Footprints. A unit of size ``w x h`` standing at cell ``(x, y)`` covers columns
 ``x - (w - 1) // 2 .. x + w // 2`` and rows ``y - (h - 1) // 2 .. y + h // 2``: centred
 on its cell for odd sizes; for even sizes the cell is the upper-left one of the four
 central cells (the unit's centre is that cell's lower-right corner).
+
+Unit classes. An optional tag layer (uint8, 0 = untagged) names kinds of ground
+(``tag_names``: ``{"water": 1, "forest": 2}``); a request's ``traversal`` rules (``{"water":
+None, "forest": 3.0}``: None blocks the tag, a number >= 1 multiplies its cells' cost) or
+one of the map's named rule sets (``classes``: ``{"boat": {"land": None}}``) make the unit
+see another map. Each rule set gets its own walkable cells, clearance and costs
+(:class:`Terrain`) and per-unit-size layers, cached like the map's own.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
 from pathserver.core.clearance import compute_clearance, footprint_cost, footprint_passable, index_costs
 from pathserver.core.components import BLOCK, BLOCK_SHIFT, block_labels, label_components
+from pathserver.core.cut import block_pieces, piece_graph
 from pathserver.core.jps import jump_bitmaps
-from pathserver.errors import BadUnitSizeError, MapLoadError, OutOfBoundsError
+from pathserver.errors import BadUnitSizeError, MapLoadError, OutOfBoundsError, RequestError
 from pathserver.grid.cache import LayerCache
-from pathserver.options import BY_NAME
+from pathserver.options import BY_NAME, quoted
 
 #: Maps larger than this many cells are refused before anything is allocated.
 MAX_CELLS = 64 * 1024 * 1024
@@ -67,15 +76,42 @@ def footprint_offsets(unit_w: int, unit_h: int) -> tuple[int, int]:
     return (unit_w - 1) // 2, (unit_h - 1) // 2
 
 
+_PLAIN = frozenset((int, float, bool, str, type(None)))
+_SEQUENCES = frozenset((tuple, list))
+
+
 def python_value(value):
-    """numpy scalars and arrays as the Python values they hold (``.tolist()``), in a tuple
-    or list too; anything else as it is. The Python API takes numpy values wherever the
-    wire takes numbers, bools or strings, and then checks them by the wire's rules."""
+    """numpy scalars and arrays as the Python values they hold (``.tolist()``), in a tuple,
+    list or dict too; anything else as it is. The Python API takes numpy values wherever
+    the wire takes numbers, bools or strings, and then checks them by the wire's rules."""
     if isinstance(value, (np.generic, np.ndarray)):
         return value.tolist()
     if type(value) is tuple or type(value) is list:
+        # Points and rectangles of plain numbers, the common case, are checked by C loops
+        # over type sets: walking 100 goals one by one cost more than searching them.
+        kinds = set(map(type, value))
+        if kinds <= _PLAIN:
+            return value
+        if kinds <= _SEQUENCES and set(map(type, (v for row in value for v in row))) <= _PLAIN:
+            return value
         return type(value)(map(python_value, value))
+    if type(value) is dict:
+        return {key: python_value(item) for key, item in value.items()}
     return value
+
+
+def number_array(rows, width: int) -> np.ndarray:
+    """float64 (n, width) of ``rows`` (a numpy array, or rows of ``width`` numbers as
+    :func:`pathserver.options.number_rows` checks them); numbers past float's range become
+    +-1e300, off any map. (``np.fromiter`` over the flattened rows takes half the time of
+    ``np.asarray`` on a sequence of tuples.)"""
+    if isinstance(rows, np.ndarray):
+        return rows.astype(np.float64, copy=False).reshape(-1, width)
+    try:
+        return np.fromiter(chain.from_iterable(rows), dtype=np.float64, count=len(rows) * width).reshape(-1, width)
+    except OverflowError:
+        return np.array([[min(max(v, -1e300), 1e300) for v in row] for row in rows], dtype=np.float64).reshape(
+            -1, width)
 
 
 def floor_cell(x, y, at: str | None = None) -> tuple[int, int]:
@@ -129,6 +165,9 @@ class UnitLayer:
     uniform: every cost is 1.
     open_share: the share of passable cells whose eight neighbours are all passable; JPS
         pays off where this is high (open ground), not on clutter or 1-wide corridors.
+    rules: the traversal rule set the layer is built under (see
+        :meth:`GridMap.traversal_rules`), None for the map's own terrain; ``key`` is its
+        key in the map's :class:`~pathserver.grid.cache.LayerCache`.
     """
 
     unit_w: int
@@ -143,6 +182,12 @@ class UnitLayer:
     open_share: float
     _cells8: list
     _jump_bits: list
+    rules: tuple | None = None
+    _pieces: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple:
+        return (self.unit_w, self.unit_h) if self.rules is None else (self.unit_w, self.unit_h, self.rules)
 
     @property
     def cost(self) -> np.ndarray:
@@ -172,6 +217,17 @@ class UnitLayer:
             self._jump_bits.append(bits)
         return self._jump_bits[0]
 
+    def pieces(self, eight: int) -> tuple:
+        """``(pieces, first, offsets, targets, cells)``: :func:`pathserver.core.cut.
+        block_pieces` of the cells the unit can stand on, 4-connected (8-connected with
+        ``eight``), and their :func:`~pathserver.core.cut.piece_graph`, built on first use
+        (what ``check_block`` searches)."""
+        if eight not in self._pieces:
+            pieces, first = block_pieces(self.cells, eight)
+            graph = piece_graph(pieces, first, eight)
+            self._pieces[eight] = tuple(_readonly(a) for a in (pieces, first, *graph))
+        return self._pieces[eight]
+
     def cells8(self) -> tuple[np.ndarray, np.ndarray]:
         """``(cells, comps)`` for the components when diagonals may cut corners
         (8-connected), built on first use."""
@@ -187,6 +243,7 @@ class UnitLayer:
         # Sizes above 1x1 on a map with terrain costs hold their own footprint cost index.
         own_cost = self.cost_index.nbytes if (self.unit_w * self.unit_h > 1 and not self.uniform) else 0
         lazy = sum(c.nbytes + t.nbytes for c, t in self._cells8) + sum(a.nbytes for a in self._jump_bits)
+        lazy += sum(a.nbytes for arrays in self._pieces.values() for a in arrays)
         return self.cells.nbytes + self.comps.nbytes + own_cost + lazy
 
 
@@ -266,6 +323,57 @@ def _edit_cost_index(cost: np.ndarray, table: np.ndarray, index: np.ndarray, box
     return table, _readonly(index)
 
 
+@dataclass(frozen=True)
+class Terrain:
+    """The map as one traversal rule set sees it: uint8 (H, W) ``walkable`` (the map's,
+    less the cells of blocked tags), uint16 ``clearance`` of it, and the costs
+    (``cost_index`` / ``cost_table`` / ``uniform`` as on :class:`GridMap`, multiplied per
+    tag). What that rule set's unit layers are built from."""
+
+    walkable: np.ndarray
+    clearance: np.ndarray
+    cost_index: np.ndarray
+    cost_table: np.ndarray
+    uniform: bool
+
+
+def _check_tags(tags, tag_names, classes, shape) -> tuple:
+    """``(tags, tag_names, classes)`` checked for a map of ``shape``: tags uint8 (H, W)
+    read-only or None; tag_names ``{name: value}``, values 1..255 and distinct; classes
+    ``{name: {tag name: None | multiplier >= 1}}`` naming only known tags."""
+    if tags is not None:
+        tags = np.asarray(tags)
+        if tags.shape != shape:
+            raise MapLoadError(f"tags has shape {tags.shape}, walkable has {shape}")
+        if tags.dtype.kind not in "biu" or (tags.size and (tags.min() < 0 or tags.max() > 255)):
+            raise MapLoadError("tags must be integers 0..255 (0: untagged)")
+        tags = _readonly(np.ascontiguousarray(tags, dtype=np.uint8))
+    names = {}
+    for name, value in dict(tag_names or {}).items():
+        if not isinstance(name, str) or not name:
+            raise MapLoadError(f"tag names must be non-empty strings, got {name!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= 255:
+            raise MapLoadError(f"tag {name!r} must have a value 1..255, got {value!r}")
+        names[name] = int(value)
+    if len(set(names.values())) != len(names):
+        raise MapLoadError("two tag names share a value")
+    if names and tags is None:
+        raise MapLoadError("tag_names need a tags layer")
+    checked = {}
+    for unit_class, rules in dict(classes or {}).items():
+        if not isinstance(unit_class, str) or not unit_class or not isinstance(rules, dict):
+            raise MapLoadError(f"classes must map names to {{tag: None | multiplier}}, got {unit_class!r}")
+        for tag, multiplier in rules.items():
+            if tag not in names:
+                raise MapLoadError(f"class {unit_class!r} names the unknown tag {tag!r}")
+            if multiplier is not None and (isinstance(multiplier, bool) or not isinstance(multiplier, (int, float))
+                                           or not math.isfinite(multiplier) or multiplier < 1):
+                raise MapLoadError(f"class {unit_class!r}: tag {tag!r} takes None or a number >= 1, "
+                                   f"got {multiplier!r}")
+        checked[unit_class] = {tag: None if m is None else float(m) for tag, m in rules.items()}
+    return tags, names, checked
+
+
 class GridMap:
     """An immutable grid map snapshot.
 
@@ -282,6 +390,10 @@ class GridMap:
         it yet); None means none.
     origin: world position of the corner of cell (0, 0); cell_size: world size of a cell.
         A cell's centre in world units is ``origin + (x + 0.5, y + 0.5) * cell_size``.
+    tags: uint8 (H, W) optional kinds of ground, 0 untagged; tag_names: ``{name: value}``
+        (values 1..255); classes: named traversal rule sets, ``{"boat": {"land": None,
+        "shallows": 2.0}}`` (None blocks a tag, a number >= 1 multiplies its cost). A
+        request's ``traversal`` is one of the classes' names or such rules.
     """
 
     def __init__(
@@ -296,6 +408,9 @@ class GridMap:
         name: str | None = None,
         generation: int = 0,
         cache_sizes: int = DEFAULT_CACHE_SIZES,
+        tags=None,
+        tag_names: dict | None = None,
+        classes: dict | None = None,
         _clearance: np.ndarray | None = None,
         _cost_edit: tuple | None = None,
     ):
@@ -361,6 +476,7 @@ class GridMap:
         else:
             clearance = _clearance
         self.clearance = _readonly(clearance)
+        self.tags, self.tag_names, self.classes = _check_tags(tags, tag_names, classes, self.walkable.shape)
         #: The layers of the unit sizes used lately and find_path's prepared calls.
         self.layers = LayerCache(cache_sizes)
 
@@ -433,32 +549,80 @@ class GridMap:
 
     # -- the per-unit-size cache ----------------------------------------------------
 
-    def layer(self, unit_size=1) -> UnitLayer:
-        """The cached :class:`UnitLayer` for a footprint, built on first use (thread-safe)."""
-        return self.layer_for(*normalize_unit_size(unit_size, self.width, self.height))
+    def layer(self, unit_size=1, traversal=None) -> UnitLayer:
+        """The cached :class:`UnitLayer` for a footprint (under a unit class or traversal
+        rules, see :meth:`traversal_rules`), built on first use (thread-safe)."""
+        rules = None if traversal is None else self.traversal_rules(BY_NAME["traversal"].check(traversal))
+        return self.layer_for(*normalize_unit_size(unit_size, self.width, self.height), rules)
 
-    def layer_for(self, unit_w: int, unit_h: int) -> UnitLayer:
-        """:meth:`layer` for a size already validated by ``normalize_unit_size``."""
-        return self.layers.layer(unit_w, unit_h, self._build_layer)
+    def layer_for(self, unit_w: int, unit_h: int, rules: tuple | None = None) -> UnitLayer:
+        """:meth:`layer` for a size already validated by ``normalize_unit_size`` and rules
+        from :meth:`traversal_rules`."""
+        return self.layers.layer(unit_w, unit_h, self._build_layer, rules)
+
+    def traversal_rules(self, traversal, at: str = "traversal") -> tuple | None:
+        """A request's ``traversal`` (as :mod:`pathserver.options` checks it: a class name,
+        or ``((tag name, multiplier or None), ...)``) as this map's rule set: ``((tag value,
+        multiplier or None), ...)`` sorted by value, leaving out multipliers of 1; None
+        when it changes nothing (no rules, or none but 1s). RequestError at ``at`` for a
+        class or tag the map does not have."""
+        if traversal is None:
+            return None
+        if isinstance(traversal, str):
+            if traversal not in self.classes:
+                known = ", ".join(map(repr, self.classes)) or "none"
+                raise RequestError(f"unknown unit class {quoted(traversal)}; this map's classes: {known}", at=at)
+            traversal = tuple(sorted(self.classes[traversal].items()))
+        rules = []
+        for tag, multiplier in traversal:
+            if tag not in self.tag_names:
+                known = ", ".join(map(repr, self.tag_names)) or "none"
+                raise RequestError(f"unknown tag {quoted(tag)}; this map's tags: {known}", at=f"{at}.{tag}")
+            if multiplier != 1.0:
+                rules.append((self.tag_names[tag], multiplier))
+        return tuple(sorted(rules)) or None
+
+    def terrain(self, rules: tuple | None = None) -> Terrain:
+        """The map as the rule set ``rules`` (from :meth:`traversal_rules`) sees it, cached."""
+        if rules is None:
+            return Terrain(self._walkable_u8, self.clearance, self.cost_index, self.cost_table, self.uniform_cost)
+        return self.layers.terrain(rules, self._build_terrain)
+
+    def _build_terrain(self, rules: tuple) -> Terrain:
+        blocked = [value for value, multiplier in rules if multiplier is None]
+        multipliers = np.ones(256, dtype=np.float64)
+        for value, multiplier in rules:
+            if multiplier is not None:
+                multipliers[value] = multiplier
+        walkable = self.walkable & ~np.isin(self.tags, blocked) if blocked else self.walkable
+        walkable_u8 = _readonly(np.ascontiguousarray(walkable).view(np.uint8))
+        clearance = np.zeros(self.walkable.shape, dtype=np.uint16)
+        compute_clearance(walkable_u8, clearance, 0, 0, self.width, self.height)
+        cost = np.where(walkable, self.cost * multipliers[self.tags], 1.0)
+        if bool(np.all(cost == 1.0)):
+            return Terrain(walkable_u8, _readonly(clearance), _UNIFORM_COST_INDEX, _UNIFORM_COST_TABLE, True)
+        table, index = _build_cost_index(cost)
+        return Terrain(walkable_u8, _readonly(clearance), index, table, False)
 
     def cached_sizes(self) -> list[tuple[int, int]]:
         """The unit sizes whose layers are cached, least recently used first."""
         return self.layers.sizes()
 
-    def _build_layer(self, unit_w: int, unit_h: int) -> UnitLayer:
+    def _build_layer(self, unit_w: int, unit_h: int, rules: tuple | None = None) -> UnitLayer:
+        terrain = self.terrain(rules)
         off_x, off_y = footprint_offsets(unit_w, unit_h)
         passable = np.empty(self.walkable.shape, dtype=np.uint8)
-        n_passable = footprint_passable(self.clearance, unit_w, unit_h, off_x, off_y, passable)
+        n_passable = footprint_passable(terrain.clearance, unit_w, unit_h, off_x, off_y, passable)
         cells, comps, n_components = _components(passable, eight=0)
-        if (unit_w == 1 and unit_h == 1) or self.uniform_cost:
-            cost_index = self.cost_index
+        if (unit_w == 1 and unit_h == 1) or terrain.uniform:
+            cost_index = terrain.cost_index
         else:
-            cost_index = np.empty(self.walkable.shape, dtype=self.cost_index.dtype)
-            footprint_cost(self.cost_index, unit_w, unit_h, off_x, off_y, cost_index)
+            cost_index = np.empty(self.walkable.shape, dtype=terrain.cost_index.dtype)
+            footprint_cost(terrain.cost_index, unit_w, unit_h, off_x, off_y, cost_index)
             _readonly(cost_index)
         return UnitLayer(
             unit_w, unit_h, cells, comps, n_components, int(n_passable),
-            cost_index, self.cost_table, self.uniform_cost, _open_share(passable, n_passable), [], [],
+            cost_index, terrain.cost_table, terrain.uniform, _open_share(passable, n_passable), [], [], rules,
         )
 
     # -- edits ------------------------------------------------------------------------
@@ -513,6 +677,9 @@ class GridMap:
             name=self.name,
             generation=self.generation + 1,
             cache_sizes=self.layers.limit,
+            tags=self.tags,
+            tag_names=self.tag_names,
+            classes=self.classes,
             _clearance=clearance,
             _cost_edit=cost_edit,
         )

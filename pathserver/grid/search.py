@@ -1,8 +1,8 @@
 """The public search API: :func:`find_path` and :func:`find_paths`.
 
 Validates once here, by the rules of :mod:`pathserver.options` (the wire's), then hands
-plain arrays to one compiled kernel (:func:`pathserver.core.query.solve`), which trusts
-what it is given.
+plain arrays to one compiled kernel (:func:`pathserver.core.query.solve`, or for many
+goals :func:`pathserver.core.goals.solve_goals`), which trusts what it is given.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathserver.core import status as st
+from pathserver.core.goals import snap_goals, solve_goals
 from pathserver.core.query import solve
 from pathserver.errors import (
     GoalBlockedError,
@@ -26,8 +27,9 @@ from pathserver.errors import (
     SearchLimitError,
     StartBlockedError,
 )
-from pathserver.grid.gridmap import GridMap, floor_cell, normalize_unit_size, python_value
-from pathserver.options import SEARCH_OPTIONS
+from pathserver.grid.avoid import Avoided, blocker_boxes
+from pathserver.grid.gridmap import GridMap, floor_cell, normalize_unit_size, number_array, python_value
+from pathserver.options import BY_NAME, SEARCH_OPTIONS
 
 # The kernel's code for each choice of the enum options (tests/test_options.py checks
 # that these name exactly the choices pathserver.options defines).
@@ -68,6 +70,9 @@ class PathResult:
         snapping moved them. line_of_sight: the straight line was clear, no search ran.
         (All three read ``flags``, the kernel's FLAG_* bits.)
     generation: the map generation the answer was computed on. algorithm: what ran.
+    goal_index: with ``goals``, the index of the goal the path leads to (the cheapest
+        reachable; with a partial path the one it approaches), None when there is none;
+        None for a single ``goal``.
     """
 
     status: str
@@ -80,6 +85,7 @@ class PathResult:
     flags: int = 0
     generation: int = 0
     algorithm: str = "astar"
+    goal_index: int | None = None
 
     @property
     def found(self) -> bool:
@@ -120,7 +126,77 @@ def _new_workspace(n: int) -> _Workspace:
     return ws
 
 
-def _cell(point, name: str, gridmap: GridMap) -> tuple[int, int]:
+def workspace(n: int) -> _Workspace:
+    """This thread's search arrays, for a map of ``n`` cells or more."""
+    try:
+        ws = _local.workspace
+        if ws.n < n:
+            ws = _new_workspace(n)
+    except AttributeError:  # this thread's first search
+        ws = _new_workspace(n)
+    return ws
+
+
+def _number_array(value, width: int) -> bool:
+    """Whether ``value`` is a numpy (n, width) array of finite ints or floats."""
+    return (isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[1] == width
+            and value.dtype.kind in "iuf" and bool(np.isfinite(value).all()))
+
+
+def _plain_arrays(option, value):
+    """``value`` when it is an array option's value given as numpy arrays that pass as
+    they are (points, or avoided cells and rectangles), else None: checked without walking
+    them number by number. Anything else, refusals included, goes the general way."""
+    if option.kind == "points":
+        if _number_array(value, 2) and option.min <= len(value) <= option.max:
+            return value
+    elif option.kind == "cells" and type(value) is dict and value.keys() <= {"cells", "rects"}:
+        cells = value.get("cells")
+        rects = value.get("rects")
+        if ((cells is None or _number_array(cells, 2)) and (rects is None or _number_array(rects, 4))
+                and (cells is not None or rects is not None)):
+            cells = () if cells is None else cells
+            rects = () if rects is None else rects
+            if len(cells) + len(rects) <= option.max and (not len(rects) or bool((rects[:, 2:] > 0).all())):
+                return cells, rects
+    return None
+
+
+def checked(option, value):
+    """``option.check(value)`` with numpy values counting as the Python values they hold:
+    arrays of points or of avoided cells pass as they are when plainly valid, another
+    array is converted first, anything else only when the plain check refuses it (the
+    conversion walks the value, which for 100 goals costs more than searching them)."""
+    if isinstance(value, (np.ndarray, dict)):
+        plain = _plain_arrays(option, value)
+        if plain is not None:
+            return plain
+    if isinstance(value, np.ndarray):
+        return option.check(value.tolist())
+    try:
+        return option.check(value)
+    except RequestError:
+        plain = python_value(value)
+        if plain is value:
+            raise
+        return option.check(plain)
+
+
+def cells_of(points, name: str, gridmap: GridMap) -> np.ndarray:
+    """int64 (K, 2): the cell of each of ``points`` (checked by :mod:`pathserver.options`:
+    finite numbers), floored; OutOfBoundsError at ``name[i]`` for the first off the map."""
+    xy = np.floor(number_array(points, 2))
+    outside = (xy[:, 0] < 0) | (xy[:, 0] >= gridmap.width) | (xy[:, 1] < 0) | (xy[:, 1] >= gridmap.height)
+    if outside.any():
+        i = int(np.argmax(outside))
+        raise OutOfBoundsError(
+            f"{name}[{i}] ({xy[i, 0]:.0f}, {xy[i, 1]:.0f}) is outside the map ({gridmap.width}x{gridmap.height})",
+            at=f"{name}[{i}]",
+        )
+    return xy.astype(np.int64, copy=False)
+
+
+def cell_of(point, name: str, gridmap: GridMap) -> tuple[int, int]:
     """The cell of a start or goal that the inline check in find_path did not take."""
     try:
         px, py = point
@@ -145,7 +221,8 @@ class PreparedCall:
     everything but the endpoints, checked and worked out once and kept in the map's
     :class:`~pathserver.grid.cache.LayerCache` under the call's raw options.
 
-    size: ``(unit_w, unit_h)``, the layer it holds. width, height: the map's; n: their
+    size: ``(unit_w, unit_h)``; layer_key: the key of the layer it holds in the map's
+    cache (the size, and the traversal rules if any). width, height: the map's; n: their
     product, the workspace length. cells, comps, jump_bits, cost_index, cost_table,
     heights, climb: the kernel's arrays and climb limit. mode: the packed option bits
     (``status.pack_mode``). weight: float >= 1. budget: max_expansions, 0 for no limit.
@@ -158,8 +235,8 @@ class PreparedCall:
     0.1 µs more a call (a thirtieth of a short find_path).
     """
 
-    FIELDS = ("size", "width", "height", "n", "cells", "comps", "jump_bits", "cost_index", "cost_table", "heights",
-              "climb", "mode", "weight", "budget", "algorithm", "generation", "snap")
+    FIELDS = ("size", "layer_key", "width", "height", "n", "cells", "comps", "jump_bits", "cost_index", "cost_table",
+              "heights", "climb", "mode", "weight", "budget", "algorithm", "generation", "snap")
     __slots__ = ("fields",)
 
     def __init__(self, **fields):
@@ -179,7 +256,7 @@ del _index, _name
 def find_path(
     gridmap: GridMap,
     start,
-    goal,
+    goal=None,
     unit_size=1,
     *,
     smooth: str = "none",
@@ -192,9 +269,14 @@ def find_path(
     max_climb: float | None = None,
     algorithm: str = "auto",
     line_of_sight: bool = True,
+    goals=None,
+    avoid=None,
+    avoid_cost: float | None = None,
+    traversal=None,
 ) -> PathResult:
     """Find a path for a unit of ``unit_size`` (int ``k`` or ``(w, h)`` cells) from grid
-    cell ``start = (x, y)`` to ``goal``. Float coordinates are floored to their cell.
+    cell ``start = (x, y)`` to ``goal``, or to the cheapest reachable of ``goals``. Float
+    coordinates are floored to their cell.
 
     The options are checked by the wire's rules (:mod:`pathserver.options`; ``pathserver
     options`` lists them): a value the wire refuses is refused here too, with the same
@@ -218,6 +300,19 @@ def find_path(
     algorithm: ``"auto"``, ``"astar"`` or ``"jps"`` (JPS needs uniform cost, no
         max_climb, and the no-corner-cutting rule; "auto" uses it where it pays).
     line_of_sight: try the straight line first (taken only when provably optimal).
+    goals: up to 4096 ``(x, y)`` instead of ``goal``: one search finds the cheapest
+        reachable goal (``goal_index`` says which; each goal snaps as ``goal`` does, goals
+        in other components are skipped; ``allow_partial`` with none reachable ends nearest
+        one). A* with an estimate to the nearest goal (see :mod:`pathserver.core.goals`).
+    avoid: ``{"cells": [(x, y), ...], "rects": [(x, y, w, h), ...]}`` solid for this
+        request alone (the map and its caches are untouched): the unit's footprint may not
+        overlap them, but a unit whose start overlaps them may leave; a goal on them snaps
+        off them. avoid_cost: a number >= 1: the avoided cells are not blocked, but
+        entering a cell whose footprint overlaps one costs at least this much a step.
+        Either runs A* (not JPS).
+    traversal: a unit class the map defines (``"boat"``) or rules ``{tag: None | number
+        >= 1}`` for the map's tagged cells: None blocks a tag, a number multiplies the
+        cost of its cells (see :class:`~pathserver.grid.gridmap.GridMap`).
 
     >>> m = GridMap.from_ascii('''
     ... .....
@@ -227,7 +322,16 @@ def find_path(
     >>> r = find_path(m, (0, 1), (4, 1))
     >>> r.status, round(r.cost, 3), r.path.tolist()
     ('found', 5.414, [[0, 1], [0, 2], [1, 2], [2, 2], [3, 2], [4, 1]])
+    >>> r = find_path(m, (0, 1), goals=[(4, 1), (1, 2)])
+    >>> r.goal_index, r.goal, r.cost
+    (1, (1, 2), 2.0)
     """
+    if goal is None or goals is not None or avoid is not None or avoid_cost is not None or traversal is not None:
+        return _find_path_more(gridmap, start, goal, unit_size, {
+            "smooth": smooth, "allow_partial": allow_partial, "snap": snap, "max_expansions": max_expansions,
+            "heuristic": heuristic, "weight": weight, "diagonal": diagonal, "max_climb": max_climb,
+            "algorithm": algorithm, "line_of_sight": line_of_sight,
+        }, goals, avoid, avoid_cost, traversal)
     # Everything but the endpoints is checked once per map and option set, and kept as a
     # PreparedCall: the common call is a dict lookup, two bounds checks and the kernel.
     # The key holds every option (tests/test_options.py checks that each one counts) and
@@ -252,30 +356,30 @@ def find_path(
             "heuristic": heuristic, "weight": weight, "diagonal": diagonal, "max_climb": max_climb,
             "algorithm": algorithm, "line_of_sight": line_of_sight,
         })
-    (size, width, height, n, cells, comps, jump_bits, cost_index, cost_table, heights, climb, mode, weight_value,
-     budget, algorithm_name, generation, _) = call.fields
+    (_, layer_key, width, height, n, cells, comps, jump_bits, cost_index, cost_table, heights, climb, mode,
+     weight_value, budget, algorithm_name, generation, _) = call.fields
     try:
-        layers.touch(size)  # the layer's recency, for the LRU
+        layers.touch(layer_key)  # the layer's recency, for the LRU
     except KeyError:
         layers.forget(key)
 
     # Tuples or lists (as decoded from the wire) of two in-bounds ints take the inline
     # path (written out twice: a helper call per endpoint costs a tenth of the whole
-    # call); _cell handles everything else.
+    # call); cell_of handles everything else.
     kind = type(start)
     if (kind is tuple or kind is list) and len(start) == 2 and type(start[0]) is int and type(start[1]) is int:
         sx, sy = start
         if not (0 <= sx < width and 0 <= sy < height):
-            sx, sy = _cell(start, "start", gridmap)
+            sx, sy = cell_of(start, "start", gridmap)
     else:
-        sx, sy = _cell(start, "start", gridmap)
+        sx, sy = cell_of(start, "start", gridmap)
     kind = type(goal)
     if (kind is tuple or kind is list) and len(goal) == 2 and type(goal[0]) is int and type(goal[1]) is int:
         gx, gy = goal
         if not (0 <= gx < width and 0 <= gy < height):
-            gx, gy = _cell(goal, "goal", gridmap)
+            gx, gy = cell_of(goal, "goal", gridmap)
     else:
-        gx, gy = _cell(goal, "goal", gridmap)
+        gx, gy = cell_of(goal, "goal", gridmap)
 
     try:
         ws = _local.workspace
@@ -294,14 +398,14 @@ def find_path(
     )
 
 
-def _raise_for(status: int, call: PreparedCall, sx: int, sy: int, gx: int, gy: int):
+def _raise_for(status: int, call: PreparedCall, sx: int, sy: int, gx: int, gy: int, goal_at: str = "goal"):
     unit_w, unit_h = call.size
     if status == st.QUERY_START_BLOCKED:
         if call.snap:
             raise StartBlockedError("no cell of this map can hold a unit of this size", at="unit_size")
         raise StartBlockedError(f"start ({sx}, {sy}) is blocked for a {unit_w}x{unit_h} unit", at="start")
     if status == st.QUERY_GOAL_BLOCKED:
-        raise GoalBlockedError(f"goal ({gx}, {gy}) is blocked for a {unit_w}x{unit_h} unit", at="goal")
+        raise GoalBlockedError(f"{goal_at} ({gx}, {gy}) is blocked for a {unit_w}x{unit_h} unit", at=goal_at)
     if status == st.QUERY_SEARCH_LIMIT:
         raise SearchLimitError(
             f"max_expansions={call.budget} reached before the goal; pass allow_partial=True for a partial path",
@@ -309,10 +413,11 @@ def _raise_for(status: int, call: PreparedCall, sx: int, sy: int, gx: int, gy: i
         )
 
 
-def _prepare(gridmap: GridMap, key, unit_size, given: dict) -> PreparedCall:
+def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None = None) -> PreparedCall:
     """Check everything but the endpoints (``given``: the other options by name, as
-    passed) and work out what the kernel gets; kept in the map's cache under ``key`` for
-    the next call alike."""
+    passed; ``rules``: the traversal rule set, from ``GridMap.traversal_rules``) and work
+    out what the kernel gets; kept in the map's cache under ``key`` for the next call
+    alike."""
     unit_w, unit_h = normalize_unit_size(unit_size, gridmap.width, gridmap.height)
     options = {}
     for option in SEARCH_OPTIONS:
@@ -334,7 +439,7 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict) -> PreparedCall:
         use_heights = 1
         climb = options["max_climb"]
         heights = gridmap.heights
-    layer = gridmap.layer_for(unit_w, unit_h)
+    layer = gridmap.layer_for(unit_w, unit_h, rules)
     cells, comps = layer.cells8() if diagonal_code == st.DIAGONAL_ALWAYS else (layer.cells, layer.comps)
     jps_ok = (
         layer.uniform and use_heights == 0 and diagonal_code == st.DIAGONAL_NO_CORNER_CUTTING
@@ -356,7 +461,7 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict) -> PreparedCall:
         options["line_of_sight"], layer.uniform, use_heights,
     )
     call = PreparedCall(
-        size=(unit_w, unit_h), width=gridmap.width, height=gridmap.height, n=gridmap.width * gridmap.height,
+        size=(unit_w, unit_h), layer_key=layer.key, width=gridmap.width, height=gridmap.height, n=gridmap.width * gridmap.height,
         cells=cells, comps=comps, jump_bits=layer.jump_bits() if use_jps else _NO_JUMP_BITS,
         cost_index=layer.cost_index, cost_table=layer.cost_table, heights=heights, climb=climb, mode=mode,
         weight=options["weight"], budget=budget, algorithm="jps" if use_jps else "astar",
@@ -364,6 +469,150 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict) -> PreparedCall:
     )
     gridmap.layers.keep(key, call)
     return call
+
+
+# -- many goals, avoided cells, traversal rules --------------------------------------
+
+_GOALS = BY_NAME["goals"]
+_AVOID = BY_NAME["avoid"]
+_AVOID_COST = BY_NAME["avoid_cost"]
+_TRAVERSAL = BY_NAME["traversal"]
+
+
+def prepared_call(gridmap: GridMap, unit_size, rules: tuple | None, given: dict) -> PreparedCall:
+    """The prepared call of ``find_path`` for ``unit_size``, traversal ``rules`` and the
+    options in ``given`` (raw values by name; the others at their defaults), checked and
+    kept in the map's cache like find_path's own (the queries of
+    :mod:`pathserver.grid.queries` use it for the unit's grids and their options)."""
+    options = {option.name: option.python_default for option in SEARCH_OPTIONS if option.name != "unit_size"}
+    options.update(given)
+    size_type = type(unit_size)
+    if size_type is tuple:
+        size_type = (tuple, *map(type, unit_size))
+    # Every value with its type: True == 1 and 1.0 == 1, but only one of each is valid.
+    key = ("call", unit_size, size_type, rules, *((name, value, type(value)) for name, value in options.items()))
+    layers = gridmap.layers
+    try:
+        call = layers.lookup(key)
+    except TypeError:
+        call = None
+    if call is None:
+        call = _prepare(gridmap, key, unit_size, options, rules)
+    try:
+        layers.touch(call.layer_key)
+    except KeyError:
+        layers.forget(key)
+    return call
+
+
+def traversal_rules(gridmap: GridMap, traversal) -> tuple | None:
+    """``traversal`` checked by the options' rule, as the map's rule set (None: none)."""
+    return gridmap.traversal_rules(checked(_TRAVERSAL, traversal))
+
+
+def avoid_boxes(gridmap: GridMap, avoid) -> np.ndarray:
+    """``avoid`` checked by the options' rule, as boxes clipped to the map (maybe none)."""
+    value = checked(_AVOID, avoid)
+    return blocker_boxes(gridmap, value if value is not None else ((), ()))
+
+
+def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals, avoid, avoid_cost,
+                    traversal) -> PathResult:
+    """find_path with ``goals``, ``avoid`` / ``avoid_cost`` or ``traversal``: checks those,
+    then runs solve (one goal) or solve_goals on the unit's grids with the avoided cells
+    laid on."""
+    if goals is not None and goal is not None:
+        raise RequestError("pass goal or goals, not both", at="goals")
+    if goals is None and goal is None:
+        raise RequestError("find_path needs a goal (or goals)", at="goal")
+    goals = checked(_GOALS, goals)
+    boxes = avoid_boxes(gridmap, avoid)
+    avoid_cost = checked(_AVOID_COST, avoid_cost)
+    call = prepared_call(gridmap, unit_size, traversal_rules(gridmap, traversal), given)
+    sx, sy = cell_of(start, "start", gridmap)
+    mode = call.mode
+    jump_bits = call.jump_bits
+    algorithm_name = call.algorithm
+    avoiding = len(boxes) > 0
+    if avoiding or goals is not None and len(goals) > 1:
+        if python_value(given["algorithm"]) == "jps":
+            raise RequestError("algorithm 'jps' takes one goal and no avoid; use 'astar' or 'auto'", at="algorithm")
+        mode &= ~(1 << st.MODE_ALGORITHM)  # A*: JPS's bitmaps know nothing of avoided cells
+        algorithm_name = "astar"
+    if avoiding and avoid_cost is not None:
+        mode &= ~(1 << st.MODE_UNIFORM)
+    unit_w, unit_h = call.size
+    ws = workspace(call.n)
+    avoided = Avoided(call.cells, call.cost_index, call.cost_table, (call.mode >> st.MODE_UNIFORM) & 1,
+                      unit_w, unit_h, boxes, avoid_cost)
+    if goals is None:
+        targets = np.array([cell_of(goal, "goal", gridmap)], dtype=np.int64)
+        goal_name = "goal"
+    else:
+        targets = cells_of(goals, "goals", gridmap)
+        goal_name = "goals"
+    given_targets = targets
+    index = None
+    with avoided as (cells, cost_index, cost_table, _):
+        moved = None
+        if avoided.blocking:
+            # Goals snap off avoided cells, seen from a start that is blocked too, unless
+            # the unit already stands on the goal; then the start is freed to leave.
+            targets, moved, index = _snap_off(cells, call, targets, (sx, sy), goal_name)
+            avoided.release(sx, sy)
+        if len(targets) == 0:
+            status, flags, points, cost, length, expanded, chosen = st.QUERY_NO_PATH, 0, _NO_POINTS, 0.0, 0.0, 0, -1
+            gx, gy = cell_of(goal, "goal", gridmap) if goals is None else (-1, -1)
+        elif len(targets) == 1:
+            (gx, gy), = targets.tolist()
+            status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
+                cells, call.comps, jump_bits, cost_index, cost_table, call.heights, call.climb, sx, sy, gx, gy, mode,
+                call.weight, call.budget, ws.work_float, ws.work_int,
+            )
+            chosen = -1 if status == st.QUERY_NO_PATH or status == st.QUERY_START_BLOCKED else 0
+        else:
+            snapped = np.empty(targets.shape, dtype=np.int32)
+            status, flags, points, cost, length, expanded, sx, sy, chosen = solve_goals(
+                cells, call.comps, cost_index, cost_table, call.heights, call.climb, sx, sy, targets, mode,
+                call.weight, call.budget, ws.work_float, ws.work_int, snapped,
+            )
+            gx, gy = snapped[chosen].tolist() if chosen >= 0 else (-1, -1)
+    if moved is not None and chosen >= 0:
+        if moved[chosen]:
+            flags |= st.FLAG_GOAL_SNAPPED
+        chosen = int(index[chosen])
+    if status > st.QUERY_NO_PATH:
+        if status == st.QUERY_GOAL_BLOCKED:
+            gx, gy = given_targets[chosen].tolist()
+        _raise_for(status, call, sx, sy, gx, gy, "goal" if goals is None else f"goals[{chosen}]")
+    goal_index = None if goals is None or chosen < 0 else int(chosen)
+    return PathResult(_STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy), flags,
+                      call.generation, algorithm_name, goal_index)
+
+
+_NO_POINTS = np.empty((0, 2), dtype=np.int32)
+_NO_POINTS.setflags(write=False)
+
+
+def _snap_off(cells, call: PreparedCall, targets: np.ndarray, start, goal_name: str):
+    """``(targets, moved, index)``: the targets the unit can stand on in ``cells``
+    (avoided cells blocked, the start too), each moved to the nearest cell it can where it
+    cannot (GoalBlockedError without snap), but a target on the start itself; those with
+    no cell left to go to are dropped. moved: bool, whether each kept one moved; index:
+    each kept one's index among ``targets``."""
+    snapped = np.empty_like(targets)
+    snap_goals(cells, call.comps, targets, 1 if call.snap else 0, snapped)
+    at_start = (targets[:, 0] == start[0]) & (targets[:, 1] == start[1])
+    snapped[at_start] = targets[at_start]
+    placed = snapped[:, 0] >= 0
+    if not call.snap and not placed.all():
+        unit_w, unit_h = call.size
+        blocked = int(np.argmin(placed))
+        gx, gy = targets[blocked].tolist()
+        name = goal_name if goal_name == "goal" else f"goals[{blocked}]"
+        raise GoalBlockedError(f"{name} ({gx}, {gy}) is blocked for a {unit_w}x{unit_h} unit", at=name)
+    index = np.flatnonzero(placed)
+    return snapped[index], (snapped[index] != targets[index]).any(axis=1), index
 
 
 _pool: ThreadPoolExecutor | None = None

@@ -1,0 +1,121 @@
+"""A request's avoided cells, laid on a private copy of the unit's grids and lifted again.
+
+A unit may not stand where its footprint overlaps an avoided cell: those anchor cells are
+the avoided box grown by the footprint (:func:`anchor_box`). :func:`block_anchors` clears
+them in a copy of the unit's ``cells`` grid (so every kernel reads them as solid), or
+:func:`price_anchors` gives them a dearer cost index; :func:`restore_anchors` copies the
+originals back afterwards. Each touches only the anchors concerned, so a request pays for
+the size of its avoided area, not of the map.
+
+Boxes are int (K, 4) arrays of ``x0, y0, x1, y1`` (ends excluded), clipped to the map.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True, inline="always")
+def anchor_box(x0, y0, x1, y1, unit_w, unit_h, width, height):
+    """The anchors ``[ax0, ax1) x [ay0, ay1)`` whose ``unit_w x unit_h`` footprint overlaps
+    the cells ``[x0, x1) x [y0, y1)``, clipped to the map (footprints as in
+    :func:`pathserver.core.clearance.footprint_passable`: the unit at ``x`` covers
+    ``x - (unit_w - 1) // 2`` to ``x + unit_w // 2``)."""
+    off_x = (unit_w - 1) // 2
+    off_y = (unit_h - 1) // 2
+    ax0 = x0 + off_x - unit_w + 1
+    ay0 = y0 + off_y - unit_h + 1
+    ax1 = x1 + off_x
+    ay1 = y1 + off_y
+    if ax0 < 0:
+        ax0 = 0
+    if ay0 < 0:
+        ay0 = 0
+    if ax1 > width:
+        ax1 = width
+    if ay1 > height:
+        ay1 = height
+    return ax0, ay0, ax1, ay1
+
+
+@njit(cache=True, nogil=True)
+def block_anchors(cells, boxes, unit_w, unit_h):
+    """Clear (set 0) every anchor of ``cells`` (uint8 (H, W), the unit's grid) whose
+    footprint overlaps a box. Returns the count cleared."""
+    height, width = cells.shape
+    count = 0
+    for k in range(boxes.shape[0]):
+        ax0, ay0, ax1, ay1 = anchor_box(boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3], unit_w, unit_h,
+                                        width, height)
+        for y in range(ay0, ay1):
+            for x in range(ax0, ax1):
+                if cells[y, x] != 0:
+                    cells[y, x] = 0
+                    count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def price_anchors(cost_index, source_index, cost_table, uniform, boxes, unit_w, unit_h, slot, avoid_cost):
+    """Give every anchor whose footprint overlaps a box the cost ``avoid_cost`` (index
+    ``slot`` of ``cost_table``) where its own cost (``cost_table[source_index]``, 1 on a
+    uniform map) is lower: entering it costs the dearer of the two. cost_index and
+    source_index: the same unsigned dtype, (H, W). Returns 0."""
+    height, width = cost_index.shape
+    for k in range(boxes.shape[0]):
+        ax0, ay0, ax1, ay1 = anchor_box(boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3], unit_w, unit_h,
+                                        width, height)
+        for y in range(ay0, ay1):
+            for x in range(ax0, ax1):
+                own = 1.0 if uniform != 0 else cost_table[source_index[y, x]]
+                if own < avoid_cost:
+                    cost_index[y, x] = slot
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def restore_anchors(grid, source, boxes, unit_w, unit_h):
+    """Copy ``source`` back into ``grid`` (same shape and dtype) on every anchor of the
+    boxes: undoes :func:`block_anchors` and :func:`price_anchors`. Returns 0."""
+    height, width = grid.shape
+    for k in range(boxes.shape[0]):
+        ax0, ay0, ax1, ay1 = anchor_box(boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3], unit_w, unit_h,
+                                        width, height)
+        for y in range(ay0, ay1):
+            for x in range(ax0, ax1):
+                grid[y, x] = source[y, x]
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def boxes_from(cells, rects, width, height):
+    """The boxes of a request's avoided cells: int64 (K, 4) ``x0, y0, x1, y1`` (ends
+    excluded) clipped to a ``width x height`` map, empty ones left out. cells: float64
+    (N, 2) points ``x, y``, each the cell it falls in; rects: float64 (M, 4) ``x, y, w, h``,
+    each every cell it overlaps."""
+    boxes = np.empty((cells.shape[0] + rects.shape[0], 4), dtype=np.int64)
+    count = 0
+    for k in range(cells.shape[0] + rects.shape[0]):
+        if k < cells.shape[0]:
+            x0 = math.floor(cells[k, 0])
+            y0 = math.floor(cells[k, 1])
+            x1 = x0 + 1.0
+            y1 = y0 + 1.0
+        else:
+            r = k - cells.shape[0]
+            x0 = math.floor(rects[r, 0])
+            y0 = math.floor(rects[r, 1])
+            x1 = math.ceil(rects[r, 0] + rects[r, 2])
+            y1 = math.ceil(rects[r, 1] + rects[r, 3])
+        x0 = min(max(x0, 0.0), width)
+        x1 = min(max(x1, 0.0), width)
+        y0 = min(max(y0, 0.0), height)
+        y1 = min(max(y1, 0.0), height)
+        if x0 < x1 and y0 < y1:
+            boxes[count, 0] = np.int64(x0)
+            boxes[count, 1] = np.int64(y0)
+            boxes[count, 2] = np.int64(x1)
+            boxes[count, 3] = np.int64(y1)
+            count += 1
+    return boxes[:count].copy()

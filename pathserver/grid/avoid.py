@@ -1,0 +1,159 @@
+"""A request's avoided cells (``avoid``, ``avoid_cost``), without touching the shared map.
+
+The kernels read a unit's grids (``cells``: where it can stand, ``cost_index``: what
+entering costs). For one request, :class:`Avoided` lays the avoided cells on this
+thread's private copies of them (:mod:`pathserver.core.avoid`: the anchors whose footprint
+would overlap an avoided cell become solid, or with ``avoid_cost`` that dear), hands the
+copies to the kernels, and lifts the cells again. A copy is made once per thread and
+layer (the last :data:`SCRATCH_LIMIT` kept) and then costs only the avoided area per
+request, so a few hundred avoided cells cost a request little, whatever the map's size.
+
+The copies are handed to the kernels through read-only views, as the cached layers' own
+arrays are: numba compiles one specialisation per writeability, and a second one of the
+search costs seconds.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from pathserver.core.avoid import block_anchors, boxes_from, price_anchors, restore_anchors
+from pathserver.grid.gridmap import number_array
+
+#: How many layers' copies one thread keeps (least recently used dropped).
+SCRATCH_LIMIT = 4
+
+_NO_BOXES = np.zeros((0, 4), dtype=np.int64)
+
+
+def blocker_boxes(gridmap, checked) -> np.ndarray:
+    """``(cells, rects)`` as :mod:`pathserver.options` checks an ``avoid`` value, as int64
+    (K, 4) boxes ``x0, y0, x1, y1`` (ends excluded) clipped to the map, empty ones left
+    out. Float coordinates cover the cells they touch: a cell ``(x, y)`` is the cell the
+    point falls in, a rectangle every cell it overlaps."""
+    cells, rects = checked
+    if not len(cells) and not len(rects):
+        return _NO_BOXES
+    return boxes_from(number_array(cells, 2), number_array(rects, 4), float(gridmap.width), float(gridmap.height))
+
+
+class _Scratch:
+    """One thread's writable copy of one layer's ``cells`` (and, made on first need, of
+    its cost index), equal to the originals between requests."""
+
+    __slots__ = ("source", "cells", "cells_view", "indexes")
+
+    def __init__(self, cells: np.ndarray):
+        self.source = weakref.ref(cells)
+        self.cells = cells.copy()
+        self.cells_view = _readonly_view(self.cells)
+        # (source index id, dtype) -> (source index, writable copy, read-only view)
+        self.indexes: dict = {}
+
+    def index(self, cost_index: np.ndarray, uniform: bool, dtype) -> tuple:
+        """(source, copy, view) of the cost index (all zeros for a uniform map, whose
+        layer has only a placeholder), widened to ``dtype``."""
+        key = (None if uniform else id(cost_index), np.dtype(dtype).str)
+        entry = self.indexes.get(key)
+        if entry is None:
+            if uniform:
+                source = np.zeros(self.cells.shape, dtype=dtype)
+            else:
+                source = cost_index.astype(dtype, copy=dtype != cost_index.dtype)
+            source = _readonly_view(source) if source is cost_index else _readonly(source)
+            copy = np.array(source)
+            entry = (source, copy, _readonly_view(copy))
+            self.indexes[key] = entry
+        return entry
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+def _readonly_view(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.setflags(write=False)
+    return view
+
+
+_local = threading.local()
+
+
+def _scratch(cells: np.ndarray) -> _Scratch:
+    kept = getattr(_local, "scratch", None)
+    if kept is None:
+        kept = _local.scratch = {}
+    scratch = kept.pop(id(cells), None)
+    if scratch is None or scratch.source() is not cells:
+        scratch = _Scratch(cells)
+    kept[id(cells)] = scratch  # most recently used last
+    while len(kept) > SCRATCH_LIMIT:
+        del kept[next(iter(kept))]
+    return scratch
+
+
+class Avoided:
+    """``with Avoided(...) as (cells, cost_index, cost_table, uniform):`` the unit's grids
+    with the avoided cells laid on (as the kernels take them), lifted on leaving.
+
+    cells, cost_index, cost_table, uniform: the layer's (``uniform`` a bool).
+    unit_w, unit_h: the unit's size. boxes: from :func:`blocker_boxes` (may be empty: then
+    the grids are handed on as they are). avoid_cost: None blocks the avoided anchors;
+    a number >= 1 makes entering them cost at least that instead. Inside the ``with``,
+    :meth:`release` gives the start its own value back (a unit may leave where it stands).
+    """
+
+    __slots__ = ("grids", "unit_w", "unit_h", "boxes", "avoid_cost", "_undo")
+
+    def __init__(self, cells, cost_index, cost_table, uniform, unit_w, unit_h, boxes, avoid_cost):
+        self.grids = (cells, cost_index, cost_table, bool(uniform))
+        self.unit_w = unit_w
+        self.unit_h = unit_h
+        self.boxes = boxes
+        self.avoid_cost = avoid_cost
+        self._undo = None
+
+    @property
+    def blocking(self) -> bool:
+        """Whether avoided anchors are solid (not merely dear) in the grids handed on."""
+        return self.avoid_cost is None and len(self.boxes) > 0
+
+    def __enter__(self) -> tuple:
+        cells, cost_index, cost_table, uniform = self.grids
+        if len(self.boxes) == 0:
+            return self.grids
+        scratch = _scratch(cells)
+        if self.avoid_cost is None:
+            block_anchors(scratch.cells, self.boxes, self.unit_w, self.unit_h)
+            self._undo = (scratch.cells, scratch.source())
+            return scratch.cells_view, cost_index, cost_table, uniform
+        # avoid_cost: one more entry in the cost table, the index of the anchors pointing
+        # at it (the table need not stay sorted: the searches only look costs up).
+        table = _readonly(np.append(cost_table if not uniform else np.ones(1), self.avoid_cost))
+        slot = table.shape[0] - 1
+        dtype = cost_index.dtype if not uniform else np.uint8
+        while slot > np.iinfo(dtype).max:
+            dtype = np.uint16 if dtype == np.uint8 else np.uint32
+        source, copy, view = scratch.index(cost_index, uniform, dtype)
+        price_anchors(copy, source, cost_table, uniform, self.boxes, self.unit_w, self.unit_h, slot,
+                      float(self.avoid_cost))
+        self._undo = (copy, source)
+        return cells, view, table, False
+
+    def release(self, x: int, y: int) -> None:
+        """Inside the ``with``: cell ``(x, y)`` (the start) standable again if the unit
+        could stand there before its anchors were blocked."""
+        if self._undo is not None and self.avoid_cost is None:
+            grid, source = self._undo
+            grid[y, x] = source[y, x]
+
+    def __exit__(self, *exc) -> None:
+        if self._undo is not None:
+            grid, source = self._undo
+            self._undo = None
+            restore_anchors(grid, source, self.boxes, self.unit_w, self.unit_h)

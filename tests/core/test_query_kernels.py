@@ -1,0 +1,157 @@
+"""The kernels of the queries beyond one path, called directly, against tests/naive.py
+(the searches themselves are checked through their wrappers in tests/grid/test_queries.py)."""
+
+import numpy as np
+import pytest
+
+import naive
+from pathserver import GridMap
+from pathserver.core.avoid import block_anchors, price_anchors, restore_anchors
+from pathserver.core.cut import block_pieces
+from pathserver.core.dijkstra import _field_buckets, _field_heap, field_whole, ring_size
+from pathserver.core.goals import goal_boxes
+from pathserver.grid.search import workspace
+
+
+def _boxes(rng, width, height, count):
+    boxes = []
+    for _ in range(count):
+        x0, y0 = int(rng.integers(0, width)), int(rng.integers(0, height))
+        boxes.append((x0, y0, min(width, x0 + int(rng.integers(1, 4))), min(height, y0 + int(rng.integers(1, 4)))))
+    return np.array(boxes, dtype=np.int64).reshape(-1, 4)
+
+
+@pytest.mark.parametrize("unit", [(1, 1), (2, 2), (3, 2), (1, 3)])
+def test_blocked_anchors_are_those_whose_footprint_overlaps_and_restore_undoes_them(unit):
+    rng = np.random.default_rng(sum(unit))
+    for _ in range(40):
+        width, height = int(rng.integers(3, 20)), int(rng.integers(3, 20))
+        cells = (rng.random((height, width)) > 0.2).astype(np.uint8)
+        boxes = _boxes(rng, width, height, int(rng.integers(0, 4)))
+        solid = naive.covered((height, width), rects=[(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in boxes])
+        grid = cells.copy()
+        block_anchors(grid, boxes, *unit)
+        assert np.array_equal(grid, np.where(naive.overlapping(solid, *unit), 0, cells))
+        restore_anchors(grid, cells, boxes, *unit)
+        assert np.array_equal(grid, cells)
+        index = rng.integers(0, 3, size=(height, width)).astype(np.uint8)
+        table = np.array([1.0, 2.0, 9.0, 4.0])  # slot 3 holds the avoid cost, 4
+        priced = index.copy()
+        price_anchors(priced, index, table, 0, boxes, *unit, 3, 4.0)
+        expected = np.where(naive.overlapping(solid, *unit) & (table[index] < 4.0), 3, index)
+        assert np.array_equal(priced, expected)
+
+
+@pytest.mark.parametrize("eight", [0, 1])
+def test_block_pieces_are_the_components_of_each_block(eight):
+    rng = np.random.default_rng(eight)
+    label = naive.components8 if eight else naive.components
+    for _ in range(20):
+        width, height = int(rng.integers(1, 50)), int(rng.integers(1, 50))
+        cells = (rng.random((height, width)) > 0.45).astype(np.uint8)
+        pieces, first = block_pieces(cells, eight)
+        assert np.array_equal(pieces != 0, cells != 0)
+        per_row = (width + 15) // 16
+        for by in range(0, height, 16):
+            for bx in range(0, width, 16):
+                block = cells[by:by + 16, bx:bx + 16]
+                expected, count = label(block)
+                got = pieces[by:by + 16, bx:bx + 16]
+                b = (by // 16) * per_row + bx // 16
+                assert first[b + 1] - first[b] == count
+                # The same partition: each expected piece has one label, and vice versa.
+                pairs = {(int(e), int(g)) for e, g in zip(expected.ravel(), got.ravel()) if e}
+                assert len(pairs) == count == len({g for _, g in pairs})
+
+
+def test_goal_boxes_hold_every_goal():
+    rng = np.random.default_rng(3)
+    for n in (1, 5, 16, 17, 100, 1000):
+        points = rng.integers(0, 500, size=(n, 2))
+        boxes = goal_boxes(points, n, 16)
+        assert len(boxes) == min(n, 16)
+        inside = ((points[:, None, 0] >= boxes[None, :, 0]) & (points[:, None, 0] <= boxes[None, :, 2])
+                  & (points[:, None, 1] >= boxes[None, :, 1]) & (points[:, None, 1] <= boxes[None, :, 3]))
+        assert inside.any(axis=1).all()
+
+
+@pytest.mark.parametrize("diagonal", [0, 1, 2])
+def test_the_bucket_queues_and_the_heap_agree_with_dijkstra(diagonal):
+    names = {0: "no_corner_cutting", 1: "never", 2: "always"}
+    rng = np.random.default_rng(10 + diagonal)
+    for _ in range(30):
+        width, height = int(rng.integers(3, 25)), int(rng.integers(3, 25))
+        m = GridMap(naive.random_grid(rng, width, height, 0.25), rng.choice([1.0, 1.5, 3.0], size=(height, width)))
+        layer = m.layer(1)
+        standable = np.flatnonzero(layer.cells.ravel())
+        if not len(standable):
+            continue
+        sources = rng.choice(standable, size=min(3, len(standable)), replace=False).astype(np.int64)
+        ring = ring_size(layer.cost_table, 0)
+        assert ring >= np.ceil(np.sqrt(2) * layer.cost_table.max()) + 1
+        region = np.array([0, 0, width, height], dtype=np.int64)
+        ws = workspace(m.width * m.height)
+        heights = np.zeros((1, 1), dtype=np.float32)
+        outs = []
+        for kernel in (_field_buckets, _field_heap):
+            out = np.full((height, width), np.inf)
+            extra = (ring,) if kernel is _field_buckets else ()
+            kernel(layer.cells, layer.cost_index, layer.cost_table, 0, heights, 0, 0.0, diagonal, sources, np.inf,
+                   region, -1, out, ws.work_float, ws.work_int, *extra)
+            outs.append(out)
+        out = np.full((height, width), np.inf)
+        steps = np.full(width * height, -2, dtype=np.int32)
+        field_whole(layer.cells, layer.cost_index, layer.cost_table, 0, heights, 0, 0.0, diagonal, sources, ring, out,
+                    np.zeros(width * height, dtype=np.uint8), steps, 1)
+        outs.append(out)
+        # Each recorded step is a move of the graph that its cell's value came through.
+        moves = {(a, b): w for a, b, w in naive.edges(layer.passable, names[diagonal], layer.cost)}
+        for node in np.flatnonzero(np.isfinite(out.ravel())):
+            here = (int(node % width), int(node // width))
+            if steps[node] == -1:
+                assert out.ravel()[node] == 0
+                continue
+            there = (int(steps[node] % width), int(steps[node] // width))
+            assert out[there[1], there[0]] + moves[here, there] == out[here[1], here[0]]
+        graph = naive.edges(layer.passable, names[diagonal], layer.cost)
+        expected = np.full((height, width), np.inf)
+        goals = [(int(s % width), int(s // width)) for s in sources]
+        for (x, y), d in naive.costs_to(graph, goals).items():
+            expected[y, x] = d
+        for out in outs:
+            assert np.array_equal(np.isinf(out), np.isinf(expected))
+            assert np.allclose(out[np.isfinite(out)], expected[np.isfinite(expected)], rtol=1e-12)
+
+
+@pytest.mark.parametrize("eight", [0, 1])
+def test_the_piece_graph_joins_pieces_touching_across_block_borders(eight):
+    from pathserver.core.cut import piece_graph
+
+    rng = np.random.default_rng(20 + eight)
+    for _ in range(10):
+        width, height = int(rng.integers(1, 60)), int(rng.integers(1, 60))
+        cells = (rng.random((height, width)) > 0.4).astype(np.uint8)
+        pieces, first = block_pieces(cells, eight)
+        offsets, targets, node_cells = piece_graph(pieces, first, eight)
+        per_row = (width + 15) // 16
+
+        def node(x, y):
+            return int(first[(y // 16) * per_row + x // 16] + pieces[y, x] - 1)
+
+        expected = set()
+        for y in range(height):
+            for x in range(width):
+                if not cells[y, x]:
+                    continue
+                for dx in (-1, 0, 1):
+                    for dy in (-1, 0, 1):
+                        nx, ny = x + dx, y + dy
+                        if (dx, dy) == (0, 0) or (dx and dy and not eight):
+                            continue
+                        if 0 <= nx < width and 0 <= ny < height and cells[ny, nx] and (nx // 16, ny // 16) != (
+                                x // 16, y // 16):
+                            expected.add((node(x, y), node(nx, ny)))
+        got = {(i, int(t)) for i in range(len(offsets) - 1) for t in targets[offsets[i]:offsets[i + 1]]}
+        assert got == expected
+        for i, (x, y) in enumerate(node_cells.tolist()):
+            assert node(x, y) == i
