@@ -386,8 +386,6 @@ class GridMap:
         costs). On a uniform map they are (1, 1) / (1,) placeholders, never read.
     heights: float32 (H, W) optional per-cell height (a request's ``max_climb`` blocks
         steeper steps); None means flat.
-    tags: uint8 (H, W) optional tag layer, kept with the map and its edits (no search reads
-        it yet); None means none.
     origin: world position of the corner of cell (0, 0); cell_size: world size of a cell.
         A cell's centre in world units is ``origin + (x + 0.5, y + 0.5) * cell_size``.
     tags: uint8 (H, W) optional kinds of ground, 0 untagged; tag_names: ``{name: value}``
@@ -402,7 +400,6 @@ class GridMap:
         cost=None,
         heights=None,
         *,
-        tags=None,
         origin=(0.0, 0.0),
         cell_size: float = 1.0,
         name: str | None = None,
@@ -455,13 +452,6 @@ class GridMap:
             if not np.all(np.isfinite(heights)):
                 raise MapLoadError("heights must be finite")
             self.heights = _readonly(heights)
-        if tags is None:
-            self.tags = None
-        else:
-            tags = np.ascontiguousarray(tags, dtype=np.uint8)
-            if tags.shape != self.walkable.shape:
-                raise MapLoadError(f"tags has shape {tags.shape}, walkable has {self.walkable.shape}")
-            self.tags = _readonly(tags)
         ox, oy = origin
         self.origin = (float(ox), float(oy))
         self.cell_size = float(cell_size)
@@ -671,7 +661,6 @@ class GridMap:
             walkable,
             new_cost,
             self.heights,
-            tags=self.tags,
             origin=self.origin,
             cell_size=self.cell_size,
             name=self.name,
