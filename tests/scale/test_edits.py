@@ -14,24 +14,6 @@ from pathserver.maps.registry import MapRegistry
 
 
 @pytest.fixture
-def broker():
-    made = []
-
-    def start(**options) -> Broker:
-        running = Broker(*["tcp://127.0.0.1:0"] * 4, **options)
-        running.bind()
-        thread = threading.Thread(target=running.run, name="test-broker", daemon=True)
-        thread.start()
-        made.append((running, thread))
-        return running
-
-    yield start
-    for running, thread in made:
-        running.stop()
-        thread.join(5)
-
-
-@pytest.fixture
 def join(maps_dir):
     """``join(broker)`` -> a caught-up SharedEdits over its own registry of the folder."""
     made = []

@@ -73,24 +73,6 @@ def test_a_catch_up_reply_stops_at_the_byte_budget(monkeypatch):
 
 
 @pytest.fixture
-def broker():
-    made = []
-
-    def start(**options) -> Broker:
-        running = Broker(*["tcp://127.0.0.1:0"] * 4, **options)
-        running.bind()
-        thread = threading.Thread(target=running.run, name="test-broker", daemon=True)
-        thread.start()
-        made.append((running, thread))
-        return running
-
-    yield start
-    for running, thread in made:
-        running.stop()
-        thread.join(5)
-
-
-@pytest.fixture
 def join(maps_dir):
     made = []
 
