@@ -20,11 +20,10 @@ inspector, saved scenes, scripting and the class reference from that registratio
 the wire and in Python but for ``smooth``: ``"los"`` on the wire, ``"none"`` in Python.
 
 Each option names the wire requests that take it (``ops``) and the Python functions that
-take it as a keyword (``functions``). The options of the queries beyond one path (``goals``,
-``budget``, ``max_cost``, ``region``, ``lookahead``, ``avoid``, ``avoid_cost``,
-``traversal``) are the Python API's alone for now: their ``ops`` are empty, so the wire,
-``pathserver options --json`` and the docs' table (all of which list the wire's options)
-leave them out until the wire takes them; :func:`python_only_table` lists them.
+take it as a keyword (``functions``): the queries beyond one path (``reachable``,
+``field``, ``next_steps``, ``check_block``) take the options that apply to them, each
+defined here once, and ``path`` / ``paths`` take the ones that shape one path
+(``goals``, ``avoid``, ``avoid_cost``, ``traversal``) too.
 
 No numba or numpy here: the protocol imports this module.
 """
@@ -106,22 +105,32 @@ _QUERIES = ("reachable", "distance_field", "next_steps")
 #: Goals of one request, avoided cells and rectangles of one request: the most it takes.
 MAX_GOALS = 4096
 MAX_AVOID = 65536
+#: The wire's queries beyond one path, each answered by the Python function of
+#: :data:`FUNCTIONS`.
+QUERY_OPS = ("reachable", "field", "next_steps", "check_block")
+_ALL_SEARCHES = ("path", "paths", *QUERY_OPS)
+_AVOIDING = ("path", "paths", "reachable", "field", "next_steps")
+#: The options of ``path`` that shape one path beyond its endpoints: checked per request,
+#: not part of the prepared call of :data:`SEARCH_OPTIONS`.
+PER_REQUEST = ("goals", "avoid", "avoid_cost", "traversal")
 
 #: The options, in the order of the fields a ``path`` request accepts (an unknown field's
 #: error lists them so: keep the order, add at the end).
 OPTIONS: tuple[Option, ...] = (
     Option("unit_size", "unit_size", "the unit's footprint in cells",
-           python_default=1, wire_default=1, min=1, cli="--unit",
+           python_default=1, wire_default=1, min=1, cli="--unit", ops=_ALL_SEARCHES,
            functions=("find_path", *_QUERIES, "check_block")),
-    Option("space", "space", "units of `start`, `goal` and of the reply's points",
-           python_default="grid", wire_default="grid", choices=("grid", "world"), ops=("path", "paths", "update"),
-           functions=()),
+    Option("space", "space", "units of the points a request gives and gets back (`start`, `goal`, `goals`, "
+           "`positions`, `points`, `path`, `steps`) and of `update`'s and `check_block`'s cells and rectangles; "
+           "`avoid`, `region` and `reachable`'s and `field`'s answers are always grid cells",
+           python_default="grid", wire_default="grid", choices=("grid", "world"),
+           ops=("path", "paths", "update", *QUERY_OPS), functions=()),
     Option("smooth", "enum", "string-pulled (footprint-safe line of sight) / only turning points / every cell",
            python_default="none", wire_default="los", choices=("los", "corners", "none"), cli="--smooth"),
     Option("allow_partial", "bool", "an unreachable goal gives the path to the reachable cell nearest it",
            python_default=False, wire_default=False, cli="--partial"),
     Option("snap", "bool", "a blocked start/goal moves to the nearest cell the unit fits",
-           python_default=True, wire_default=True, cli="--no-snap",
+           python_default=True, wire_default=True, cli="--no-snap", ops=_ALL_SEARCHES,
            functions=("find_path", *_QUERIES, "check_block")),
     Option("max_expansions", "int", "node budget (see `search_limit`)",
            python_default=None, wire_default=None, min=1, default_doc="no limit", cli="--max-expansions"),
@@ -132,41 +141,41 @@ OPTIONS: tuple[Option, ...] = (
            python_default=1.0, wire_default=1.0, min=1.0, cli="--weight"),
     Option("diagonal", "enum", "8-connected without cutting corners / 4-connected / corners may be cut",
            python_default="no_corner_cutting", wire_default="no_corner_cutting",
-           choices=("no_corner_cutting", "never", "always"), cli="--diagonal",
+           choices=("no_corner_cutting", "never", "always"), cli="--diagonal", ops=_ALL_SEARCHES,
            functions=("find_path", *_QUERIES, "check_block")),
     Option("max_climb", "float", "with a height layer, steeper steps are blocked",
            python_default=None, wire_default=None, min=0.0, default_doc="no limit", cli="--max-climb",
-           functions=("find_path", *_QUERIES)),
+           ops=("path", "paths", "reachable", "field", "next_steps"), functions=("find_path", *_QUERIES)),
     Option("algorithm", "enum", '`"jps"` needs uniform terrain cost, no `max_climb`, `diagonal: '
            '"no_corner_cutting"` and the octile heuristic; `"auto"` picks it where it pays',
            python_default="auto", wire_default="auto", choices=("auto", "astar", "jps"), cli="--algorithm"),
     Option("line_of_sight", "bool", "take a clear straight line without searching",
            python_default=True, wire_default=True, cli="--no-line-of-sight"),
-    # The queries beyond one path (Python API only so far: no ops).
+    # The queries beyond one path, and what shapes one path beyond its endpoints.
     Option("goals", "points", "goals `[[x, y], ...]` instead of `goal`: the cheapest reachable one wins "
            "(`goal_index` says which); a field's goals", python_default=None, wire_default=None, min=1, max=MAX_GOALS,
-           default_doc="`goal` alone", ops=(), functions=("find_path", "distance_field", "next_steps")),
+           default_doc="`goal` alone", ops=("path", "paths", "field", "next_steps"), functions=("find_path", "distance_field", "next_steps")),
     Option("budget", "float", "the most a move may cost: every cell reachable for at most this",
-           python_default=None, wire_default=None, min=0.0, default_doc="required", ops=(),
-           functions=("reachable",)),
+           python_default=None, wire_default=None, min=0.0, default_doc="required",
+           ops=("reachable",), functions=("reachable",)),
     Option("max_cost", "float", "cells dearer than this to a goal stay +inf (it bounds the work)",
-           python_default=None, wire_default=None, min=0.0, default_doc="no limit", ops=(),
-           functions=("distance_field", "next_steps")),
+           python_default=None, wire_default=None, min=0.0, default_doc="no limit",
+           ops=("field", "next_steps"), functions=("distance_field", "next_steps")),
     Option("region", "rect", "the window `[x, y, w, h]` of the field returned (its values stay exact: "
            "the paths may leave it)", python_default=None, wire_default=None, default_doc="the whole map",
-           ops=(), functions=("distance_field",)),
+           ops=("field",), functions=("distance_field",)),
     Option("lookahead", "enum", '`"cell"`: the neighbouring cell downhill; `"los"`: the farthest turn of the '
            "descent in the footprint's clear sight", python_default="cell", wire_default="cell",
-           choices=("cell", "los"), ops=(), functions=("next_steps",)),
+           choices=("cell", "los"), ops=("next_steps",), functions=("next_steps",)),
     Option("avoid", "cells", "cells this request treats as solid, `{cells: [[x, y], ...], rects: [[x, y, w, h], "
            "...]}` (the map is untouched; a unit already on one may leave it)", python_default=None,
-           wire_default=None, max=MAX_AVOID, default_doc="none", ops=(), functions=("find_path", *_QUERIES)),
+           wire_default=None, max=MAX_AVOID, default_doc="none", ops=_AVOIDING, functions=("find_path", *_QUERIES)),
     Option("avoid_cost", "float", "`avoid`'s cells are not blocked but cost at least this to enter",
-           python_default=None, wire_default=None, min=1.0, default_doc="blocked", ops=(),
-           functions=("find_path", *_QUERIES)),
+           python_default=None, wire_default=None, min=1.0, default_doc="blocked",
+           ops=_AVOIDING, functions=("find_path", *_QUERIES)),
     Option("traversal", "traversal", "a unit class of the map, or rules `{tag: null (blocks) | cost multiplier "
            ">= 1}` for the map's tagged cells", python_default=None, wire_default=None,
-           default_doc="every tag walkable at its cost", ops=(), functions=("find_path", *_QUERIES, "check_block")),
+           default_doc="every tag walkable at its cost", ops=_ALL_SEARCHES, functions=("find_path", *_QUERIES, "check_block")),
 )
 
 #: The options by name.
@@ -175,7 +184,7 @@ BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
 #: coordinates are always grid cells, so it has no ``space``), in :data:`OPTIONS` order:
 #: what one prepared call holds.
 SEARCH_OPTIONS: tuple[Option, ...] = tuple(
-    option for option in OPTIONS if "path" in option.ops and option.name != "space"
+    option for option in OPTIONS if "path" in option.ops and option.name != "space" and option.name not in PER_REQUEST
 )
 #: The options the wire takes (those of some request).
 WIRE_OPTIONS: tuple[Option, ...] = tuple(option for option in OPTIONS if option.ops)
@@ -430,15 +439,18 @@ def _argparse_text(text: str) -> str:
 
 def as_json() -> dict:
     """What ``pathserver options --json`` prints: ``{"options": [{"name", "kind",
-    "choices" (enums and space only), "wire_default", "python_default", "min", "doc"},
-    ...]}`` in :data:`OPTIONS` order."""
+    "choices" (enums and space only), "wire_default", "python_default", "min", "max"
+    (points and cells only), "ops", "doc"}, ...]}`` in :data:`OPTIONS` order; ``ops``: the
+    wire requests that take the option."""
     entries = []
     for option in WIRE_OPTIONS:
         entry = {"name": option.name, "kind": option.kind}
         if option.choices:
             entry["choices"] = list(option.choices)
-        entry.update(wire_default=option.wire_default, python_default=option.python_default, min=option.min,
-                     doc=option.doc)
+        entry.update(wire_default=option.wire_default, python_default=option.python_default, min=option.min)
+        if option.max is not None:
+            entry["max"] = option.max
+        entry.update(ops=list(option.ops), doc=option.doc)
         entries.append(entry)
     return {"options": entries}
 
@@ -478,47 +490,46 @@ def _default_text(option: Option, value) -> str:
     return option.default_doc if value is None else f"`{_plain(value)}`"
 
 
+def _ops_text(option: Option) -> str:
+    return ", ".join(f"`{op}`" for op in option.ops)
+
+
 def markdown_table() -> str:
-    """The options table of ``docs/protocol.md`` (wire defaults); a test compares the two."""
-    rows = ["| option | type | default | |", "| --- | --- | --- | --- |"]
+    """The options table of ``docs/protocol.md`` (wire defaults, the requests taking each);
+    a test compares the two."""
+    rows = ["| option | type | default | requests | |", "| --- | --- | --- | --- | --- |"]
     for option in WIRE_OPTIONS:
-        rows.append(f"| `{option.name}` | {_type_text(option)} | {_default_text(option, option.wire_default)} "
-                    f"| {option.doc} |")
+        cells = (f"`{option.name}`", _type_text(option), _default_text(option, option.wire_default),
+                 _ops_text(option), option.doc)
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(rows)
 
 
 def text_table() -> str:
-    """What ``pathserver options`` prints: a line an option, its doc line below it; the
-    options of the Python API alone after them, under their own heading."""
+    """What ``pathserver options`` prints: a line an option (type, defaults, flag, the
+    wire requests taking it), its doc line below it."""
     width = max(len(option.name) for option in OPTIONS) + 2
     lines = []
-    first_python_only = PYTHON_ONLY[0] if PYTHON_ONLY else None
     for option in OPTIONS:
-        if option is first_python_only:
-            lines += ["", "Python API only (not on the wire yet):"]
         wire = _default_text(option, option.wire_default)
         python = _default_text(option, option.python_default)
-        if not option.ops:
-            default = f"default {python}"
-        else:
-            default = f"default {wire}" if wire == python else f"default {wire} on the wire, {python} in Python"
+        default = f"default {wire}" if wire == python else f"default {wire} on the wire, {python} in Python"
         flag = f"; flag {option.cli}" if option.cli else ""
-        takers = "" if option.ops else f"; {', '.join(option.functions)}"
-        lines.append(f"{option.name:<{width}}{_type_text(option)}; {default}{flag}{takers}".replace("`", ""))
+        lines.append(f"{option.name:<{width}}{_type_text(option)}; {default}{flag}; {', '.join(option.ops)}"
+                     .replace("`", ""))
         lines.append(" " * width + option.doc.replace("`", ""))
     return "\n".join(lines)
 
 
-#: The options no wire request takes yet (the Python API's alone), in :data:`OPTIONS` order.
-PYTHON_ONLY: tuple[Option, ...] = tuple(option for option in OPTIONS if not option.ops)
-
-
-def python_only_table() -> str:
-    """A markdown table of :data:`PYTHON_ONLY` with their Python defaults and the functions
-    taking them (for the README)."""
-    rows = ["| option | type | default | functions | |", "| --- | --- | --- | --- | --- |"]
-    for option in PYTHON_ONLY:
+def query_options_table() -> str:
+    """A markdown table of the options of the queries beyond one path (those some query op
+    or :data:`PER_REQUEST` names), with their Python defaults, the wire requests and the
+    Python functions taking each (for the README)."""
+    rows = ["| option | type | default | requests | functions | |", "| --- | --- | --- | --- | --- | --- |"]
+    for option in OPTIONS:
+        if option.name not in PER_REQUEST and not set(option.ops) & set(QUERY_OPS):
+            continue
         cells = (f"`{option.name}`", _type_text(option), _default_text(option, option.python_default),
-                 ", ".join(f"`{f}`" for f in option.functions), option.doc)
+                 _ops_text(option), ", ".join(f"`{f}`" for f in option.functions), option.doc)
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(rows)

@@ -27,7 +27,7 @@ README_MD = ROOT / "README.md"
 GENERATED = {
     (PROTOCOL_MD, "options"): options.markdown_table,
     (PROTOCOL_MD, "error codes"): errors.markdown_table,
-    (README_MD, "python-only options"): options.python_only_table,
+    (README_MD, "query options"): options.query_options_table,
 }
 
 

@@ -72,8 +72,9 @@ def test_a_refusal_has_the_same_code_at_and_message_on_both(name, value):
 def test_the_boundaries_cover_every_option():
     from pathserver.options import OPTIONS, WIRE_OPTIONS
 
-    assert set(BOUNDARIES) == {option.name for option in WIRE_OPTIONS} - WIRE_ONLY
-    assert set(PYTHON_BOUNDARIES) == {option.name for option in OPTIONS} - {option.name for option in WIRE_OPTIONS}
+    assert WIRE_OPTIONS == OPTIONS
+    assert set(BOUNDARIES) | set(QUERY_BOUNDARIES) == {option.name for option in OPTIONS} - WIRE_ONLY
+    assert not set(BOUNDARIES) & set(QUERY_BOUNDARIES)
 
 
 #: The Python functions and the parameters they take that are no option.
@@ -99,9 +100,9 @@ def test_each_function_takes_its_options_with_their_python_defaults(function):
             assert parameters[option.name].default == option.python_default, (function, option.name)
 
 
-#: The options of the Python API alone: (value, the code it gets or "ok", at), through
-#: the function that takes it.
-PYTHON_BOUNDARIES = {
+#: The options of the queries beyond one path: (value, the code it gets or "ok", at),
+#: through the function that takes it and through its wire request.
+QUERY_BOUNDARIES = {
     "goals": [([[1, 1]], "ok", None), ([], "invalid_request", "goals"), ([[1, 1]] * 4097, "too_large", "goals"),
               ([[1]], "invalid_request", "goals[0]"), ([[1, True]], "invalid_request", "goals[0][1]"),
               ([[1, math.nan]], "non_finite", "goals[0][1]"), ([[1.5, 2.5]], "ok", None), (5, "invalid_request",
@@ -131,6 +132,36 @@ _TAKER = {"goals": "distance_field", "budget": "reachable", "max_cost": "distanc
           "lookahead": "next_steps", "avoid": "find_path", "avoid_cost": "reachable", "traversal": "find_path"}
 
 
+#: The wire request of each function.
+_OPS = {"find_path": "path", "reachable": "reachable", "distance_field": "field", "next_steps": "next_steps"}
+
+
+def _wire_call(name, value):
+    """The request :func:`_python_call` makes, over the wire (a real handler, one map)."""
+    import msgpack
+
+    from pathserver.server.handlers import respond
+
+    taker = _TAKER[name]
+    request = {"id": 1, "op": _OPS[taker], "map": "m"}
+    if taker == "distance_field":
+        request["goals"] = [[0, 0]]
+    elif taker == "reachable":
+        request.update(start=[0, 0], budget=3)
+    elif taker == "next_steps":
+        request.update(goals=[[0, 0]], positions=[[3, 3]])
+    else:
+        request.update(start=[0, 0], goal=[7, 7])
+    request[name] = value
+
+    class Registry:
+        def get(self, map_name):
+            return OPEN
+
+    reply = msgpack.unpackb(respond(msgpack.packb(request), Registry()))
+    return ("ok",) if reply["ok"] else (reply["error"]["code"], reply["error"]["at"])
+
+
 def _python_call(name, value):
     from pathserver import distance_field, next_steps, reachable
 
@@ -148,28 +179,29 @@ def _python_call(name, value):
     return lambda: find_path(OPEN, (0, 0), (7, 7), **{name: value})
 
 
-PYTHON_CASES = [(name, *case) for name, cases in PYTHON_BOUNDARIES.items() for case in cases]
+QUERY_CASES = [(name, *case) for name, cases in QUERY_BOUNDARIES.items() for case in cases]
 
 
-@pytest.mark.parametrize("name, value, code, at", PYTHON_CASES,
-                         ids=[f"{name}={str(value)[:20]}" for name, value, *_ in PYTHON_CASES])
-def test_the_python_only_options_refuse_with_a_code_and_at(name, value, code, at):
+@pytest.mark.parametrize("name, value, code, at", QUERY_CASES,
+                         ids=[f"{name}={str(value)[:20]}" for name, value, *_ in QUERY_CASES])
+def test_the_query_options_refuse_with_a_code_and_at_in_python_and_on_the_wire(name, value, code, at):
     outcome = _outcome(_python_call(name, value))
+    wire = _wire_call(name, value)
     if code == "ok":
-        assert outcome == ("ok",)
+        assert outcome == ("ok",) and wire == ("ok",)
     else:
-        assert outcome[:2] == (code, at)
+        assert outcome[:2] == (code, at) and wire == (code, at)
 
 
-def test_the_wire_tables_leave_the_python_only_options_out():
-    from pathserver.options import PYTHON_ONLY, as_json, markdown_table, python_only_table, text_table
+def test_the_tables_list_each_option_with_the_requests_taking_it():
+    from pathserver.options import OPTIONS, QUERY_OPS, as_json, markdown_table, query_options_table, text_table
 
-    names = {entry["name"] for entry in as_json()["options"]}
-    table = python_only_table()
-    for option in PYTHON_ONLY:
-        assert option.name not in names and f"| `{option.name}` |" not in markdown_table()
-        assert f"| `{option.name}` |" in table and option.name in text_table()
-
+    listed = {entry["name"]: entry for entry in as_json()["options"]}
+    for option in OPTIONS:
+        assert listed[option.name]["ops"] == list(option.ops)
+        assert f"| `{option.name}` |" in markdown_table() and option.name in text_table()
+        if set(option.ops) & set(QUERY_OPS):
+            assert f"| `{option.name}` |" in query_options_table()
 
 def test_the_kernel_codes_name_exactly_the_choices():
     from pathserver.grid import search
@@ -237,12 +269,17 @@ def test_options_json_has_the_shape_clients_read(capsys):
     assert list(listed) == ["options"]
     names = [entry["name"] for entry in listed["options"]]
     assert names == ["unit_size", "space", "smooth", "allow_partial", "snap", "max_expansions", "heuristic",
-                     "weight", "diagonal", "max_climb", "algorithm", "line_of_sight"]
+                     "weight", "diagonal", "max_climb", "algorithm", "line_of_sight", "goals", "budget", "max_cost",
+                     "region", "lookahead", "avoid", "avoid_cost", "traversal"]
     for entry in listed["options"]:
         has_choices = entry["kind"] in ("enum", "space")
+        has_max = entry["kind"] in ("points", "cells")
         assert list(entry) == ["name", "kind"] + (["choices"] if has_choices else []) + [
-            "wire_default", "python_default", "min", "doc"]
-        assert entry["kind"] in ("enum", "bool", "int", "float", "unit_size", "space")
+            "wire_default", "python_default", "min"] + (["max"] if has_max else []) + ["ops", "doc"]
+        assert entry["kind"] in ("enum", "bool", "int", "float", "unit_size", "space", "points", "rect", "cells",
+                                 "traversal")
+        assert entry["ops"] and set(entry["ops"]) <= {"path", "paths", "update", "reachable", "field", "next_steps",
+                                                      "check_block"}
         assert entry["min"] is None or type(entry["min"]) in (int, float)
         assert isinstance(entry["doc"], str) and entry["doc"]
     smooth = listed["options"][2]

@@ -39,7 +39,8 @@ class Limits:
 
     max_request_bytes: int = 1 << 20
     max_str_len: int = 4096
-    max_bin_len: int = 4096
+    #: A ``next_steps`` request's ``positions`` (8 bytes a unit) may fill the request.
+    max_bin_len: int = 1 << 20
     max_ext_len: int = 64
     #: Long enough for an ``update`` with tens of thousands of cells.
     max_array_len: int = 1 << 17

@@ -73,6 +73,8 @@ class PathAnswer(NamedTuple):
     start, goal: ``[x, y]`` after snapping (ints in grid space, floats in world space).
     start_snapped, goal_snapped: bool, whether snapping moved them.
     gen: int, the generation of the map the answer was computed on.
+    goal_index: with ``goals``, the index of the goal the path leads to, -1 when none is
+        reached (nil on the wire); None for a single ``goal`` (the reply leaves it out).
     """
 
     status: str
@@ -85,6 +87,7 @@ class PathAnswer(NamedTuple):
     start_snapped: bool
     goal_snapped: bool
     gen: int
+    goal_index: int | None = None
 
 
 class PointKernels(Protocol):
@@ -111,7 +114,8 @@ class PathReplies:
     """:class:`PathAnswer` -> a ``path`` reply (:meth:`encode`, or :meth:`reply` as a
     dict for :func:`~pathserver.protocol.codec.encode`) or one entry of a ``paths``
     reply's ``results`` (:meth:`entry`). Members in wire order: ``status, path, cost,
-    length, expanded, start, goal, start_snapped, goal_snapped, gen``.
+    length, expanded, start, goal, start_snapped, goal_snapped, gen`` and, for a request
+    with ``goals``, ``goal_index`` (nil when no goal is reached).
 
     kernels: the compiled point encoders for paths of ``pack_min_points`` points or more;
     None encodes every path as lists (the same bytes, slower for long paths, and the GIL
@@ -131,8 +135,8 @@ class PathReplies:
     def reply(self, request_id, answer: PathAnswer) -> dict:
         """A ``path`` reply: ``id, ok``, then the answer's members. One literal rather than
         ``ok_reply(rid, self.entry(...))``: this is the reply the server builds most often."""
-        status, path, cost, length, expanded, start, goal, start_snapped, goal_snapped, gen = answer
-        return {
+        status, path, cost, length, expanded, start, goal, start_snapped, goal_snapped, gen, goal_index = answer
+        reply = {
             "id": request_id,
             "ok": True,
             "status": status,
@@ -146,11 +150,14 @@ class PathReplies:
             "goal_snapped": goal_snapped,
             "gen": gen,
         }
+        if goal_index is not None:
+            reply["goal_index"] = goal_index if goal_index >= 0 else None
+        return reply
 
     def entry(self, answer: PathAnswer) -> dict:
         """One successful entry of a ``paths`` reply's ``results``."""
-        status, path, cost, length, expanded, start, goal, start_snapped, goal_snapped, gen = answer
-        return {
+        status, path, cost, length, expanded, start, goal, start_snapped, goal_snapped, gen, goal_index = answer
+        entry = {
             "ok": True,
             "status": status,
             "path": path.tolist() if path.shape[0] < self._pack_from else self._packed(path),
@@ -163,6 +170,9 @@ class PathReplies:
             "goal_snapped": goal_snapped,
             "gen": gen,
         }
+        if goal_index is not None:
+            entry["goal_index"] = goal_index if goal_index >= 0 else None
+        return entry
 
     def _packed(self, points: np.ndarray) -> Packed:
         """``points`` (n, 2) as the kernels' msgpack bytes, spliced in by ``encode``."""

@@ -18,12 +18,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from pathserver.errors import NonFiniteError, RequestError, TooLargeError, UnknownOpError
-from pathserver.options import BY_NAME, OPTIONS, number, op_fields, quoted, wire_defaults
-from pathserver.options import wire_type
+from pathserver.options import BY_NAME, OPTIONS, PER_REQUEST, QUERY_OPS, number, number_rows, op_fields, quoted
+from pathserver.options import wire_defaults, wire_type
 from pathserver.protocol.cells import MapCells, check_side
 
-OPS = ("path", "paths", "maps", "update", "ping", "stats", "put_map", "drop_map", "get_map")
+OPS = ("path", "paths", "maps", "update", "ping", "stats", "put_map", "drop_map", "get_map", *QUERY_OPS)
 
 #: Wire defaults that differ from ``find_path``'s Python defaults (``smooth="none"`` there).
 WIRE_DEFAULTS = wire_defaults()
@@ -32,6 +34,8 @@ WIRE_DEFAULTS = wire_defaults()
 MAX_BATCH = 4096
 #: Longest map name accepted.
 MAX_NAME_LEN = 256
+#: Units one ``next_steps`` request may steer.
+MAX_POSITIONS = 65536
 
 
 # PathQuery and PathRequest are not frozen, unlike the other requests: they are built
@@ -55,7 +59,23 @@ class PathQuery:
 
     def group_key(self) -> tuple:
         """Queries with equal keys can go to one ``find_paths`` call."""
-        return (self.unit_size, self.space, tuple(sorted(self.options.items())))
+        items = tuple(sorted(self.options.items()))
+        if self.options.keys() & _PER_REQUEST:  # arrays and maps: hashable as tuples
+            items = tuple((key, _frozen(value)) for key, value in items)
+        return (self.unit_size, self.space, items)
+
+
+_PER_REQUEST = frozenset(PER_REQUEST)
+
+
+def _frozen(value):
+    """A decoded value with its arrays and maps as (sorted) tuples: hashable, and equal
+    exactly when the values are."""
+    if type(value) is list or type(value) is tuple:
+        return tuple(map(_frozen, value))
+    if type(value) is dict:
+        return tuple(sorted((key, _frozen(item)) for key, item in value.items()))
+    return value
 
 
 @dataclass(slots=True)
@@ -133,6 +153,26 @@ class GetMapRequest:
     region: tuple | None
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class QueryRequest:
+    """A ``reachable``, ``field``, ``next_steps`` or ``check_block`` request.
+
+    args: the keyword arguments of the op's Python function (``options.FUNCTIONS``) the
+    request gave, each checked by its option's rule and passed on as sent (nil ones left
+    out, ``unit_size`` always there); the points (``start``, ``goals``, ``positions``,
+    ``points``) and ``check_block``'s ``cells`` / ``rects`` in ``space`` units, for the
+    handler to convert. ``positions`` is a float64 (n, 2) array. packed: ``positions``
+    came as a bin, so the reply's ``steps`` go back as one.
+    """
+
+    id: int
+    op: str
+    map: str
+    space: str
+    args: dict
+    packed: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class MapsRequest:
     id: int
@@ -189,6 +229,16 @@ _PUT_MAP_FIELDS = ("id", "op", "map", "width", "height", "cells", "costs", "heig
 _DROP_MAP_FIELDS = ("id", "op", "map")
 _GET_MAP_FIELDS = ("id", "op", "map", "region")
 _BARE_FIELDS = ("id", "op")
+#: Each query op's own fields (before its options), and which of them it needs.
+_QUERY_OWN = {
+    "reachable": (("start",), ("start", "budget")),
+    "field": ((), ("goals",)),
+    "next_steps": (("positions",), ("goals", "positions")),
+    "check_block": (("points", "cells", "rects"), ("points",)),
+}
+_QUERY_FIELDS_OF = {op: ("id", "op", "map", *own) + op_fields(op) for op, (own, _) in _QUERY_OWN.items()}
+#: Options whose values the Python functions take as sent (arrays, maps), after the check.
+_AS_SENT = frozenset(("points", "cells", "traversal"))
 
 
 def _parse_path(rid: int, obj: dict) -> PathRequest:
@@ -312,7 +362,9 @@ def _fast_check(option):
     return int(option.min) if option.kind == "int" else float(option.min)
 
 
-_FAST_CHECKS = {option.name: _fast_check(option) for option in OPTIONS if "path" in option.ops}
+# The options of PER_REQUEST (arrays, maps) are the full validator's.
+_FAST_CHECKS = {option.name: _fast_check(option) for option in OPTIONS
+                if "path" in option.ops and option.name not in _PER_REQUEST}
 _SPACE = _FAST_CHECKS["space"]
 
 
@@ -321,7 +373,10 @@ def _parse_paths(rid: int, obj: dict) -> PathsRequest:
     name = _map_name(obj)
     # Batch-level options are defaults for every entry; validate them once, up front.
     defaults = {key: obj[key] for key in op_fields("paths") if key in obj}
-    _query({"start": [0, 0], "goal": [0, 0], **defaults}, {}, "")
+    probe = {"start": [0, 0], **defaults}
+    if probe.get("goals") is None:
+        probe["goal"] = [0, 0]
+    _query(probe, {}, "")
     if "requests" not in obj:
         raise RequestError("missing field 'requests' (a list of {start, goal, ...})", at="requests")
     entries = obj["requests"]
@@ -414,6 +469,73 @@ def _parse_get_map(rid: int, obj: dict) -> GetMapRequest:
     return GetMapRequest(rid, name, region)
 
 
+def _parse_query(rid: int, obj: dict) -> QueryRequest:
+    op = obj["op"]
+    _check_fields(obj, _QUERY_FIELDS_OF[op], "")
+    name = _map_name(obj)
+    needed = _QUERY_OWN[op][1]
+    for key in needed:
+        if obj.get(key) is None:
+            raise RequestError(f"missing field '{key}' for op '{op}'", at=key)
+    space = _SPACE_OPTION.check(obj.get("space")) or "grid"
+    args = {"unit_size": 1}
+    for key in op_fields(op):
+        value = obj.get(key)
+        if value is None or key == "space":
+            continue
+        option = BY_NAME[key]
+        checked = option.check(value)
+        args[key] = value if option.kind in _AS_SENT else checked
+    packed = False
+    if op == "reachable":
+        args["start"] = _point(obj, "start", "")
+    elif op == "next_steps":
+        args["positions"], packed = _positions(obj["positions"])
+    elif op == "check_block":
+        args["points"] = _check_points(obj["points"])
+        rects = tuple(_number_lists(obj, "rects", 4))
+        for i, (_, _, w, h) in enumerate(rects):
+            if w <= 0 or h <= 0:
+                raise RequestError(f"rectangle width and height must be > 0, got {w} x {h}", at=f"rects[{i}]")
+        args["rects"] = rects
+        args["cells"] = tuple(_number_lists(obj, "cells", 2))
+        if not rects and not args["cells"]:
+            raise RequestError("a check_block needs 'rects' ([[x, y, w, h], ...]) or 'cells' ([[x, y], ...]): "
+                               "what would be placed", at="rects")
+    return QueryRequest(rid, op, name, space, args, packed)
+
+
+def _check_points(value) -> list:
+    """check_block's ``points``: as many ``[x, y]`` as ``goals`` may hold."""
+    points = number_rows(value, 2, "points", "[x, y]")
+    limit = BY_NAME["goals"].max
+    if len(points) > limit:
+        raise TooLargeError(f"{len(points)} points; at most {limit}", at="points")
+    return points
+
+
+def _positions(value) -> tuple[np.ndarray, bool]:
+    """next_steps' ``positions``, a bin of little-endian float32 ``x, y`` pairs or an array
+    of ``[x, y]``, as float64 (n, 2) and whether it came as a bin."""
+    if type(value) is bytes:
+        if len(value) % 8:
+            raise RequestError(f"'positions' as a bin holds float32 x, y pairs (8 bytes each), got {len(value)} "
+                               "bytes", at="positions")
+        xy = np.frombuffer(value, dtype="<f4").reshape(-1, 2).astype(np.float64)
+        packed = True
+    else:
+        rows = number_rows(value, 2, "positions", "[x, y]")
+        xy = np.array(rows, dtype=np.float64).reshape(-1, 2)
+        packed = False
+    if len(xy) > MAX_POSITIONS:
+        raise TooLargeError(f"{len(xy)} positions; at most {MAX_POSITIONS}", at="positions")
+    finite = np.isfinite(xy).all(axis=1)
+    if not finite.all():
+        i = int(np.argmin(finite))
+        raise NonFiniteError(f"positions[{i}] must be finite, got {xy[i].tolist()}", at=f"positions[{i}]")
+    return xy, packed
+
+
 def _parse_bare(cls):
     def parse(rid: int, obj: dict):
         _check_fields(obj, _BARE_FIELDS, "")
@@ -432,6 +554,7 @@ _PARSERS = {
     "put_map": _parse_put_map,
     "drop_map": _parse_drop_map,
     "get_map": _parse_get_map,
+    **{op: _parse_query for op in QUERY_OPS},
 }
 
 
@@ -442,7 +565,6 @@ def _query(obj: dict, defaults: dict, prefix: str) -> PathQuery:
     """A PathQuery from ``obj``'s fields, falling back to ``defaults`` (a batch's own
     fields, already validated once)."""
     start = _point(obj, "start", prefix)
-    goal = _point(obj, "goal", prefix)
     size_source = obj if obj.get("unit_size") is not None else defaults
     unit_size = _UNIT_SIZE.check(size_source.get("unit_size"), prefix) or (1, 1)
     space_source = obj if obj.get("space") is not None else defaults
@@ -452,9 +574,20 @@ def _query(obj: dict, defaults: dict, prefix: str) -> PathQuery:
     for source in (defaults, obj):
         for key in source:
             if key in _OPTION_SET:
-                value = BY_NAME[key].check(source[key], prefix)
+                option = BY_NAME[key]
+                value = option.check(source[key], prefix)
                 if value is not None:
-                    options[key] = value
+                    options[key] = source[key] if option.kind in _AS_SENT else value
+    # One goal, or goals (the entry's own goal wins over a batch's goals).
+    if obj.get("goal") is not None:
+        if obj.get("goals") is not None:
+            raise RequestError("pass 'goal' or 'goals', not both", at=prefix + "goals")
+        options.pop("goals", None)
+        goal = _point(obj, "goal", prefix)
+    elif "goals" in options:
+        goal = None
+    else:
+        raise RequestError("missing field 'goal' ([x, y]; or 'goals', [[x, y], ...])", at=prefix + "goal")
     return PathQuery(start, goal, unit_size, space, options)
 
 

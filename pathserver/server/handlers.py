@@ -41,8 +41,10 @@ from pathserver.errors import (
     SearchLimitError,
     TooLargeError,
 )
+from pathserver.grid import queries
 from pathserver.grid.gridmap import GridMap, floor_cell
 from pathserver.grid.search import find_path, find_paths
+from pathserver.options import FUNCTIONS, PER_REQUEST
 from pathserver.protocol.cells import MapCells
 from pathserver.protocol.codec import (
     DEFAULT_LIMITS,
@@ -73,6 +75,7 @@ from pathserver.protocol.requests import (
     PathsRequest,
     PingRequest,
     PutMapRequest,
+    QueryRequest,
     StatsRequest,
     UpdateRequest,
     UploadBody,
@@ -84,6 +87,7 @@ from pathserver.protocol.requests import (
 log = logging.getLogger("pathserver.server")
 
 _WIRE_CODES = frozenset(WIRE_CODES)
+_PER_REQUEST = frozenset(PER_REQUEST)
 
 #: Path replies; long paths' points are encoded by the compiled kernels, without the GIL.
 _PATH_REPLIES = PathReplies(wire_kernels)
@@ -209,15 +213,17 @@ def handle(request, registry, stats: dict | None = None) -> dict:
         return ok_reply(request.id, {"map": request.map, "gen": registry.drop_map(request.map)})
     if kind is GetMapRequest:
         return handle_get_map(request, registry)
+    if kind is QueryRequest:
+        return handle_query(request, registry)
     raise TypeError(f"no handler for {kind.__name__}")
 
 
 def handle_path(request: PathRequest, registry) -> dict:
     gridmap = registry.get(request.map)
     query = request.query
-    unit, start, goal = _endpoints(gridmap, query)
-    result = find_path(gridmap, start, goal, unit, **query.options)
-    return _PATH_REPLIES.reply(request.id, _path_answer(gridmap, query.space, result))
+    unit, start, goal, options = _endpoints(gridmap, query)
+    result = find_path(gridmap, start, goal, unit, **options)
+    return _PATH_REPLIES.reply(request.id, _path_answer(gridmap, query.space, result, query.goal is None))
 
 
 def run_many(requests: list, registry) -> list[tuple[bytes, str | None]]:
@@ -238,23 +244,17 @@ def run_many(requests: list, registry) -> list[tuple[bytes, str | None]]:
     if entries:
         query = requests[entries[0][0]].query
         try:
-            results = find_paths(
-                gridmap,
-                [start for _, _, start, _ in entries],
-                [goal for _, _, _, goal in entries],
-                entries[0][1],
-                errors="return",
-                **query.options,
-            )
+            results = _search(gridmap, entries)
         except Exception as exc:
             results = [exc] * len(entries)
-        for (i, _, _, _), result in zip(entries, results):
+        for (i, *_), result in zip(entries, results):
             rid = requests[i].id
             if isinstance(result, BaseException):
                 answers[i] = error_reply_bytes(rid, result)
             else:
                 try:
-                    answers[i] = _PATH_REPLIES.encode(rid, _path_answer(gridmap, query.space, result)), None
+                    answer = _path_answer(gridmap, query.space, result, query.goal is None)
+                    answers[i] = _PATH_REPLIES.encode(rid, answer), None
                 except Exception as exc:
                     answers[i] = error_reply_bytes(rid, exc)
     return answers
@@ -273,10 +273,11 @@ def run_bounded(request: PathRequest, registry, budget: int, max_distance: int):
     try:
         gridmap = registry.get(request.map)
         query = request.query
-        unit, start, goal = _endpoints(gridmap, query)
+        if query.goal is None or query.options.keys() & _PER_REQUEST:
+            return None  # many goals, avoided cells or a unit class: a worker's
+        unit, start, goal, options = _endpoints(gridmap, query)
         if abs(start[0] - goal[0]) > max_distance or abs(start[1] - goal[1]) > max_distance:
             return None
-        options = query.options
         own_budget = options.get("max_expansions")
         if own_budget is not None and own_budget <= budget:
             result = find_path(gridmap, start, goal, unit, **options)
@@ -288,7 +289,7 @@ def run_bounded(request: PathRequest, registry, budget: int, max_distance: int):
                 return None
             if result.status != "found" and options.get("allow_partial"):
                 return None  # the partial path to the nearest reachable cell is a search of its own
-        return _PATH_REPLIES.encode(request.id, _path_answer(gridmap, query.space, result)), None
+        return _PATH_REPLIES.encode(request.id, _path_answer(gridmap, query.space, result, query.goal is None)), None
     except Exception as exc:
         return error_reply_bytes(request.id, exc)
 
@@ -312,20 +313,83 @@ def handle_paths(request: PathsRequest, registry) -> dict:
             results[i] = _batch_failure(item, None)
     for entries in groups.values():
         query = request.items[entries[0][0]]
-        answers = find_paths(
-            gridmap,
-            [start for _, _, start, _ in entries],
-            [goal for _, _, _, goal in entries],
-            entries[0][1],
-            errors="return",
-            **query.options,
-        )
-        for (i, _, _, _), answer in zip(entries, answers):
+        answers = _search(gridmap, entries)
+        for (i, *_), answer in zip(entries, answers):
             if isinstance(answer, BaseException):
                 results[i] = _batch_failure(answer, i)
             else:
-                results[i] = _PATH_REPLIES.entry(_path_answer(gridmap, query.space, answer))
+                results[i] = _PATH_REPLIES.entry(_path_answer(gridmap, query.space, answer, query.goal is None))
     return ok_reply(request.id, {"gen": gridmap.generation, "results": results})
+
+
+def _search(gridmap, entries: list) -> list:
+    """The PathResults (or PathserverErrors) of ``entries``, ``(i, unit, start, goal,
+    options)`` of equal unit and options: one ``find_paths`` call, spread over all cores,
+    or with ``goals`` (which ``find_paths`` has no slot for) one ``find_path`` each."""
+    _, unit, _, _, options = entries[0]
+    if "goals" not in options:
+        return find_paths(gridmap, [entry[2] for entry in entries], [entry[3] for entry in entries], unit,
+                          errors="return", **options)
+    results = []
+    for _, _, start, goal, _ in entries:
+        try:
+            results.append(find_path(gridmap, start, goal, unit, **options))
+        except PathserverError as exc:
+            results.append(exc)
+    return results
+
+
+# -- the queries beyond one path --------------------------------------------------------
+
+#: Most cells one ``field`` reply holds (a 4096 x 4096 map: 64 MiB of float32).
+MAX_FIELD_CELLS = 4096 * 4096
+
+
+def handle_query(request: QueryRequest, registry) -> dict:
+    """``reachable``, ``field``, ``next_steps`` and ``check_block``: the request's points
+    turned into grid units, then the op's function of :mod:`pathserver.grid.queries`."""
+    gridmap = registry.get(request.map)
+    op = request.op
+    args = dict(request.args)
+    space = request.space
+    for key in ("start", "goals", "positions", "points", "cells"):
+        if key in args:
+            args[key] = _grid_points(gridmap, args[key], space)
+    if "rects" in args and space == "world" and args["rects"]:
+        rects = np.asarray(args["rects"], dtype=np.float64)
+        args["rects"] = np.column_stack((_grid_points(gridmap, rects[:, :2], space), rects[:, 2:] / gridmap.cell_size))
+    if op == "field":
+        x, y, w, h = args.get("region") or (0, 0, gridmap.width, gridmap.height)
+        if w * h > MAX_FIELD_CELLS:
+            raise TooLargeError(f"a field of {w} x {h} cells; at most {MAX_FIELD_CELLS} in one reply (ask for a "
+                                "'region')", at="region")
+    answer = getattr(queries, FUNCTIONS[op])(gridmap, **args)
+    fields = {"map": request.map, "gen": gridmap.generation}
+    if op == "reachable":
+        cells, costs = answer
+        fields.update(cells=cells.astype("<i4").tobytes(), costs=costs.astype("<f4").tobytes())
+    elif op == "field":
+        fields.update(width=int(w), height=int(h), origin=[int(x), int(y)], cost=answer.astype("<f4").tobytes())
+    elif op == "next_steps":
+        steps, remaining = answer
+        if space == "world":
+            steps = (steps + 0.5) * gridmap.cell_size + np.asarray(gridmap.origin, dtype=np.float64)
+        if request.packed:
+            fields["steps"] = steps.astype("<f4").tobytes()
+        else:
+            fields["steps"] = (steps if space == "world" else steps.astype(np.int64)).tolist()
+        fields["remaining"] = remaining.astype("<f4").tobytes()
+    else:
+        fields["disconnected"] = [list(pair) for pair in answer]
+    return ok_reply(request.id, fields)
+
+
+def _grid_points(gridmap, points, space: str):
+    """Points in ``space`` as grid units (the functions floor them to cells)."""
+    if space == "grid":
+        return points
+    xy = np.asarray(points, dtype=np.float64)
+    return (xy - np.asarray(gridmap.origin, dtype=np.float64)) / gridmap.cell_size
 
 
 def handle_maps(request: MapsRequest, registry) -> dict:
@@ -425,18 +489,22 @@ def _needs_costs(gridmap) -> bool:
 
 
 def _endpoints(gridmap, query: PathQuery):
-    """``(unit, start, goal)`` for ``find_path``, which floors grid coordinates and checks
-    bounds and the unit size itself; world points are converted to cells here. ``unit`` is
-    ``k`` for a ``k x k`` unit, else ``(w, h)``: find_path reads both the same way (with the
-    same errors), and an int skips its slower check of a pair."""
+    """``(unit, start, goal, options)`` for ``find_path``, which floors grid coordinates
+    and checks bounds and the unit size itself; world points (the goals among the options
+    too) are converted to cells here. ``unit`` is ``k`` for a ``k x k`` unit, else ``(w,
+    h)``: find_path reads both the same way (with the same errors), and an int skips its
+    slower check of a pair. ``goal`` is None when the options hold ``goals``."""
     w, h = unit = query.unit_size
     if w == h:
         unit = w
+    options = query.options
     if query.space == "grid":
-        return unit, query.start, query.goal
+        return unit, query.start, query.goal, options
     start = _cell(gridmap, query.start, query.space, "start")
-    goal = _cell(gridmap, query.goal, query.space, "goal")
-    return unit, start, goal
+    goal = None if query.goal is None else _cell(gridmap, query.goal, query.space, "goal")
+    if "goals" in options:
+        options = {**options, "goals": _grid_points(gridmap, options["goals"], query.space)}
+    return unit, start, goal, options
 
 
 def _cell(gridmap, point, space: str, name: str) -> tuple[int, int]:
@@ -467,9 +535,10 @@ def _covered_cells(gridmap, x: float, y: float, w: float, h: float, at: str) -> 
     return x0, y0, x1 - x0, y1 - y0
 
 
-def _path_answer(gridmap, space: str, result) -> PathAnswer:
+def _path_answer(gridmap, space: str, result, many: bool = False) -> PathAnswer:
     """A PathResult as the protocol's PathAnswer, coordinates in ``space``: cells become
-    world points here, as world points become cells in :func:`_cell`."""
+    world points here, as world points become cells in :func:`_cell`. many: the request
+    gave ``goals`` (the answer says which was reached)."""
     if space == "world":
         scale = gridmap.cell_size
         origin = np.asarray(gridmap.origin, dtype=np.float64)
@@ -486,7 +555,8 @@ def _path_answer(gridmap, space: str, result) -> PathAnswer:
         length = float(result.length)
     # Positional, in PathAnswer's field order: keywords cost about 0.3 us a reply here.
     return PathAnswer(result.status, path, float(result.cost), length, int(result.expanded), start, goal,
-                      result.start_snapped, result.goal_snapped, result.generation)
+                      result.start_snapped, result.goal_snapped, result.generation,
+                      None if not many else -1 if result.goal_index is None else result.goal_index)
 
 
 def _batch_failure(exc: BaseException, index: int | None) -> dict:

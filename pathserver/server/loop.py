@@ -404,7 +404,7 @@ class Server:
         self._latency_count += 1
 
     def _count_op(self, request) -> None:
-        op = "invalid" if request is None else _OP_NAMES.get(type(request), "?")
+        op = "invalid" if request is None else _OP_NAMES.get(type(request)) or getattr(request, "op", "?")
         self._ops[op] = self._ops.get(op, 0) + 1
 
     # -- workers -----------------------------------------------------------------------

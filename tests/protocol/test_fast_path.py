@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pathserver.errors import PathserverError
+from pathserver.options import PER_REQUEST
 from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, decode_request, peek_id
 from pathserver.protocol.requests import (
     _FAST_CHECKS,
@@ -41,8 +42,16 @@ def reference(body: bytes, limits: Limits = DEFAULT_LIMITS):
         return None, reply, code
 
 
-def test_every_optional_field_has_a_fast_check():
-    assert _FAST_CHECKS.keys() == _FAST_OPTIONAL
+def test_every_optional_field_has_a_fast_check_but_the_per_request_ones():
+    # goals, avoid, avoid_cost and traversal are the full validator's (arrays and maps).
+    assert _FAST_CHECKS.keys() == _FAST_OPTIONAL - set(PER_REQUEST)
+
+
+@pytest.mark.parametrize("fields", [{"goals": [[1, 1]], "goal": None}, {"avoid": {"cells": [[1, 1]]}},
+                                    {"avoid_cost": 2}, {"traversal": {}}])
+def test_a_per_request_option_goes_to_the_full_validator(fields):
+    assert parse_path_fast({**BASE, **fields}) is None
+    assert type(parse_request({**BASE, **fields})) is PathRequest
 
 
 @pytest.mark.parametrize(
