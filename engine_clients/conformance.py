@@ -87,17 +87,25 @@ def _float32(values) -> bytes:
     return struct.pack(f"<{len(values)}f", *(number(v) for v in values))
 
 
+def _points(rows) -> list:
+    return [[number(v) for v in row] for row in rows]
+
+
+def _listed(values) -> list:
+    """Floats as a scenario writes them: ``"inf"`` for +inf."""
+    return ["inf" if math.isinf(v) else float(v) for v in values]
+
+
 def _answer(client, request: dict) -> dict:
     op = request.get("op", "path")
+    unit_size = request.get("unit_size", 1)
+    options = request.get("options", {})
     if op == "path":
-        reply = client.find_path(
-            request["map"],
-            [number(v) for v in request["start"]],
-            [number(v) for v in request["goal"]],
-            request.get("unit_size", 1),
-            **request.get("options", {}),
-        )
-        return {
+        goal = [number(v) for v in request["goal"]] if "goal" in request else None
+        if "goals" in request:
+            options = {**options, "goals": _points(request["goals"])}
+        reply = client.find_path(request["map"], [number(v) for v in request["start"]], goal, unit_size, **options)
+        got = {
             "status": reply["status"],
             "cost": reply["cost"],
             "start": reply["start"],
@@ -106,6 +114,27 @@ def _answer(client, request: dict) -> dict:
             "start_snapped": reply["start_snapped"],
             "goal_snapped": reply["goal_snapped"],
         }
+        if "goals" in request:
+            got["goal_index"] = reply["goal_index"]
+        return got
+    if op == "reachable":
+        reply = client.reachable(request["map"], _points([request["start"]])[0], request["budget"], unit_size,
+                                 **options)
+        cells, costs = reply["cells"], reply["costs"]
+        return {"status": "ok", "count": len(cells), "first": cells[0].tolist() if len(cells) else None,
+                "last_cost": float(costs[-1]) if len(costs) else None}
+    if op == "field":
+        reply = client.distance_field(request["map"], _points(request["goals"]), unit_size, **options)
+        return {"status": "ok", "width": reply["width"], "height": reply["height"], "origin": reply["origin"],
+                "cost": _listed(reply["cost"].ravel())}
+    if op == "next_steps":
+        reply = client.next_steps(request["map"], _points(request["goals"]), unit_size,
+                                  _points(request["positions"]), **options)
+        return {"status": "ok", "steps": reply["steps"].tolist(), "remaining": _listed(reply["remaining"])}
+    if op == "check_block":
+        reply = client.check_block(request["map"], rects=request.get("rects", []), cells=request.get("cells", []),
+                                   unit_size=unit_size, points=_points(request["points"]), **options)
+        return {"status": "ok", "disconnected": reply["disconnected"]}
     fields = {key: value for key, value in request.items() if key not in ("op", "timeout_ms")}
     if not fields:
         # An op alone goes out as it is, required fields missing included.

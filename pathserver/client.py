@@ -36,10 +36,12 @@ import itertools
 import time
 
 import msgpack
+import numpy as np
 import zmq
 import zmq.asyncio
 
 from pathserver.errors import PathserverError
+from pathserver.protocol import arrays
 from pathserver.protocol.cells import MapCells
 from pathserver.security import client_curve_options
 from pathserver.transport import client_socket, send_request
@@ -92,7 +94,32 @@ def _decode(body: bytes):
 
 
 def _path_fields(map, start, goal, unit_size, options) -> dict:
-    return {"map": map, "start": list(start), "goal": list(goal), "unit_size": unit_size, **options}
+    fields = {"map": map, "start": list(start), "unit_size": unit_size, **options}
+    if goal is not None:
+        fields["goal"] = list(goal)
+    return fields
+
+
+def _query_fields(map, unit_size, options, **given) -> dict:
+    """A query's fields: numpy arrays of points as lists (``_plain``), positions as a bin."""
+    fields = {"map": map, "unit_size": unit_size, **given, **options}
+    if "positions" in fields:
+        fields["positions"] = arrays.to_bin(np.asarray(fields["positions"], dtype=np.float64).reshape(-1, 2),
+                                            arrays.FLOAT32)
+    return fields
+
+
+def _query_reply(op: str, reply: dict) -> dict:
+    """A query's reply with its bins as numpy arrays (read-only)."""
+    if op == "reachable":
+        reply["cells"] = arrays.pairs(reply["cells"], arrays.INT32, "cells")
+        reply["costs"] = arrays.values(reply["costs"])
+    elif op == "field":
+        reply["cost"] = arrays.values(reply["cost"], shape=(reply["height"], reply["width"]))
+    elif op == "next_steps":
+        reply["steps"] = arrays.pairs(reply["steps"], arrays.FLOAT32, "steps")
+        reply["remaining"] = arrays.values(reply["remaining"])
+    return reply
 
 
 def _paths_fields(map, queries, unit_size, options) -> dict:
@@ -106,10 +133,16 @@ def _paths_fields(map, queries, unit_size, options) -> dict:
     return {"map": map, "unit_size": unit_size, "requests": entries, **options}
 
 
-def _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size) -> dict:
+def _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names=None,
+                    classes=None) -> dict:
     cells = MapCells.from_arrays(walkable_or_costs, costs=costs, heights=heights, tags=tags)
-    return {"map": map, "width": cells.width, "height": cells.height, **cells.to_wire(),
-            "origin": [float(origin[0]), float(origin[1])], "cell_size": float(cell_size)}
+    fields = {"map": map, "width": cells.width, "height": cells.height, **cells.to_wire(),
+              "origin": [float(origin[0]), float(origin[1])], "cell_size": float(cell_size)}
+    if tag_names is not None:
+        fields["tag_names"] = dict(tag_names)
+    if classes is not None:
+        fields["classes"] = {name: dict(rules) for name, rules in dict(classes).items()}
+    return fields
 
 
 def _get_map_fields(map, region) -> dict:
@@ -180,9 +213,35 @@ class Client:
 
     # -- the API -------------------------------------------------------------------------
 
-    def find_path(self, map: str, start, goal, unit_size=1, **options) -> dict:
-        """The ``path`` reply: ``status``, ``path``, ``cost``, ``start``, ``goal``, ``gen``..."""
+    def find_path(self, map: str, start, goal=None, unit_size=1, **options) -> dict:
+        """The ``path`` reply: ``status``, ``path``, ``cost``, ``start``, ``goal``, ``gen``...;
+        with ``goals=[...]`` in place of ``goal``, the cheapest reachable of them
+        (``goal_index`` says which)."""
         return self.request("path", **_path_fields(map, start, goal, unit_size, options))
+
+    def reachable(self, map: str, start, budget, unit_size=1, **options) -> dict:
+        """The movement range (``reachable``): the reply with ``cells`` int32 (n, 2) grid
+        ``(x, y)``, cheapest first, and ``costs`` float32 (n,)."""
+        return _query_reply("reachable", self.request(
+            "reachable", **_query_fields(map, unit_size, options, start=list(start), budget=budget)))
+
+    def distance_field(self, map: str, goals, unit_size=1, **options) -> dict:
+        """The Dijkstra map (``field``): the reply with ``cost`` float32 (height, width),
+        indexed ``[y, x]`` from ``origin`` (the ``region``'s corner), ``inf`` where no goal
+        is reached."""
+        return _query_reply("field", self.request("field", **_query_fields(map, unit_size, options, goals=goals)))
+
+    def next_steps(self, map: str, goals, unit_size, positions, **options) -> dict:
+        """Steer many units (``next_steps``; positions go as a float32 bin): the reply with
+        ``steps`` float32 (n, 2), where each unit heads, and ``remaining`` float32 (n,)."""
+        return _query_reply("next_steps", self.request(
+            "next_steps", **_query_fields(map, unit_size, options, goals=goals, positions=positions)))
+
+    def check_block(self, map: str, rects=(), cells=(), unit_size=1, points=(), **options) -> dict:
+        """Would making ``rects`` / ``cells`` solid cut any of ``points`` off from each
+        other (``check_block``)? The reply's ``disconnected``: ``[i, j]`` pairs."""
+        return self.request("check_block", **_query_fields(map, unit_size, options, rects=rects, cells=cells,
+                                                           points=points))
 
     def find_paths(self, map: str, queries, unit_size=1, **options) -> list[dict]:
         """One ``paths`` round trip. ``queries``: ``(start, goal)`` pairs or entry maps.
@@ -200,7 +259,7 @@ class Client:
         return self.request("update", **_update_fields(map, rects, cells, solid, cost, space, if_gen))
 
     def put_map(self, map: str, walkable_or_costs, *, costs=None, heights=None, tags=None, origin=(0.0, 0.0),
-                cell_size: float = 1.0) -> dict:
+                cell_size: float = 1.0, tag_names=None, classes=None) -> dict:
         """Upload a map (or replace the one uploaded under ``map``); the reply's ``gen`` is
         its generation. Arrays are indexed ``[y, x]``:
 
@@ -210,10 +269,12 @@ class Client:
         costs: float, exact costs of walkable cells (with a bool or integer array).
         heights: float, finite; tags: integers 0..255, stored with the map.
         origin, cell_size: the world transform (``space: "world"``).
+        tag_names: ``{name: tag value 1..255}``; classes: the map's unit classes,
+            ``{"boat": {"land": None, "shallows": 2.0}}`` (a request's ``traversal``).
 
         ValueError / TypeError for arrays that cannot be sent (nothing is sent then).
         """
-        fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size)
+        fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names, classes)
         return self.result(self._submit("put_map", fields, max(self.timeout, UPLOAD_TIMEOUT_S)))
 
     def get_map(self, map: str, region=None) -> MapCells:
@@ -345,8 +406,24 @@ class AsyncClient:
         self._ids = itertools.count(1)
         self._pending: dict[int, list] = {}  # id -> [future, body, epoch sent on]
 
-    async def find_path(self, map: str, start, goal, unit_size=1, **options) -> dict:
+    async def find_path(self, map: str, start, goal=None, unit_size=1, **options) -> dict:
         return await self.request("path", **_path_fields(map, start, goal, unit_size, options))
+
+    async def reachable(self, map: str, start, budget, unit_size=1, **options) -> dict:
+        return _query_reply("reachable", await self.request(
+            "reachable", **_query_fields(map, unit_size, options, start=list(start), budget=budget)))
+
+    async def distance_field(self, map: str, goals, unit_size=1, **options) -> dict:
+        return _query_reply("field", await self.request("field", **_query_fields(map, unit_size, options,
+                                                                                  goals=goals)))
+
+    async def next_steps(self, map: str, goals, unit_size, positions, **options) -> dict:
+        return _query_reply("next_steps", await self.request(
+            "next_steps", **_query_fields(map, unit_size, options, goals=goals, positions=positions)))
+
+    async def check_block(self, map: str, rects=(), cells=(), unit_size=1, points=(), **options) -> dict:
+        return await self.request("check_block", **_query_fields(map, unit_size, options, rects=rects, cells=cells,
+                                                                 points=points))
 
     async def find_paths(self, map: str, queries, unit_size=1, **options) -> list[dict]:
         return (await self.request("paths", **_paths_fields(map, queries, unit_size, options)))["results"]
@@ -359,8 +436,8 @@ class AsyncClient:
         return await self.request("update", **_update_fields(map, rects, cells, solid, cost, space, if_gen))
 
     async def put_map(self, map: str, walkable_or_costs, *, costs=None, heights=None, tags=None,
-                      origin=(0.0, 0.0), cell_size: float = 1.0) -> dict:
-        fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size)
+                      origin=(0.0, 0.0), cell_size: float = 1.0, tag_names=None, classes=None) -> dict:
+        fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names, classes)
         return await self._request("put_map", fields, max(self.timeout, UPLOAD_TIMEOUT_S))
 
     async def get_map(self, map: str, region=None) -> MapCells:

@@ -344,32 +344,40 @@ def _check_tags(tags, tag_names, classes, shape) -> tuple:
     if tags is not None:
         tags = np.asarray(tags)
         if tags.shape != shape:
-            raise MapLoadError(f"tags has shape {tags.shape}, walkable has {shape}")
+            raise MapLoadError(f"tags has shape {tags.shape}, walkable has {shape}", at="tags")
         if tags.dtype.kind not in "biu" or (tags.size and (tags.min() < 0 or tags.max() > 255)):
-            raise MapLoadError("tags must be integers 0..255 (0: untagged)")
+            raise MapLoadError("tags must be integers 0..255 (0: untagged)", at="tags")
         tags = _readonly(np.ascontiguousarray(tags, dtype=np.uint8))
     names = {}
-    for name, value in dict(tag_names or {}).items():
+    if tag_names is not None and not isinstance(tag_names, dict):
+        raise MapLoadError(f"tag_names must map names to values 1..255, got {type(tag_names).__name__}",
+                           at="tag_names")
+    for name, value in (tag_names or {}).items():
         if not isinstance(name, str) or not name:
-            raise MapLoadError(f"tag names must be non-empty strings, got {name!r}")
+            raise MapLoadError(f"tag names must be non-empty strings, got {name!r}", at="tag_names")
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= 255:
-            raise MapLoadError(f"tag {name!r} must have a value 1..255, got {value!r}")
+            raise MapLoadError(f"tag {name!r} must have a value 1..255, got {value!r}", at=f"tag_names.{name}")
         names[name] = int(value)
     if len(set(names.values())) != len(names):
-        raise MapLoadError("two tag names share a value")
+        raise MapLoadError("two tag names share a value", at="tag_names")
     if names and tags is None:
-        raise MapLoadError("tag_names need a tags layer")
+        raise MapLoadError("tag_names need a tags layer", at="tag_names")
     checked = {}
-    for unit_class, rules in dict(classes or {}).items():
+    if classes is not None and not isinstance(classes, dict):
+        raise MapLoadError(f"classes must map names to {{tag: None | multiplier}}, got {type(classes).__name__}",
+                           at="classes")
+    for unit_class, rules in (classes or {}).items():
         if not isinstance(unit_class, str) or not unit_class or not isinstance(rules, dict):
-            raise MapLoadError(f"classes must map names to {{tag: None | multiplier}}, got {unit_class!r}")
+            raise MapLoadError(f"classes must map names to {{tag: None | multiplier}}, got {unit_class!r}",
+                               at="classes")
         for tag, multiplier in rules.items():
             if tag not in names:
-                raise MapLoadError(f"class {unit_class!r} names the unknown tag {tag!r}")
+                raise MapLoadError(f"class {unit_class!r} names the unknown tag {tag!r}",
+                                   at=f"classes.{unit_class}")
             if multiplier is not None and (isinstance(multiplier, bool) or not isinstance(multiplier, (int, float))
                                            or not math.isfinite(multiplier) or multiplier < 1):
                 raise MapLoadError(f"class {unit_class!r}: tag {tag!r} takes None or a number >= 1, "
-                                   f"got {multiplier!r}")
+                                   f"got {multiplier!r}", at=f"classes.{unit_class}.{tag}")
         checked[unit_class] = {tag: None if m is None else float(m) for tag, m in rules.items()}
     return tags, names, checked
 
@@ -503,7 +511,8 @@ class GridMap:
         if cells.region is not None:
             x, y = cells.region[0], cells.region[1]
             origin = (origin[0] + x * cell_size, origin[1] + y * cell_size)
-        kwargs = {"origin": origin, "cell_size": cell_size, "tags": cells.tags, **kwargs}
+        kwargs = {"origin": origin, "cell_size": cell_size, "tags": cells.tags,
+                  "tag_names": getattr(cells, "tag_names", None), "classes": getattr(cells, "classes", None), **kwargs}
         return cls(cells.walkable, cells.cost, cells.heights, **kwargs)
 
     @classmethod

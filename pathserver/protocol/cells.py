@@ -49,7 +49,9 @@ class MapCells:
     name, gen (the map's generation), map_size (the whole map's ``(width, height)``),
     region (``(x, y, w, h)``, the cells these arrays cover), origin and cell_size (the
     whole map's world transform: cell ``(x, y)``'s centre is ``origin + (x + 0.5, y + 0.5)
-    * cell_size``).
+    * cell_size``), tag_names (``{name: tag value}``) and classes (``{class: {tag name:
+    None | multiplier}}``), the names of the ``tags`` layer's values and the map's unit
+    classes (None: none; ``put_map`` sends them, ``get_map`` returns them).
 
     ``pathserver.GridMap.from_cells(cells)`` makes a map to search in process from it.
     """
@@ -64,6 +66,8 @@ class MapCells:
     gen: int | None = None
     map_size: tuple | None = None
     region: tuple | None = None
+    tag_names: dict | None = None
+    classes: dict | None = None
 
     @property
     def width(self) -> int:
@@ -160,7 +164,8 @@ class MapCells:
         return cls.from_wire(
             w, h, reply["cells"], reply.get("costs"), reply.get("heights"), reply.get("tags"),
             origin=tuple(reply["origin"]), cell_size=reply["cell_size"], name=reply["map"], gen=reply["gen"],
-            map_size=(reply["width"], reply["height"]), region=(x, y, w, h),
+            map_size=(reply["width"], reply["height"]), region=(x, y, w, h), tag_names=reply.get("tag_names"),
+            classes=reply.get("classes"),
         )
 
     # -- from the caller's arrays --------------------------------------------------------

@@ -23,6 +23,7 @@ import numpy as np
 from pathserver.errors import NonFiniteError, RequestError, TooLargeError, UnknownOpError
 from pathserver.options import BY_NAME, OPTIONS, PER_REQUEST, QUERY_OPS, number, number_rows, op_fields, quoted
 from pathserver.options import wire_defaults, wire_type
+from pathserver.protocol import arrays
 from pathserver.protocol.cells import MapCells, check_side
 
 OPS = ("path", "paths", "maps", "update", "ping", "stats", "put_map", "drop_map", "get_map", *QUERY_OPS)
@@ -225,7 +226,8 @@ _QUERY_FIELDS = ("start", "goal") + op_fields("paths")
 _PATH_FIELDS = ("id", "op", "map", "start", "goal") + op_fields("path")
 _PATHS_FIELDS = ("id", "op", "map", "requests") + op_fields("paths")
 _UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost") + op_fields("update") + ("if_gen",)
-_PUT_MAP_FIELDS = ("id", "op", "map", "width", "height", "cells", "costs", "heights", "origin", "cell_size", "tags")
+_PUT_MAP_FIELDS = ("id", "op", "map", "width", "height", "cells", "costs", "heights", "origin", "cell_size", "tags",
+                   "tag_names", "classes")
 _DROP_MAP_FIELDS = ("id", "op", "map")
 _GET_MAP_FIELDS = ("id", "op", "map", "region")
 _BARE_FIELDS = ("id", "op")
@@ -428,9 +430,14 @@ def _parse_put_map(rid: int, obj: dict) -> PutMapRequest:
     name = _map_name(obj)
     width = check_side(obj.get("width"), "width")
     height = check_side(obj.get("height"), "height")
-    wire = {key: obj[key] for key in ("cells", "costs", "heights", "tags") if obj.get(key) is not None}
+    wire = {key: obj[key] for key in ("cells", "costs", "heights", "tags", "tag_names", "classes")
+            if obj.get(key) is not None}
+    for key in ("tag_names", "classes"):
+        if key in wire and type(wire[key]) is not dict:
+            raise RequestError(f"'{key}' must be a map, got {wire_type(wire[key])}", at=key)
+    # What the names and classes hold is GridMap's to check (the handler's build).
     cells = MapCells.from_wire(width, height, obj.get("cells"), wire.get("costs"), wire.get("heights"),
-                               wire.get("tags"))
+                               wire.get("tags"), tag_names=wire.get("tag_names"), classes=wire.get("classes"))
     origin = (0.0, 0.0)
     if obj.get("origin") is not None:
         origin = tuple(float(v) for v in _numbers(obj["origin"], 2, "origin", "'origin' must be [x, y]"))
@@ -518,10 +525,7 @@ def _positions(value) -> tuple[np.ndarray, bool]:
     """next_steps' ``positions``, a bin of little-endian float32 ``x, y`` pairs or an array
     of ``[x, y]``, as float64 (n, 2) and whether it came as a bin."""
     if type(value) is bytes:
-        if len(value) % 8:
-            raise RequestError(f"'positions' as a bin holds float32 x, y pairs (8 bytes each), got {len(value)} "
-                               "bytes", at="positions")
-        xy = np.frombuffer(value, dtype="<f4").reshape(-1, 2).astype(np.float64)
+        xy = arrays.pairs(value, arrays.FLOAT32, "positions").astype(np.float64)
         packed = True
     else:
         rows = number_rows(value, 2, "positions", "[x, y]")

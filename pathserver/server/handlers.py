@@ -35,9 +35,11 @@ from pathserver.core import wire as wire_kernels
 from pathserver.errors import (
     WIRE_CODES,
     ConflictError,
+    MapLoadError,
     OutOfBoundsError,
     OverloadedError,
     PathserverError,
+    RequestError,
     SearchLimitError,
     TooLargeError,
 )
@@ -45,6 +47,7 @@ from pathserver.grid import queries
 from pathserver.grid.gridmap import GridMap, floor_cell
 from pathserver.grid.search import find_path, find_paths
 from pathserver.options import FUNCTIONS, PER_REQUEST
+from pathserver.protocol import arrays
 from pathserver.protocol.cells import MapCells
 from pathserver.protocol.codec import (
     DEFAULT_LIMITS,
@@ -367,18 +370,18 @@ def handle_query(request: QueryRequest, registry) -> dict:
     fields = {"map": request.map, "gen": gridmap.generation}
     if op == "reachable":
         cells, costs = answer
-        fields.update(cells=cells.astype("<i4").tobytes(), costs=costs.astype("<f4").tobytes())
+        fields.update(cells=arrays.to_bin(cells, arrays.INT32), costs=arrays.to_bin(costs, arrays.FLOAT32))
     elif op == "field":
-        fields.update(width=int(w), height=int(h), origin=[int(x), int(y)], cost=answer.astype("<f4").tobytes())
+        fields.update(width=int(w), height=int(h), origin=[int(x), int(y)], cost=arrays.to_bin(answer, arrays.FLOAT32))
     elif op == "next_steps":
         steps, remaining = answer
         if space == "world":
             steps = (steps + 0.5) * gridmap.cell_size + np.asarray(gridmap.origin, dtype=np.float64)
         if request.packed:
-            fields["steps"] = steps.astype("<f4").tobytes()
+            fields["steps"] = arrays.to_bin(steps, arrays.FLOAT32)
         else:
             fields["steps"] = (steps if space == "world" else steps.astype(np.int64)).tolist()
-        fields["remaining"] = remaining.astype("<f4").tobytes()
+        fields["remaining"] = arrays.to_bin(remaining, arrays.FLOAT32)
     else:
         fields["disconnected"] = [list(pair) for pair in answer]
     return ok_reply(request.id, fields)
@@ -440,7 +443,11 @@ def build_map(request: PutMapRequest) -> tuple[GridMap, dict]:
     """The GridMap of a ``put_map`` (not yet served) and how long its parts took:
     ``{"clearance_ms", "components_ms"}``."""
     started = time.perf_counter()
-    gridmap = GridMap.from_cells(request.cells, origin=request.origin, cell_size=request.cell_size, name=request.map)
+    try:
+        gridmap = GridMap.from_cells(request.cells, origin=request.origin, cell_size=request.cell_size,
+                                     name=request.map)
+    except MapLoadError as exc:  # the tag names and classes (the layers are checked already)
+        raise RequestError(exc.message, at=exc.at) from None
     built = time.perf_counter()
     gridmap.layer_for(1, 1)
     done = time.perf_counter()
@@ -471,6 +478,8 @@ def handle_get_map(request: GetMapRequest, registry) -> dict:
         "map": request.map, "gen": gridmap.generation, "width": gridmap.width, "height": gridmap.height,
         "origin": [float(ox), float(oy)], "cell_size": float(gridmap.cell_size), "region": [x, y, w, h],
         **cells.to_wire(with_costs=_needs_costs(gridmap)),
+        **({"tag_names": dict(gridmap.tag_names)} if gridmap.tag_names else {}),
+        **({"classes": {name: dict(rules) for name, rules in gridmap.classes.items()}} if gridmap.classes else {}),
     })
 
 

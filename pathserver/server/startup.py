@@ -77,6 +77,7 @@ def _warm_steps():
     from pathserver.core.wire import pack_float_points, pack_int_points, packed_points_bound
     from pathserver.errors import PathserverError
     from pathserver.grid.gridmap import GridMap
+    from pathserver.grid.queries import check_block, distance_field, next_steps, reachable
     from pathserver.grid.search import find_path
 
     costly = GridMap.from_ascii(
@@ -103,6 +104,24 @@ def _warm_steps():
                 pass
         return run
 
+    tagged = GridMap(costly.walkable, costly.cost, tags=np.eye(4, 8, dtype=np.uint8), tag_names={"mud": 1},
+                     classes={"truck": {"mud": None}})
+
+    def queries():
+        # Both kinds of map (terrain costs, uniform), with and without avoided cells.
+        for gridmap in (costly, uniform):
+            for avoid, avoid_cost in ((None, None), ({"cells": [(2, 0)]}, None), ({"rects": [(2, 0, 1, 2)]}, 3)):
+                extra = {"avoid": avoid, "avoid_cost": avoid_cost}
+                reachable(gridmap, (0, 0), 4.0, 1, **extra)
+                distance_field(gridmap, [(7, 2)], 1, **extra)
+                distance_field(gridmap, [(7, 2)], 1, max_cost=3.0, region=(0, 0, 2, 2), **extra)
+                for lookahead in ("cell", "los"):
+                    next_steps(gridmap, [(7, 2)], 1, [(0, 0), (3, 2)], lookahead=lookahead, **extra)
+                find_path(gridmap, (0, 0), goals=[(7, 2), (0, 2)], **extra)
+            check_block(gridmap, cells=[(1, 0)], points=[(0, 0), (7, 2)])
+            check_block(gridmap, cells=[(1, 0)], points=[(0, 0), (7, 2)], diagonal="always")
+        find_path(tagged, (0, 0), (7, 3), traversal="truck")
+
     def wire():
         out = np.empty(packed_points_bound(2), dtype=np.uint8)
         pack_int_points(np.zeros((2, 2), dtype=np.int32), out)
@@ -116,6 +135,7 @@ def _warm_steps():
         # Long paths are encoded for the wire by compiled kernels (pathserver.core.wire).
         ("the reply encoder", wire),
         ("map edits", lambda: costly.edit(cells=[(0, 3)], solid=True)),
+        ("movement range, flow fields, steering, many goals, blockers, unit classes", queries),
     ]
 
 

@@ -3,6 +3,7 @@ never an exception, always exactly one well-formed reply with a known code and n
 traceback. (Short by default; the long runs belong to the reliability tests.)"""
 
 import math
+import struct
 
 import msgpack
 import pytest
@@ -19,6 +20,14 @@ VALID = [
     {"id": 3, "op": "update", "map": "tiny", "rects": [[1, 1, 1, 1]], "solid": True},
     {"id": 4, "op": "maps"},
     {"id": 5, "op": "ping"},
+    {"id": 6, "op": "path", "map": "tiny", "start": [0, 0], "goals": [[3, 2], [0, 2]], "avoid": {"cells": [[2, 1]]},
+     "avoid_cost": 3, "traversal": {}},
+    {"id": 7, "op": "reachable", "map": "tiny", "start": [0, 0], "budget": 3, "avoid": {"rects": [[2, 0, 1, 2]]}},
+    {"id": 8, "op": "field", "map": "tiny", "goals": [[3, 2]], "region": [0, 0, 2, 2], "max_cost": 5},
+    {"id": 9, "op": "next_steps", "map": "tiny", "goals": [[3, 2]], "positions": bytes(8), "lookahead": "los"},
+    {"id": 10, "op": "next_steps", "map": "tiny", "goals": [[3, 2]], "positions": [[0.5, 0.5]], "space": "world"},
+    {"id": 11, "op": "check_block", "map": "tiny", "cells": [[2, 1]], "rects": [[0, 1, 1, 1]],
+     "points": [[0, 0], [3, 2]]},
 ]
 
 values = st.recursive(
@@ -66,6 +75,32 @@ def test_mutated_requests(registry, request_, key, value):
     reply = check(msgpack.packb(mutated, use_bin_type=True), registry)
     if key != "id":
         assert reply["id"] == request_["id"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data(), values)
+def test_each_field_of_each_request_mutated(registry, data, value):
+    """Every field a valid request has, replaced by any value (the new ops' fields too)."""
+    request_ = dict(data.draw(st.sampled_from(VALID)))
+    key = data.draw(st.sampled_from(sorted(set(request_) - {"id"})))
+    request_[key] = value
+    reply = check(msgpack.packb(request_, use_bin_type=True), registry)
+    assert reply["id"] == request_["id"]
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 2**64 - 1, -(2**63), 1e308, -1e308])
+def test_extreme_numbers_in_the_queries(registry, value):
+    for request_ in VALID[5:]:
+        for key, field in request_.items():
+            if type(field) is list and field and type(field[0]) is list:
+                check(msgpack.packb({**request_, key: [[value] * len(field[0])]}), registry)
+            elif type(field) in (int, float) and key != "id":
+                check(msgpack.packb({**request_, key: value}), registry)
+            elif type(field) is dict:
+                for part, rows in field.items():
+                    check(msgpack.packb({**request_, key: {part: [[value] * len(rows[0])]}}), registry)
+    positions = struct.pack("<2f", value if abs(value) < 1e39 else math.inf, 0.0)
+    check(msgpack.packb({**VALID[8], "positions": positions}), registry)
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 2**64 - 1, -(2**63), 1e308, -1e308])

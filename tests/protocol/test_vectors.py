@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import msgpack
+import numpy as np
 import pytest
 
 from pathserver.maps.registry import MapRegistry
@@ -73,6 +74,34 @@ def test_map_op_request_vectors_are_what_the_encoder_writes():
     update = {"id": 3, "op": "update", "map": "yard", "cells": [[0, 0]], "solid": True, "if_gen": 0}
     assert encode(update) == VECTORS["conflict-request"]
     assert encode({"id": 4, "op": "drop_map", "map": "yard"}) == VECTORS["drop-map-request"]
+
+
+#: The session of the queries beyond one path, in order (docs/protocol.md).
+QUERY_SESSION = ("court-put", "goals", "reachable", "field", "next-steps", "check-block")
+
+
+def test_the_query_vectors_are_one_session_byte_for_byte(tmp_path):
+    registry = MapRegistry(tmp_path)
+    registry.load_all()
+    for name in QUERY_SESSION:
+        assert respond(VECTORS[f"{name}-request"], registry) == VECTORS[f"{name}-reply"], name
+
+
+def test_the_query_vectors_say_what_the_document_says():
+    def reply(name):
+        return msgpack.unpackb(VECTORS[f"{name}-reply"])
+
+    assert reply("goals")["goal_index"] == 1 and reply("goals")["path"] == [[0, 0], [0, 1], [0, 2]]
+    cells = np.frombuffer(reply("reachable")["cells"], "<i4").reshape(-1, 2).tolist()
+    assert cells == [[0, 0], [1, 0], [0, 1], [2, 0], [0, 2]]
+    assert np.frombuffer(reply("reachable")["costs"], "<f4").tolist() == [0, 1, 1, 2, 2]
+    root2 = np.float32(2 ** 0.5)
+    cost = np.frombuffer(reply("field")["cost"], "<f4")
+    assert cost.tolist() == [np.float32(3 + root2), np.float32(2 + root2), 4.0, np.inf]
+    assert np.frombuffer(reply("next-steps")["steps"], "<f4").tolist() == [1, 0, 3, 1]
+    assert reply("check-block")["disconnected"] == [[0, 1], [1, 2]]
+    request = decode_request(VECTORS["next-steps-request"])
+    assert np.frombuffer(request["positions"], "<f4").tolist() == [0.5, 0.5, 3.5, 0.5]
 
 
 def test_reply_keys_start_with_id_then_ok():
