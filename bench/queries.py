@@ -16,6 +16,10 @@ run (the machine is shared: read the ratios), then judged PASS or FAIL:
   steering        next_steps(10,000 units, 1 goal), cold  vs  find_paths of the same
                   10,000 trips                                              >= 20x
                   the same call again (the field cached)                     <= 5 ms
+  over the wire   a real server on loopback, the Python client: next_steps for 10,000
+                  units (positions a float32 bin), cold  vs  paths batches of the same
+                  10,000 path requests                                      >= 20x
+                  the same call again, the whole round trip (one frame)     <= 16 ms
   avoid           200 avoided cells  vs  the same request without: find_path (A*),
                   reachable, distance_field                                 <= 1.5x
   check_block     a 2x2 building at a random spot, 8 points  vs  relabelling the whole
@@ -230,6 +234,54 @@ class Bench:
         self.row(f"next_steps, {units} units, warm", 1e3 * warm, "ms", 1e3 * cold, "the cold call", "<= 5 ms",
                  warm <= 5e-3, f"lookahead 'los': {1e3 * warm_los_first:.1f} ms first, {1e3 * warm_los:.2f} ms after")
 
+    def over_the_wire(self, units: int = 10_000) -> None:
+        import tempfile
+        import threading
+
+        from pathserver.client import Client
+        from pathserver.maps.registry import MapRegistry
+        from pathserver.server.loop import Server
+        from pathserver.protocol.requests import MAX_BATCH
+
+        positions = self.pick(units).astype(np.float64) + self.rng.uniform(0, 1, size=(units, 2))
+        goal = tuple(self.pick(1)[0].tolist())
+        starts = np.floor(positions).astype(int).tolist()
+        with tempfile.TemporaryDirectory() as folder:
+            registry = MapRegistry(Path(folder))
+            registry.load_all()
+            server = Server(registry, "tcp://127.0.0.1:0")
+            server.bind()
+            thread = threading.Thread(target=server.run, daemon=True)
+            thread.start()
+            try:
+                with Client(server.endpoint, timeout=300, retries=0) as client:
+                    client.put_map(self.name, self.map.walkable)
+                    cold = timed(lambda: client.next_steps(self.name, [goal], 1, positions))
+                    warm = [timed(lambda: client.next_steps(self.name, [goal], 1, positions)) for _ in range(10)]
+                    baseline_units = units if not self.quick else units // 10
+
+                    def batches():
+                        # One batch at a time: each is spread over every core, and the
+                        # server's queue holds one batch's worth of entries.
+                        for i in range(0, baseline_units, MAX_BATCH):
+                            client.request("paths", map=self.name, requests=[
+                                {"start": s, "goal": list(goal)} for s in starts[i:min(i + MAX_BATCH, baseline_units)]])
+
+                    paths = timed(batches) * units / baseline_units
+            finally:
+                server.stop()
+                thread.join(10)
+                server.close()
+                registry.stop()
+        ratio = paths / cold
+        self.row(f"wire: next_steps, {units} units, cold", 1e3 * cold, "ms", 1e3 * paths,
+                 f"paths batches of {units} trips" + (" (scaled)" if baseline_units != units else ""), ">= 20x",
+                 ratio >= 20, f"{ratio:.0f}x faster")
+        median = statistics.median(warm)
+        self.row(f"wire: next_steps, {units} units, warm", 1e3 * median, "ms", 1e3 * cold, "the cold call",
+                 "<= 16 ms", median <= 16e-3, f"median of 10 round trips; best {1e3 * min(warm):.2f} ms, worst "
+                 f"{1e3 * max(warm):.2f} ms")
+
     def avoid(self, rounds: int, n_cells: int = 200) -> None:
         m = self.map
         problems = [(tuple(a), tuple(b)) for a, b in zip(self.pick(rounds).tolist(), self.pick(rounds).tolist())]
@@ -355,6 +407,7 @@ def main(argv=None) -> int:
         bench.movement_range(tcod_path, rounds)
         bench.fields(tcod_path, max(3, rounds // 2))
         bench.steering()
+        bench.over_the_wire()
         bench.avoid(rounds)
         bench.check_block(rounds * 5)
         rows += bench.rows
