@@ -18,6 +18,9 @@
 #
 # The engine tests get their inputs as environment variables: PATHSERVER_MAPS,
 # PATHSERVER_PYTHON, PATHSERVER_SILENT_ENDPOINT, PATHSERVER_CONFORMANCE and PATHSERVER_OPTIONS.
+# PATHSERVER_BUNDLE, set by the caller (.ci/run sets it to the bundle it builds), names a
+# folder `pathserver bundle` built: the Godot export checks export the demo with it and run
+# the exported game; unset, they are skipped, and the summary says so.
 # PATHSERVER_OPTIONS set beforehand names a file to use instead of running
 # `pathserver options --json` (a server checkout without that command).
 #
@@ -226,6 +229,9 @@ if [[ -n "$GODOT_SKIP" ]]; then
 fi
 echo "static: $([[ $static_ok == 1 ]] && echo ok || echo FAILED)"
 echo "$GODOT_LINE"
+if [[ -z "${PATHSERVER_BUNDLE:-}" ]]; then
+    echo "godot export with a bundle: SKIPPED (PATHSERVER_BUNDLE not set; .ci/run sets it)"
+fi
 echo "$CSHARP_LINE"
 echo "$PYTHON_LINE"
 if [[ ${#FAILURES[@]} -gt 0 ]]; then

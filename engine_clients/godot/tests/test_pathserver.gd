@@ -46,6 +46,7 @@ const TILE_ROWS := [
 ]
 const TILE_MAP := "godot_tiles"
 const TILE_SIZE := 16
+const ExportPlugin := preload("res://addons/pathserver/export_plugin.gd")
 
 var passed := 0
 var failed := 0
@@ -101,6 +102,11 @@ func _run() -> void:
 	await test_embedded_server_failure()
 	await test_embedded_servers_ports()
 	await test_embedded_server_and_reconnect()
+	test_bundle_platforms()
+	test_bundle_launch()
+	test_export_plan()
+	test_export_copy_folder()
+	await test_embedded_server_without_bundle()
 	await test_conformance()
 	test_options_match_the_server()
 	await test_readme_examples()
@@ -1016,6 +1022,8 @@ func configure_embedded_server(command := "") -> bool:
 	if maps_dir == "":
 		check(false, "PATHSERVER_MAPS is set for the embedded server tests")
 		return false
+	# Python, not a bundle someone put in the addon's bin/: these tests wrap the command.
+	ProjectSettings.set_setting(PathServerClient.SETTING_EMBEDDED_MODE, "python")
 	ProjectSettings.set_setting(
 		PathServerClient.SETTING_EMBEDDED_COMMAND, command if command != "" else python()
 	)
@@ -1168,6 +1176,200 @@ func test_embedded_servers_ports() -> void:
 	)
 	for embedded: PathServerClient in [first, second, fixed]:
 		embedded.queue_free()
+	await process_frame
+
+
+# -- the server bundle: where it is found, what the export plugin does with it ---------------
+# run_tests.sh also exports the demo for real (Debian's export template) and runs the game.
+
+
+## The one definition of the bundle folders' platform names, from Godot's feature tags.
+func test_bundle_platforms() -> void:
+	check_equal(
+		[
+			PathServerBundle.platform_name("linux", "x86_64"),
+			PathServerBundle.platform_name("windows", "arm64"),
+			PathServerBundle.platform_name("macos", "arm64"),
+			PathServerBundle.platform_name("web", "wasm32"),
+			PathServerBundle.platform_name("linux", "x86_32"),
+		],
+		["linux-x86_64", "windows-arm64", "macos-arm64", "", ""],
+		"bundle platform names: <os>-<arch>, none for the web or 32-bit"
+	)
+	check_equal(
+		[
+			PathServerBundle.platform_of_features(["pc", "s3tc", "linux", "x86_64", "release"]),
+			PathServerBundle.platform_of_features(["pc", "windows", "x86_64", "template"]),
+			PathServerBundle.platform_of_features(["web", "wasm32"]),
+		],
+		["linux-x86_64", "windows-x86_64", ""],
+		"an export's platform from its feature tags"
+	)
+	check_equal(
+		[
+			PathServerBundle.executable_name("linux-x86_64"),
+			PathServerBundle.executable_name("windows-x86_64"),
+			PathServerBundle.current_platform(),
+		],
+		["pathserver-server", "pathserver-server.exe", "linux-x86_64"],
+		"executable names; this machine is linux-x86_64"
+	)
+	check_equal(
+		PathServerBundle.exported_folder("/games/demo/demo.x86_64", "linux-x86_64"),
+		"/games/demo/pathserver/linux-x86_64",
+		"an exported game's bundle is beside its executable"
+	)
+
+
+## What the embedded server runs for each mode, in the editor (these tests run in it).
+func test_bundle_launch() -> void:
+	var platform := PathServerBundle.current_platform()
+	var executable := PathServerBundle.project_folder(platform).path_join(
+		PathServerBundle.executable_name(platform)
+	)
+	var python_launch := {"program": "py", "arguments": PackedStringArray(["-m", "pathserver"])}
+	check_equal(
+		PathServerBundle.server_launch("python", "py"),
+		python_launch,
+		"mode python: PY -m pathserver"
+	)
+	var unknown := PathServerBundle.server_launch("docker", "py")
+	check(
+		str(unknown.get("error", "")).contains("unknown embedded server mode 'docker'"),
+		"an unknown mode is an error that names the modes",
+		unknown
+	)
+	if FileAccess.file_exists(executable):
+		print("(a bundle is in the addon's bin/: the no-bundle launch checks are skipped)")
+		check_equal(
+			PathServerBundle.server_launch("auto", "py"),
+			{"program": executable, "arguments": PackedStringArray()},
+			"mode auto: the addon's bundle when there is one"
+		)
+		return
+	var bundle := PathServerBundle.server_launch("bundle", "py")
+	check(
+		str(bundle.get("error", "")).contains("no pathserver bundle at %s" % executable),
+		"mode bundle without a bundle: an error that says where it was looked for",
+		bundle
+	)
+	check_equal(
+		PathServerBundle.server_launch("auto", "py"),
+		python_launch,
+		"mode auto in the editor without a bundle: Python"
+	)
+
+
+## The export plugin's decision for an export's features (its copy is exported for real by
+## run_tests.sh).
+func test_export_plan() -> void:
+	var linux := PackedStringArray(["pc", "linux", "x86_64", "release"])
+	var folder := PathServerBundle.project_folder("linux-x86_64")
+	if FileAccess.file_exists(folder.path_join("pathserver-server")):
+		var plan := ExportPlugin.export_plan(linux, "/games/demo/demo.x86_64", true)
+		check_equal(
+			plan,
+			{"source": folder, "target": "/games/demo/pathserver/linux-x86_64"},
+			"an export carries the addon's bundle beside the game"
+		)
+		return
+	var missing := ExportPlugin.export_plan(linux, "/games/demo/demo.x86_64", true)
+	check(
+		(
+			str(missing.get("warning", "")).contains("no pathserver bundle for linux-x86_64")
+			and not missing.has("source")
+		),
+		"an export without a bundle for its platform warns (when the game starts a server)",
+		missing
+	)
+	check_equal(
+		ExportPlugin.export_plan(linux, "/games/demo/demo.x86_64", false),
+		{},
+		"no warning when the project starts no embedded server"
+	)
+	var web := ExportPlugin.export_plan(["web", "wasm32"], "/games/demo/index.html", true)
+	check(
+		str(web.get("warning", "")).contains("no pathserver bundle can run on"),
+		"an export to a platform no bundle runs on warns",
+		web
+	)
+
+
+## The export plugin's copy keeps the executable bit and links, and replaces an older copy.
+func test_export_copy_folder() -> void:
+	var base := OS.get_user_data_dir().path_join("copy_folder_test")
+	ExportPlugin.remove_folder(base)
+	var source := base.path_join("bundle")
+	DirAccess.make_dir_recursive_absolute(source.path_join("_internal/libs"))
+	var files := {
+		"pathserver-server": "#!/bin/sh\n",
+		"_internal/libs/libpath.so.1": "library",
+		"_internal/manifest.json": "{}",
+	}
+	for name: String in files:
+		var file := FileAccess.open(source.path_join(name), FileAccess.WRITE)
+		file.store_string(files[name])
+		file.close()
+	var executable := (
+		FileAccess.UNIX_READ_OWNER | FileAccess.UNIX_WRITE_OWNER | FileAccess.UNIX_EXECUTE_OWNER
+	)
+	FileAccess.set_unix_permissions(source.path_join("pathserver-server"), executable)
+	DirAccess.open(source).create_link(
+		"libs/libpath.so.1", source.path_join("_internal/libpath.so")
+	)
+	var target := base.path_join("game/pathserver/linux-x86_64")
+	DirAccess.make_dir_recursive_absolute(target)
+	FileAccess.open(target.path_join("stale.txt"), FileAccess.WRITE).close()
+	var copied := ExportPlugin.copy_folder(source, target)
+	var link := target.path_join("_internal/libpath.so")
+	var target_dir := DirAccess.open(target)
+	check(
+		(
+			copied == {"files": 4}
+			and (
+				FileAccess.get_unix_permissions(target.path_join("pathserver-server"))
+				& FileAccess.UNIX_EXECUTE_OWNER
+			)
+			and target_dir.is_link(link)
+			and target_dir.read_link(link) == "libs/libpath.so.1"
+			and FileAccess.get_file_as_string(link) == "library"
+			and not FileAccess.file_exists(target.path_join("stale.txt"))
+		),
+		"the bundle's copy keeps the executable bit and links, and replaces an older copy",
+		copied
+	)
+	check(
+		str(ExportPlugin.copy_folder(base.path_join("none"), target).get("error", "")).contains(
+			"cannot open"
+		),
+		"a copy that cannot be made is an error, not silence"
+	)
+	ExportPlugin.remove_folder(base)
+
+
+## Mode "bundle" without a bundle: the failure says where the bundle was looked for, and
+## requests fail with embedded_server_failed at once.
+func test_embedded_server_without_bundle() -> void:
+	var platform := PathServerBundle.current_platform()
+	var folder := PathServerBundle.project_folder(platform)
+	if not configure_embedded_server() or DirAccess.dir_exists_absolute(folder):
+		return
+	ProjectSettings.set_setting(PathServerClient.SETTING_EMBEDDED_MODE, "bundle")
+	print("(the ERROR report below is expected: there is no bundle)")
+	var embedded := embedded_client()
+	var result := await embedded.find_path_async(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
+	check(
+		(
+			result.code == "embedded_server_failed"
+			and result.message.contains("cannot start: no pathserver bundle at %s" % folder)
+			and result.message.contains(PathServerClient.SETTING_EMBEDDED_MODE)
+			and embedded.get_embedded_server_state() == PathServerClient.ServerState.FAILED
+		),
+		"mode bundle without a bundle fails at once, saying where it looked",
+		result.message
+	)
+	ProjectSettings.set_setting(PathServerClient.SETTING_EMBEDDED_MODE, "python")
+	embedded.queue_free()
 	await process_frame
 
 

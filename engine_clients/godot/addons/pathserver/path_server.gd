@@ -79,6 +79,7 @@ const SETTING_ENDPOINT := "pathserver/connection/endpoint"
 const SETTING_DEFAULT_MAP := "pathserver/connection/default_map"
 const SETTING_TIMEOUT_MS := "pathserver/connection/timeout_ms"
 const SETTING_EMBEDDED := "pathserver/embedded_server/enabled"
+const SETTING_EMBEDDED_MODE := "pathserver/embedded_server/mode"
 const SETTING_EMBEDDED_COMMAND := "pathserver/embedded_server/command"
 const SETTING_EMBEDDED_MAPS_DIR := "pathserver/embedded_server/maps_dir"
 const SETTING_EMBEDDED_ARGUMENTS := "pathserver/embedded_server/extra_arguments"
@@ -90,12 +91,17 @@ const SETTINGS := {
 	SETTING_DEFAULT_MAP: "example",
 	SETTING_TIMEOUT_MS: 5000,
 	SETTING_EMBEDDED: false,
+	SETTING_EMBEDDED_MODE: "auto",
 	SETTING_EMBEDDED_COMMAND: "python3",
 	SETTING_EMBEDDED_MAPS_DIR: "",
 	SETTING_EMBEDDED_ARGUMENTS: [],
 	SETTING_EMBEDDED_PORT: 0,
 	SETTING_EMBEDDED_START_TIMEOUT_MS: 120000,
 }
+## What the embedded server runs ([constant SETTING_EMBEDDED_MODE]): "auto" the platform's
+## bundle when there is one, else (in the editor only) Python; "bundle" the bundle only;
+## "python" [code]COMMAND -m pathserver[/code] only. See [method PathServerBundle.server_launch].
+const EMBEDDED_MODES := ["auto", "bundle", "python"]
 ## The options of [method find_path] and [method find_paths] (fields of the server's
 ## [code]path[/code] op), each with what a request gets when [param options] leave it out:
 ## the client's own default for "space" (see [constant CLIENT_DEFAULTS]), the server's for the
@@ -158,6 +164,7 @@ var _server_command := ""
 var _server_started_ms := 0
 var _server_check_ms := 0
 var _server_failure := ""
+var _server_hint := ""
 var _server_pipes: Array[ServerPipe] = []
 var _server_log := PackedStringArray()
 var _local_replies: Array[Pending] = []
@@ -435,30 +442,44 @@ func poll() -> void:
 	_expire(now)
 
 
-## Starts [code]COMMAND -m pathserver serve --bind tcp://127.0.0.1:PORT [--maps DIR] [ARGS][/code]
-## from the project settings as a child process (PORT [code]*[/code], a free port, unless the
-## port setting names one). Its progress lines show in the output; the client connects when
-## its ready line names the endpoint, and requests made meanwhile wait for it. Returns the
-## process id, or -1 (then [signal embedded_server_failed] says why).
+## Starts [code]pathserver serve --bind tcp://127.0.0.1:PORT [--maps DIR] [ARGS][/code] from
+## the project settings as a child process (PORT [code]*[/code], a free port, unless the port
+## setting names one): the platform's bundle or [code]COMMAND -m pathserver[/code], as the
+## mode setting says ([constant EMBEDDED_MODES]). Its progress lines show in the output; the
+## client connects when its ready line names the endpoint, and requests made meanwhile wait
+## for it. Returns the process id, or -1 (then [signal embedded_server_failed] says why).
 func start_embedded_server() -> int:
 	stop_embedded_server()
-	var command: String = setting(SETTING_EMBEDDED_COMMAND)
+	var mode: String = setting(SETTING_EMBEDDED_MODE)
+	var launch := PathServerBundle.server_launch(mode, setting(SETTING_EMBEDDED_COMMAND))
 	var port: int = setting(SETTING_EMBEDDED_PORT)
 	var bind := "tcp://127.0.0.1:%s" % (str(port) if port > 0 else "*")
-	var arguments := PackedStringArray(["-m", "pathserver", "serve", "--bind", bind])
+	var arguments := PackedStringArray(launch.get("arguments", []))
+	arguments.append_array(["serve", "--bind", bind])
 	var maps_dir: String = setting(SETTING_EMBEDDED_MAPS_DIR)
 	if maps_dir != "":
 		arguments.append_array(["--maps", ProjectSettings.globalize_path(maps_dir)])
 	arguments.append_array(PackedStringArray(setting(SETTING_EMBEDDED_ARGUMENTS)))
-	var shown := PackedStringArray([command])
+	var program: String = launch.get("program", "")
+	var shown := PackedStringArray([program if program != "" else "(%s mode)" % mode])
 	shown.append_array(arguments)
 	_server_command = " ".join(shown)
+	var runs_python := PackedStringArray(launch.get("arguments", [])).has("-m")
+	_server_hint = (
+		"Check %s (a Python with pathserver installed)" % SETTING_EMBEDDED_COMMAND
+		if runs_python
+		else "Check %s, the bundle (`pathserver bundle`)" % SETTING_EMBEDDED_MODE
+	)
+	_server_hint += " and the other embedded_server settings."
 	_server_log.clear()
 	_server_state = ServerState.STARTING
 	_server_started_ms = Time.get_ticks_msec()
 	_server_check_ms = _server_started_ms + SERVER_CHECK_MS
+	if launch.has("error"):
+		_on_server_failed("cannot start: %s" % launch.error)
+		return -1
 	# Non-blocking pipes: each frame reads what the server has written so far, never waits.
-	var process := OS.execute_with_pipe(command, arguments, false)
+	var process := OS.execute_with_pipe(program, arguments, false)
 	if process.is_empty():
 		_on_server_failed("could not be run")
 		return -1
@@ -695,10 +716,7 @@ func _on_server_failed(how: String) -> void:
 		_server_failure += " It printed nothing."
 	else:
 		_server_failure += " Its last lines:\n  " + "\n  ".join(_server_log)
-	_server_failure += (
-		"\nCheck %s (a Python with pathserver installed) and the other embedded_server settings."
-		% SETTING_EMBEDDED_COMMAND
-	)
+	_server_failure += "\n" + _server_hint
 	_close_server()
 	_server_state = ServerState.FAILED
 	push_error("PathServer: " + _server_failure)
