@@ -7,7 +7,8 @@
 //   1. a bundle built by `pathserver bundle OUT_DIR` on the platform it is for, its folder
 //      copied to BundleRoot/<platform>/ so that the executable is
 //      BundleRoot/<platform>/pathserver-server (pathserver-server.exe on Windows), where
-//      <platform> is PlatformFolder: linux-x86_64, windows-x86_64, macos-arm64, macos-x86_64...;
+//      <platform> is PlatformFolder, <os>-<cpu> as in the Godot addon: linux-x86_64,
+//      windows-x86_64, macos-arm64, macos-x86_64, linux-arm64, windows-arm64;
 //   2. else, in Mode Auto, `PYTHON -m pathserver` (the editor, a developer's machine);
 //
 // either with `serve --bind tcp://127.0.0.1:PORT [--maps DIR] [ExtraArguments...]`, PORT `*`
@@ -111,7 +112,10 @@ namespace PathServer
         static readonly TimeSpan StopTimeout = TimeSpan.FromSeconds(5);
         static readonly TimeSpan OutputDrainTimeout = TimeSpan.FromSeconds(1);
 
-        /// <summary>This machine's platform folder under BundleRoot: "linux-x86_64", "windows-x86_64", "macos-arm64", "macos-x86_64", ...</summary>
+        /// <summary>
+        /// This machine's platform folder under BundleRoot: "linux-x86_64", "windows-x86_64",
+        /// "macos-arm64", "macos-x86_64", ...; null where no bundle can run (see PlatformFolderName).
+        /// </summary>
         public static string PlatformFolder { get; } = PlatformFolderName(CurrentOs(), RuntimeInformation.OSArchitecture);
 
         /// <summary>The Python command EmbeddedServerOptions.Python starts with.</summary>
@@ -120,31 +124,31 @@ namespace PathServer
             get { return RuntimeInformation.IsOSPlatform(OSPlatform.Windows) ? "python" : "python3"; }
         }
 
-        /// <summary>Where the bundle for <paramref name="platform"/> (default: this machine's) would be under <paramref name="bundleRoot"/>.</summary>
+        /// <summary>
+        /// Where the bundle for <paramref name="platform"/> (default: this machine's) would be
+        /// under <paramref name="bundleRoot"/>; null when <paramref name="platform"/> is null and
+        /// no bundle can run on this machine.
+        /// </summary>
         public static string BundleExecutable(string bundleRoot, string platform = null)
         {
             if (bundleRoot == null) throw new ArgumentNullException("bundleRoot");
             platform = platform ?? PlatformFolder;
+            if (platform == null) return null;
             string file = ExecutableName + (platform.StartsWith(Windows + "-", StringComparison.Ordinal) ? ".exe" : "");
             return Path.Combine(Path.Combine(bundleRoot, platform), file);
         }
 
         /// <summary>
-        /// The platform folder of an operating system ("linux", "windows", "macos") and a CPU:
-        /// "OS-x86_64", "OS-arm64", "OS-x86_32", "OS-arm32" (the architecture names Godot uses).
+        /// The platform folder of an operating system ("linux", "windows", "macos") and a CPU,
+        /// "OS-x86_64" or "OS-arm64" (Godot's architecture names, as the Godot addon's folders);
+        /// null for any other pair: no bundle is built for it (32-bit, other systems).
         /// </summary>
         internal static string PlatformFolderName(string os, Architecture architecture)
         {
-            string cpu;
-            switch (architecture)
-            {
-                case Architecture.X64: cpu = "x86_64"; break;
-                case Architecture.Arm64: cpu = "arm64"; break;
-                case Architecture.X86: cpu = "x86_32"; break;
-                case Architecture.Arm: cpu = "arm32"; break;
-                default: cpu = architecture.ToString().ToLowerInvariant(); break;
-            }
-            return os + "-" + cpu;
+            if (os != Linux && os != Windows && os != MacOs) return null;
+            if (architecture == Architecture.X64) return os + "-x86_64";
+            if (architecture == Architecture.Arm64) return os + "-arm64";
+            return null;
         }
 
         static string CurrentOs()
@@ -152,7 +156,7 @@ namespace PathServer
             if (RuntimeInformation.IsOSPlatform(OSPlatform.Windows)) return Windows;
             if (RuntimeInformation.IsOSPlatform(OSPlatform.OSX)) return MacOs;
             if (RuntimeInformation.IsOSPlatform(OSPlatform.Linux)) return Linux;
-            return "unknown";
+            return null;
         }
 
         /// <summary>The endpoint the server's ready line named, e.g. "tcp://127.0.0.1:40123": give it to PathServerClient.</summary>
@@ -227,8 +231,11 @@ namespace PathServer
             bool useBundle = options.Mode != EmbeddedServerMode.Python && bundle != null && File.Exists(bundle);
             if (options.Mode == EmbeddedServerMode.Bundle && !useBundle)
             {
-                throw new PathServerException(PathServerErrorCodes.EmbeddedServerFailed, bundle == null
+                throw new PathServerException(PathServerErrorCodes.EmbeddedServerFailed, options.BundleRoot == null
                     ? "Mode is Bundle but BundleRoot is not set: set it to the folder holding the <platform>/ bundle folders."
+                    : platform == null
+                    ? "no bundle can run here (" + RuntimeInformation.OSDescription + ", " + RuntimeInformation.OSArchitecture
+                      + "): bundles are built for x86_64 and arm64 Linux, Windows and macOS."
                     : "no bundle for " + platform + ": " + bundle + " does not exist. Build one on " + platform
                       + " with `pathserver bundle OUT_DIR` and copy OUT_DIR's contents into " + Path.GetDirectoryName(bundle) + ".");
             }
@@ -386,7 +393,8 @@ namespace PathServer
             else message.Append(" Its last lines:\n  ").Append(string.Join("\n  ", lines));
             message.Append(Source == EmbeddedServerSource.Bundle
                 ? "\nThe bundle must be built by `pathserver bundle OUT_DIR` on the platform it runs on."
-                : "\nCheck EmbeddedServerOptions.Python (a Python with pathserver installed), or put a bundle in BundleRoot/" + PlatformFolder + "/.");
+                : "\nCheck EmbeddedServerOptions.Python (a Python with pathserver installed)"
+                  + (PlatformFolder == null ? "." : ", or put a bundle in BundleRoot/" + PlatformFolder + "/."));
             return new PathServerException(PathServerErrorCodes.EmbeddedServerFailed, message.ToString());
         }
 

@@ -1662,6 +1662,9 @@ static class Tests
         Equal("windows-x86_64", EmbeddedServer.PlatformFolderName("windows", System.Runtime.InteropServices.Architecture.X64), "Windows on x86-64");
         Equal("macos-arm64", EmbeddedServer.PlatformFolderName("macos", System.Runtime.InteropServices.Architecture.Arm64), "macOS on Apple silicon");
         Equal("macos-x86_64", EmbeddedServer.PlatformFolderName("macos", System.Runtime.InteropServices.Architecture.X64), "macOS on Intel");
+        Equal("windows-arm64", EmbeddedServer.PlatformFolderName("windows", System.Runtime.InteropServices.Architecture.Arm64), "Windows on ARM");
+        Equal(null, EmbeddedServer.PlatformFolderName("linux", System.Runtime.InteropServices.Architecture.X86), "no bundle for 32-bit");
+        Equal(null, EmbeddedServer.PlatformFolderName(null, System.Runtime.InteropServices.Architecture.X64), "no bundle for another system");
         if (System.Runtime.InteropServices.RuntimeInformation.IsOSPlatform(System.Runtime.InteropServices.OSPlatform.Linux)
             && System.Runtime.InteropServices.RuntimeInformation.OSArchitecture == System.Runtime.InteropServices.Architecture.X64)
             Equal("linux-x86_64", EmbeddedServer.PlatformFolder, "this machine's platform folder");
