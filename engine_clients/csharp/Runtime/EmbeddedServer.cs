@@ -201,8 +201,8 @@ namespace PathServer
             if (options == null) throw new ArgumentNullException("options");
             if (options.Port < 0 || options.Port > 65535)
                 throw new ArgumentOutOfRangeException("options", options.Port, "Port must be 0 (a free port) or 1..65535.");
-            if (options.StartTimeout <= TimeSpan.Zero)
-                throw new ArgumentOutOfRangeException("options", options.StartTimeout, "StartTimeout must be positive.");
+            if (options.StartTimeout <= TimeSpan.Zero || options.StartTimeout.TotalMilliseconds > int.MaxValue)
+                throw new ArgumentOutOfRangeException("options", options.StartTimeout, "StartTimeout must be positive and under 24 days.");
             cancellationToken.ThrowIfCancellationRequested();
             var server = new EmbeddedServer(options);
             try
@@ -378,11 +378,12 @@ namespace PathServer
             // The pipes may still hold its last lines: wait for them a moment so the failure quotes them.
             _stdoutClosed.WaitOne(OutputDrainTimeout);
             _stderrClosed.WaitOne(OutputDrainTimeout);
-            if (_ready.Task.IsCompleted || Volatile.Read(ref _disposed) != 0) return;
+            if (Volatile.Read(ref _disposed) != 0) return;
             string code;
             try { code = _process.ExitCode.ToString(); }
             catch (InvalidOperationException) { code = "unknown"; }
-            _ready.TrySetException(Failure("exited with code " + code + " before it was ready"));
+            if (!_ready.TrySetException(Failure("exited with code " + code + " before it was ready")))
+                Say("the server exited with code " + code + " (the client will report \"disconnected\")");
         }
 
         PathServerException Failure(string how)

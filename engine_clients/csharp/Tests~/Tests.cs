@@ -1882,6 +1882,17 @@ static class Tests
             FakeBundle(root, "echo 'pathserver ready on somewhere'\nexec sleep 30");
             await EmbeddedFailure(EmbeddedOptions(root), "printed a ready line without a tcp://HOST:PORT endpoint", 5000);
 
+            // Ready, then gone: the start succeeds, and Log says when it exits.
+            FakeBundle(root, "echo 'pathserver ready on tcp://127.0.0.1:9 (0 maps)'\nsleep 1\nexit 4");
+            var lines = new System.Collections.Concurrent.ConcurrentQueue<string>();
+            options = EmbeddedOptions(root);
+            options.Log = lines.Enqueue;
+            using (var server = await EmbeddedServer.StartAsync(options))
+            {
+                Equal("tcp://127.0.0.1:9", server.Endpoint, "the endpoint of the ready line");
+                await Eventually(() => server.HasExited && lines.Any(line => line.Contains("exited with code 4")), "a log line saying it exited");
+            }
+
             File.Delete(EmbeddedServer.BundleExecutable(root));
             FakeBundle(root, "exit 0", executable: false);
             await EmbeddedFailure(EmbeddedOptions(root), "`chmod +x` it", 5000);
