@@ -30,6 +30,7 @@ using System;
 using System.Collections.Generic;
 using System.ComponentModel;
 using System.Diagnostics;
+using System.Globalization;
 using System.IO;
 using System.Runtime.InteropServices;
 using System.Text;
@@ -247,7 +248,8 @@ namespace PathServer
             string program;
             if (useBundle)
             {
-                program = bundle;
+                // Absolute: a relative program would be looked up differently on each platform.
+                program = Path.GetFullPath(bundle);
                 Source = EmbeddedServerSource.Bundle;
             }
             else
@@ -260,7 +262,7 @@ namespace PathServer
             }
             arguments.Add("serve");
             arguments.Add("--bind");
-            arguments.Add("tcp://127.0.0.1:" + (options.Port > 0 ? options.Port.ToString() : "*"));
+            arguments.Add("tcp://127.0.0.1:" + (options.Port > 0 ? options.Port.ToString(CultureInfo.InvariantCulture) : "*"));
             if (options.MapsDir != null)
             {
                 arguments.Add("--maps");
@@ -316,7 +318,7 @@ namespace PathServer
                 if (first != _ready.Task)
                 {
                     cancellationToken.ThrowIfCancellationRequested();
-                    throw Failure("printed no ready line within " + timeout.TotalSeconds + " s; stopped it");
+                    throw Failure(string.Format(CultureInfo.InvariantCulture, "printed no ready line within {0} s; stopped it", timeout.TotalSeconds));
                 }
             }
             Endpoint = await _ready.Task.ConfigureAwait(false);

@@ -1858,6 +1858,10 @@ static class Tests
             FakeBundle(root, "echo 'pathserver: loading maps'\necho 'boom: no such map folder' >&2\nexit 3");
             string message = await EmbeddedFailure(EmbeddedOptions(root), "exited with code 3 before it was ready", 5000);
             Check(message.Contains("boom: no such map folder") && message.Contains("pathserver: loading maps"), "the message quotes its output: " + message);
+            options = EmbeddedOptions(root);
+            options.Mode = EmbeddedServerMode.Python;   // the bundle there is passed over
+            options.Python = "/nonexistent/python3";
+            await EmbeddedFailure(options, "(/nonexistent/python3 -m pathserver serve --bind", 5000);
 
             string pidFile = Path.Combine(root, "pid");
             FakeBundle(root, "echo $$ > " + EmbeddedServer.QuoteArgument(pidFile) + "\necho 'pathserver: compiling'\nexec sleep 30");
