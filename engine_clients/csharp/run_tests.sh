@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
-# Compile the C# client with Debian's Mono and run its test program against a real server.
+# Compile the C# client, laid out as a Unity package, with Debian's Mono and run its test
+# program against a real server.
 #
 #   engine_clients/csharp/run_tests.sh tcp://127.0.0.1:PORT
 #
-# Installs mono-mcs and mono-runtime when missing (apt-get; idempotent), builds Tests.exe and
-# Demo.exe in a temporary directory, runs Tests.exe under `timeout`, and prints
-# "csharp: N passed, N failed" as its last line. Exits non-zero on any failure, including a
-# build failure or a test program that dies without its closing line.
-# Environment: CSHARP_TEST_TIMEOUT (seconds, default 300), CSHARP_TEST_ARGS (extra arguments
-# for Tests.exe, e.g. "--map example" or "--only reconnect --verbose"); PATHSERVER_OPTIONS (the
-# output of `pathserver options --json`) and PATHSERVER_SILENT_ENDPOINT (a peer that never
-# answers), which engine_clients/test.sh sets, become --options and --silent-endpoint.
+# Installs mono-mcs and mono-runtime when missing (apt-get; idempotent). In a temporary
+# directory it compiles, as Unity compiles the package:
+#   PathServer.Client.dll        every .cs under Runtime/ (Runtime/PathServer.Client.asmdef's
+#                                assembly), alone;
+#   PathServer.Client.Tests.exe  Tests~/Tests.cs against it (Runtime/AssemblyInfo.cs shows it
+#                                the internals), and Demo.exe, Tests~/Demo.cs;
+#   Sample.dll                   the package's samples (Samples~/*/) against it and a stub of the
+#                                few UnityEngine types they use (Tests~/UnityEngineStub.cs);
+#   PathServerClient.dll         Runtime/PathServerClient.cs on its own (the one file a project
+#                                can drop in without the package);
+# then runs the tests under `timeout` and prints "csharp: N passed, N failed" as its last line.
+# Exits non-zero on any failure, including a build failure or a test program that dies without
+# its closing line.
+# Environment: CSHARP_TEST_TIMEOUT (seconds, default 420), CSHARP_TEST_ARGS (extra arguments
+# for the tests, e.g. "--map example" or "--only reconnect --verbose"); PATHSERVER_OPTIONS (the
+# output of `pathserver options --json`), PATHSERVER_SILENT_ENDPOINT (a peer that never
+# answers) and PATHSERVER_PYTHON (a Python with pathserver, for EmbeddedServer's fallback),
+# which engine_clients/test.sh sets, become --options, --silent-endpoint and --python;
+# PATHSERVER_BUNDLE (a folder built by `pathserver bundle`), when set, becomes --bundle.
 set -u -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,18 +53,31 @@ fi
 build=$(mktemp -d "${TMPDIR:-/tmp}/pathserver-csharp.XXXXXX")
 trap 'rm -rf "$build"' EXIT
 
-mcs -nologo -warn:4 -out:"$build/Tests.exe" "$here/PathServerClient.cs" "$here/Tests.cs" >&2 \
-    || fail "Tests.exe does not compile"
-mcs -nologo -warn:4 -out:"$build/Demo.exe" "$here/PathServerClient.cs" "$here/Demo.cs" >&2 \
-    || fail "Demo.exe does not compile"
+# Unity leaves out hidden entries and those ending in "~" (Samples~, Tests~).
+mapfile -t runtime < <(find "$here/Runtime" \( -name '.*' -o -name '*~' \) -prune -o -name '*.cs' -print | sort)
+mcs -nologo -warn:4 -target:library -out:"$build/PathServer.Client.dll" "${runtime[@]}" >&2 \
+    || fail "the package's assembly (Runtime/) does not compile"
+mcs -nologo -warn:4 -out:"$build/PathServer.Client.Tests.exe" -r:"$build/PathServer.Client.dll" "$here/Tests~/Tests.cs" >&2 \
+    || fail "Tests~/Tests.cs does not compile against the package's assembly"
+mcs -nologo -warn:4 -out:"$build/Demo.exe" -r:"$build/PathServer.Client.dll" "$here/Tests~/Demo.cs" >&2 \
+    || fail "Tests~/Demo.cs does not compile against the package's assembly"
+mcs -nologo -warn:4 -target:library -out:"$build/Sample.dll" -r:"$build/PathServer.Client.dll" \
+    "$here"/Samples~/*/*.cs "$here/Tests~/UnityEngineStub.cs" >&2 \
+    || fail "the samples (Samples~/) do not compile against the package's assembly and the UnityEngine stub"
+mkdir "$build/single"
+mcs -nologo -warn:4 -target:library -out:"$build/single/PathServerClient.dll" "$here/Runtime/PathServerClient.cs" >&2 \
+    || fail "Runtime/PathServerClient.cs does not compile on its own"
+echo "csharp: compiled the package's assembly (${#runtime[@]} files), its tests, the demo, the samples and the lone client" >&2
 
-shared=(--protocol-doc "$repo/docs/protocol.md" --conformance "$here/../conformance.json")
+shared=(--protocol-doc "$repo/docs/protocol.md" --conformance "$here/../conformance.json" --package "$here")
 [[ -n "${PATHSERVER_OPTIONS:-}" ]] && shared+=(--options "$PATHSERVER_OPTIONS")
 [[ -n "${PATHSERVER_SILENT_ENDPOINT:-}" ]] && shared+=(--silent-endpoint "$PATHSERVER_SILENT_ENDPOINT")
+[[ -n "${PATHSERVER_PYTHON:-}" ]] && shared+=(--python "$PATHSERVER_PYTHON")
+[[ -n "${PATHSERVER_BUNDLE:-}" ]] && shared+=(--bundle "$PATHSERVER_BUNDLE")
 
 # shellcheck disable=SC2086  # CSHARP_TEST_ARGS is split on purpose
-timeout -k 10 "${CSHARP_TEST_TIMEOUT:-300}" \
-    mono "$build/Tests.exe" "$endpoint" "${shared[@]}" ${CSHARP_TEST_ARGS:-} \
+timeout -k 10 "${CSHARP_TEST_TIMEOUT:-420}" \
+    mono "$build/PathServer.Client.Tests.exe" "$endpoint" "${shared[@]}" ${CSHARP_TEST_ARGS:-} \
     | tee "$build/output.txt"
 status=$?
 
@@ -61,7 +86,7 @@ if [[ "$closing" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
     passed=${BASH_REMATCH[1]}
     failed=${BASH_REMATCH[2]}
     if [[ $status -ne 0 && $failed -eq 0 ]]; then
-        fail "Tests.exe exited with status $status after its closing line" "$passed" 1
+        fail "the tests exited with status $status after their closing line" "$passed" 1
     fi
     echo "csharp: $passed passed, $failed failed"
     [[ $status -eq 0 && $failed -eq 0 ]]
@@ -72,6 +97,6 @@ fi
 passed=$(grep -c '^ok   ' "$build/output.txt")
 failed=$(( $(grep -c '^FAIL ' "$build/output.txt") + 1 ))
 if [[ $status -eq 124 || $status -eq 137 ]]; then
-    fail "Tests.exe timed out after ${CSHARP_TEST_TIMEOUT:-300} s without its closing line" "$passed" "$failed"
+    fail "the tests timed out after ${CSHARP_TEST_TIMEOUT:-420} s without their closing line" "$passed" "$failed"
 fi
-fail "Tests.exe exited with status $status without its closing line" "$passed" "$failed"
+fail "the tests exited with status $status without their closing line" "$passed" "$failed"

@@ -354,6 +354,8 @@ namespace PathServer
         public const string Disconnected = "disconnected";
         /// <summary>Client: the server's reply did not have the shape docs/protocol.md promises.</summary>
         public const string BadReply = "bad_reply";
+        /// <summary>EmbeddedServer (EmbeddedServer.cs): the server process could not start or did not become ready.</summary>
+        public const string EmbeddedServerFailed = "embedded_server_failed";
     }
 
     /// <summary>A request failed: Code is a PathServerErrorCodes value, At the field it is about.</summary>
