@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 
+from pathserver import find_path
 from pathserver.broker import Broker
 from pathserver.client import Client
 from pathserver.editlog import _ENTRY, _LOG, EditLog, SharedEdits
@@ -126,6 +127,23 @@ def test_a_put_reaches_every_worker_and_one_that_joins_later(broker, join):
     assert np.array_equal(late.get("world").walkable, walkable)
     assert late.info()[-1]["source"] == "upload"
     assert first.feed_stats()["reapplied"] == 0  # its own put, not rebuilt when it came back
+
+
+def test_a_put_with_tags_and_unit_classes_reaches_every_worker(broker, join):
+    running = broker()
+    first, second = join(running), join(running)
+    walkable = np.ones((3, 6), dtype=bool)
+    tags = np.zeros(walkable.shape, dtype=np.uint8)
+    tags[:, 2:4] = 1
+    cells = MapCells.from_arrays(walkable, tags=tags)
+    fields = {"map": "river", "width": 6, "height": 3, **cells.to_wire(), "origin": [0.0, 0.0], "cell_size": 1.0,
+              "tag_names": {"water": 1}, "classes": {"tank": {"water": None}}}
+    first.put_map("river", build_upload(fields), wire=fields)
+    settled([first, second], 1)
+    gridmap = second.get("river")
+    assert gridmap.tag_names == {"water": 1} and gridmap.classes == {"tank": {"water": None}}
+    assert find_path(gridmap, (0, 1), (5, 1), traversal="tank").status == "no_path"
+    assert find_path(gridmap, (0, 1), (5, 1)).status == "found"
 
 
 def test_puts_edits_and_drops_from_two_workers_converge(broker, join):
