@@ -344,7 +344,7 @@ def main(argv=None) -> int:
                         help="folder of Moving AI .map + .map.scen files (default: %(default)s)")
     parser.add_argument("--maps", default=",".join(MAPS), help="comma-separated map names (default: %(default)s)")
     parser.add_argument("--queries", type=int, default=200, help="problems per map (default: %(default)s)")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds per engine (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=10, help="rounds per engine (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="problem selection seed (default: %(default)s)")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     parser.add_argument("--markdown", action="store_true", help="also print the table for the README")
