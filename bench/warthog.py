@@ -277,6 +277,8 @@ def print_report(report: dict) -> None:
     meta = report["meta"]
     print(f"pathserver against Warthog JPS  {meta['when']}")
     print(f"  warthog: {meta['warthog']}")
+    print(f"  load average before the run: {meta['load_before']}, after: {meta['load_after']}"
+          " (this machine's other work slows both engines, pathserver's larger working set more)")
     print(f"  {meta['cpu']}, {meta['cpus']} CPUs; {meta['queries']} bucket-spread queries per map (seed "
           f"{meta['seed']}), {meta['rounds']} rounds, engines alternating; each figure is the lowest round mean.")
     print("  Warthog: its own per-query search time (map load, jps2+ precompute, path extraction and output")
@@ -324,6 +326,13 @@ def markdown(report: dict) -> str:
                      f"{fmt(by['warthog jps2+']['best_mean_us'], '.1f')} | {fmt(by[PATHSERVER]['best_mean_us'], '.1f')} | "
                      f"{fmt(ratio['jps2'], '.2f')} | {fmt(ratio['jps2+'], '.2f')} |")
     return "\n".join(lines)
+
+
+def load_average() -> str:
+    try:
+        return ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 def cpu_name() -> str:
@@ -376,11 +385,13 @@ def main(argv=None) -> int:
         "queries": args.queries,
         "rounds": args.rounds,
         "seed": args.seed,
+        "load_before": load_average(),
     }, "maps": []}
     with tempfile.TemporaryDirectory(prefix="pathserver-warthog-") as scratch:
         for name in names:
             report["maps"].append(bench_map(name, available[name], binary, args.queries, args.rounds, args.seed,
                                             Path(scratch)))
+    report["meta"]["load_after"] = load_average()
     print_report(report)
     if args.markdown:
         print()

@@ -23,6 +23,9 @@ extends SceneTree
 ##   addon, one batch      await PathServer.find_paths_async(all the problems)
 ##   addon, all in flight  every problem sent at once with find_path(), the answers counted
 ##                         from path_found
+##   addon, batch, los     the batch with the addon's default smoothing, "los" (string-pulled
+##                         waypoints, a few a path): not comparable cell for cell, shown for
+##                         what a reply without every cell costs
 ## The addon asks with {"space": "grid", "smooth": "none"}: every cell, as get_id_path gives.
 ## The addon sends and receives in its _process(), once a frame: an await resumes a frame or
 ## more later (in a game at 60 fps, 16.7 ms).
@@ -37,6 +40,7 @@ const ENGINES := [
 	"addon, await, no sleep",
 	"addon, one batch",
 	"addon, all in flight",
+	"addon, batch, los",
 ]
 
 ## Printed under the table; BLOCKED becomes the number of blocked cells.
@@ -124,23 +128,28 @@ func _run() -> void:
 ## One engine answers every problem once: its mean time per problem, its set-up, and its
 ## answers (per problem, an Array of cells, empty for no path).
 func run_engine(engine: String) -> Dictionary:
+	var outcome := {}
 	match engine:
 		"AStarGrid2D":
-			return run_astar_grid(false)
+			outcome = run_astar_grid(false)
 		"AStarGrid2D jumping":
-			return run_astar_grid(true)
+			outcome = run_astar_grid(true)
 		"addon, await each":
-			return await run_addon_each()
+			outcome = await run_addon_each()
 		"addon, await, no sleep":
 			var sleep_usec := OS.low_processor_usage_mode_sleep_usec
 			OS.low_processor_usage_mode_sleep_usec = 0
-			var outcome := await run_addon_each()
+			outcome = await run_addon_each()
 			OS.low_processor_usage_mode_sleep_usec = sleep_usec
-			return outcome
 		"addon, one batch":
-			return await run_addon_batch()
+			outcome = await run_addon_batch(options)
+		"addon, batch, los":
+			var smoothed := options.duplicate()
+			smoothed.erase("smooth")
+			outcome = await run_addon_batch(smoothed)
 		_:
-			return await run_addon_in_flight()
+			outcome = await run_addon_in_flight()
+	return outcome
 
 
 func run_astar_grid(jumping: bool) -> Dictionary:
@@ -182,13 +191,13 @@ func run_addon_each() -> Dictionary:
 	return addon_outcome(results, elapsed, frames)
 
 
-func run_addon_batch() -> Dictionary:
+func run_addon_batch(batch_options: Dictionary) -> Dictionary:
 	var frames := Engine.get_process_frames()
 	var t0 := Time.get_ticks_usec()
 	var requests := []
 	for i in starts.size():
 		requests.append([Vector2(starts[i]), Vector2(goals[i])])
-	var results := await client.find_paths_async(requests, Vector2i.ONE, options)
+	var results := await client.find_paths_async(requests, Vector2i.ONE, batch_options)
 	var elapsed := Time.get_ticks_usec() - t0
 	frames = Engine.get_process_frames() - frames
 	var outcome := addon_outcome(results, elapsed, frames)
@@ -358,11 +367,13 @@ func print_table(stats: Dictionary, rounds: int, upload_us: Array) -> void:
 			setup = "%.1f" % (s.setup_us.min() / 1000.0)
 		elif engine == "addon, await each" and not upload_us.is_empty():
 			setup = "%.1f + %.1f" % [upload_us[0] / 1000.0, upload_us[1] / 1000.0]
-		var tally := check_answers(s.answers)
-		var answers := "%d/%d optimal" % [tally.optimal, n]
-		for key: String in ["longer", "no_path", "invalid", "cut_corners"]:
-			if tally[key] > 0:
-				answers += ", %d %s" % [tally[key], key.replace("_", " ")]
+		var answers := "string-pulled, not compared"
+		if engine != "addon, batch, los":
+			var tally := check_answers(s.answers)
+			answers = "%d/%d optimal" % [tally.optimal, n]
+			for key: String in ["longer", "no_path", "invalid", "cut_corners"]:
+				if tally[key] > 0:
+					answers += ", %d %s" % [tally[key], key.replace("_", " ")]
 		if not s.frames.is_empty():
 			answers += ", %d frames" % s.frames.min()
 		print(
@@ -371,13 +382,15 @@ func print_table(stats: Dictionary, rounds: int, upload_us: Array) -> void:
 				% [engine, per_query, reference / per_query, per_query * n / 1000.0, setup, answers]
 			)
 		)
-	var decode: Array = stats["addon, one batch"].decode
-	if not decode.is_empty():
+	for engine: String in ["addon, one batch", "addon, batch, los"]:
+		var decode: Array = stats[engine].decode
+		if decode.is_empty():
+			continue
 		decode.sort_custom(func(a: Array, b: Array) -> bool: return a[1] < b[1])
 		print(
 			(
-				"the batch's reply: %d bytes; the addon's msgpack decoding %.1f ms + points %.1f ms"
-				% [decode[0][0], decode[0][1] / 1000.0, decode[0][2] / 1000.0]
+				"%s: the reply %d bytes; the addon's msgpack decoding %.1f ms + points %.1f ms"
+				% [engine, decode[0][0], decode[0][1] / 1000.0, decode[0][2] / 1000.0]
 			)
 		)
 	print("")
