@@ -81,6 +81,7 @@ class EngineRun:
     name: str
     round_means_us: list = field(default_factory=list)
     outside_ms: list = field(default_factory=list)  # Warthog: process wall time minus searches
+    fastest_ns: list | None = None  # per problem, its fastest time over the rounds
     costs: list | None = None  # per problem, from the last round
     algorithms: dict = field(default_factory=dict)
     error: str | None = None
@@ -88,6 +89,14 @@ class EngineRun:
     @property
     def best_us(self) -> float | None:
         return min(self.round_means_us) if self.round_means_us and not self.error else None
+
+    @property
+    def fastest_mean_us(self) -> float | None:
+        return statistics.fmean(self.fastest_ns) / 1000 if self.fastest_ns and not self.error else None
+
+    def add_round(self, times_ns: list) -> None:
+        self.round_means_us.append(statistics.fmean(times_ns) / 1000)
+        self.fastest_ns = list(times_ns) if self.fastest_ns is None else list(map(min, self.fastest_ns, times_ns))
 
 
 def find_binary(argument: str | None) -> Path | None:
@@ -221,7 +230,7 @@ def bench_map(name: str, map_path: Path, binary: Path, queries: int, rounds: int
             try:
                 if engine == PATHSERVER:
                     times, results = pathserver_round(find_path, gridmap, problems)
-                    run.round_means_us.append(statistics.fmean(times) / 1000)
+                    run.add_round(times)
                     run.costs = [res.cost if res.status == "found" else None for res in results]
                     paths = [res.path if res.status == "found" else None for res in results]
                     run.algorithms = {}
@@ -229,7 +238,7 @@ def bench_map(name: str, map_path: Path, binary: Path, queries: int, rounds: int
                         run.algorithms[res.algorithm] = run.algorithms.get(res.algorithm, 0) + 1
                 else:
                     nanos, costs, wall = run_warthog(binary, engine, scen, map_path, len(problems))
-                    run.round_means_us.append(statistics.fmean(nanos) / 1000)
+                    run.add_round(nanos)
                     run.outside_ms.append(wall * 1000 - sum(nanos) / 1e6)
                     run.costs = costs
             except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
@@ -244,6 +253,7 @@ def bench_map(name: str, map_path: Path, binary: Path, queries: int, rounds: int
             "engine": run.name,
             "best_mean_us": run.best_us,
             "round_means_us": run.round_means_us,
+            "fastest_mean_us": run.fastest_mean_us,
             "outside_timer_ms": min(run.outside_ms) if run.outside_ms else None,
             "correct": checked["correct"],
             "wrong": checked["wrong"],
@@ -252,10 +262,14 @@ def bench_map(name: str, map_path: Path, binary: Path, queries: int, rounds: int
         })
     by = {e["engine"]: e for e in engines}
     ours = by[PATHSERVER]["best_mean_us"]
+    ours_fastest = by[PATHSERVER]["fastest_mean_us"]
     ratios = {}
+    fastest_ratios = {}
     for algorithm in WARTHOG_ALGORITHMS:
         theirs = by[f"warthog {algorithm}"]["best_mean_us"]
         ratios[algorithm] = ours / theirs if ours and theirs else None
+        theirs = by[f"warthog {algorithm}"]["fastest_mean_us"]
+        fastest_ratios[algorithm] = ours_fastest / theirs if ours_fastest and theirs else None
     return {
         "map": name,
         "file": str(map_path),
@@ -266,6 +280,7 @@ def bench_map(name: str, map_path: Path, binary: Path, queries: int, rounds: int
         "pathserver_first_query_ms": first_ms,
         "engines": engines,
         "ratio_pathserver_over": ratios,
+        "fastest_ratio_pathserver_over": fastest_ratios,
     }
 
 
@@ -277,8 +292,7 @@ def print_report(report: dict) -> None:
     meta = report["meta"]
     print(f"pathserver against Warthog JPS  {meta['when']}")
     print(f"  warthog: {meta['warthog']}")
-    print(f"  load average before the run: {meta['load_before']}, after: {meta['load_after']}"
-          " (this machine's other work slows both engines, pathserver's larger working set more)")
+    print(f"  load average before the run: {meta['load_before']}, after: {meta['load_after']}")
     print(f"  {meta['cpu']}, {meta['cpus']} CPUs; {meta['queries']} bucket-spread queries per map (seed "
           f"{meta['seed']}), {meta['rounds']} rounds, engines alternating; each figure is the lowest round mean.")
     print("  Warthog: its own per-query search time (map load, jps2+ precompute, path extraction and output")
@@ -304,6 +318,15 @@ def print_report(report: dict) -> None:
             for w in e["wrong"]:
                 print(f"    {e['engine']} not optimal: {w}")
     print("\n  ratio = pathserver's time / Warthog's: below 1.00x pathserver is faster.")
+    print("\nThe same with each problem's fastest time over the rounds (mean of per-problem minima): a")
+    print("check on the table above when the machine is busy, where a long round is more often preempted.")
+    print(f"  {'map':<14}{'jps2 us':>9}{'jps2+ us':>10}{'ps auto us':>12}{'ps/jps2':>9}{'ps/jps2+':>10}")
+    for m in report["maps"]:
+        by = {e["engine"]: e for e in m["engines"]}
+        ratio = m["fastest_ratio_pathserver_over"]
+        print(f"  {m['map']:<14}{fmt(by['warthog jps2']['fastest_mean_us'], '9.1f')}"
+              f"{fmt(by['warthog jps2+']['fastest_mean_us'], '10.1f')}{fmt(by[PATHSERVER]['fastest_mean_us'], '12.1f')}"
+              f"{fmt(ratio['jps2'], '8.2f')}x{fmt(ratio['jps2+'], '9.2f')}x")
     print("\nSet-up, outside the per-query figures (ms):")
     print(f"  {'map':<14}{'jps2 outside timer':>20}{'jps2+ outside timer':>21}{'ps load':>9}{'ps 1st query':>14}")
     for m in report["maps"]:
