@@ -66,11 +66,13 @@ warthog-core at f379ef2; needs cmake >= 3.13 and a C++20 compiler, e.g. g++ 12):
     git clone https://github.com/ShortestPathLab/warthog-jps
     cd warthog-jps
     git submodule update --init      # extern/warthog-core; without it cmake fetches it
-    cmake -DCMAKE_BUILD_TYPE=Release -B build
+    cmake -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-march=native -B build
     cmake --build build -j
     export {ENV_VAR}=$PWD/build/warthog-jps
 
-then run this script again (or pass --warthog PATH). The program's algorithms are named
+then run this script again (or pass --warthog PATH). -march=native compiles Warthog for
+this CPU, as numba compiles pathserver's kernels; without it jps2 was 5 to 20% slower here.
+(Warthog's own -DWARTHOG_INTRIN_ALL=ON did not compile with g++ 12.) The program's algorithms are named
 jps, jps2 (alias jpsP), jps+ and jps2+ (alias jpsP+); this bench runs jps2 and jps2+."""
 
 

@@ -24,7 +24,7 @@ def test_without_a_build_it_prints_the_steps_and_skips():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert lines[-1] == "warthog: skipped (no --warthog and no $WARTHOG_BIN)"
-    assert "cmake -DCMAKE_BUILD_TYPE=Release -B build" in done.stdout
+    assert "cmake -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-march=native -B build" in done.stdout
 
 
 def test_a_path_that_is_no_program_skips_too(tmp_path):
