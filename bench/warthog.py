@@ -85,6 +85,7 @@ class EngineRun:
     outside_ms: list = field(default_factory=list)  # Warthog: process wall time minus searches
     fastest_ns: list | None = None  # per problem, its fastest time over the rounds
     costs: list | None = None  # per problem, from the last round
+    expanded: list | None = None  # nodes expanded per problem, from the last round
     algorithms: dict = field(default_factory=dict)
     error: str | None = None
 
@@ -118,8 +119,8 @@ def write_scenario(path: Path, map_path: Path, shape: tuple, problems: list) -> 
     path.write_text("\n".join(lines) + "\n", encoding="ascii")
 
 
-def run_warthog(binary: Path, algorithm: str, scen: Path, map_path: Path, count: int) -> tuple[list, list, float]:
-    """Run the program once: (nanos per problem, cost per problem, wall seconds)."""
+def run_warthog(binary: Path, algorithm: str, scen: Path, map_path: Path, count: int) -> tuple[list, list, list, float]:
+    """Run the program once: (nanos, cost and nodes expanded per problem, wall seconds)."""
     t0 = time.perf_counter()
     done = subprocess.run([str(binary), "--alg", algorithm, "--scen", str(scen), "--map", str(map_path)],
                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
@@ -131,10 +132,12 @@ def run_warthog(binary: Path, algorithm: str, scen: Path, map_path: Path, count:
     header = lines[0].split("\t")
     try:
         at_id, at_nanos, at_cost = header.index("id"), header.index("nanos"), header.index("pcost")
+        at_expanded = header.index("expanded")
     except ValueError:
         raise RuntimeError(f"warthog's output header is not the expected one: {lines[0]!r}") from None
     nanos = [0] * count
     costs = [None] * count
+    expanded = [0] * count
     seen = 0
     for line in lines[1:]:
         fields = line.split("\t")
@@ -143,10 +146,11 @@ def run_warthog(binary: Path, algorithm: str, scen: Path, map_path: Path, count:
         i = int(fields[at_id])
         nanos[i] = int(fields[at_nanos])
         costs[i] = float(fields[at_cost])
+        expanded[i] = int(fields[at_expanded])
         seen += 1
     if seen != count:
         raise RuntimeError(f"warthog --alg {algorithm} answered {seen} of {count} problems")
-    return nanos, costs, wall
+    return nanos, costs, expanded, wall
 
 
 def pathserver_round(find_path, gridmap, problems: list) -> tuple[list, list]:
@@ -234,12 +238,13 @@ def bench_map(name: str, map_path: Path, binary: Path, queries: int, rounds: int
                     times, results = pathserver_round(find_path, gridmap, problems)
                     run.add_round(times)
                     run.costs = [res.cost if res.status == "found" else None for res in results]
+                    run.expanded = [res.expanded for res in results]
                     paths = [res.path if res.status == "found" else None for res in results]
                     run.algorithms = {}
                     for res in results:
                         run.algorithms[res.algorithm] = run.algorithms.get(res.algorithm, 0) + 1
                 else:
-                    nanos, costs, wall = run_warthog(binary, engine, scen, map_path, len(problems))
+                    nanos, costs, run.expanded, wall = run_warthog(binary, engine, scen, map_path, len(problems))
                     run.add_round(nanos)
                     run.outside_ms.append(wall * 1000 - sum(nanos) / 1e6)
                     run.costs = costs
@@ -260,6 +265,7 @@ def bench_map(name: str, map_path: Path, binary: Path, queries: int, rounds: int
             "correct": checked["correct"],
             "wrong": checked["wrong"],
             "algorithms": run.algorithms or None,
+            "expanded_mean": statistics.fmean(run.expanded) if run.expanded else None,
             "error": run.error,
         })
     by = {e["engine"]: e for e in engines}
@@ -322,13 +328,22 @@ def print_report(report: dict) -> None:
     print("\n  ratio = pathserver's time / Warthog's: below 1.00x pathserver is faster.")
     print("\nThe same with each problem's fastest time over the rounds (mean of per-problem minima): a")
     print("check on the table above when the machine is busy, where a long round is more often preempted.")
-    print(f"  {'map':<14}{'jps2 us':>9}{'jps2+ us':>10}{'ps auto us':>12}{'ps/jps2':>9}{'ps/jps2+':>10}")
+    print(f"  {'map':<14}{'jps2 us':>9}{'jps2+ us':>10}{'ps auto us':>12}{'ps/jps2':>9}{'ps/jps2+':>10}"
+          f"  {'expanded: jps2 / ps':<20}{'us per expanded: jps2 / ps':<26}")
     for m in report["maps"]:
         by = {e["engine"]: e for e in m["engines"]}
         ratio = m["fastest_ratio_pathserver_over"]
-        print(f"  {m['map']:<14}{fmt(by['warthog jps2']['fastest_mean_us'], '9.1f')}"
-              f"{fmt(by['warthog jps2+']['fastest_mean_us'], '10.1f')}{fmt(by[PATHSERVER]['fastest_mean_us'], '12.1f')}"
-              f"{fmt(ratio['jps2'], '8.2f')}x{fmt(ratio['jps2+'], '9.2f')}x")
+        j, ps = by["warthog jps2"], by[PATHSERVER]
+        expanded = f"{fmt(j['expanded_mean'], '.0f')} / {fmt(ps['expanded_mean'], '.0f')}"
+        per_node = "-"
+        if j["expanded_mean"] and ps["expanded_mean"] and j["fastest_mean_us"] and ps["fastest_mean_us"]:
+            per_node = (f"{j['fastest_mean_us'] / j['expanded_mean']:.2f} / "
+                        f"{ps['fastest_mean_us'] / ps['expanded_mean']:.2f}")
+        print(f"  {m['map']:<14}{fmt(j['fastest_mean_us'], '9.1f')}"
+              f"{fmt(by['warthog jps2+']['fastest_mean_us'], '10.1f')}{fmt(ps['fastest_mean_us'], '12.1f')}"
+              f"{fmt(ratio['jps2'], '8.2f')}x{fmt(ratio['jps2+'], '9.2f')}x  {expanded:<20}{per_node}")
+    print("  expanded: mean nodes expanded per problem, as each engine counts them (jps2+ expands the")
+    print("  same nodes as jps2; its tables make each jump cheaper).")
     print("\nSet-up, outside the per-query figures (ms):")
     print(f"  {'map':<14}{'jps2 outside timer':>20}{'jps2+ outside timer':>21}{'ps load':>9}{'ps 1st query':>14}")
     for m in report["maps"]:
