@@ -302,11 +302,12 @@ def print_report(report: dict) -> None:
     print(f"  warthog: {meta['warthog']}")
     print(f"  load average before the run: {meta['load_before']}, after: {meta['load_after']}")
     print(f"  {meta['cpu']}, {meta['cpus']} CPUs; {meta['queries']} bucket-spread queries per map (seed "
-          f"{meta['seed']}), {meta['rounds']} rounds, engines alternating; each figure is the lowest round mean.")
+          f"{meta['seed']}), {meta['rounds']} rounds, engines alternating.")
     print("  Warthog: its own per-query search time (map load, jps2+ precompute, path extraction and output")
     print("  excluded). pathserver: the whole Python call find_path(gridmap, start, goal) with its defaults")
     print("  (algorithm auto, straight-line shortcut), returning every cell of the path.")
     print()
+    print("Each engine's lowest round mean:")
     head = (f"  {'map':<14}{'jps2 us':>9}{'jps2+ us':>10}{'ps auto us':>12}{'ps/jps2':>9}{'ps/jps2+':>10}"
             f"  {'optimal (jps2 / jps2+ / ps)':<28}ran")
     print(head)
