@@ -12,8 +12,9 @@ program on it with ``jps2`` (online JPS, block-based jumps and intercardinal pru
 and ``jps2+`` (the same with jump tables precomputed when the map loads), and answers
 the same problems in this process with pathserver's ``find_path`` with its defaults
 (``algorithm="auto"``, the straight-line shortcut). The engines take turns round by
-round (the order rotates); each engine's figure is its lowest round mean, so a slow
-spell on a shared machine lands on one round of one engine and is dropped.
+round (the order rotates). Two figures per engine: its lowest round mean, and the mean
+of each problem's fastest time over the rounds, the steadier one on a busy machine
+(where a few preempted queries make a round's mean); the README has the measurement.
 
 What is timed per query:
   Warthog     the program's own per-problem figure: its search alone, from its open
