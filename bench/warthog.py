@@ -14,7 +14,7 @@ the same problems in this process with pathserver's ``find_path`` with its defau
 (``algorithm="auto"``, the straight-line shortcut). The engines take turns round by
 round (the order rotates). Two figures per engine: its lowest round mean, and the mean
 of each problem's fastest time over the rounds, the steadier one on a busy machine
-(where a few preempted queries make a round's mean); the README has the measurement.
+(where a few preempted queries make a round's mean); bench/README.md has the measurement.
 
 What is timed per query:
   Warthog     the program's own per-problem figure: its search alone, from its open
