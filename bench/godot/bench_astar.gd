@@ -1,0 +1,480 @@
+extends SceneTree
+## "Why not just use AStarGrid2D?": the same Moving AI problems answered by Godot's own
+## AStarGrid2D and by the pathserver addon, side by side in one headless run.
+##
+##   godot --headless --path bench/godot -s res://bench_astar.gd -- PROBLEMS ENDPOINT MAP [ROUNDS]
+##
+## bench/godot_astar.py writes PROBLEMS, starts the server and runs this; see bench/README.md.
+## PROBLEMS: a first line "map PATH" (a Moving AI .map), then one problem a line,
+## "sx sy gx gy optimal tolerance". ENDPOINT: a pathserver serving that map as MAP.
+##
+## Engines, taking turns round by round (the order rotates); each figure is the lowest
+## round's, so a slow spell on a shared machine is dropped:
+##   AStarGrid2D           region, DIAGONAL_MODE_ONLY_IF_NO_OBSTACLES, octile heuristics,
+##                         update(), set_point_solid() on each blocked cell (the set-up,
+##                         timed apart), then get_id_path() per problem
+##   AStarGrid2D jumping   the same with jumping_enabled
+##   addon, await each     var result := await PathServer.find_path_async(start, goal, ...)
+##                         per problem, one after the other
+##   addon, await, no sleep
+##                         the same with OS.low_processor_usage_mode_sleep_usec = 0: headless
+##                         Godot cannot draw, so it sleeps that long (6.9 ms) every frame
+##                         unless told not to, and each await waits for a frame's poll
+##   addon, one batch      await PathServer.find_paths_async(all the problems)
+##   addon, all in flight  every problem sent at once with find_path(), the answers counted
+##                         from path_found
+##   addon, batch, los     the batch with the addon's default smoothing, "los" (string-pulled
+##                         waypoints, a few a path): not comparable cell for cell, shown for
+##                         what a reply without every cell costs
+## The addon asks with {"space": "grid", "smooth": "none"}: every cell, as get_id_path gives.
+## The addon sends and receives in its _process(), once a frame: an await resumes a frame or
+## more later (in a game at 60 fps, 16.7 ms).
+## Prints the table, then "bench done" (or "bench FAILED: ...") last, and quits.
+
+const WATCHDOG_SECONDS := 900.0
+const SQRT2 := 1.4142135623730951
+const ENGINES := [
+	"AStarGrid2D",
+	"AStarGrid2D jumping",
+	"addon, await each",
+	"addon, await, no sleep",
+	"addon, one batch",
+	"addon, all in flight",
+	"addon, batch, los",
+]
+
+## Printed under the table; BLOCKED becomes the number of blocked cells.
+const NOTES := [
+	"us / path: AStarGrid2D, the mean of each problem's fastest get_id_path over the rounds; the",
+	"addon, the lowest round's time from the first request to the last answer (round trips,",
+	"msgpack, the frames in between) / problems. x AStarGrid2D: times faster than",
+	"AStarGrid2D without jumping. set-up (ms): AStarGrid2D's region, update() and",
+	"set_point_solid() on the BLOCKED blocked cells; the addon's (one figure for its rows):",
+	"put_grid_async of the same cells until the reply + the first path on that map (the server",
+	"builds the unit layer then). frames: process frames the round spanned. optimal: the octile",
+	"length of the returned cells (1 and sqrt(2), no corner cut) equals the scenario's.",
+]
+
+var width := 0
+var height := 0
+## 1 walkable, 0 blocked; index y * width + x.
+var walkable := PackedByteArray()
+var blocked: Array[Vector2i] = []
+var starts: Array[Vector2i] = []
+var goals: Array[Vector2i] = []
+var optimal := PackedFloat64Array()
+var tolerance := PackedFloat64Array()
+var map_file := ""
+var client: PathServerClient
+var options := {"space": "grid", "smooth": "none"}
+var _finished := false
+
+
+func _initialize() -> void:
+	create_timer(WATCHDOG_SECONDS).timeout.connect(
+		func() -> void: _finish("the run took more than %d s" % WATCHDOG_SECONDS)
+	)
+	_run.call_deferred()
+
+
+func _run() -> void:
+	var args := OS.get_cmdline_user_args()
+	if args.size() < 3:
+		_finish("usage: -- PROBLEMS ENDPOINT MAP [ROUNDS]")
+		return
+	var rounds := int(args[3]) if args.size() > 3 else 3
+	var problem_error := load_problems(args[0])
+	if problem_error != "":
+		_finish(problem_error)
+		return
+	var map_error := load_map(map_file)
+	if map_error != "":
+		_finish(map_error)
+		return
+	options["map"] = args[2]
+	client = root.get_node("PathServer") as PathServerClient
+	client.connect_to_server(args[1])
+	if not await client.wait_connected(10000):
+		_finish("no pathserver at %s" % args[1])
+		return
+	# Untimed: the server builds the map's unit layer on its first path, as on any first use.
+	var first := await client.find_path_async(
+		Vector2(starts[0]), Vector2(goals[0]), Vector2i.ONE, options
+	)
+	if not first.ok:
+		_finish("the addon's first path failed: %s" % first)
+		return
+
+	var stats := {}
+	for engine: String in ENGINES:
+		stats[engine] = {
+			"per_query_us": [], "setup_us": [], "frames": [], "decode": [], "answers": []
+		}
+	for r in rounds:
+		for k in ENGINES.size():
+			var engine: String = ENGINES[(r + k) % ENGINES.size()]
+			var outcome: Dictionary = await run_engine(engine)
+			if outcome.has("error"):
+				_finish("%s: %s" % [engine, outcome.error])
+				return
+			for key: String in ["per_query_us", "setup_us", "frames", "decode"]:
+				if outcome.has(key):
+					stats[engine][key].append(outcome[key])
+			stats[engine].answers = outcome.answers
+			if outcome.has("times_us"):
+				var fastest: PackedInt64Array = stats[engine].get("fastest_us", outcome.times_us)
+				for i in fastest.size():
+					fastest[i] = mini(fastest[i], outcome.times_us[i])
+				stats[engine]["fastest_us"] = fastest
+	var upload_us := await time_upload()
+	print_table(stats, rounds, upload_us)
+	_finish("")
+
+
+## One engine answers every problem once: its mean time per problem, its set-up, and its
+## answers (per problem, an Array of cells, empty for no path).
+func run_engine(engine: String) -> Dictionary:
+	var outcome := {}
+	match engine:
+		"AStarGrid2D":
+			outcome = run_astar_grid(false)
+		"AStarGrid2D jumping":
+			outcome = run_astar_grid(true)
+		"addon, await each":
+			outcome = await run_addon_each()
+		"addon, await, no sleep":
+			var sleep_usec := OS.low_processor_usage_mode_sleep_usec
+			OS.low_processor_usage_mode_sleep_usec = 0
+			outcome = await run_addon_each()
+			OS.low_processor_usage_mode_sleep_usec = sleep_usec
+		"addon, one batch":
+			outcome = await run_addon_batch(options)
+		"addon, batch, los":
+			var smoothed := options.duplicate()
+			smoothed.erase("smooth")
+			outcome = await run_addon_batch(smoothed)
+		_:
+			outcome = await run_addon_in_flight()
+	return outcome
+
+
+func run_astar_grid(jumping: bool) -> Dictionary:
+	var t0 := Time.get_ticks_usec()
+	var grid := AStarGrid2D.new()
+	grid.region = Rect2i(0, 0, width, height)
+	grid.diagonal_mode = AStarGrid2D.DIAGONAL_MODE_ONLY_IF_NO_OBSTACLES
+	grid.default_compute_heuristic = AStarGrid2D.HEURISTIC_OCTILE
+	grid.default_estimate_heuristic = AStarGrid2D.HEURISTIC_OCTILE
+	grid.jumping_enabled = jumping
+	grid.update()
+	for cell in blocked:
+		grid.set_point_solid(cell)
+	var setup_us := Time.get_ticks_usec() - t0
+	var paths := []
+	var times := PackedInt64Array()
+	for i in starts.size():
+		t0 = Time.get_ticks_usec()
+		paths.append(grid.get_id_path(starts[i], goals[i]))
+		times.append(Time.get_ticks_usec() - t0)
+	var elapsed := 0
+	for t in times:
+		elapsed += t
+	return {
+		"per_query_us": float(elapsed) / starts.size(),
+		"times_us": times,
+		"setup_us": setup_us,
+		"answers": paths,
+	}
+
+
+func run_addon_each() -> Dictionary:
+	var results := []
+	var frames := Engine.get_process_frames()
+	var t0 := Time.get_ticks_usec()
+	for i in starts.size():
+		results.append(
+			await client.find_path_async(
+				Vector2(starts[i]), Vector2(goals[i]), Vector2i.ONE, options
+			)
+		)
+	var elapsed := Time.get_ticks_usec() - t0
+	frames = Engine.get_process_frames() - frames
+	return addon_outcome(results, elapsed, frames)
+
+
+func run_addon_batch(batch_options: Dictionary) -> Dictionary:
+	var frames := Engine.get_process_frames()
+	var t0 := Time.get_ticks_usec()
+	var requests := []
+	for i in starts.size():
+		requests.append([Vector2(starts[i]), Vector2(goals[i])])
+	var results := await client.find_paths_async(requests, Vector2i.ONE, batch_options)
+	var elapsed := Time.get_ticks_usec() - t0
+	frames = Engine.get_process_frames() - frames
+	var outcome := addon_outcome(results, elapsed, frames)
+	outcome["decode"] = time_decode(results)
+	return outcome
+
+
+## What the addon's GDScript msgpack decoder and its point conversion take for this batch's
+## reply: the reply encoded again (the same values, so the same bytes as the server's, give
+## or take integer widths), then decoded as the client does. [bytes, decode us, points us].
+func time_decode(results: Array) -> Array:
+	var answers := []
+	for result: PathServerResult in results:
+		answers.append(result.reply)
+	var body := PathServerMsgPack.encode({"id": 1, "ok": true, "results": answers})
+	var t0 := Time.get_ticks_usec()
+	var decoded := PathServerMsgPack.decode(body)
+	var decode_us := Time.get_ticks_usec() - t0
+	t0 = Time.get_ticks_usec()
+	for answer: Dictionary in decoded[0].results:
+		PathServerClient._to_points(answer.path)
+	return [body.size(), decode_us, Time.get_ticks_usec() - t0]
+
+
+func run_addon_in_flight() -> Dictionary:
+	var by_id := {}
+	var on_found := func(id: int, waypoints: PackedVector2Array, info: Dictionary) -> void:
+		var result := PathServerResult.new()
+		result.ok = true
+		result.status = info.get("status", "")
+		result.waypoints = waypoints
+		result.info = info
+		by_id[id] = result
+	var on_failed := func(id: int, code: String, message: String) -> void:
+		var result := PathServerResult.new()
+		result.code = code
+		result.message = message
+		by_id[id] = result
+	client.path_found.connect(on_found)
+	client.path_failed.connect(on_failed)
+	var frames := Engine.get_process_frames()
+	var t0 := Time.get_ticks_usec()
+	var ids := []
+	for i in starts.size():
+		ids.append(client.find_path(Vector2(starts[i]), Vector2(goals[i]), Vector2i.ONE, options))
+	while by_id.size() < ids.size():
+		await process_frame
+	var elapsed := Time.get_ticks_usec() - t0
+	frames = Engine.get_process_frames() - frames
+	client.path_found.disconnect(on_found)
+	client.path_failed.disconnect(on_failed)
+	var results := []
+	for id: int in ids:
+		results.append(by_id[id])
+	return addon_outcome(results, elapsed, frames)
+
+
+func addon_outcome(results: Array, elapsed_us: int, frames: int) -> Dictionary:
+	var paths := []
+	for result: PathServerResult in results:
+		if not result.ok:
+			return {"error": "a path failed: %s" % result}
+		var cells: Array[Vector2i] = []
+		for point in result.waypoints:
+			cells.append(Vector2i(point))
+		paths.append(cells)
+	return {
+		"per_query_us": float(elapsed_us) / starts.size(),
+		"frames": frames,
+		"answers": paths,
+	}
+
+
+## The addon's set-up for a map of its own: put_grid_async of the same cells until the reply
+## (the server has built the map when it answers), then its first path (the unit layer).
+func time_upload() -> Array:
+	var cells := walkable.duplicate()
+	var t0 := Time.get_ticks_usec()
+	var put := await client.put_grid_async("bench_upload", Vector2i(width, height), cells)
+	var put_us := Time.get_ticks_usec() - t0
+	if not put.ok:
+		return []
+	t0 = Time.get_ticks_usec()
+	var upload_options := options.duplicate()
+	upload_options["map"] = "bench_upload"
+	await client.find_path_async(
+		Vector2(starts[0]), Vector2(goals[0]), Vector2i.ONE, upload_options
+	)
+	var first_us := Time.get_ticks_usec() - t0
+	await client.drop_map_async("bench_upload")
+	return [put_us, first_us]
+
+
+## The octile length of a path of cells, or -1 when it is no valid path from
+## [param start] to [param goal]: a step that is not to a neighbour along a straight or
+## diagonal line, a blocked cell, or a diagonal step past a blocked cell (a cut corner, -2).
+## Segments longer than one cell (a jump point list) are walked cell by cell.
+func path_length(cells: Array, start: Vector2i, goal: Vector2i) -> float:
+	if cells.is_empty() or cells[0] != start or cells[-1] != goal:
+		return -1.0
+	var length := 0.0
+	for i in range(1, cells.size()):
+		var from: Vector2i = cells[i - 1]
+		var delta: Vector2i = cells[i] - from
+		var steps := maxi(absi(delta.x), absi(delta.y))
+		if steps == 0 or (delta.x != 0 and delta.y != 0 and absi(delta.x) != absi(delta.y)):
+			return -1.0
+		var step := delta / steps
+		var at := from
+		for s in steps:
+			var next := at + step
+			if not is_open(next):
+				return -1.0
+			if step.x != 0 and step.y != 0:
+				if not (is_open(Vector2i(next.x, at.y)) and is_open(Vector2i(at.x, next.y))):
+					return -2.0
+				length += SQRT2
+			else:
+				length += 1.0
+			at = next
+	return length
+
+
+func is_open(cell: Vector2i) -> bool:
+	if cell.x < 0 or cell.y < 0 or cell.x >= width or cell.y >= height:
+		return false
+	return walkable[cell.y * width + cell.x] != 0
+
+
+func check_answers(answers: Array) -> Dictionary:
+	var tally := {"optimal": 0, "longer": 0, "no_path": 0, "invalid": 0, "cut_corners": 0}
+	for i in answers.size():
+		var cells: Array = answers[i]
+		if cells.is_empty():
+			tally.no_path += 1
+			continue
+		var length := path_length(cells, starts[i], goals[i])
+		if length == -2.0:
+			tally.cut_corners += 1
+		elif length < 0.0:
+			tally.invalid += 1
+		elif absf(length - optimal[i]) <= tolerance[i]:
+			tally.optimal += 1
+		else:
+			tally.longer += 1
+	return tally
+
+
+func print_table(stats: Dictionary, rounds: int, upload_us: Array) -> void:
+	var n := starts.size()
+	var reference := per_query_figure(stats["AStarGrid2D"])
+	print(
+		(
+			"AStarGrid2D against the pathserver addon: %s (%d x %d), %d problems, %d rounds"
+			% [map_file.get_file(), width, height, n, rounds]
+		)
+	)
+	print("Godot %s; the addon asks %s" % [Engine.get_version_info().string, options])
+	print("")
+	var head := "%-22s %12s %14s %12s %10s  %s"
+	print(head % ["engine", "us / path", "x AStarGrid2D", "200 paths ms", "set-up ms", "answers"])
+	for engine: String in ENGINES:
+		var s: Dictionary = stats[engine]
+		var per_query := per_query_figure(s)
+		var setup := "-"
+		if not s.setup_us.is_empty():
+			setup = "%.1f" % (s.setup_us.min() / 1000.0)
+		elif engine == "addon, await each" and not upload_us.is_empty():
+			setup = "%.1f + %.1f" % [upload_us[0] / 1000.0, upload_us[1] / 1000.0]
+		var answers := "string-pulled, not compared"
+		if engine != "addon, batch, los":
+			var tally := check_answers(s.answers)
+			answers = "%d/%d optimal" % [tally.optimal, n]
+			for key: String in ["longer", "no_path", "invalid", "cut_corners"]:
+				if tally[key] > 0:
+					answers += ", %d %s" % [tally[key], key.replace("_", " ")]
+		if not s.frames.is_empty():
+			answers += ", %d frames" % s.frames.min()
+		print(
+			(
+				"%-22s %12.1f %13.1fx %12.1f %10s  %s"
+				% [engine, per_query, reference / per_query, per_query * n / 1000.0, setup, answers]
+			)
+		)
+	for engine: String in ["addon, one batch", "addon, batch, los"]:
+		var decode: Array = stats[engine].decode
+		if decode.is_empty():
+			continue
+		decode.sort_custom(func(a: Array, b: Array) -> bool: return a[1] < b[1])
+		print(
+			(
+				"%s: the reply %d bytes; the addon's msgpack decoding %.1f ms + points %.1f ms"
+				% [engine, decode[0][0], decode[0][1] / 1000.0, decode[0][2] / 1000.0]
+			)
+		)
+	print("")
+	for line in NOTES:
+		print(line.replace("BLOCKED", str(blocked.size())))
+
+
+## An engine's time per path: the mean of each problem's fastest time over the rounds where
+## problems are timed one by one (AStarGrid2D: a preemption by other work then lands on one
+## problem of one round, not on the figure), else the lowest round mean.
+func per_query_figure(s: Dictionary) -> float:
+	if s.has("fastest_us"):
+		var total := 0
+		for t: int in s.fastest_us:
+			total += t
+		return float(total) / s.fastest_us.size()
+	return s.per_query_us.min()
+
+
+func load_problems(path: String) -> String:
+	var file := FileAccess.open(path, FileAccess.READ)
+	if file == null:
+		return "cannot read %s" % path
+	var lines := file.get_as_text().split("\n", false)
+	if lines.is_empty() or not lines[0].begins_with("map "):
+		return "%s: the first line must be 'map PATH'" % path
+	map_file = lines[0].substr(4).strip_edges()
+	for line in lines.slice(1):
+		var fields := line.split(" ", false)
+		if fields.size() != 6:
+			return "%s: expected 6 fields: %s" % [path, line]
+		starts.append(Vector2i(int(fields[0]), int(fields[1])))
+		goals.append(Vector2i(int(fields[2]), int(fields[3])))
+		optimal.append(float(fields[4]))
+		tolerance.append(float(fields[5]))
+	return "" if not starts.is_empty() else "%s: no problems" % path
+
+
+## A Moving AI .map: '.', 'G' and 'S' walkable, everything else blocked.
+func load_map(path: String) -> String:
+	var file := FileAccess.open(path, FileAccess.READ)
+	if file == null:
+		return "cannot read %s" % path
+	var lines := file.get_as_text().replace("\r", "").split("\n")
+	var row := 0
+	while row < lines.size() and lines[row].strip_edges() != "map":
+		var fields := lines[row].split(" ", false)
+		if fields.size() == 2 and fields[0] == "width":
+			width = int(fields[1])
+		elif fields.size() == 2 and fields[0] == "height":
+			height = int(fields[1])
+		row += 1
+	if width <= 0 or height <= 0 or lines.size() < row + 1 + height:
+		return "%s: not a Moving AI map" % path
+	walkable.resize(width * height)
+	for y in height:
+		var text: String = lines[row + 1 + y]
+		if text.length() != width:
+			return "%s: row %d is not %d characters" % [path, y, width]
+		for x in width:
+			var open := text[x] in [".", "G", "S"]
+			walkable[y * width + x] = 1 if open else 0
+			if not open:
+				blocked.append(Vector2i(x, y))
+	return ""
+
+
+func _finish(error: String) -> void:
+	if _finished:
+		return
+	_finished = true
+	if error == "":
+		print("bench done")
+	else:
+		print("bench FAILED: %s" % error)
+	quit(0 if error == "" else 1)
