@@ -1170,7 +1170,7 @@ namespace PathServer
             PathOptions options = null, CancellationToken ct = default(CancellationToken))
         {
             options = options ?? new PathOptions();
-            return SendAsync(ReachableBody(start, budget, unitSize, options), options.Timeout, ct, ParseReachable);
+            return SendAsync(ReachableBody(start, budget, unitSize, options), options.Timeout, ct, (id, reply) => ParseReachable(reply, id));
         }
 
         /// <summary>
@@ -1182,7 +1182,7 @@ namespace PathServer
             PathOptions options = null, CancellationToken ct = default(CancellationToken))
         {
             options = options ?? new PathOptions();
-            return SendAsync(FieldBody(goals, unitSize, options), options.Timeout, ct, ParseField);
+            return SendAsync(FieldBody(goals, unitSize, options), options.Timeout, ct, (id, reply) => ParseField(reply, id));
         }
 
 #if !PATHSERVER_NO_SPAN
@@ -1244,7 +1244,7 @@ namespace PathServer
             UnitSize unitSize, PathOptions options = null, CancellationToken ct = default(CancellationToken))
         {
             options = options ?? new PathOptions();
-            return SendAsync(CheckBlockBody(points, rects, cells, unitSize, options), options.Timeout, ct, ParseCheckBlock);
+            return SendAsync(CheckBlockBody(points, rects, cells, unitSize, options), options.Timeout, ct, (id, reply) => ParseCheckBlock(reply, id));
         }
 
         // The bodies, without their id, in the key order of docs/protocol.md's golden vectors.
@@ -1311,7 +1311,7 @@ namespace PathServer
             return count;
         }
 
-        internal static ReachableResult ParseReachable(long id, IDictionary<string, object> reply)
+        internal static ReachableResult ParseReachable(IDictionary<string, object> reply, long id)
         {
             var costs = MsgPack.Get(reply, "costs") as byte[];
             var cells = MsgPack.Get(reply, "cells") as byte[];
@@ -1326,7 +1326,7 @@ namespace PathServer
             return result;
         }
 
-        internal static DistanceField ParseField(long id, IDictionary<string, object> reply)
+        internal static DistanceField ParseField(IDictionary<string, object> reply, long id)
         {
             object width = MsgPack.Get(reply, "width"), height = MsgPack.Get(reply, "height");
             var origin = MsgPack.Get(reply, "origin") as object[];
@@ -1355,7 +1355,7 @@ namespace PathServer
             return new NextStepsResult { Map = MsgPack.Get(reply, "map") as string, Gen = GenOf(reply, id), Count = count, Steps = steps, Remaining = remaining };
         }
 
-        internal static CheckBlockResult ParseCheckBlock(long id, IDictionary<string, object> reply)
+        internal static CheckBlockResult ParseCheckBlock(IDictionary<string, object> reply, long id)
         {
             var pairs = MsgPack.Get(reply, "disconnected") as object[];
             if (pairs == null)

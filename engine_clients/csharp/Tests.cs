@@ -516,9 +516,67 @@ static class Tests
         SameBytes(vector("drop-map-request"), MsgPack.Encode(new MsgPackMap { { "id", 4L }, { "op", "drop_map" }, { "map", "yard" } }), "drop-map-request");
         Equal(1L, PathServerClient.GenOf((IDictionary<string, object>)MsgPack.Decode(vector("drop-map-reply")), 4), "drop-map-reply gen");
 
+        GoldenQueryVectors(vector);
+
         var unused = vectors.Keys.Where(name => !used.Contains(name)).ToList();
         Check(unused.Count == 0, "golden vectors this test does not check yet: " + string.Join(", ", unused));
         Console.WriteLine("     | " + used.Count + " golden vectors from " + _protocolDoc);
+    }
+
+    /// <summary>
+    /// The queries beyond one path, one session on the 4 x 3 map "court" (a wall at (1, 1)): the
+    /// client's own request builders byte for byte (FindPathToAnyAsync's, ReachableAsync's, ...),
+    /// and every reply read by the client's own parser, with the values the doc states.
+    /// </summary>
+    static void GoldenQueryVectors(Func<string, byte[]> vector)
+    {
+        Func<MsgPackMap, long, byte[]> encoded = (body, id) =>
+        {
+            body.Insert(0, new KeyValuePair<string, object>("id", id));
+            return MsgPack.Encode(body);
+        };
+        Func<string, IDictionary<string, object>> reply = name => (IDictionary<string, object>)MsgPack.Decode(vector(name));
+        SameBytes(vector("court-put-request"), encoded(PathServerClient.PutMapBody("court", 4, 3, new byte[] { 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1 }), 1),
+            "court-put-request (PutMapBody)");
+        Equal(1L, PathServerClient.GenOf(reply("court-put-reply"), 1), "court-put-reply gen");
+        using (var client = new PathServerClient("tcp://127.0.0.1:1", "court"))
+        {
+            var grid = new PathOptions { Space = CoordinateSpace.Grid };
+            var goals = new[] { new PathPoint(3, 2), new PathPoint(0, 2) };
+            SameBytes(vector("goals-request"), encoded(client.PathRequestBody(new PathPoint(0, 0), default(PathPoint), goals, 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Smooth = "none" }), 2), "goals-request (FindPathToAnyAsync's body)");
+            var path = PathServerClient.ParsePathReply(reply("goals-reply"), 2);
+            Equal("Found (0, 0) (0, 1) (0, 2) cost 2 goal_index 1 gen 1",
+                path.Status + " " + string.Join(" ", path.Path) + " cost " + path.Cost + " goal_index " + path.GoalIndex + " gen " + path.Gen, "goals-reply");
+
+            SameBytes(vector("reachable-request"), encoded(client.ReachableBody(new PathPoint(0, 0), 2, 1, grid), 3), "reachable-request (ReachableAsync's body)");
+            var reachable = PathServerClient.ParseReachable(reply("reachable-reply"), 3);
+            Equal("5 cells 0,0,1,0,0,1,2,0,0,2 costs 0,1,1,2,2 gen 1", reachable.Count + " cells " + string.Join(",", reachable.Cells)
+                + " costs " + string.Join(",", reachable.Costs) + " gen " + reachable.Gen, "reachable-reply");
+
+            SameBytes(vector("field-request"), encoded(client.FieldBody(new[] { new PathPoint(3, 2) }, 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Region = new GridRect(0, 0, 2, 2) }), 4), "field-request (DistanceFieldAsync's body)");
+            var field = PathServerClient.ParseField(reply("field-reply"), 4);
+            Equal("2x2 at (0, 0)", field.Width + "x" + field.Height + " at (" + field.Region.X + ", " + field.Region.Y + ")", "field-reply region");
+            float root2 = (float)Math.Sqrt(2);
+            Check(field.Costs.SequenceEqual(new[] { 3 + root2, 2 + root2, 4f, float.PositiveInfinity }), "field-reply costs: " + string.Join(", ", field.Costs));
+            Equal(float.PositiveInfinity, field[1, 1], "field-reply: the wall is +inf (the indexer in region coordinates)");
+
+            var positions = PathServerClient.Float32Bytes(new[] { 0.5f, 0.5f, 3.5f, 0.5f });
+            SameBytes(vector("next-steps-request"), encoded(client.NextStepsBody(new[] { new PathPoint(3, 2) }, 1, positions, grid), 5),
+                "next-steps-request (NextStepsAsync's body)");
+            var steps = new float[] { -1, -1, -1, -1, 99 };
+            var remaining = new float[] { -1, -1, 99 };
+            var next = PathServerClient.ParseNextSteps(reply("next-steps-reply"), 5, 2, steps, remaining);
+            Check(ReferenceEquals(steps, next.Steps) && ReferenceEquals(remaining, next.Remaining), "next-steps-reply is written into the caller's arrays");
+            Check(steps.SequenceEqual(new[] { 1f, 0f, 3f, 1f, 99f }) && remaining.SequenceEqual(new[] { 3 + root2, 2f, 99f }),
+                "next-steps-reply: steps " + string.Join(",", steps) + ", remaining " + string.Join(",", remaining) + " (only the first 2 units' items written)");
+
+            SameBytes(vector("check-block-request"), encoded(client.CheckBlockBody(new[] { new PathPoint(0, 0), new PathPoint(3, 0), new PathPoint(0, 2) },
+                new[] { new GridRect(2, 0, 1, 3) }, null, 1, grid), 6), "check-block-request (CheckBlockAsync's body)");
+            var block = PathServerClient.ParseCheckBlock(reply("check-block-reply"), 6);
+            Equal("[0, 1] [1, 2]", string.Join(" ", block.Disconnected), "check-block-reply");
+        }
     }
 
     /// <summary>A decoded value as text with every number as a double: 2 and 2.0 compare equal.</summary>
