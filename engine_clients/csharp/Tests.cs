@@ -1387,17 +1387,73 @@ static class Tests
                     var options = ScenarioOptions((Dictionary<string, object>)JsonGet(request, "options") ?? new Dictionary<string, object>());
                     options.Map = (string)request["map"];
                     if (request.ContainsKey("timeout_ms")) options.Timeout = TimeSpan.FromMilliseconds((double)request["timeout_ms"]);
-                    var size = JsonGet(request, "unit_size") ?? 1.0;
-                    var sizes = size as List<object>;
-                    var unitSize = sizes != null ? new UnitSize((int)(double)sizes[0], (int)(double)sizes[1]) : new UnitSize((int)(double)size, (int)(double)size);
-                    var result = await client.FindPathAsync(ScenarioPoint(request["start"]), ScenarioPoint(request["goal"]), unitSize, options);
-                    return new Dictionary<string, object>
+                    var unitSize = ScenarioUnitSize(request);
+                    var goals = JsonGet(request, "goals");
+                    var result = goals == null
+                        ? await client.FindPathAsync(ScenarioPoint(request["start"]), ScenarioPoint(request["goal"]), unitSize, options)
+                        : await client.FindPathToAnyAsync(ScenarioPoint(request["start"]), ScenarioPoints(goals), unitSize, options);
+                    var got = new Dictionary<string, object>
                     {
                         { "status", result.StatusText }, { "cost", result.Cost },
                         { "start", new List<object> { (double)result.Start.X, (double)result.Start.Y } },
                         { "goal", new List<object> { (double)result.Goal.X, (double)result.Goal.Y } },
                         { "waypoints", (double)result.Path.Length },
                         { "start_snapped", result.StartSnapped }, { "goal_snapped", result.GoalSnapped },
+                    };
+                    if (goals != null) got["goal_index"] = result.GoalIndex.HasValue ? (object)(double)result.GoalIndex.Value : null;
+                    return got;
+                }
+                case "reachable":
+                {
+                    var options = ScenarioOptions((Dictionary<string, object>)JsonGet(request, "options") ?? new Dictionary<string, object>());
+                    options.Map = (string)request["map"];
+                    var reply = await client.ReachableAsync(ScenarioPoint(request["start"]), (double)request["budget"], ScenarioUnitSize(request), options);
+                    return new Dictionary<string, object>
+                    {
+                        { "status", "ok" }, { "count", (double)reply.Count },
+                        { "first", reply.Count == 0 ? null : new List<object> { (double)reply.Cells[0], (double)reply.Cells[1] } },
+                        { "last_cost", reply.Count == 0 ? null : (object)(double)reply.Costs[reply.Count - 1] },
+                    };
+                }
+                case "field":
+                {
+                    var options = ScenarioOptions((Dictionary<string, object>)JsonGet(request, "options") ?? new Dictionary<string, object>());
+                    options.Map = (string)request["map"];
+                    var field = await client.DistanceFieldAsync(ScenarioPoints(request["goals"]), ScenarioUnitSize(request), options);
+                    return new Dictionary<string, object>
+                    {
+                        { "status", "ok" }, { "width", (double)field.Width }, { "height", (double)field.Height },
+                        { "origin", new List<object> { (double)field.Region.X, (double)field.Region.Y } },
+                        { "cost", ScenarioListed(field.Costs, field.Costs.Length) },
+                    };
+                }
+                case "next_steps":
+                {
+                    var options = ScenarioOptions((Dictionary<string, object>)JsonGet(request, "options") ?? new Dictionary<string, object>());
+                    options.Map = (string)request["map"];
+                    var positions = ScenarioPoints(request["positions"]).SelectMany(p => new[] { p.X, p.Y }).ToArray();
+                    int count = positions.Length / 2;
+                    var steps = new float[2 * count];
+                    var remaining = new float[count];
+                    await client.NextStepsAsync(ScenarioPoints(request["goals"]), ScenarioUnitSize(request), positions, steps, remaining, options);
+                    return new Dictionary<string, object>
+                    {
+                        { "status", "ok" },
+                        { "steps", Enumerable.Range(0, count).Select(i => (object)new List<object> { (double)steps[2 * i], (double)steps[2 * i + 1] }).ToList() },
+                        { "remaining", ScenarioListed(remaining, count) },
+                    };
+                }
+                case "check_block":
+                {
+                    var options = ScenarioOptions((Dictionary<string, object>)JsonGet(request, "options") ?? new Dictionary<string, object>());
+                    options.Map = (string)request["map"];
+                    var rects = JsonGet(request, "rects") == null ? null : ScenarioRects(request["rects"]);
+                    var cells = JsonGet(request, "cells") == null ? null : ScenarioPoints(request["cells"]);
+                    var block = await client.CheckBlockAsync(ScenarioPoints(request["points"]), rects, cells, ScenarioUnitSize(request), options);
+                    return new Dictionary<string, object>
+                    {
+                        { "status", "ok" },
+                        { "disconnected", block.Disconnected.Select(pair => (object)new List<object> { (double)pair.First, (double)pair.Second }).ToList() },
                     };
                 }
                 case "put_map":
@@ -1406,8 +1462,13 @@ static class Tests
                     var cells = ((List<object>)request["cells"]).Select(v => (byte)(double)v).ToArray();
                     var origin = JsonGet(request, "origin") == null ? (PathPoint?)null : ScenarioPoint(request["origin"]);
                     var cellSize = JsonGet(request, "cell_size") == null ? (double?)null : (double)request["cell_size"];
+                    var tags = JsonGet(request, "tags") == null ? null : ((List<object>)request["tags"]).Select(v => (byte)(double)v).ToArray();
+                    var tagNames = JsonGet(request, "tag_names") == null ? null
+                        : ((Dictionary<string, object>)request["tag_names"]).ToDictionary(pair => pair.Key, pair => (int)(double)pair.Value);
+                    var classes = JsonGet(request, "classes") == null ? null
+                        : ((Dictionary<string, object>)request["classes"]).ToDictionary(pair => pair.Key, pair => ScenarioRules(pair.Value));
                     await client.PutMapAsync((string)request["map"], width, height, cells, ScenarioFloats(JsonGet(request, "costs")),
-                        ScenarioFloats(JsonGet(request, "heights")), null, origin, cellSize);
+                        ScenarioFloats(JsonGet(request, "heights")), tags, origin, cellSize, tagNames: tagNames, classes: classes);
                     return new Dictionary<string, object> { { "status", "ok" }, { "width", (double)width }, { "height", (double)height } };
                 }
                 case "get_map":
@@ -1456,10 +1517,13 @@ static class Tests
         return list.Select(v => v is string ? float.Parse((string)v == "nan" ? "NaN" : ((string)v).Replace("inf", "Infinity"), CultureInfo.InvariantCulture) : (float)(double)v).ToArray();
     }
 
-    /// <summary>A scenario's wire options as PathOptions: the known ones typed, the rest in Extra.</summary>
+    /// <summary>
+    /// A scenario's wire options as PathOptions: the known ones typed, the rest in Extra. A
+    /// scenario speaks the wire, so no "space" is the wire's default, Grid (not this client's World).
+    /// </summary>
     static PathOptions ScenarioOptions(Dictionary<string, object> wire)
     {
-        var options = new PathOptions();
+        var options = new PathOptions { Space = CoordinateSpace.Grid };
         foreach (var pair in wire)
         {
             object value = pair.Value;
@@ -1476,6 +1540,27 @@ static class Tests
                 case "max_expansions": options.MaxExpansions = (int)(double)value; break;
                 case "weight": options.Weight = (double)value; break;
                 case "max_climb": options.MaxClimb = (double)value; break;
+                case "max_cost": options.MaxCost = (double)value; break;
+                case "lookahead": options.Lookahead = (string)value; break;
+                case "avoid_cost": options.AvoidCost = (double)value; break;
+                case "region":
+                {
+                    var rect = ScenarioRects(new List<object> { value })[0];
+                    options.Region = rect;
+                    break;
+                }
+                case "avoid":
+                {
+                    var avoid = new AvoidSet();
+                    var map = (Dictionary<string, object>)value;
+                    foreach (var cell in ScenarioPoints(JsonGet(map, "cells") ?? new List<object>())) avoid.AddCell((int)cell.X, (int)cell.Y);
+                    foreach (var rect in ScenarioRects(JsonGet(map, "rects") ?? new List<object>())) avoid.AddRect(rect);
+                    options.Avoid = avoid;
+                    break;
+                }
+                case "traversal":
+                    options.Traversal = value is string ? (Traversal)(string)value : ScenarioRules(value);
+                    break;
                 default:
                     if (options.Extra == null) options.Extra = new Dictionary<string, object>();
                     options.Extra[pair.Key] = value;
@@ -1483,6 +1568,37 @@ static class Tests
             }
         }
         return options;
+    }
+
+    static UnitSize ScenarioUnitSize(Dictionary<string, object> request)
+    {
+        var size = JsonGet(request, "unit_size") ?? 1.0;
+        var sizes = size as List<object>;
+        return sizes != null ? new UnitSize((int)(double)sizes[0], (int)(double)sizes[1]) : new UnitSize((int)(double)size, (int)(double)size);
+    }
+
+    static List<PathPoint> ScenarioPoints(object rows)
+    {
+        return ((List<object>)rows).Select(ScenarioPoint).ToList();
+    }
+
+    static List<GridRect> ScenarioRects(object rows)
+    {
+        return ((List<object>)rows).Select(row => ((List<object>)row).Select(v => (int)(double)v).ToArray())
+            .Select(r => new GridRect(r[0], r[1], r[2], r[3])).ToList();
+    }
+
+    static TraversalRules ScenarioRules(object value)
+    {
+        var rules = new TraversalRules();
+        foreach (var pair in (Dictionary<string, object>)value) rules[pair.Key] = pair.Value == null ? (double?)null : (double)pair.Value;
+        return rules;
+    }
+
+    /// <summary>Floats as a scenario lists them: "inf" for +infinity (conformance.py's _listed).</summary>
+    static List<object> ScenarioListed(float[] values, int count)
+    {
+        return values.Take(count).Select(v => float.IsPositiveInfinity(v) ? (object)"inf" : (double)v).ToList();
     }
 
     /// <summary>A scenario's [x, y]: numbers, or "nan" / "inf" / "-inf" (JSON has no such floats).</summary>
