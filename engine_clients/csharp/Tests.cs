@@ -104,7 +104,8 @@ static class Tests
         Run("client: 2000 requests from 8 threads while the connection is cut 5 times", RequestsSurviveCuts);
         Run("client: heartbeats keep an idle connection", HeartbeatKeepsIdleConnection);
         RunConformance();
-        Run("options: PathOptions names and defaults are the server's (pathserver options --json)", OptionsMatchTheServer);
+        Run("options: PathOptions names and defaults, and the requests each option goes with, are the server's (pathserver options --json)", OptionsMatchTheServer);
+        Run("options: each option goes out with each request the client sends it for, and is refused before sending for the others", OptionsPerRequestOnTheWire);
 
         Console.WriteLine(_passed + " passed, " + _failed + " failed");
         return _failed == 0 ? 0 : 1;
@@ -1650,10 +1651,12 @@ static class Tests
     /// <summary>
     /// The options this client exposes and documents, against the server's one definition
     /// (`pathserver options --json`): every PathOptions property that is a wire option must be one
-    /// of the server's and every server option (but unit_size, a parameter) a property; the
-    /// choices each property's documentation lists must be the server's; PathOptions.Defaults
-    /// must hold the server's wire_default, but for Space, the client's own default (World),
-    /// which must be one of the server's choices.
+    /// of the server's and every server option a property or one of the methods' parameters
+    /// (unit_size, goals, budget); the choices each property's documentation lists must be the
+    /// server's; PathOptions.Defaults must hold the server's wire_default, but for Space, the
+    /// client's own default (World), which must be one of the server's choices; and, op by op,
+    /// the options PathOptions.Requests sends with each request must be the ones the server lists
+    /// for it (its "ops"), but update's space (UpdateAsync sends grid cells only).
     /// </summary>
     static async Task OptionsMatchTheServer()
     {
@@ -1668,9 +1671,10 @@ static class Tests
         var names = properties.Select(p => SnakeCase(p.Name)).ToList();
         var unknown = names.Where(name => !server.ContainsKey(name)).ToList();
         Check(unknown.Count == 0, "PathOptions properties the server does not know: " + string.Join(", ", unknown));
-        var missing = server.Keys.Where(name => name != "unit_size" && !names.Contains(name)).ToList();
+        var parameters = new[] { "unit_size", "goals", "budget" };
+        var missing = server.Keys.Where(name => !parameters.Contains(name) && !names.Contains(name)).ToList();
         Check(missing.Count == 0, "server options PathOptions lacks: " + string.Join(", ", missing));
-        Check(server.ContainsKey("unit_size"), "the server's options include unit_size");
+        foreach (var name in parameters) Check(server.ContainsKey(name), "the server's options include " + name + " (a parameter here)");
         Equal(string.Join(",", names.OrderBy(n => n)), string.Join(",", PathOptions.Defaults.Keys.OrderBy(n => n)), "PathOptions.Defaults covers every option");
 
         foreach (var pair in PathOptions.Defaults)
@@ -1708,7 +1712,87 @@ static class Tests
             listed++;
         }
         Equal(server.Values.Count(o => (string)o["kind"] == "enum"), listed, "enum options whose choices PathOptions documents");
+
+        // Op by op: the options the server takes for each request, and the ones this client sends with it.
+        Equal(string.Join(",", server.Keys.OrderBy(n => n)), string.Join(",", PathOptions.Requests.Keys.OrderBy(n => n)), "PathOptions.Requests covers every option");
+        var ops = server.Values.SelectMany(o => ((List<object>)o["ops"]).Cast<string>()).Distinct().Where(op => op != "update").OrderBy(op => op).ToList();
+        Equal(string.Join(",", ops), string.Join(",", PathOptions.Requests.Values.SelectMany(v => v).Distinct().OrderBy(op => op)), "the requests options go with");
+        foreach (var op in ops)
+        {
+            var theirs = server.Values.Where(o => ((List<object>)o["ops"]).Contains(op)).Select(o => (string)o["name"]).OrderBy(n => n);
+            var ours = PathOptions.Requests.Where(pair => pair.Value.Contains(op)).Select(pair => pair.Key).OrderBy(n => n);
+            Equal(string.Join(", ", theirs), string.Join(", ", ours), "the options of \"" + op + "\" requests");
+        }
+        var update = server.Values.Where(o => ((List<object>)o["ops"]).Contains("update")).Select(o => (string)o["name"]).ToList();
+        Equal("space", string.Join(",", update), "update's options (UpdateAsync sends grid cells, no space)");
         Console.WriteLine("     | " + names.Count + " options checked against " + _optionsFile);
+    }
+
+    /// <summary>
+    /// Every PathOptions property set alone, with a valid value, for each request the client
+    /// sends: PathOptions.Requests says it goes with that op, the server must not call it an
+    /// unknown field (other refusals, such as a tag this map lacks, are fine: the field was
+    /// read); where it does not go, the client throws ArgumentException before sending anything.
+    /// </summary>
+    static async Task OptionsPerRequestOnTheWire()
+    {
+        await RequireServer();
+        var samples = new Dictionary<string, Action<PathOptions>>
+        {
+            { "smooth", o => o.Smooth = "los" }, { "allow_partial", o => o.AllowPartial = true }, { "snap", o => o.Snap = true },
+            { "max_expansions", o => o.MaxExpansions = 100000 }, { "heuristic", o => o.Heuristic = "octile" }, { "weight", o => o.Weight = 1.5 },
+            { "diagonal", o => o.Diagonal = "never" }, { "max_climb", o => o.MaxClimb = 1 }, { "algorithm", o => o.Algorithm = "astar" },
+            { "line_of_sight", o => o.LineOfSight = false }, { "max_cost", o => o.MaxCost = 50 }, { "region", o => o.Region = new GridRect(0, 0, 2, 2) },
+            { "lookahead", o => o.Lookahead = "los" }, { "avoid", o => o.Avoid = new AvoidSet().AddCell(5, 5) }, { "avoid_cost", o => o.AvoidCost = 2 },
+            { "traversal", o => o.Traversal = new TraversalRules { { "water", null } } },
+        };
+        var names = typeof(PathOptions).GetProperties().Select(p => SnakeCase(p.Name))
+            .Where(name => PathOptions.Defaults.ContainsKey(name) && name != "space").OrderBy(n => n).ToList();
+        Equal(string.Join(",", names), string.Join(",", samples.Keys.OrderBy(n => n)), "a sample value for every option property");
+        var ops = new[] { "path", "paths", "reachable", "field", "next_steps", "check_block" };
+        int sent = 0, refused = 0;
+        using (var client = NewClient())
+        {
+            foreach (var option in samples)
+            {
+                foreach (var op in ops)
+                {
+                    var options = new PathOptions { Map = _mapName, Space = CoordinateSpace.Grid };
+                    option.Value(options);
+                    Func<Task> send = SendFor(client, op, options);
+                    if (!PathOptions.Requests[option.Key].Contains(op))
+                    {
+                        bool threw = false;
+                        try { await send(); }
+                        catch (ArgumentException) { threw = true; }
+                        Check(threw, option.Key + " on " + op + ": ArgumentException before sending");
+                        refused++;
+                        continue;
+                    }
+                    try { await send(); }
+                    catch (PathServerException e)
+                    {
+                        Check(!(e.Code == PathServerErrorCodes.InvalidRequest && e.Message.Contains("unknown field")), option.Key + " on " + op + ": " + e.Message);
+                    }
+                    sent++;
+                }
+            }
+        }
+        Console.WriteLine("     | " + sent + " option and request pairs sent, " + refused + " refused by the client");
+    }
+
+    static Func<Task> SendFor(PathServerClient client, string op, PathOptions options)
+    {
+        var goals = new[] { Corner(3) };
+        switch (op)
+        {
+            case "path": return () => client.FindPathAsync(Corner(0), Corner(3), 1, options);
+            case "paths": return () => client.FindPathsAsync(new[] { new PathRequest(Corner(0), Corner(3)) }, 1, options);
+            case "reachable": return () => client.ReachableAsync(Corner(0), 3, 1, options);
+            case "field": return () => client.DistanceFieldAsync(goals, 1, options);
+            case "next_steps": return () => client.NextStepsAsync(goals, 1, new float[] { 1, 1 }, options);
+            default: return () => client.CheckBlockAsync(new[] { Corner(0), Corner(3) }, new[] { new GridRect(5, 5, 1, 1) }, null, 1, options);
+        }
     }
 
     /// <summary>
