@@ -1209,8 +1209,9 @@ namespace PathServer
 #endif
 
         /// <summary>
-        /// NextStepsAsync for count units whose x, y start at positions[offset] (2 * count floats);
-        /// the answer goes into steps (2 * count) and remaining (count) from index 0.
+        /// NextStepsAsync for count units whose x, y pairs start at positions[offset] (offset in
+        /// floats; 2 * count floats are read); the answer goes into steps (2 * count) and
+        /// remaining (count) from index 0. For engines without System.Span.
         /// </summary>
         public Task<NextStepsResult> NextStepsAsync(IList<PathPoint> goals, UnitSize unitSize, float[] positions, int offset, int count,
             float[] steps, float[] remaining, PathOptions options = null, CancellationToken ct = default(CancellationToken))
