@@ -14,6 +14,10 @@
 //   1. Values: PathPoint, UnitSize, GridRect, CoordinateSpace, PathStatus, PathOptions,
 //      PathRequest, PathResult, MapInfo, MapData: what goes into a request and comes out of a
 //      reply. Uploaded maps: PutMapAsync, GetMapAsync (MapData), DropMapAsync, UpdateAsync's ifGen.
+//   1b. Values of the queries beyond one path: AvoidSet, TraversalRules, Traversal, IndexPair,
+//      ReachableResult, DistanceField, NextStepsResult, CheckBlockResult (FindPathToAnyAsync,
+//      ReachableAsync, DistanceFieldAsync, NextStepsAsync, CheckBlockAsync: the client's region
+//      "Queries beyond one path").
 //   2. Errors: PathServerErrorCodes and PathServerException.
 //   3. Events: the EventArgs of PathFound, PathFailed and ConnectionChanged.
 //   4. PathServerClient: its public API; the main-thread event queue; requests (ids, timeouts,
@@ -148,8 +152,11 @@ namespace PathServer
     }
 
     /// <summary>
-    /// Optional settings of a path request. Null members are left out of the request, so the
-    /// server's defaults apply (Defaults lists them); Space is always sent, World unless set.
+    /// Optional settings of a request (a path, a batch or one of the queries beyond one path).
+    /// Null members are left out of the request, so the server's defaults apply (Defaults lists
+    /// them); Space goes out as "world" unless set to Grid (the wire's default). Requests says
+    /// which requests take each option; one set for a request that does not take it throws
+    /// ArgumentException before anything is sent.
     /// </summary>
     public sealed class PathOptions
     {

@@ -769,6 +769,52 @@ static class Tests
             printed.Add("dropped the upload's generation: " + (await client.DropMapAsync("room") == gen));
         }
         Equal(shown.Groups[1].Value.TrimEnd('\n'), string.Join("\n", printed), "README's uploads output");
+
+        // The queries example, the third output block.
+        shown = shown.NextMatch();
+        Check(shown.Success, "a third ```text block (queries) in " + readme);
+        printed.Clear();
+        using (var client = new PathServerClient(_endpoint, "court"))
+        {
+            // The court of docs/protocol.md, 4 x 3 with a wall at (1, 1), and water (tag 1) down column 2.
+            var court = new byte[] { 1, 1, 1, 1,   1, 0, 1, 1,   1, 1, 1, 1 };
+            var water = new byte[] { 0, 0, 1, 0,   0, 0, 1, 0,   0, 0, 1, 0 };
+            await client.PutMapAsync("court", 4, 3, court, tags: water, tagNames: new Dictionary<string, int> { { "water", 1 } },
+                classes: new Dictionary<string, TraversalRules> { { "tank", new TraversalRules { { "water", null } } } });
+            var grid = new PathOptions { Space = CoordinateSpace.Grid };
+
+            PathResult nearest = await client.FindPathToAnyAsync(new PathPoint(0, 0), new[] { new PathPoint(3, 2), new PathPoint(0, 2) }, 1, grid);
+            printed.Add("nearest: goal " + nearest.GoalIndex + ", cost " + nearest.Cost);
+
+            ReachableResult range = await client.ReachableAsync(new PathPoint(0, 0), 2, 1, grid);
+            printed.Add("in range: " + string.Join(" ", Enumerable.Range(0, range.Count).Select(i => "(" + range.Cells[2 * i] + ", " + range.Cells[2 * i + 1] + ") " + range.Costs[i])));
+
+            DistanceField field = await client.DistanceFieldAsync(new[] { new PathPoint(3, 2) }, 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Region = new GridRect(0, 0, 2, 2) });
+            printed.Add("field " + field.Width + "x" + field.Height + ": " + string.Join(" ", field.Costs.Select(c => c.ToString("0.00", CultureInfo.InvariantCulture))));
+
+            float[] positions = { 0.5f, 0.5f, 3.5f, 0.5f };
+            float[] steps = new float[4], remaining = new float[2];
+            await client.NextStepsAsync(new[] { new PathPoint(3, 2) }, 1, positions, steps, remaining, grid);
+            printed.Add("steps: " + string.Join(" ", steps) + ", remaining " + string.Join(" ", remaining.Select(r => r.ToString("0.00", CultureInfo.InvariantCulture))));
+
+            CheckBlockResult cut = await client.CheckBlockAsync(new[] { new PathPoint(0, 0), new PathPoint(3, 0), new PathPoint(0, 2) },
+                new[] { new GridRect(2, 0, 1, 3) }, null, 1, grid);
+            printed.Add("a wall down column 2 cuts " + string.Join(" ", cut.Disconnected));
+
+            PathResult tank = await client.FindPathAsync(new PathPoint(0, 0), new PathPoint(3, 0), 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Traversal = "tank" });
+            PathResult boat = await client.FindPathAsync(new PathPoint(0, 0), new PathPoint(3, 0), 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Traversal = new TraversalRules { { "water", 3 } } });
+            printed.Add("tank: " + tank.Status + ", boat: " + boat.Status + " at cost " + boat.Cost);
+
+            var others = new AvoidSet().AddCell(1, 0);
+            PathResult around = await client.FindPathAsync(new PathPoint(0, 0), new PathPoint(2, 0), 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Avoid = others });
+            printed.Add("with a unit standing on (1, 0): " + around.Status + ", " + around.Path.Length + " waypoints, cost " + around.Cost.ToString("0.00", CultureInfo.InvariantCulture));
+            await client.DropMapAsync("court");
+        }
+        Equal(shown.Groups[1].Value.TrimEnd('\n'), string.Join("\n", printed), "README's queries output");
     }
 
     static async Task GridPath()
