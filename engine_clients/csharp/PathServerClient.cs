@@ -113,7 +113,10 @@ namespace PathServer
         }
     }
 
-    /// <summary>A rectangle of cells for UpdateAsync: X, Y is the top-left cell.</summary>
+    /// <summary>
+    /// A rectangle of cells, X, Y its top-left cell: UpdateAsync's, GetMapAsync's and
+    /// PathOptions.Region's (grid cells), AvoidSet's, CheckBlockAsync's (in the request's Space).
+    /// </summary>
     public struct GridRect
     {
         public int X { get; }
@@ -187,9 +190,9 @@ namespace PathServer
             { "traversal", null },
         };
 
-        static readonly string[] PathOps = { "path", "paths" };
-        static readonly string[] SearchOps = { "path", "paths", "reachable", "field", "next_steps" };
-        static readonly string[] EveryOp = { "path", "paths", "reachable", "field", "next_steps", "check_block" };
+        static readonly IReadOnlyList<string> PathOps = Array.AsReadOnly(new[] { "path", "paths" });
+        static readonly IReadOnlyList<string> SearchOps = Array.AsReadOnly(new[] { "path", "paths", "reachable", "field", "next_steps" });
+        static readonly IReadOnlyList<string> EveryOp = Array.AsReadOnly(new[] { "path", "paths", "reachable", "field", "next_steps", "check_block" });
 
         /// <summary>
         /// The requests (wire ops) each option goes with, by wire name, as this client sends them:
@@ -200,7 +203,7 @@ namespace PathServer
         /// this table, op by op, against the server's (`pathserver options --json`, each option's
         /// "ops"); "update" takes "space" there, and UpdateAsync sends grid cells (GridRect) only.
         /// </summary>
-        public static readonly IReadOnlyDictionary<string, string[]> Requests = new Dictionary<string, string[]>
+        public static readonly IReadOnlyDictionary<string, IReadOnlyList<string>> Requests = new Dictionary<string, IReadOnlyList<string>>
         {
             { "unit_size", EveryOp },
             { "space", EveryOp },
@@ -214,11 +217,11 @@ namespace PathServer
             { "max_climb", SearchOps },
             { "algorithm", PathOps },
             { "line_of_sight", PathOps },
-            { "goals", new[] { "path", "paths", "field", "next_steps" } },
-            { "budget", new[] { "reachable" } },
-            { "max_cost", new[] { "field", "next_steps" } },
-            { "region", new[] { "field" } },
-            { "lookahead", new[] { "next_steps" } },
+            { "goals", Array.AsReadOnly(new[] { "path", "paths", "field", "next_steps" }) },
+            { "budget", Array.AsReadOnly(new[] { "reachable" }) },
+            { "max_cost", Array.AsReadOnly(new[] { "field", "next_steps" }) },
+            { "region", Array.AsReadOnly(new[] { "field" }) },
+            { "lookahead", Array.AsReadOnly(new[] { "next_steps" }) },
             { "avoid", SearchOps },
             { "avoid_cost", SearchOps },
             { "traversal", EveryOp },
@@ -295,7 +298,10 @@ namespace PathServer
         static void Put(MsgPackMap body, string op, string name, object value)
         {
             if (value == null) return;
-            if (Array.IndexOf(Requests[name], op) < 0)
+            var ops = Requests[name];
+            bool taken = false;
+            for (int i = 0; i < ops.Count && !taken; i++) taken = ops[i] == op;
+            if (!taken)
                 throw new ArgumentException("PathOptions' \"" + name + "\" is not an option of \"" + op + "\" requests; it goes with "
                     + string.Join(", ", Requests[name]) + ".", "options");
             body.Add(name, value);
@@ -424,8 +430,8 @@ namespace PathServer
 
     /// <summary>
     /// Grid cells one request treats as solid (PathOptions.Avoid): other units standing still, say.
-    /// The shared map is untouched. Reuse one set from frame to frame (Clear, then Add...) to
-    /// keep garbage down. The server takes at most 65 536 cells and rectangles together.
+    /// The shared map is untouched. One set can serve frame after frame (Clear, then Add...).
+    /// The server takes at most 65 536 cells and rectangles together.
     /// </summary>
     public sealed class AvoidSet
     {
@@ -893,7 +899,8 @@ namespace PathServer
 
         /// <summary>
         /// Many paths for one unit size in one round trip (op "paths"), answered in order. A failed
-        /// item has Status Failed and Error set; a failure of the whole batch throws.
+        /// item has Status Failed and Error set; a failure of the whole batch throws. An entry made
+        /// with goals (new PathRequest(start, goals)) finds the cheapest of them: its GoalIndex.
         /// </summary>
         public Task<PathResult[]> FindPathsAsync(IList<PathRequest> requests, UnitSize unitSize,
             PathOptions options = null, CancellationToken ct = default(CancellationToken))
