@@ -114,8 +114,8 @@ namespace PathServer
     }
 
     /// <summary>
-    /// A rectangle of cells, X, Y its top-left cell: UpdateAsync's, GetMapAsync's and
-    /// PathOptions.Region's (grid cells), AvoidSet's, CheckBlockAsync's (in the request's Space).
+    /// A rectangle of cells, X, Y its top-left cell: UpdateAsync's, GetMapAsync's,
+    /// PathOptions.Region's and AvoidSet's (grid cells); CheckBlockAsync's (in the request's Space).
     /// </summary>
     public struct GridRect
     {
