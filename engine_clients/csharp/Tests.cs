@@ -9,7 +9,9 @@
 // the server: pipelined requests matched by id, a batch, error codes, events, a live edit, and
 // connection trouble staged through an in-process TCP proxy in front of the real server (a
 // timeout, a reconnect that re-sends what was in flight, connecting before the server is up, a
-// restart, a silent server caught by heartbeats). Then the shared conformance scenarios (their
+// restart, a silent server caught by heartbeats), the queries beyond one path (goals, reachable,
+// field, next_steps into the caller's buffers, check_block, avoid and traversal, their errors).
+// Then the shared conformance scenarios (their
 // timeout scenario goes to --silent-endpoint, a peer that never answers) and the client's
 // options against the server's list (--options: the output of `pathserver options --json`).
 // The last line is exactly "N passed, N failed"; the exit code is non-zero when anything failed.
