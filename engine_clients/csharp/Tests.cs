@@ -11,9 +11,9 @@
 // timeout, a reconnect that re-sends what was in flight, connecting before the server is up, a
 // restart, a silent server caught by heartbeats), the queries beyond one path (goals, reachable,
 // field, next_steps into the caller's buffers, check_block, avoid and traversal, their errors).
-// Then the shared conformance scenarios (their
-// timeout scenario goes to --silent-endpoint, a peer that never answers) and the client's
-// options against the server's list (--options: the output of `pathserver options --json`).
+// Then the shared conformance scenarios (their timeout scenario goes to --silent-endpoint, a
+// peer that never answers) and the client's options, op by op, against the server's list
+// (--options: the output of `pathserver options --json`).
 // The last line is exactly "N passed, N failed"; the exit code is non-zero when anything failed.
 
 using System;
