@@ -1584,7 +1584,7 @@ namespace PathServer
             var tcs = new TaskCompletionSource<T>(TaskCreationOptions.RunContinuationsAsynchronously);
             var span = timeout ?? RequestTimeout;
             var requestId = id;
-            var pending = new Pending { Id = id, Op = body[1].Value as string, Message = Zmtp.EncodeMessage(MsgPack.Encode(body), true),
+            var pending = new Pending { Id = id, Op = body[1].Value as string, Message = EncodeRequest(body),
                 Deadline = DateTime.UtcNow + span, Timeout = span };
             pending.OnDone = (reply, error) =>
             {
@@ -1620,6 +1620,21 @@ namespace PathServer
                 Finish(pending, null, new PathServerException(PathServerErrorCodes.Disconnected, "the client was disposed", null, false, null, id));
             Enqueue(pending);
             return tcs.Task;
+        }
+
+        // The ZMTP frames of a request. A body's bins (a map layer, next_steps' positions) may be
+        // large: the encoder's buffer is sized for them up front and framed without another copy.
+        static byte[] EncodeRequest(MsgPackMap body)
+        {
+            int binBytes = 0;
+            foreach (var pair in body)
+            {
+                var bytes = pair.Value as byte[];
+                if (bytes != null) binBytes += bytes.Length;
+            }
+            var encoded = new MemoryStream(binBytes + 1024);
+            MsgPack.Encode(encoded, body);
+            return Zmtp.EncodeMessage(encoded.GetBuffer(), (int)encoded.Length, true);
         }
 
         void Enqueue(Pending pending)
@@ -2249,10 +2264,33 @@ namespace PathServer
         /// </summary>
         public static byte[] EncodeMessage(byte[] body, bool withDelimiter = true)
         {
-            var output = new MemoryStream(body.Length + 12);
-            if (withDelimiter) AppendFrame(output, 0, new byte[0], true);
-            AppendFrame(output, 0, body, false);
-            return output.ToArray();
+            return EncodeMessage(body, body.Length, withDelimiter);
+        }
+
+        /// <summary>EncodeMessage for the first length bytes of body, into one array of the exact size.</summary>
+        public static byte[] EncodeMessage(byte[] body, int length, bool withDelimiter)
+        {
+            bool large = length > 255;
+            int header = large ? 9 : 2;
+            var message = new byte[(withDelimiter ? 2 : 0) + header + length];
+            int at = 0;
+            if (withDelimiter)
+            {
+                message[at++] = 0x01;  // an empty frame, more to come
+                message[at++] = 0;
+            }
+            if (large)
+            {
+                message[at++] = 0x02;
+                for (int shift = 56; shift >= 0; shift -= 8) message[at++] = (byte)((long)length >> shift);
+            }
+            else
+            {
+                message[at++] = 0;
+                message[at++] = (byte)length;
+            }
+            Buffer.BlockCopy(body, 0, message, at, length);
+            return message;
         }
 
         static void AppendFrame(MemoryStream output, byte flags, byte[] body, bool more)
@@ -2447,6 +2485,12 @@ namespace PathServer
             var output = new MemoryStream();
             Write(output, value, 0);
             return output.ToArray();
+        }
+
+        /// <summary>Appends the encoding of value to output.</summary>
+        public static void Encode(MemoryStream output, object value)
+        {
+            Write(output, value, 0);
         }
 
         static void Write(MemoryStream output, object value, int depth)

@@ -377,6 +377,10 @@ static class Tests
         Equal(2, frames.Count, "two frames");
         Check(frames[0].More && frames[0].Body.Length == 0, "delimiter has MORE and no body");
         Check(!frames[1].More && frames[1].Body.Length == 300, "body is last, 300 bytes");
+        // The first length bytes of a larger buffer (the client frames its encoder's buffer as is): 255 short, 256 long.
+        var buffer = Enumerable.Range(0, 400).Select(i => (byte)i).ToArray();
+        Equal("00ff" + Hex(buffer.Take(255).ToArray()), Hex(Zmtp.EncodeMessage(buffer, 255, false)), "255 bytes of a buffer: a short frame");
+        Equal("0100" + "020000000000000100" + Hex(buffer.Take(256).ToArray()), Hex(Zmtp.EncodeMessage(buffer, 256, true)), "256 bytes of a buffer: a long frame");
         Equal("04070450494e47" + "0102", Hex(Zmtp.Command("PING", new byte[] { 1, 2 })), "PING command");
     }
 
