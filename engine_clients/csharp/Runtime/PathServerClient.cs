@@ -14,6 +14,10 @@
 //   1. Values: PathPoint, UnitSize, GridRect, CoordinateSpace, PathStatus, PathOptions,
 //      PathRequest, PathResult, MapInfo, MapData: what goes into a request and comes out of a
 //      reply. Uploaded maps: PutMapAsync, GetMapAsync (MapData), DropMapAsync, UpdateAsync's ifGen.
+//   1b. Values of the queries beyond one path: AvoidSet, TraversalRules, Traversal, IndexPair,
+//      ReachableResult, DistanceField, NextStepsResult, CheckBlockResult (FindPathToAnyAsync,
+//      ReachableAsync, DistanceFieldAsync, NextStepsAsync, CheckBlockAsync: the client's region
+//      "Queries beyond one path").
 //   2. Errors: PathServerErrorCodes and PathServerException.
 //   3. Events: the EventArgs of PathFound, PathFailed and ConnectionChanged.
 //   4. PathServerClient: its public API; the main-thread event queue; requests (ids, timeouts,
@@ -109,7 +113,10 @@ namespace PathServer
         }
     }
 
-    /// <summary>A rectangle of cells for UpdateAsync: X, Y is the top-left cell.</summary>
+    /// <summary>
+    /// A rectangle of cells, X, Y its top-left cell: UpdateAsync's, GetMapAsync's,
+    /// PathOptions.Region's and AvoidSet's (grid cells); CheckBlockAsync's (in the request's Space).
+    /// </summary>
     public struct GridRect
     {
         public int X { get; }
@@ -148,8 +155,11 @@ namespace PathServer
     }
 
     /// <summary>
-    /// Optional settings of a path request. Null members are left out of the request, so the
-    /// server's defaults apply (Defaults lists them); Space is always sent, World unless set.
+    /// Optional settings of a request (a path, a batch or one of the queries beyond one path).
+    /// Null members are left out of the request, so the server's defaults apply (Defaults lists
+    /// them); Space goes out as "world" unless set to Grid (the wire's default). Requests says
+    /// which requests take each option; one set for a request that does not take it throws
+    /// ArgumentException before anything is sent.
     /// </summary>
     public sealed class PathOptions
     {
@@ -172,6 +182,49 @@ namespace PathServer
             { "max_climb", null },
             { "algorithm", "auto" },
             { "line_of_sight", true },
+            { "max_cost", null },
+            { "region", null },
+            { "lookahead", "cell" },
+            { "avoid", null },
+            { "avoid_cost", null },
+            { "traversal", null },
+        };
+
+        static readonly IReadOnlyList<string> PathOps = Array.AsReadOnly(new[] { "path", "paths" });
+        static readonly IReadOnlyList<string> SearchOps = Array.AsReadOnly(new[] { "path", "paths", "reachable", "field", "next_steps" });
+        static readonly IReadOnlyList<string> EveryOp = Array.AsReadOnly(new[] { "path", "paths", "reachable", "field", "next_steps", "check_block" });
+
+        /// <summary>
+        /// The requests (wire ops) each option goes with, by wire name, as this client sends them:
+        /// the PathOptions properties, and the options the methods take as parameters ("unit_size":
+        /// unitSize; "goals": FindPathToAnyAsync's, DistanceFieldAsync's and NextStepsAsync's goals,
+        /// a PathRequest's Goals; "budget": ReachableAsync's budget). A property set for a request
+        /// that does not take it throws ArgumentException before anything is sent. Tests.cs checks
+        /// this table, op by op, against the server's (`pathserver options --json`, each option's
+        /// "ops"); "update" takes "space" there, and UpdateAsync sends grid cells (GridRect) only.
+        /// </summary>
+        public static readonly IReadOnlyDictionary<string, IReadOnlyList<string>> Requests = new Dictionary<string, IReadOnlyList<string>>
+        {
+            { "unit_size", EveryOp },
+            { "space", EveryOp },
+            { "smooth", PathOps },
+            { "allow_partial", PathOps },
+            { "snap", EveryOp },
+            { "max_expansions", PathOps },
+            { "heuristic", PathOps },
+            { "weight", PathOps },
+            { "diagonal", EveryOp },
+            { "max_climb", SearchOps },
+            { "algorithm", PathOps },
+            { "line_of_sight", PathOps },
+            { "goals", Array.AsReadOnly(new[] { "path", "paths", "field", "next_steps" }) },
+            { "budget", Array.AsReadOnly(new[] { "reachable" }) },
+            { "max_cost", Array.AsReadOnly(new[] { "field", "next_steps" }) },
+            { "region", Array.AsReadOnly(new[] { "field" }) },
+            { "lookahead", Array.AsReadOnly(new[] { "next_steps" }) },
+            { "avoid", SearchOps },
+            { "avoid_cost", SearchOps },
+            { "traversal", EveryOp },
         };
 
         /// <summary>Map name; null means the client's DefaultMap. Not a wire option.</summary>
@@ -198,41 +251,84 @@ namespace PathServer
         public string Algorithm { get; set; }
         /// <summary>Take a clear straight line without searching.</summary>
         public bool? LineOfSight { get; set; }
+        /// <summary>DistanceFieldAsync and NextStepsAsync: cells dearer than this to a goal stay +inf (it bounds the work); at least 0.</summary>
+        public double? MaxCost { get; set; }
+        /// <summary>DistanceFieldAsync: the window of grid cells returned (inside the map); the whole map when null.</summary>
+        public GridRect? Region { get; set; }
+        /// <summary>NextStepsAsync: "cell" (the neighbouring cell downhill) or "los" (the farthest turn of the descent the footprint sees clearly).</summary>
+        public string Lookahead { get; set; }
+        /// <summary>Grid cells this request treats as solid (other units standing still); the map is untouched. Not for CheckBlockAsync.</summary>
+        public AvoidSet Avoid { get; set; }
+        /// <summary>Avoid's cells are not blocked but cost at least this to enter; at least 1.</summary>
+        public double? AvoidCost { get; set; }
+        /// <summary>A unit class of the map (a string converts: Traversal = "boat") or TraversalRules for its tagged cells.</summary>
+        public Traversal Traversal { get; set; }
         /// <summary>Per-request timeout; null means the client's RequestTimeout. Not a wire option.</summary>
         public TimeSpan? Timeout { get; set; }
         /// <summary>Extra request fields sent as they are, for options newer than this client.</summary>
         public IDictionary<string, object> Extra { get; set; }
 
-        internal void WriteTo(MsgPackMap body)
+        // Writes the options set, for request op. "space" is left out when Grid, the wire's default
+        // (so the requests of docs/protocol.md's golden vectors come out byte for byte).
+        internal void WriteTo(MsgPackMap body, string op)
         {
-            body.Add("space", Space == CoordinateSpace.Grid ? "grid" : "world");
-            if (Smooth != null) body.Add("smooth", Smooth);
-            if (AllowPartial.HasValue) body.Add("allow_partial", AllowPartial.Value);
-            if (Snap.HasValue) body.Add("snap", Snap.Value);
-            if (MaxExpansions.HasValue) body.Add("max_expansions", (long)MaxExpansions.Value);
-            if (Heuristic != null) body.Add("heuristic", Heuristic);
-            if (Diagonal != null) body.Add("diagonal", Diagonal);
-            if (MaxClimb.HasValue) body.Add("max_climb", MaxClimb.Value);
-            if (Algorithm != null) body.Add("algorithm", Algorithm);
-            if (Weight.HasValue) body.Add("weight", Weight.Value);
-            if (LineOfSight.HasValue) body.Add("line_of_sight", LineOfSight.Value);
+            if (Space == CoordinateSpace.World) body.Add("space", "world");
+            Put(body, op, "smooth", Smooth);
+            Put(body, op, "allow_partial", AllowPartial);
+            Put(body, op, "snap", Snap);
+            Put(body, op, "max_expansions", MaxExpansions.HasValue ? (object)(long)MaxExpansions.Value : null);
+            Put(body, op, "heuristic", Heuristic);
+            Put(body, op, "diagonal", Diagonal);
+            Put(body, op, "max_climb", MaxClimb);
+            Put(body, op, "algorithm", Algorithm);
+            Put(body, op, "weight", Weight);
+            Put(body, op, "line_of_sight", LineOfSight);
+            Put(body, op, "max_cost", MaxCost);
+            Put(body, op, "region", Region.HasValue ? PathServerClient.RectToWire(Region.Value) : null);
+            Put(body, op, "lookahead", Lookahead);
+            Put(body, op, "avoid", Avoid != null ? Avoid.ToWire() : null);
+            Put(body, op, "avoid_cost", AvoidCost);
+            Put(body, op, "traversal", Traversal != null ? Traversal.ToWire() : null);
             if (Extra != null)
             {
                 foreach (var pair in Extra) body.Add(pair.Key, pair.Value);
             }
         }
+
+        static void Put(MsgPackMap body, string op, string name, object value)
+        {
+            if (value == null) return;
+            var ops = Requests[name];
+            bool taken = false;
+            for (int i = 0; i < ops.Count && !taken; i++) taken = ops[i] == op;
+            if (!taken)
+                throw new ArgumentException("PathOptions' \"" + name + "\" is not an option of \"" + op + "\" requests; it goes with "
+                    + string.Join(", ", Requests[name]) + ".", "options");
+            body.Add(name, value);
+        }
     }
 
-    /// <summary>One request of a FindPathsAsync batch.</summary>
+    /// <summary>One request of a FindPathsAsync batch: to Goal, or to the cheapest of Goals.</summary>
     public struct PathRequest
     {
         public PathPoint Start { get; }
         public PathPoint Goal { get; }
+        /// <summary>Null, or the goals of which the cheapest reachable one wins (Goal is then unused).</summary>
+        public IList<PathPoint> Goals { get; }
 
         public PathRequest(PathPoint start, PathPoint goal)
         {
             Start = start;
             Goal = goal;
+            Goals = null;
+        }
+
+        public PathRequest(PathPoint start, IList<PathPoint> goals)
+        {
+            if (goals == null) throw new ArgumentNullException("goals");
+            Start = start;
+            Goal = default(PathPoint);
+            Goals = goals;
         }
     }
 
@@ -267,6 +363,8 @@ namespace PathServer
         public bool GoalSnapped { get; internal set; }
         /// <summary>The map generation the answer was computed on.</summary>
         public long Gen { get; internal set; }
+        /// <summary>A request with goals (FindPathToAnyAsync): the index of the goal reached; null when none is, or without goals.</summary>
+        public int? GoalIndex { get; internal set; }
         /// <summary>Null, except for a failed item of a batch.</summary>
         public PathServerException Error { get; internal set; }
         /// <summary>The decoded reply, for fields newer than this client.</summary>
@@ -316,10 +414,214 @@ namespace PathServer
         public float[] Costs { get; internal set; }
         public float[] Heights { get; internal set; }
         public byte[] Tags { get; internal set; }
+        /// <summary>The names of the tag values (put_map's tagNames); null when the map names none.</summary>
+        public IDictionary<string, int> TagNames { get; internal set; }
+        /// <summary>The map's unit classes (put_map's classes); null when it has none.</summary>
+        public IDictionary<string, TraversalRules> Classes { get; internal set; }
         public IDictionary<string, object> Raw { get; internal set; }
 
         /// <summary>The cell at (x, y) of the region (region coordinates).</summary>
         public byte this[int x, int y] { get { return Cells[y * Region.Width + x]; } }
+    }
+
+    #endregion
+
+    #region Values of the queries beyond one path
+
+    /// <summary>
+    /// Grid cells one request treats as solid (PathOptions.Avoid): other units standing still, say.
+    /// The shared map is untouched. One set can serve frame after frame (Clear, then Add...).
+    /// The server takes at most 65 536 cells and rectangles together.
+    /// </summary>
+    public sealed class AvoidSet
+    {
+        readonly List<int> _cells = new List<int>();
+        readonly List<GridRect> _rects = new List<GridRect>();
+
+        public int CellCount { get { return _cells.Count / 2; } }
+        public int RectCount { get { return _rects.Count; } }
+
+        public AvoidSet AddCell(int x, int y)
+        {
+            _cells.Add(x);
+            _cells.Add(y);
+            return this;
+        }
+
+        public AvoidSet AddRect(GridRect rect)
+        {
+            _rects.Add(rect);
+            return this;
+        }
+
+        public void Clear()
+        {
+            _cells.Clear();
+            _rects.Clear();
+        }
+
+        // {cells: [[x, y], ...], rects: [[x, y, w, h], ...]}, each key only when it has entries.
+        internal MsgPackMap ToWire()
+        {
+            var wire = new MsgPackMap();
+            if (_cells.Count > 0)
+            {
+                var cells = new object[_cells.Count / 2];
+                for (int i = 0; i < cells.Length; i++) cells[i] = new object[] { (long)_cells[2 * i], (long)_cells[2 * i + 1] };
+                wire.Add("cells", cells);
+            }
+            if (_rects.Count > 0)
+            {
+                var rects = new object[_rects.Count];
+                for (int i = 0; i < rects.Length; i++) rects[i] = PathServerClient.RectToWire(_rects[i]);
+                wire.Add("rects", rects);
+            }
+            return wire;
+        }
+    }
+
+    /// <summary>
+    /// Traversal rules over a map's tag names: a tag mapped to null blocks its cells, to a number
+    /// (at least 1) multiplies their cost. Tags not listed keep their cost.
+    ///     new TraversalRules { { "water", null }, { "forest", 3 } }
+    /// </summary>
+    public sealed class TraversalRules : Dictionary<string, double?>
+    {
+        internal MsgPackMap ToWire()
+        {
+            var wire = new MsgPackMap();
+            foreach (var pair in this) wire.Add(pair.Key, pair.Value.HasValue ? (object)pair.Value.Value : null);
+            return wire;
+        }
+
+        internal static TraversalRules FromWire(object value, string field, long id)
+        {
+            var map = value as IDictionary<string, object>;
+            if (map == null) throw new PathServerException(PathServerErrorCodes.BadReply, field + " is not a map", null, false, null, id);
+            var rules = new TraversalRules();
+            foreach (var pair in map) rules[pair.Key] = pair.Value == null ? (double?)null : MsgPack.ToDouble(pair.Value);
+            return rules;
+        }
+    }
+
+    /// <summary>
+    /// PathOptions.Traversal: a unit class the map declares (put_map's classes), or rules of its
+    /// own. Both convert implicitly: Traversal = "boat", or Traversal = new TraversalRules { ... }.
+    /// </summary>
+    public sealed class Traversal
+    {
+        /// <summary>The unit class's name, or null for rules.</summary>
+        public string UnitClass { get; }
+        /// <summary>The rules, or null for a unit class.</summary>
+        public TraversalRules Rules { get; }
+
+        Traversal(string unitClass, TraversalRules rules)
+        {
+            UnitClass = unitClass;
+            Rules = rules;
+        }
+
+        public static Traversal Class(string unitClass)
+        {
+            if (unitClass == null) throw new ArgumentNullException("unitClass");
+            return new Traversal(unitClass, null);
+        }
+
+        public static Traversal Of(TraversalRules rules)
+        {
+            if (rules == null) throw new ArgumentNullException("rules");
+            return new Traversal(null, rules);
+        }
+
+        public static implicit operator Traversal(string unitClass) { return unitClass == null ? null : Class(unitClass); }
+        public static implicit operator Traversal(TraversalRules rules) { return rules == null ? null : Of(rules); }
+
+        internal object ToWire() { return UnitClass != null ? (object)UnitClass : Rules.ToWire(); }
+
+        public override string ToString() { return UnitClass ?? MsgPack.ToDebugString(Rules.ToWire()); }
+    }
+
+    /// <summary>Two indices into CheckBlockAsync's points, First &lt; Second.</summary>
+    public struct IndexPair : IEquatable<IndexPair>
+    {
+        public int First { get; }
+        public int Second { get; }
+
+        public IndexPair(int first, int second)
+        {
+            First = first;
+            Second = second;
+        }
+
+        public bool Equals(IndexPair other) { return First == other.First && Second == other.Second; }
+        public override bool Equals(object obj) { return obj is IndexPair && Equals((IndexPair)obj); }
+        public override int GetHashCode() { return First * 397 ^ Second; }
+        public override string ToString() { return "[" + First + ", " + Second + "]"; }
+    }
+
+    /// <summary>
+    /// ReachableAsync's answer (a unit's movement range): Count grid cells, cheapest first (the
+    /// start, after snapping, first at cost 0). Cells holds them as x, y pairs: cell i is
+    /// (Cells[2 * i], Cells[2 * i + 1]) at cost Costs[i].
+    /// </summary>
+    public sealed class ReachableResult
+    {
+        public string Map { get; internal set; }
+        public long Gen { get; internal set; }
+        public int Count { get; internal set; }
+        /// <summary>2 * Count ints: x, y of each cell (grid cells, whatever the request's Space).</summary>
+        public int[] Cells { get; internal set; }
+        /// <summary>Count costs, ascending.</summary>
+        public float[] Costs { get; internal set; }
+        public IDictionary<string, object> Raw { get; internal set; }
+    }
+
+    /// <summary>
+    /// DistanceFieldAsync's answer (a Dijkstra map): each cell's cost to the nearest goal over
+    /// Region (grid cells), row-major: Costs[y * Width + x] for region coordinates (x, y);
+    /// +infinity where the unit cannot stand or reach a goal, or beyond PathOptions.MaxCost.
+    /// </summary>
+    public sealed class DistanceField
+    {
+        public string Map { get; internal set; }
+        public long Gen { get; internal set; }
+        /// <summary>The cells returned: X, Y is the origin (upper-left cell), then Width x Height.</summary>
+        public GridRect Region { get; internal set; }
+        public int Width { get { return Region.Width; } }
+        public int Height { get { return Region.Height; } }
+        public float[] Costs { get; internal set; }
+        public IDictionary<string, object> Raw { get; internal set; }
+
+        /// <summary>The cost at (x, y) of the region (region coordinates).</summary>
+        public float this[int x, int y] { get { return Costs[y * Region.Width + x]; } }
+    }
+
+    /// <summary>
+    /// NextStepsAsync's answer for Count units: Steps[2 * i], Steps[2 * i + 1] is where unit i
+    /// heads next (in the request's Space), Remaining[i] its cost to the nearest goal (+infinity:
+    /// it cannot reach one; it then gets its own cell as its step). Steps and Remaining are the
+    /// arrays the caller passed (or new ones); only their first 2 * Count and Count items are set.
+    /// </summary>
+    public sealed class NextStepsResult
+    {
+        public string Map { get; internal set; }
+        public long Gen { get; internal set; }
+        public int Count { get; internal set; }
+        public float[] Steps { get; internal set; }
+        public float[] Remaining { get; internal set; }
+    }
+
+    /// <summary>
+    /// CheckBlockAsync's answer: the pairs of points that are connected now and would not be if
+    /// the cells were solid, in order. Empty: the placement cuts nothing.
+    /// </summary>
+    public sealed class CheckBlockResult
+    {
+        public string Map { get; internal set; }
+        public long Gen { get; internal set; }
+        public IndexPair[] Disconnected { get; internal set; }
+        public bool CutsAnything { get { return Disconnected.Length > 0; } }
+        public IDictionary<string, object> Raw { get; internal set; }
     }
 
     #endregion
@@ -599,7 +901,8 @@ namespace PathServer
 
         /// <summary>
         /// Many paths for one unit size in one round trip (op "paths"), answered in order. A failed
-        /// item has Status Failed and Error set; a failure of the whole batch throws.
+        /// item has Status Failed and Error set; a failure of the whole batch throws. An entry made
+        /// with goals (new PathRequest(start, goals)) finds the cheapest of them: its GoalIndex.
         /// </summary>
         public Task<PathResult[]> FindPathsAsync(IList<PathRequest> requests, UnitSize unitSize,
             PathOptions options = null, CancellationToken ct = default(CancellationToken))
@@ -609,10 +912,13 @@ namespace PathServer
             var items = new object[requests.Count];
             for (int i = 0; i < items.Length; i++)
             {
-                items[i] = new MsgPackMap { { "start", PointToWire(requests[i].Start) }, { "goal", PointToWire(requests[i].Goal) } };
+                var goals = requests[i].Goals;
+                items[i] = goals == null
+                    ? new MsgPackMap { { "start", PointToWire(requests[i].Start) }, { "goal", PointToWire(requests[i].Goal) } }
+                    : new MsgPackMap { { "start", PointToWire(requests[i].Start) }, { "goals", PointsToWire(goals, "goals") } };
             }
             var body = new MsgPackMap { { "op", "paths" }, { "map", MapName(options) }, { "unit_size", unitSize.ToWire() } };
-            options.WriteTo(body);
+            options.WriteTo(body, "paths");
             body.Add("requests", items);
             return SendAsync(body, options.Timeout, ct, (id, reply) =>
             {
@@ -686,20 +992,24 @@ namespace PathServer
         /// the bytes) and heights go out as little-endian float32, tags as bytes; every array holds
         /// width * height items, which the server checks ("invalid_request" at "cells", "costs", ...).
         /// origin is the world position of the grid's top-left corner (default 0, 0), cellSize the
-        /// world units of a cell (default 1).
+        /// world units of a cell (default 1). tagNames names the values of tags (1..255) for
+        /// PathOptions.Traversal; classes are the map's unit classes, each TraversalRules over those
+        /// names, used as Traversal = "boat" (after ct so that earlier positional calls keep working).
         /// </summary>
         public Task<long> PutMapAsync(string name, int width, int height, byte[] cells, float[] costs = null,
             float[] heights = null, byte[] tags = null, PathPoint? origin = null, double? cellSize = null,
-            TimeSpan? timeout = null, CancellationToken ct = default(CancellationToken))
+            TimeSpan? timeout = null, CancellationToken ct = default(CancellationToken),
+            IDictionary<string, int> tagNames = null, IDictionary<string, TraversalRules> classes = null)
         {
             if (cells == null) throw new ArgumentNullException("cells");
-            var body = PutMapBody(name ?? DefaultMap, width, height, cells, costs, heights, tags, origin, cellSize);
+            var body = PutMapBody(name ?? DefaultMap, width, height, cells, costs, heights, tags, origin, cellSize, tagNames, classes);
             return SendAsync(body, timeout, ct, (id, reply) => GenOf(reply, id));
         }
 
         // The body of a put_map request, without its id, in the key order of docs/protocol.md.
         internal static MsgPackMap PutMapBody(string name, int width, int height, byte[] cells, float[] costs = null,
-            float[] heights = null, byte[] tags = null, PathPoint? origin = null, double? cellSize = null)
+            float[] heights = null, byte[] tags = null, PathPoint? origin = null, double? cellSize = null,
+            IDictionary<string, int> tagNames = null, IDictionary<string, TraversalRules> classes = null)
         {
             var body = new MsgPackMap { { "op", "put_map" }, { "map", name }, { "width", (long)width },
                 { "height", (long)height }, { "cells", cells } };
@@ -708,6 +1018,22 @@ namespace PathServer
             if (origin.HasValue) body.Add("origin", new object[] { (double)origin.Value.X, (double)origin.Value.Y });
             if (cellSize.HasValue) body.Add("cell_size", cellSize.Value);
             if (tags != null) body.Add("tags", tags);
+            if (tagNames != null)
+            {
+                var names = new MsgPackMap();
+                foreach (var pair in tagNames) names.Add(pair.Key, (long)pair.Value);
+                body.Add("tag_names", names);
+            }
+            if (classes != null)
+            {
+                var wire = new MsgPackMap();
+                foreach (var pair in classes)
+                {
+                    if (pair.Value == null) throw new ArgumentException("class \"" + pair.Key + "\" has no rules", "classes");
+                    wire.Add(pair.Key, pair.Value.ToWire());
+                }
+                body.Add("classes", wire);
+            }
             return body;
         }
 
@@ -827,6 +1153,283 @@ namespace PathServer
 
         #endregion
 
+        #region Queries beyond one path
+
+        /// <summary>
+        /// One search for the cheapest of several goals (op "path" with "goals", 1 to 4096): the
+        /// result's GoalIndex says which goal was reached (null when none is: NoPath, or Partial
+        /// with AllowPartial). Goals snap like a goal; one in another component is skipped.
+        /// Otherwise as FindPathAsync, PathFound / PathFailed included.
+        /// </summary>
+        public Task<PathResult> FindPathToAnyAsync(PathPoint start, IList<PathPoint> goals, UnitSize unitSize,
+            PathOptions options = null, CancellationToken ct = default(CancellationToken))
+        {
+            if (goals == null) throw new ArgumentNullException("goals");
+            return StartPath(start, default(PathPoint), goals, unitSize, options, null, ct).Task;
+        }
+
+        /// <summary>Callback style FindPathToAnyAsync: returns the id; PathFound or PathFailed carries the answer and state.</summary>
+        public long RequestPathToAny(PathPoint start, IList<PathPoint> goals, UnitSize unitSize, PathOptions options = null, object state = null)
+        {
+            if (goals == null) throw new ArgumentNullException("goals");
+            var started = StartPath(start, default(PathPoint), goals, unitSize, options, state, CancellationToken.None);
+            started.Task.ContinueWith(t => { var ignored = t.Exception; }, TaskContinuationOptions.OnlyOnFaulted);
+            return started.Id;
+        }
+
+        /// <summary>
+        /// A unit's movement range (op "reachable"): every grid cell whose cheapest cost from start
+        /// (in options.Space units) is at most budget (>= 0), cheapest first. Takes Space, Snap,
+        /// Diagonal, MaxClimb, Avoid, AvoidCost and Traversal.
+        /// </summary>
+        public Task<ReachableResult> ReachableAsync(PathPoint start, double budget, UnitSize unitSize,
+            PathOptions options = null, CancellationToken ct = default(CancellationToken))
+        {
+            options = options ?? new PathOptions();
+            return SendAsync(ReachableBody(start, budget, unitSize, options), options.Timeout, ct, (id, reply) => ParseReachable(reply, id));
+        }
+
+        /// <summary>
+        /// A distance field, or Dijkstra map (op "field"): each grid cell's cost to the nearest of
+        /// goals (in options.Space units), over options.Region or the whole map; MaxCost bounds the
+        /// work. Steer many units down it with NextStepsAsync, which keeps it on the server.
+        /// </summary>
+        public Task<DistanceField> DistanceFieldAsync(IList<PathPoint> goals, UnitSize unitSize,
+            PathOptions options = null, CancellationToken ct = default(CancellationToken))
+        {
+            options = options ?? new PathOptions();
+            return SendAsync(FieldBody(goals, unitSize, options), options.Timeout, ct, (id, reply) => ParseField(reply, id));
+        }
+
+#if !PATHSERVER_NO_SPAN
+        /// <summary>
+        /// Steers many units of one size toward the nearest of goals (op "next_steps"): positions
+        /// holds x, y of each unit (2 * count floats, in options.Space units), sent as one float32
+        /// bin. The answer is written into the caller's arrays: steps[2 * i], steps[2 * i + 1] where
+        /// unit i heads next, remaining[i] its cost to a goal (+infinity: unreachable). Reuse the
+        /// same arrays every frame; they are written on the client's thread just before the task
+        /// completes, so read them only after it has. Lookahead "los" gives the farthest turn in
+        /// clear sight instead of the next cell. The server keeps the field per map generation,
+        /// goals, unit size and options, so the next frame's call costs a lookup per unit.
+        /// (Define PATHSERVER_NO_SPAN where System.Span is missing; the array overloads remain.)
+        /// </summary>
+        public Task<NextStepsResult> NextStepsAsync(IList<PathPoint> goals, UnitSize unitSize, ReadOnlySpan<float> positions,
+            float[] steps, float[] remaining, PathOptions options = null, CancellationToken ct = default(CancellationToken))
+        {
+            int count = UnitCount(positions.Length, steps, remaining);
+            var bin = new byte[positions.Length * 4];
+            System.Runtime.InteropServices.MemoryMarshal.AsBytes(positions).CopyTo(bin);
+            if (!BitConverter.IsLittleEndian) SwapFloat32(bin);
+            return SendNextSteps(goals, unitSize, bin, count, steps, remaining, options, ct);
+        }
+#endif
+
+        /// <summary>
+        /// NextStepsAsync for count units whose x, y pairs start at positions[offset] (offset in
+        /// floats; 2 * count floats are read); the answer goes into steps (2 * count) and
+        /// remaining (count) from index 0. For engines without System.Span.
+        /// </summary>
+        public Task<NextStepsResult> NextStepsAsync(IList<PathPoint> goals, UnitSize unitSize, float[] positions, int offset, int count,
+            float[] steps, float[] remaining, PathOptions options = null, CancellationToken ct = default(CancellationToken))
+        {
+            if (positions == null) throw new ArgumentNullException("positions");
+            if (offset < 0 || count < 0 || offset > positions.Length - 2 * count)
+                throw new ArgumentOutOfRangeException("count", "positions must hold 2 * count floats from offset.");
+            UnitCount(2 * count, steps, remaining);
+            var bin = new byte[count * 8];
+            Buffer.BlockCopy(positions, offset * 4, bin, 0, bin.Length);
+            if (!BitConverter.IsLittleEndian) SwapFloat32(bin);
+            return SendNextSteps(goals, unitSize, bin, count, steps, remaining, options, ct);
+        }
+
+        /// <summary>NextStepsAsync for every unit of positions (x, y pairs), into new arrays.</summary>
+        public Task<NextStepsResult> NextStepsAsync(IList<PathPoint> goals, UnitSize unitSize, float[] positions,
+            PathOptions options = null, CancellationToken ct = default(CancellationToken))
+        {
+            if (positions == null) throw new ArgumentNullException("positions");
+            int count = positions.Length / 2;
+            return NextStepsAsync(goals, unitSize, positions, 0, count, new float[2 * count], new float[count], options, ct);
+        }
+
+        /// <summary>
+        /// Would making cells and rects solid (as UpdateAsync would; in options.Space units, like
+        /// points) cut any of points off from each other for this unit size (op "check_block")?
+        /// The map is not changed. Cheap enough for every mouse move while placing a building.
+        /// Give rects, cells or both (otherwise the server answers "invalid_request" at "rects").
+        /// </summary>
+        public Task<CheckBlockResult> CheckBlockAsync(IList<PathPoint> points, IList<GridRect> rects, IList<PathPoint> cells,
+            UnitSize unitSize, PathOptions options = null, CancellationToken ct = default(CancellationToken))
+        {
+            options = options ?? new PathOptions();
+            return SendAsync(CheckBlockBody(points, rects, cells, unitSize, options), options.Timeout, ct, (id, reply) => ParseCheckBlock(reply, id));
+        }
+
+        // The bodies, without their id, in the key order of docs/protocol.md's golden vectors.
+        internal MsgPackMap ReachableBody(PathPoint start, double budget, UnitSize unitSize, PathOptions options)
+        {
+            var body = new MsgPackMap { { "op", "reachable" }, { "map", MapName(options) }, { "start", PointToWire(start) },
+                { "budget", NumberToWire(budget) } };
+            AddUnitSize(body, unitSize);
+            options.WriteTo(body, "reachable");
+            return body;
+        }
+
+        internal MsgPackMap FieldBody(IList<PathPoint> goals, UnitSize unitSize, PathOptions options)
+        {
+            var body = new MsgPackMap { { "op", "field" }, { "map", MapName(options) }, { "goals", PointsToWire(goals, "goals") } };
+            AddUnitSize(body, unitSize);
+            options.WriteTo(body, "field");
+            return body;
+        }
+
+        internal MsgPackMap NextStepsBody(IList<PathPoint> goals, UnitSize unitSize, byte[] positions, PathOptions options)
+        {
+            var body = new MsgPackMap { { "op", "next_steps" }, { "map", MapName(options) }, { "goals", PointsToWire(goals, "goals") },
+                { "positions", positions } };
+            AddUnitSize(body, unitSize);
+            options.WriteTo(body, "next_steps");
+            return body;
+        }
+
+        internal MsgPackMap CheckBlockBody(IList<PathPoint> points, IList<GridRect> rects, IList<PathPoint> cells, UnitSize unitSize,
+            PathOptions options)
+        {
+            var body = new MsgPackMap { { "op", "check_block" }, { "map", MapName(options) } };
+            if (rects != null && rects.Count > 0)
+            {
+                var wire = new object[rects.Count];
+                for (int i = 0; i < wire.Length; i++) wire[i] = RectToWire(rects[i]);
+                body.Add("rects", wire);
+            }
+            if (cells != null && cells.Count > 0) body.Add("cells", PointsToWire(cells, "cells"));
+            body.Add("points", PointsToWire(points, "points"));
+            AddUnitSize(body, unitSize);
+            options.WriteTo(body, "check_block");
+            return body;
+        }
+
+        Task<NextStepsResult> SendNextSteps(IList<PathPoint> goals, UnitSize unitSize, byte[] positions, int count, float[] steps,
+            float[] remaining, PathOptions options, CancellationToken ct)
+        {
+            options = options ?? new PathOptions();
+            var body = NextStepsBody(goals, unitSize, positions, options);
+            return SendAsync(body, options.Timeout, ct, (id, reply) => ParseNextSteps(reply, id, count, steps, remaining));
+        }
+
+        // Units in floats floats (x, y pairs), checked against the caller's buffers before anything is sent.
+        static int UnitCount(int floats, float[] steps, float[] remaining)
+        {
+            if (floats % 2 != 0) throw new ArgumentException("positions must hold x, y pairs (an even number of floats).", "positions");
+            int count = floats / 2;
+            if (steps == null) throw new ArgumentNullException("steps");
+            if (remaining == null) throw new ArgumentNullException("remaining");
+            if (steps.Length < 2 * count) throw new ArgumentException("steps holds " + steps.Length + " floats; " + count + " units need " + 2 * count + ".", "steps");
+            if (remaining.Length < count) throw new ArgumentException("remaining holds " + remaining.Length + " floats; " + count + " units need " + count + ".", "remaining");
+            return count;
+        }
+
+        internal static ReachableResult ParseReachable(IDictionary<string, object> reply, long id)
+        {
+            var costs = MsgPack.Get(reply, "costs") as byte[];
+            var cells = MsgPack.Get(reply, "cells") as byte[];
+            if (costs == null || cells == null || costs.Length % 4 != 0 || cells.Length != costs.Length * 2)
+                throw new PathServerException(PathServerErrorCodes.BadReply, "reachable reply: \"cells\" and \"costs\" are not bins of int32 pairs and float32",
+                    null, false, null, id);
+            var result = new ReachableResult { Raw = reply, Map = MsgPack.Get(reply, "map") as string, Gen = GenOf(reply, id) };
+            result.Count = costs.Length / 4;
+            result.Costs = Float32Values(costs);
+            result.Cells = new int[result.Count * 2];
+            CopyLittleEndian(cells, result.Cells, cells.Length);
+            return result;
+        }
+
+        internal static DistanceField ParseField(IDictionary<string, object> reply, long id)
+        {
+            object width = MsgPack.Get(reply, "width"), height = MsgPack.Get(reply, "height");
+            var origin = MsgPack.Get(reply, "origin") as object[];
+            if (!MsgPack.IsNumber(width) || !MsgPack.IsNumber(height) || origin == null || origin.Length != 2 || !Array.TrueForAll(origin, MsgPack.IsNumber))
+                throw new PathServerException(PathServerErrorCodes.BadReply, "field reply without \"width\", \"height\" and \"origin\"", null, false, null, id);
+            var field = new DistanceField { Raw = reply, Map = MsgPack.Get(reply, "map") as string, Gen = GenOf(reply, id),
+                Region = new GridRect((int)MsgPack.ToLong(origin[0]), (int)MsgPack.ToLong(origin[1]), (int)MsgPack.ToLong(width), (int)MsgPack.ToLong(height)) };
+            var cost = MsgPack.Get(reply, "cost") as byte[];
+            if (cost == null || cost.Length != (long)field.Width * field.Height * 4)
+                throw new PathServerException(PathServerErrorCodes.BadReply, "field reply: \"cost\" is not " + field.Width + " x " + field.Height + " float32 of bin",
+                    null, false, null, id);
+            field.Costs = Float32Values(cost);
+            return field;
+        }
+
+        // Fills the caller's buffers; runs on the reader thread before the task completes.
+        internal static NextStepsResult ParseNextSteps(IDictionary<string, object> reply, long id, int count, float[] steps, float[] remaining)
+        {
+            var stepBytes = MsgPack.Get(reply, "steps") as byte[];
+            var remainingBytes = MsgPack.Get(reply, "remaining") as byte[];
+            if (stepBytes == null || remainingBytes == null || stepBytes.Length != count * 8 || remainingBytes.Length != count * 4)
+                throw new PathServerException(PathServerErrorCodes.BadReply, "next_steps reply: \"steps\" and \"remaining\" are not bins of "
+                    + count + " float32 pairs and floats", null, false, null, id);
+            CopyLittleEndian(stepBytes, steps, stepBytes.Length);
+            CopyLittleEndian(remainingBytes, remaining, remainingBytes.Length);
+            return new NextStepsResult { Map = MsgPack.Get(reply, "map") as string, Gen = GenOf(reply, id), Count = count, Steps = steps, Remaining = remaining };
+        }
+
+        internal static CheckBlockResult ParseCheckBlock(IDictionary<string, object> reply, long id)
+        {
+            var pairs = MsgPack.Get(reply, "disconnected") as object[];
+            if (pairs == null)
+                throw new PathServerException(PathServerErrorCodes.BadReply, "check_block reply without \"disconnected\"", null, false, null, id);
+            var result = new CheckBlockResult { Raw = reply, Map = MsgPack.Get(reply, "map") as string, Gen = GenOf(reply, id),
+                Disconnected = new IndexPair[pairs.Length] };
+            for (int i = 0; i < pairs.Length; i++)
+            {
+                var pair = pairs[i] as object[];
+                if (pair == null || pair.Length != 2 || !Array.TrueForAll(pair, MsgPack.IsNumber))
+                    throw new PathServerException(PathServerErrorCodes.BadReply, "disconnected[" + i + "] is not an [i, j] pair", null, false, null, id);
+                result.Disconnected[i] = new IndexPair((int)MsgPack.ToLong(pair[0]), (int)MsgPack.ToLong(pair[1]));
+            }
+            return result;
+        }
+
+        // Little-endian 4-byte values (float32 or int32) into target, whatever this machine's byte order.
+        static void CopyLittleEndian(byte[] bytes, Array target, int byteCount)
+        {
+            if (BitConverter.IsLittleEndian)
+            {
+                Buffer.BlockCopy(bytes, 0, target, 0, byteCount);
+                return;
+            }
+            var swapped = new byte[byteCount];
+            Buffer.BlockCopy(bytes, 0, swapped, 0, byteCount);
+            SwapFloat32(swapped);
+            Buffer.BlockCopy(swapped, 0, target, 0, byteCount);
+        }
+
+        static void SwapFloat32(byte[] bytes)
+        {
+            for (int i = 0; i + 4 <= bytes.Length; i += 4) Array.Reverse(bytes, i, 4);
+        }
+
+        static object[] PointsToWire(IList<PathPoint> points, string name)
+        {
+            if (points == null) throw new ArgumentNullException(name);
+            var wire = new object[points.Count];
+            for (int i = 0; i < wire.Length; i++) wire[i] = PointToWire(points[i]);
+            return wire;
+        }
+
+        internal static object[] RectToWire(GridRect rect)
+        {
+            return new object[] { (long)rect.X, (long)rect.Y, (long)rect.Width, (long)rect.Height };
+        }
+
+        // Whole numbers go out as ints, as coordinates do.
+        static object NumberToWire(double value)
+        {
+            if (value == Math.Floor(value) && Math.Abs(value) < 1e15) return (long)value;
+            return value;
+        }
+
+        #endregion
+
         #region The main-thread event queue
 
         void RaiseEvent(Action raise)
@@ -915,19 +1518,35 @@ namespace PathServer
         // The body of a path request, without its id, in the key order of docs/protocol.md.
         internal MsgPackMap PathRequestBody(PathPoint start, PathPoint goal, UnitSize unitSize, PathOptions options)
         {
-            var body = new MsgPackMap
-            {
-                { "op", "path" }, { "map", MapName(options) }, { "start", PointToWire(start) }, { "goal", PointToWire(goal) },
-                { "unit_size", unitSize.ToWire() },
-            };
-            options.WriteTo(body);
+            return PathRequestBody(start, goal, null, unitSize, options);
+        }
+
+        // With goals (not null) in place of goal. unit_size is left out when 1, the wire's default.
+        internal MsgPackMap PathRequestBody(PathPoint start, PathPoint goal, IList<PathPoint> goals, UnitSize unitSize, PathOptions options)
+        {
+            var body = new MsgPackMap { { "op", "path" }, { "map", MapName(options) }, { "start", PointToWire(start) } };
+            if (goals == null) body.Add("goal", PointToWire(goal));
+            else body.Add("goals", PointsToWire(goals, "goals"));
+            AddUnitSize(body, unitSize);
+            options.WriteTo(body, "path");
             return body;
+        }
+
+        static void AddUnitSize(MsgPackMap body, UnitSize unitSize)
+        {
+            if (unitSize.Width != 1 || unitSize.Height != 1) body.Add("unit_size", unitSize.ToWire());
         }
 
         StartedPath StartPath(PathPoint start, PathPoint goal, UnitSize unitSize, PathOptions options, object state, CancellationToken ct)
         {
+            return StartPath(start, goal, null, unitSize, options, state, ct);
+        }
+
+        StartedPath StartPath(PathPoint start, PathPoint goal, IList<PathPoint> goals, UnitSize unitSize, PathOptions options, object state,
+            CancellationToken ct)
+        {
             options = options ?? new PathOptions();
-            var body = PathRequestBody(start, goal, unitSize, options);
+            var body = PathRequestBody(start, goal, goals, unitSize, options);
             long id;
             var task = SendAsync(body, options.Timeout, ct, (replyId, reply) =>
             {
@@ -967,7 +1586,7 @@ namespace PathServer
             var tcs = new TaskCompletionSource<T>(TaskCreationOptions.RunContinuationsAsynchronously);
             var span = timeout ?? RequestTimeout;
             var requestId = id;
-            var pending = new Pending { Id = id, Op = body[1].Value as string, Message = Zmtp.EncodeMessage(MsgPack.Encode(body), true),
+            var pending = new Pending { Id = id, Op = body[1].Value as string, Message = EncodeRequest(body),
                 Deadline = DateTime.UtcNow + span, Timeout = span };
             pending.OnDone = (reply, error) =>
             {
@@ -1003,6 +1622,21 @@ namespace PathServer
                 Finish(pending, null, new PathServerException(PathServerErrorCodes.Disconnected, "the client was disposed", null, false, null, id));
             Enqueue(pending);
             return tcs.Task;
+        }
+
+        // The ZMTP frames of a request. A body's bins (a map layer, next_steps' positions) may be
+        // large: the encoder's buffer is sized for them up front and framed without another copy.
+        static byte[] EncodeRequest(MsgPackMap body)
+        {
+            int binBytes = 0;
+            foreach (var pair in body)
+            {
+                var bytes = pair.Value as byte[];
+                if (bytes != null) binBytes += bytes.Length;
+            }
+            var encoded = new MemoryStream(binBytes + 1024);
+            MsgPack.Encode(encoded, body);
+            return Zmtp.EncodeMessage(encoded.GetBuffer(), (int)encoded.Length, true);
         }
 
         void Enqueue(Pending pending)
@@ -1121,7 +1755,7 @@ namespace PathServer
             return new PathPoint((float)MsgPack.ToDouble(pair[0]), (float)MsgPack.ToDouble(pair[1]));
         }
 
-        static PathResult ParsePathReply(IDictionary<string, object> reply, long id)
+        internal static PathResult ParsePathReply(IDictionary<string, object> reply, long id)
         {
             var result = new PathResult { Id = id, Raw = reply };
             result.StatusText = MsgPack.Get(reply, "status") as string;
@@ -1148,6 +1782,7 @@ namespace PathServer
             if (MsgPack.IsNumber(value = MsgPack.Get(reply, "gen"))) result.Gen = MsgPack.ToLong(value);
             if ((value = MsgPack.Get(reply, "start")) != null) result.Start = PointFromWire(value, "start");
             if ((value = MsgPack.Get(reply, "goal")) != null) result.Goal = PointFromWire(value, "goal");
+            if (MsgPack.IsNumber(value = MsgPack.Get(reply, "goal_index"))) result.GoalIndex = (int)MsgPack.ToLong(value);
             return result;
         }
 
@@ -1217,6 +1852,18 @@ namespace PathServer
             map.Tags = MsgPack.Get(reply, "tags") as byte[];
             if (MsgPack.Get(reply, "tags") != null && (map.Tags == null || map.Tags.Length != count))
                 throw new PathServerException(PathServerErrorCodes.BadReply, "get_map reply: \"tags\" is not " + count + " bytes of bin", null, false, null, id);
+            var tagNames = MsgPack.Get(reply, "tag_names") as IDictionary<string, object>;
+            if (tagNames != null)
+            {
+                map.TagNames = new Dictionary<string, int>();
+                foreach (var pair in tagNames) map.TagNames[pair.Key] = (int)MsgPack.ToLong(pair.Value);
+            }
+            var classes = MsgPack.Get(reply, "classes") as IDictionary<string, object>;
+            if (classes != null)
+            {
+                map.Classes = new Dictionary<string, TraversalRules>();
+                foreach (var pair in classes) map.Classes[pair.Key] = TraversalRules.FromWire(pair.Value, "classes." + pair.Key, id);
+            }
             return map;
         }
 
@@ -1619,10 +2266,33 @@ namespace PathServer
         /// </summary>
         public static byte[] EncodeMessage(byte[] body, bool withDelimiter = true)
         {
-            var output = new MemoryStream(body.Length + 12);
-            if (withDelimiter) AppendFrame(output, 0, new byte[0], true);
-            AppendFrame(output, 0, body, false);
-            return output.ToArray();
+            return EncodeMessage(body, body.Length, withDelimiter);
+        }
+
+        /// <summary>EncodeMessage for the first length bytes of body, into one array of the exact size.</summary>
+        public static byte[] EncodeMessage(byte[] body, int length, bool withDelimiter)
+        {
+            bool large = length > 255;
+            int header = large ? 9 : 2;
+            var message = new byte[(withDelimiter ? 2 : 0) + header + length];
+            int at = 0;
+            if (withDelimiter)
+            {
+                message[at++] = 0x01;  // an empty frame, more to come
+                message[at++] = 0;
+            }
+            if (large)
+            {
+                message[at++] = 0x02;
+                for (int shift = 56; shift >= 0; shift -= 8) message[at++] = (byte)((long)length >> shift);
+            }
+            else
+            {
+                message[at++] = 0;
+                message[at++] = (byte)length;
+            }
+            Buffer.BlockCopy(body, 0, message, at, length);
+            return message;
         }
 
         static void AppendFrame(MemoryStream output, byte flags, byte[] body, bool more)
@@ -1817,6 +2487,12 @@ namespace PathServer
             var output = new MemoryStream();
             Write(output, value, 0);
             return output.ToArray();
+        }
+
+        /// <summary>Appends the encoding of value to output.</summary>
+        public static void Encode(MemoryStream output, object value)
+        {
+            Write(output, value, 0);
         }
 
         static void Write(MemoryStream output, object value, int depth)

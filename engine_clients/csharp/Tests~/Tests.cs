@@ -14,9 +14,11 @@
 // the server: pipelined requests matched by id, a batch, error codes, events, a live edit, and
 // connection trouble staged through an in-process TCP proxy in front of the real server (a
 // timeout, a reconnect that re-sends what was in flight, connecting before the server is up, a
-// restart, a silent server caught by heartbeats). Then the shared conformance scenarios (their
-// timeout scenario goes to --silent-endpoint, a peer that never answers) and the client's
-// options against the server's list (--options: the output of `pathserver options --json`).
+// restart, a silent server caught by heartbeats), the queries beyond one path (goals, reachable,
+// field, next_steps into the caller's buffers, check_block, avoid and traversal, their errors).
+// Then the shared conformance scenarios (their timeout scenario goes to --silent-endpoint, a
+// peer that never answers) and the client's options, op by op, against the server's list
+// (--options: the output of `pathserver options --json`).
 // Last, the Unity package (--package, default engine_clients/csharp: package.json, the asmdef,
 // a .meta for every file Unity imports) and EmbeddedServer: Python (--python, with pathserver)
 // as the fallback, a stand-in bundle script preferred to it, its failures, and a real bundle
@@ -109,6 +111,10 @@ static class Tests
         Run("msgpack: byte[] is bin, float[] goes out as little-endian float32", UploadEncoding);
         Run("server: PutMapAsync, GetMapAsync (every layer, a region, an update with ifGen), DropMapAsync", UploadRoundTrip);
         Run("server: upload errors: wrong sizes, a map file's name, a stale ifGen", UploadErrors);
+        Run("server: the queries on an uploaded court answer as docs/protocol.md's session (goals, reachable, field, next_steps, check_block; grid and world)", QueriesOnCourt);
+        Run("server: next_steps writes into the caller's buffers, call after call (Span, a slice, offset and count)", NextStepsReusesBuffers);
+        Run("server: the queries' errors, with code and at; misuse refused before sending", QueryErrors);
+        Run("server: tag names and unit classes of an upload, traversal and avoid on every query", TraversalAndAvoid);
         Run("client: cancelling through a CancellationToken", Cancellation);
         Run("client: a request fails with \"timeout\" when no reply comes", RequestTimeout);
         Run("client: \"disconnected\" when nothing listens", NothingListening);
@@ -119,7 +125,8 @@ static class Tests
         Run("client: 2000 requests from 8 threads while the connection is cut 5 times", RequestsSurviveCuts);
         Run("client: heartbeats keep an idle connection", HeartbeatKeepsIdleConnection);
         RunConformance();
-        Run("options: PathOptions names and defaults are the server's (pathserver options --json)", OptionsMatchTheServer);
+        Run("options: PathOptions names and defaults, and the requests each option goes with, are the server's (pathserver options --json)", OptionsMatchTheServer);
+        Run("options: each option goes out with each request the client sends it for, and is refused before sending for the others", OptionsPerRequestOnTheWire);
 
         Run("package: package.json, the asmdef, a .meta with a unique GUID for each file and folder Unity imports", PackageLayout);
         Run("embedded: platform folders, the bundle's executable, quoted arguments", EmbeddedNames);
@@ -395,6 +402,10 @@ static class Tests
         Equal(2, frames.Count, "two frames");
         Check(frames[0].More && frames[0].Body.Length == 0, "delimiter has MORE and no body");
         Check(!frames[1].More && frames[1].Body.Length == 300, "body is last, 300 bytes");
+        // The first length bytes of a larger buffer (the client frames its encoder's buffer as is): 255 short, 256 long.
+        var buffer = Enumerable.Range(0, 400).Select(i => (byte)i).ToArray();
+        Equal("00ff" + Hex(buffer.Take(255).ToArray()), Hex(Zmtp.EncodeMessage(buffer, 255, false)), "255 bytes of a buffer: a short frame");
+        Equal("0100" + "020000000000000100" + Hex(buffer.Take(256).ToArray()), Hex(Zmtp.EncodeMessage(buffer, 256, true)), "256 bytes of a buffer: a long frame");
         Equal("04070450494e47" + "0102", Hex(Zmtp.Command("PING", new byte[] { 1, 2 })), "PING command");
     }
 
@@ -560,9 +571,67 @@ static class Tests
         SameBytes(vector("drop-map-request"), MsgPack.Encode(new MsgPackMap { { "id", 4L }, { "op", "drop_map" }, { "map", "yard" } }), "drop-map-request");
         Equal(1L, PathServerClient.GenOf((IDictionary<string, object>)MsgPack.Decode(vector("drop-map-reply")), 4), "drop-map-reply gen");
 
+        GoldenQueryVectors(vector);
+
         var unused = vectors.Keys.Where(name => !used.Contains(name)).ToList();
         Check(unused.Count == 0, "golden vectors this test does not check yet: " + string.Join(", ", unused));
         Console.WriteLine("     | " + used.Count + " golden vectors from " + _protocolDoc);
+    }
+
+    /// <summary>
+    /// The queries beyond one path, one session on the 4 x 3 map "court" (a wall at (1, 1)): the
+    /// client's own request builders byte for byte (FindPathToAnyAsync's, ReachableAsync's, ...),
+    /// and every reply read by the client's own parser, with the values the doc states.
+    /// </summary>
+    static void GoldenQueryVectors(Func<string, byte[]> vector)
+    {
+        Func<MsgPackMap, long, byte[]> encoded = (body, id) =>
+        {
+            body.Insert(0, new KeyValuePair<string, object>("id", id));
+            return MsgPack.Encode(body);
+        };
+        Func<string, IDictionary<string, object>> reply = name => (IDictionary<string, object>)MsgPack.Decode(vector(name));
+        SameBytes(vector("court-put-request"), encoded(PathServerClient.PutMapBody("court", 4, 3, new byte[] { 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1 }), 1),
+            "court-put-request (PutMapBody)");
+        Equal(1L, PathServerClient.GenOf(reply("court-put-reply"), 1), "court-put-reply gen");
+        using (var client = new PathServerClient("tcp://127.0.0.1:1", "court"))
+        {
+            var grid = new PathOptions { Space = CoordinateSpace.Grid };
+            var goals = new[] { new PathPoint(3, 2), new PathPoint(0, 2) };
+            SameBytes(vector("goals-request"), encoded(client.PathRequestBody(new PathPoint(0, 0), default(PathPoint), goals, 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Smooth = "none" }), 2), "goals-request (FindPathToAnyAsync's body)");
+            var path = PathServerClient.ParsePathReply(reply("goals-reply"), 2);
+            Equal("Found (0, 0) (0, 1) (0, 2) cost 2 goal_index 1 gen 1",
+                path.Status + " " + string.Join(" ", path.Path) + " cost " + path.Cost + " goal_index " + path.GoalIndex + " gen " + path.Gen, "goals-reply");
+
+            SameBytes(vector("reachable-request"), encoded(client.ReachableBody(new PathPoint(0, 0), 2, 1, grid), 3), "reachable-request (ReachableAsync's body)");
+            var reachable = PathServerClient.ParseReachable(reply("reachable-reply"), 3);
+            Equal("5 cells 0,0,1,0,0,1,2,0,0,2 costs 0,1,1,2,2 gen 1", reachable.Count + " cells " + string.Join(",", reachable.Cells)
+                + " costs " + string.Join(",", reachable.Costs) + " gen " + reachable.Gen, "reachable-reply");
+
+            SameBytes(vector("field-request"), encoded(client.FieldBody(new[] { new PathPoint(3, 2) }, 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Region = new GridRect(0, 0, 2, 2) }), 4), "field-request (DistanceFieldAsync's body)");
+            var field = PathServerClient.ParseField(reply("field-reply"), 4);
+            Equal("2x2 at (0, 0)", field.Width + "x" + field.Height + " at (" + field.Region.X + ", " + field.Region.Y + ")", "field-reply region");
+            float root2 = (float)Math.Sqrt(2);
+            Check(field.Costs.SequenceEqual(new[] { 3 + root2, 2 + root2, 4f, float.PositiveInfinity }), "field-reply costs: " + string.Join(", ", field.Costs));
+            Equal(float.PositiveInfinity, field[1, 1], "field-reply: the wall is +inf (the indexer in region coordinates)");
+
+            var positions = PathServerClient.Float32Bytes(new[] { 0.5f, 0.5f, 3.5f, 0.5f });
+            SameBytes(vector("next-steps-request"), encoded(client.NextStepsBody(new[] { new PathPoint(3, 2) }, 1, positions, grid), 5),
+                "next-steps-request (NextStepsAsync's body)");
+            var steps = new float[] { -1, -1, -1, -1, 99 };
+            var remaining = new float[] { -1, -1, 99 };
+            var next = PathServerClient.ParseNextSteps(reply("next-steps-reply"), 5, 2, steps, remaining);
+            Check(ReferenceEquals(steps, next.Steps) && ReferenceEquals(remaining, next.Remaining), "next-steps-reply is written into the caller's arrays");
+            Check(steps.SequenceEqual(new[] { 1f, 0f, 3f, 1f, 99f }) && remaining.SequenceEqual(new[] { 3 + root2, 2f, 99f }),
+                "next-steps-reply: steps " + string.Join(",", steps) + ", remaining " + string.Join(",", remaining) + " (only the first 2 units' items written)");
+
+            SameBytes(vector("check-block-request"), encoded(client.CheckBlockBody(new[] { new PathPoint(0, 0), new PathPoint(3, 0), new PathPoint(0, 2) },
+                new[] { new GridRect(2, 0, 1, 3) }, null, 1, grid), 6), "check-block-request (CheckBlockAsync's body)");
+            var block = PathServerClient.ParseCheckBlock(reply("check-block-reply"), 6);
+            Equal("[0, 1] [1, 2]", string.Join(" ", block.Disconnected), "check-block-reply");
+        }
     }
 
     /// <summary>A decoded value as text with every number as a double: 2 and 2.0 compare equal.</summary>
@@ -748,6 +817,52 @@ static class Tests
             printed.Add("dropped the upload's generation: " + (await client.DropMapAsync("room") == gen));
         }
         Equal(shown.Groups[1].Value.TrimEnd('\n'), string.Join("\n", printed), "README's uploads output");
+
+        // The queries example, the third output block.
+        shown = shown.NextMatch();
+        Check(shown.Success, "a third ```text block (queries) in " + readme);
+        printed.Clear();
+        using (var client = new PathServerClient(_endpoint, "court"))
+        {
+            // The court of docs/protocol.md, 4 x 3 with a wall at (1, 1), and water (tag 1) down column 2.
+            var court = new byte[] { 1, 1, 1, 1,   1, 0, 1, 1,   1, 1, 1, 1 };
+            var water = new byte[] { 0, 0, 1, 0,   0, 0, 1, 0,   0, 0, 1, 0 };
+            await client.PutMapAsync("court", 4, 3, court, tags: water, tagNames: new Dictionary<string, int> { { "water", 1 } },
+                classes: new Dictionary<string, TraversalRules> { { "tank", new TraversalRules { { "water", null } } } });
+            var grid = new PathOptions { Space = CoordinateSpace.Grid };
+
+            PathResult nearest = await client.FindPathToAnyAsync(new PathPoint(0, 0), new[] { new PathPoint(3, 2), new PathPoint(0, 2) }, 1, grid);
+            printed.Add("nearest: goal " + nearest.GoalIndex + ", cost " + nearest.Cost);
+
+            ReachableResult range = await client.ReachableAsync(new PathPoint(0, 0), 2, 1, grid);
+            printed.Add("in range: " + string.Join(" ", Enumerable.Range(0, range.Count).Select(i => "(" + range.Cells[2 * i] + ", " + range.Cells[2 * i + 1] + ") " + range.Costs[i])));
+
+            DistanceField field = await client.DistanceFieldAsync(new[] { new PathPoint(3, 2) }, 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Region = new GridRect(0, 0, 2, 2) });
+            printed.Add("field " + field.Width + "x" + field.Height + ": " + string.Join(" ", field.Costs.Select(c => c.ToString("0.00", CultureInfo.InvariantCulture))));
+
+            float[] positions = { 0.5f, 0.5f, 3.5f, 0.5f };
+            float[] steps = new float[4], remaining = new float[2];
+            await client.NextStepsAsync(new[] { new PathPoint(3, 2) }, 1, positions, steps, remaining, grid);
+            printed.Add("steps: " + string.Join(" ", steps) + ", remaining " + string.Join(" ", remaining.Select(r => r.ToString("0.00", CultureInfo.InvariantCulture))));
+
+            CheckBlockResult cut = await client.CheckBlockAsync(new[] { new PathPoint(0, 0), new PathPoint(3, 0), new PathPoint(0, 2) },
+                new[] { new GridRect(2, 0, 1, 3) }, null, 1, grid);
+            printed.Add("a wall down column 2 cuts " + string.Join(" ", cut.Disconnected));
+
+            PathResult tank = await client.FindPathAsync(new PathPoint(0, 0), new PathPoint(3, 0), 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Traversal = "tank" });
+            PathResult boat = await client.FindPathAsync(new PathPoint(0, 0), new PathPoint(3, 0), 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Traversal = new TraversalRules { { "water", 3 } } });
+            printed.Add("tank: " + tank.Status + ", boat: " + boat.Status + " at cost " + boat.Cost);
+
+            var others = new AvoidSet().AddCell(1, 0);
+            PathResult around = await client.FindPathAsync(new PathPoint(0, 0), new PathPoint(2, 0), 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Avoid = others });
+            printed.Add("with a unit standing on (1, 0): " + around.Status + ", " + around.Path.Length + " waypoints, cost " + around.Cost.ToString("0.00", CultureInfo.InvariantCulture));
+            await client.DropMapAsync("court");
+        }
+        Equal(shown.Groups[1].Value.TrimEnd('\n'), string.Join("\n", printed), "README's queries output");
     }
 
     static async Task GridPath()
@@ -1097,6 +1212,274 @@ static class Tests
         }
     }
 
+    static readonly byte[] CourtCells = { 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1 };
+
+    static string Floats(IEnumerable<float> values)
+    {
+        return string.Join(" ", values.Select(v => float.IsPositiveInfinity(v) ? "inf" : v.ToString("0.####", CultureInfo.InvariantCulture)));
+    }
+
+    // The court of the golden vectors (4 x 3, a wall at (1, 1)) uploaded with a world transform
+    // (origin (10, 0), cells of 2 units): grid requests must answer exactly as the doc's session,
+    // world ones the same cells in world units (points in, cell centres out).
+    static async Task QueriesOnCourt()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            await client.PutMapAsync("csharp_court", 4, 3, CourtCells, origin: new PathPoint(10, 0), cellSize: 2);
+            try
+            {
+                var grid = new PathOptions { Map = "csharp_court", Space = CoordinateSpace.Grid };
+                var world = new PathOptions { Map = "csharp_court" };
+                var goals = new[] { new PathPoint(3, 2), new PathPoint(0, 2) };
+                var path = await client.FindPathToAnyAsync(new PathPoint(0, 0), goals, 1,
+                    new PathOptions { Map = "csharp_court", Space = CoordinateSpace.Grid, Smooth = "none" });
+                Equal("Found (0, 0) (0, 1) (0, 2) cost 2 goal_index 1", path.Status + " " + string.Join(" ", path.Path) + " cost " + path.Cost
+                    + " goal_index " + path.GoalIndex, "FindPathToAnyAsync: the second goal is the cheaper");
+                var plain = await client.FindPathAsync(new PathPoint(0, 0), new PathPoint(0, 2), 1, grid);
+                Equal(null, plain.GoalIndex, "GoalIndex without goals");
+                var batch = await client.FindPathsAsync(new[] { new PathRequest(new PathPoint(0, 0), goals), new PathRequest(new PathPoint(3, 0), new PathPoint(3, 2)),
+                    new PathRequest(new PathPoint(3, 0), new[] { new PathPoint(0, 0), new PathPoint(3, 1) }) }, 1, grid);
+                Equal("1 - 1", string.Join(" ", batch.Select(r => r.GoalIndex.HasValue ? r.GoalIndex.ToString() : "-")), "a batch: goals per entry, GoalIndex per result");
+
+                var found = new TaskCompletionSource<PathFoundEventArgs>();
+                client.PathFound += (sender, e) => { if (Equals(e.State, "any")) found.TrySetResult(e); };
+                long id = client.RequestPathToAny(new PathPoint(0, 0), goals, 1, grid, "any");
+                Check(await Task.WhenAny(found.Task, Task.Delay(5000)) == found.Task, "PathFound for RequestPathToAny within 5 s");
+                Equal(id + " 1", found.Task.Result.RequestId + " " + found.Task.Result.Result.GoalIndex, "RequestPathToAny: the event's id and GoalIndex");
+
+                var reachable = await client.ReachableAsync(new PathPoint(0, 0), 2, 1, grid);
+                Equal("5: 0,0 1,0 0,1 2,0 0,2 at 0 1 1 2 2", reachable.Count + ": " + string.Join(" ", Enumerable.Range(0, reachable.Count)
+                    .Select(i => reachable.Cells[2 * i] + "," + reachable.Cells[2 * i + 1])) + " at " + Floats(reachable.Costs), "ReachableAsync");
+                var reachableWorld = await client.ReachableAsync(new PathPoint(11, 1), 2, 1, world);
+                Check(reachable.Cells.SequenceEqual(reachableWorld.Cells), "ReachableAsync from a world point: the same grid cells");
+
+                var field = await client.DistanceFieldAsync(new[] { new PathPoint(3, 2) }, 1,
+                    new PathOptions { Map = "csharp_court", Space = CoordinateSpace.Grid, Region = new GridRect(0, 0, 2, 2) });
+                float root2 = (float)Math.Sqrt(2);
+                Equal("2x2 at 0,0: " + Floats(new[] { 3 + root2, 2 + root2, 4f, float.PositiveInfinity }),
+                    field.Width + "x" + field.Height + " at " + field.Region.X + "," + field.Region.Y + ": " + Floats(field.Costs), "DistanceFieldAsync, a region");
+                var whole = await client.DistanceFieldAsync(new[] { new PathPoint(17, 5) }, 1, world);
+                Equal("4x3 0 inf", whole.Width + "x" + whole.Height + " " + Floats(new[] { whole[3, 2], whole[1, 1] }), "the whole field to a world goal (17, 5) = cell (3, 2)");
+                Check(whole[0, 0] == field[0, 0], "the same cost at (0, 0)");
+                var near = await client.DistanceFieldAsync(new[] { new PathPoint(3, 2) }, 1,
+                    new PathOptions { Map = "csharp_court", Space = CoordinateSpace.Grid, MaxCost = 1.5 });
+                Equal(4, near.Costs.Count(c => !float.IsInfinity(c)), "MaxCost 1.5: the goal, two neighbours and a diagonal (1.414); the rest +inf");
+
+                var steps = new float[4];
+                var remaining = new float[2];
+                var next = await client.NextStepsAsync(new[] { new PathPoint(3, 2) }, 1, new float[] { 0.5f, 0.5f, 3.5f, 0.5f }, steps, remaining, grid);
+                Equal("1 0 3 1 / " + Floats(new[] { 3 + root2, 2f }), Floats(steps) + " / " + Floats(remaining), "NextStepsAsync (grid)");
+                Check(next.Count == 2 && next.Gen > 0, "NextStepsResult: Count and Gen");
+                await client.NextStepsAsync(new[] { new PathPoint(17, 5) }, 1, new float[] { 11, 1, 17.5f, 1 }, steps, remaining, world);
+                Equal("13 1 17 3", Floats(steps), "NextStepsAsync (world): the next cells' centres");
+
+                var points = new[] { new PathPoint(0, 0), new PathPoint(3, 0), new PathPoint(0, 2) };
+                var block = await client.CheckBlockAsync(points, new[] { new GridRect(2, 0, 1, 3) }, null, 1, grid);
+                Equal("[0, 1] [1, 2] True", string.Join(" ", block.Disconnected) + " " + block.CutsAnything, "CheckBlockAsync, a rectangle");
+                block = await client.CheckBlockAsync(points, null, new[] { new PathPoint(2, 0), new PathPoint(2, 1), new PathPoint(2, 2) }, 1, grid);
+                Equal("[0, 1] [1, 2]", string.Join(" ", block.Disconnected), "CheckBlockAsync, cells");
+                block = await client.CheckBlockAsync(points, new[] { new GridRect(3, 2, 1, 1) }, null, 1, grid);
+                Equal("False", block.CutsAnything.ToString(), "CheckBlockAsync, a corner cuts nothing");
+                var map = await client.GetMapAsync("csharp_court");
+                Equal(Hex(CourtCells), Hex(map.Cells), "check_block left the map as it was");
+            }
+            finally
+            {
+                await client.DropMapAsync("csharp_court");
+            }
+        }
+    }
+
+    // A game's frame loop: the same positions, steps and remaining arrays every call.
+    static async Task NextStepsReusesBuffers()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            var options = new PathOptions { Space = CoordinateSpace.Grid };
+            var goals = new[] { new PathPoint(60, 60) };
+            var random = new Random(7);
+            const int units = 1000;
+            var positions = new float[2 * units];
+            for (int i = 0; i < positions.Length; i++) positions[i] = (float)(random.NextDouble() * 63);
+            var steps = new float[2 * units];
+            var remaining = new float[units];
+            float[] before = null;
+            var clock = Stopwatch.StartNew();
+            for (int frame = 0; frame < 5; frame++)
+            {
+                var result = await client.NextStepsAsync(goals, 1, new ReadOnlySpan<float>(positions), steps, remaining, options);
+                Check(ReferenceEquals(steps, result.Steps) && ReferenceEquals(remaining, result.Remaining) && result.Count == units,
+                    "frame " + frame + ": the answer is in the caller's arrays");
+                if (before != null)
+                {
+                    // Every unit walked one cell downhill since the last frame (or stood on the goal, or cannot reach it).
+                    for (int i = 0; i < units; i++)
+                        Check(before[i] == 0 ? remaining[i] == 0 : float.IsInfinity(before[i]) ? float.IsInfinity(remaining[i]) : remaining[i] < before[i],
+                            "frame " + frame + ", unit " + i + ": remaining " + before[i] + " then " + remaining[i]);
+                }
+                before = (float[])remaining.Clone();
+                // Move every unit to its step, as a game would, for the next frame.
+                Array.Copy(steps, positions, steps.Length);
+            }
+            Console.WriteLine(string.Format(CultureInfo.InvariantCulture, "     | 5 frames of {0} units: {1:0.0} ms a frame", units, clock.Elapsed.TotalMilliseconds / 5));
+            Check(remaining.Count(r => !float.IsInfinity(r)) > units / 2, "most units reach the goal");
+            var again = new float[2 * units];
+            await client.NextStepsAsync(goals, 1, new ReadOnlySpan<float>(positions), again, before, options);
+            await client.NextStepsAsync(goals, 1, new ReadOnlySpan<float>(positions), steps, remaining, options);
+            Check(again.SequenceEqual(steps) && before.SequenceEqual(remaining), "the same positions, the same answer");
+
+            // Units 10 and 11 alone: a Span slice, and the offset/count overload, into small buffers.
+            for (int i = 0; i < positions.Length; i++) positions[i] = (float)(random.NextDouble() * 63);
+            await client.NextStepsAsync(goals, 1, positions, steps, remaining, options);
+            var two = new float[4];
+            var twoRemaining = new float[2];
+            await client.NextStepsAsync(goals, 1, new ReadOnlySpan<float>(positions, 20, 4), two, twoRemaining, options);
+            Check(two.SequenceEqual(steps.Skip(20).Take(4)) && twoRemaining.SequenceEqual(remaining.Skip(10).Take(2)), "a Span slice: units 10 and 11");
+            Array.Clear(two, 0, 4);
+            await client.NextStepsAsync(goals, 1, positions, 20, 2, two, twoRemaining, options);
+            Check(two.SequenceEqual(steps.Skip(20).Take(4)), "offset (in floats) 20 and count 2: units 10 and 11");
+            var fresh = await client.NextStepsAsync(goals, 1, new[] { positions[20], positions[21] }, options);
+            Check(fresh.Steps.Length == 2 && fresh.Steps[0] == steps[20] && fresh.Remaining[0] == remaining[10], "the allocating overload");
+
+            // Buffers too small, or an odd number of floats: refused before anything is sent.
+            bool threw = false;
+            try { await client.NextStepsAsync(goals, 1, positions, new float[10], remaining, options); }
+            catch (ArgumentException) { threw = true; }
+            Check(threw, "steps too small: ArgumentException");
+            threw = false;
+            try { await client.NextStepsAsync(goals, 1, new ReadOnlySpan<float>(positions, 0, 3), steps, remaining, options); }
+            catch (ArgumentException) { threw = true; }
+            Check(threw, "an odd number of floats: ArgumentException");
+            Equal(0, client.InFlightCount, "nothing in flight");
+        }
+    }
+
+    static async Task QueryErrors()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            var grid = new PathOptions { Space = CoordinateSpace.Grid };
+            var goals = new[] { Corner(3) };
+            var e = await Throws(() => client.ReachableAsync(Corner(0), -1, 1, grid), PathServerErrorCodes.InvalidRequest);
+            Equal("budget", e.At, "a negative budget");
+            e = await Throws(() => client.ReachableAsync(new PathPoint(_map.Width, 0), 5, 1, new PathOptions { Space = CoordinateSpace.Grid, Snap = false }),
+                PathServerErrorCodes.OutOfBounds);
+            Equal("start", e.At, "a start off the map");
+            e = await Throws(() => client.DistanceFieldAsync(goals, 1, new PathOptions { Space = CoordinateSpace.Grid, Region = new GridRect(0, 0, 100000, 1) }),
+                PathServerErrorCodes.OutOfBounds);
+            Equal("region", e.At, "a region not inside the map");
+            e = await Throws(() => client.DistanceFieldAsync(new PathPoint[0], 1, grid), PathServerErrorCodes.InvalidRequest);
+            Equal("goals", e.At, "no goals");
+            e = await Throws(() => client.NextStepsAsync(goals, 1, new float[] { 1, 1, float.NaN, 2 }, grid), PathServerErrorCodes.NonFinite);
+            Equal("positions[1]", e.At, "a NaN position");
+            e = await Throws(() => client.NextStepsAsync(goals, 0, new float[] { 1, 1 }, grid), PathServerErrorCodes.BadUnitSize);
+            Equal("unit_size", e.At, "unit size 0");
+            e = await Throws(() => client.CheckBlockAsync(new[] { Corner(0) }, null, null, 1, grid), PathServerErrorCodes.InvalidRequest);
+            Equal("rects", e.At, "check_block with nothing placed");
+            e = await Throws(() => client.FindPathToAnyAsync(Corner(0), new[] { new PathPoint(_map.Width + 5, 0) }, 1, new PathOptions { Space = CoordinateSpace.Grid, Snap = false }),
+                PathServerErrorCodes.OutOfBounds);
+            Equal("goals[0]", e.At, "a goal off the map");
+            e = await Throws(() => client.FindPathAsync(Corner(0), Corner(3), 1, new PathOptions { Space = CoordinateSpace.Grid,
+                Avoid = new AvoidSet().AddRect(new GridRect(1, 1, 0, 1)) }), PathServerErrorCodes.InvalidRequest);
+            Equal("avoid.rects[0]", e.At, "an avoided rectangle of width 0");
+            e = await Throws(() => client.ReachableAsync(Corner(0), 5, 1, new PathOptions { Space = CoordinateSpace.Grid,
+                Avoid = new AvoidSet().AddCell(3, 3), AvoidCost = 0.5 }), PathServerErrorCodes.InvalidRequest);
+            Equal("avoid_cost", e.At, "avoid_cost below 1");
+            e = await Throws(() => client.FindPathAsync(Corner(0), Corner(3), 1, new PathOptions { Space = CoordinateSpace.Grid, Traversal = "boat" }),
+                PathServerErrorCodes.InvalidRequest);
+            Equal("traversal", e.At, "a unit class the map does not have");
+            e = await Throws(() => client.NextStepsAsync(goals, 1, new float[] { 1, 1 }, new PathOptions { Space = CoordinateSpace.Grid, Lookahead = "far" }),
+                PathServerErrorCodes.InvalidRequest);
+            Equal("lookahead", e.At, "a lookahead out of its choices");
+            var batch = await client.FindPathsAsync(new[] { new PathRequest(new PathPoint(1, 1), new PathPoint(2, 2)), new PathRequest(new PathPoint(1, 1), new[] { new PathPoint(-50, 0) }) }, 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Snap = false });
+            Equal("Found Failed requests[1].goals[0]", batch[0].Status + " " + batch[1].Status + " " + batch[1].Error.At, "a batch entry's goals fail alone");
+
+            // Misuse the client can see: refused before sending, nothing in flight.
+            bool threw = false;
+            try { await client.FindPathAsync(Corner(0), Corner(3), 1, new PathOptions { Lookahead = "los" }); }
+            catch (ArgumentException) { threw = true; }
+            Check(threw, "Lookahead on a path request: ArgumentException");
+            threw = false;
+            try { await client.FindPathToAnyAsync(Corner(0), null, 1); }
+            catch (ArgumentNullException) { threw = true; }
+            Check(threw, "FindPathToAnyAsync without goals: ArgumentNullException");
+            Equal(0, client.InFlightCount, "nothing in flight");
+            await client.PingAsync();
+        }
+    }
+
+    // A 4 x 3 upload with water at (1, 1) and (2, 1), named, and two unit classes.
+    static async Task TraversalAndAvoid()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            var cells = Enumerable.Repeat((byte)1, 12).ToArray();
+            var tags = new byte[] { 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0 };
+            var classes = new Dictionary<string, TraversalRules>
+            {
+                { "tank", new TraversalRules { { "water", null } } },
+                { "boat", new TraversalRules { { "water", 2 } } },
+            };
+            var e = await Throws(() => client.PutMapAsync("csharp_tags", 4, 3, cells, tagNames: new Dictionary<string, int> { { "water", 1 } }),
+                PathServerErrorCodes.InvalidRequest);
+            Equal("tag_names", e.At, "tag names without tags");
+            e = await Throws(() => client.PutMapAsync("csharp_tags", 4, 3, cells, tags: tags, tagNames: new Dictionary<string, int> { { "water", 1 } },
+                classes: new Dictionary<string, TraversalRules> { { "tank", new TraversalRules { { "lava", null } } } }), PathServerErrorCodes.InvalidRequest);
+            Check(e.At != null && e.At.StartsWith("classes.tank"), "a class naming an unknown tag: at " + e.At);
+            await client.PutMapAsync("csharp_tags", 4, 3, cells, tags: tags, tagNames: new Dictionary<string, int> { { "water", 1 } }, classes: classes);
+            try
+            {
+                var map = await client.GetMapAsync("csharp_tags");
+                Equal("water=1 boat:water=2 tank:water=null", string.Join(" ", map.TagNames.Select(p => p.Key + "=" + p.Value)) + " "
+                    + string.Join(" ", map.Classes.OrderBy(c => c.Key).Select(c => c.Key + ":" + string.Join(",", c.Value.Select(r => r.Key + "=" + (r.Value.HasValue ? r.Value.ToString() : "null"))))),
+                    "GetMapAsync: TagNames and Classes as uploaded");
+
+                Func<Traversal, Task<string>> cost = async traversal =>
+                {
+                    var result = await client.FindPathAsync(new PathPoint(0, 1), new PathPoint(3, 1), 1,
+                        new PathOptions { Map = "csharp_tags", Space = CoordinateSpace.Grid, Smooth = "none", Traversal = traversal });
+                    return result.Cost.ToString("0.###", CultureInfo.InvariantCulture);
+                };
+                Equal("3 5 3.828 5 3.828", await cost(null) + " " + await cost("tank") + " " + await cost("boat")
+                    + " " + await cost(new TraversalRules { { "water", null } }) + " " + await cost(new TraversalRules { { "water", 5 } }),
+                    "path costs: no rules, tank, boat, rules blocking water, rules pricing it");
+                e = await Throws(() => cost(new TraversalRules { { "lava", null } }), PathServerErrorCodes.InvalidRequest);
+                Equal("traversal.lava", e.At, "a rule for a tag the map does not name");
+                var tank = await client.ReachableAsync(new PathPoint(0, 1), 1, 1, new PathOptions { Map = "csharp_tags", Space = CoordinateSpace.Grid, Traversal = "tank" });
+                Equal(3, tank.Count, "a tank's range of 1 from (0, 1): water blocks (1, 1)");
+                var tankBlock = await client.CheckBlockAsync(new[] { new PathPoint(0, 1), new PathPoint(3, 1) }, new[] { new GridRect(1, 0, 1, 1), new GridRect(2, 2, 1, 1) }, null, 1,
+                    new PathOptions { Map = "csharp_tags", Space = CoordinateSpace.Grid, Traversal = "tank" });
+                Equal("[0, 1]", string.Join(" ", tankBlock.Disconnected), "check_block for a tank: around the water is cut");
+
+                // Other units standing in the way: blocked for this request, or priced.
+                var avoid = new AvoidSet().AddRect(new GridRect(0, 1, 4, 1));
+                var blocked = await client.FindPathToAnyAsync(new PathPoint(0, 0), new[] { new PathPoint(3, 2) }, 1,
+                    new PathOptions { Map = "csharp_tags", Space = CoordinateSpace.Grid, Avoid = avoid });
+                Equal("NoPath -", blocked.Status + " " + (blocked.GoalIndex.HasValue ? blocked.GoalIndex.ToString() : "-"), "a row of avoided cells cuts the map");
+                var priced = await client.FindPathToAnyAsync(new PathPoint(0, 0), new[] { new PathPoint(3, 2) }, 1,
+                    new PathOptions { Map = "csharp_tags", Space = CoordinateSpace.Grid, Avoid = avoid, AvoidCost = 10 });
+                Check(priced.Status == PathStatus.Found && priced.Cost >= 10 && priced.GoalIndex == 0, "AvoidCost: through at a price, cost " + priced.Cost);
+                avoid.Clear();
+                Equal("0 0", avoid.CellCount + " " + avoid.RectCount, "AvoidSet.Clear");
+                var field = await client.DistanceFieldAsync(new[] { new PathPoint(3, 2) }, 1,
+                    new PathOptions { Map = "csharp_tags", Space = CoordinateSpace.Grid, Avoid = avoid.AddCell(2, 2).AddCell(3, 1) });
+                Equal(float.PositiveInfinity, field[3, 0], "a field around avoided cells: (3, 0) is closed in");
+                var map2 = await client.GetMapAsync("csharp_tags");
+                Equal(Hex(cells), Hex(map2.Cells), "avoid left the map as it was");
+            }
+            finally
+            {
+                await client.DropMapAsync("csharp_tags");
+            }
+        }
+    }
+
     static async Task Cancellation()
     {
         await RequireServer();
@@ -1371,17 +1754,73 @@ static class Tests
                     var options = ScenarioOptions((Dictionary<string, object>)JsonGet(request, "options") ?? new Dictionary<string, object>());
                     options.Map = (string)request["map"];
                     if (request.ContainsKey("timeout_ms")) options.Timeout = TimeSpan.FromMilliseconds((double)request["timeout_ms"]);
-                    var size = JsonGet(request, "unit_size") ?? 1.0;
-                    var sizes = size as List<object>;
-                    var unitSize = sizes != null ? new UnitSize((int)(double)sizes[0], (int)(double)sizes[1]) : new UnitSize((int)(double)size, (int)(double)size);
-                    var result = await client.FindPathAsync(ScenarioPoint(request["start"]), ScenarioPoint(request["goal"]), unitSize, options);
-                    return new Dictionary<string, object>
+                    var unitSize = ScenarioUnitSize(request);
+                    var goals = JsonGet(request, "goals");
+                    var result = goals == null
+                        ? await client.FindPathAsync(ScenarioPoint(request["start"]), ScenarioPoint(request["goal"]), unitSize, options)
+                        : await client.FindPathToAnyAsync(ScenarioPoint(request["start"]), ScenarioPoints(goals), unitSize, options);
+                    var got = new Dictionary<string, object>
                     {
                         { "status", result.StatusText }, { "cost", result.Cost },
                         { "start", new List<object> { (double)result.Start.X, (double)result.Start.Y } },
                         { "goal", new List<object> { (double)result.Goal.X, (double)result.Goal.Y } },
                         { "waypoints", (double)result.Path.Length },
                         { "start_snapped", result.StartSnapped }, { "goal_snapped", result.GoalSnapped },
+                    };
+                    if (goals != null) got["goal_index"] = result.GoalIndex.HasValue ? (object)(double)result.GoalIndex.Value : null;
+                    return got;
+                }
+                case "reachable":
+                {
+                    var options = ScenarioOptions((Dictionary<string, object>)JsonGet(request, "options") ?? new Dictionary<string, object>());
+                    options.Map = (string)request["map"];
+                    var reply = await client.ReachableAsync(ScenarioPoint(request["start"]), (double)request["budget"], ScenarioUnitSize(request), options);
+                    return new Dictionary<string, object>
+                    {
+                        { "status", "ok" }, { "count", (double)reply.Count },
+                        { "first", reply.Count == 0 ? null : new List<object> { (double)reply.Cells[0], (double)reply.Cells[1] } },
+                        { "last_cost", reply.Count == 0 ? null : (object)(double)reply.Costs[reply.Count - 1] },
+                    };
+                }
+                case "field":
+                {
+                    var options = ScenarioOptions((Dictionary<string, object>)JsonGet(request, "options") ?? new Dictionary<string, object>());
+                    options.Map = (string)request["map"];
+                    var field = await client.DistanceFieldAsync(ScenarioPoints(request["goals"]), ScenarioUnitSize(request), options);
+                    return new Dictionary<string, object>
+                    {
+                        { "status", "ok" }, { "width", (double)field.Width }, { "height", (double)field.Height },
+                        { "origin", new List<object> { (double)field.Region.X, (double)field.Region.Y } },
+                        { "cost", ScenarioListed(field.Costs, field.Costs.Length) },
+                    };
+                }
+                case "next_steps":
+                {
+                    var options = ScenarioOptions((Dictionary<string, object>)JsonGet(request, "options") ?? new Dictionary<string, object>());
+                    options.Map = (string)request["map"];
+                    var positions = ScenarioPoints(request["positions"]).SelectMany(p => new[] { p.X, p.Y }).ToArray();
+                    int count = positions.Length / 2;
+                    var steps = new float[2 * count];
+                    var remaining = new float[count];
+                    await client.NextStepsAsync(ScenarioPoints(request["goals"]), ScenarioUnitSize(request), positions, steps, remaining, options);
+                    return new Dictionary<string, object>
+                    {
+                        { "status", "ok" },
+                        { "steps", Enumerable.Range(0, count).Select(i => (object)new List<object> { (double)steps[2 * i], (double)steps[2 * i + 1] }).ToList() },
+                        { "remaining", ScenarioListed(remaining, count) },
+                    };
+                }
+                case "check_block":
+                {
+                    var options = ScenarioOptions((Dictionary<string, object>)JsonGet(request, "options") ?? new Dictionary<string, object>());
+                    options.Map = (string)request["map"];
+                    var rects = JsonGet(request, "rects") == null ? null : ScenarioRects(request["rects"]);
+                    var cells = JsonGet(request, "cells") == null ? null : ScenarioPoints(request["cells"]);
+                    var block = await client.CheckBlockAsync(ScenarioPoints(request["points"]), rects, cells, ScenarioUnitSize(request), options);
+                    return new Dictionary<string, object>
+                    {
+                        { "status", "ok" },
+                        { "disconnected", block.Disconnected.Select(pair => (object)new List<object> { (double)pair.First, (double)pair.Second }).ToList() },
                     };
                 }
                 case "put_map":
@@ -1390,8 +1829,13 @@ static class Tests
                     var cells = ((List<object>)request["cells"]).Select(v => (byte)(double)v).ToArray();
                     var origin = JsonGet(request, "origin") == null ? (PathPoint?)null : ScenarioPoint(request["origin"]);
                     var cellSize = JsonGet(request, "cell_size") == null ? (double?)null : (double)request["cell_size"];
+                    var tags = JsonGet(request, "tags") == null ? null : ((List<object>)request["tags"]).Select(v => (byte)(double)v).ToArray();
+                    var tagNames = JsonGet(request, "tag_names") == null ? null
+                        : ((Dictionary<string, object>)request["tag_names"]).ToDictionary(pair => pair.Key, pair => (int)(double)pair.Value);
+                    var classes = JsonGet(request, "classes") == null ? null
+                        : ((Dictionary<string, object>)request["classes"]).ToDictionary(pair => pair.Key, pair => ScenarioRules(pair.Value));
                     await client.PutMapAsync((string)request["map"], width, height, cells, ScenarioFloats(JsonGet(request, "costs")),
-                        ScenarioFloats(JsonGet(request, "heights")), null, origin, cellSize);
+                        ScenarioFloats(JsonGet(request, "heights")), tags, origin, cellSize, tagNames: tagNames, classes: classes);
                     return new Dictionary<string, object> { { "status", "ok" }, { "width", (double)width }, { "height", (double)height } };
                 }
                 case "get_map":
@@ -1440,10 +1884,13 @@ static class Tests
         return list.Select(v => v is string ? float.Parse((string)v == "nan" ? "NaN" : ((string)v).Replace("inf", "Infinity"), CultureInfo.InvariantCulture) : (float)(double)v).ToArray();
     }
 
-    /// <summary>A scenario's wire options as PathOptions: the known ones typed, the rest in Extra.</summary>
+    /// <summary>
+    /// A scenario's wire options as PathOptions: the known ones typed, the rest in Extra. A
+    /// scenario speaks the wire, so no "space" is the wire's default, Grid (not this client's World).
+    /// </summary>
     static PathOptions ScenarioOptions(Dictionary<string, object> wire)
     {
-        var options = new PathOptions();
+        var options = new PathOptions { Space = CoordinateSpace.Grid };
         foreach (var pair in wire)
         {
             object value = pair.Value;
@@ -1460,6 +1907,27 @@ static class Tests
                 case "max_expansions": options.MaxExpansions = (int)(double)value; break;
                 case "weight": options.Weight = (double)value; break;
                 case "max_climb": options.MaxClimb = (double)value; break;
+                case "max_cost": options.MaxCost = (double)value; break;
+                case "lookahead": options.Lookahead = (string)value; break;
+                case "avoid_cost": options.AvoidCost = (double)value; break;
+                case "region":
+                {
+                    var rect = ScenarioRects(new List<object> { value })[0];
+                    options.Region = rect;
+                    break;
+                }
+                case "avoid":
+                {
+                    var avoid = new AvoidSet();
+                    var map = (Dictionary<string, object>)value;
+                    foreach (var cell in ScenarioPoints(JsonGet(map, "cells") ?? new List<object>())) avoid.AddCell((int)cell.X, (int)cell.Y);
+                    foreach (var rect in ScenarioRects(JsonGet(map, "rects") ?? new List<object>())) avoid.AddRect(rect);
+                    options.Avoid = avoid;
+                    break;
+                }
+                case "traversal":
+                    options.Traversal = value is string ? (Traversal)(string)value : ScenarioRules(value);
+                    break;
                 default:
                     if (options.Extra == null) options.Extra = new Dictionary<string, object>();
                     options.Extra[pair.Key] = value;
@@ -1467,6 +1935,37 @@ static class Tests
             }
         }
         return options;
+    }
+
+    static UnitSize ScenarioUnitSize(Dictionary<string, object> request)
+    {
+        var size = JsonGet(request, "unit_size") ?? 1.0;
+        var sizes = size as List<object>;
+        return sizes != null ? new UnitSize((int)(double)sizes[0], (int)(double)sizes[1]) : new UnitSize((int)(double)size, (int)(double)size);
+    }
+
+    static List<PathPoint> ScenarioPoints(object rows)
+    {
+        return ((List<object>)rows).Select(ScenarioPoint).ToList();
+    }
+
+    static List<GridRect> ScenarioRects(object rows)
+    {
+        return ((List<object>)rows).Select(row => ((List<object>)row).Select(v => (int)(double)v).ToArray())
+            .Select(r => new GridRect(r[0], r[1], r[2], r[3])).ToList();
+    }
+
+    static TraversalRules ScenarioRules(object value)
+    {
+        var rules = new TraversalRules();
+        foreach (var pair in (Dictionary<string, object>)value) rules[pair.Key] = pair.Value == null ? (double?)null : (double)pair.Value;
+        return rules;
+    }
+
+    /// <summary>Floats as a scenario lists them: "inf" for +infinity (conformance.py's _listed).</summary>
+    static List<object> ScenarioListed(float[] values, int count)
+    {
+        return values.Take(count).Select(v => float.IsPositiveInfinity(v) ? (object)"inf" : (double)v).ToList();
     }
 
     /// <summary>A scenario's [x, y]: numbers, or "nan" / "inf" / "-inf" (JSON has no such floats).</summary>
@@ -1518,10 +2017,12 @@ static class Tests
     /// <summary>
     /// The options this client exposes and documents, against the server's one definition
     /// (`pathserver options --json`): every PathOptions property that is a wire option must be one
-    /// of the server's and every server option (but unit_size, a parameter) a property; the
-    /// choices each property's documentation lists must be the server's; PathOptions.Defaults
-    /// must hold the server's wire_default, but for Space, the client's own default (World),
-    /// which must be one of the server's choices.
+    /// of the server's and every server option a property or one of the methods' parameters
+    /// (unit_size, goals, budget); the choices each property's documentation lists must be the
+    /// server's; PathOptions.Defaults must hold the server's wire_default, but for Space, the
+    /// client's own default (World), which must be one of the server's choices; and, op by op,
+    /// the options PathOptions.Requests sends with each request must be the ones the server lists
+    /// for it (its "ops"), but update's space (UpdateAsync sends grid cells only).
     /// </summary>
     static async Task OptionsMatchTheServer()
     {
@@ -1536,9 +2037,10 @@ static class Tests
         var names = properties.Select(p => SnakeCase(p.Name)).ToList();
         var unknown = names.Where(name => !server.ContainsKey(name)).ToList();
         Check(unknown.Count == 0, "PathOptions properties the server does not know: " + string.Join(", ", unknown));
-        var missing = server.Keys.Where(name => name != "unit_size" && !names.Contains(name)).ToList();
+        var parameters = new[] { "unit_size", "goals", "budget" };
+        var missing = server.Keys.Where(name => !parameters.Contains(name) && !names.Contains(name)).ToList();
         Check(missing.Count == 0, "server options PathOptions lacks: " + string.Join(", ", missing));
-        Check(server.ContainsKey("unit_size"), "the server's options include unit_size");
+        foreach (var name in parameters) Check(server.ContainsKey(name), "the server's options include " + name + " (a parameter here)");
         Equal(string.Join(",", names.OrderBy(n => n)), string.Join(",", PathOptions.Defaults.Keys.OrderBy(n => n)), "PathOptions.Defaults covers every option");
 
         foreach (var pair in PathOptions.Defaults)
@@ -1574,6 +2076,19 @@ static class Tests
             listed++;
         }
         Equal(server.Values.Count(o => (string)o["kind"] == "enum"), listed, "enum options whose choices PathOptions documents");
+
+        // Op by op: the options the server takes for each request, and the ones this client sends with it.
+        Equal(string.Join(",", server.Keys.OrderBy(n => n)), string.Join(",", PathOptions.Requests.Keys.OrderBy(n => n)), "PathOptions.Requests covers every option");
+        var ops = server.Values.SelectMany(o => ((List<object>)o["ops"]).Cast<string>()).Distinct().Where(op => op != "update").OrderBy(op => op).ToList();
+        Equal(string.Join(",", ops), string.Join(",", PathOptions.Requests.Values.SelectMany(v => v).Distinct().OrderBy(op => op)), "the requests options go with");
+        foreach (var op in ops)
+        {
+            var theirs = server.Values.Where(o => ((List<object>)o["ops"]).Contains(op)).Select(o => (string)o["name"]).OrderBy(n => n);
+            var ours = PathOptions.Requests.Where(pair => pair.Value.Contains(op)).Select(pair => pair.Key).OrderBy(n => n);
+            Equal(string.Join(", ", theirs), string.Join(", ", ours), "the options of \"" + op + "\" requests");
+        }
+        var update = server.Values.Where(o => ((List<object>)o["ops"]).Contains("update")).Select(o => (string)o["name"]).ToList();
+        Equal("space", string.Join(",", update), "update's options (UpdateAsync sends grid cells, no space)");
         Console.WriteLine("     | " + names.Count + " options checked against " + _optionsFile);
     }
 
@@ -1930,6 +2445,74 @@ static class Tests
         finally
         {
             StoppedByDispose(server);
+        }
+    }
+
+    /// <summary>
+    /// Every PathOptions property set alone, with a valid value, for each request the client
+    /// sends: where PathOptions.Requests says it goes with that op, the server answers it (the
+    /// traversal sample is refused for naming a tag the map lacks: the field was read); where it
+    /// does not go, the client throws ArgumentException before sending anything.
+    /// </summary>
+    static async Task OptionsPerRequestOnTheWire()
+    {
+        await RequireServer();
+        var samples = new Dictionary<string, Action<PathOptions>>
+        {
+            { "smooth", o => o.Smooth = "los" }, { "allow_partial", o => o.AllowPartial = true }, { "snap", o => o.Snap = true },
+            { "max_expansions", o => o.MaxExpansions = 100000 }, { "heuristic", o => o.Heuristic = "octile" }, { "weight", o => o.Weight = 1.5 },
+            { "diagonal", o => o.Diagonal = "never" }, { "max_climb", o => o.MaxClimb = 1 }, { "algorithm", o => o.Algorithm = "astar" },
+            { "line_of_sight", o => o.LineOfSight = false }, { "max_cost", o => o.MaxCost = 50 }, { "region", o => o.Region = new GridRect(0, 0, 2, 2) },
+            { "lookahead", o => o.Lookahead = "los" }, { "avoid", o => o.Avoid = new AvoidSet().AddCell(5, 5) }, { "avoid_cost", o => o.AvoidCost = 2 },
+            { "traversal", o => o.Traversal = new TraversalRules { { "water", null } } },
+        };
+        var names = typeof(PathOptions).GetProperties().Select(p => SnakeCase(p.Name))
+            .Where(name => PathOptions.Defaults.ContainsKey(name) && name != "space").OrderBy(n => n).ToList();
+        Equal(string.Join(",", names), string.Join(",", samples.Keys.OrderBy(n => n)), "a sample value for every option property");
+        var ops = new[] { "path", "paths", "reachable", "field", "next_steps", "check_block" };
+        int sent = 0, refused = 0;
+        using (var client = NewClient())
+        {
+            foreach (var option in samples)
+            {
+                foreach (var op in ops)
+                {
+                    var options = new PathOptions { Map = _mapName, Space = CoordinateSpace.Grid };
+                    option.Value(options);
+                    Func<Task> send = SendFor(client, op, options);
+                    if (!PathOptions.Requests[option.Key].Contains(op))
+                    {
+                        bool threw = false;
+                        try { await send(); }
+                        catch (ArgumentException) { threw = true; }
+                        Check(threw, option.Key + " on " + op + ": ArgumentException before sending");
+                        refused++;
+                        continue;
+                    }
+                    try { await send(); }
+                    catch (PathServerException e)
+                    {
+                        // The one refusal expected: the sample rules name a tag this map does not have.
+                        Check(option.Key == "traversal" && e.At == "traversal.water", option.Key + " on " + op + ": " + e.Message);
+                    }
+                    sent++;
+                }
+            }
+        }
+        Console.WriteLine("     | " + sent + " option and request pairs sent, " + refused + " refused by the client");
+    }
+
+    static Func<Task> SendFor(PathServerClient client, string op, PathOptions options)
+    {
+        var goals = new[] { Corner(3) };
+        switch (op)
+        {
+            case "path": return () => client.FindPathAsync(Corner(0), Corner(3), 1, options);
+            case "paths": return () => client.FindPathsAsync(new[] { new PathRequest(Corner(0), Corner(3)) }, 1, options);
+            case "reachable": return () => client.ReachableAsync(Corner(0), 3, 1, options);
+            case "field": return () => client.DistanceFieldAsync(goals, 1, options);
+            case "next_steps": return () => client.NextStepsAsync(goals, 1, new float[] { 1, 1 }, options);
+            default: return () => client.CheckBlockAsync(new[] { Corner(0), Corner(3) }, new[] { new GridRect(5, 5, 1, 1) }, null, 1, options);
         }
     }
 
