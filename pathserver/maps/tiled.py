@@ -320,14 +320,16 @@ def read(path: Path, options: dict) -> Decoded:
     if "classes" in props:
         decoded.classes = check_classes(_json_property(path, props, "classes"), path, "field 'properties' classes")
     names = sorted({tag for tileset in tilesets for tag in tileset.tags.values()})
+    tag_layer = options.get("tag_layer", props.get("tag_layer"))
+    if tag_layer is not None and not isinstance(tag_layer, str):
+        raise map_error(path, "field 'properties' tag_layer", f"must be a layer name, got {tag_layer!r:.40}")
+    if tag_layer is not None and not names and "tags" not in options:
+        raise map_error(path, "field 'tilesets'", f"tag_layer is {tag_layer!r} but no tile has a 'tag' property")
     if names and "tags" not in options:
         fixed = options.get("tag_names")
         if fixed is None and "tag_names" in props:
             fixed = check_tag_names(_json_property(path, props, "tag_names"), path, "field 'properties' tag_names")
         decoded.tag_names = tag_values(names, fixed, path)
-        tag_layer = options.get("tag_layer", props.get("tag_layer"))
-        if tag_layer is not None and not isinstance(tag_layer, str):
-            raise map_error(path, "field 'properties' tag_layer", f"must be a layer name, got {tag_layer!r:.40}")
         if tag_layer is None and any(found.get("name") == "tags" for _, found in layers):
             tag_layer = "tags"
         if tag_layer is not None and tag_layer != layer.get("name"):
