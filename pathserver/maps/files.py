@@ -79,6 +79,16 @@ def tag_values(names, fixed: dict | None, path) -> dict[str, int]:
     return values
 
 
+def colour_tags(colours: np.ndarray, tag_colors: dict[str, list[str]], values: dict[str, int]) -> np.ndarray:
+    """uint8 tag of each entry of ``colours`` (packed ``0xrrggbb``): the value of the tag
+    whose colour it is, 0 for any other colour."""
+    found = np.zeros(colours.shape, dtype=np.uint8)
+    for name, listed in tag_colors.items():
+        for colour in listed:
+            found[colours == int(colour[1:], 16)] = values[name]
+    return found
+
+
 def read_file(path: Path, limit: int) -> bytes:
     """The file's bytes; refuses files over ``limit`` bytes and empty files."""
     try:

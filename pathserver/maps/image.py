@@ -36,8 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from pathserver.errors import MapLoadError
-from pathserver.maps.files import Decoded, check_dimensions, map_error, read_file, tag_values
-from pathserver.maps.tags import colour_tags
+from pathserver.maps.files import Decoded, check_dimensions, colour_tags, map_error, read_file, tag_values
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: A compressed image bigger than this is not a map we would serve.

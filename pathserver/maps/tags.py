@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pathserver.maps.files import is_number, map_error, tag_values
+from pathserver.maps.files import colour_tags, is_number, map_error, tag_values
 
 #: Tag layers up to this many cells are written inline in a sidecar, bigger ones to
 #: ``NAME.tags.npy``.
@@ -133,16 +133,6 @@ def _checked_array(array: np.ndarray, label, where: str | None) -> np.ndarray:
 # -- reading a layer ----------------------------------------------------------------------
 
 
-def colour_tags(colours: np.ndarray, tag_colors: dict[str, list[str]], values: dict[str, int]) -> np.ndarray:
-    """uint8 tag of each entry of ``colours`` (packed ``0xrrggbb``): the value of the tag
-    whose colour it is, 0 for any other colour."""
-    found = np.zeros(colours.shape, dtype=np.uint8)
-    for name, listed in tag_colors.items():
-        for colour in listed:
-            found[colours == int(colour[1:], 16)] = values[name]
-    return found
-
-
 def load_tags(options: dict, map_path: Path, shape: tuple[int, int]) -> tuple[np.ndarray, dict, list[Path]]:
     """``(tags, tag_names, sources)`` from validated options holding ``tags``: the layer
     (uint8, ``[y, x]``, shape ``shape``), the tag names and values, the files read."""
@@ -172,9 +162,9 @@ def _load_npy_tags(path: Path, shape) -> np.ndarray:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
         raise map_error(path, None, f"cannot read tags: {exc}") from None
-    if not isinstance(array, np.ndarray):
+    if not isinstance(array, np.ndarray) or array.ndim != 2 or array.dtype.kind not in "iu":
         raise map_error(path, None, "tags must be a 2-D array of integers 0..255")
-    if array.ndim == 2 and array.shape != tuple(shape):
+    if array.shape != tuple(shape):
         raise map_error(path, None, f"tags are {array.shape[1]}x{array.shape[0]}, the map is {shape[1]}x{shape[0]}")
     return _checked_array(np.asarray(array), path, None)
 
