@@ -73,6 +73,7 @@ from pathserver.maps.tags import check_classes, check_tag_names, json_property
 MAX_JSON_BYTES = 256 * 1024 * 1024
 #: Tiled's flag bits: flipped horizontally, vertically, diagonally, rotated 120 degrees (hex).
 FLAG_BITS = 0xF0000000
+_GID_MASK = np.uint32(~FLAG_BITS & 0xFFFFFFFF)
 #: Maps up to this many cells are written as a plain array, bigger ones as base64 + zlib.
 PLAIN_DATA_CELLS = 65536
 _TILED_VERSION = "1.10.2"
@@ -319,33 +320,40 @@ def read(path: Path, options: dict) -> Decoded:
     decoded = Decoded(cell_walkable, cell_cost, origin=origin, cell_size=cell_size, sources=sources)
     if "classes" in props:
         decoded.classes = check_classes(_json_property(path, props, "classes"), path, "field 'properties' classes")
+    if "tags" not in options:  # a sidecar's tag layer wins over the tiles'
+        _read_tags(path, options, props, layers, (where, layer, gids), tilesets, decoded)
+    return decoded
+
+
+def _read_tags(path, options: dict, props: dict, layers: list, ground: tuple, tilesets: list, decoded) -> None:
+    """Set ``decoded.tags`` and ``decoded.tag_names`` from the ``tag`` properties of the
+    tiles of the tag layer (see the module docstring); ``ground`` is ``(where, layer,
+    gids)`` of the layer read for walkable cells."""
+    height, width = decoded.walkable.shape
     names = sorted({tag for tileset in tilesets for tag in tileset.tags.values()})
     tag_layer = options.get("tag_layer", props.get("tag_layer"))
     if tag_layer is not None and not isinstance(tag_layer, str):
         raise map_error(path, "field 'properties' tag_layer", f"must be a layer name, got {tag_layer!r:.40}")
-    if tag_layer is not None and not names and "tags" not in options:
-        raise map_error(path, "field 'tilesets'", f"tag_layer is {tag_layer!r} but no tile has a 'tag' property")
-    if names and "tags" not in options:
-        fixed = options.get("tag_names")
-        if fixed is None and "tag_names" in props:
-            fixed = check_tag_names(_json_property(path, props, "tag_names"), path, "field 'properties' tag_names")
-        decoded.tag_names = tag_values(names, fixed, path)
-        if tag_layer is None and any(found.get("name") == "tags" for _, found in layers):
-            tag_layer = "tags"
-        if tag_layer is not None and tag_layer != layer.get("name"):
-            where, layer = _named_layer(path, layers, tag_layer)
-            gids = _layer_gids(path, layer, where, width, height) & _GID_MASK
-            keys, inverse = np.unique(gids, return_inverse=True)
-            inverse = inverse.reshape(-1)
-        values = np.zeros(len(keys), dtype=np.uint8)
-        for k, (gid, tileset, local) in enumerate(_tiles_of(path, where, gids, keys, tilesets, width)):
-            if gid and local in tileset.tags:
-                values[k] = decoded.tag_names[tileset.tags[local]]
-        decoded.tags = values[inverse].reshape(height, width)
-    return decoded
-
-
-_GID_MASK = np.uint32(~FLAG_BITS & 0xFFFFFFFF)
+    if not names:
+        if tag_layer is not None:
+            raise map_error(path, "field 'tilesets'", f"tag_layer is {tag_layer!r} but no tile has a 'tag' property")
+        return
+    fixed = options.get("tag_names")
+    if fixed is None and "tag_names" in props:
+        fixed = check_tag_names(_json_property(path, props, "tag_names"), path, "field 'properties' tag_names")
+    decoded.tag_names = tag_values(names, fixed, path)
+    where, layer, gids = ground
+    if tag_layer is None and any(found.get("name") == "tags" for _, found in layers):
+        tag_layer = "tags"
+    if tag_layer is not None and tag_layer != layer.get("name"):
+        where, layer = _named_layer(path, layers, tag_layer)
+        gids = _layer_gids(path, layer, where, width, height) & _GID_MASK
+    keys, inverse = np.unique(gids, return_inverse=True)
+    values = np.zeros(len(keys), dtype=np.uint8)
+    for k, (gid, tileset, local) in enumerate(_tiles_of(path, where, gids, keys, tilesets, width)):
+        if gid and local in tileset.tags:
+            values[k] = decoded.tag_names[tileset.tags[local]]
+    decoded.tags = values[inverse.reshape(-1)].reshape(height, width)
 
 
 def _tiles_of(path, where: str, gids: np.ndarray, keys: np.ndarray, tilesets: list, width: int):
