@@ -17,11 +17,11 @@ Keys (all optional; an unknown key is an error so a typo does not pass silently)
       "heights_scale": 0.1,        multiplies a PNG heightmap's grey values (default 1)
       "layer": "collision",        Tiled only: the tile layer to read
       "empty_cost": 1.0,           Tiled only: cost of empty cells (gid 0); null = blocked
-      "tags": "level.tags.png"     the tag layer: a path relative to the map (a .png whose
-              or [[0, 1, ...], ...]  red/grey value is the tag byte, or a 2-D .npy), or rows
-                                   of integers 0..255 inline (0: untagged)
+      "tags": "tags/level.png"     the tag layer: rows of integers 0..255 (0: untagged),
+              or [[0, 1], ...]     or a path relative to the map: a .png whose red (grey)
+                                   value is the tag byte, or a 2-D integer .npy
       "tag_names": {"water": 1},   tag name -> value 1..255
-      "tag_colors": {"water": "#0000ff", "forest": ["#00ff00", "#008000"]},
+      "tag_colors": {"water": "#1030a0", "forest": ["#208020", "#30a030"]},
                                    tag name -> colour(s) of the tags PNG, or of a PNG map
                                    itself when there is no "tags"
       "tag_layer": "terrain",      Tiled only: the tile layer whose tiles' "tag" property
