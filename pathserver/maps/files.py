@@ -30,7 +30,10 @@ MAP_SUFFIXES = (".map", ".tmj", ".json", ".png")
 PLAIN_MAP_SUFFIXES = (".map", ".tmj", ".png")
 
 #: Keys a sidecar (or a keyword argument of :func:`~pathserver.maps.formats.load_map`) may set.
-OPTION_KEYS = ("origin", "cell_size", "cost_legend", "heights", "heights_scale", "layer", "empty_cost")
+OPTION_KEYS = (
+    "origin", "cell_size", "cost_legend", "heights", "heights_scale", "layer", "empty_cost",
+    "tags", "tag_names", "tag_colors", "tag_layer", "classes",
+)
 
 
 @dataclass
@@ -40,6 +43,8 @@ class Decoded:
     walkable: bool (H, W). cost: float64 (H, W) or None for uniform cost 1.
     origin / cell_size: the file's own values (Tiled keeps them), or None.
     sources: files read besides the map itself (external tilesets).
+    tags: uint8 (H, W) tag layer the file itself carries (Tiled tile properties, a PNG's
+    tag colours), or None; tag_names / classes: what the file declares, or None.
     """
 
     walkable: np.ndarray
@@ -47,7 +52,9 @@ class Decoded:
     origin: tuple[float, float] | None = None
     cell_size: float | None = None
     sources: list[Path] = field(default_factory=list)
-
+    tags: np.ndarray | None = None
+    tag_names: dict | None = None
+    classes: dict | None = None
 
 
 def map_error(path, where: str | None, reason: str) -> MapLoadError:
@@ -55,6 +62,31 @@ def map_error(path, where: str | None, reason: str) -> MapLoadError:
     if where:
         return MapLoadError(f"{path}: {where}: {reason}")
     return MapLoadError(f"{path}: {reason}")
+
+
+def tag_values(names, fixed: dict | None, path) -> dict[str, int]:
+    """``{name: value}`` for every tag name in ``names`` and ``fixed``: the values ``fixed``
+    gives, and for the other names the lowest free values 1..255 in sorted name order (so
+    a value depends on the names declared, never on which cells happen to use them)."""
+    values = dict(fixed or {})
+    used = set(values.values())
+    free = iter([v for v in range(1, 256) if v not in used])
+    for name in sorted(set(names) - set(values)):
+        value = next(free, None)
+        if value is None:
+            raise map_error(path, None, "more than 255 tag names (a tag is one byte a cell)")
+        values[name] = value
+    return values
+
+
+def colour_tags(colours: np.ndarray, tag_colors: dict[str, list[str]], values: dict[str, int]) -> np.ndarray:
+    """uint8 tag of each entry of ``colours`` (packed ``0xrrggbb``): the value of the tag
+    whose colour it is, 0 for any other colour."""
+    found = np.zeros(colours.shape, dtype=np.uint8)
+    for name, listed in tag_colors.items():
+        for colour in listed:
+            found[colours == int(colour[1:], 16)] = values[name]
+    return found
 
 
 def read_file(path: Path, limit: int) -> bytes:

@@ -13,7 +13,8 @@ Every problem with a file raises :class:`~pathserver.errors.MapLoadError` whose 
 
 Saving writes the file atomically (a hidden temporary file, then ``os.replace``) so a
 watcher never sees it half-written, plus a sidecar when the map carries something the
-format cannot hold (an origin, a cell size, heights, costs without a colour or character).
+format cannot hold (an origin, a cell size, heights, costs without a colour or character,
+tags, tag names, unit classes).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from pathserver.errors import MapLoadError
 from pathserver.grid.gridmap import GridMap, register_file_formats
 from pathserver.maps import image, movingai, tiled
+from pathserver.maps import tags as tag_layers
 from pathserver.maps import sidecar as sidecars
 from pathserver.maps.files import OPTION_KEYS, map_error, map_format, write_atomic
 
@@ -38,7 +40,8 @@ def load_map(path: Path, **kwargs) -> GridMap:
     Keyword arguments: ``name`` (default: the file stem), ``generation`` (default 0),
     ``sidecar`` (False ignores ``NAME.json``/``NAME.toml``), and any sidecar key
     (``origin``, ``cell_size``, ``cost_legend``, ``heights``, ``heights_scale``, ``layer``,
-    ``empty_cost``), which wins over the sidecar's value.
+    ``empty_cost``, ``tags``, ``tag_names``, ``tag_colors``, ``tag_layer``, ``classes``),
+    which wins over the sidecar's value.
 
     Raises MapLoadError naming the file, the line or field, and the reason.
     """
@@ -87,6 +90,9 @@ def _load(
             options["heights"], path, decoded.walkable.shape, options.get("heights_scale", 1.0)
         )
         sources.extend(heights_sources)
+    tags, tag_names, tag_sources = _tag_layer(path, fmt, options, decoded)
+    sources.extend(tag_sources)
+    classes = options.get("classes", decoded.classes)
     origin = options.get("origin", decoded.origin if decoded.origin is not None else (0.0, 0.0))
     cell_size = options.get("cell_size", decoded.cell_size if decoded.cell_size is not None else 1.0)
     try:
@@ -98,11 +104,31 @@ def _load(
             cell_size=cell_size,
             name=path.stem if name is None else name,
             generation=generation,
+            tags=tags,
+            tag_names=tag_names,
+            classes=classes,
         )
     except MapLoadError as exc:
         # The model's own checks do not know the file; name it here.
         raise map_error(path, None, exc.message) from None
     return gridmap, sources
+
+
+def _tag_layer(path: Path, fmt: str, options: dict, decoded) -> tuple:
+    """``(tags, tag_names, sources)``: the layer the sidecar names (it wins over the file's
+    own), else the one the file carries (a PNG's tag colours, Tiled's tile properties)."""
+    if "tags" in options:
+        return tag_layers.load_tags(options, path, decoded.walkable.shape)
+    if "tag_colors" in options and fmt != "png":
+        raise map_error(path, "field 'tag_colors'", "names colours of a PNG: give 'tags' naming a .png file")
+    if decoded.tags is not None:
+        return decoded.tags, decoded.tag_names, []
+    if options.get("tag_names"):
+        raise map_error(
+            path, "field 'tag_names'",
+            "the map has no tag layer (give 'tags', or 'tag_colors' for a PNG map, or Tiled tiles a 'tag' property)",
+        )
+    return None, None, []
 
 
 # -- saving -----------------------------------------------------------------------------
@@ -115,7 +141,9 @@ def save_map(gridmap: GridMap, path: Path) -> None:
     The sidecar (``NAME.json``, or ``NAME.toml`` beside a Tiled ``.json``) is written when
     needed, and rewritten whenever one already exists so a stale one never changes the
     map on the next load. Loading what was saved gives back the same walkable cells, costs,
-    heights, origin and cell size. Raises ValueError when the map cannot be expressed
+    heights, origin, cell size, tags, tag names and unit classes (a Tiled file holds the
+    tags as a ``tags`` layer when every tag value in use has a name, the other formats in
+    the sidecar). Raises ValueError when the map cannot be expressed
     (more distinct costs than a ``.map`` legend has characters).
     """
     path = Path(path)
@@ -126,6 +154,10 @@ def save_map(gridmap: GridMap, path: Path) -> None:
     extra_files: dict[Path, bytes] = {}
     if gridmap.heights is not None:
         fields["heights"], extra_files = sidecars.encode_heights(gridmap.heights, path)
+    if not (fmt == "tiled" and tiled.holds_tags(gridmap)):
+        tag_fields, tag_files = tag_layers.sidecar_fields(gridmap, path)
+        fields.update(tag_fields)
+        extra_files.update(tag_files)
     for extra_path, extra_data in extra_files.items():
         write_atomic(extra_path, extra_data)
     # The sidecar goes first: a watcher that sees the new map file then finds its metadata.

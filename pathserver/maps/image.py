@@ -13,6 +13,13 @@ Colour -> cell, first rule that applies:
    - otherwise walkable with cost ``1 + (255 - L) / 16``: white is cost 1, grey 239 is
      cost 2, grey 223 is 3, ... grey 64 is 12.9375.
 
+Tags: the sidecar's ``tag_colors`` (``{"water": "#3070ff"}``, a name -> one colour or a
+list), when the sidecar names no ``tags`` file, tags the cells of those colours (alpha
+ignored). The colour rules above still say whether such a cell is walkable and what it
+costs, so a tag colour must be a walkable one (in ``cost_legend`` with a cost, or light
+enough): a tag on blocked cells could never matter, since traversal rules only block or
+make dearer, and is refused as a likely mistake. Each colour belongs to one tag.
+
 Writing: blocked cells are black; a cost that rule 3 can express exactly (``1 + k/16`` for
 ``k`` in 0..191) is its grey; any other cost gets a colour of its own declared in the
 sidecar's ``cost_legend`` (and the image is then RGB rather than greyscale).
@@ -29,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from pathserver.errors import MapLoadError
-from pathserver.maps.files import Decoded, check_dimensions, map_error, read_file
+from pathserver.maps.files import Decoded, check_dimensions, colour_tags, map_error, read_file, tag_values
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: A compressed image bigger than this is not a map we would serve.
@@ -98,13 +105,39 @@ def read(path: Path, options: dict) -> Decoded:
         hit = colours == colour
         walkable[hit] = value is not None
         cost[hit] = 1.0 if value is None else value
+    tag_colors = None if "tags" in options else options.get("tag_colors")
+    if tag_colors:
+        _check_tag_colours(path, tag_colors, legend)
     walkable &= ~transparent
     inverse = inverse.reshape(-1)
     cell_walkable = walkable[inverse].reshape(height, width)
     cell_cost = cost[inverse].reshape(height, width)
     if not (cell_cost[cell_walkable] != 1.0).any():
         cell_cost = None
-    return Decoded(cell_walkable, cell_cost)
+    if not tag_colors:
+        return Decoded(cell_walkable, cell_cost)
+    values = tag_values(tag_colors, options.get("tag_names"), path)
+    cell_tags = colour_tags(colours, tag_colors, values)[inverse].reshape(height, width)
+    return Decoded(cell_walkable, cell_cost, tags=cell_tags, tag_names=values)
+
+
+def _check_tag_colours(path, tag_colors: dict, legend: dict) -> None:
+    for name, listed in tag_colors.items():
+        for colour in listed:
+            packed = int(colour[1:], 16)
+            if packed in legend:
+                if legend[packed] is None:
+                    raise map_error(path, f"field 'tag_colors'[{name!r}]",
+                                    f"{colour} is blocked by cost_legend; a tag on blocked cells never matters")
+                continue
+            red, green, blue = packed >> 16, (packed >> 8) & 255, packed & 255
+            luminance = (299 * red + 587 * green + 114 * blue) / 1000.0
+            if luminance < BLOCKED_BELOW:
+                raise map_error(
+                    path, f"field 'tag_colors'[{name!r}]",
+                    f"{colour} is a blocked colour (luminance {luminance:.0f} < {BLOCKED_BELOW}); a tag on blocked "
+                    f"cells never matters: give {colour} a cost in cost_legend to make it walkable",
+                )
 
 
 def _legend_colour(index: int) -> int:

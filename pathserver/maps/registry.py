@@ -10,7 +10,7 @@ name's ``last_error``.
 
 How a change is noticed. Each batch of watcher events (watchfiles) triggers a rescan that
 compares the folder with what was last loaded: for every name, the ``(mtime, size,
-inode)`` of its map file, its sidecars, and the files its last load read (heights,
+inode)`` of its map file, its sidecars, and the files its last load read (heights, tags,
 external tilesets). A name whose files differ is reloaded, and so is every name an event
 names, since two writes within one tick of the file system's clock can leave mtime and
 size unchanged. Because the rescan looks at the disk rather than at event types, atomic

@@ -16,8 +16,22 @@ Keys (all optional; an unknown key is an error so a typo does not pass silently)
                  or "h.npy"        map: a 2-D ``.npy`` array or a grey ``.png`` heightmap
       "heights_scale": 0.1,        multiplies a PNG heightmap's grey values (default 1)
       "layer": "collision",        Tiled only: the tile layer to read
-      "empty_cost": 1.0            Tiled only: cost of empty cells (gid 0); null = blocked
+      "empty_cost": 1.0,           Tiled only: cost of empty cells (gid 0); null = blocked
+      "tags": "tags/level.png"     the tag layer: rows of integers 0..255 (0: untagged),
+              or [[0, 1], ...]     or a path relative to the map: a .png whose red (grey)
+                                   value is the tag byte, or a 2-D integer .npy
+      "tag_names": {"water": 1},   tag name -> value 1..255
+      "tag_colors": {"water": "#1030a0", "forest": ["#208020", "#30a030"]},
+                                   tag name -> colour(s) of the tags PNG, or of a PNG map
+                                   itself when there is no "tags"
+      "tag_layer": "terrain",      Tiled only: the tile layer whose tiles' "tag" property
+                                   gives the tags
+      "classes": {"boat": {"land": null, "shallows": 2}}
+                                   unit classes: tag -> null (blocked; TOML: "blocked") or
+                                   a cost multiplier >= 1
     }
+
+How the tag keys combine is in :mod:`pathserver.maps.tags`.
 """
 
 from __future__ import annotations
@@ -29,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pathserver.maps import tags as tag_layers
 from pathserver.maps.files import OPTION_KEYS, is_number, map_error, read_file
 
 SIDECAR_SUFFIXES = (".json", ".toml")
@@ -37,10 +52,11 @@ MAX_SIDECAR_BYTES = 256 * 1024 * 1024
 #: Heights up to this many cells are written inline; bigger ones go to NAME.heights.npy.
 INLINE_HEIGHTS_CELLS = 4096
 
+_TAG_KEYS = {"tags", "tag_names", "tag_colors", "classes"}
 _APPLIES = {
-    "movingai": {"origin", "cell_size", "cost_legend", "heights", "heights_scale"},
-    "png": {"origin", "cell_size", "cost_legend", "heights", "heights_scale"},
-    "tiled": {"origin", "cell_size", "heights", "heights_scale", "layer", "empty_cost"},
+    "movingai": {"origin", "cell_size", "cost_legend", "heights", "heights_scale", *_TAG_KEYS},
+    "png": {"origin", "cell_size", "cost_legend", "heights", "heights_scale", *_TAG_KEYS},
+    "tiled": {"origin", "cell_size", "heights", "heights_scale", "layer", "empty_cost", "tag_layer", *_TAG_KEYS},
 }
 _COLOUR = re.compile(r"#[0-9a-fA-F]{6}")
 
@@ -115,10 +131,18 @@ def validate_options(raw: dict, fmt: str, label: str) -> dict:
             if not is_number(value):
                 raise map_error(label, where, f"must be a finite number, got {value!r:.40}")
             options[key] = float(value)
-        elif key == "layer":
+        elif key in ("layer", "tag_layer"):
             if not isinstance(value, str):
                 raise map_error(label, where, f"must be a layer name, got {value!r:.40}")
             options[key] = value
+        elif key == "tags":
+            options[key] = tag_layers.check_tags_spec(value, label, where)
+        elif key == "tag_names":
+            options[key] = tag_layers.check_tag_names(value, label, where)
+        elif key == "tag_colors":
+            options[key] = tag_layers.check_tag_colors(value, label, where)
+        elif key == "classes":
+            options[key] = tag_layers.check_classes(value, label, where)
         elif key == "empty_cost":
             options[key] = _legend_value(value, label, where)
         elif key == "cost_legend":
@@ -244,8 +268,9 @@ def _dump_json(fields: dict) -> str:
     # One row of heights per line keeps the file readable and diffable.
     lines = []
     for key, value in fields.items():
-        if key == "heights" and isinstance(value, list):
-            rows = ",\n".join("    " + json.dumps(row) for row in value)
+        if key in ("heights", "tags") and isinstance(value, list):
+            rows = ",\n".join("    " + json.dumps(row, separators=(",", ":") if key == "tags" else None)
+                              for row in value)
             lines.append(f'  "{key}": [\n{rows}\n  ]')
         else:
             lines.append(f"  {json.dumps(key)}: {json.dumps(value)}")
@@ -257,24 +282,33 @@ def _toml_value(value) -> str:
         return '"blocked"'
     if isinstance(value, str):
         return json.dumps(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     return repr(float(value))
 
 
+_TOML_TABLES = ("cost_legend", "tag_names", "tag_colors", "classes")
+
+
 def _dump_toml(fields: dict) -> str:
     lines = []
     for key, value in fields.items():
-        if key == "cost_legend":
+        if key in _TOML_TABLES:
             continue
-        if key == "heights" and isinstance(value, list):
+        if key in ("heights", "tags") and isinstance(value, list):
             rows = ",\n".join("    " + _toml_value(row) for row in value)
             lines.append(f"{key} = [\n{rows},\n]")
         else:
             lines.append(f"{key} = {_toml_value(value)}")
-    if "cost_legend" in fields:
-        # A TOML table must come after the plain keys.
-        lines.append("\n[cost_legend]")
-        lines.extend(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in fields["cost_legend"].items())
+    # A TOML table must come after the plain keys.
+    for key in ("cost_legend", "tag_names", "tag_colors"):
+        if key in fields:
+            lines.append(f"\n[{key}]")
+            lines.extend(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in fields[key].items())
+    for unit_class, rules in fields.get("classes", {}).items():
+        lines.append(f"\n[classes.{json.dumps(unit_class)}]")
+        lines.extend(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in rules.items())
     return "\n".join(lines) + "\n"
 

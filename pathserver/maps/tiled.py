@@ -14,6 +14,15 @@ Cells:
   blocked, ``cost`` (float or int, >= 1) is the terrain cost. A tile without them is
   walkable at cost 1. A gid that no tileset covers is an error.
 
+Tags (unit classes, see :mod:`pathserver.maps.tags`): a tile's string property ``tag``
+(``"water"``, ``"forest"``; empty means untagged) tags the cells showing it in the tag
+layer: the sidecar's ``tag_layer``, else the map's string property ``tag_layer``, else a
+tile layer named ``tags``, else the layer read for walkable cells. Empty cells are
+untagged. Values go to names in sorted order, unless ``tag_names`` (the sidecar's, else
+a map property holding JSON such as ``{"water": 1}``) fixes them; the unit classes are
+the sidecar's ``classes``, else a map property ``classes`` holding JSON (``{"boat":
+{"land": null}}``). A map whose tilesets declare no ``tag`` has no tag layer.
+
 Flip and rotation flags (the top four bits of a gid: horizontal, vertical, diagonal flip,
 and Tiled 1.9's hexagonal 120-degree rotation) are masked off: a flipped tile is the same
 terrain.
@@ -32,7 +41,9 @@ World transform: ``cell_size`` is the map property ``cell_size`` if set, else ``
 
 Writing produces one tile layer ``pathfinding`` and one embedded tileset ``pathserver``:
 tile 0 is ``solid``, tiles 1..n carry the map's distinct costs, walkable cost-1 cells are
-empty.
+empty. A map with tags gets a second layer ``tags`` whose tiles carry ``tag``, and the map
+properties ``tag_names`` and ``classes`` (when some tag value in use has no name, the
+tags go to the sidecar instead).
 """
 
 from __future__ import annotations
@@ -47,12 +58,22 @@ from pathlib import Path
 
 import numpy as np
 
-from pathserver.maps.files import Decoded, check_dimensions, is_number, is_tiled_document, map_error, read_file
+from pathserver.maps.files import (
+    Decoded,
+    check_dimensions,
+    is_number,
+    is_tiled_document,
+    map_error,
+    read_file,
+    tag_values,
+)
+from pathserver.maps.tags import check_classes, check_tag_names, json_property
 
 #: A Tiled JSON file bigger than this is refused (a 4096 x 4096 CSV map is about 40 MB).
 MAX_JSON_BYTES = 256 * 1024 * 1024
 #: Tiled's flag bits: flipped horizontally, vertically, diagonally, rotated 120 degrees (hex).
 FLAG_BITS = 0xF0000000
+_GID_MASK = np.uint32(~FLAG_BITS & 0xFFFFFFFF)
 #: Maps up to this many cells are written as a plain array, bigger ones as base64 + zlib.
 PLAIN_DATA_CELLS = 65536
 _TILED_VERSION = "1.10.2"
@@ -65,6 +86,8 @@ class _Tileset:
     # local tile id -> (walkable, cost)
     tiles: dict[int, tuple[bool, float]]
     where: str
+    # local tile id -> its "tag" property
+    tags: dict[int, str]
 
 
 def _parse_json(path: Path, data: bytes):
@@ -133,7 +156,7 @@ def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tilese
     tiles_raw = tileset.get("tiles", [])
     if not isinstance(tiles_raw, list):
         raise map_error(owner_path, f"field '{where}.tiles'", "must be a list")
-    tiles = {}
+    tiles, tags = {}, {}
     for j, tile in enumerate(tiles_raw):
         tile_where = f"{where}.tiles[{j}]"
         if not isinstance(tile, dict):
@@ -141,8 +164,14 @@ def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tilese
         tile_id = tile.get("id")
         if isinstance(tile_id, bool) or not isinstance(tile_id, int) or tile_id < 0:
             raise map_error(owner_path, f"field '{tile_where}.id'", f"must be an integer >= 0, got {tile_id!r:.40}")
-        tiles[tile_id] = _tile_terrain(owner_path, _properties(owner_path, tile, tile_where), tile_where)
-    return _Tileset(firstgid, tilecount, tiles, f"{owner_path}")
+        props = _properties(owner_path, tile, tile_where)
+        tiles[tile_id] = _tile_terrain(owner_path, props, tile_where)
+        tag = props.get("tag", "")
+        if not isinstance(tag, str):
+            raise map_error(owner_path, f"field '{tile_where}.properties' tag", f"must be a string, got {tag!r:.40}")
+        if tag:
+            tags[tile_id] = tag
+    return _Tileset(firstgid, tilecount, tiles, f"{owner_path}", tags)
 
 
 def _tile_layers(path, layers, where: str, found: list) -> None:
@@ -158,17 +187,19 @@ def _tile_layers(path, layers, where: str, found: list) -> None:
             _tile_layers(path, layer.get("layers", []), f"{layer_where}.layers", found)
 
 
-def _choose_layer(path, document: dict, wanted: str | None) -> tuple[str, dict]:
-    layers: list[tuple[str, dict]] = []
-    _tile_layers(path, document.get("layers"), "layers", layers)
+def _named_layer(path, layers: list, wanted: str) -> tuple[str, dict]:
+    for where, layer in layers:
+        if layer.get("name") == wanted:
+            return where, layer
+    names = ", ".join(repr(layer.get("name")) for _, layer in layers)
+    raise map_error(path, "field 'layers'", f"no tile layer named {wanted!r} (tile layers: {names})")
+
+
+def _choose_layer(path, layers: list, wanted: str | None) -> tuple[str, dict]:
     if not layers:
         raise map_error(path, "field 'layers'", "has no tile layer")
     if wanted is not None:
-        for where, layer in layers:
-            if layer.get("name") == wanted:
-                return where, layer
-        names = ", ".join(repr(layer.get("name")) for _, layer in layers)
-        raise map_error(path, "field 'layers'", f"no tile layer named {wanted!r} (tile layers: {names})")
+        return _named_layer(path, layers, wanted)
     for where, layer in layers:
         if _properties(path, layer, where).get("pathfinding") is True:
             return where, layer
@@ -255,8 +286,10 @@ def read(path: Path, options: dict) -> Decoded:
     cell_size = _map_number(path, props, "cell_size", positive=True) or (float(tilewidth) if tilewidth else None)
     origin_x, origin_y = _map_number(path, props, "origin_x"), _map_number(path, props, "origin_y")
 
-    where, layer = _choose_layer(path, document, options.get("layer"))
-    gids = _layer_gids(path, layer, where, width, height) & np.uint32(~FLAG_BITS & 0xFFFFFFFF)
+    layers: list[tuple[str, dict]] = []
+    _tile_layers(path, document.get("layers"), "layers", layers)
+    where, layer = _choose_layer(path, layers, options.get("layer"))
+    gids = _layer_gids(path, layer, where, width, height) & _GID_MASK
 
     sources: list[Path] = []
     tilesets_raw = document.get("tilesets", [])
@@ -265,23 +298,16 @@ def read(path: Path, options: dict) -> Decoded:
     tilesets = sorted(
         (_read_tileset(path, entry, i, sources) for i, entry in enumerate(tilesets_raw)), key=lambda t: t.firstgid
     )
-    firstgids = [t.firstgid for t in tilesets]
     empty_cost = options.get("empty_cost", 1.0)
 
     keys, inverse = np.unique(gids, return_inverse=True)
     walkable = np.ones(len(keys), dtype=bool)
     cost = np.ones(len(keys), dtype=np.float64)
-    for k, gid in enumerate(keys.tolist()):
+    for k, (gid, tileset, local) in enumerate(_tiles_of(path, where, gids, keys, tilesets, width)):
         if gid == 0:
             walkable[k] = empty_cost is not None
             cost[k] = 1.0 if empty_cost is None else empty_cost
             continue
-        index = bisect.bisect_right(firstgids, gid) - 1
-        tileset = tilesets[index] if index >= 0 else None
-        local = gid - tileset.firstgid if tileset else -1
-        if tileset is None or (tileset.tilecount is not None and local >= tileset.tilecount):
-            y, x = divmod(int(np.argmax(gids == gid)), width)
-            raise map_error(path, f"field '{where}.data'", f"cell ({x}, {y}) has gid {gid}, which no tileset covers")
         walkable[k], cost[k] = tileset.tiles.get(local, (True, 1.0))
     inverse = inverse.reshape(-1)
     cell_walkable = walkable[inverse].reshape(height, width)
@@ -291,7 +317,83 @@ def read(path: Path, options: dict) -> Decoded:
     origin = None
     if origin_x is not None or origin_y is not None:
         origin = (origin_x or 0.0, origin_y or 0.0)
-    return Decoded(cell_walkable, cell_cost, origin=origin, cell_size=cell_size, sources=sources)
+    decoded = Decoded(cell_walkable, cell_cost, origin=origin, cell_size=cell_size, sources=sources)
+    if "classes" in props:
+        decoded.classes = check_classes(_json_property(path, props, "classes"), path, "field 'properties' classes")
+    if "tags" not in options:  # a sidecar's tag layer wins over the tiles'
+        _read_tags(path, options, props, layers, (where, layer, gids), tilesets, decoded)
+    return decoded
+
+
+def _read_tags(path, options: dict, props: dict, layers: list, ground: tuple, tilesets: list, decoded) -> None:
+    """Set ``decoded.tags`` and ``decoded.tag_names`` from the ``tag`` properties of the
+    tiles of the tag layer (see the module docstring); ``ground`` is ``(where, layer,
+    gids)`` of the layer read for walkable cells."""
+    height, width = decoded.walkable.shape
+    names = sorted({tag for tileset in tilesets for tag in tileset.tags.values()})
+    tag_layer = options.get("tag_layer", props.get("tag_layer"))
+    if tag_layer is not None and not isinstance(tag_layer, str):
+        raise map_error(path, "field 'properties' tag_layer", f"must be a layer name, got {tag_layer!r:.40}")
+    if not names:
+        if tag_layer is not None:
+            raise map_error(path, "field 'tilesets'", f"tag_layer is {tag_layer!r} but no tile has a 'tag' property")
+        return
+    fixed = options.get("tag_names")
+    if fixed is None and "tag_names" in props:
+        fixed = check_tag_names(_json_property(path, props, "tag_names"), path, "field 'properties' tag_names")
+    decoded.tag_names = tag_values(names, fixed, path)
+    where, layer, gids = ground
+    if tag_layer is None and any(found.get("name") == "tags" for _, found in layers):
+        tag_layer = "tags"
+    if tag_layer is not None and tag_layer != layer.get("name"):
+        where, layer = _named_layer(path, layers, tag_layer)
+        gids = _layer_gids(path, layer, where, width, height) & _GID_MASK
+    keys, inverse = np.unique(gids, return_inverse=True)
+    values = np.zeros(len(keys), dtype=np.uint8)
+    for k, (gid, tileset, local) in enumerate(_tiles_of(path, where, gids, keys, tilesets, width)):
+        if gid and local in tileset.tags:
+            values[k] = decoded.tag_names[tileset.tags[local]]
+    decoded.tags = values[inverse.reshape(-1)].reshape(height, width)
+
+
+def _tiles_of(path, where: str, gids: np.ndarray, keys: np.ndarray, tilesets: list, width: int):
+    """``(gid, tileset, local id)`` for each distinct gid in ``keys`` (tileset None for 0);
+    MapLoadError for a gid no tileset covers."""
+    firstgids = [t.firstgid for t in tilesets]
+    for gid in keys.tolist():
+        if gid == 0:
+            yield 0, None, -1
+            continue
+        index = bisect.bisect_right(firstgids, gid) - 1
+        tileset = tilesets[index] if index >= 0 else None
+        local = gid - tileset.firstgid if tileset else -1
+        if tileset is None or (tileset.tilecount is not None and local >= tileset.tilecount):
+            y, x = divmod(int(np.argmax(gids == gid)), width)
+            raise map_error(path, f"field '{where}.data'", f"cell ({x}, {y}) has gid {gid}, which no tileset covers")
+        yield gid, tileset, local
+
+
+def _json_property(path, props: dict, key: str):
+    """A map property holding JSON text (or, from Tiled's class-typed properties, the
+    object itself)."""
+    value = props[key]
+    if isinstance(value, dict):
+        return value
+    if not isinstance(value, str):
+        raise map_error(path, f"field 'properties' {key}", f"must be a string of JSON, got {value!r:.40}")
+    try:
+        return json.loads(value)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise map_error(path, f"field 'properties' {key}", f"invalid JSON: {exc}") from None
+
+
+def holds_tags(gridmap) -> bool:
+    """Whether a ``.tmj`` can hold ``gridmap``'s tags itself: every tag value in use has a
+    name (a tile's ``tag`` is a name). The others go to the sidecar."""
+    if gridmap.tags is None:
+        return False
+    named = set(gridmap.tag_names.values())
+    return all(int(v) in named for v in np.unique(gridmap.tags) if v)
 
 
 def encode(gridmap) -> tuple[bytes, dict]:
@@ -309,9 +411,21 @@ def encode(gridmap) -> tuple[bytes, dict]:
             {"id": i + 1, "properties": [{"name": "cost", "type": "float", "value": float(v)}]}
             for i, v in enumerate(distinct)
         ]
+    tag_gids = None
+    properties = []
+    if holds_tags(gridmap):
+        # Tag tiles follow the terrain tiles; tile i of the tileset is gid i + 1.
+        by_value = {value: name for name, value in gridmap.tag_names.items()}
+        lookup = np.zeros(256, dtype=np.uint32)
+        for value, name in sorted(by_value.items()):
+            lookup[value] = len(tiles) + 1
+            tiles.append({"id": len(tiles), "properties": [{"name": "tag", "type": "string", "value": name}]})
+        tag_gids = lookup[gridmap.tags]
+        properties.append({"name": "tag_names", "type": "string", "value": json_property(gridmap.tag_names)})
+        if gridmap.classes:
+            properties.append({"name": "classes", "type": "string", "value": json_property(gridmap.classes)})
     cell_size = gridmap.cell_size
     tile_size = int(cell_size) if cell_size >= 1 and cell_size == int(cell_size) else 1
-    properties = []
     if cell_size != tile_size:
         properties.append({"name": "cell_size", "type": "float", "value": cell_size})
     if gridmap.origin != (0.0, 0.0):
@@ -330,12 +444,16 @@ def encode(gridmap) -> tuple[bytes, dict]:
         "x": 0,
         "y": 0,
     }
+    layers = [(layer, gids)]
+    if tag_gids is not None:
+        tag_layer = dict(layer, id=2, name="tags", properties=[], visible=False)
+        layers.append((tag_layer, tag_gids))
     document = {
         "compressionlevel": -1,
         "height": height,
         "infinite": False,
-        "layers": [layer],
-        "nextlayerid": 2,
+        "layers": [entry for entry, _ in layers],
+        "nextlayerid": len(layers) + 1,
         "nextobjectid": 1,
         "orientation": "orthogonal",
         "renderorder": "right-down",
@@ -363,13 +481,16 @@ def encode(gridmap) -> tuple[bytes, dict]:
         document["properties"] = properties
     if gids.size <= PLAIN_DATA_CELLS:
         # One map row per line: small maps stay readable and diff well.
-        placeholder = '"@@DATA@@"'
-        text = json.dumps(document, indent=1).replace('"data": null', f'"data": {placeholder}')
-        rows = ",\n".join("  " + ",".join(map(str, row)) for row in gids.tolist())
-        text = text.replace(placeholder, "[\n" + rows + "\n  ]")
+        for i, (entry, _) in enumerate(layers):
+            entry["data"] = f"@@DATA{i}@@"
+        text = json.dumps(document, indent=1)
+        for i, (_, layer_gids) in enumerate(layers):
+            rows = ",\n".join("  " + ",".join(map(str, row)) for row in layer_gids.tolist())
+            text = text.replace(f'"@@DATA{i}@@"', "[\n" + rows + "\n  ]")
     else:
-        layer["data"] = base64.b64encode(zlib.compress(gids.astype("<u4").tobytes())).decode("ascii")
-        layer["encoding"] = "base64"
-        layer["compression"] = "zlib"
+        for entry, layer_gids in layers:
+            entry["data"] = base64.b64encode(zlib.compress(layer_gids.astype("<u4").tobytes())).decode("ascii")
+            entry["encoding"] = "base64"
+            entry["compression"] = "zlib"
         text = json.dumps(document, indent=1)
     return (text + "\n").encode("utf-8"), {}
