@@ -162,6 +162,8 @@ class MapRegistry:
                     "last_error": entry.last_error,
                     "walkable_share": entry.walkable_share,
                     "source": entry.source,
+                    "tag_names": dict(gridmap.tag_names) if gridmap else None,
+                    "classes": sorted(gridmap.classes) if gridmap else None,
                 }
             )
         return rows

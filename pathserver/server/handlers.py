@@ -589,6 +589,8 @@ _MAP_FIELDS = (
     ("walkable_share", "walkable_share"),
     ("last_error", "last_error"),
     ("source", "source"),
+    ("tag_names", "tag_names"),
+    ("classes", "classes"),
 )
 
 

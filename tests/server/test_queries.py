@@ -167,3 +167,5 @@ def test_get_map_returns_the_tag_names_and_classes(client):
     cells = client.get_map("river")
     assert cells.tag_names == {"water": 1} and cells.classes == {"tank": {"water": None}}
     assert cells.tags.tolist() == [[0, 1]]
+    (entry,) = [entry for entry in client.maps() if entry["name"] == "river"]
+    assert entry["tag_names"] == {"water": 1} and entry["classes"] == ["tank"]
