@@ -130,6 +130,8 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
         offsets[5] = width - 1
         offsets[6] = -width - 1
         offsets[7] = 1 - width
+        step_x = np.array(STEP_X, dtype=np.int64)
+        step_y = np.array(STEP_Y, dtype=np.int64)
         open_mark = pass_id
         closed_mark = pass_id + 1
         start = sy * width + sx
@@ -150,8 +152,22 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
         best = start
         best_h = h0
         expanded = 0
-        while size > 0:
-            tag, size = pair_pop(heap_keys, heap_tags, heap_pos, size)
+        # The best node the last expansion opened, held out of the heap: when it comes
+        # before the heap's top (often: a step toward the goal keeps f), it is expanded
+        # next without a push and a pop. The order of expansions is the heap's all the same.
+        held_key = 0.0
+        held_tag = -1
+        while True:
+            if held_tag >= 0:
+                tag = held_tag
+                held_tag = -1
+                if size > 0 and (heap_keys[0] < held_key or (heap_keys[0] == held_key and heap_tags[0] < tag)):
+                    pair_sift_up(heap_keys, heap_tags, heap_pos, size, held_key, tag)
+                    tag, size = pair_pop(heap_keys, heap_tags, heap_pos, size + 1)
+            elif size > 0:
+                tag, size = pair_pop(heap_keys, heap_tags, heap_pos, size)
+            else:
+                break
             node = tag & NODE_MASK
             if node == goal:
                 return SEARCH_FOUND, goal, expanded
@@ -208,17 +224,27 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
                 if mark == open_mark:
                     if g_new >= g[neighbour]:
                         continue
-                    at = heap_pos[neighbour]
-                else:
-                    stamp[neighbour] = open_mark
-                    at = size
-                    size += 1
+                    g[neighbour] = g_new
+                    parent[neighbour] = node
+                    h = heuristic_distance(heuristic, x + step_x[d], y + step_y[d], gx, gy)
+                    pair_sift_up(heap_keys, heap_tags, heap_pos, heap_pos[neighbour], g_new + h * h_scale,
+                                 (np.int64(h * tie_scale) << 32) | neighbour)
+                    continue
+                stamp[neighbour] = open_mark
                 g[neighbour] = g_new
                 parent[neighbour] = node
-                ny = neighbour // width
-                h = heuristic_distance(heuristic, neighbour - ny * width, ny, gx, gy)
-                pair_sift_up(heap_keys, heap_tags, heap_pos, at, g_new + h * h_scale,
-                             (np.int64(h * tie_scale) << 32) | neighbour)
+                h = heuristic_distance(heuristic, x + step_x[d], y + step_y[d], gx, gy)
+                key = g_new + h * h_scale
+                tag = (np.int64(h * tie_scale) << 32) | neighbour
+                if held_tag < 0:
+                    held_key = key
+                    held_tag = tag
+                    continue
+                if key < held_key or (key == held_key and tag < held_tag):
+                    key, held_key = held_key, key
+                    tag, held_tag = held_tag, tag
+                pair_sift_up(heap_keys, heap_tags, heap_pos, size, key, tag)
+                size += 1
         return SEARCH_NO_PATH, best, expanded
 
     return search

@@ -184,11 +184,14 @@ def pair_pop(heap_keys, heap_tags, pos, size):
         child_tag = heap_tags[child]
         right = child + 1
         if right < size:
+            # Which child is smaller is a coin toss a branch predictor cannot learn:
+            # selects instead of a jump.
             right_key = heap_keys[right]
-            if right_key < child_key or (right_key == child_key and heap_tags[right] < child_tag):
-                child = right
-                child_key = right_key
-                child_tag = heap_tags[right]
+            right_tag = heap_tags[right]
+            take = (right_key < child_key) | ((right_key == child_key) & (right_tag < child_tag))
+            child = right if take else child
+            child_key = right_key if take else child_key
+            child_tag = right_tag if take else child_tag
         if key < child_key or (key == child_key and tag < child_tag):
             break
         heap_keys[i] = child_key
