@@ -26,8 +26,8 @@ from pathserver.core.status import (
 )
 
 SQRT2 = math.sqrt(2.0)
-# Orthogonal moves first: with equal keys the heap keeps insertion order stable enough
-# that straight runs are preferred, which reads better on screen.
+# Directions 0-3 straight, 4-7 diagonal (pathserver.core.moves numbers them the same way).
+# A* relaxes the straight moves first: of two equally cheap parents the straight one wins.
 STEP_X = (1, 0, -1, 0, 1, -1, -1, 1)
 STEP_Y = (0, 1, 0, -1, 1, 1, -1, -1)
 
