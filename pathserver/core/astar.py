@@ -72,8 +72,10 @@ def _octile(x, y, gx, gy):
     return dx + (SQRT2 - 1.0) * dy
 
 
-#: Tie-break tags hold the unweighted h, scaled to below this, in their high 32 bits.
+#: Tie-break tags hold TIE_LIMIT less the unweighted h scaled to below TIE_RANGE in their
+#: high 32 bits: the heap takes the larger tag first, so the smaller h, then the larger node id.
 TIE_RANGE = float(2**30)
+TIE_LIMIT = 2**30
 #: Past this many distinct costs the heuristic takes 1 as the cheapest step factor (every
 #: terrain cost is >= 1) instead of scanning the table on each query.
 MIN_COST_SCAN = 4096
@@ -100,7 +102,8 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
     fused: one key per node, g + h * weight * (1 + TIE), as in the ``key_*`` heap of
     :mod:`pathserver.core.heap`: only for uniform cost, whose path costs a + b*sqrt(2)
     (a, b integers) lie too far apart for TIE * h to reorder them. Otherwise the key is f
-    and the tag's high half is h scaled by ``tie_scale``: equal f, smaller h first.
+    and the tag's high half is TIE_LIMIT less h scaled by ``tie_scale``: equal f, smaller h
+    first.
     """
 
     @njit(cache=True, nogil=True)
@@ -146,7 +149,7 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
         parent[start] = start
         stamp[start] = open_mark
         heap_keys[0] = h0 * h_scale
-        heap_tags[0] = (np.int64(h0 * tie_scale) << 32) | start
+        heap_tags[0] = ((TIE_LIMIT - np.int64(h0 * tie_scale)) << 32) | start
         heap_pos[start] = 0
         size = 1
         best = start
@@ -161,7 +164,7 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
             if held_tag >= 0:
                 tag = held_tag
                 held_tag = -1
-                if size > 0 and (heap_keys[0] < held_key or (heap_keys[0] == held_key and heap_tags[0] < tag)):
+                if size > 0 and (heap_keys[0] < held_key or (heap_keys[0] == held_key and heap_tags[0] > tag)):
                     pair_sift_up(heap_keys, heap_tags, heap_pos, size, held_key, tag)
                     tag, size = pair_pop(heap_keys, heap_tags, heap_pos, size + 1)
             elif size > 0:
@@ -228,19 +231,19 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
                     parent[neighbour] = node
                     h = heuristic_distance(heuristic, x + step_x[d], y + step_y[d], gx, gy)
                     pair_sift_up(heap_keys, heap_tags, heap_pos, heap_pos[neighbour], g_new + h * h_scale,
-                                 (np.int64(h * tie_scale) << 32) | neighbour)
+                                 ((TIE_LIMIT - np.int64(h * tie_scale)) << 32) | neighbour)
                     continue
                 stamp[neighbour] = open_mark
                 g[neighbour] = g_new
                 parent[neighbour] = node
                 h = heuristic_distance(heuristic, x + step_x[d], y + step_y[d], gx, gy)
                 key = g_new + h * h_scale
-                tag = (np.int64(h * tie_scale) << 32) | neighbour
+                tag = ((TIE_LIMIT - np.int64(h * tie_scale)) << 32) | neighbour
                 if held_tag < 0:
                     held_key = key
                     held_tag = tag
                     continue
-                if key < held_key or (key == held_key and tag < held_tag):
+                if key < held_key or (key == held_key and tag > held_tag):
                     key, held_key = held_key, key
                     tag, held_tag = held_tag, tag
                 pair_sift_up(heap_keys, heap_tags, heap_pos, size, key, tag)
@@ -294,8 +297,8 @@ def astar(
     and the open list, :mod:`pathserver.core.heap`'s ``pair_*`` heap: heap_keys float64
     (N,), heap_tags int64 (N,), heap_pos int32 (N,), N >= H * W.
 
-    Open nodes come off in order of f, then of smaller h (toward the goal), then of node
-    id. Returns (status, end_node, expanded): SEARCH_FOUND with end_node the goal;
+    Open nodes come off in order of f, then of smaller h (toward the goal), then of larger
+    node id. Returns (status, end_node, expanded): SEARCH_FOUND with end_node the goal;
     SEARCH_NO_PATH or SEARCH_BUDGET with end_node the closed node nearest the goal by
     the heuristic (for partial paths). Follow ``parent`` from end_node to the start.
     """

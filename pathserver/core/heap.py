@@ -139,8 +139,8 @@ def key_pop(heap_nodes, heap_keys, pos, size):
 
 # -- (key, tag) pairs -----------------------------------------------------------------
 #
-# An indexed binary heap like the first, ordered by a float64 key and then by an int64 tag
-# whose low 32 bits are the node id (the high bits may hold a tie-break, see
+# An indexed binary heap like the first, ordered by a float64 key and then by an int64 tag,
+# larger first, whose low 32 bits are the node id (the high bits may hold a tie-break, see
 # :func:`pathserver.core.astar.astar`): every entry has its own place in the order, and
 # three arrays move per step instead of four. heap_keys float64 (N,), heap_tags int64
 # (N,), pos int32 (N,) each node's index in the heap, valid while the node is open.
@@ -154,7 +154,7 @@ def pair_sift_up(heap_keys, heap_tags, pos, i, key, tag):
     while i > 0:
         up = (i - 1) >> 1
         up_key = heap_keys[up]
-        if up_key < key or (up_key == key and heap_tags[up] < tag):
+        if up_key < key or (up_key == key and heap_tags[up] > tag):
             break
         up_tag = heap_tags[up]
         heap_keys[i] = up_key
@@ -168,7 +168,8 @@ def pair_sift_up(heap_keys, heap_tags, pos, i, key, tag):
 
 @njit(cache=True, nogil=True, inline="always")
 def pair_pop(heap_keys, heap_tags, pos, size):
-    """Remove the least (key, tag); returns (tag, new_size). The heap must not be empty."""
+    """Remove the first entry (least key, then largest tag); returns (tag, new_size). The
+    heap must not be empty."""
     top = heap_tags[0]
     size -= 1
     if size == 0:
@@ -188,11 +189,11 @@ def pair_pop(heap_keys, heap_tags, pos, size):
             # selects instead of a jump.
             right_key = heap_keys[right]
             right_tag = heap_tags[right]
-            take = (right_key < child_key) | ((right_key == child_key) & (right_tag < child_tag))
+            take = (right_key < child_key) | ((right_key == child_key) & (right_tag > child_tag))
             child = right if take else child
             child_key = right_key if take else child_key
             child_tag = right_tag if take else child_tag
-        if key < child_key or (key == child_key and tag < child_tag):
+        if key < child_key or (key == child_key and tag > child_tag):
             break
         heap_keys[i] = child_key
         heap_tags[i] = child_tag
