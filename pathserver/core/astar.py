@@ -12,21 +12,22 @@ import math
 import numpy as np
 from numba import njit
 
-from pathserver.core.heap import TIE, heap_decrease, heap_pop, heap_push, key_pop, key_sift_up
+from pathserver.core.heap import NODE_MASK, TIE, pair_pop, pair_sift_up
 from pathserver.core.status import (
     DIAGONAL_NEVER,
     DIAGONAL_NO_CORNER_CUTTING,
     HEURISTIC_CHEBYSHEV,
     HEURISTIC_EUCLIDEAN,
     HEURISTIC_MANHATTAN,
+    HEURISTIC_OCTILE,
     SEARCH_BUDGET,
     SEARCH_FOUND,
     SEARCH_NO_PATH,
 )
 
 SQRT2 = math.sqrt(2.0)
-# Orthogonal moves first: with equal keys the heap keeps insertion order stable enough
-# that straight runs are preferred, which reads better on screen.
+# Directions 0-3 straight, 4-7 diagonal (pathserver.core.moves numbers them the same way).
+# A* relaxes the straight moves first: of two equally cheap parents the straight one wins.
 STEP_X = (1, 0, -1, 0, 1, -1, -1, 1)
 STEP_Y = (0, 1, 0, -1, 1, 1, -1, -1)
 
@@ -62,6 +63,201 @@ def move_allowed(passable, heights, use_heights, max_climb, diagonal, x, y, nx, 
     return True
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _octile(x, y, gx, gy):
+    dx = abs(x - gx)
+    dy = abs(y - gy)
+    if dx < dy:
+        return dy + (SQRT2 - 1.0) * dx
+    return dx + (SQRT2 - 1.0) * dy
+
+
+#: Tie-break tags hold TIE_LIMIT less the unweighted h scaled to below TIE_RANGE in their
+#: high 32 bits: the heap takes the larger tag first, so the smaller h, then the larger node id.
+TIE_RANGE = float(2**30)
+TIE_LIMIT = 2**30
+#: Past this many distinct costs the heuristic takes 1 as the cheapest step factor (every
+#: terrain cost is >= 1) instead of scanning the table on each query.
+MIN_COST_SCAN = 4096
+
+
+@njit(cache=True, nogil=True, inline="always")
+def min_cost(cost_table, uniform):
+    """The cheapest terrain cost a step can have: the heuristic's scale (a lower bound on
+    every step's cost factor keeps it admissible and consistent)."""
+    if uniform != 0 or cost_table.shape[0] > MIN_COST_SCAN:
+        return 1.0
+    low = cost_table[0]
+    for k in range(1, cost_table.shape[0]):
+        if cost_table[k] < low:
+            low = cost_table[k]
+    return low
+
+
+def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic, fused):
+    """The A* loop, compiled once per option set: a ``fixed_*`` argument >= 0 is that
+    option's value for every query this copy answers (numba takes a closure's variables as
+    constants, so the branches on it fold away); -1 reads the argument.
+
+    fused: one key per node, g + h * weight * (1 + TIE), as in the ``key_*`` heap of
+    :mod:`pathserver.core.heap`: only for uniform cost, whose path costs a + b*sqrt(2)
+    (a, b integers) lie too far apart for TIE * h to reorder them. Otherwise the key is f
+    and the tag's high half is TIE_LIMIT less h scaled by ``tie_scale``: equal f, smaller h
+    first.
+    """
+
+    @njit(cache=True, nogil=True)
+    def search(
+        passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, gx, gy,
+        diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos,
+    ):
+        if fixed_uniform >= 0:
+            uniform = fixed_uniform
+        if fixed_heights >= 0:
+            use_heights = fixed_heights
+        if fixed_diagonal >= 0:
+            diagonal = fixed_diagonal
+        if fixed_heuristic >= 0:
+            heuristic = fixed_heuristic
+        height, width = passable.shape
+        cells = passable.reshape(-1)
+        cost_flat = cost_index.reshape(-1)
+        heights_flat = heights.reshape(-1)
+        # Moves in a flat index space, orthogonal first (E, S, W, N, SE, SW, NW, NE).
+        offsets = np.empty(8, dtype=np.int64)
+        offsets[0] = 1
+        offsets[1] = width
+        offsets[2] = -1
+        offsets[3] = -width
+        offsets[4] = width + 1
+        offsets[5] = width - 1
+        offsets[6] = -width - 1
+        offsets[7] = 1 - width
+        step_x = np.array(STEP_X, dtype=np.int64)
+        step_y = np.array(STEP_Y, dtype=np.int64)
+        open_mark = pass_id
+        closed_mark = pass_id + 1
+        start = sy * width + sx
+        goal = gy * width + gx
+        h_scale = weight * min_cost(cost_table, uniform)
+        if fused:
+            h_scale *= 1.0 + TIE
+        # h < width + height for every heuristic: a tag's high half stays below 2**30.
+        tie_scale = 0.0 if fused else TIE_RANGE / (width + height)
+        h0 = heuristic_distance(heuristic, sx, sy, gx, gy)
+        g[start] = 0.0
+        parent[start] = start
+        stamp[start] = open_mark
+        heap_keys[0] = h0 * h_scale
+        heap_tags[0] = ((TIE_LIMIT - np.int64(h0 * tie_scale)) << 32) | start
+        heap_pos[start] = 0
+        size = 1
+        best = start
+        best_h = h0
+        expanded = 0
+        # The best node the last expansion opened, held out of the heap: when it comes
+        # before the heap's top (often: a step toward the goal keeps f), it is expanded
+        # next without a push and a pop. The order of expansions is the heap's all the same.
+        held_key = 0.0
+        held_tag = -1
+        while True:
+            if held_tag >= 0:
+                tag = held_tag
+                held_tag = -1
+                if size > 0 and (heap_keys[0] < held_key or (heap_keys[0] == held_key and heap_tags[0] > tag)):
+                    pair_sift_up(heap_keys, heap_tags, heap_pos, size, held_key, tag)
+                    tag, size = pair_pop(heap_keys, heap_tags, heap_pos, size + 1)
+            elif size > 0:
+                tag, size = pair_pop(heap_keys, heap_tags, heap_pos, size)
+            else:
+                break
+            node = tag & NODE_MASK
+            if node == goal:
+                return SEARCH_FOUND, goal, expanded
+            if max_expansions > 0 and expanded >= max_expansions:
+                return SEARCH_BUDGET, best, expanded
+            stamp[node] = closed_mark
+            expanded += 1
+            y = node // width
+            x = node - y * width
+            h_node = heuristic_distance(heuristic, x, y, gx, gy)
+            if h_node < best_h:
+                best_h = h_node
+                best = node
+            g_node = g[node]
+            # The legal moves as bits (bit d: direction d), the map's edge tested once
+            # per node rather than once per move.
+            on_east = x + 1 < width
+            on_south = y + 1 < height
+            on_west = x > 0
+            on_north = y > 0
+            east = on_east and cells[node + 1] != 0
+            south = on_south and cells[node + width] != 0
+            west = on_west and cells[node - 1] != 0
+            north = on_north and cells[node - width] != 0
+            moves = (1 if east else 0) | (2 if south else 0) | (4 if west else 0) | (8 if north else 0)
+            if diagonal != DIAGONAL_NEVER:
+                if diagonal == DIAGONAL_NO_CORNER_CUTTING:
+                    on_east = east
+                    on_south = south
+                    on_west = west
+                    on_north = north
+                if on_east and on_south and cells[node + width + 1] != 0:
+                    moves |= 16
+                if on_west and on_south and cells[node + width - 1] != 0:
+                    moves |= 32
+                if on_west and on_north and cells[node - width - 1] != 0:
+                    moves |= 64
+                if on_east and on_north and cells[node - width + 1] != 0:
+                    moves |= 128
+            here = heights_flat[node] if use_heights != 0 else heights_flat[0]
+            for d in range(8):
+                if (moves >> d) & 1 == 0:
+                    continue
+                neighbour = node + offsets[d]
+                mark = stamp[neighbour]
+                if mark == closed_mark:
+                    continue
+                if use_heights != 0 and abs(heights_flat[neighbour] - here) > max_climb:
+                    continue
+                step = SQRT2 if d >= 4 else 1.0
+                if uniform == 0:
+                    step *= cost_table[cost_flat[neighbour]]
+                g_new = g_node + step
+                if mark == open_mark:
+                    if g_new >= g[neighbour]:
+                        continue
+                    g[neighbour] = g_new
+                    parent[neighbour] = node
+                    h = heuristic_distance(heuristic, x + step_x[d], y + step_y[d], gx, gy)
+                    pair_sift_up(heap_keys, heap_tags, heap_pos, heap_pos[neighbour], g_new + h * h_scale,
+                                 ((TIE_LIMIT - np.int64(h * tie_scale)) << 32) | neighbour)
+                    continue
+                stamp[neighbour] = open_mark
+                g[neighbour] = g_new
+                parent[neighbour] = node
+                h = heuristic_distance(heuristic, x + step_x[d], y + step_y[d], gx, gy)
+                key = g_new + h * h_scale
+                tag = ((TIE_LIMIT - np.int64(h * tie_scale)) << 32) | neighbour
+                if held_tag < 0:
+                    held_key = key
+                    held_tag = tag
+                    continue
+                if key < held_key or (key == held_key and tag > held_tag):
+                    key, held_key = held_key, key
+                    tag, held_tag = held_tag, tag
+                pair_sift_up(heap_keys, heap_tags, heap_pos, size, key, tag)
+                size += 1
+        return SEARCH_NO_PATH, best, expanded
+
+    return search
+
+
+_search_uniform = _search_kernel(1, 0, DIAGONAL_NO_CORNER_CUTTING, HEURISTIC_OCTILE, True)
+_search_weighted = _search_kernel(0, 0, DIAGONAL_NO_CORNER_CUTTING, HEURISTIC_OCTILE, False)
+_search_any = _search_kernel(-1, -1, -1, -1, False)
+
+
 @njit(cache=True, nogil=True)
 def astar(
     passable,
@@ -83,161 +279,45 @@ def astar(
     parent,
     stamp,
     pass_id,
-    heap_nodes,
-    heap_f,
-    heap_h,
+    heap_keys,
+    heap_tags,
     heap_pos,
 ):
     """Search from (sx, sy) to (gx, gy); both must be passable and in bounds.
 
-    passable: integer (H, W), nonzero = passable. cost_index: unsigned integer (H, W) and
-    cost_table: float64 (K,): entering cell (x, y) costs ``cost_table[cost_index[y, x]]``,
-    read only when ``uniform`` is 0 (a (1, 1) placeholder and ``[1.0]`` serve then).
-    heights: float32 (H, W), read only when ``use_heights`` is 1.
-    diagonal / heuristic: the DIAGONAL_* / HEURISTIC_* codes; weight >= 1 inflates h.
-    max_expansions: 0 for no limit. Workspace arrays: see the module docstring.
+    passable: C-contiguous integer (H, W), nonzero = passable. cost_index: C-contiguous
+    unsigned integer (H, W) and cost_table: float64 (K,): entering cell (x, y) costs
+    ``cost_table[cost_index[y, x]]``, read only when ``uniform`` is 0 (a (1, 1)
+    placeholder and ``[1.0]`` serve then). heights: C-contiguous float32 (H, W), read only
+    when ``use_heights`` is 1. diagonal / heuristic: the DIAGONAL_* / HEURISTIC_* codes;
+    weight >= 1 inflates h, which is scaled by the cheapest cost in ``cost_table`` (see
+    :func:`min_cost`). max_expansions: 0 for no limit.
 
-    Returns (status, end_node, expanded): SEARCH_FOUND with end_node the goal;
+    Workspace (see the module docstring): g float64 (N,), parent and stamp int32 (N,),
+    and the open list, :mod:`pathserver.core.heap`'s ``pair_*`` heap: heap_keys float64
+    (N,), heap_tags int64 (N,), heap_pos int32 (N,), N >= H * W.
+
+    Open nodes come off in order of f, then of smaller h (toward the goal), then of larger
+    node id. Returns (status, end_node, expanded): SEARCH_FOUND with end_node the goal;
     SEARCH_NO_PATH or SEARCH_BUDGET with end_node the closed node nearest the goal by
     the heuristic (for partial paths). Follow ``parent`` from end_node to the start.
     """
-    height, width = passable.shape
-    open_mark = pass_id
-    closed_mark = pass_id + 1
-    start = sy * width + sx
-    goal = gy * width + gx
-    h0 = heuristic_distance(heuristic, sx, sy, gx, gy)
-    g[start] = 0.0
-    parent[start] = start
-    stamp[start] = open_mark
-    size = heap_push(heap_nodes, heap_f, heap_h, heap_pos, 0, start, h0 * weight, h0)
-    best = start
-    best_h = h0
-    expanded = 0
-    while size > 0:
-        node, size = heap_pop(heap_nodes, heap_f, heap_h, heap_pos, size)
-        if node == goal:
-            return SEARCH_FOUND, goal, expanded
-        if max_expansions > 0 and expanded >= max_expansions:
-            return SEARCH_BUDGET, best, expanded
-        stamp[node] = closed_mark
-        expanded += 1
-        y = node // width
-        x = node - y * width
-        h_node = heuristic_distance(heuristic, x, y, gx, gy)
-        if h_node < best_h:
-            best_h = h_node
-            best = node
-        g_node = g[node]
-        for d in range(8):
-            nx = x + STEP_X[d]
-            ny = y + STEP_Y[d]
-            if nx < 0 or ny < 0 or nx >= width or ny >= height:
-                continue
-            if not move_allowed(passable, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
-                continue
-            neighbour = ny * width + nx
-            mark = stamp[neighbour]
-            if mark == closed_mark:
-                continue
-            step = SQRT2 if d >= 4 else 1.0
-            if uniform == 0:
-                step *= cost_table[cost_index[ny, nx]]
-            g_new = g_node + step
-            if mark == open_mark:
-                if g_new < g[neighbour]:
-                    g[neighbour] = g_new
-                    parent[neighbour] = node
-                    h = heuristic_distance(heuristic, nx, ny, gx, gy)
-                    heap_decrease(heap_nodes, heap_f, heap_h, heap_pos, neighbour, g_new + h * weight, h)
-            else:
-                stamp[neighbour] = open_mark
-                g[neighbour] = g_new
-                parent[neighbour] = node
-                h = heuristic_distance(heuristic, nx, ny, gx, gy)
-                size = heap_push(heap_nodes, heap_f, heap_h, heap_pos, size, neighbour, g_new + h * weight, h)
-    return SEARCH_NO_PATH, best, expanded
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _octile(x, y, gx, gy):
-    dx = abs(x - gx)
-    dy = abs(y - gy)
-    if dx < dy:
-        return dy + (SQRT2 - 1.0) * dx
-    return dx + (SQRT2 - 1.0) * dy
-
-
-@njit(cache=True, nogil=True)
-def astar_octile(passable, sx, sy, gx, gy, weight, max_expansions,
-                 g, parent, stamp, pass_id, heap_nodes, heap_keys, heap_pos):
-    """:func:`astar` for the Moving AI rules only: uniform cost, no heights, 8 directions
-    without corner cutting, octile heuristic. Same results and tie-breaking (equal f:
-    nearer the goal first), with no per-move branches on options and one fused heap key
-    per node (see :mod:`pathserver.core.heap`): about 2 times faster per expansion.
-    heap_keys: float64 (N,), takes the place of heap_f and heap_h."""
-    height, width = passable.shape
-    open_mark = pass_id
-    closed_mark = pass_id + 1
-    start = sy * width + sx
-    goal = gy * width + gx
-    h_scale = weight * (1.0 + TIE)
-    h0 = _octile(sx, sy, gx, gy)
-    g[start] = 0.0
-    parent[start] = start
-    stamp[start] = open_mark
-    heap_nodes[0] = start
-    heap_keys[0] = h0 * h_scale
-    heap_pos[start] = 0
-    size = 1
-    best = start
-    best_h = h0
-    expanded = 0
-    while size > 0:
-        node, size = key_pop(heap_nodes, heap_keys, heap_pos, size)
-        if node == goal:
-            return SEARCH_FOUND, goal, expanded
-        if max_expansions > 0 and expanded >= max_expansions:
-            return SEARCH_BUDGET, best, expanded
-        stamp[node] = closed_mark
-        expanded += 1
-        y = node // width
-        x = node - y * width
-        h_node = _octile(x, y, gx, gy)
-        if h_node < best_h:
-            best_h = h_node
-            best = node
-        g_node = g[node]
-        for d in range(8):
-            nx = x + STEP_X[d]
-            ny = y + STEP_Y[d]
-            if nx < 0 or ny < 0 or nx >= width or ny >= height:
-                continue
-            if passable[ny, nx] == 0:
-                continue
-            if d >= 4 and (passable[y, nx] == 0 or passable[ny, x] == 0):
-                continue
-            neighbour = ny * width + nx
-            mark = stamp[neighbour]
-            if mark == closed_mark:
-                continue
-            g_new = g_node + (SQRT2 if d >= 4 else 1.0)
-            if mark == open_mark:
-                if g_new < g[neighbour]:
-                    g[neighbour] = g_new
-                    parent[neighbour] = node
-                    at = heap_pos[neighbour]
-                    heap_keys[at] = g_new + _octile(nx, ny, gx, gy) * h_scale
-                    key_sift_up(heap_nodes, heap_keys, heap_pos, at)
-            else:
-                stamp[neighbour] = open_mark
-                g[neighbour] = g_new
-                parent[neighbour] = node
-                heap_nodes[size] = neighbour
-                heap_keys[size] = g_new + _octile(nx, ny, gx, gy) * h_scale
-                key_sift_up(heap_nodes, heap_keys, heap_pos, size)
-                size += 1
-    return SEARCH_NO_PATH, best, expanded
+    # The option sets most queries use get their own copy of the loop; any other runs
+    # the copy that reads the options.
+    if use_heights == 0 and diagonal == DIAGONAL_NO_CORNER_CUTTING and heuristic == HEURISTIC_OCTILE:
+        if uniform != 0:
+            return _search_uniform(
+                passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, gx, gy,
+                diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos,
+            )
+        return _search_weighted(
+            passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, gx, gy,
+            diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos,
+        )
+    return _search_any(
+        passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, gx, gy,
+        diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos,
+    )
 
 
 @njit(cache=True, nogil=True)

@@ -235,7 +235,8 @@ def astar_back(passable, cost_index, cost_table, uniform, heights, use_heights, 
                diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_nodes, heap_keys, heap_pos):
     """A* from the first ``n`` rows of ``targets`` (int (K, 2) x, y, each passable) at
     once, back to (sx, sy) (passable). Arguments and workspace as
-    :func:`pathserver.core.astar.astar_octile` (one key a node); the estimate is the
+    :func:`pathserver.core.astar.astar`, with the ``key_*`` heap of
+    :mod:`pathserver.core.heap` (one key a node); the estimate is the
     distance to the start.
 
     The key is ``g + h * weight``; on a uniform map ``g + h * weight * (1 + TIE)``, which

@@ -135,3 +135,71 @@ def key_pop(heap_nodes, heap_keys, pos, size):
     heap_keys[i] = key
     pos[node] = i
     return top, size
+
+
+# -- (key, tag) pairs -----------------------------------------------------------------
+#
+# An indexed binary heap like the first, ordered by a float64 key and then by an int64 tag,
+# larger first, whose low 32 bits are the node id (the high bits may hold a tie-break, see
+# :func:`pathserver.core.astar.astar`): every entry has its own place in the order, and
+# three arrays move per step instead of four. heap_keys float64 (N,), heap_tags int64
+# (N,), pos int32 (N,) each node's index in the heap, valid while the node is open.
+
+NODE_MASK = 0xFFFFFFFF
+
+
+@njit(cache=True, nogil=True, inline="always")
+def pair_sift_up(heap_keys, heap_tags, pos, i, key, tag):
+    """Place (key, tag) at index i or above (its key no larger than the entry there had)."""
+    while i > 0:
+        up = (i - 1) >> 1
+        up_key = heap_keys[up]
+        if up_key < key or (up_key == key and heap_tags[up] > tag):
+            break
+        up_tag = heap_tags[up]
+        heap_keys[i] = up_key
+        heap_tags[i] = up_tag
+        pos[up_tag & NODE_MASK] = i
+        i = up
+    heap_keys[i] = key
+    heap_tags[i] = tag
+    pos[tag & NODE_MASK] = i
+
+
+@njit(cache=True, nogil=True, inline="always")
+def pair_pop(heap_keys, heap_tags, pos, size):
+    """Remove the first entry (least key, then largest tag); returns (tag, new_size). The
+    heap must not be empty."""
+    top = heap_tags[0]
+    size -= 1
+    if size == 0:
+        return top, 0
+    key = heap_keys[size]
+    tag = heap_tags[size]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        child_key = heap_keys[child]
+        child_tag = heap_tags[child]
+        right = child + 1
+        if right < size:
+            # Which child is smaller is a coin toss a branch predictor cannot learn:
+            # selects instead of a jump.
+            right_key = heap_keys[right]
+            right_tag = heap_tags[right]
+            take = (right_key < child_key) | ((right_key == child_key) & (right_tag > child_tag))
+            child = right if take else child
+            child_key = right_key if take else child_key
+            child_tag = right_tag if take else child_tag
+        if key < child_key or (key == child_key and tag > child_tag):
+            break
+        heap_keys[i] = child_key
+        heap_tags[i] = child_tag
+        pos[child_tag & NODE_MASK] = i
+        i = child
+    heap_keys[i] = key
+    heap_tags[i] = tag
+    pos[tag & NODE_MASK] = i
+    return top, size

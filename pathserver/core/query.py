@@ -6,7 +6,7 @@ partial path, and smooth. One dispatch from Python keeps the per-call overhead s
 import numpy as np
 from numba import njit
 
-from pathserver.core.astar import astar, astar_octile, trace_path
+from pathserver.core.astar import astar, trace_path
 from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.jps import jps
 from pathserver.core.lines import (
@@ -20,13 +20,11 @@ from pathserver.core.lines import (
 from pathserver.core.status import (
     ALGORITHM_JPS,
     DIAGONAL_NEVER,
-    DIAGONAL_NO_CORNER_CUTTING,
     FLAG_BUDGET_HIT,
     FLAG_GOAL_SNAPPED,
     FLAG_LINE_OF_SIGHT,
     FLAG_OTHER_COMPONENT,
     FLAG_START_SNAPPED,
-    HEURISTIC_OCTILE,
     MODE_ALGORITHM,
     MODE_ALLOW_PARTIAL,
     MODE_DIAGONAL,
@@ -114,7 +112,8 @@ def solve(
     when the caller has checked the grid qualifies: uniform cost, no heights, no corner
     cutting), and the flags snap, allow_partial, line_of_sight, uniform, use_heights.
     Workspace, packed for the same reason: work_float float64 (3, N) holds g, heap_f,
-    heap_h; work_int int32 (4, N + 1) holds parent, heap_nodes, heap_pos and the stamps,
+    heap_h (A* reads it as its heap's int64 tags); work_int int32 (4, N + 1) holds parent,
+    heap_nodes, heap_pos and the stamps,
     N >= H * W, zeroed once when allocated: ``work_int[3, N]`` keeps the last pass id, so
     the kernel picks its own (the workspace convention of :func:`astar`).
 
@@ -190,16 +189,12 @@ def solve(
             passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,
             g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
         )
-    elif uniform != 0 and use_heights == 0 and diagonal == DIAGONAL_NO_CORNER_CUTTING and heuristic == HEURISTIC_OCTILE:
-        status, end, expanded = astar_octile(
-            passable, sx, sy, tx, ty, weight, max_expansions,
-            g, parent, stamp, pass_id, heap_nodes, heap_f, heap_pos,
-        )
     else:
+        # A*'s heap: keys in heap_f's row, tags in heap_h's (8 bytes an entry as well).
         status, end, expanded = astar(
             passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, tx, ty,
             diagonal, heuristic, weight, max_expansions,
-            g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
+            g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos,
         )
     if status != SEARCH_FOUND:
         if status == SEARCH_BUDGET:

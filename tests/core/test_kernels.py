@@ -259,13 +259,13 @@ def test_segment_clear_matches_exact_geometry():
 
 
 
-def test_generic_and_specialised_astar_agree_with_dijkstra():
-    from pathserver.core.astar import astar, astar_octile, trace_path
+def test_astar_agrees_with_dijkstra():
+    from pathserver.core.astar import astar, trace_path
 
     rng = np.random.default_rng(8)
     n = 30 * 30
-    g, heap_f, heap_h = np.empty(n), np.empty(n), np.empty(n)
-    parent, heap_nodes, heap_pos = np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32)
+    g, heap_keys, heap_tags = np.empty(n), np.empty(n), np.empty(n, np.int64)
+    parent, heap_pos = np.empty(n, np.int32), np.empty(n, np.int32)
     stamp = np.zeros(n, np.int32)
     pass_id = 2
     for _ in range(150):
@@ -275,18 +275,74 @@ def test_generic_and_specialised_astar_agree_with_dijkstra():
             continue
         (sy, sx), (gy, gx) = (tuple(int(v) for v in c) for c in cells[rng.choice(len(cells), 2, replace=False)])
         expected = naive.dijkstra(passable, (sx, sy), (gx, gy))
-        generic = astar(passable, NO_COST_INDEX, NO_COST_TABLE, 1, NO_HEIGHTS, 0, 0.0, sx, sy, gx, gy, 0, 0, 1.0, 0,
-                        g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos)
-        cost_generic = g[generic[1]]
-        pass_id += 2
-        fast = astar_octile(passable, sx, sy, gx, gy, 1.0, 0, g, parent, stamp, pass_id,
-                            heap_nodes, heap_f, heap_pos)
+        status, end, _ = astar(passable, NO_COST_INDEX, NO_COST_TABLE, 1, NO_HEIGHTS, 0, 0.0, sx, sy, gx, gy, 0, 0,
+                               1.0, 0, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos)
         pass_id += 2
         if math.isinf(expected):
-            assert generic[0] == fast[0] == 1
+            assert status == 1
             continue
-        assert generic[0] == fast[0] == 0
-        assert cost_generic == pytest.approx(expected, abs=1e-9)
-        assert g[fast[1]] == pytest.approx(expected, abs=1e-9)
-        path = trace_path(parent, 30, sy * 30 + sx, fast[1]).tolist()
+        assert status == 0
+        assert g[end] == pytest.approx(expected, abs=1e-9)
+        path = trace_path(parent, 30, sy * 30 + sx, end).tolist()
         assert naive.path_is_valid(passable, [tuple(p) for p in path])
+
+
+def test_astar_with_costs_heights_and_each_rule_agrees_with_dijkstra():
+    # Every copy of the A* loop (uniform octile, weighted octile, any other option set):
+    # terrain costs, a table whose cheapest cost is above 1 (h scaled by it), heights with
+    # a climb limit, and each diagonal rule with an admissible heuristic.
+    from pathserver.core.astar import astar, trace_path
+    from pathserver.core.status import (
+        DIAGONAL_ALWAYS, DIAGONAL_NEVER, DIAGONAL_NO_CORNER_CUTTING, HEURISTIC_CHEBYSHEV, HEURISTIC_EUCLIDEAN,
+        HEURISTIC_MANHATTAN, HEURISTIC_OCTILE,
+    )
+
+    rules = [
+        ("no_corner_cutting", DIAGONAL_NO_CORNER_CUTTING, HEURISTIC_OCTILE),
+        ("no_corner_cutting", DIAGONAL_NO_CORNER_CUTTING, HEURISTIC_EUCLIDEAN),
+        ("always", DIAGONAL_ALWAYS, HEURISTIC_CHEBYSHEV),
+        ("always", DIAGONAL_ALWAYS, HEURISTIC_OCTILE),
+        ("never", DIAGONAL_NEVER, HEURISTIC_MANHATTAN),
+    ]
+    rng = np.random.default_rng(21)
+    width, height = 23, 17
+    n = width * height
+    g, heap_keys, heap_tags = np.empty(n), np.empty(n), np.empty(n, np.int64)
+    parent, heap_pos = np.empty(n, np.int32), np.empty(n, np.int32)
+    stamp = np.zeros(n, np.int32)
+    pass_id = 2
+    for trial in range(120):
+        passable = naive.random_grid(rng, width, height, rng.uniform(0, 0.35)).astype(np.uint8)
+        if trial % 4 == 0:
+            passable[:] = 1
+        kind = trial % 3
+        if kind == 0:
+            cost = np.ones((height, width))
+        elif kind == 1:
+            cost = rng.integers(1, 5, size=(height, width)).astype(np.float64)
+        else:
+            cost = rng.uniform(2.0, 6.0, size=(height, width))
+        cost_table = np.unique(cost)
+        cost_index = np.searchsorted(cost_table, cost).astype(np.uint16)
+        uniform = 1 if kind == 0 else 0
+        use_heights = trial % 2
+        heights = rng.uniform(0, 3, size=(height, width)).astype(np.float32) if use_heights else NO_HEIGHTS
+        climb = 1.5
+        cells = np.argwhere(passable)
+        if len(cells) < 2:
+            continue
+        (sy, sx), (gy, gx) = (tuple(int(v) for v in c) for c in cells[rng.choice(len(cells), 2, replace=False)])
+        for name, diagonal, heuristic in rules:
+            expected = naive.dijkstra(passable, (sx, sy), (gx, gy), name, cost=cost,
+                                      heights=heights if use_heights else None, max_climb=climb if use_heights else None)
+            status, end, _ = astar(passable, cost_index, cost_table, uniform, heights, use_heights, climb, sx, sy, gx, gy,
+                                   diagonal, heuristic, 1.0, 0, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos)
+            pass_id += 2
+            if math.isinf(expected):
+                assert status == 1
+                continue
+            assert status == 0
+            assert g[end] == pytest.approx(expected, rel=1e-12), (trial, name)
+            path = [tuple(p) for p in trace_path(parent, width, sy * width + sx, end).tolist()]
+            assert naive.path_is_valid(passable, path, name, heights if use_heights else None,
+                                       climb if use_heights else None)
