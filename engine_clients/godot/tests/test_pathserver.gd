@@ -46,6 +46,13 @@ const TILE_ROWS := [
 ]
 const TILE_MAP := "godot_tiles"
 const TILE_SIZE := 16
+## The parameters of each query method the server defines as options (besides unit_size).
+const QUERY_PARAMETERS := {
+	"reachable": ["budget"],
+	"field": ["goals"],
+	"next_steps": ["goals"],
+	"check_block": [],
+}
 
 var passed := 0
 var failed := 0
@@ -2101,33 +2108,65 @@ func conformance_step(with_client: PathServerClient, request: Dictionary) -> Dic
 	if op != "path" and request.size() == 1:
 		# An op alone goes out as it is, required fields missing included.
 		op = "raw"
+	var size: Variant = fields.get("unit_size", 1)
+	var unit_size := Vector2i(size[0], size[1]) if size is Array else Vector2i(size, size)
+	var options: Dictionary = fields.get("options", {})
+	if request.has("timeout_ms"):
+		options["timeout_ms"] = fields.timeout_ms
+	if request.has("map"):
+		options["map"] = request.map
+	if op in ["reachable", "field", "next_steps", "check_block"] and not options.has("space"):
+		# A scenario is written in the wire's terms: its default space is the server's, grid.
+		options["space"] = "grid"
 	match op:
 		"path":
-			var options: Dictionary = fields.get("options", {})
-			if request.has("timeout_ms"):
-				options["timeout_ms"] = fields.timeout_ms
-			options["map"] = request.map
-			var size: Variant = fields.get("unit_size", 1)
+			if request.has("goals"):
+				options["goals"] = scenario_points(request.goals)
 			result = await with_client.find_path_async(
 				scenario_point(request.start),
-				scenario_point(request.goal),
-				Vector2i(size[0], size[1]) if size is Array else Vector2i(size, size),
+				scenario_point(request.goal) if request.has("goal") else Vector2.ZERO,
+				unit_size,
+				options
+			)
+		"reachable":
+			result = await with_client.reachable_async(
+				scenario_point(request.start), float(request.budget), unit_size, options
+			)
+		"field":
+			result = await with_client.distance_field_async(
+				scenario_points(request.goals), unit_size, options
+			)
+		"next_steps":
+			result = await with_client.next_steps_async(
+				scenario_points(request.goals),
+				scenario_points(request.positions),
+				unit_size,
+				options
+			)
+		"check_block":
+			result = await with_client.check_block_async(
+				fields.get("cells", []),
+				fields.get("rects", []).map(
+					func(r: Array) -> Rect2i: return Rect2i(r[0], r[1], r[2], r[3])
+				),
+				scenario_points(request.points),
+				unit_size,
 				options
 			)
 		"put_map":
-			var options := {}
+			var put_options := {}
 			for key: String in ["costs", "heights"]:
 				if request.has(key):
-					options[key] = PackedFloat32Array(scenario_numbers(request[key]))
+					put_options[key] = PackedFloat32Array(scenario_numbers(request[key]))
 			if request.has("origin"):
-				options["origin"] = scenario_point(request.origin)
+				put_options["origin"] = scenario_point(request.origin)
 			if request.has("cell_size"):
-				options["cell_size"] = float(request.cell_size)
+				put_options["cell_size"] = float(request.cell_size)
 			result = await with_client.put_grid_async(
 				request.map,
 				Vector2i(fields.width, fields.height),
 				PackedByteArray(fields.cells),
-				options
+				put_options
 			)
 		"get_map":
 			var region: Array = fields.get("region", [0, 0, 0, 0])
@@ -2146,11 +2185,17 @@ func conformance_step(with_client: PathServerClient, request: Dictionary) -> Dic
 			result = await with_client.request_async(request.op)
 	if not result.ok:
 		return {"error": result.code, "at": result.info.get("at")}
+	return conformance_answer(op, request, result)
+
+
+## A completed request's outcome in the shape of conformance.py's (see [method conformance_step]).
+func conformance_answer(op: String, request: Dictionary, result: PathServerResult) -> Dictionary:
+	var got := {"status": "ok"}
 	match op:
 		"path":
 			var start: Vector2 = result.info.start
 			var goal: Vector2 = result.info.goal
-			return {
+			got = {
 				"status": result.status,
 				"cost": result.info.cost,
 				"start": [start.x, start.y],
@@ -2159,11 +2204,40 @@ func conformance_step(with_client: PathServerClient, request: Dictionary) -> Dic
 				"start_snapped": result.info.start_snapped,
 				"goal_snapped": result.info.goal_snapped,
 			}
+			if request.has("goals"):
+				got["goal_index"] = result.info.get("goal_index")
+		"reachable":
+			var cells: Array[Vector2i] = result.info.cells
+			var costs: PackedFloat32Array = result.info.costs
+			got = {
+				"status": "ok",
+				"count": cells.size(),
+				"first": [cells[0].x, cells[0].y] if not cells.is_empty() else null,
+				"last_cost": costs[-1] if not costs.is_empty() else null,
+			}
+		"field":
+			var origin: Vector2i = result.info.origin
+			got = {
+				"status": "ok",
+				"width": result.info.width,
+				"height": result.info.height,
+				"origin": [origin.x, origin.y],
+				"cost": listed(result.info.cost),
+			}
+		"next_steps":
+			var steps: PackedVector2Array = result.info.steps
+			got = {
+				"status": "ok",
+				"steps": Array(steps).map(func(step: Vector2) -> Array: return [step.x, step.y]),
+				"remaining": listed(result.info.remaining),
+			}
+		"check_block":
+			got = {"status": "ok", "disconnected": result.info.disconnected}
 		"put_map":
-			return {"status": "ok", "width": result.info.width, "height": result.info.height}
+			got = {"status": "ok", "width": result.info.width, "height": result.info.height}
 		"get_map":
 			var region: Rect2i = result.info.region
-			var got := {
+			got = {
 				"status": "ok",
 				"width": result.info.size.x,
 				"height": result.info.size.y,
@@ -2172,14 +2246,25 @@ func conformance_step(with_client: PathServerClient, request: Dictionary) -> Dic
 			}
 			if result.info.has("costs"):
 				got["costs"] = Array(result.info.costs)
-			return got
-	return {"status": "ok"}
+	return got
 
 
 ## A scenario's [x, y]: numbers, or "nan" / "inf" / "-inf" (JSON has no such floats).
 func scenario_point(pair: Array) -> Vector2:
 	var xy := scenario_numbers(pair)
 	return Vector2(xy[0], xy[1])
+
+
+## A scenario's list of [x, y] points.
+func scenario_points(pairs: Array) -> PackedVector2Array:
+	return PackedVector2Array(pairs.map(scenario_point))
+
+
+## Floats as a scenario writes them: "inf" for +inf (JSON has none).
+func listed(values: PackedFloat32Array) -> Array:
+	return Array(values).map(
+		func(value: float) -> Variant: return "inf" if is_inf(value) and value > 0 else value
+	)
 
 
 ## A scenario's list of numbers, "nan" / "inf" / "-inf" included.
@@ -2254,19 +2339,50 @@ func test_options_match_the_server() -> void:
 	var server := {}
 	for option: Dictionary in parsed.options:
 		server[option.name] = option
+	# Per op: the options the server's path and paths take are PATH_OPTIONS; each query's are
+	# QUERY_OPTIONS[op] and the parameters of the query's method.
 	var documented := PathServerClient.PATH_OPTIONS
-	var unknown := documented.keys().filter(func(name: String) -> bool: return not server.has(name))
-	check(unknown.is_empty(), "PATH_OPTIONS names only the server's options", unknown)
-	var missing := server.keys().filter(
-		func(name: String) -> bool: return name != "unit_size" and not documented.has(name)
+	var by_op := {"path": documented.keys(), "paths": documented.keys()}
+	for op: String in PathServerClient.QUERY_OPTIONS:
+		by_op[op] = PathServerClient.QUERY_OPTIONS[op].keys() + QUERY_PARAMETERS[op]
+	for op: String in by_op:
+		var client_names: Array = by_op[op]
+		var server_names := server.keys().filter(
+			func(name: String) -> bool: return name != "unit_size" and op in server[name].ops
+		)
+		var unknown := client_names.filter(
+			func(name: String) -> bool: return name not in server_names
+		)
+		var missing := server_names.filter(
+			func(name: String) -> bool: return name not in client_names
+		)
+		check(
+			unknown.is_empty() and missing.is_empty(),
+			"the client's options of %s are the server's" % op,
+			"not the server's: %s, missing: %s" % [unknown, missing]
+		)
+	var all_options := documented.duplicate()
+	for op: String in PathServerClient.QUERY_OPTIONS:
+		all_options.merge(PathServerClient.QUERY_OPTIONS[op])
+	var unknown_anywhere := server.keys().filter(
+		func(name: String) -> bool:
+			return (
+				name != "unit_size"
+				and not all_options.has(name)
+				and not QUERY_PARAMETERS.values().any(
+					func(names: Array) -> bool: return name in names
+				)
+			)
 	)
-	check(missing.is_empty(), "PATH_OPTIONS lists every option of the server", missing)
+	check(
+		unknown_anywhere.is_empty(), "the client knows every option of the server", unknown_anywhere
+	)
 	var wrong := []
-	for name: String in documented:
+	for name: String in all_options:
 		if not server.has(name):
 			continue
 		var option: Dictionary = server[name]
-		var value: Variant = documented[name]
+		var value: Variant = all_options[name]
 		if PathServerClient.CLIENT_DEFAULTS.has(name):
 			# The client's own default: sent on every request, so it must be a valid choice.
 			var choices: Array = option.choices if option.get("choices") is Array else [value]
@@ -2276,7 +2392,10 @@ func test_options_match_the_server() -> void:
 			wrong.append([name, value, option.wire_default])
 	check(
 		wrong.is_empty() and PathServerClient.CLIENT_DEFAULTS.keys() == ["space"],
-		"PATH_OPTIONS defaults are the server's wire_default (space: the client's own, world)",
+		(
+			"PATH_OPTIONS' and QUERY_OPTIONS' defaults are the server's wire_default (space: the"
+			+ " client's own, world)"
+		),
 		wrong
 	)
 	var defaults := {}
