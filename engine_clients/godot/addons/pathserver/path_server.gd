@@ -299,7 +299,12 @@ func get_pending_count() -> int:
 ## [param unit_size] cells, fire and forget. Returns the request id; the answer comes as
 ## [signal path_found] (found, partial or no_path) or [signal path_failed] (an error) with
 ## that id. [param options] may hold any of [constant PATH_OPTIONS] (the server's
-## [code]path[/code] fields), plus "map" and "timeout_ms".
+## [code]path[/code] fields), plus "map" and "timeout_ms". With [code]"goals"[/code] (an
+## array of points) [param goal] is ignored: see [method find_path_to_any]. [code]"avoid"[/code]
+## ([code]{"cells": [Vector2i, ...], "rects": [Rect2i, ...]}[/code], always grid cells) blocks
+## cells for this request only, or prices them with [code]"avoid_cost"[/code];
+## [code]"traversal"[/code] names a unit class of the map or gives its rules
+## ([code]{"water": null, "forest": 3.0}[/code]).
 func find_path(start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}) -> int:
 	return _find_path(start, goal, unit_size, options).result.id
 
@@ -352,7 +357,12 @@ func request_async(op: String, fields := {}) -> PathServerResult:
 ## 0 blocked, 1..255 walkable with that terrain cost (1 plain). Sent as msgpack bin.
 ## [br][param options]: [code]costs[/code] ([PackedFloat32Array], one exact cost >= 1 per
 ## cell, overriding the bytes on walkable cells), [code]heights[/code]
-## ([PackedFloat32Array]), [code]tags[/code] ([PackedByteArray]), [code]origin[/code]
+## ([PackedFloat32Array]), [code]tags[/code] ([PackedByteArray], a byte a cell: kinds of
+## ground, 0 untagged), [code]tag_names[/code] ([code]{name: value 1..255}[/code], for requests'
+## [code]traversal[/code]), [code]classes[/code] (the map's unit classes,
+## [code]{"boat": {"land": null, "shallows": 2.0}}[/code]: a request's
+## [code]{"traversal": "boat"}[/code] applies them; null blocks a tag, a number >= 1 multiplies
+## its cost), [code]origin[/code]
 ## ([Vector2], the world position of the grid's top-left corner, default (0, 0)),
 ## [code]cell_size[/code] (world units a cell, default 1), and [code]timeout_ms[/code]. Float
 ## arrays go out as bin of little-endian float32 ([method PackedFloat32Array.to_byte_array]:
@@ -384,7 +394,9 @@ func put_grid_async(
 ## used rect, in the layer's global coordinates: positions of nodes beside the layer go
 ## straight into path requests. Square tiles only.
 ## [br][param options]: [code]walkable_layer[/code], [code]cost_layer[/code] (the custom data
-## layers' names), [code]empty_walkable[/code] (bool), [code]rect[/code] (a [Rect2i] of layer
+## layers' names), [code]tag_layer[/code] (the custom data layer of the tiles' tags, default
+## "tag": see [PathServerTileMapReader]), [code]classes[/code] (the map's unit classes, as
+## [method put_grid]'s), [code]empty_walkable[/code] (bool), [code]rect[/code] (a [Rect2i] of layer
 ## cells instead of the used rect), [code]timeout_ms[/code]. A layer that cannot be read
 ## (no TileSet, no tiles, tiles that are not squares) fails at once, without a request:
 ## [code]code[/code] "invalid_request", [code]info.at[/code] "layer", and a message saying why.
@@ -728,7 +740,7 @@ func _put_grid(
 	# Keys in the order of the protocol's put_map; options the server does not know go out too,
 	# for it to refuse (invalid_request), as with find_path.
 	var fields := {"map": name, "width": size.x, "height": size.y, "cells": cells}
-	var keys := ["costs", "heights", "origin", "cell_size", "tags"]
+	var keys := ["costs", "heights", "tags", "tag_names", "classes", "origin", "cell_size"]
 	keys.append_array(options.keys().filter(func(key: Variant) -> bool: return key not in keys))
 	for key: Variant in keys:
 		if options.has(key) and key not in CLIENT_OPTIONS:
@@ -756,6 +768,10 @@ func _put_tilemap(name: String, layer: TileMapLayer, options: Dictionary) -> Pen
 	client_options["cell_size"] = grid.cell_size
 	if not grid.costs.is_empty():
 		client_options["costs"] = grid.costs
+	if not grid.tags.is_empty():
+		client_options["tags"] = grid.tags
+		if not grid.tag_names.is_empty():
+			client_options["tag_names"] = grid.tag_names
 	var uploaded := _put_grid(name, grid.size, grid.cells, client_options)
 	uploaded.extra_info = {"rect": grid.rect}
 	return uploaded
