@@ -86,7 +86,9 @@ static func _write(out: PackedByteArray, value: Variant) -> void:
 				_write(out, key)
 				_write(out, value[key])
 		_:
-			if typeof(value) in SEQUENCE_TYPES:
+			if value is Encoded:
+				out.append_array(value.bytes)
+			elif typeof(value) in SEQUENCE_TYPES:
 				_write_array_header(out, value.size())
 				for item: Variant in value:
 					_write(out, item)
@@ -308,3 +310,14 @@ class _Reader:
 			var key: Variant = read_value(depth + 1)
 			result[key] = read_value(depth + 1)
 		return result if error == "" else null
+
+
+## A value encoded already, written as it is: what a caller sending the same large value on
+## every request (a flow field's goals, each frame) keeps instead of encoding it again.
+class Encoded:
+	extends RefCounted
+
+	var bytes: PackedByteArray
+
+	func _init(value: Variant) -> void:
+		bytes = PathServerMsgPack.encode(value)

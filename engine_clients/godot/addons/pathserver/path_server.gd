@@ -213,6 +213,8 @@ var _server_failure := ""
 var _server_pipes: Array[ServerPipe] = []
 var _server_log := PackedStringArray()
 var _local_replies: Array[Pending] = []
+var _steps_goals := PackedVector2Array()
+var _steps_goals_encoded := PathServerMsgPack.Encoded.new(PackedVector2Array())
 
 
 ## The value of a pathserver project setting, or its default when the project has none.
@@ -824,7 +826,11 @@ func _next_steps(
 	options: Dictionary
 ) -> Pending:
 	var fields := _query_fields(unit_size, options)
-	fields["goals"] = goals
+	# The same goals every frame: encoded once (a crowd's goal area may hold thousands).
+	if goals != _steps_goals:
+		_steps_goals = goals
+		_steps_goals_encoded = PathServerMsgPack.Encoded.new(goals)
+	fields["goals"] = _steps_goals_encoded
 	# One bin of little-endian float32 pairs (every platform Godot runs on is little-endian):
 	# the compact form, and the reply's steps come back the same way.
 	var xy := PackedFloat32Array()

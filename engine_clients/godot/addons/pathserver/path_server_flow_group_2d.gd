@@ -33,6 +33,9 @@ signal steps_failed(code: String, message: String)
 
 ## Where the units go, in global (world) coordinates. Setting it replaces [member goals] with
 ## this one point.
+## How many units of its bucket [method _separate] compares a unit with, at most.
+const MAX_NEIGHBOURS := 4
+
 @export var target := Vector2.ZERO:
 	set(value):
 		target = value
@@ -64,8 +67,20 @@ var options := {}
 var client: PathServerClient
 ## Requests answered so far, all sizes together.
 var replies := 0
+## Microseconds the last physics frame's steering took here (moving and spacing the units;
+## the requests are answered meanwhile, in other frames).
+var frame_usec := 0
 
 var _batches: Array[Batch] = []
+## The map's cells as get_map gave them (0 blocked), so that spacing never pushes a unit into
+## a wall; reloaded when the map's generation changes.
+var _map_cells := PackedByteArray()
+var _map_size := Vector2i.ZERO
+var _map_origin := Vector2.ZERO
+var _map_cell_size := 1.0
+var _map_stale := true
+var _map_loading := false
+var _map_retry_ms := 0
 
 
 func _ready() -> void:
@@ -78,14 +93,21 @@ func _ready() -> void:
 	for child in get_children():
 		_on_child_entered(child)
 	child_entered_tree.connect(_on_child_entered)
+	client.map_generation_changed.connect(
+		func(changed: String, _gen: int) -> void: _map_stale = _map_stale or changed == _map_name()
+	)
 
 
 func _physics_process(delta: float) -> void:
 	var now := Time.get_ticks_msec()
+	var started := Time.get_ticks_usec()
 	for batch in _batches:
 		_move(batch, delta)
 	if spacing > 0.0:
 		_separate(delta)
+		if _map_stale and not _map_loading and now >= _map_retry_ms:
+			_load_map()
+	frame_usec = Time.get_ticks_usec() - started
 	if not active or goals.is_empty():
 		return
 	for batch in _batches:
@@ -131,6 +153,22 @@ func get_unit_count() -> int:
 	return count
 
 
+## The unit sizes of the group: one request each per frame.
+func get_unit_sizes() -> Array[Vector2i]:
+	var sizes: Array[Vector2i] = []
+	for batch in _batches:
+		sizes.append(batch.size)
+	return sizes
+
+
+## The units of [param size] (the group's own list: do not change it).
+func get_units_of_size(size: Vector2i) -> Array[Node2D]:
+	for batch in _batches:
+		if batch.size == size:
+			return batch.units
+	return []
+
+
 ## How many units have arrived: they stand on a goal's cell (the server's last answer).
 func get_arrived_count() -> int:
 	var count := 0
@@ -149,6 +187,43 @@ func get_stranded_count() -> int:
 			if is_inf(cost):
 				count += 1
 	return count
+
+
+func _map_name() -> String:
+	return map_name if map_name != "" else client.map_name
+
+
+## Reads the map's cells (for [method _separate] to keep units off walls).
+func _load_map() -> void:
+	_map_loading = true
+	_map_stale = false
+	var map := await client.get_map_async(_map_name())
+	_map_loading = false
+	if not map.ok:
+		# Not uploaded yet, say: again in a moment.
+		_map_stale = true
+		_map_retry_ms = Time.get_ticks_msec() + int(retry_interval * 1000.0)
+	else:
+		_map_cells = map.info.cells
+		_map_size = map.info.size
+		_map_origin = map.info.origin
+		_map_cell_size = map.info.cell_size
+
+
+## True when a unit of [param size] at [param point] stands on open cells (or the map is not
+## known yet).
+func _stands(point: Vector2, size: Vector2i) -> bool:
+	if _map_cells.is_empty():
+		return true
+	var cell := Vector2i(((point - _map_origin) / _map_cell_size).floor())
+	# The server's footprint: columns x - (w - 1) / 2 .. x + w / 2, rows alike.
+	for y in range(cell.y - (size.y - 1) / 2, cell.y + size.y / 2 + 1):
+		for x in range(cell.x - (size.x - 1) / 2, cell.x + size.x / 2 + 1):
+			if x < 0 or y < 0 or x >= _map_size.x or y >= _map_size.y:
+				return false
+			if _map_cells[y * _map_size.x + x] == 0:
+				return false
+	return true
 
 
 func _batch_of(size: Vector2i) -> Batch:
@@ -176,8 +251,7 @@ func _request(batch: Batch) -> void:
 		positions[i] = batch.units[i].global_position
 	var request_options := options.duplicate()
 	request_options["lookahead"] = lookahead
-	if map_name != "":
-		request_options["map"] = map_name
+	request_options["map"] = _map_name()
 	var result := await client.next_steps_async(goals, positions, batch.size, request_options)
 	batch.busy = false
 	replies += 1
@@ -185,9 +259,22 @@ func _request(batch: Batch) -> void:
 		batch.retry_at_ms = Time.get_ticks_msec() + int(retry_interval * 1000.0)
 		steps_failed.emit(result.code, result.message)
 		return
-	if version == batch.version:
-		batch.steps = result.info.steps
-		batch.remaining = result.info.remaining
+	if version != batch.version:
+		return
+	var remaining: PackedFloat32Array = result.info.remaining
+	if batch.remaining.size() == count:
+		for i in count:
+			if is_inf(remaining[i]) and not is_inf(batch.remaining[i]):
+				# Reachable a moment ago, not now: pushed into a wall by its neighbours (the
+				# server does not snap positions), or the way was closed. Back to where it
+				# last stood on open ground: nothing, in the second case.
+				batch.units[i].global_position = batch.open[i]
+			elif not is_inf(remaining[i]):
+				batch.open[i] = positions[i]
+	else:
+		batch.open = positions
+	batch.steps = result.info.steps
+	batch.remaining = remaining
 
 
 func _move(batch: Batch, delta: float) -> void:
@@ -209,13 +296,36 @@ func _move(batch: Batch, delta: float) -> void:
 			var body := unit as CharacterBody2D
 			body.velocity = velocity
 			body.move_and_slide()
-		else:
-			unit.global_position += velocity * delta
+		elif velocity != Vector2.ZERO:
+			unit.global_position = _slide(unit.global_position, velocity * delta, batch.size)
 
 
-## Pushes units closer than [member spacing] apart: units are bucketed by a coarse grid (a
-## hash of the bucket into one flat table, a linked list of units per slot), so each unit is
-## compared with its neighbours only.
+## [param from] moved by [param motion], or along one axis only when the whole move would
+## end in a wall: a unit off its cell's centre heading for the next cell's may otherwise clip
+## a wall's corner.
+func _slide(from: Vector2, motion: Vector2, size: Vector2i) -> Vector2:
+	var to := from + motion
+	if _map_cells.is_empty():
+		return to
+	var scale := 1.0 / _map_cell_size
+	if ((to - _map_origin) * scale).floor() == ((from - _map_origin) * scale).floor():
+		# Within its cell: nothing new under the footprint.
+		return to
+	if _stands(to, size) or not _stands(from, size):
+		return to
+	var across := Vector2(to.x, from.y)
+	if _stands(across, size):
+		return across
+	var along := Vector2(from.x, to.y)
+	return along if _stands(along, size) else from
+
+
+## Pushes units closer than [member spacing] apart, never into a wall. Units are bucketed by
+## a coarse grid (a hash of the bucket into one flat table, a linked list of units per slot)
+## and compared only with (at most [constant MAX_NEIGHBOURS] of) the units of their own
+## bucket: cheap enough for hundreds of units a frame in GDScript. The grid shifts by half a
+## bucket every other frame, so two close units on either side of a bucket's edge share a
+## bucket the next frame.
 func _separate(delta: float) -> void:
 	var positions := PackedVector2Array()
 	var radii := PackedFloat32Array()
@@ -230,6 +340,7 @@ func _separate(delta: float) -> void:
 	if count < 2:
 		return
 	var bucket := spacing * largest
+	var shift := Vector2.ONE * (bucket * 0.5 if Engine.get_physics_frames() % 2 == 1 else 0.0)
 	var slots := 1
 	while slots < count * 2:
 		slots *= 2
@@ -238,50 +349,47 @@ func _separate(delta: float) -> void:
 	heads.fill(-1)
 	var next := PackedInt32Array()
 	next.resize(count)
-	var keys := PackedVector2Array()
-	keys.resize(count)
 	for i in count:
-		var key := (positions[i] / bucket).floor()
-		keys[i] = key
-		var slot := _slot(key, slots)
+		var key := ((positions[i] + shift) / bucket).floor()
+		var slot := (int(key.x) * 73856093 ^ int(key.y) * 19349663) & (slots - 1)
 		next[i] = heads[slot]
 		heads[slot] = i
 	var pushes := PackedVector2Array()
 	pushes.resize(count)
+	var pushed := false
 	for i in count:
-		var key := keys[i]
-		for dy in range(-1, 2):
-			for dx in range(-1, 2):
-				var other := heads[_slot(key + Vector2(dx, dy), slots)]
-				while other >= 0:
-					if other > i:
-						var apart := positions[i] - positions[other]
-						var least := radii[i] + radii[other]
-						var distance := apart.length()
-						if distance < least:
-							# Two units on one point part along a fixed, index-based direction.
-							var direction := (
-								apart / distance
-								if distance > 0.001
-								else Vector2.from_angle(float(i) * 2.399)
-							)
-							var push := direction * (least - distance) * 0.5
-							pushes[i] += push
-							pushes[other] -= push
-					other = next[other]
-	# At most half a unit's speed a frame, so walking wins over pushing.
-	var most := speed * delta * 0.5
+		var other := next[i]
+		# A bounded number of neighbours each: a dense knot costs no more than a spread crowd.
+		var compared := 0
+		while other >= 0 and compared < MAX_NEIGHBOURS:
+			compared += 1
+			var apart := positions[i] - positions[other]
+			var least := radii[i] + radii[other]
+			if apart.length_squared() < least * least:
+				var distance := apart.length()
+				# Two units on one point part along a fixed, index-based direction.
+				var direction := (
+					apart / distance if distance > 0.001 else Vector2.from_angle(float(i) * 2.399)
+				)
+				var push := direction * (least - distance) * 0.5
+				pushes[i] += push
+				pushes[other] -= push
+				pushed = true
+			other = next[other]
+	if not pushed:
+		return
+	# At most a unit's speed a frame: a crowd queues at a gap instead of collapsing into it.
+	var most := speed * delta
 	var index := 0
 	for batch in _batches:
 		for unit in batch.units:
 			var push := pushes[index]
 			if push != Vector2.ZERO:
-				unit.global_position += push.limit_length(most)
+				var pushed_to := unit.global_position + push.limit_length(most)
+				# Never into a wall: the server answers a unit there with no way (+inf).
+				if _stands(pushed_to, batch.size):
+					unit.global_position = pushed_to
 			index += 1
-
-
-static func _slot(key: Vector2, slots: int) -> int:
-	return (int(key.x) * 73856093 ^ int(key.y) * 19349663) & (slots - 1)
 
 
 ## The units of one size and the server's last answer for them.
@@ -295,6 +403,8 @@ class Batch:
 	## Where each unit heads and its cost to the goal, from the last reply (empty until then).
 	var steps := PackedVector2Array()
 	var remaining := PackedFloat32Array()
+	## Where each unit last stood with a way to the goals.
+	var open := PackedVector2Array()
 	## A request is in flight.
 	var busy := false
 	## Bumped when units join or leave: a reply to an older list is not used.
