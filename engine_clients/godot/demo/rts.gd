@@ -31,11 +31,10 @@ const WIDE_GAP := Rect2i(33, 50, 1, 5)
 const FIRST_TARGET := Vector2i(84, 30)
 
 var walls := PackedByteArray()
-var counts := {"walls": 0, "gates": 0, "clicks": 0, "failures": 0}
+var counts := {"walls": 0, "gates": 0, "clicks": 0, "failures": 0, "rerouted": 0}
 var frame_ms_total := 0.0
 var frames := 0
 var _gate_closed := false
-var _gate_pending: Array[Vector2i] = []
 var _spawn := PackedVector2Array()
 var _status: Label
 
@@ -66,16 +65,12 @@ func _ready() -> void:
 		return
 	while sync.gen < 0:
 		await get_tree().process_frame
-	_show(
-		(
-			"left click: send the crowd  |  right click: place/remove a wall  |  G: close/open"
-			+ " the wide gap  |  F1 F2 F3: scenes"
-		)
-	)
+	_show("left click: send  |  right click: a wall  |  G: the wide gap  |  F1 F2 F3: scenes")
 	send_to(_cell_center(FIRST_TARGET))
 	if seconds > 0.0:
 		get_tree().create_timer(seconds, true, false, true).timeout.connect(_finish)
-		get_tree().create_timer(2.0, true, false, true).timeout.connect(toggle_gate)
+		get_tree().create_timer(1.0, true, false, true).timeout.connect(_press_gate_key)
+		get_tree().create_timer(1.5, true, false, true).timeout.connect(_click_wall)
 	var screenshot := Tiles.user_arg("--screenshot=")
 	if screenshot != "":
 		var parts := screenshot.rsplit(":", true, 1)
@@ -85,8 +80,6 @@ func _ready() -> void:
 
 
 func _physics_process(_delta: float) -> void:
-	if not _gate_pending.is_empty():
-		_close_gate_cells()
 	if group.active:
 		frame_ms_total += group.frame_usec / 1000.0
 		frames += 1
@@ -133,6 +126,7 @@ func send_to(point: Vector2) -> void:
 				goals.append(_cell_center(cell))
 	if goals.is_empty():
 		goals.append(point)
+	group.target = point
 	group.goals = goals
 	group.active = true
 	crowd.target = point
@@ -157,28 +151,66 @@ func toggle_wall(cell: Vector2i) -> bool:
 	return true
 
 
-## Closes the left wall's wide gap, or opens it again. It closes cell by cell, each once no
-## unit stands on it (a unit inside a wall would have no way anywhere).
+## Closes the left wall's wide gap, or opens it again. Units standing in it are shoved out to
+## the side their centre is on first (a unit inside a wall would have no way anywhere).
 func toggle_gate() -> void:
 	_gate_closed = not _gate_closed
-	_gate_pending.clear()
+	if _gate_closed:
+		var gate := Rect2(Vector2(WIDE_GAP.position * CELL), Vector2(WIDE_GAP.size * CELL))
+		var middle := gate.get_center().x
+		for size in group.get_unit_sizes():
+			var extent := Vector2(size) * CELL
+			for unit in group.get_units_of_size(size):
+				if gate.intersects(Crowd.footprint(unit.position, size, extent, CELL)):
+					# Clear of the gate by the unit's footprint (the server's rule for even sizes).
+					var left := unit.position.x < middle
+					var cell_x := WIDE_GAP.position.x - size.x / 2 - 1 if left else WIDE_GAP.end.x
+					cell_x += 0 if left else (size.x - 1) / 2
+					unit.position.x = (cell_x + 0.5) * CELL
 	for y in range(WIDE_GAP.position.y, WIDE_GAP.end.y):
-		if _gate_closed:
-			_gate_pending.append(Vector2i(WIDE_GAP.position.x, y))
-		else:
-			_set_wall(Vector2i(WIDE_GAP.position.x, y), false)
+		_set_wall(Vector2i(WIDE_GAP.position.x, y), _gate_closed)
 	counts.gates += 1
-	_show("the wide gap is %s" % ("closing" if _gate_closed else "open"))
+	_show("the wide gap is %s" % ("closed" if _gate_closed else "open"))
 
 
-func _close_gate_cells() -> void:
-	var waiting: Array[Vector2i] = []
-	for cell in _gate_pending:
-		if crowd.covers(Rect2i(cell, Vector2i.ONE), CELL):
-			waiting.append(cell)
-		else:
-			_set_wall(cell, true)
-	_gate_pending = waiting
+## The smoke run's G key, as a player presses it; then, once the server has the closed gap
+## and answered for the new map, counts the units whose way got longer.
+func _press_gate_key() -> void:
+	var before := {}
+	for size in group.get_unit_sizes():
+		before[size] = group.get_remaining(size).duplicate()
+	var key := InputEventKey.new()
+	key.keycode = KEY_G
+	key.pressed = true
+	var gen := sync.gen
+	get_viewport().push_input(key)
+	while sync.gen == gen or not sync.is_synced():
+		await get_tree().physics_frame
+	var replies := group.replies
+	while group.replies < replies + 4:
+		await get_tree().physics_frame
+	for size in group.get_unit_sizes():
+		var after := group.get_remaining(size)
+		var earlier: PackedFloat32Array = before[size]
+		for i in mini(after.size(), earlier.size()):
+			if after[i] > earlier[i] + 2.0 and not is_inf(earlier[i]):
+				counts.rerouted += 1
+
+
+## The smoke run's right click: a 2x2 wall on open ground in the middle of the level.
+func _click_wall() -> void:
+	for y in range(40, 60):
+		for x in range(40, 60):
+			var block := Rect2i(x, y, 2, 2)
+			if _open(block.position) and _open(block.end - Vector2i.ONE):
+				if _open(Vector2i(x + 1, y)) and _open(Vector2i(x, y + 1)):
+					if not crowd.covers(block, CELL):
+						var click := InputEventMouseButton.new()
+						click.button_index = MOUSE_BUTTON_RIGHT
+						click.pressed = true
+						click.position = get_canvas_transform() * _cell_center(block.position)
+						get_viewport().push_input(click)
+						return
 
 
 func _set_wall(cell: Vector2i, wall: bool) -> void:
@@ -270,7 +302,8 @@ func _finish() -> void:
 		(
 			(
 				"rts summary: %d units, %d sizes, %d moved, %d arrived, %d stranded, "
-				+ "%d next_steps replies, %d failures, %d gate toggles, map gen %d, "
+				+ "%d next_steps replies, %d failures, %d gate toggles, "
+				+ "%d walls placed, %d units re-routed, map gen %d, "
 				+ "%.2f ms of steering a physics frame"
 			)
 			% [
@@ -282,6 +315,8 @@ func _finish() -> void:
 				group.replies,
 				counts.failures,
 				counts.gates,
+				counts.walls,
+				counts.rerouted,
 				sync.gen,
 				frame_ms_total / maxf(frames, 1.0),
 			]

@@ -32,7 +32,7 @@ extends Node2D
 signal steps_failed(code: String, message: String)
 
 ## Where the units go, in global (world) coordinates. Setting it replaces [member goals] with
-## this one point.
+## this one point (set [member goals] after it for a goal area around it).
 ## How many units of its bucket [method _separate] compares a unit with, at most.
 const MAX_NEIGHBOURS := 4
 
@@ -54,6 +54,10 @@ const MAX_NEIGHBOURS := 4
 @export var map_name := ""
 ## Seconds before a failed request is sent again.
 @export var retry_interval := 0.5
+## Units that reached a goal keep walking, at half speed, toward [member target] for as long
+## as the crowd's [member spacing] lets them: a crowd sent to a goal area fills it instead of
+## stopping at its rim.
+@export var gather := true
 ## When false, no requests go out and units stand still.
 @export var active := true
 
@@ -81,6 +85,9 @@ var _map_cell_size := 1.0
 var _map_stale := true
 var _map_loading := false
 var _map_retry_ms := 0
+## 1 where a unit touched a neighbour nearer the target in the last spacing pass (by index
+## over the batches in order): it stops gathering.
+var _crowded := PackedByteArray()
 
 
 func _ready() -> void:
@@ -101,8 +108,10 @@ func _ready() -> void:
 func _physics_process(delta: float) -> void:
 	var now := Time.get_ticks_msec()
 	var started := Time.get_ticks_usec()
+	var offset := 0
 	for batch in _batches:
-		_move(batch, delta)
+		_move(batch, delta, offset)
+		offset += batch.units.size()
 	if spacing > 0.0:
 		_separate(delta)
 		if _map_stale and not _map_loading and now >= _map_retry_ms:
@@ -167,6 +176,15 @@ func get_units_of_size(size: Vector2i) -> Array[Node2D]:
 		if batch.size == size:
 			return batch.units
 	return []
+
+
+## Each unit's cost left to the nearest goal, as the server last answered, in the order of
+## [method get_units_of_size] ([constant @GDScript.INF]: no way; empty before the first answer).
+func get_remaining(size: Vector2i) -> PackedFloat32Array:
+	for batch in _batches:
+		if batch.size == size:
+			return batch.remaining
+	return PackedFloat32Array()
 
 
 ## How many units have arrived: they stand on a goal's cell (the server's last answer).
@@ -277,16 +295,22 @@ func _request(batch: Batch) -> void:
 	batch.remaining = remaining
 
 
-func _move(batch: Batch, delta: float) -> void:
+func _move(batch: Batch, delta: float, offset: int) -> void:
 	var steps := batch.steps
 	var remaining := batch.remaining
 	if steps.size() != batch.units.size():
 		return
 	var reach := speed * delta
+	var gathering := gather and spacing > 0.0 and _crowded.size() == get_unit_count()
 	for i in steps.size():
 		var unit := batch.units[i]
 		var velocity := Vector2.ZERO
-		if not is_inf(remaining[i]):
+		if gathering and remaining[i] == 0.0:
+			var to_target := target - unit.global_position
+			# A unit touching one ahead of it stops: the crowd packs at its spacing.
+			if to_target.length() > spacing and _crowded[offset + i] == 0:
+				velocity = to_target.normalized() * speed * 0.5
+		elif not is_inf(remaining[i]):
 			var to_step := steps[i] - unit.global_position
 			var distance := to_step.length()
 			if distance > 0.001:
@@ -356,6 +380,12 @@ func _separate(delta: float) -> void:
 		heads[slot] = i
 	var pushes := PackedVector2Array()
 	pushes.resize(count)
+	_crowded.resize(count)
+	_crowded.fill(0)
+	var far := PackedFloat32Array()
+	far.resize(count)
+	for i in count:
+		far[i] = positions[i].distance_squared_to(target)
 	var pushed := false
 	for i in count:
 		var other := next[i]
@@ -374,6 +404,11 @@ func _separate(delta: float) -> void:
 				var push := direction * (least - distance) * 0.5
 				pushes[i] += push
 				pushes[other] -= push
+				# The one farther from the target waits for the one ahead of it.
+				if far[i] > far[other]:
+					_crowded[i] = 1
+				else:
+					_crowded[other] = 1
 				pushed = true
 			other = next[other]
 	if not pushed:
