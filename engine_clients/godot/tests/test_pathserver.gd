@@ -2782,6 +2782,32 @@ func test_flow_group() -> void:
 		),
 		most_pending
 	)
+	# Back to the left half with spacing: pushed apart, never into a wall (the map's cells,
+	# read with get_map), and the crowd gathers on the goal area.
+	group.spacing = 0.9 * CELL
+	group.target = center(Vector2i(3, 6))
+	var left_area := PackedVector2Array()
+	for y in range(3, 10):
+		for x in range(1, 7):
+			left_area.append(center(Vector2i(x, y)))
+	group.goals = left_area
+	frames = 0
+	var in_wall := 0
+	while frames < 900 and group.get_arrived_count() < 50:
+		await physics_frame
+		frames += 1
+		for unit: Node2D in group.get_children() as Array[Node2D]:
+			var cell := Vector2i((unit.position / CELL).floor())
+			if (cell.x == 10 and (cell.y < 5 or cell.y > 6)) or Rect2i(4, 2, 2, 2).has_point(cell):
+				in_wall += 1
+	check(
+		group.get_arrived_count() == 50 and in_wall == 0,
+		(
+			"flow group: with spacing, back through the gap, no unit ever in a wall (%d frames)"
+			% frames
+		),
+		[group.get_arrived_count(), in_wall]
+	)
 	big_units[0].queue_free()
 	await physics_frame
 	await physics_frame

@@ -62,8 +62,15 @@ const MAX_NEIGHBOURS := 4
 @export var active := true
 
 ## Where the units go: the nearest of these points wins for each unit (up to 4096; a crowd
-## spreads over an area when the goals cover it). [member target] sets one point.
-var goals := PackedVector2Array()
+## spreads over an area when the goals cover it). [member target] sets one point. New goals
+## drop the steps in hand and the answers in flight: units wait for the new ones.
+var goals := PackedVector2Array():
+	set(value):
+		goals = value
+		for batch in _batches:
+			batch.steps = PackedVector2Array()
+			batch.remaining = PackedFloat32Array()
+			batch.version += 1
 ## More options of the requests (see [constant PathServerClient.QUERY_OPTIONS]): "traversal",
 ## "avoid", "max_cost", ...
 var options := {}
