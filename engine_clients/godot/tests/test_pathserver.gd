@@ -76,6 +76,7 @@ func _run() -> void:
 	test_msgpack_decoding()
 	test_zmtp_bytes()
 	test_golden_vectors()
+	test_query_golden_vectors()
 	test_upload_encoding()
 	await test_ping_pong_with_fake_router()
 	client = root.get_node("PathServer") as PathServerClient
@@ -2816,3 +2817,104 @@ func test_flow_group() -> void:
 	for unit in big_units.slice(1):
 		unit.queue_free()
 	await process_frame
+
+
+## The golden vectors of the queries beyond one path: the requests as this client's types
+## encode them, and the replies as its results decode them (bins into packed arrays).
+func test_query_golden_vectors() -> void:
+	var court := "court"
+	var positions := PackedFloat32Array([0.5, 0.5, 3.5, 0.5]).to_byte_array()
+	var requests := {
+		"court-put-request":
+		{
+			"id": 1,
+			"op": "put_map",
+			"map": court,
+			"width": 4,
+			"height": 3,
+			"cells": PackedByteArray([1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1]),
+		},
+		"goals-request":
+		{
+			"id": 2,
+			"op": "path",
+			"map": court,
+			"start": Vector2i(0, 0),
+			"goals": [Vector2i(3, 2), Vector2i(0, 2)],
+			"smooth": "none",
+		},
+		"reachable-request":
+		{"id": 3, "op": "reachable", "map": court, "start": Vector2i(0, 0), "budget": 2},
+		"field-request":
+		{
+			"id": 4,
+			"op": "field",
+			"map": court,
+			"goals": [Vector2i(3, 2)],
+			"region": Rect2i(0, 0, 2, 2),
+		},
+		"next-steps-request":
+		{
+			"id": 5,
+			"op": "next_steps",
+			"map": court,
+			"goals": [Vector2i(3, 2)],
+			"positions": positions,
+		},
+		"check-block-request":
+		{
+			"id": 6,
+			"op": "check_block",
+			"map": court,
+			"rects": [Rect2i(2, 0, 1, 3)],
+			"points": [Vector2i(0, 0), Vector2i(3, 0), Vector2i(0, 2)],
+		},
+	}
+	for name: String in requests:
+		if not golden.has(name):
+			check(false, "golden %s found in %s" % [name, protocol_doc_path()])
+			continue
+		var encoded := PathServerMsgPack.encode(requests[name]).hex_encode()
+		check_equal(encoded, golden[name].hex_encode(), "golden %s encoded" % name)
+	# The autoload: this test runs before the main connection is made (no request is sent).
+	var decoder := root.get_node("PathServer") as PathServerClient
+	var answers := {}
+	for op: String in ["reachable", "field", "next_steps", "check_block"]:
+		var name := op.replace("_", "-") + "-reply"
+		var result := PathServerResult.new()
+		decoder._fill_query_result(result, PathServerMsgPack.decode(golden[name])[0], op)
+		answers[op] = result
+	var goals_result := PathServerResult.new()
+	decoder._fill_path_result(goals_result, PathServerMsgPack.decode(golden["goals-reply"])[0], {})
+	var field_cost: PackedFloat32Array = answers.field.info.cost
+	check_equal(
+		[
+			goals_result.info.goal_index,
+			goals_result.waypoints,
+			answers.reachable.info.cells,
+			answers.reachable.info.costs,
+			answers.next_steps.info.steps,
+			answers.check_block.info.disconnected,
+			[answers.field.info.width, answers.field.info.height, answers.field.info.origin],
+		],
+		[
+			1,
+			PackedVector2Array([Vector2(0, 0), Vector2(0, 1), Vector2(0, 2)]),
+			[Vector2i(0, 0), Vector2i(1, 0), Vector2i(0, 1), Vector2i(2, 0), Vector2i(0, 2)],
+			PackedFloat32Array([0, 1, 1, 2, 2]),
+			PackedVector2Array([Vector2(1, 0), Vector2(3, 1)]),
+			[[0, 1], [1, 2]],
+			[2, 2, Vector2i(0, 0)],
+		],
+		"golden query replies decoded: goal_index, cells, costs, steps, disconnected, the window"
+	)
+	check(
+		(
+			is_equal_approx(field_cost[0], 3.0 + sqrt(2.0))
+			and is_equal_approx(field_cost[2], 4.0)
+			and is_inf(field_cost[3])
+			and is_equal_approx(answers.next_steps.info.remaining[0], 3.0 + sqrt(2.0))
+		),
+		"golden field and next_steps costs decoded (float32, +inf on the wall)",
+		[Array(field_cost), answers.next_steps.info.remaining]
+	)

@@ -742,7 +742,7 @@ func _put_grid(
 	# Keys in the order of the protocol's put_map; options the server does not know go out too,
 	# for it to refuse (invalid_request), as with find_path.
 	var fields := {"map": name, "width": size.x, "height": size.y, "cells": cells}
-	var keys := ["costs", "heights", "tags", "tag_names", "classes", "origin", "cell_size"]
+	var keys := ["costs", "heights", "origin", "cell_size", "tags", "tag_names", "classes"]
 	keys.append_array(options.keys().filter(func(key: Variant) -> bool: return key not in keys))
 	for key: Variant in keys:
 		if options.has(key) and key not in CLIENT_OPTIONS:
