@@ -188,7 +188,7 @@ demo_smoke() {
 # PATTERN and no script error happened. The RTS scene: 500 units of two sizes moved by one
 # flow group, a wall placed and the gap closed by simulated input, units re-routed; the
 # tactics scene: a movement range drawn, a path to a hovered cell, a placement refused by
-# check_block and one placed, the unit moved.
+# check_block and one placed, the unit moved, its range as a heavy unit (traversal).
 demo_scene_smoke() {
     local scene="$1" seconds="$2" pattern="$3"
     local out="$HERE/demo/.last-run-$scene.log"
@@ -248,7 +248,7 @@ main() {
     rts_pattern+=' 0 failures, 1 gate toggles, [1-9][0-9]* walls placed, [1-9][0-9]* units re-routed,'
     local tactics_pattern='^tactics summary: range of [1-9][0-9]* cells \([1-9][0-9]* drawn\), path of'
     tactics_pattern+=' [2-9][0-9]* cells to .*, 1 placements refused, 1 placed, range after [1-9][0-9]* cells,'
-    tactics_pattern+=' unit at \(([0-9]+, [0-9]+)\)$'
+    tactics_pattern+=' unit at \(([0-9]+, [0-9]+)\), range as heavy [1-9][0-9]* cells$'
     if demo_scene_smoke rts 6 "$rts_pattern" && [[ "${BASH_REMATCH[2]}" -ge 250 ]]; then
         passed=$((passed + 1))
     else

@@ -8,8 +8,9 @@ extends Node2D
 ##
 ## The level (24 x 14 cells of 32 pixels) is a [TileMapLayer] built here and uploaded by a
 ## [PathServerTileMapSync] child, as the other scenes do; the sync sends each obstacle as an
-## [code]update[/code], and the range is asked again once it landed. F1 / F2 / F3: the demo's
-## scenes.
+## [code]update[/code], and the range is asked again once it landed. H makes the unit heavy:
+## its requests carry [code]{"traversal": "heavy"}[/code], a unit class uploaded with the map
+## that may not enter the mud (the tiles' custom data "tag"). F1 / F2 / F3: the demo's scenes.
 ##
 ## Command line (after `--`): `--demo-seconds=N` plays a short scripted turn headless (hover
 ## the farthest cell, try to block the door, place an obstacle elsewhere, move) and prints a
@@ -27,6 +28,9 @@ const EXIT := Vector2i(21, 7)
 ## The one door in the wall down column 12: blocking it would cut the unit off.
 const DOOR := Vector2i(12, 9)
 const RANGE_COLOR := Color(0.3, 0.75, 1.0)
+## The map's unit classes, uploaded with it: a heavy unit may not enter the mud (the tiles'
+## custom data "tag" is "mud", uploaded as the map's tags).
+const UNIT_CLASSES := {"heavy": {"mud": null}}
 
 var unit_cell := UNIT_START
 var unit_point := Vector2.ZERO
@@ -36,6 +40,8 @@ var path := PackedVector2Array()
 var hovered := Vector2i(-1, -1)
 var obstacles := {}
 var counts := {"refused": 0, "placed": 0, "ranges": 0, "paths": 0, "drawn": 0}
+## The unit is of the class "heavy" (H): its requests carry {"traversal": "heavy"}.
+var heavy := false
 var _path_busy := false
 var _moving := false
 var _refused_cell := Vector2i(-1, -1)
@@ -50,6 +56,7 @@ func _ready() -> void:
 	_status = $Hud/Status
 	level.position = LEVEL_AT
 	level.tile_set = Tiles.make_tile_set(CELL)
+	sync.classes = UNIT_CLASSES
 	_build_level()
 	unit_point = _center(unit_cell)
 	overlay.draw.connect(_draw_overlay)
@@ -66,7 +73,8 @@ func _ready() -> void:
 	_show(
 		(
 			"hover: the path  |  left click: move there  |  right click: place/remove an "
-			+ "obstacle (refused if it cuts the way to the flag)  |  F1 F2 F3: scenes"
+			+ "obstacle (refused if it cuts the way to the flag)  |  H: heavy (no mud)  |  "
+			+ "F1 F2 F3: scenes"
 		)
 	)
 	await refresh_range()
@@ -86,6 +94,9 @@ func _process(_delta: float) -> void:
 func _unhandled_input(event: InputEvent) -> void:
 	if Tiles.switch_scene(event, get_tree()):
 		return
+	var key := event as InputEventKey
+	if key and key.pressed and key.keycode == KEY_H and not _moving:
+		toggle_heavy()
 	var click := event as InputEventMouseButton
 	if click and click.pressed and not _moving:
 		var cell := _cell_of(get_canvas_transform().affine_inverse() * click.position)
@@ -97,9 +108,7 @@ func _unhandled_input(event: InputEvent) -> void:
 
 ## Asks for the unit's movement range and draws it.
 func refresh_range() -> void:
-	var area := await PathServer.reachable_async(
-		unit_point, MOVE_BUDGET, Vector2i.ONE, {"map": sync.get_map_name()}
-	)
+	var area := await PathServer.reachable_async(unit_point, MOVE_BUDGET, Vector2i.ONE, _options())
 	if not area.ok:
 		_show("no range: %s: %s" % [area.code, area.message])
 		return
@@ -112,6 +121,22 @@ func refresh_range() -> void:
 	path = PackedVector2Array()
 	hovered = Vector2i(-1, -1)
 	overlay.queue_redraw()
+
+
+## Makes the unit heavy (no mud: the map's class "heavy") or light again, and asks for its
+## range.
+func toggle_heavy() -> void:
+	heavy = not heavy
+	_show("the unit is %s" % ('heavy: no mud (traversal "heavy")' if heavy else "light"))
+	await refresh_range()
+
+
+## The options of this unit's requests: the level's map, and its class when heavy.
+func _options() -> Dictionary:
+	var options := {"map": sync.get_map_name()}
+	if heavy:
+		options["traversal"] = "heavy"
+	return options
 
 
 ## Shows the path to [param cell] when it is in range (one request at a time: the last
@@ -127,9 +152,9 @@ func hover(cell: Vector2i) -> void:
 	if _path_busy:
 		return
 	_path_busy = true
-	var result := await PathServer.find_path_async(
-		unit_point, _center(cell), Vector2i.ONE, {"map": sync.get_map_name(), "smooth": "none"}
-	)
+	var options := _options()
+	options["smooth"] = "none"
+	var result := await PathServer.find_path_async(unit_point, _center(cell), Vector2i.ONE, options)
 	_path_busy = false
 	if hovered != cell:
 		# The mouse moved on meanwhile: ask for where it is now.
@@ -176,7 +201,7 @@ func toggle_obstacle(cell: Vector2i) -> bool:
 		return false
 	var ends := PackedVector2Array([unit_point, _center(EXIT)])
 	var cut := await PathServer.check_block_async(
-		[_center(cell)], [], ends, Vector2i.ONE, {"map": sync.get_map_name()}
+		[_center(cell)], [], ends, Vector2i.ONE, _options()
 	)
 	if not cut.ok or not cut.info.disconnected.is_empty():
 		counts.refused += 1
@@ -270,12 +295,15 @@ func _scripted_turn(seconds: float, screenshot: String) -> void:
 		await get_tree().process_frame
 	var second_range: int = move_range.size()
 	await move_to(farthest)
+	await toggle_heavy()
+	var heavy_range: int = move_range.size()
 	await get_tree().create_timer(maxf(seconds - 2.0, 0.1)).timeout
 	print(
 		(
 			(
 				"tactics summary: range of %d cells (%d drawn), path of %d cells to %s, "
-				+ "%d placements refused, %d placed, range after %d cells, unit at %s"
+				+ "%d placements refused, %d placed, range after %d cells, unit at %s, "
+				+ "range as heavy %d cells"
 			)
 			% [
 				first_range,
@@ -286,6 +314,7 @@ func _scripted_turn(seconds: float, screenshot: String) -> void:
 				counts.placed,
 				second_range,
 				unit_cell,
+				heavy_range,
 			]
 		)
 	)
