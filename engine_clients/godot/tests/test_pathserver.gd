@@ -2733,7 +2733,8 @@ func test_tile_map_tags() -> void:
 	layer.queue_free()
 
 
-## A PathServerFlowGroup2D steers 50 units of two sizes across the arena's gap with one
+## A PathServerFlowGroup2D steers 50 units of two sizes (some of them CharacterBody2D) across
+## the arena's gap with one
 ## next_steps request per size at a time, until every unit stands on the target area.
 func test_flow_group() -> void:
 	var group := PathServerFlowGroup2D.new()
@@ -2743,7 +2744,12 @@ func test_flow_group() -> void:
 	root.add_child(group)
 	# Columns 0-3 and 6-9 of rows 1, 3, ... 9: clear of the block at (4, 2)-(5, 3).
 	for i in 40:
-		var unit := Node2D.new()
+		# Every eighth a CharacterBody2D (moved by move_and_slide), as in a top-down game.
+		var unit: Node2D = Node2D.new()
+		if i % 8 == 0:
+			var body := CharacterBody2D.new()
+			body.motion_mode = CharacterBody2D.MOTION_MODE_FLOATING
+			unit = body
 		unit.position = center(Vector2i(i % 8 + (2 if i % 8 >= 4 else 0), 1 + i / 8 * 2))
 		group.add_child(unit)
 	var big_units: Array[Node2D] = []

@@ -325,7 +325,9 @@ func _move(batch: Batch, delta: float, offset: int) -> void:
 				velocity = to_step * (minf(reach, distance) / distance / delta)
 		if batch.bodies[i] == 1:
 			var body := unit as CharacterBody2D
-			body.velocity = velocity
+			# The grid's walls slide it too, for bodies without shapes on the walls' layer.
+			var from := body.global_position
+			body.velocity = (_slide(from, velocity * delta, batch.size) - from) / delta
 			body.move_and_slide()
 		elif velocity != Vector2.ZERO:
 			unit.global_position = _slide(unit.global_position, velocity * delta, batch.size)
