@@ -5,10 +5,11 @@
 #   run_tests.sh ENDPOINT     install if needed, then run tests/test_pathserver.gd against a
 #                             running server at ENDPOINT (e.g. tcp://127.0.0.1:5555), then the
 #                             demo for a few seconds as a player runs it (its embedded server
-#                             on a free port, its level uploaded from its TileMapLayer), then a
-#                             real export of the demo (see export_checks), then the Asset
-#                             Library zip (pack_check); prints "N passed, N failed" last, the
-#                             demo and each export and zip check counted as one check
+#                             on a free port, its level uploaded from its TileMapLayer) and its
+#                             RTS and tactics scenes likewise, then a real export of the demo
+#                             (see export_checks), then the Asset Library zip (pack_check);
+#                             prints "N passed, N failed" last, each demo run and each export
+#                             and zip check counted as one check
 #
 # Godot 4 is packaged only in Debian's unstable release and needs its newer libc, so it lives in a
 # minimal `debootstrap --variant=minbase sid` tree, cached under $PATHSERVER_CI_CACHE
@@ -433,6 +434,27 @@ pack_check() {
     rm -rf "$work"
 }
 
+# Runs one of the demo's other scenes headless (`--scene=NAME --demo-seconds=N`, its embedded
+# server, its level uploaded from its TileMapLayer); true when its summary line matches
+# PATTERN and no script error happened. The RTS scene: 500 units of two sizes moved by one
+# flow group, a wall placed and the gap closed by simulated input, units re-routed; the
+# tactics scene: a movement range drawn, a path to a hovered cell, a placement refused by
+# check_block and one placed, the unit moved, its range as a heavy unit (traversal).
+demo_scene_smoke() {
+    local scene="$1" seconds="$2" pattern="$3"
+    local out="$HERE/demo/.last-run-$scene.log"
+    timeout 90 "${GODOT[@]}" --headless --path "$HERE/demo" -- --scene="$scene" \
+        --demo-seconds="$seconds" >"$out" 2>&1
+    local summary
+    summary="$(grep -m1 "^$scene summary:" "$out" || true)"
+    if grep -q 'SCRIPT ERROR' "$out" || ! [[ "$summary" =~ $pattern ]]; then
+        echo "FAIL  demo $scene scene smoke run: ${summary:-no summary line}"
+        tail -n 20 "$out"
+        return 1
+    fi
+    echo "ok    demo $scene scene smoke run: ${summary#"$scene summary: "}"
+}
+
 main() {
     local cmd="${1:-}"
     if [[ -z "$cmd" ]]; then
@@ -469,6 +491,21 @@ main() {
     failed="${closing#*passed, }"
     failed="${failed%% failed}"
     if demo_smoke; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+    fi
+    local rts_pattern='^rts summary: (5[0-9][0-9]|[6-9][0-9][0-9]) units, 2 sizes, ([0-9]+) moved, .*'
+    rts_pattern+=' 0 failures, 1 gate toggles, [1-9][0-9]* walls placed, [1-9][0-9]* units re-routed,'
+    local tactics_pattern='^tactics summary: range of [1-9][0-9]* cells \([1-9][0-9]* drawn\), path of'
+    tactics_pattern+=' [2-9][0-9]* cells to .*, 1 placements refused, 1 placed, range after [1-9][0-9]* cells,'
+    tactics_pattern+=' unit at \(([0-9]+, [0-9]+)\), range as heavy [1-9][0-9]* cells$'
+    if demo_scene_smoke rts 6 "$rts_pattern" && [[ "${BASH_REMATCH[2]}" -ge 250 ]]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+    fi
+    if demo_scene_smoke tactics 4 "$tactics_pattern" && [[ "${BASH_REMATCH[1]}" != "4, 7" ]]; then
         passed=$((passed + 1))
     else
         failed=$((failed + 1))

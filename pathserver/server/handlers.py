@@ -389,7 +389,8 @@ def handle_query(request: QueryRequest, registry) -> dict:
 
 def _grid_points(gridmap, points, space: str):
     """Points in ``space`` as grid units (the functions floor them to cells)."""
-    if space == "grid":
+    if space == "grid" or len(points) == 0:
+        # An empty list (check_block's cells when it gives only rects) has no pairs to move.
         return points
     xy = np.asarray(points, dtype=np.float64)
     return (xy - np.asarray(gridmap.origin, dtype=np.float64)) / gridmap.cell_size

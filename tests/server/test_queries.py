@@ -82,6 +82,17 @@ def test_check_block(client, arena):
     assert client.check_block("arena", cells=[(9, 9)], points=points)["disconnected"] == []
 
 
+def test_check_block_in_world_space_with_rects_alone(start_server, maps_dir):
+    (maps_dir / "arena.json").write_text('{"origin": [100, 50], "cell_size": 2}')
+    server = start_server()
+    arena = server.registry.get("arena")
+    points = [(0, 0), (9, 4), (5, 2)]
+    with Client(server.endpoint, timeout=5, retries=1) as client:
+        reply = client.check_block("arena", rects=[(100, 52, 2, 8)], points=[(101, 51), (119, 59), (111, 55)],
+                                   space="world")
+    assert reply["disconnected"] == [list(p) for p in check_block(arena, rects=[(0, 1, 1, 4)], points=points)]
+
+
 def test_traversal_and_classes_on_an_uploaded_map(client):
     tags = np.zeros((3, 6), dtype=np.uint8)
     tags[:, 2:4] = 1

@@ -20,11 +20,13 @@ extends Node2D
 ## summary line (the headless smoke run, which also runs the game four times faster, and
 ## places a wall in the small units' gap with a simulated right click);
 ## `--screenshot=FILE.png` saves what the window shows that many seconds in (the number after
-## a colon, default 4: `--screenshot=/tmp/demo.png:6`).
+## a colon, default 4: `--screenshot=/tmp/demo.png:6`); `--scene=rts` or `--scene=tactics` opens
+## the RTS or the tactics scene instead (rts.gd, tactics.gd; F1, F2, F3 switch at any time).
 
 const Unit := preload("res://unit.gd")
 const Target := preload("res://target.gd")
 const Formation := preload("res://formation.gd")
+const Tiles := preload("res://demo_tiles.gd")
 
 const UNIT_SIZES: Array[Vector2i] = [
 	Vector2i.ONE, Vector2i.ONE, Vector2i.ONE, Vector2i(2, 2), Vector2i(2, 2)
@@ -76,6 +78,11 @@ var _rerouted := {}
 
 
 func _ready() -> void:
+	# `--scene=rts` / `--scene=tactics`: the demo's other scenes (F2, F3 switch to them too).
+	var scene := _user_arg("--scene=")
+	if Tiles.SCENES.has(scene) and Tiles.SCENES[scene] != scene_file_path:
+		get_tree().change_scene_to_file.call_deferred(Tiles.SCENES[scene])
+		return
 	_status = Label.new()
 	_status.position = Vector2(8, 4)
 	var hud := CanvasLayer.new()
@@ -137,7 +144,7 @@ func _ready() -> void:
 	_show(
 		(
 			"left click: send the group  |  right click: place or remove a wall  |  D: overlay"
-			+ "\nsmall units take the one-cell gaps, big ones go around"
+			+ "\nsmall units take the one-cell gaps, big ones go around  |  F2: RTS, F3: tactics"
 		)
 	)
 	_send_group(_cell_center(_roam_cell(false)))
@@ -151,6 +158,8 @@ func _ready() -> void:
 
 
 func _unhandled_input(event: InputEvent) -> void:
+	if Tiles.switch_scene(event, get_tree()):
+		return
 	var click := event as InputEventMouseButton
 	if target and click and click.pressed:
 		# The event's own position, not the mouse's: simulated clicks have no mouse.

@@ -47,6 +47,13 @@ const TILE_ROWS := [
 const TILE_MAP := "godot_tiles"
 const TILE_SIZE := 16
 const ExportPlugin := preload("res://addons/pathserver/export_plugin.gd")
+## The parameters of each query method the server defines as options (besides unit_size).
+const QUERY_PARAMETERS := {
+	"reachable": ["budget"],
+	"field": ["goals"],
+	"next_steps": ["goals"],
+	"check_block": [],
+}
 
 var passed := 0
 var failed := 0
@@ -70,6 +77,7 @@ func _run() -> void:
 	test_msgpack_decoding()
 	test_zmtp_bytes()
 	test_golden_vectors()
+	test_query_golden_vectors()
 	test_upload_encoding()
 	await test_ping_pong_with_fake_router()
 	client = root.get_node("PathServer") as PathServerClient
@@ -108,6 +116,10 @@ func _run() -> void:
 	test_export_copy_folder()
 	await test_embedded_server_without_bundle()
 	await test_conformance()
+	await test_queries()
+	await test_traversal()
+	await test_tile_map_tags()
+	await test_flow_group()
 	test_options_match_the_server()
 	await test_readme_examples()
 	check(
@@ -2303,33 +2315,65 @@ func conformance_step(with_client: PathServerClient, request: Dictionary) -> Dic
 	if op != "path" and request.size() == 1:
 		# An op alone goes out as it is, required fields missing included.
 		op = "raw"
+	var size: Variant = fields.get("unit_size", 1)
+	var unit_size := Vector2i(size[0], size[1]) if size is Array else Vector2i(size, size)
+	var options: Dictionary = fields.get("options", {})
+	if request.has("timeout_ms"):
+		options["timeout_ms"] = fields.timeout_ms
+	if request.has("map"):
+		options["map"] = request.map
+	if op in ["reachable", "field", "next_steps", "check_block"] and not options.has("space"):
+		# A scenario is written in the wire's terms: its default space is the server's, grid.
+		options["space"] = "grid"
 	match op:
 		"path":
-			var options: Dictionary = fields.get("options", {})
-			if request.has("timeout_ms"):
-				options["timeout_ms"] = fields.timeout_ms
-			options["map"] = request.map
-			var size: Variant = fields.get("unit_size", 1)
+			if request.has("goals"):
+				options["goals"] = scenario_points(request.goals)
 			result = await with_client.find_path_async(
 				scenario_point(request.start),
-				scenario_point(request.goal),
-				Vector2i(size[0], size[1]) if size is Array else Vector2i(size, size),
+				scenario_point(request.goal) if request.has("goal") else Vector2.ZERO,
+				unit_size,
+				options
+			)
+		"reachable":
+			result = await with_client.reachable_async(
+				scenario_point(request.start), float(request.budget), unit_size, options
+			)
+		"field":
+			result = await with_client.distance_field_async(
+				scenario_points(request.goals), unit_size, options
+			)
+		"next_steps":
+			result = await with_client.next_steps_async(
+				scenario_points(request.goals),
+				scenario_points(request.positions),
+				unit_size,
+				options
+			)
+		"check_block":
+			result = await with_client.check_block_async(
+				fields.get("cells", []),
+				fields.get("rects", []).map(
+					func(r: Array) -> Rect2i: return Rect2i(r[0], r[1], r[2], r[3])
+				),
+				scenario_points(request.points),
+				unit_size,
 				options
 			)
 		"put_map":
-			var options := {}
+			var put_options := {}
 			for key: String in ["costs", "heights"]:
 				if request.has(key):
-					options[key] = PackedFloat32Array(scenario_numbers(request[key]))
+					put_options[key] = PackedFloat32Array(scenario_numbers(request[key]))
 			if request.has("origin"):
-				options["origin"] = scenario_point(request.origin)
+				put_options["origin"] = scenario_point(request.origin)
 			if request.has("cell_size"):
-				options["cell_size"] = float(request.cell_size)
+				put_options["cell_size"] = float(request.cell_size)
 			result = await with_client.put_grid_async(
 				request.map,
 				Vector2i(fields.width, fields.height),
 				PackedByteArray(fields.cells),
-				options
+				put_options
 			)
 		"get_map":
 			var region: Array = fields.get("region", [0, 0, 0, 0])
@@ -2348,11 +2392,17 @@ func conformance_step(with_client: PathServerClient, request: Dictionary) -> Dic
 			result = await with_client.request_async(request.op)
 	if not result.ok:
 		return {"error": result.code, "at": result.info.get("at")}
+	return conformance_answer(op, request, result)
+
+
+## A completed request's outcome in the shape of conformance.py's (see [method conformance_step]).
+func conformance_answer(op: String, request: Dictionary, result: PathServerResult) -> Dictionary:
+	var got := {"status": "ok"}
 	match op:
 		"path":
 			var start: Vector2 = result.info.start
 			var goal: Vector2 = result.info.goal
-			return {
+			got = {
 				"status": result.status,
 				"cost": result.info.cost,
 				"start": [start.x, start.y],
@@ -2361,11 +2411,40 @@ func conformance_step(with_client: PathServerClient, request: Dictionary) -> Dic
 				"start_snapped": result.info.start_snapped,
 				"goal_snapped": result.info.goal_snapped,
 			}
+			if request.has("goals"):
+				got["goal_index"] = result.info.get("goal_index")
+		"reachable":
+			var cells: Array[Vector2i] = result.info.cells
+			var costs: PackedFloat32Array = result.info.costs
+			got = {
+				"status": "ok",
+				"count": cells.size(),
+				"first": [cells[0].x, cells[0].y] if not cells.is_empty() else null,
+				"last_cost": costs[-1] if not costs.is_empty() else null,
+			}
+		"field":
+			var origin: Vector2i = result.info.origin
+			got = {
+				"status": "ok",
+				"width": result.info.width,
+				"height": result.info.height,
+				"origin": [origin.x, origin.y],
+				"cost": listed(result.info.cost),
+			}
+		"next_steps":
+			var steps: PackedVector2Array = result.info.steps
+			got = {
+				"status": "ok",
+				"steps": Array(steps).map(func(step: Vector2) -> Array: return [step.x, step.y]),
+				"remaining": listed(result.info.remaining),
+			}
+		"check_block":
+			got = {"status": "ok", "disconnected": result.info.disconnected}
 		"put_map":
-			return {"status": "ok", "width": result.info.width, "height": result.info.height}
+			got = {"status": "ok", "width": result.info.width, "height": result.info.height}
 		"get_map":
 			var region: Rect2i = result.info.region
-			var got := {
+			got = {
 				"status": "ok",
 				"width": result.info.size.x,
 				"height": result.info.size.y,
@@ -2374,14 +2453,25 @@ func conformance_step(with_client: PathServerClient, request: Dictionary) -> Dic
 			}
 			if result.info.has("costs"):
 				got["costs"] = Array(result.info.costs)
-			return got
-	return {"status": "ok"}
+	return got
 
 
 ## A scenario's [x, y]: numbers, or "nan" / "inf" / "-inf" (JSON has no such floats).
 func scenario_point(pair: Array) -> Vector2:
 	var xy := scenario_numbers(pair)
 	return Vector2(xy[0], xy[1])
+
+
+## A scenario's list of [x, y] points.
+func scenario_points(pairs: Array) -> PackedVector2Array:
+	return PackedVector2Array(pairs.map(scenario_point))
+
+
+## Floats as a scenario writes them: "inf" for +inf (JSON has none).
+func listed(values: PackedFloat32Array) -> Array:
+	return Array(values).map(
+		func(value: float) -> Variant: return "inf" if is_inf(value) and value > 0 else value
+	)
 
 
 ## A scenario's list of numbers, "nan" / "inf" / "-inf" included.
@@ -2456,19 +2546,50 @@ func test_options_match_the_server() -> void:
 	var server := {}
 	for option: Dictionary in parsed.options:
 		server[option.name] = option
+	# Per op: the options the server's path and paths take are PATH_OPTIONS; each query's are
+	# QUERY_OPTIONS[op] and the parameters of the query's method.
 	var documented := PathServerClient.PATH_OPTIONS
-	var unknown := documented.keys().filter(func(name: String) -> bool: return not server.has(name))
-	check(unknown.is_empty(), "PATH_OPTIONS names only the server's options", unknown)
-	var missing := server.keys().filter(
-		func(name: String) -> bool: return name != "unit_size" and not documented.has(name)
+	var by_op := {"path": documented.keys(), "paths": documented.keys()}
+	for op: String in PathServerClient.QUERY_OPTIONS:
+		by_op[op] = PathServerClient.QUERY_OPTIONS[op].keys() + QUERY_PARAMETERS[op]
+	for op: String in by_op:
+		var client_names: Array = by_op[op]
+		var server_names := server.keys().filter(
+			func(name: String) -> bool: return name != "unit_size" and op in server[name].ops
+		)
+		var unknown := client_names.filter(
+			func(name: String) -> bool: return name not in server_names
+		)
+		var missing := server_names.filter(
+			func(name: String) -> bool: return name not in client_names
+		)
+		check(
+			unknown.is_empty() and missing.is_empty(),
+			"the client's options of %s are the server's" % op,
+			"not the server's: %s, missing: %s" % [unknown, missing]
+		)
+	var all_options := documented.duplicate()
+	for op: String in PathServerClient.QUERY_OPTIONS:
+		all_options.merge(PathServerClient.QUERY_OPTIONS[op])
+	var unknown_anywhere := server.keys().filter(
+		func(name: String) -> bool:
+			return (
+				name != "unit_size"
+				and not all_options.has(name)
+				and not QUERY_PARAMETERS.values().any(
+					func(names: Array) -> bool: return name in names
+				)
+			)
 	)
-	check(missing.is_empty(), "PATH_OPTIONS lists every option of the server", missing)
+	check(
+		unknown_anywhere.is_empty(), "the client knows every option of the server", unknown_anywhere
+	)
 	var wrong := []
-	for name: String in documented:
+	for name: String in all_options:
 		if not server.has(name):
 			continue
 		var option: Dictionary = server[name]
-		var value: Variant = documented[name]
+		var value: Variant = all_options[name]
 		if PathServerClient.CLIENT_DEFAULTS.has(name):
 			# The client's own default: sent on every request, so it must be a valid choice.
 			var choices: Array = option.choices if option.get("choices") is Array else [value]
@@ -2478,7 +2599,10 @@ func test_options_match_the_server() -> void:
 			wrong.append([name, value, option.wire_default])
 	check(
 		wrong.is_empty() and PathServerClient.CLIENT_DEFAULTS.keys() == ["space"],
-		"PATH_OPTIONS defaults are the server's wire_default (space: the client's own, world)",
+		(
+			"PATH_OPTIONS' and QUERY_OPTIONS' defaults are the server's wire_default (space: the"
+			+ " client's own, world)"
+		),
 		wrong
 	)
 	var defaults := {}
@@ -2610,3 +2734,395 @@ func run_readme_example(
 	node.queue_free()
 	await process_frame
 	return printed
+
+
+# -- queries beyond one path ------------------------------------------------------------------
+
+
+## Each query on the arena (20 x 12 cells of 16 units, a wall down column 10 with a gap at
+## rows 5-6), in world space as a game calls them.
+func test_queries() -> void:
+	var goals := PackedVector2Array([center(Vector2i(18, 2)), center(Vector2i(3, 8))])
+	var nearest := await client.find_path_to_any_async(center(Vector2i(2, 2)), goals)
+	check_equal(
+		[nearest.status, nearest.info.get("goal_index"), nearest.waypoints[-1]],
+		["found", 1, center(Vector2i(3, 8))],
+		"find_path_to_any: the nearer goal wins, goal_index says which"
+	)
+	var area := await client.reachable_async(center(Vector2i(2, 2)), 3.0)
+	var cells: Array = area.info.get("cells", [])
+	var costs: PackedFloat32Array = area.info.get("costs", PackedFloat32Array())
+	var ascending := true
+	for i in range(1, costs.size()):
+		ascending = ascending and costs[i] >= costs[i - 1]
+	check(
+		(
+			area.ok
+			and cells[0] == Vector2i(2, 2)
+			and costs[0] == 0.0
+			and ascending
+			and costs[-1] <= 3.0
+			and cells.has(Vector2i(5, 2)) == false
+			and cells.has(Vector2i(2, 5))
+			and not cells.has(Vector2i(2, 6))
+			and cells.size() == costs.size()
+		),
+		"reachable: grid cells within the budget, cheapest first (the block at (4, 2) in the way)",
+		area
+	)
+	var field := await client.distance_field_async(
+		PackedVector2Array([center(Vector2i(15, 5))]), Vector2i.ONE, {"region": Rect2i(9, 4, 2, 4)}
+	)
+	var cost: PackedFloat32Array = field.info.get("cost", PackedFloat32Array())
+	check(
+		(
+			field.ok
+			and [field.info.width, field.info.height, field.info.origin] == [2, 4, Vector2i(9, 4)]
+			and cost.size() == 8
+			and is_inf(cost[1])
+			and is_equal_approx(cost[3], 5.0)
+			and is_equal_approx(cost[5], 4.0 + sqrt(2.0))
+			and is_inf(cost[7])
+		),
+		"distance_field: a region's costs row-major, +inf on the wall, exact through the gap",
+		[field, Array(cost)]
+	)
+	var positions := PackedVector2Array(
+		[center(Vector2i(2, 5)) + Vector2(3, -2), center(Vector2i(15, 5)), center(Vector2i(12, 3))]
+	)
+	var target := PackedVector2Array([center(Vector2i(15, 5))])
+	var steps := await client.next_steps_async(target, positions)
+	var remaining: PackedFloat32Array = steps.info.get("remaining", PackedFloat32Array())
+	check(
+		(
+			steps.ok
+			and (
+				steps.info.steps
+				== PackedVector2Array(
+					[center(Vector2i(3, 5)), center(Vector2i(15, 5)), center(Vector2i(13, 4))]
+				)
+			)
+			and Array(remaining).slice(0, 2) == [13.0, 0.0]
+		),
+		"next_steps: each unit's next cell (world centres), on the goal its own, the cost left",
+		[steps, steps.info.get("steps"), Array(remaining)]
+	)
+	var far := await client.next_steps_async(target, positions, Vector2i.ONE, {"lookahead": "los"})
+	check(
+		far.ok and far.info.steps[0] == center(Vector2i(15, 5)),
+		"next_steps: lookahead los heads straight for the goal it sees",
+		far.info.get("steps")
+	)
+	var big := await client.next_steps_async(target, positions, Vector2i(3, 3))
+	check(
+		big.ok and is_inf(big.info.remaining[0]),
+		"next_steps: a 3x3 unit cannot pass the two-cell gap (remaining +inf)",
+		big.info.get("remaining")
+	)
+	var ends := PackedVector2Array([center(Vector2i(2, 2)), center(Vector2i(15, 2))])
+	var gap := [center(Vector2i(10, 5)), center(Vector2i(10, 6))]
+	var cut := await client.check_block_async(gap, [], ends)
+	var cut_rect := await client.check_block_async([], [Rect2(160, 80, 16, 32)], ends)
+	var elsewhere := await client.check_block_async([center(Vector2i(5, 8))], [], ends)
+	check_equal(
+		[
+			cut.info.get("disconnected"),
+			cut_rect.info.get("disconnected"),
+			elsewhere.info.get("disconnected")
+		],
+		[[[0, 1]], [[0, 1]], []],
+		"check_block: closing the gap (cells or a rect) cuts the halves apart, a cell elsewhere not"
+	)
+	var shut := {"avoid": {"cells": [Vector2i(10, 5), Vector2i(10, 6)]}}
+	var around := await client.find_path_async(center(Vector2i(2, 5)), center(Vector2i(15, 5)))
+	var avoided := await client.find_path_async(
+		center(Vector2i(2, 5)), center(Vector2i(15, 5)), Vector2i.ONE, shut
+	)
+	shut["avoid_cost"] = 50.0
+	var priced := await client.find_path_async(
+		center(Vector2i(2, 5)), center(Vector2i(15, 5)), Vector2i.ONE, shut
+	)
+	check_equal(
+		[around.status, avoided.status, priced.status, priced.info.get("cost", 0.0) > 50.0],
+		["found", "no_path", "found", true],
+		"avoid blocks cells for one request (the map untouched), avoid_cost prices them"
+	)
+	var off_map := await client.reachable_async(Vector2(-100, 0), 3.0)
+	var bad_lookahead := await client.next_steps_async(
+		target, positions, Vector2i.ONE, {"lookahead": "far"}
+	)
+	check_equal(
+		[off_map.code, off_map.info.get("at"), bad_lookahead.code, bad_lookahead.info.get("at")],
+		["out_of_bounds", "start", "invalid_request", "lookahead"],
+		"query errors come back as results with the field they are about"
+	)
+
+
+## A map with a tag layer, its tags' names and a unit class, uploaded with put_grid; requests'
+## traversal blocks or prices the tagged cells.
+func test_traversal() -> void:
+	# 5 x 3, every cell walkable; column 2 is water (tag 1).
+	var cells := PackedByteArray()
+	cells.resize(15)
+	cells.fill(1)
+	var tags := PackedByteArray([0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0])
+	var upload := await client.put_grid_async(
+		"godot_tagged",
+		Vector2i(5, 3),
+		cells,
+		{"tags": tags, "tag_names": {"water": 1}, "classes": {"tank": {"water": null}}}
+	)
+	check(upload.ok, "put_grid: tags, tag_names and classes accepted", upload)
+	var grid := {"space": "grid", "map": "godot_tagged", "smooth": "none"}
+	var answers := []
+	for traversal: Variant in [null, "tank", {"water": null}, {"water": 3.0}]:
+		var options := grid.duplicate()
+		if traversal != null:
+			options["traversal"] = traversal
+		var result := await client.find_path_async(
+			Vector2(0, 1), Vector2(4, 1), Vector2i.ONE, options
+		)
+		answers.append([result.status, snappedf(result.info.get("cost", -1.0), 0.001)])
+	check_equal(
+		answers,
+		[["found", 4.0], ["no_path", 0.0], ["no_path", 0.0], ["found", 6.0]],
+		"traversal: a class of the map or rules block (null) or multiply the tagged cells' cost"
+	)
+	var back := await client.get_map_async("godot_tagged")
+	check_equal(
+		[back.info.get("tags"), back.reply.get("tag_names"), back.reply.get("classes")],
+		[tags, {"water": 1}, {"tank": {"water": null}}],
+		"get_map gives the tags, their names and the classes back"
+	)
+	await client.drop_map_async("godot_tagged")
+
+
+## A TileSet's custom data layer "tag" (String) becomes the uploaded map's tags and tag names.
+func test_tile_map_tags() -> void:
+	var layer := make_layer(TILE_ROWS)
+	var tile_set := layer.tile_set
+	tile_set.add_custom_data_layer()
+	var tag_id := tile_set.get_custom_data_layers_count() - 1
+	tile_set.set_custom_data_layer_name(tag_id, "tag")
+	tile_set.set_custom_data_layer_type(tag_id, TYPE_STRING)
+	var source := tile_set.get_source(0) as TileSetAtlasSource
+	source.get_tile_data(TILES["~"], 0).set_custom_data("tag", "mud")
+	source.get_tile_data(TILES[":"], 0).set_custom_data("tag", "sand")
+	var grid := PathServerTileMapReader.read(layer)
+	var width: int = grid.size.x
+	check_equal(
+		[grid.tag_names, grid.tags[2 * width + 6], grid.tags[4 * width + 7], grid.tags[width + 1]],
+		[{"mud": 1, "sand": 2}, 1, 2, 0],
+		"TileMapReader: a String custom data layer 'tag' gives each cell its tag, names numbered"
+	)
+	var upload := await client.put_tilemap_async(
+		"godot_tagged_tiles", layer, {"classes": {"dry": {"mud": null, "sand": null}}}
+	)
+	var grid_options := {"space": "grid", "map": "godot_tagged_tiles"}
+	var wet := await client.find_path_async(
+		Vector2(1, 3), Vector2(7, 3), Vector2i.ONE, grid_options
+	)
+	grid_options["traversal"] = "dry"
+	var dry := await client.find_path_async(
+		Vector2(1, 3), Vector2(7, 3), Vector2i.ONE, grid_options
+	)
+	check_equal(
+		[upload.ok, wet.status, wet.info.get("goal_snapped"), dry.info.get("goal_snapped")],
+		[true, "found", false, true],
+		"put_tilemap uploads the tags: the class 'dry' may not stand in the mud (the goal snaps)"
+	)
+	await client.drop_map_async("godot_tagged_tiles")
+	layer.queue_free()
+
+
+## A PathServerFlowGroup2D steers 50 units of two sizes (some of them CharacterBody2D) across
+## the arena's gap with one
+## next_steps request per size at a time, until every unit stands on the target area.
+func test_flow_group() -> void:
+	var group := PathServerFlowGroup2D.new()
+	group.client = client
+	group.speed = 20.0 * CELL
+	group.spacing = 0.0
+	root.add_child(group)
+	# Columns 0-3 and 6-9 of rows 1, 3, ... 9: clear of the block at (4, 2)-(5, 3).
+	for i in 40:
+		# Every eighth a CharacterBody2D (moved by move_and_slide), as in a top-down game.
+		var unit: Node2D = Node2D.new()
+		if i % 8 == 0:
+			var body := CharacterBody2D.new()
+			body.motion_mode = CharacterBody2D.MOTION_MODE_FLOATING
+			unit = body
+		unit.position = center(Vector2i(i % 8 + (2 if i % 8 >= 4 else 0), 1 + i / 8 * 2))
+		group.add_child(unit)
+	var big_units: Array[Node2D] = []
+	for i in 10:
+		var unit := Node2D.new()
+		unit.position = center(Vector2i(2 + i % 5, 8 + i / 5 * 2))
+		root.add_child(unit)
+		group.add_unit(unit, Vector2i(2, 2))
+		big_units.append(unit)
+	var area := PackedVector2Array()
+	for y in range(3, 10):
+		for x in range(14, 19):
+			area.append(center(Vector2i(x, y)))
+	group.goals = area
+	var most_pending := 0
+	var frames := 0
+	while frames < 600 and group.get_arrived_count() < 50:
+		await physics_frame
+		frames += 1
+		most_pending = maxi(most_pending, client.get_pending_count())
+	var right_side := group.get_children().all(
+		func(unit: Node2D) -> bool: return unit.position.x > 13 * CELL
+	)
+	check(
+		group.get_unit_count() == 50 and group.get_arrived_count() == 50 and right_side,
+		(
+			"flow group: 50 units of two sizes reach the target area through the gap (%d frames)"
+			% frames
+		),
+		[group.get_arrived_count(), frames]
+	)
+	check(
+		most_pending <= 2 and group.replies >= frames / 4,
+		(
+			"flow group: one next_steps request per size in flight at a time (%d replies)"
+			% group.replies
+		),
+		most_pending
+	)
+	# Back to the left half with spacing: pushed apart, never into a wall (the map's cells,
+	# read with get_map), and the crowd gathers on the goal area.
+	group.spacing = 0.9 * CELL
+	group.target = center(Vector2i(3, 6))
+	var left_area := PackedVector2Array()
+	for y in range(3, 10):
+		for x in range(1, 7):
+			left_area.append(center(Vector2i(x, y)))
+	group.goals = left_area
+	frames = 0
+	var in_wall := 0
+	while frames < 900 and group.get_arrived_count() < 50:
+		await physics_frame
+		frames += 1
+		for unit: Node2D in group.get_children() as Array[Node2D]:
+			var cell := Vector2i((unit.position / CELL).floor())
+			if (cell.x == 10 and (cell.y < 5 or cell.y > 6)) or Rect2i(4, 2, 2, 2).has_point(cell):
+				in_wall += 1
+	check(
+		group.get_arrived_count() == 50 and in_wall == 0,
+		(
+			"flow group: with spacing, back through the gap, no unit ever in a wall (%d frames)"
+			% frames
+		),
+		[group.get_arrived_count(), in_wall]
+	)
+	big_units[0].queue_free()
+	await physics_frame
+	await physics_frame
+	check_equal(group.get_unit_count(), 49, "flow group: a freed unit leaves the group")
+	group.queue_free()
+	for unit in big_units.slice(1):
+		unit.queue_free()
+	await process_frame
+
+
+## The golden vectors of the queries beyond one path: the requests as this client's types
+## encode them, and the replies as its results decode them (bins into packed arrays).
+func test_query_golden_vectors() -> void:
+	var court := "court"
+	var positions := PackedFloat32Array([0.5, 0.5, 3.5, 0.5]).to_byte_array()
+	var requests := {
+		"court-put-request":
+		{
+			"id": 1,
+			"op": "put_map",
+			"map": court,
+			"width": 4,
+			"height": 3,
+			"cells": PackedByteArray([1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1]),
+		},
+		"goals-request":
+		{
+			"id": 2,
+			"op": "path",
+			"map": court,
+			"start": Vector2i(0, 0),
+			"goals": [Vector2i(3, 2), Vector2i(0, 2)],
+			"smooth": "none",
+		},
+		"reachable-request":
+		{"id": 3, "op": "reachable", "map": court, "start": Vector2i(0, 0), "budget": 2},
+		"field-request":
+		{
+			"id": 4,
+			"op": "field",
+			"map": court,
+			"goals": [Vector2i(3, 2)],
+			"region": Rect2i(0, 0, 2, 2),
+		},
+		"next-steps-request":
+		{
+			"id": 5,
+			"op": "next_steps",
+			"map": court,
+			"goals": [Vector2i(3, 2)],
+			"positions": positions,
+		},
+		"check-block-request":
+		{
+			"id": 6,
+			"op": "check_block",
+			"map": court,
+			"rects": [Rect2i(2, 0, 1, 3)],
+			"points": [Vector2i(0, 0), Vector2i(3, 0), Vector2i(0, 2)],
+		},
+	}
+	for name: String in requests:
+		if not golden.has(name):
+			check(false, "golden %s found in %s" % [name, protocol_doc_path()])
+			continue
+		var encoded := PathServerMsgPack.encode(requests[name]).hex_encode()
+		check_equal(encoded, golden[name].hex_encode(), "golden %s encoded" % name)
+	# The autoload: this test runs before the main connection is made (no request is sent).
+	var decoder := root.get_node("PathServer") as PathServerClient
+	var answers := {}
+	for op: String in ["reachable", "field", "next_steps", "check_block"]:
+		var name := op.replace("_", "-") + "-reply"
+		var result := PathServerResult.new()
+		decoder._fill_query_result(result, PathServerMsgPack.decode(golden[name])[0], op)
+		answers[op] = result
+	var goals_result := PathServerResult.new()
+	decoder._fill_path_result(goals_result, PathServerMsgPack.decode(golden["goals-reply"])[0], {})
+	var field_cost: PackedFloat32Array = answers.field.info.cost
+	check_equal(
+		[
+			goals_result.info.goal_index,
+			goals_result.waypoints,
+			answers.reachable.info.cells,
+			answers.reachable.info.costs,
+			answers.next_steps.info.steps,
+			answers.check_block.info.disconnected,
+			[answers.field.info.width, answers.field.info.height, answers.field.info.origin],
+		],
+		[
+			1,
+			PackedVector2Array([Vector2(0, 0), Vector2(0, 1), Vector2(0, 2)]),
+			[Vector2i(0, 0), Vector2i(1, 0), Vector2i(0, 1), Vector2i(2, 0), Vector2i(0, 2)],
+			PackedFloat32Array([0, 1, 1, 2, 2]),
+			PackedVector2Array([Vector2(1, 0), Vector2(3, 1)]),
+			[[0, 1], [1, 2]],
+			[2, 2, Vector2i(0, 0)],
+		],
+		"golden query replies decoded: goal_index, cells, costs, steps, disconnected, the window"
+	)
+	check(
+		(
+			is_equal_approx(field_cost[0], 3.0 + sqrt(2.0))
+			and is_equal_approx(field_cost[2], 4.0)
+			and is_inf(field_cost[3])
+			and is_equal_approx(answers.next_steps.info.remaining[0], 3.0 + sqrt(2.0))
+		),
+		"golden field and next_steps costs decoded (float32, +inf on the wall)",
+		[Array(field_cost), answers.next_steps.info.remaining]
+	)

@@ -6,7 +6,8 @@ extends RefCounted
 ## Encoding picks the smallest form for ints, strings, arrays and maps, as msgpack-python does,
 ## so the bytes equal what the server's Python side produces for the same values in the same
 ## key order. Floats always go out as float64. [Vector2] and [Vector2i] become two-element
-## arrays, packed arrays become arrays, [PackedByteArray] becomes bin and [StringName] str.
+## arrays, [Rect2] and [Rect2i] the wire's [code][x, y, w, h][/code], packed arrays become
+## arrays, [PackedByteArray] becomes bin and [StringName] str.
 ## [codeblock]
 ## var bytes := PathServerMsgPack.encode({"id": 1, "op": "ping"})
 ## print(bytes.hex_encode())  # 82a2696401a26f70a470696e67
@@ -76,13 +77,18 @@ static func _write(out: PackedByteArray, value: Variant) -> void:
 			_write_array_header(out, 2)
 			_write_int(out, value.x)
 			_write_int(out, value.y)
+		TYPE_RECT2, TYPE_RECT2I:
+			# The wire's rectangle: [x, y, w, h].
+			_write(out, [value.position.x, value.position.y, value.size.x, value.size.y])
 		TYPE_DICTIONARY:
 			_write_map_header(out, value.size())
 			for key: Variant in value:
 				_write(out, key)
 				_write(out, value[key])
 		_:
-			if typeof(value) in SEQUENCE_TYPES:
+			if value is Encoded:
+				out.append_array(value.bytes)
+			elif typeof(value) in SEQUENCE_TYPES:
 				_write_array_header(out, value.size())
 				for item: Variant in value:
 					_write(out, item)
@@ -304,3 +310,14 @@ class _Reader:
 			var key: Variant = read_value(depth + 1)
 			result[key] = read_value(depth + 1)
 		return result if error == "" else null
+
+
+## A value encoded already, written as it is: what a caller sending the same large value on
+## every request (a flow field's goals, each frame) keeps instead of encoding it again.
+class Encoded:
+	extends RefCounted
+
+	var bytes: PackedByteArray
+
+	func _init(value: Variant) -> void:
+		bytes = PathServerMsgPack.encode(value)

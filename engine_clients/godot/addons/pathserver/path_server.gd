@@ -70,7 +70,7 @@ signal embedded_server_started(server_endpoint: String)
 ## "embedded_server_failed".
 signal embedded_server_failed(message: String)
 
-enum Kind { PATH, PATHS, RAW, MAP }
+enum Kind { PATH, PATHS, RAW, MAP, QUERY }
 ## Where the embedded server is: not started by this client, starting (compiling, loading
 ## maps), running (its ready line came), or failed (see [signal embedded_server_failed]).
 enum ServerState { NONE, STARTING, RUNNING, FAILED }
@@ -119,6 +119,58 @@ const PATH_OPTIONS := {
 	"max_climb": null,
 	"algorithm": "auto",
 	"line_of_sight": true,
+	"goals": null,
+	"avoid": null,
+	"avoid_cost": null,
+	"traversal": null,
+}
+## The options of the queries beyond one path, by op ([method reachable], [method distance_field],
+## [method next_steps], [method check_block]), with their defaults as in [constant PATH_OPTIONS]
+## (null: none, no limit, the whole map). The methods' own parameters (unit_size, start,
+## budget, goals, positions, cells, rects, points) are not options. The engine tests check
+## these names per op against the server's [code]pathserver options --json[/code].
+const QUERY_OPTIONS := {
+	"reachable":
+	{
+		"space": "world",
+		"snap": true,
+		"diagonal": "no_corner_cutting",
+		"max_climb": null,
+		"avoid": null,
+		"avoid_cost": null,
+		"traversal": null,
+	},
+	"field":
+	{
+		"space": "world",
+		"snap": true,
+		"diagonal": "no_corner_cutting",
+		"max_climb": null,
+		"max_cost": null,
+		"region": null,
+		"avoid": null,
+		"avoid_cost": null,
+		"traversal": null,
+	},
+	"next_steps":
+	{
+		"space": "world",
+		"snap": true,
+		"diagonal": "no_corner_cutting",
+		"max_climb": null,
+		"max_cost": null,
+		"lookahead": "cell",
+		"avoid": null,
+		"avoid_cost": null,
+		"traversal": null,
+	},
+	"check_block":
+	{
+		"space": "world",
+		"snap": true,
+		"diagonal": "no_corner_cutting",
+		"traversal": null,
+	},
 }
 ## Defaults this client applies and always sends, where they differ from the server's on
 ## purpose: positions in a game are world coordinates (the server's default is "grid").
@@ -168,6 +220,8 @@ var _server_hint := ""
 var _server_pipes: Array[ServerPipe] = []
 var _server_log := PackedStringArray()
 var _local_replies: Array[Pending] = []
+var _steps_goals := PackedVector2Array()
+var _steps_goals_encoded := PathServerMsgPack.Encoded.new(PackedVector2Array())
 
 
 ## The value of a pathserver project setting, or its default when the project has none.
@@ -254,7 +308,12 @@ func get_pending_count() -> int:
 ## [param unit_size] cells, fire and forget. Returns the request id; the answer comes as
 ## [signal path_found] (found, partial or no_path) or [signal path_failed] (an error) with
 ## that id. [param options] may hold any of [constant PATH_OPTIONS] (the server's
-## [code]path[/code] fields), plus "map" and "timeout_ms".
+## [code]path[/code] fields), plus "map" and "timeout_ms". With [code]"goals"[/code] (an
+## array of points) [param goal] is ignored: see [method find_path_to_any]. [code]"avoid"[/code]
+## ([code]{"cells": [Vector2i, ...], "rects": [Rect2i, ...]}[/code], always grid cells) blocks
+## cells for this request only, or prices them with [code]"avoid_cost"[/code];
+## [code]"traversal"[/code] names a unit class of the map or gives its rules
+## ([code]{"water": null, "forest": 3.0}[/code]).
 func find_path(start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}) -> int:
 	return _find_path(start, goal, unit_size, options).result.id
 
@@ -307,7 +366,12 @@ func request_async(op: String, fields := {}) -> PathServerResult:
 ## 0 blocked, 1..255 walkable with that terrain cost (1 plain). Sent as msgpack bin.
 ## [br][param options]: [code]costs[/code] ([PackedFloat32Array], one exact cost >= 1 per
 ## cell, overriding the bytes on walkable cells), [code]heights[/code]
-## ([PackedFloat32Array]), [code]tags[/code] ([PackedByteArray]), [code]origin[/code]
+## ([PackedFloat32Array]), [code]tags[/code] ([PackedByteArray], a byte a cell: kinds of
+## ground, 0 untagged), [code]tag_names[/code] ([code]{name: value 1..255}[/code], for requests'
+## [code]traversal[/code]), [code]classes[/code] (the map's unit classes,
+## [code]{"boat": {"land": null, "shallows": 2.0}}[/code]: a request's
+## [code]{"traversal": "boat"}[/code] applies them; null blocks a tag, a number >= 1 multiplies
+## its cost), [code]origin[/code]
 ## ([Vector2], the world position of the grid's top-left corner, default (0, 0)),
 ## [code]cell_size[/code] (world units a cell, default 1), and [code]timeout_ms[/code]. Float
 ## arrays go out as bin of little-endian float32 ([method PackedFloat32Array.to_byte_array]:
@@ -339,7 +403,9 @@ func put_grid_async(
 ## used rect, in the layer's global coordinates: positions of nodes beside the layer go
 ## straight into path requests. Square tiles only.
 ## [br][param options]: [code]walkable_layer[/code], [code]cost_layer[/code] (the custom data
-## layers' names), [code]empty_walkable[/code] (bool), [code]rect[/code] (a [Rect2i] of layer
+## layers' names), [code]tag_layer[/code] (the custom data layer of the tiles' tags, default
+## "tag": see [PathServerTileMapReader]), [code]classes[/code] (the map's unit classes, as
+## [method put_grid]'s), [code]empty_walkable[/code] (bool), [code]rect[/code] (a [Rect2i] of layer
 ## cells instead of the used rect), [code]timeout_ms[/code]. A layer that cannot be read
 ## (no TileSet, no tiles, tiles that are not squares) fails at once, without a request:
 ## [code]code[/code] "invalid_request", [code]info.at[/code] "layer", and a message saying why.
@@ -411,6 +477,145 @@ func update_map(name: String, fields: Dictionary, if_gen := -1) -> int:
 ## [/codeblock]
 func update_map_async(name: String, fields: Dictionary, if_gen := -1) -> PathServerResult:
 	var pending := _update_map(name, fields, if_gen)
+	await _completion(pending)
+	return pending.result
+
+
+# -- queries beyond one path ------------------------------------------------------------------
+
+
+## [method find_path] to the cheapest of many goals ([param goals], 1 to 4096 points), in one
+## search: [code]info.goal_index[/code] says which goal the path reaches (null when none is
+## reached: "no_path"). The same as [method find_path] with [code]"goals"[/code] in
+## [param options].
+func find_path_to_any(
+	start: Vector2, goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
+) -> int:
+	return _find_path_to_any(start, goals, unit_size, options).result.id
+
+
+## [method find_path_to_any], awaited.
+## [codeblock]
+## var goals := PackedVector2Array([Vector2(60.5, 60.5), Vector2(40.5, 5.5)])
+## var nearest := await PathServer.find_path_to_any_async(Vector2(1.5, 1.5), goals)
+## print(nearest.info.goal_index, " ", nearest.waypoints[-1])
+## [/codeblock]
+func find_path_to_any_async(
+	start: Vector2, goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
+) -> PathServerResult:
+	var pending := _find_path_to_any(start, goals, unit_size, options)
+	await _completion(pending)
+	return pending.result
+
+
+## The movement range (op [code]reachable[/code]): every cell a unit of [param unit_size] at
+## [param start] can reach for at most [param budget] (its move costs), cheapest first, the
+## start's cell (after snapping) first at cost 0. Fire and forget: the answer comes as
+## [signal reply_received]; awaited ([method reachable_async]) the result's [code]info[/code]
+## holds [code]cells[/code] (an [code]Array[Vector2i][/code] of grid cells, whatever the space),
+## [code]costs[/code] ([PackedFloat32Array], one a cell) and [code]gen[/code].
+## [param options]: [constant QUERY_OPTIONS].reachable ([code]avoid[/code],
+## [code]traversal[/code], ...), "map", "timeout_ms".
+func reachable(start: Vector2, budget: float, unit_size := Vector2i.ONE, options := {}) -> int:
+	return _reachable(start, budget, unit_size, options).result.id
+
+
+## [method reachable], awaited.
+## [codeblock]
+## var grid := {"space": "grid"}
+## var area := await PathServer.reachable_async(Vector2(1, 1), 2.0, Vector2i.ONE, grid)
+## print(area.info.cells.size(), " cells, the farthest costs ", area.info.costs[-1])
+## [/codeblock]
+func reachable_async(
+	start: Vector2, budget: float, unit_size := Vector2i.ONE, options := {}
+) -> PathServerResult:
+	var pending := _reachable(start, budget, unit_size, options)
+	await _completion(pending)
+	return pending.result
+
+
+## The distance field (Dijkstra map, op [code]field[/code]): each cell's cost to the nearest of
+## [param goals] for a unit of [param unit_size], [constant @GDScript.INF] where it cannot stand
+## or reach one (or past the option [code]max_cost[/code]). Awaited ([method
+## distance_field_async]) the result's [code]info[/code] holds [code]width[/code],
+## [code]height[/code], [code]origin[/code] ([Vector2i], the grid cell of the window's top-left:
+## option [code]region[/code], a [Rect2i] of grid cells, default the whole map),
+## [code]cost[/code] ([PackedFloat32Array], row-major: cell (x, y) of the window at
+## [code](y - origin.y) * width + x - origin.x[/code]) and [code]gen[/code].
+func distance_field(goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}) -> int:
+	return _distance_field(goals, unit_size, options).result.id
+
+
+## [method distance_field], awaited.
+func distance_field_async(
+	goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
+) -> PathServerResult:
+	var pending := _distance_field(goals, unit_size, options)
+	await _completion(pending)
+	return pending.result
+
+
+## Steers many units of one [param unit_size] down one field (op [code]next_steps[/code]):
+## for each of [param positions], where the unit heads next toward the nearest of
+## [param goals]: the neighbouring cell downhill, or with [code]{"lookahead": "los"}[/code] the
+## farthest turn of its descent it can see. The server keeps the field (per map generation,
+## goals, size and options), so calling this every frame with the same goals costs a lookup per
+## unit. Positions go out as one bin of float32 pairs. Awaited ([method next_steps_async]) the
+## result's [code]info[/code] holds [code]steps[/code] ([PackedVector2Array] in the request's
+## space: world cell centres by default) and [code]remaining[/code] ([PackedFloat32Array], each
+## unit's cost to its goal; [constant @GDScript.INF]: it cannot reach one, and its step is its
+## own cell; 0: it is on a goal). [PathServerFlowGroup2D] does this every physics frame.
+func next_steps(
+	goals: PackedVector2Array,
+	positions: PackedVector2Array,
+	unit_size := Vector2i.ONE,
+	options := {}
+) -> int:
+	return _next_steps(goals, positions, unit_size, options).result.id
+
+
+## [method next_steps], awaited.
+## [codeblock]
+## var goal := PackedVector2Array([Vector2(10.5, 2.5)])
+## var units := PackedVector2Array([Vector2(2.5, 2.5), Vector2(4.5, 3.5)])
+## var steps := await PathServer.next_steps_async(goal, units)
+## print(steps.info.steps, " ", steps.info.remaining)
+## [/codeblock]
+func next_steps_async(
+	goals: PackedVector2Array,
+	positions: PackedVector2Array,
+	unit_size := Vector2i.ONE,
+	options := {}
+) -> PathServerResult:
+	var pending := _next_steps(goals, positions, unit_size, options)
+	await _completion(pending)
+	return pending.result
+
+
+## Would placing this cut the way (op [code]check_block[/code])? Without changing the map:
+## would making [param cells] and [param rects] solid (in the request's space, as
+## [method update_map]'s) disconnect any two of [param points] for a unit of
+## [param unit_size]? Awaited ([method check_block_async]) the result's
+## [code]info.disconnected[/code] lists the pairs [code][i, j][/code] (i < j) connected now and
+## not after; empty: the placement cuts nothing. Fast enough to ask on every mouse move.
+## [param cells]: [Vector2] or [Vector2i] points; [param rects]: [Rect2] or [Rect2i].
+func check_block(
+	cells: Array, rects: Array, points: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
+) -> int:
+	return _check_block(cells, rects, points, unit_size, options).result.id
+
+
+## [method check_block], awaited.
+## [codeblock]
+## var door := [Vector2(50, 56)]
+## var ends := PackedVector2Array([Vector2(1, 1), Vector2(60, 60)])
+## var cut := await PathServer.check_block_async(door, [], ends, Vector2i.ONE, {"space": "grid"})
+## print(cut.info.disconnected)
+## [/codeblock]
+func check_block_async(
+	cells: Array, rects: Array, points: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
+) -> PathServerResult:
+	var pending := _check_block(cells, rects, points, unit_size, options)
 	await _completion(pending)
 	return pending.result
 
@@ -526,6 +731,9 @@ func _find_path(start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dic
 		"unit_size": wire_unit_size(unit_size),
 		"space": CLIENT_DEFAULTS.space,
 	}
+	if options.has("goals"):
+		# Many goals go in place of the one goal (the server refuses both).
+		fields.erase("goal")
 	return _submit("path", _with_options(fields, options), Kind.PATH, options)
 
 
@@ -555,7 +763,7 @@ func _put_grid(
 	# Keys in the order of the protocol's put_map; options the server does not know go out too,
 	# for it to refuse (invalid_request), as with find_path.
 	var fields := {"map": name, "width": size.x, "height": size.y, "cells": cells}
-	var keys := ["costs", "heights", "origin", "cell_size", "tags"]
+	var keys := ["costs", "heights", "origin", "cell_size", "tags", "tag_names", "classes"]
 	keys.append_array(options.keys().filter(func(key: Variant) -> bool: return key not in keys))
 	for key: Variant in keys:
 		if options.has(key) and key not in CLIENT_OPTIONS:
@@ -583,6 +791,10 @@ func _put_tilemap(name: String, layer: TileMapLayer, options: Dictionary) -> Pen
 	client_options["cell_size"] = grid.cell_size
 	if not grid.costs.is_empty():
 		client_options["costs"] = grid.costs
+	if not grid.tags.is_empty():
+		client_options["tags"] = grid.tags
+		if not grid.tag_names.is_empty():
+			client_options["tag_names"] = grid.tag_names
 	var uploaded := _put_grid(name, grid.size, grid.cells, client_options)
 	uploaded.extra_info = {"rect": grid.rect}
 	return uploaded
@@ -603,6 +815,132 @@ func _update_map(name: String, fields: Dictionary, if_gen: int) -> Pending:
 	if if_gen >= 0:
 		body["if_gen"] = if_gen
 	return _submit("update", body, Kind.RAW, fields)
+
+
+func _find_path_to_any(
+	start: Vector2, goals: PackedVector2Array, unit_size: Vector2i, options: Dictionary
+) -> Pending:
+	var with_goals := options.duplicate()
+	with_goals["goals"] = goals
+	return _find_path(start, Vector2.ZERO, unit_size, with_goals)
+
+
+func _reachable(start: Vector2, budget: float, unit_size: Vector2i, options: Dictionary) -> Pending:
+	var fields := _query_fields(unit_size, options)
+	fields["start"] = start
+	fields["budget"] = budget
+	return _submit("reachable", _with_options(fields, options), Kind.QUERY, options)
+
+
+func _distance_field(
+	goals: PackedVector2Array, unit_size: Vector2i, options: Dictionary
+) -> Pending:
+	var fields := _query_fields(unit_size, options)
+	fields["goals"] = goals
+	return _submit("field", _with_options(fields, options), Kind.QUERY, options)
+
+
+func _next_steps(
+	goals: PackedVector2Array,
+	positions: PackedVector2Array,
+	unit_size: Vector2i,
+	options: Dictionary
+) -> Pending:
+	var fields := _query_fields(unit_size, options)
+	# The same goals every frame: encoded once (a crowd's goal area may hold thousands).
+	if goals != _steps_goals:
+		_steps_goals = goals
+		_steps_goals_encoded = PathServerMsgPack.Encoded.new(goals)
+	fields["goals"] = _steps_goals_encoded
+	# One bin of little-endian float32 pairs (every platform Godot runs on is little-endian):
+	# the compact form, and the reply's steps come back the same way.
+	var xy := PackedFloat32Array()
+	xy.resize(positions.size() * 2)
+	for i in positions.size():
+		var position := positions[i]
+		xy[2 * i] = position.x
+		xy[2 * i + 1] = position.y
+	fields["positions"] = xy.to_byte_array()
+	return _submit("next_steps", _with_options(fields, options), Kind.QUERY, options)
+
+
+func _check_block(
+	cells: Array, rects: Array, points: PackedVector2Array, unit_size: Vector2i, options: Dictionary
+) -> Pending:
+	var fields := _query_fields(unit_size, options)
+	if not cells.is_empty():
+		fields["cells"] = cells
+	if not rects.is_empty():
+		fields["rects"] = rects
+	fields["points"] = points
+	return _submit("check_block", _with_options(fields, options), Kind.QUERY, options)
+
+
+## The fields every query leads with: the map, the unit's size and the client's space.
+func _query_fields(unit_size: Vector2i, options: Dictionary) -> Dictionary:
+	return {
+		"map": options.get("map", map_name),
+		"unit_size": wire_unit_size(unit_size),
+		"space": CLIENT_DEFAULTS.space,
+	}
+
+
+## A query's reply with its bins decoded into packed arrays (see each query's method).
+func _fill_query_result(result: PathServerResult, reply: Dictionary, op: String) -> void:
+	result.info = {}
+	for key: Variant in reply:
+		if key not in ["id", "ok"]:
+			result.info[key] = reply[key]
+	var problem := ""
+	match op:
+		"reachable":
+			var cells: Variant = reply.get("cells")
+			var costs: Variant = reply.get("costs")
+			if not (cells is PackedByteArray and costs is PackedByteArray):
+				problem = "cells and costs are not bins"
+			elif cells.size() != costs.size() * 2:
+				problem = "%d bytes of cells for %d bytes of costs" % [cells.size(), costs.size()]
+			else:
+				var xy: PackedInt32Array = cells.to_int32_array()
+				var points: Array[Vector2i] = []
+				points.resize(xy.size() / 2)
+				for i in points.size():
+					points[i] = Vector2i(xy[2 * i], xy[2 * i + 1])
+				result.info["cells"] = points
+				result.info["costs"] = costs.to_float32_array()
+		"field":
+			var cost: Variant = reply.get("cost")
+			var count := _to_int(reply.get("width")) * _to_int(reply.get("height"))
+			if not (cost is PackedByteArray and cost.size() == count * 4):
+				problem = "cost is not %d float32 of bin" % count
+			else:
+				result.info["cost"] = cost.to_float32_array()
+				var origin: Variant = reply.get("origin")
+				result.info["origin"] = (
+					Vector2i(_to_int(origin[0]), _to_int(origin[1]))
+					if origin is Array and origin.size() == 2
+					else Vector2i.ZERO
+				)
+		"next_steps":
+			var steps: Variant = reply.get("steps")
+			var remaining: Variant = reply.get("remaining")
+			if not (steps is PackedByteArray and remaining is PackedByteArray):
+				problem = "steps and remaining are not bins"
+			elif steps.size() != remaining.size() * 2:
+				problem = "%d bytes of steps for %d units" % [steps.size(), remaining.size() / 4]
+			else:
+				var xy: PackedFloat32Array = steps.to_float32_array()
+				var points := PackedVector2Array()
+				points.resize(xy.size() / 2)
+				for i in points.size():
+					points[i] = Vector2(xy[2 * i], xy[2 * i + 1])
+				result.info["steps"] = points
+				result.info["remaining"] = remaining.to_float32_array()
+		"check_block":
+			if not reply.get("disconnected") is Array:
+				problem = "disconnected is not an array"
+	if problem != "":
+		_fill_error(result, _client_error("bad_reply", "a %s reply: %s" % [op, problem], result.id))
 
 
 func _with_options(fields: Dictionary, options: Dictionary) -> Dictionary:
@@ -875,6 +1213,13 @@ func _complete(pending: Pending, reply: Dictionary) -> void:
 			result.ok = reply.get("ok") == true
 			if result.ok:
 				_fill_map_result(result, reply)
+			_note_generation(reply, pending.body_map)
+			reply_received.emit(result.id, reply)
+		Kind.QUERY:
+			_fill_error(result, reply)
+			result.ok = reply.get("ok") == true
+			if result.ok:
+				_fill_query_result(result, reply, pending.body.op)
 			_note_generation(reply, pending.body_map)
 			reply_received.emit(result.id, reply)
 	pending.finish()

@@ -16,6 +16,10 @@ extends RefCounted
 ## tile showing the default ([code]false[/code] for a bool layer, [code]0[/code] for a number)
 ## counts as having no such data. A walkable tile without a cost has cost 1. Empty cells are
 ## blocked ([code]empty_walkable[/code]: true makes them walkable, cost 1).
+## [br]Tags (kinds of ground, for requests' [code]traversal[/code]): a custom data layer
+## [code]tag[/code] (option [code]tag_layer[/code]) of type String names each tile's tag
+## ("water", "forest"; empty: untagged), numbered 1, 2, ... in the order of their names among
+## all the TileSet's tiles; of type int it holds the tag value (1..255) itself.
 ##
 ## The grid covers [method TileMapLayer.get_used_rect] (option [code]rect[/code]: a
 ## [Rect2i] of layer cells instead); cell (0, 0) of the grid is the rect's top-left tile.
@@ -37,6 +41,7 @@ const OPTIONS := {
 	"walkable_layer": "walkable",
 	"cost_layer": "cost",
 	"empty_walkable": false,
+	"tag_layer": "tag",
 	"rect": null,
 }
 ## [member TileMapLayer.tile_map_data]'s layout this reader decodes directly (a 2-byte
@@ -52,7 +57,9 @@ const DATA_CELL := 12
 ## [code]cells[/code] ([PackedByteArray], row-major from the top-left, index y * width + x),
 ## [code]costs[/code] (a [PackedFloat32Array] of the exact costs, 0 on blocked cells; empty
 ## when every cost is a whole number from 1 to 255, which [code]cells[/code] then holds),
-## [code]origin[/code] ([Vector2]) and [code]cell_size[/code] (float).
+## [code]origin[/code] ([Vector2]) and [code]cell_size[/code] (float); with a tag layer,
+## [code]tags[/code] ([PackedByteArray], a byte a cell, 0 untagged; else empty) and
+## [code]tag_names[/code] ([code]{name: value}[/code], empty for an int layer).
 static func read(layer: TileMapLayer, options := {}) -> Dictionary:
 	var unknown := options.keys().filter(func(key: Variant) -> bool: return not OPTIONS.has(key))
 	if not unknown.is_empty():
@@ -70,7 +77,10 @@ static func read(layer: TileMapLayer, options := {}) -> Dictionary:
 			"the TileMapLayer '%s' has no tiles (and no rect was given)" % layer.name, "layer"
 		)
 	var rules := Rules.new(layer.tile_set, options)
-	var values := _read_values(layer, rect, rules)
+	var tags := PackedByteArray()
+	if rules.has_tags():
+		tags.resize(rect.size.x * rect.size.y)
+	var values := _read_values(layer, rect, rules, tags)
 	var whole := true
 	for value: float in rules.values_seen:
 		whole = whole and (value == 0.0 or (value == roundf(value) and value <= 255.0))
@@ -86,6 +96,8 @@ static func read(layer: TileMapLayer, options := {}) -> Dictionary:
 		"costs": PackedFloat32Array() if whole else values,
 		"origin": transform * Vector2(rect.position * layer.tile_set.tile_size),
 		"cell_size": geometry.cell_size,
+		"tags": tags,
+		"tag_names": rules.tag_names,
 	}
 
 
@@ -141,7 +153,10 @@ static func layer_geometry(layer: TileMapLayer) -> Dictionary:
 	return {"error": "", "transform": transform, "cell_size": tile_set.tile_size.x * scale.x}
 
 
-static func _read_values(layer: TileMapLayer, rect: Rect2i, rules: Rules) -> PackedFloat32Array:
+## Reads each cell's value and, when [param tags] is not empty, its tag.
+static func _read_values(
+	layer: TileMapLayer, rect: Rect2i, rules: Rules, tags: PackedByteArray
+) -> PackedFloat32Array:
 	var values := PackedFloat32Array()
 	values.resize(rect.size.x * rect.size.y)
 	values.fill(rules.empty_value)
@@ -152,6 +167,12 @@ static func _read_values(layer: TileMapLayer, rect: Rect2i, rules: Rules) -> Pac
 			if rect.has_point(coords):
 				var at := coords - rect.position
 				values[at.y * rect.size.x + at.x] = cell_value(layer, coords, rules)
+				if not tags.is_empty():
+					tags[at.y * rect.size.x + at.x] = rules.tag_of(
+						layer.get_cell_source_id(coords),
+						layer.get_cell_atlas_coords(coords),
+						layer.get_cell_alternative_tile(coords)
+					)
 		return values
 	# Each cell is three little-endian int32s: x | y << 16, source | atlas.x << 16,
 	# atlas.y | alternative << 16 (x and y signed 16-bit, the rest unsigned).
@@ -162,6 +183,8 @@ static func _read_values(layer: TileMapLayer, rect: Rect2i, rules: Rules) -> Pac
 	var bottom := rect.end.y
 	var width := rect.size.x
 	var tile_values := rules.tile_values
+	var tile_tags := rules.tile_tags
+	var tagged := not tags.is_empty()
 	for i in range(0, words.size(), 3):
 		var position := words[i]
 		var x := ((position & 0xFFFF) ^ 0x8000) - 0x8000
@@ -173,7 +196,11 @@ static func _read_values(layer: TileMapLayer, rect: Rect2i, rules: Rules) -> Pac
 		if value == null:
 			value = rules.value_of_words(words[i + 1], words[i + 2])
 			tile_values[key] = value
+			if tagged:
+				tile_tags[key] = rules.tag_of_words(words[i + 1], words[i + 2])
 		values[(y - top) * width + x - left] = value
+		if tagged:
+			tags[(y - top) * width + x - left] = tile_tags[key]
 	return values
 
 
@@ -202,11 +229,16 @@ class Rules:
 	var values_seen := {}
 	## Tile key (the two int32 words of the layer's data) -> value.
 	var tile_values := {}
+	## Tile key -> tag (when the TileSet has a tag layer).
+	var tile_tags := {}
+	## Tag name -> value, for a String tag layer.
+	var tag_names := {}
 	var _tile_set: TileSet
 	var _walkable_id := -1
 	var _walkable_default: Variant = null
 	var _cost_id := -1
 	var _cost_default: Variant = null
+	var _tag_id := -1
 
 	func _init(tile_set: TileSet, options: Dictionary) -> void:
 		_tile_set = tile_set
@@ -222,6 +254,68 @@ class Rules:
 		_cost_id = tile_set.get_custom_data_layer_by_name(cost_layer)
 		if _cost_id >= 0:
 			_cost_default = type_convert(null, tile_set.get_custom_data_layer_type(_cost_id))
+		_tag_id = tile_set.get_custom_data_layer_by_name(
+			options.get("tag_layer", OPTIONS.tag_layer)
+		)
+		if _tag_id >= 0 and tile_set.get_custom_data_layer_type(_tag_id) == TYPE_STRING:
+			_number_tag_names()
+
+	## True when the TileSet has the tag layer.
+	func has_tags() -> bool:
+		return _tag_id >= 0
+
+	## The tag of a cell holding this tile: 0 untagged.
+	func tag_of(source_id: int, atlas_coords: Vector2i, alternative: int) -> int:
+		var tile_data := _tile_data(source_id, atlas_coords, alternative)
+		if _tag_id < 0 or tile_data == null:
+			return 0
+		var tag: Variant = tile_data.get_custom_data_by_layer_id(_tag_id)
+		if tag is String or tag is StringName:
+			return tag_names.get(str(tag), 0)
+		return clampi(int(tag), 0, 255) if tag is int or tag is float else 0
+
+	## [method tag_of] from the two tile words of [member TileMapLayer.tile_map_data].
+	func tag_of_words(first: int, second: int) -> int:
+		var source := first & 0xFFFF
+		if source == 0xFFFF:
+			return 0
+		return tag_of(
+			source, Vector2i((first >> 16) & 0xFFFF, second & 0xFFFF), (second >> 16) & 0xFFFF
+		)
+
+	## Numbers the tag names of every tile of the TileSet, in the order of the names, so that
+	## a name keeps its value whichever tiles the layer uses.
+	func _number_tag_names() -> void:
+		var names := {}
+		for s in _tile_set.get_source_count():
+			var source := _tile_set.get_source(_tile_set.get_source_id(s)) as TileSetAtlasSource
+			if source == null:
+				continue
+			for t in source.get_tiles_count():
+				var coords := source.get_tile_id(t)
+				for a in source.get_alternative_tiles_count(coords):
+					var data := source.get_tile_data(
+						coords, source.get_alternative_tile_id(coords, a)
+					)
+					var tag := str(data.get_custom_data_by_layer_id(_tag_id))
+					if tag != "":
+						names[tag] = true
+		var sorted := names.keys()
+		sorted.sort()
+		for i in mini(sorted.size(), 255):
+			tag_names[sorted[i]] = i + 1
+
+	func _tile_data(source_id: int, atlas_coords: Vector2i, alternative: int) -> TileData:
+		if source_id < 0 or not _tile_set.has_source(source_id):
+			return null
+		var source := _tile_set.get_source(source_id) as TileSetAtlasSource
+		if (
+			source == null
+			or not source.has_tile(atlas_coords)
+			or not source.has_alternative_tile(atlas_coords, alternative)
+		):
+			return null
+		return source.get_tile_data(atlas_coords, alternative)
 
 	## The value of a cell holding this tile (source -1: an empty cell).
 	func value_of(source_id: int, atlas_coords: Vector2i, alternative: int) -> float:

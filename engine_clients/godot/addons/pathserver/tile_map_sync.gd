@@ -22,7 +22,8 @@ extends Node
 ## [code]update[/code] carries [code]if_gen[/code], the generation this node last saw: if
 ## someone else changed the map meanwhile (or the server restarted and forgot it), the layer
 ## is uploaded again. A change outside the uploaded rectangle (the layer grew) uploads it
-## again too. Heights and tags are not synced; a moved layer needs [method upload].
+## again too. Tags are read at each upload (an edit that changes only a tile's tag is not
+## sent); heights are not synced; a moved layer needs [method upload].
 ## [codeblock]
 ## # As a child of the TileMapLayer "Ground":
 ## var sync := PathServerTileMapSync.new()
@@ -59,6 +60,12 @@ const MAX_CELLS_PER_UPDATE := 65536
 @export var empty_walkable := false
 ## Look for edits by comparing the layer's data (see the class description).
 @export var watch := true
+## The custom data layer holding a tile's tag (see [PathServerTileMapReader]), uploaded with
+## the map for requests' [code]traversal[/code].
+@export var tag_layer := "tag"
+## The map's unit classes, uploaded with it ([code]{"boat": {"land": null}}[/code]; see
+## [method PathServerClient.put_grid]).
+@export var classes := {}
 ## Seconds between two looks; 0: every frame.
 @export var watch_interval := 0.0
 ## Seconds before an upload or edit that failed is tried again.
@@ -130,6 +137,7 @@ func upload() -> PathServerResult:
 		"walkable_layer": walkable_layer,
 		"cost_layer": cost_layer,
 		"empty_walkable": empty_walkable,
+		"tag_layer": tag_layer,
 	}
 	var grid := PathServerTileMapReader.read(layer, options)
 	var result: PathServerResult
@@ -139,6 +147,12 @@ func upload() -> PathServerResult:
 		var put_options := {"origin": grid.origin, "cell_size": grid.cell_size}
 		if not grid.costs.is_empty():
 			put_options["costs"] = grid.costs
+		if not grid.tags.is_empty():
+			put_options["tags"] = grid.tags
+			if not grid.tag_names.is_empty():
+				put_options["tag_names"] = grid.tag_names
+		if not classes.is_empty():
+			put_options["classes"] = classes
 		_snapshot = layer.tile_map_data
 		result = await client.put_grid_async(get_map_name(), grid.size, grid.cells, put_options)
 	_busy = false
