@@ -4,10 +4,11 @@ A player's machine has no Python. The bundle is one folder: an executable
 ``pathserver-server`` (``pathserver-server.exe`` on Windows) that takes the same commands
 and options as ``python -m pathserver`` (``serve``, ``--version``, ``--help``, ...), a
 ``_internal`` folder with the frozen interpreter and packages, the sample maps, and the
-kernels compiled at build time for a portable CPU target, so a first start loads them in
-milliseconds instead of compiling for about 20 s. The README's "Ship it in a game" section
-says what is in it and what it weighs; ``pathserver.kernel_cache`` how the kernels are
-found again after the folder is copied, moved, or run by another user.
+kernels compiled ahead of time for a portable CPU into one extension module, so a first
+start loads them in milliseconds instead of compiling for about 20 s, and the folder
+needs neither numba nor LLVM. The README's "Ship it in a game" section says what is in it
+and what it weighs; ``pathserver.aot`` how the kernels are compiled, and
+``pathserver.core.jit`` how the frozen server calls them.
 
 The freezer is PyInstaller in one-folder mode (the ``bundle`` extra): steps, in order,
 

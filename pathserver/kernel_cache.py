@@ -318,7 +318,7 @@ def _set_numba_environment(variables: dict) -> None:
     """Set ``variables`` for this process and its children, and make a numba that is
     already imported read them again."""
     os.environ.update(variables)
-    if "numba" in sys.modules:
+    if sys.modules.get("numba") is not None:
         from numba.core import config
 
         config.reload_config()
