@@ -156,3 +156,36 @@ def test_the_ahead_of_time_kernels_answer_as_the_jit_does(tmp_path):
     assert (jitted.pop("mode"), jitted.pop("numba")) == ("jit", True)
     assert len(compiled) > 50
     assert compiled == jitted
+
+
+def kernels_called_from_python() -> set:
+    """(module, kernel) for every kernel a module outside ``pathserver.core`` imports
+    (``from pathserver.core.m import k``) or reaches through an imported kernel module
+    (``from pathserver.core import m as alias`` ... ``alias.k``), read with ``ast``."""
+    import ast
+    import importlib
+
+    from numba.core.registry import CPUDispatcher
+
+    called = set()
+    for path in (ROOT / "pathserver").rglob("*.py"):
+        if "core" in path.relative_to(ROOT / "pathserver").parts[:1] or path.name == "aot.py":
+            continue
+        tree = ast.parse(path.read_text())
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pathserver.core"):
+                for alias in node.names:
+                    if node.module == "pathserver.core":
+                        aliases[alias.asname or alias.name] = alias.name
+                    else:
+                        called.add((node.module.rsplit(".", 1)[-1], alias.name))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                called.add((aliases[node.value.id], node.attr))
+    return {(module, name) for module, name in called
+            if isinstance(getattr(importlib.import_module(f"pathserver.core.{module}"), name, None), CPUDispatcher)}
+
+
+def test_every_kernel_python_calls_is_compiled_ahead_of_time():
+    assert kernels_called_from_python() == set(aot.ENTRY_KERNELS)
