@@ -20,8 +20,11 @@ Folding, and why it is safe: the exported functions convert scalars as Python do
 (an int64 parameter takes any integer, a float64 one any number), so integer and
 float scalars widen to int64 and float64; a version compiled with a read-only array
 never writes that array, so of two versions differing only in arrays' writability the
-read-only one serves both. Signatures holding a literal (``Literal[int](0)``) come from
-one kernel calling another with a constant, never from Python, and are dropped.
+read-only one serves both. Signatures holding a literal (``Literal[int](0)``) or an array
+not in C order come from one kernel calling another (they show up when the kernels were
+compiled in this process rather than loaded from numba's cache), never from the package's
+Python, and are dropped. A kernel left with no version fails the build: the warm-up must
+call each from Python.
 
 This module needs numba and a C compiler (the ``bundle`` extra's build environment),
 never the bundle itself.
@@ -96,7 +99,8 @@ def collect() -> dict[tuple[str, str], list]:
 
 def normalize(signatures) -> list:
     """The fewest signatures serving the same calls from Python (the module docstring's
-    folding): literals dropped, scalars widened, read-only arrays preferred."""
+    folding): scalars widened, read-only arrays preferred; signatures Python never makes
+    (a literal, an array not in C order: one kernel calling another) dropped."""
     from numba.core import types
 
     def widen(arg):
@@ -110,7 +114,7 @@ def normalize(signatures) -> list:
             return types.float64
         if isinstance(arg, types.Array) and arg.layout == "C":
             return arg
-        raise TypeError(f"no ahead-of-time compiled version for a {arg} argument (only C arrays and numbers)")
+        return None
 
     by_shape = {}
     for signature in signatures:
@@ -142,6 +146,12 @@ def table(found: dict) -> dict:
     ``"module.kernel" -> [{"symbol", "args": [kind, ...]}, ...]``, from :func:`collect`'s
     signatures, folded by :func:`normalize`."""
     entries = {}
+    missing = [f"{module}.{name}" for (module, name), signatures in found.items() if not normalize(signatures)]
+    if missing:
+        # numba's dispatchers list only the versions this process compiled or loaded for a
+        # call from Python (a kernel loaded from the cache brings not its callees' along).
+        raise RuntimeError(f"the warm-up never called {', '.join(sorted(missing))} from Python: add such a call "
+                           "to pathserver.server.startup._warm_steps")
     for (module, name), signatures in sorted(found.items()):
         entries[f"{module}.{name}"] = [
             {"symbol": f"{module}__{name}__{i}", "args": [arg_kind(arg) for arg in args]}

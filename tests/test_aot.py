@@ -40,9 +40,13 @@ def test_another_dtype_is_another_version():
     assert len(aot.normalize([(RO_U8,), (types.Array(types.uint16, 2, "C", readonly=True),)])) == 2
 
 
-def test_only_c_arrays_and_numbers_are_compiled():
-    with pytest.raises(TypeError, match="only C arrays and numbers"):
-        aot.normalize([(types.Array(types.uint8, 2, "A"),)])
+def test_arrays_not_in_c_order_come_from_kernels_and_are_dropped():
+    assert aot.normalize([(types.Array(types.uint8, 2, "A"),), (RO_U8,)]) == [(RO_U8,)]
+
+
+def test_a_kernel_the_warm_up_never_called_fails_the_build():
+    with pytest.raises(RuntimeError, match="never called components.nearest_with_label from Python"):
+        aot.table({("components", "nearest_with_label"): [(RO_U8, types.IntegerLiteral(0))]})
 
 
 def test_a_kind_names_its_numba_type_again():
@@ -127,6 +131,9 @@ for name, gridmap in maps.items():
         answer(f"{name} {start} unit 2", lambda start=start, goal=goal: find_path(gridmap, start, goal, 2).path.tolist())
         answer(f"{name} {start} goals", lambda start=start: find_path(gridmap, start, goals=picks).path.tolist())
         answer(f"{name} {start} reach", lambda start=start: [a.tolist() for a in reachable(gridmap, start, 25.0)])
+    blocked = np.argwhere(~gridmap.layer(1).passable)
+    if len(blocked):  # a blocked start snaps to the nearest standable cell
+        answer(f"{name} snapped reach", lambda: [a.tolist() for a in reachable(gridmap, tuple(int(v) for v in blocked[0][::-1]), 25.0)])
     field = lambda: np.round(np.where(np.isfinite(f := distance_field(gridmap, [picks[-1]], 1)), f, -1), 9).tolist()
     answer(f"{name} field", field)
     answer(f"{name} steps", lambda: [a.tolist() for a in next_steps(gridmap, [picks[-1]], 1, picks[:3])])
