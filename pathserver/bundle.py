@@ -4,21 +4,26 @@ A player's machine has no Python. The bundle is one folder: an executable
 ``pathserver-server`` (``pathserver-server.exe`` on Windows) that takes the same commands
 and options as ``python -m pathserver`` (``serve``, ``--version``, ``--help``, ...), a
 ``_internal`` folder with the frozen interpreter and packages, the sample maps, and the
-kernels compiled at build time for a portable CPU target, so a first start loads them in
-milliseconds instead of compiling for about 20 s. The README's "Ship it in a game" section
-says what is in it and what it weighs; ``pathserver.kernel_cache`` how the kernels are
-found again after the folder is copied, moved, or run by another user.
+kernels compiled ahead of time for a portable CPU into one extension module, so a first
+start loads them in milliseconds instead of compiling for about 20 s, and the folder
+needs neither numba nor LLVM. The README's "Ship it in a game" section says what is in it
+and what it weighs; ``pathserver.aot`` how the kernels are compiled, and
+``pathserver.core.jit`` how the frozen server calls them.
 
 The freezer is PyInstaller in one-folder mode (the ``bundle`` extra): steps, in order,
 
-1. freeze ``pathserver/__main__.py`` into a scratch folder, leaving out what a server never
-   runs (``EXCLUDES``);
-2. move the result into ``OUT_DIR`` (replacing an earlier bundle there, nothing else), and
+1. compile the kernels ahead of time (``pathserver.aot``: numba's ``pycc``, for LLVM's
+   portable ``generic`` CPU) into one extension module and its table, in a scratch folder:
+   the bundle then needs neither numba nor llvmlite (``libllvmlite.so`` alone is about
+   150 MB);
+2. freeze ``pathserver/__main__.py`` with that extension, leaving out what a server never
+   runs (``EXCLUDES``: numba and llvmlite among them);
+3. move the result into ``OUT_DIR`` (replacing an earlier bundle there, nothing else), and
    strip the symbol tables of the largest libraries (``STRIP``; on Linux);
-3. run the new executable once to compile every kernel a request can reach into
-   ``_internal/pathserver-kernels`` with ``NUMBA_CPU_NAME=generic``, then write the
-   manifest that says what they were built for;
-4. check that the executable answers ``--version``, and print the folder's size.
+4. run the new executable's ``kernels`` command, which calls every kernel a request can
+   reach and finds a path on each sample map, so a version the table lacks fails the
+   build rather than a player's request;
+5. check that the executable answers ``--version``, and print the folder's size.
 
 Everything goes through ``sys.executable``, ``pathlib`` and ``os.pathsep``: the same
 command builds on Windows and macOS (only Linux has been tried).
@@ -35,29 +40,28 @@ import tempfile
 import time
 from pathlib import Path
 
-from pathserver import kernel_cache
+from pathserver.core.jit import AOT_MODULE, AOT_TABLE
 
 PACKAGE = Path(__file__).resolve().parent
 SAMPLE_MAPS = PACKAGE.parent / "maps"
 NAME = "pathserver-server"
 EXECUTABLE = NAME + (".exe" if os.name == "nt" else "")
 #: Never run by a server: the load generator's plots and bar, test tools, GUI toolkits,
-#: numba's GPU target and test suites, Pillow's optional codecs and fonts, this module.
+#: numba and llvmlite (the kernels come compiled ahead of time), Pillow's optional codecs
+#: and fonts, this module and the ahead-of-time compiler's.
 EXCLUDES = (
     "matplotlib", "tqdm", "hypothesis", "pytest", "_pytest", "IPython", "scipy", "pandas", "tcod", "pyastar2d",
     "tkinter", "_tkinter", "PyQt5", "PyQt6", "PySide2", "PySide6", "yaml", "setuptools", "pkg_resources", "pip",
-    "numba.cuda", "numba.tests", "numba.testing", "llvmlite.tests", "numpy.tests", "numpy.f2py", "numpy.testing",
+    "numba", "llvmlite", "numpy.tests", "numpy.f2py", "numpy.testing",
     "numpy.distutils", "numpy.typing", "PIL.ImageTk", "PIL.ImageQt", "PIL._avif", "PIL._webp", "PIL._imagingcms",
     "PIL.ImageCms", "PIL._imagingft", "PIL._imagingtk", "zmq.backend.cffi", "cffi",
-    "pathserver.bundle", "lib2to3", "pydoc_data", "sqlite3", "curses", "readline", "xmlrpc",
+    "pathserver.bundle", "pathserver.aot", "lib2to3", "pydoc_data", "sqlite3", "curses", "readline", "xmlrpc",
     "numpy._core._multiarray_tests",
-    # Optional in numba: coloured error messages and annotated HTML (pygments is 340 modules).
     "pygments", "colorama",
 )
 
-#: Imported from C, where PyInstaller cannot see it: numba's dispatcher needs the
-#: device-array C API even on the CPU (PyInstaller found it only through numba.cuda).
-HIDDEN_IMPORTS = ("numba._devicearray",)
+#: Imported where PyInstaller cannot see it (none today).
+HIDDEN_IMPORTS = ()
 
 
 class BundleError(Exception):
@@ -85,22 +89,22 @@ def build(out_dir: Path, say=print) -> Path:
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pathserver-bundle-") as scratch:
         scratch = Path(scratch)
+        compiled = scratch / "kernels"
+        say(f"compiling the kernels ahead of time into {compiled} (two or three minutes)")
+        _compile_ahead_of_time(compiled, say)
         say(f"freezing with PyInstaller into {scratch} (a minute or two)")
-        _freeze(scratch)
+        _freeze(scratch, compiled)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(scratch / "dist" / NAME), str(out_dir))
     _strip(out_dir / "_internal")
     executable = out_dir / EXECUTABLE
-    kernels = out_dir / "_internal" / kernel_cache.BUNDLE_KERNELS
-    say(f"compiling the kernels for CPU target '{kernel_cache.PORTABLE_CPU}' into {kernels} (about 20 s)")
-    facts = _compile_kernels(executable, kernels)
-    # As the frozen app saw itself while compiling: the facts it will check at start.
-    (kernels / kernel_cache.MANIFEST).write_text(json.dumps(facts["manifest"], indent=2) + "\n", encoding="utf-8")
+    say("calling every kernel of the frozen server once")
+    facts = _check_kernels(executable)
     version = _check_output([str(executable), "--version"], "the bundle's --version").strip()
-    say(f"{executable} ({version}) built in {time.perf_counter() - began:.0f} s: {facts['compiled']} kernels "
-        f"compiled, folder {folder_size(out_dir) / 1e6:.0f} MB")
+    say(f"{executable} ({version}) built in {time.perf_counter() - began:.0f} s: {facts['loaded']} kernels "
+        f"compiled ahead of time, folder {folder_size(out_dir) / 1e6:.0f} MB")
     for line in size_breakdown(out_dir):
         say("  " + line)
     return executable
@@ -116,10 +120,19 @@ def _check_target(out_dir: Path) -> None:
         raise BundleError(f"{out_dir} is not empty and holds no earlier bundle: give a new or empty folder")
 
 
-def _freeze(scratch: Path) -> None:
-    data = [(SAMPLE_MAPS, "maps")]
-    # The kernel sources travel as data: kernel_cache hashes them to stamp the cache.
-    data += [(source, "pathserver/core") for source in sorted((PACKAGE / "core").glob("*.py"))]
+def _compile_ahead_of_time(compiled: Path, say) -> None:
+    from pathserver import aot
+
+    try:
+        aot.build(compiled, say=say)
+    except RuntimeError as error:
+        raise BundleError(str(error)) from None
+
+
+def _freeze(scratch: Path, compiled: Path) -> None:
+    # The extension and its table land beside the frozen packages, on the import path.
+    data = [(SAMPLE_MAPS, "maps"), (compiled / AOT_TABLE, ".")]
+    binaries = [(library, ".") for library in compiled.glob(AOT_MODULE + ".*") if library.suffix != ".json"]
     command = [
         sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--onedir", "--console", "--name", NAME,
         "--distpath", str(scratch / "dist"), "--workpath", str(scratch / "build"), "--specpath", str(scratch),
@@ -127,6 +140,8 @@ def _freeze(scratch: Path) -> None:
     ]
     for source, target in data:
         command += ["--add-data", f"{source}{os.pathsep}{target}"]
+    for source, target in binaries:
+        command += ["--add-binary", f"{source}{os.pathsep}{target}"]
     for module in EXCLUDES:
         command += ["--exclude-module", module]
     for module in HIDDEN_IMPORTS:
@@ -137,10 +152,10 @@ def _freeze(scratch: Path) -> None:
         raise BundleError("PyInstaller failed:\n" + done.stderr[-4000:])
 
 
-#: Shared libraries shipped with their symbol tables (libllvmlite alone: 11 MB of them).
-#: Only these: stripping all (PyInstaller's --strip) breaks numpy's OpenBLAS, whose wheel
-#: build relies on its exact section layout.
-STRIP = ("llvmlite/binding/libllvmlite.so", "libpython3*.so*")
+#: Shared libraries shipped with their symbol tables. Only these: stripping all
+#: (PyInstaller's --strip) breaks numpy's OpenBLAS, whose wheel build relies on its exact
+#: section layout.
+STRIP = ("libpython3*.so*", AOT_MODULE + "*.so")
 
 
 def _strip(internal: Path) -> None:
@@ -155,13 +170,16 @@ def _strip(internal: Path) -> None:
                 subprocess.run([strip, "--strip-unneeded", str(library)], check=True)
 
 
-def _compile_kernels(executable: Path, kernels: Path) -> dict:
-    """Run the frozen server's ``kernels`` command into the bundle's own kernel folder."""
+def _check_kernels(executable: Path) -> dict:
+    """Run the frozen server's ``kernels`` command on the sample maps: every kernel a
+    request can reach, from the extension (it fails on a version the table lacks)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("NUMBA_", "PYTHON"))}
-    env.update(NUMBA_CACHE_DIR=str(kernels), NUMBA_CPU_NAME=kernel_cache.PORTABLE_CPU, NUMBA_CPU_FEATURES="")
     maps = executable.parent / "_internal" / "maps"
-    out = _check_output([str(executable), "kernels", "--maps", str(maps), "--json"], "compiling the kernels", env)
-    return json.loads(out.strip().splitlines()[-1])
+    out = _check_output([str(executable), "kernels", "--maps", str(maps), "--json"], "calling the kernels", env)
+    facts = json.loads(out.strip().splitlines()[-1])
+    if not facts.get("ahead_of_time"):
+        raise BundleError("the frozen server did not use the kernels compiled ahead of time (is numba in it?)")
+    return facts
 
 
 def _check_output(command: list[str], what: str, env: dict | None = None) -> str:

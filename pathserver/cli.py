@@ -158,8 +158,6 @@ def _cmd_serve(args) -> int:
 def _cmd_kernels(args) -> int:
     import platform
 
-    import numba
-
     from pathserver.server.startup import StartupLog, compile_counts, kernel_cache_dir, warm_kernels
 
     log = StartupLog()
@@ -167,12 +165,19 @@ def _cmd_kernels(args) -> int:
     if args.maps is not None:
         _answer_one_path_per_map(args.maps)
     compiled, loaded = compile_counts()
-    cpu = os.environ.get("NUMBA_CPU_NAME") or "host"
-    # As numba's own default: no features beyond the name for "generic", else the host's.
-    features = os.environ.get("NUMBA_CPU_FEATURES", "" if cpu == "generic" else "host")
-    manifest = kernel_cache.manifest_for(numba.__version__, cpu, features)
+    if kernel_cache.ahead_of_time():
+        # A bundle's kernels compiled ahead of time (pathserver.aot): nothing to cache.
+        manifest = None
+    else:
+        import numba
+
+        cpu = os.environ.get("NUMBA_CPU_NAME") or "host"
+        # As numba's own default: no features beyond the name for "generic", else the host's.
+        features = os.environ.get("NUMBA_CPU_FEATURES", "" if cpu == "generic" else "host")
+        manifest = kernel_cache.manifest_for(numba.__version__, cpu, features)
     facts = {"folder": str(kernel_cache_dir()), "compiled": compiled, "loaded": loaded,
-             "seconds": round(log.elapsed(), 2), "platform": platform.platform(), "manifest": manifest}
+             "seconds": round(log.elapsed(), 2), "platform": platform.platform(), "manifest": manifest,
+             "ahead_of_time": kernel_cache.ahead_of_time()}
     if args.json:
         print(json.dumps(facts))
     else:

@@ -33,6 +33,11 @@ writable copy. When it does not fit, the reason is kept (:func:`choice`; the ser
 it) and the kernels compile into that same user folder, once. With no writable user
 folder, a temporary one is used; with none at all, the bundle's folder is read as is.
 
+Today's bundles carry no numba at all: ``pathserver bundle`` compiles the kernels ahead of
+time into an extension module (``pathserver.aot``, ``pathserver.core.jit``), and in such a
+frozen app (:func:`ahead_of_time`) :func:`configure` only says where they are. What is
+above serves a frozen app that does carry numba.
+
 This module imports nothing of pathserver: it reads the kernels' files, it does not load
 them.
 """
@@ -126,8 +131,19 @@ def configure() -> Path:
     return folder
 
 
+def ahead_of_time() -> bool:
+    """True in a frozen app without numba: the bundle's kernels were compiled ahead of
+    time into an extension (``pathserver.aot``), nothing compiles or caches at run time."""
+    import importlib.util
+
+    return frozen() and importlib.util.find_spec("numba") is None
+
+
 def _configure_frozen() -> Choice:
     global _choice
+    if ahead_of_time():
+        _choice = Choice(Path(getattr(sys, "_MEIPASS", None) or Path(sys.executable).resolve().parent), bundled=True)
+        return _choice
     import numba
 
     stamp = kernel_hash()
@@ -302,7 +318,7 @@ def _set_numba_environment(variables: dict) -> None:
     """Set ``variables`` for this process and its children, and make a numba that is
     already imported read them again."""
     os.environ.update(variables)
-    if "numba" in sys.modules:
+    if sys.modules.get("numba") is not None:
         from numba.core import config
 
         config.reload_config()

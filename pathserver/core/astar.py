@@ -10,7 +10,7 @@ pass counter of Godot's AStarGrid2D. The caller advances ``pass_id`` by 2 per qu
 import math
 
 import numpy as np
-from numba import njit
+from pathserver.core.jit import njit
 
 from pathserver.core.heap import NODE_MASK, TIE, pair_pop, pair_sift_up
 from pathserver.core.status import (

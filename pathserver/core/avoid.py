@@ -13,7 +13,7 @@ Boxes are int (K, 4) arrays of ``x0, y0, x1, y1`` (ends excluded), clipped to th
 import math
 
 import numpy as np
-from numba import njit
+from pathserver.core.jit import njit
 
 
 @njit(cache=True, nogil=True, inline="always")

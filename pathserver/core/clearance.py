@@ -8,7 +8,7 @@ squares of side ``min(w, h)`` laid along its long side all fit.
 """
 
 import numpy as np
-from numba import njit
+from pathserver.core.jit import njit
 
 #: Clearance values saturate here, so they fit in uint16.
 CLEARANCE_MAX = 65535

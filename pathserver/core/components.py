@@ -17,7 +17,7 @@ same byte grid is the passability grid every search reads (nonzero = standable).
 """
 
 import numpy as np
-from numba import njit
+from pathserver.core.jit import njit
 
 
 @njit(cache=True, nogil=True, inline="always")

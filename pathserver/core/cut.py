@@ -14,7 +14,7 @@ blocks of itself, whatever the map's size.
 """
 
 import numpy as np
-from numba import njit
+from pathserver.core.jit import njit
 
 from pathserver.core.avoid import anchor_box
 from pathserver.core.components import BLOCK, BLOCK_SHIFT, component_at

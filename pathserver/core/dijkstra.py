@@ -36,7 +36,7 @@ heap (nodes, positions), ``work_int[3]`` the stamps.
 import math
 
 import numpy as np
-from numba import njit
+from pathserver.core.jit import njit
 
 from pathserver.core.avoid import anchor_box
 from pathserver.core.components import component_at

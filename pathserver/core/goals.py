@@ -18,7 +18,7 @@ Goals outside the start's component are dropped before searching.
 """
 
 import numpy as np
-from numba import njit
+from pathserver.core.jit import njit
 
 from pathserver.core.astar import heuristic_distance, trace_path
 from pathserver.core.components import component_at, nearest_with_label

@@ -6,7 +6,7 @@ toward the goal); pos: int32 (N,) each node's index in the heap, valid only whil
 node is open (the search's stamps say so). Each function returns the new heap size.
 """
 
-from numba import njit
+from pathserver.core.jit import njit
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -20,8 +20,8 @@ cells between them.
 """
 
 import numpy as np
-from numba import njit
-from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
+from pathserver.core.jit import njit
+from pathserver.core.jit import leading_zeros, trailing_zeros
 
 from pathserver.core.astar import _octile
 from pathserver.core.heap import heap_decrease, heap_pop, heap_push

@@ -7,7 +7,7 @@ grid, in which a cell is open only when the unit's whole footprint fits there.
 import math
 
 import numpy as np
-from numba import njit
+from pathserver.core.jit import njit
 
 from pathserver.core.astar import SQRT2, move_allowed
 from pathserver.core.status import DIAGONAL_ALWAYS

@@ -11,7 +11,7 @@ in about a third of the time.
 
 import math
 
-from numba import njit
+from pathserver.core.jit import njit
 
 from pathserver.core.status import DIAGONAL_NEVER, DIAGONAL_NO_CORNER_CUTTING
 

@@ -4,7 +4,7 @@ partial path, and smooth. One dispatch from Python keeps the per-call overhead s
 """
 
 import numpy as np
-from numba import njit
+from pathserver.core.jit import njit
 
 from pathserver.core.astar import astar, trace_path
 from pathserver.core.components import component_at, nearest_with_label

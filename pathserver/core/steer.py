@@ -19,7 +19,7 @@ Grid arguments as in :func:`pathserver.core.astar.astar`.
 """
 
 import numpy as np
-from numba import njit
+from pathserver.core.jit import njit
 
 from pathserver.core.lines import segment_clear
 from pathserver.core.moves import SQRT2, directions, entry_cost, step_to

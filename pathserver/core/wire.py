@@ -9,7 +9,7 @@ loop goes on; ``tolist()`` plus ``Packer.pack`` take about 100 ms with the GIL h
 """
 
 import numpy as np
-from numba import njit
+from pathserver.core.jit import njit
 
 
 @njit(cache=True, nogil=True)

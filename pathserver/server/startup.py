@@ -42,7 +42,10 @@ class StartupLog:
 
 
 def kernel_cache_dir() -> Path | None:
-    """Where numba keeps the compiled kernels (None: numba's default, beside the sources)."""
+    """Where numba keeps the compiled kernels (None: numba's default, beside the sources);
+    in a bundle compiled ahead of time, the folder holding the kernels' extension."""
+    if kernel_cache.ahead_of_time():
+        return kernel_cache.choice().folder if kernel_cache.choice() else None
     from numba.core import config
 
     return Path(config.CACHE_DIR) if config.CACHE_DIR else None
@@ -56,7 +59,14 @@ def kernels_cached(cache_dir: Path | None) -> bool:
 
 
 def compile_counts() -> tuple[int, int]:
-    """(compiled now, loaded from the cache) over every kernel dispatcher loaded so far."""
+    """(compiled now, loaded from the cache) over every kernel dispatcher loaded so far;
+    ahead of time, (0, the compiled kernels bound so far)."""
+    if kernel_cache.ahead_of_time():
+        from pathserver.core.jit import CompiledKernel
+
+        return 0, len({id(value) for name, module in list(sys.modules.items())
+                       if name.startswith("pathserver.core") and module is not None
+                       for value in vars(module).values() if isinstance(value, CompiledKernel)})
     from numba.core.registry import CPUDispatcher
 
     compiled = loaded = 0
@@ -70,15 +80,9 @@ def compile_counts() -> tuple[int, int]:
     return compiled, loaded
 
 
-def _warm_steps():
-    """The calls that reach every kernel a request can reach, as (name, thunk) pairs."""
-    import numpy as np
-
-    from pathserver.core.wire import pack_float_points, pack_int_points, packed_points_bound
-    from pathserver.errors import PathserverError
+def warm_maps() -> dict:
+    """The warm-up's two small maps: ``costly`` (terrain costs), ``uniform``."""
     from pathserver.grid.gridmap import GridMap
-    from pathserver.grid.queries import check_block, distance_field, next_steps, reachable
-    from pathserver.grid.search import find_path
 
     costly = GridMap.from_ascii(
         """
@@ -95,6 +99,25 @@ def _warm_steps():
         ........
         """
     )
+    return {"costly": costly, "uniform": uniform}
+
+
+def _warm_steps(costly=None):
+    """The calls that reach every kernel a request can reach, as (name, thunk) pairs.
+    ``costly``: another map with terrain costs in place of the warm-up's own, holding its
+    cells in the top-left corner (``pathserver.aot`` passes maps whose cost index is
+    wider, to collect those kernels' versions too)."""
+    import numpy as np
+
+    from pathserver.core.wire import pack_float_points, pack_int_points, packed_points_bound
+    from pathserver.errors import PathserverError
+    from pathserver.grid.gridmap import GridMap
+    from pathserver.grid.queries import check_block, distance_field, next_steps, reachable
+    from pathserver.grid.search import find_path
+
+    maps = warm_maps()
+    uniform = maps["uniform"]
+    costly = maps["costly"] if costly is None else costly
 
     def search(gridmap, start, goal, unit, **options):
         def run():
@@ -104,8 +127,9 @@ def _warm_steps():
                 pass
         return run
 
-    tagged = GridMap(costly.walkable, costly.cost, tags=np.eye(4, 8, dtype=np.uint8), tag_names={"mud": 1},
-                     classes={"truck": {"mud": None}})
+    tags = np.zeros(costly.walkable.shape, dtype=np.uint8)
+    tags[:4, :8] = np.eye(4, 8, dtype=np.uint8)
+    tagged = GridMap(costly.walkable, costly.cost, tags=tags, tag_names={"mud": 1}, classes={"truck": {"mud": None}})
 
     def queries():
         # Both kinds of map (terrain costs, uniform), with and without avoided cells.
@@ -120,6 +144,8 @@ def _warm_steps():
                 find_path(gridmap, (0, 0), goals=[(7, 2), (0, 2)], **extra)
             check_block(gridmap, cells=[(1, 0)], points=[(0, 0), (7, 2)])
             check_block(gridmap, cells=[(1, 0)], points=[(0, 0), (7, 2)], diagonal="always")
+        # A blocked start snaps to the nearest standable cell (components.nearest_with_label).
+        reachable(costly, (1, 1), 4.0, 1)
         find_path(tagged, (0, 0), (7, 3), traversal="truck")
 
     def wire():
@@ -147,6 +173,9 @@ def announce_kernels(log: StartupLog) -> bool:
     cache_dir = kernel_cache_dir()
     where = str(cache_dir) if cache_dir is not None else "numba's cache beside the sources"
     decided = kernel_cache.choice()
+    if kernel_cache.ahead_of_time():
+        log.say(f"loading the bundle's kernels, compiled ahead of time, from {where}")
+        return False
     if decided is not None and decided.bundled:
         note = f" ({decided.reason})" if decided.reason else ""
         log.say(f"loading the bundle's compiled kernels from {where}{note}")
@@ -172,4 +201,6 @@ def warm_kernels(log: StartupLog | None = None, *, compiling: bool = False) -> N
             log.say(f"kernels {i}/{len(steps)} ready: {name} ({time.perf_counter() - began:.1f} s)")
     if log is not None:
         compiled, loaded = compile_counts()
-        log.say(f"kernels ready in {log.elapsed():.2f} s since start ({compiled} compiled, {loaded} from the cache)")
+        how = (f"{loaded} compiled ahead of time" if kernel_cache.ahead_of_time()
+               else f"{compiled} compiled, {loaded} from the cache")
+        log.say(f"kernels ready in {log.elapsed():.2f} s since start ({how})")

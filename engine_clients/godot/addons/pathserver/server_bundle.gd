@@ -23,7 +23,7 @@ const ARCH_NAMES := {"x86_64": "x86_64", "arm64": "arm64"}
 ## The executable's name without the Windows extension.
 const EXECUTABLE := "pathserver-server"
 ## The project's bundles, one subfolder per platform. It holds a [code].gdignore[/code]: the
-## editor does not scan 250 MB of libraries, and nothing of it goes into the PCK.
+## editor does not scan 90 MB of libraries, and nothing of it goes into the PCK.
 const ADDON_BIN_DIR := "res://addons/pathserver/bin"
 ## The folder beside an exported game's executable that holds its bundle's platform folder.
 const EXPORTED_DIR := "pathserver"
