@@ -9,6 +9,7 @@ from numba import njit
 from pathserver.core.astar import astar, astar_octile, trace_path
 from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.jps import jps
+from pathserver.core.jpsplus import jps_plus
 from pathserver.core.lines import (
     corner_points,
     path_cost,
@@ -87,6 +88,7 @@ def solve(
     cells,
     comps,
     jump_bits,
+    jump_table,
     cost_index,
     cost_table,
     heights,
@@ -107,6 +109,8 @@ def solve(
     unit's footprint fits, so also the passability grid every search reads) and its
     table, under ``diagonal`` (see :mod:`pathserver.core.components`); jump_bits:
     :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS);
+    jump_table: :func:`pathserver.core.jpsplus.jump_table` of ``cells``, or an empty
+    (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning);
     cost_index, cost_table, heights, max_climb, weight, max_expansions: as in
     :func:`astar`. mode: the other options packed by
     :func:`pathserver.core.status.pack_mode` (fewer arguments for numba to type-check on
@@ -185,7 +189,12 @@ def solve(
                 polyline_length(points), 0, sx, sy, gx, gy,
             )
 
-    if algorithm == ALGORITHM_JPS:
+    if algorithm == ALGORITHM_JPS and jump_table.shape[0] == height * width:
+        status, end, expanded = jps_plus(
+            passable, jump_table, sx, sy, tx, ty, weight, max_expansions,
+            g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
+        )
+    elif algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(
             passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,
             g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,

@@ -163,6 +163,16 @@ class LayerCache:
         if call.layer_key not in self._layers:  # evicted meanwhile: it must not outlive it
             calls.pop(key, None)
 
+    def drop_calls(self) -> None:
+        """Drop every prepared call (a layer gained what they should carry: its JPS+
+        table); each is prepared again on its next use."""
+        self._calls.clear()
+
+    def cached_layers(self) -> list:
+        """The cached layers, least recently used first."""
+        with self._lock:
+            return list(self._layers.values())
+
     def forget(self, key) -> None:
         """Drop the call kept under ``key``, if any (see ``touch``)."""
         self._calls.pop(key, None)

@@ -52,6 +52,8 @@ _NO_HEIGHTS = np.zeros((1, 1), dtype=np.float32)
 _NO_HEIGHTS.setflags(write=False)
 _NO_JUMP_BITS = np.zeros(0, dtype=np.uint64)
 _NO_JUMP_BITS.setflags(write=False)
+_NO_JUMP_TABLE = np.zeros((0, 8), dtype=np.int16)
+_NO_JUMP_TABLE.setflags(write=False)
 
 
 @dataclass(slots=True)
@@ -223,10 +225,11 @@ class PreparedCall:
 
     size: ``(unit_w, unit_h)``; layer_key: the key of the layer it holds in the map's
     cache (the size, and the traversal rules if any). width, height: the map's; n: their
-    product, the workspace length. cells, comps, jump_bits, cost_index, cost_table,
-    heights, climb: the kernel's arrays and climb limit. mode: the packed option bits
+    product, the workspace length. cells, comps, jump_bits, jump_table, cost_index,
+    cost_table, heights, climb: the kernel's arrays and climb limit (jump_table: the
+    layer's JPS+ table when ``algorithm="auto"`` runs JPS and it is built, else empty). mode: the packed option bits
     (``status.pack_mode``). weight: float >= 1. budget: max_expansions, 0 for no limit.
-    algorithm: ``"astar"`` or ``"jps"``, what runs. generation: the map's. snap: the
+    algorithm: ``"astar"``, ``"jps"`` or ``"jps+"``, what runs. generation: the map's. snap: the
     checked ``snap``, for the error of a blocked start.
 
     Read the fields by name (``call.budget``). ``fields`` holds them all as one plain
@@ -235,8 +238,8 @@ class PreparedCall:
     0.1 µs more a call (a thirtieth of a short find_path).
     """
 
-    FIELDS = ("size", "layer_key", "width", "height", "n", "cells", "comps", "jump_bits", "cost_index", "cost_table",
-              "heights", "climb", "mode", "weight", "budget", "algorithm", "generation", "snap")
+    FIELDS = ("size", "layer_key", "width", "height", "n", "cells", "comps", "jump_bits", "jump_table", "cost_index",
+              "cost_table", "heights", "climb", "mode", "weight", "budget", "algorithm", "generation", "snap")
     __slots__ = ("fields",)
 
     def __init__(self, **fields):
@@ -356,8 +359,8 @@ def find_path(
             "heuristic": heuristic, "weight": weight, "diagonal": diagonal, "max_climb": max_climb,
             "algorithm": algorithm, "line_of_sight": line_of_sight,
         })
-    (_, layer_key, width, height, n, cells, comps, jump_bits, cost_index, cost_table, heights, climb, mode,
-     weight_value, budget, algorithm_name, generation, _) = call.fields
+    (_, layer_key, width, height, n, cells, comps, jump_bits, jump_table, cost_index, cost_table, heights, climb,
+     mode, weight_value, budget, algorithm_name, generation, _) = call.fields
     try:
         layers.touch(layer_key)  # the layer's recency, for the LRU
     except KeyError:
@@ -388,8 +391,8 @@ def find_path(
     except AttributeError:  # this thread's first search
         ws = _new_workspace(n)
     status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
-        cells, comps, jump_bits, cost_index, cost_table, heights, climb, sx, sy, gx, gy, mode, weight_value, budget,
-        ws.work_float, ws.work_int,
+        cells, comps, jump_bits, jump_table, cost_index, cost_table, heights, climb, sx, sy, gx, gy, mode,
+        weight_value, budget, ws.work_float, ws.work_int,
     )
     if status > st.QUERY_NO_PATH:
         _raise_for(status, call, sx, sy, gx, gy)
@@ -455,6 +458,11 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None 
         use_jps = True
     else:
         use_jps = options["algorithm"] == "auto" and jps_ok and layer.open_share >= JPS_MIN_OPEN_SHARE
+    # "auto" runs JPS+ once the layer's jump table is built (in the background, started
+    # here: the online JPS answers meanwhile); "jps" always scans online.
+    table = None
+    if use_jps and options["algorithm"] == "auto" and gridmap.start_jump_table(layer):
+        table = layer.jump_table()
     mode = st.pack_mode(
         diagonal_code, heuristic_code, SMOOTHING[options["smooth"]],
         st.ALGORITHM_JPS if use_jps else st.ALGORITHM_ASTAR, options["snap"], options["allow_partial"],
@@ -463,11 +471,17 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None 
     call = PreparedCall(
         size=(unit_w, unit_h), layer_key=layer.key, width=gridmap.width, height=gridmap.height, n=gridmap.width * gridmap.height,
         cells=cells, comps=comps, jump_bits=layer.jump_bits() if use_jps else _NO_JUMP_BITS,
+        jump_table=_NO_JUMP_TABLE if table is None else table,
         cost_index=layer.cost_index, cost_table=layer.cost_table, heights=heights, climb=climb, mode=mode,
-        weight=options["weight"], budget=budget, algorithm="jps" if use_jps else "astar",
+        weight=options["weight"], budget=budget,
+        algorithm=("jps" if table is None else "jps+") if use_jps else "astar",
         generation=gridmap.generation, snap=options["snap"],
     )
     gridmap.layers.keep(key, call)
+    if use_jps and table is None and layer.jump_table() is not None:
+        # Built since it was read, maybe before the call was kept: the build's drop of
+        # the prepared calls may have missed this one.
+        gridmap.layers.forget(key)
     return call
 
 
@@ -566,7 +580,8 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         elif len(targets) == 1:
             (gx, gy), = targets.tolist()
             status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
-                cells, call.comps, jump_bits, cost_index, cost_table, call.heights, call.climb, sx, sy, gx, gy, mode,
+                cells, call.comps, jump_bits, _NO_JUMP_TABLE if avoiding else call.jump_table, cost_index, cost_table,
+                call.heights, call.climb, sx, sy, gx, gy, mode,
                 call.weight, call.budget, ws.work_float, ws.work_int,
             )
             chosen = -1 if status == st.QUERY_NO_PATH or status == st.QUERY_START_BLOCKED else 0

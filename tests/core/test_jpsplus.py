@@ -1,0 +1,184 @@
+"""The JPS+ kernels against the slow references (tests/naive.py): the jump table
+against distances walked cell by cell, its update after edits against a fresh build, and
+the search against Dijkstra and the online JPS."""
+
+import math
+
+import numpy as np
+
+import naive
+from pathserver.core.astar import trace_path
+from pathserver.core.jps import jps, jump_bitmaps
+from pathserver.core.jpsplus import DIRECTION_X, DIRECTION_Y, jps_plus, jump_table, update_jump_table
+from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
+
+
+class Workspace:
+    """Search arrays for grids of up to ``cells`` cells and the pass counter; searches
+    with the online JPS."""
+
+    def __init__(self, cells):
+        self.g = np.empty(cells, np.float64)
+        self.parent = np.empty(cells, np.int32)
+        self.stamp = np.zeros(cells, np.int32)
+        self.heap_nodes = np.empty(cells, np.int32)
+        self.heap_f = np.empty(cells, np.float64)
+        self.heap_h = np.empty(cells, np.float64)
+        self.heap_pos = np.empty(cells, np.int32)
+        self.pass_id = 0
+
+    def search(self, passable, start, goal, bitmaps=None):
+        self.pass_id += 2
+        status, end, expanded = jps(
+            passable, jump_bitmaps(passable) if bitmaps is None else bitmaps, start[0], start[1], goal[0], goal[1],
+            1.0, 0, self.g, self.parent, self.stamp, self.pass_id,
+            self.heap_nodes, self.heap_f, self.heap_h, self.heap_pos,
+        )
+        return status, end, expanded, self.pass_id
+
+    def path(self, passable, start, end):
+        width = passable.shape[1]
+        return [tuple(p) for p in trace_path(self.parent, width, start[1] * width + start[0], end).tolist()]
+
+
+def grid(text):
+    """uint8 passability from ASCII ('#' blocked), plus the 'S' and 'G' cells as (x, y)."""
+    rows = text.strip().split()
+    passable = np.array([[c != "#" for c in row] for row in rows], dtype=np.uint8)
+    marks = {c: (x, y) for y, row in enumerate(rows) for x, c in enumerate(row) if c in "SG"}
+    return passable, marks.get("S"), marks.get("G")
+
+
+def random_queries(rng, passable, count):
+    free = np.argwhere(passable)
+    for _ in range(count if len(free) else 0):
+        (sy, sx), (gy, gx) = free[rng.integers(len(free), size=2)]
+        yield (int(sx), int(sy)), (int(gx), int(gy))
+
+
+class PlusWorkspace(Workspace):
+    """The same arrays, searching with JPS+."""
+
+    def search(self, passable, start, goal, table=None, weight=1.0, max_expansions=0):
+        if table is None:
+            table = jump_table(passable)
+        self.pass_id += 2
+        status, end, expanded = jps_plus(
+            passable, table, start[0], start[1], goal[0], goal[1], weight, max_expansions,
+            self.g, self.parent, self.stamp, self.pass_id,
+            self.heap_nodes, self.heap_f, self.heap_h, self.heap_pos,
+        )
+        return status, end, expanded, self.pass_id
+
+
+def test_directions_are_the_references():
+    assert list(zip(DIRECTION_X, DIRECTION_Y)) == naive.JUMP_DIRECTIONS
+
+
+def test_table_matches_distances_walked_cell_by_cell():
+    rng = np.random.default_rng(10)
+    for _ in range(60):
+        width, height = int(rng.integers(1, 16)), int(rng.integers(1, 16))
+        walkable = naive.random_grid(rng, width, height, rng.uniform(0.0, 0.5))
+        unit = int(rng.integers(1, 4))
+        passable = naive.passable_for_unit(walkable, unit, unit)
+        table = jump_table(passable)
+        assert table.dtype == np.int16 and table.shape == (width * height, 8)
+        assert (table == naive.jump_distances(passable)).all()
+
+
+def test_update_after_edits_matches_a_fresh_build():
+    rng = np.random.default_rng(11)
+    for _ in range(80):
+        width, height = int(rng.integers(2, 30)), int(rng.integers(2, 30))
+        before = naive.random_grid(rng, width, height, rng.uniform(0.0, 0.4)).astype(np.uint8)
+        after = before.copy()
+        x, y = int(rng.integers(width)), int(rng.integers(height))
+        w, h = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        after[y : y + h, x : x + w] = rng.integers(0, 2)
+        old = jump_table(before)
+        table, changed = update_jump_table(after, before, old)
+        assert changed == int((before != after).sum())
+        assert (table == jump_table(after)).all()
+        if changed == 0:
+            assert table is old
+        else:
+            assert (old == jump_table(before)).all()  # the old table is left alone
+
+
+def check_against_dijkstra(ws, passable, start, goal):
+    expected = naive.dijkstra(passable, start, goal)
+    status, end, _, _ = ws.search(passable, start, goal)
+    if expected == math.inf:
+        assert status == SEARCH_NO_PATH
+        return
+    assert status == SEARCH_FOUND
+    assert abs(ws.g[end] - expected) < 1e-9
+    path = ws.path(passable, start, end)
+    assert path[0] == start and path[-1] == goal
+    assert naive.path_is_valid(passable, path)
+    assert abs(naive.path_cost(path) - expected) < 1e-9
+
+
+def test_costs_match_dijkstra_for_unit_sizes_1_to_3():
+    rng = np.random.default_rng(12)
+    ws = PlusWorkspace(40 * 40)
+    for _ in range(200):
+        width, height = int(rng.integers(3, 41)), int(rng.integers(3, 41))
+        walkable = naive.random_grid(rng, width, height, rng.uniform(0.0, 0.45))
+        unit = int(rng.integers(1, 4))
+        passable = naive.passable_for_unit(walkable, unit, unit)
+        for start, goal in random_queries(rng, passable, 3):
+            check_against_dijkstra(ws, passable, start, goal)
+
+
+def test_goal_stops_a_straight_and_a_diagonal_move():
+    ws = PlusWorkspace(100)
+    passable, start, goal = grid("S...G....")
+    status, end, expanded, _ = ws.search(passable, start, goal)
+    assert (status, expanded, ws.g[end]) == (SEARCH_FOUND, 1, 4.0)
+    passable = np.ones((10, 10), dtype=np.uint8)
+    status, end, expanded, _ = ws.search(passable, (0, 0), (5, 5))
+    assert (status, expanded) == (SEARCH_FOUND, 1)
+    status, end, expanded, _ = ws.search(passable, (0, 0), (3, 8))
+    assert (status, expanded) == (SEARCH_FOUND, 2)  # the start, then (3, 3) on the goal's column
+    assert ws.parent[end] == 3 * 10 + 3
+    assert abs(ws.g[end] - (3 * math.sqrt(2) + 5)) < 1e-12
+
+
+def test_no_path_and_budget_end_at_the_nearest_closed_node():
+    passable, start, goal = grid(
+        """
+        S..#...
+        ...#...
+        ...#..G
+        """
+    )
+    ws = PlusWorkspace(passable.size)
+    status, end, expanded, pass_id = ws.search(passable, start, goal)
+    assert status == SEARCH_NO_PATH
+    width = passable.shape[1]
+    closed = np.flatnonzero(ws.stamp[: passable.size] == pass_id + 1)
+    assert closed.size == expanded and end in closed
+    assert (end % width, end // width) in [(2, 0), (2, 1), (2, 2)]
+    path = ws.path(passable, start, end)
+    assert naive.path_is_valid(passable, path)
+    status, end, expanded, _ = ws.search(np.ones((30, 30), dtype=np.uint8), (0, 0), (29, 13), max_expansions=1)
+    assert (status, expanded) == (SEARCH_BUDGET, 1)
+
+
+def test_same_costs_as_the_online_search_on_a_large_grid():
+    rng = np.random.default_rng(13)
+    passable = naive.random_grid(rng, 150, 120, 0.1).astype(np.uint8)
+    ws = PlusWorkspace(passable.size)
+    online = Workspace(passable.size)
+    table = jump_table(passable)
+    bits = jump_bitmaps(passable)
+    for start, goal in random_queries(rng, passable, 40):
+        status, end, _, _ = ws.search(passable, start, goal, table)
+        status_online, end_online, _, _ = online.search(passable, start, goal, bits)
+        assert status == status_online
+        if status == SEARCH_FOUND:
+            assert abs(ws.g[end] - online.g[end_online]) < 1e-9
+            path = [tuple(p) for p in trace_path(ws.parent, 150, start[1] * 150 + start[0], end).tolist()]
+            assert naive.path_is_valid(passable, path)
