@@ -70,19 +70,18 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
     fixed = tuple(fields[name] for name in call.FIELDS[call.FIELDS.index("cells"):call.FIELDS.index("mode")])
     tail = (fields["mode"], fields["weight"], fields["budget"], ws.work_float, ws.work_int)
     cells = fields["cells"]
-    g, heap_f, heap_h = ws.work_float
+    g, heap_f, heap_h = ws.work_float[:3]
     parent, heap_nodes, heap_pos, stamp = ws.work_int[0], ws.work_int[1], ws.work_int[2], ws.work_int[3]
 
     table = fields.get("jump_table")
-    if table is not None and table.shape[0] == cells.size:
-        kernel, index = jps_plus, table
-    else:
-        kernel, index = jps, fields["jump_bits"]
+    plus = table is not None and table.shape[0] == cells.size
 
     def run_search(sx, sy, gx, gy):
         pass_id = next_pass_id(ws.work_int)
-        return kernel(cells, index, sx, sy, gx, gy, 1.0, 0, g, parent, stamp, pass_id,
-                      heap_nodes, heap_f, heap_h, heap_pos)
+        if plus:
+            return jps_plus(cells, table, sx, sy, gx, gy, 1.0, 0, ws.work_float, pass_id)
+        return jps(cells, fields["jump_bits"], sx, sy, gx, gy, 1.0, 0, g, parent, stamp, pass_id,
+                   heap_nodes, heap_f, heap_h, heap_pos)
 
     fp_args = [(gridmap, (p.sx, p.sy), (p.gx, p.gy)) for p in problems]
     solve_args = [(*fixed, p.sx, p.sy, p.gx, p.gy, *tail) for p in problems]

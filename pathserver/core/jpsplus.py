@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit
 
 from pathserver.core.astar import SQRT2, _octile
-from pathserver.core.heap import TIE, key_pop, key_sift_up
+from pathserver.core.heap import TIE
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
 #: The eight directions: east, south, west, north, then the diagonals SE, SW, NW, NE
@@ -235,71 +235,214 @@ def _steps(table, node, x, y, d, gx, gy):
     return dist if dist > 0 else 0
 
 
-@njit(cache=True, nogil=True)
-def jps_plus(
-    passable,
-    table,
-    sx,
-    sy,
-    gx,
-    gy,
-    weight,
-    max_expansions,
-    g,
-    parent,
-    stamp,
-    pass_id,
-    heap_nodes,
-    heap_f,
-    heap_h,
-    heap_pos,
-):
-    """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
-    very grid, not checked) instead of scanning: the same arguments, workspace
-    convention and return value ``(status, end_node, expanded)``; ``parent`` links jump
-    points on a common row, column or diagonal (for :func:`~pathserver.core.astar.
-    trace_path`).
+# The search state of JPS+ lives in rows 1 to 4 of the workspace's work_float (float64
+# (5, N), see :func:`pathserver.core.query.solve`), laid out so that what one node needs
+# shares a cache line: rows 3 and 4 hold a 16-byte record a node, its g (float64), its
+# stamp (int32: the pass id open, pass id + 1 closed) and its link (int32: the parent
+# node, and the direction it arrived from in the top bits); rows 1 and 2 hold the open
+# list, a binary heap of 16-byte (key, node) entries. The other searches use rows 0 to
+# 2 and their own stamps (``work_int[3]``), so every record is stamped by JPS+ alone.
 
-    The heap orders one fused key a node (``heap_f``; see :data:`pathserver.core.heap.
-    TIE`), so ``heap_h`` is free: it holds each open node's arrival direction instead
-    (as int64), which spares a division per expansion.
+#: A link holds the parent node in its low LINK_SHIFT bits (maps have at most 2**26
+#: cells) and the arrival direction (0-7, 8 for the start) above them.
+LINK_SHIFT = 27
+LINK_MASK = (1 << LINK_SHIFT) - 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _push(keys, nodes, base, size, node, key):
+    """Add an entry to the heap whose entry i is (keys[base + 2i], nodes[base + 2i + 1]);
+    returns the new size."""
+    i = size
+    while i > 0:
+        up = (i - 1) >> 1
+        if keys[base + 2 * up] <= key:
+            break
+        keys[base + 2 * i] = keys[base + 2 * up]
+        nodes[base + 2 * i + 1] = nodes[base + 2 * up + 1]
+        i = up
+    keys[base + 2 * i] = key
+    nodes[base + 2 * i + 1] = node
+    return size + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pop(keys, nodes, base, size):
+    """Remove the minimum entry; returns (node, new size). The heap must not be empty."""
+    top = nodes[base + 1]
+    size -= 1
+    key = keys[base + 2 * size]
+    node = nodes[base + 2 * size + 1]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and keys[base + 2 * child + 2] < keys[base + 2 * child]:
+            child += 1
+        if key <= keys[base + 2 * child]:
+            break
+        keys[base + 2 * i] = keys[base + 2 * child]
+        nodes[base + 2 * i + 1] = nodes[base + 2 * child + 1]
+        i = child
+    keys[base + 2 * i] = key
+    nodes[base + 2 * i + 1] = node
+    return top, size
+
+
+@njit(cache=True, nogil=True)
+def _compact(keys, nodes, base, size, words, records, open_mark, width, gx, gy, h_scale):
+    """Drop the stale entries (a node improved since, or closed) and heapify the rest:
+    each open node keeps the one entry whose key is its current one. The new size."""
+    kept = 0
+    for i in range(size):
+        node = nodes[base + 2 * i + 1]
+        if words[2 * (records + 2 * node + 1)] != open_mark:
+            continue
+        y = node // width
+        key = keys[base + 2 * i]
+        if key != keys[records + 2 * node] + _octile(node - y * width, y, gx, gy) * h_scale:
+            continue
+        kept = _push(keys, nodes, base, kept, node, key)
+    return kept
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _offer(node, successor, sx, sy, d, g_new, gx, gy, width, keys, nodes, base, size, words, records, open_mark,
+           closed_mark, h_scale, n):
+    """Offer ``successor`` at (sx, sy), reached from ``node`` at cost ``g_new`` arriving
+    in direction ``d``, to the open list; the new heap size."""
+    s_at = records + 2 * successor
+    mark = words[2 * s_at + 2]
+    if mark == closed_mark or (mark == open_mark and g_new >= keys[s_at]):
+        return size
+    keys[s_at] = g_new
+    words[2 * s_at + 2] = open_mark
+    words[2 * s_at + 3] = node | (d << LINK_SHIFT)
+    if size >= n:
+        size = _compact(keys, nodes, base, size, words, records, open_mark, width, gx, gy, h_scale)
+    return _push(keys, nodes, base, size, successor, g_new + _octile(sx, sy, gx, gy) * h_scale)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
+                   open_mark, closed_mark, h_scale, n):
+    """Offer what the diagonal ``d`` from ``node`` at (x, y) leads to, without making
+    its turning points nodes (the intermediate pruning of Harabor & Grastien 2014): walk
+    the diagonal from one diagonal jump point to the next and offer the jump points the
+    straight moves along its two components find from each (arriving straight, with
+    ``node`` as parent: :func:`trace_jumps` lays the way diagonal first), and the goal
+    where the diagonal meets its row or column and a straight move reaches it. The new
+    heap size."""
+    dx = DIRECTION_X[d]
+    dy = DIRECTION_Y[d]
+    along_x = 0 if dx > 0 else 2
+    along_y = 1 if dy > 0 else 3
+    step = dy * width + dx
+    cx = x
+    cy = y
+    cell = node
+    walked = 0
+    while True:
+        dist = np.int64(table[cell, d])
+        reach = dist if dist > 0 else -dist
+        ox = (gx - cx) * dx
+        oy = (gy - cy) * dy
+        if ox > 0 and oy > 0:
+            k = ox if ox < oy else oy
+            if k <= reach:
+                # The diagonal meets the goal's column (ox < oy), row, or the goal itself.
+                turn = cell + k * step
+                if ox == oy:
+                    return _offer(node, goal, gx, gy, d, g_node + (walked + k) * SQRT2, gx, gy, width, keys,
+                                  nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+                rest = (oy - ox) if ox < oy else (ox - oy)
+                straight = along_y if ox < oy else along_x
+                ahead = np.int64(table[turn, straight])
+                if rest <= (ahead if ahead > 0 else -ahead):
+                    size = _offer(node, goal, gx, gy, straight, g_node + (walked + k) * SQRT2 + rest, gx, gy,
+                                  width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+        if dist <= 0:
+            return size
+        cell += dist * step
+        cx += dist * dx
+        cy += dist * dy
+        walked += dist
+        g_turn = g_node + walked * SQRT2
+        ahead = np.int64(table[cell, along_x])
+        if ahead > 0:
+            size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_turn + ahead, gx, gy, width,
+                          keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+        ahead = np.int64(table[cell, along_y])
+        if ahead > 0:
+            size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_turn + ahead, gx, gy,
+                          width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+
+
+@njit(cache=True, nogil=True)
+def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id):
+    """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
+    very grid, not checked) instead of scanning.
+
+    passable, sx, sy, gx, gy, weight, max_expansions: as for jps. work_float: float64
+    (5, N), N > H * W, zeroed when allocated, rows 1 to 4 laid out as the comment above
+    this function's helpers says (:func:`jump_cost` and :func:`trace_jumps` read the
+    result); the record of node N - 1, never a cell, keeps the last pass id JPS+ ran
+    with. pass_id: this search's, from the workspace's counter (stamps pass_id open,
+    pass_id + 1 closed); one no larger than the last means the counter wrapped, and the
+    records' stamps are cleared. An improved open node is pushed again and its stale
+    entry skipped when popped; when the heap's N entries are all used the stale ones
+    are dropped.
+
+    Returns (status, end_node, expanded) as jps does.
     """
     height, width = passable.shape
     cells = passable.ravel()
-    arrival = heap_h.view(np.int64)
+    n = work_float.shape[1]
+    keys = work_float.reshape(-1)
+    nodes = keys.view(np.int64)
+    words = keys.view(np.int32)
+    base = n  # heap entry i: keys[base + 2 * i], nodes[base + 2 * i + 1]
+    records = 3 * n  # node v: g at keys[records + 2v], stamp and link at words[2 (records + 2v + 1)] and + 1
+    last_pass = 2 * (records + 2 * (n - 1) + 1)
+    if pass_id <= words[last_pass]:
+        work_float[3:] = 0.0
+    words[last_pass] = pass_id
     open_mark = pass_id
     closed_mark = pass_id + 1
     start = sy * width + sx
     goal = gy * width + gx
     h_scale = weight * (1.0 + TIE)
     h0 = _octile(sx, sy, gx, gy)
-    g[start] = 0.0
-    parent[start] = start
-    stamp[start] = open_mark
-    arrival[start] = 8
-    heap_nodes[0] = start
-    heap_f[0] = h0 * h_scale
-    heap_pos[start] = 0
+    at = records + 2 * start
+    keys[at] = 0.0
+    words[2 * at + 2] = open_mark
+    words[2 * at + 3] = start | (8 << LINK_SHIFT)
+    keys[base] = h0 * h_scale
+    nodes[base + 1] = start
     size = 1
     best = start
     best_h = h0
     expanded = 0
     while size > 0:
-        node, size = key_pop(heap_nodes, heap_f, heap_pos, size)
+        node, size = _pop(keys, nodes, base, size)
+        at = records + 2 * node
+        if words[2 * at + 2] == closed_mark:
+            continue  # a stale entry: the node was improved and expanded since
         if node == goal:
             return SEARCH_FOUND, goal, expanded
         if max_expansions > 0 and expanded >= max_expansions:
             return SEARCH_BUDGET, best, expanded
-        stamp[node] = closed_mark
+        words[2 * at + 2] = closed_mark
         expanded += 1
         y = node // width
         x = node - y * width
-        g_node = g[node]
+        g_node = keys[at]
         h_node = _octile(x, y, gx, gy)
         if h_node < best_h:
             best_h = h_node
             best = node
-        came = arrival[node]
+        came = words[2 * at + 3] >> LINK_SHIFT
         dx = DIRECTION_X[came] if came < 8 else 0
         dy = DIRECTION_Y[came] if came < 8 else 0
         for d in range(8):
@@ -323,29 +466,83 @@ def jps_plus(
                     if ddx != 0 and not (_free(cells, width, height, x + ddx, y)
                                          and not _free(cells, width, height, x + ddx, y - dy)):
                         continue
+            if ddx != 0 and ddy != 0:
+                size = _walk_diagonal(
+                    table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
+                    open_mark, closed_mark, h_scale, n,
+                )
+                continue
             k = _steps(table, node, x, y, d, gx, gy)
             if k == 0:
                 continue
-            successor = node + k * (ddy * width + ddx)
-            mark = stamp[successor]
-            if mark == closed_mark:
-                continue
-            g_new = g_node + (k * SQRT2 if ddx != 0 and ddy != 0 else k * 1.0)
-            if mark == open_mark:
-                if g_new < g[successor]:
-                    g[successor] = g_new
-                    parent[successor] = node
-                    arrival[successor] = d
-                    at = heap_pos[successor]
-                    heap_f[at] = g_new + _octile(x + k * ddx, y + k * ddy, gx, gy) * h_scale
-                    key_sift_up(heap_nodes, heap_f, heap_pos, at)
-                continue
-            stamp[successor] = open_mark
-            g[successor] = g_new
-            parent[successor] = node
-            arrival[successor] = d
-            heap_nodes[size] = successor
-            heap_f[size] = g_new + _octile(x + k * ddx, y + k * ddy, gx, gy) * h_scale
-            key_sift_up(heap_nodes, heap_f, heap_pos, size)
-            size += 1
+            size = _offer(node, node + k * (ddy * width + ddx), x + k * ddx, y + k * ddy, d, g_node + k,
+                          gx, gy, width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
     return SEARCH_NO_PATH, best, expanded
+
+
+@njit(cache=True, nogil=True)
+def jump_stamp(work_float, node):
+    """The stamp :func:`jps_plus` left on ``node`` (its pass id open, + 1 closed)."""
+    return work_float.reshape(-1).view(np.int32)[2 * (3 * work_float.shape[1] + 2 * node + 1)]
+
+
+@njit(cache=True, nogil=True)
+def jump_cost(work_float, node):
+    """The cost :func:`jps_plus` found to ``node`` (closed or open in its last pass)."""
+    return work_float.reshape(-1)[3 * work_float.shape[1] + 2 * node]
+
+
+@njit(cache=True, nogil=True)
+def jump_parent(work_float, node):
+    """The node :func:`jps_plus` reached ``node`` from (itself for the start)."""
+    links = work_float.reshape(-1).view(np.int32)
+    return links[2 * (3 * work_float.shape[1] + 2 * node + 1) + 1] & LINK_MASK
+
+
+@njit(cache=True, nogil=True)
+def trace_jumps(work_float, width, start, end):
+    """:func:`pathserver.core.astar.trace_path` over :func:`jps_plus`'s records: the cells
+    from ``start`` to ``end``, int32 (n, 2) of (x, y), both included."""
+    links = work_float.reshape(-1).view(np.int32)
+    first = 2 * (3 * work_float.shape[1]) + 3  # node v's link: links[first + 4v]
+    count = 1
+    node = end
+    while node != start:
+        parent = links[first + 4 * node] & LINK_MASK
+        span = abs(node % width - parent % width)
+        rows = abs(node // width - parent // width)
+        count += span if span > rows else rows
+        node = parent
+    path = np.empty((count, 2), dtype=np.int32)
+    i = count - 1
+    node = end
+    y = node // width
+    x = node - y * width
+    path[i, 0] = x
+    path[i, 1] = y
+    while node != start:
+        parent = links[first + 4 * node] & LINK_MASK
+        py = parent // width
+        px = parent - py * width
+        step_x = (px > x) - (px < x)
+        step_y = (py > y) - (py < y)
+        # Back from the node: the straight leg first, then the diagonal, so that the way
+        # from the parent runs diagonal first (how _walk_diagonal found it).
+        while abs(px - x) > abs(py - y):
+            x += step_x
+            i -= 1
+            path[i, 0] = x
+            path[i, 1] = y
+        while abs(py - y) > abs(px - x):
+            y += step_y
+            i -= 1
+            path[i, 0] = x
+            path[i, 1] = y
+        while x != px:
+            x += step_x
+            y += step_y
+            i -= 1
+            path[i, 0] = x
+            path[i, 1] = y
+        node = parent
+    return path

@@ -299,8 +299,9 @@ class _JumpTable:
             if self._started:
                 return
             self._started = True
-        threading.Thread(target=self._build, args=(cells, on_built, seed), name="pathserver-jump-table",
-                         daemon=True).start()
+        # Not a daemon: a build that is compiling its kernel when the program ends is
+        # waited for (LLVM torn down under a compile aborts the interpreter).
+        threading.Thread(target=self._build, args=(cells, on_built, seed), name="pathserver-jump-table").start()
 
     def _build(self, cells, on_built, seed) -> None:
         try:

@@ -113,7 +113,10 @@ class _Workspace:
 
     def __init__(self, n: int):
         self.n = n
-        self.work_float = np.empty((3, n), dtype=np.float64)
+        # Five rows: the last two are JPS+'s node records (pathserver.core.jpsplus), whose
+        # stamps start at zero like work_int's; one more column than cells for its
+        # bookkeeping.
+        self.work_float = np.zeros((5, n + 1), dtype=np.float64)
         self.work_int = np.zeros((4, n + 1), dtype=np.int32)
 
 

@@ -9,7 +9,17 @@ import numpy as np
 import naive
 from pathserver.core.astar import trace_path
 from pathserver.core.jps import jps, jump_bitmaps
-from pathserver.core.jpsplus import DIRECTION_X, DIRECTION_Y, jps_plus, jump_table, update_jump_table
+from pathserver.core.jpsplus import (
+    DIRECTION_X,
+    DIRECTION_Y,
+    jps_plus,
+    jump_cost,
+    jump_parent,
+    jump_stamp,
+    jump_table,
+    trace_jumps,
+    update_jump_table,
+)
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
 
@@ -56,8 +66,21 @@ def random_queries(rng, passable, count):
         yield (int(sx), int(sy)), (int(gx), int(gy))
 
 
-class PlusWorkspace(Workspace):
-    """The same arrays, searching with JPS+."""
+class PlusWorkspace:
+    """solve()'s work_float for grids of up to ``cells`` cells, searching with JPS+."""
+
+    def __init__(self, cells):
+        self.work_float = np.zeros((5, cells + 1), np.float64)
+        self.pass_id = 0
+
+    def stamp(self, node):
+        return jump_stamp(self.work_float, node)
+
+    def cost(self, node):
+        return jump_cost(self.work_float, node)
+
+    def parent(self, node):
+        return jump_parent(self.work_float, node)
 
     def search(self, passable, start, goal, table=None, weight=1.0, max_expansions=0):
         if table is None:
@@ -65,10 +88,13 @@ class PlusWorkspace(Workspace):
         self.pass_id += 2
         status, end, expanded = jps_plus(
             passable, table, start[0], start[1], goal[0], goal[1], weight, max_expansions,
-            self.g, self.parent, self.stamp, self.pass_id,
-            self.heap_nodes, self.heap_f, self.heap_h, self.heap_pos,
+            self.work_float, self.pass_id,
         )
         return status, end, expanded, self.pass_id
+
+    def path(self, passable, start, end):
+        width = passable.shape[1]
+        return [tuple(p) for p in trace_jumps(self.work_float, width, start[1] * width + start[0], end).tolist()]
 
 
 def test_directions_are_the_references():
@@ -113,7 +139,7 @@ def check_against_dijkstra(ws, passable, start, goal):
         assert status == SEARCH_NO_PATH
         return
     assert status == SEARCH_FOUND
-    assert abs(ws.g[end] - expected) < 1e-9
+    assert abs(ws.cost(end) - expected) < 1e-9
     path = ws.path(passable, start, end)
     assert path[0] == start and path[-1] == goal
     assert naive.path_is_valid(passable, path)
@@ -136,14 +162,17 @@ def test_goal_stops_a_straight_and_a_diagonal_move():
     ws = PlusWorkspace(100)
     passable, start, goal = grid("S...G....")
     status, end, expanded, _ = ws.search(passable, start, goal)
-    assert (status, expanded, ws.g[end]) == (SEARCH_FOUND, 1, 4.0)
+    assert (status, expanded, ws.cost(end)) == (SEARCH_FOUND, 1, 4.0)
     passable = np.ones((10, 10), dtype=np.uint8)
     status, end, expanded, _ = ws.search(passable, (0, 0), (5, 5))
     assert (status, expanded) == (SEARCH_FOUND, 1)
+    # The turn onto the goal's column, (3, 3), is no node: the goal's parent is the start
+    # and the way between them runs diagonal first.
     status, end, expanded, _ = ws.search(passable, (0, 0), (3, 8))
-    assert (status, expanded) == (SEARCH_FOUND, 2)  # the start, then (3, 3) on the goal's column
-    assert ws.parent[end] == 3 * 10 + 3
-    assert abs(ws.g[end] - (3 * math.sqrt(2) + 5)) < 1e-12
+    assert (status, expanded) == (SEARCH_FOUND, 1)
+    assert ws.parent(end) == 0
+    assert abs(ws.cost(end) - (3 * math.sqrt(2) + 5)) < 1e-12
+    assert ws.path(passable, (0, 0), end) == [(0, 0), (1, 1), (2, 2), (3, 3), (3, 4), (3, 5), (3, 6), (3, 7), (3, 8)]
 
 
 def test_no_path_and_budget_end_at_the_nearest_closed_node():
@@ -158,13 +187,28 @@ def test_no_path_and_budget_end_at_the_nearest_closed_node():
     status, end, expanded, pass_id = ws.search(passable, start, goal)
     assert status == SEARCH_NO_PATH
     width = passable.shape[1]
-    closed = np.flatnonzero(ws.stamp[: passable.size] == pass_id + 1)
-    assert closed.size == expanded and end in closed
-    assert (end % width, end // width) in [(2, 0), (2, 1), (2, 2)]
+    closed = [node for node in range(passable.size) if ws.stamp(node) == pass_id + 1]
+    assert len(closed) == expanded and end in closed
+    octile = [max(abs(v % width - 6), abs(v // width - 2)) + (math.sqrt(2) - 1) * min(
+        abs(v % width - 6), abs(v // width - 2)) for v in closed]
+    assert octile[closed.index(end)] == min(octile)
     path = ws.path(passable, start, end)
     assert naive.path_is_valid(passable, path)
-    status, end, expanded, _ = ws.search(np.ones((30, 30), dtype=np.uint8), (0, 0), (29, 13), max_expansions=1)
-    assert (status, expanded) == (SEARCH_BUDGET, 1)
+    passable, start, goal = grid(
+        """
+        S.#.....#...
+        ..#..#..#..#
+        ..#..#..#..#
+        .....#.....#
+        #####.####.G
+        """
+    )
+    ws = PlusWorkspace(passable.size)
+    status, end, expanded, _ = ws.search(passable, start, goal, max_expansions=2)
+    assert (status, expanded) == (SEARCH_BUDGET, 2)
+    assert naive.path_is_valid(passable, ws.path(passable, start, end))
+    status, end, expanded, _ = ws.search(passable, start, goal)
+    assert status == SEARCH_FOUND and expanded > 2
 
 
 def test_same_costs_as_the_online_search_on_a_large_grid():
@@ -179,6 +223,72 @@ def test_same_costs_as_the_online_search_on_a_large_grid():
         status_online, end_online, _, _ = online.search(passable, start, goal, bits)
         assert status == status_online
         if status == SEARCH_FOUND:
-            assert abs(ws.g[end] - online.g[end_online]) < 1e-9
-            path = [tuple(p) for p in trace_path(ws.parent, 150, start[1] * 150 + start[0], end).tolist()]
-            assert naive.path_is_valid(passable, path)
+            assert abs(ws.cost(end) - online.g[end_online]) < 1e-9
+            assert naive.path_is_valid(passable, ws.path(passable, start, end))
+
+
+def test_a_full_open_list_drops_its_stale_entries():
+    # The least room the workspace may have (one entry a cell, and one more): on open
+    # ground with walls every few cells nodes are improved and pushed again, and the
+    # stale entries must make way; the answers stay Dijkstra's.
+    rng = np.random.default_rng(14)
+    for _ in range(30):
+        passable = naive.random_grid(rng, 12, 12, 0.35).astype(np.uint8)
+        ws = PlusWorkspace(passable.size)
+        for start, goal in random_queries(rng, passable, 4):
+            check_against_dijkstra(ws, passable, start, goal)
+
+
+def test_the_records_are_cleared_when_the_pass_ids_wrap():
+    passable, start, goal = grid(
+        """
+        S.#.....#...
+        ..#..#..#..#
+        ..#..#..#..#
+        .....#.....#
+        #####.####.G
+        """
+    )
+    expected = naive.dijkstra(passable, start, goal)
+    ws = PlusWorkspace(passable.size)
+    ws.pass_id = 998
+    ws.search(passable, start, goal)  # closes its jump points with stamp 1001
+    ws.pass_id = 0
+    ws.search(passable, start, start)  # pass 2: the ids wrapped, the records are cleared
+    # Pass 1000 again: the first search's closed stamps must be gone.
+    ws.pass_id = 998
+    status, end, _, _ = ws.search(passable, start, goal)
+    assert status == SEARCH_FOUND and abs(ws.cost(end) - expected) < 1e-9
+
+
+def test_compacting_the_open_list_keeps_each_open_node_once():
+    from pathserver.core.heap import TIE
+    from pathserver.core.jpsplus import _compact
+
+    rng = np.random.default_rng(15)
+    passable = naive.random_grid(rng, 30, 30, 0.3).astype(np.uint8)
+    n = passable.size + 1
+    keys = np.zeros(5 * n)
+    nodes = keys.view(np.int64)
+    words = keys.view(np.int32)
+    records = 3 * n
+    open_nodes = rng.choice(passable.size, 40, replace=False)
+    g = rng.uniform(0, 50, 40)
+    gx, gy, width, h_scale = 7, 9, 30, 1.0 + TIE
+    heap = []
+    for node, cost in zip(open_nodes.tolist(), g.tolist()):
+        keys[records + 2 * node] = cost
+        words[2 * (records + 2 * node + 1)] = 10  # open in pass 10
+        dx, dy = abs(node % width - gx), abs(node // width - gy)
+        key = cost + (max(dx, dy) + (math.sqrt(2.0) - 1.0) * min(dx, dy)) * h_scale
+        heap += [(key, node), (key + 1.0, node)]  # the current entry and a stale one
+    closed = int(np.setdiff1d(np.arange(passable.size), open_nodes)[0])
+    words[2 * (records + 2 * closed + 1)] = 11
+    heap.append((3.0, closed))
+    for i, (key, node) in enumerate(heap):
+        keys[n + 2 * i] = key
+        nodes[n + 2 * i + 1] = node
+    size = _compact(keys, nodes, n, len(heap), words, records, 10, width, gx, gy, h_scale)
+    kept = [(keys[n + 2 * i], int(nodes[n + 2 * i + 1])) for i in range(size)]
+    assert sorted(node for _, node in kept) == sorted(open_nodes.tolist())
+    assert all(kept[(i - 1) // 2][0] <= kept[i][0] for i in range(1, size))
