@@ -12,9 +12,12 @@ where the online one scans bitmaps (straight moves) or steps cell by cell (diago
   which a straight scan along one of the diagonal's two components finds a jump point;
   ``d <= 0``: there is none, ``-d`` legal steps lead to a dead end.
 
-int16 (H * W, 8), one row per cell (the eight numbers of a node share a cache line);
-directions in the order of :data:`DIRECTION_X` / :data:`DIRECTION_Y`. 16 bytes a cell;
-only grids whose sides are below 32768 cells fit (:func:`fits`).
+int8 (H * W, 8), one row of 8 bytes per cell (a node's eight numbers share a cache line,
+and so do those of 8 neighbours along a row), directions in the order of
+:data:`DIRECTION_X` / :data:`DIRECTION_Y`. A distance past 126 is stored as :data:`SAT`:
+the next :data:`SAT_STEP` steps are legal and hold no jump point, read on from the cell
+that far ahead (long open lines cost a read per 126 cells). 8 bytes a cell: int16
+distances searched no faster (measured side by side) at twice the memory.
 
 The goal is handled at query time, exactly: a straight move stops on the goal when it
 lies on the line within ``|d|`` steps; a diagonal move stops where it reaches the goal's
@@ -36,13 +39,72 @@ from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 #: (y grows downwards), the order of :func:`pathserver.core.jps.jps`.
 DIRECTION_X = (1, 0, -1, 0, 1, -1, -1, 1)
 DIRECTION_Y = (0, 1, 0, -1, 1, 1, -1, -1)
-#: Distances are int16: a side of this many cells or more does not fit.
-MAX_SIDE = 32767
+#: The stored value of a distance past 126: "no jump point within SAT_STEP steps, all of
+#: them legal: read on from there".
+SAT = 127
+SAT_STEP = 126
+#: Node ids and links hold up to 2**27 cells; a side must fit an int32 offset.
+MAX_SIDE = 1 << 26
 
 
 def fits(height: int, width: int) -> bool:
-    """Whether a grid of this size can have a jump table (int16 distances)."""
-    return max(height, width) < MAX_SIDE
+    """Whether a grid of this size can have a jump table."""
+    return max(height, width) < MAX_SIDE and height * width < (1 << 27)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _stored(distance):
+    """A true distance as the table stores it."""
+    if distance > SAT_STEP or distance < -SAT_STEP:
+        return SAT
+    return distance
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _one_more(stored):
+    """The stored distance of the cell one step behind one whose stored distance is
+    ``stored`` (no jump point at that cell itself)."""
+    if stored == SAT:
+        return SAT
+    return _stored(stored + 1 if stored > 0 else stored - 1)
+
+
+@njit(cache=True, nogil=True)
+def _finds(table, node, d, step):
+    """Whether a move from ``node`` in direction ``d`` (``step``: its node offset) reaches
+    a jump point at all, reading on past SAT entries."""
+    value = table[node, d]
+    while value == SAT:
+        node += SAT_STEP * step
+        value = table[node, d]
+    return value > 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _distance(table, node, d, step):
+    """The steps from ``node`` to the jump point a move in direction ``d`` reaches, 0
+    for none (reading on past SAT entries)."""
+    total = 0
+    value = np.int64(table[node, d])
+    while value == SAT:
+        total += SAT_STEP
+        node += SAT_STEP * step
+        value = np.int64(table[node, d])
+    return total + value if value > 0 else 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _within(table, node, d, step, steps):
+    """Whether ``steps`` > 0 moves from ``node`` in direction ``d`` are legal and meet
+    no jump point before the last."""
+    value = np.int64(table[node, d])
+    while value == SAT:
+        if steps <= SAT_STEP:
+            return True
+        steps -= SAT_STEP
+        node += SAT_STEP * step
+        value = np.int64(table[node, d])
+    return steps <= (value if value > 0 else -value)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -74,22 +136,22 @@ def _straight_rows(cells, width, height, table, y0, y1):
             dx = 1 if d == 0 else -1
             x = width - 1 if dx > 0 else 0
             # Walk against the direction of travel: each cell reads its neighbour ahead.
-            ahead = 0  # the neighbour ahead's distance; unused at the edge
+            ahead = 0  # the true distance of the neighbour ahead; unused at the edge
             for _ in range(width):
                 node = row + x
-                if cells[node] == 0:
-                    table[node, d] = 0
-                else:
+                distance = 0
+                if cells[node] != 0:
                     nx = x + dx
                     if nx < 0 or nx >= width or cells[row + nx] == 0:
-                        table[node, d] = 0
+                        distance = 0
                     elif _has_forced(cells, width, height, nx, y, dx, 0):
-                        table[node, d] = 1
+                        distance = 1
                     elif ahead > 0:
-                        table[node, d] = ahead + 1
+                        distance = ahead + 1
                     else:
-                        table[node, d] = ahead - 1
-                ahead = table[node, d]
+                        distance = ahead - 1
+                table[node, d] = _stored(distance)
+                ahead = distance
                 x -= dx
 
 
@@ -103,19 +165,19 @@ def _straight_columns(cells, width, height, table, x0, x1):
             ahead = 0
             for _ in range(height):
                 node = y * width + x
-                if cells[node] == 0:
-                    table[node, d] = 0
-                else:
+                distance = 0
+                if cells[node] != 0:
                     ny = y + dy
                     if ny < 0 or ny >= height or cells[ny * width + x] == 0:
-                        table[node, d] = 0
+                        distance = 0
                     elif _has_forced(cells, width, height, x, ny, 0, dy):
-                        table[node, d] = 1
+                        distance = 1
                     elif ahead > 0:
-                        table[node, d] = ahead + 1
+                        distance = ahead + 1
                     else:
-                        table[node, d] = ahead - 1
-                ahead = table[node, d]
+                        distance = ahead - 1
+                table[node, d] = _stored(distance)
+                ahead = distance
                 y -= dy
 
 
@@ -146,12 +208,10 @@ def _diagonals(cells, width, height, table, x0, y0, x1, y1):
                     table[node, d] = 0
                     continue
                 ahead = ny * width + nx
-                if table[ahead, sd_x] > 0 or table[ahead, sd_y] > 0:
+                if _finds(table, ahead, sd_x, dx) or _finds(table, ahead, sd_y, dy * width):
                     table[node, d] = 1
-                elif table[ahead, d] > 0:
-                    table[node, d] = table[ahead, d] + 1
                 else:
-                    table[node, d] = table[ahead, d] - 1
+                    table[node, d] = _one_more(table[ahead, d])
             y -= dy
 
 
@@ -159,12 +219,12 @@ def _diagonals(cells, width, height, table, x0, y0, x1, y1):
 def jump_table(cells):
     """The jump distances of a passability grid (see the module docstring).
 
-    cells: uint8 (H, W) indexed [y, x], nonzero where passable; max(H, W) < 32767.
-    Returns int16 (H * W, 8), row ``y * W + x``. O(H * W).
+    cells: uint8 (H, W) indexed [y, x], nonzero where passable (see :func:`fits`).
+    Returns int8 (H * W, 8), row ``y * W + x``. O(H * W).
     """
     height, width = cells.shape
     flat = cells.ravel()
-    table = np.zeros((height * width, 8), dtype=np.int16)
+    table = np.zeros((height * width, 8), dtype=np.int8)
     _straight_rows(flat, width, height, table, 0, height)
     _straight_columns(flat, width, height, table, 0, width)
     _diagonals(flat, width, height, table, 0, 0, width, height)
@@ -208,31 +268,30 @@ def update_jump_table(cells, old_cells, old_table):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _steps(table, node, x, y, d, gx, gy):
-    """How many steps a move from ``node`` at (x, y) in direction ``d`` takes to where it
-    stops (a jump point, or the goal's cell, row or column), 0 for none."""
+def _steps(table, node, x, y, d, gx, gy, width):
+    """How many steps a straight move from ``node`` at (x, y) in direction ``d`` takes
+    to where it stops (a jump point, or the goal), 0 for none."""
     dx = DIRECTION_X[d]
     dy = DIRECTION_Y[d]
-    dist = np.int64(table[node, d])
-    reach = dist if dist > 0 else -dist
-    if dx != 0 and dy != 0:
-        ox = (gx - x) * dx
-        oy = (gy - y) * dy
-        if ox > 0 and oy > 0:
-            k = ox if ox < oy else oy
-            if k <= reach:
-                return k
-    elif dx != 0:
-        if gy == y:
-            k = (gx - x) * dx
-            if 0 < k <= reach:
-                return k
-    else:
-        if gx == x:
-            k = (gy - y) * dy
-            if 0 < k <= reach:
-                return k
-    return dist if dist > 0 else 0
+    step = dy * width + dx
+    # The goal's distance along the line, 0 when it is not ahead on it.
+    to_goal = 0
+    if dx != 0:
+        if gy == y and (gx - x) * dx > 0:
+            to_goal = (gx - x) * dx
+    elif gx == x and (gy - y) * dy > 0:
+        to_goal = (gy - y) * dy
+    total = 0
+    value = np.int64(table[node, d])
+    while value == SAT:
+        if 0 < to_goal - total <= SAT_STEP:
+            return to_goal
+        total += SAT_STEP
+        node += SAT_STEP * step
+        value = np.int64(table[node, d])
+    if 0 < to_goal - total <= (value if value > 0 else -value):
+        return to_goal
+    return total + value if value > 0 else 0
 
 
 # The search state of JPS+ lives in rows 1 to 4 of the workspace's work_float (float64
@@ -345,23 +404,35 @@ def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, node
     walked = 0
     while True:
         dist = np.int64(table[cell, d])
-        reach = dist if dist > 0 else -dist
+        if dist == SAT:
+            reach = SAT_STEP
+        else:
+            reach = dist if dist > 0 else -dist
         ox = (gx - cx) * dx
         oy = (gy - cy) * dy
         if ox > 0 and oy > 0:
             k = ox if ox < oy else oy
             if k <= reach:
                 # The diagonal meets the goal's column (ox < oy), row, or the goal itself.
-                turn = cell + k * step
                 if ox == oy:
                     return _offer(node, goal, gx, gy, d, g_node + (walked + k) * SQRT2, gx, gy, width, keys,
                                   nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-                rest = (oy - ox) if ox < oy else (ox - oy)
-                straight = along_y if ox < oy else along_x
-                ahead = np.int64(table[turn, straight])
-                if rest <= (ahead if ahead > 0 else -ahead):
-                    size = _offer(node, goal, gx, gy, straight, g_node + (walked + k) * SQRT2 + rest, gx, gy,
+                turn = cell + k * step
+                if ox < oy:
+                    if _within(table, turn, along_y, dy * width, oy - ox):
+                        size = _offer(node, goal, gx, gy, along_y, g_node + (walked + k) * SQRT2 + (oy - ox), gx,
+                                      gy, width, keys, nodes, base, size, words, records, open_mark, closed_mark,
+                                      h_scale, n)
+                elif _within(table, turn, along_x, dx, ox - oy):
+                    size = _offer(node, goal, gx, gy, along_x, g_node + (walked + k) * SQRT2 + (ox - oy), gx, gy,
                                   width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+        if dist == SAT:
+            # No diagonal jump point in the next SAT_STEP steps: read on from there.
+            cell += SAT_STEP * step
+            cx += SAT_STEP * dx
+            cy += SAT_STEP * dy
+            walked += SAT_STEP
+            continue
         if dist <= 0:
             return size
         cell += dist * step
@@ -369,11 +440,11 @@ def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, node
         cy += dist * dy
         walked += dist
         g_turn = g_node + walked * SQRT2
-        ahead = np.int64(table[cell, along_x])
+        ahead = _distance(table, cell, along_x, dx)
         if ahead > 0:
             size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_turn + ahead, gx, gy, width,
                           keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-        ahead = np.int64(table[cell, along_y])
+        ahead = _distance(table, cell, along_y, dy * width)
         if ahead > 0:
             size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_turn + ahead, gx, gy,
                           width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
@@ -472,7 +543,7 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
                     open_mark, closed_mark, h_scale, n,
                 )
                 continue
-            k = _steps(table, node, x, y, d, gx, gy)
+            k = _steps(table, node, x, y, d, gx, gy, width)
             if k == 0:
                 continue
             size = _offer(node, node + k * (ddy * width + ddx), x + k * ddx, y + k * ddy, d, g_node + k,

@@ -42,8 +42,8 @@ from pathserver.options import BY_NAME, quoted
 MAX_CELLS = 64 * 1024 * 1024
 #: How many unit sizes one map generation keeps cached (least recently used evicted).
 DEFAULT_CACHE_SIZES = 8
-#: Maps of more cells than this get no JPS+ jump table (16 bytes a cell and unit size:
-#: 64 MB at this size); their searches scan online.
+#: Maps of more cells than this get no JPS+ jump table (8 bytes a cell and unit size:
+#: 32 MB at this size); their searches scan online.
 JUMP_TABLE_MAX_CELLS = 4 * 1024 * 1024
 
 # What uniform-cost maps pass as cost_index / cost_table: the kernels never read them
@@ -226,7 +226,7 @@ class UnitLayer:
 
     def jump_table(self) -> np.ndarray | None:
         """The JPS+ jump distances of :attr:`cells` (:func:`pathserver.core.jpsplus.
-        jump_table`, int16 (H * W, 8)) once built, else None (see
+        jump_table`, int8 (H * W, 8)) once built, else None (see
         :meth:`start_jump_table`)."""
         return self._table.table
 
@@ -235,7 +235,7 @@ class UnitLayer:
         nothing): the online search answers meanwhile. ``on_built()`` runs on that thread
         once the table is in place. ``seed``: ``(cells, table)`` of an earlier generation
         of this layer, from which only what changed is redone. False when this layer
-        gets no table (a map past :data:`JUMP_TABLE_MAX_CELLS` or too wide for int16)."""
+        gets no table (a map past :data:`JUMP_TABLE_MAX_CELLS`)."""
         height, width = self.cells.shape
         if height * width > JUMP_TABLE_MAX_CELLS or not jump_table_fits(height, width):
             return False

@@ -52,7 +52,7 @@ _NO_HEIGHTS = np.zeros((1, 1), dtype=np.float32)
 _NO_HEIGHTS.setflags(write=False)
 _NO_JUMP_BITS = np.zeros(0, dtype=np.uint64)
 _NO_JUMP_BITS.setflags(write=False)
-_NO_JUMP_TABLE = np.zeros((0, 8), dtype=np.int16)
+_NO_JUMP_TABLE = np.zeros((0, 8), dtype=np.int8)
 _NO_JUMP_TABLE.setflags(write=False)
 
 
@@ -462,9 +462,11 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None 
     else:
         use_jps = options["algorithm"] == "auto" and jps_ok and layer.open_share >= JPS_MIN_OPEN_SHARE
     # "auto" runs JPS+ once the layer's jump table is built (in the background, started
-    # here: the online JPS answers meanwhile); "jps" always scans online.
+    # here: the online JPS answers meanwhile); "jps" always scans online, and so does a
+    # search with a budget: where a budget cuts it short depends on the algorithm, and
+    # the answer must not change when the table lands.
     table = None
-    if use_jps and options["algorithm"] == "auto" and gridmap.start_jump_table(layer):
+    if use_jps and options["algorithm"] == "auto" and budget == 0 and gridmap.start_jump_table(layer):
         table = layer.jump_table()
     mode = st.pack_mode(
         diagonal_code, heuristic_code, SMOOTHING[options["smooth"]],

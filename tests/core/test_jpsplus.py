@@ -12,6 +12,8 @@ from pathserver.core.jps import jps, jump_bitmaps
 from pathserver.core.jpsplus import (
     DIRECTION_X,
     DIRECTION_Y,
+    SAT,
+    SAT_STEP,
     jps_plus,
     jump_cost,
     jump_parent,
@@ -109,8 +111,39 @@ def test_table_matches_distances_walked_cell_by_cell():
         unit = int(rng.integers(1, 4))
         passable = naive.passable_for_unit(walkable, unit, unit)
         table = jump_table(passable)
-        assert table.dtype == np.int16 and table.shape == (width * height, 8)
-        assert (table == naive.jump_distances(passable)).all()
+        assert table.dtype == np.int8 and table.shape == (width * height, 8)
+        assert (table == stored(naive.jump_distances(passable))).all()
+
+
+def stored(distances):
+    """True distances as the table stores them: past 126 steps, SAT."""
+    return np.where(np.abs(distances) > SAT_STEP, SAT, distances)
+
+
+def test_long_lines_saturate_and_read_on():
+    # Straight runs of up to 300 cells (the reference walks them; diagonals stay short).
+    rng = np.random.default_rng(16)
+    for width, height in [(300, 3), (3, 300), (260, 4)]:
+        passable = naive.random_grid(rng, width, height, 0.01).astype(np.uint8)
+        table = jump_table(passable)
+        assert (table == SAT).any()
+        assert (table == stored(naive.jump_distances(passable))).all()
+    # Long diagonals: the search against Dijkstra on open ground with a few walls.
+    ws = PlusWorkspace(300 * 300)
+    for size, walls in ((140, True), (300, False)):
+        passable = np.ones((size, size), dtype=np.uint8)
+        passable[7, 5] = 0
+        if walls:
+            passable[rng.integers(size, size=6), rng.integers(size, size=6)] = 0
+            passable[size // 2, 10 : size - 10] = 0
+        table = jump_table(passable)
+        assert (table[:, :4] == SAT).any()
+        assert walls or (table[:, 4:] == SAT).any()
+        for start, goal in [((0, 0), (size - 1, size - 1)), ((size - 1, 0), (0, size - 1)), ((3, 1), (size - 2, 130)),
+                            ((1, size - 1), (size - 1, 2)), ((0, 5), (139, 5))]:
+            check_against_dijkstra(ws, passable, start, goal)
+        for start, goal in random_queries(rng, passable, 6):
+            check_against_dijkstra(ws, passable, start, goal)
 
 
 def test_update_after_edits_matches_a_fresh_build():
