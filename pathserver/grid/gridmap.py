@@ -284,7 +284,7 @@ class _JumpTable:
     """A layer's JPS+ table and its one background build.
 
     table: None until built (then read-only). The build thread sets it, then calls
-    ``on_built`` (which drops the map's prepared calls, so the next call picks it up)."""
+    ``on_built`` (which hands it to the map's prepared calls waiting for it)."""
 
     __slots__ = ("table", "_started", "_done", "_lock")
 
@@ -677,9 +677,11 @@ class GridMap:
     def start_jump_table(self, layer: UnitLayer) -> bool:
         """Start building ``layer``'s JPS+ table in the background (once; from the
         previous generation's table where this map is an edit); when it is in place the
-        prepared calls are dropped, so the next ``find_path`` alike picks it up. False
+        prepared calls waiting for it get it (:meth:`LayerCache.table_built`). False
         when the layer gets none (see :meth:`UnitLayer.start_jump_table`)."""
-        return layer.start_jump_table(self.layers.drop_calls, self._jump_seeds.pop(layer.key, None))
+        layers = self.layers
+        return layer.start_jump_table(lambda: layers.table_built(layer.key, layer.jump_table()),
+                                      self._jump_seeds.pop(layer.key, None))
 
     def _seeds_for_edit(self) -> dict:
         """The JPS+ tables an edit of this map hands on: the built ones of its cached

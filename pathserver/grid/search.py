@@ -250,6 +250,12 @@ class PreparedCall:
             raise TypeError(f"PreparedCall takes exactly the fields {', '.join(self.FIELDS)}")
         self.fields = tuple(fields[name] for name in self.FIELDS)
 
+    def with_jump_table(self, table) -> "PreparedCall":
+        """This call running JPS+ on ``table`` (its layer's, just built)."""
+        fields = dict(zip(self.FIELDS, self.fields))
+        fields.update(jump_table=table, algorithm="jps+")
+        return PreparedCall(**fields)
+
     def __repr__(self) -> str:
         return f"PreparedCall(size={self.size}, algorithm={self.algorithm!r}, mode={self.mode})"
 
@@ -466,7 +472,8 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None 
     # search with a budget: where a budget cuts it short depends on the algorithm, and
     # the answer must not change when the table lands.
     table = None
-    if use_jps and options["algorithm"] == "auto" and budget == 0 and gridmap.start_jump_table(layer):
+    awaiting = use_jps and options["algorithm"] == "auto" and budget == 0 and gridmap.start_jump_table(layer)
+    if awaiting:
         table = layer.jump_table()
     mode = st.pack_mode(
         diagonal_code, heuristic_code, SMOOTHING[options["smooth"]],
@@ -483,10 +490,12 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None 
         generation=gridmap.generation, snap=options["snap"],
     )
     gridmap.layers.keep(key, call)
-    if use_jps and table is None and layer.jump_table() is not None:
-        # Built since it was read, maybe before the call was kept: the build's drop of
-        # the prepared calls may have missed this one.
-        gridmap.layers.forget(key)
+    if awaiting and table is None:
+        gridmap.layers.await_table(layer.key, key)
+        built = layer.jump_table()
+        if built is not None:
+            # Built since it was read, maybe before this call was noted as waiting.
+            gridmap.layers.table_built(layer.key, built)
     return call
 
 

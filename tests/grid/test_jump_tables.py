@@ -37,6 +37,8 @@ def test_auto_uses_the_table_once_built_and_jps_scans_online():
     first = find_path(m, (0, 0), (29, 9))
     assert first.algorithm in ("jps", "jps+")  # the online search answers while it builds
     layer = built(m)
+    # The waiting call got the table in place: still one prepared call, now JPS+.
+    assert [c.algorithm for c in m.layers.prepared_calls()] == ["jps+"]
     r = find_path(m, (0, 0), (29, 9))
     assert r.algorithm == "jps+"
     assert r.cost == pytest.approx(first.cost)
