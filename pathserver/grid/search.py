@@ -471,10 +471,13 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None 
     # here: the online JPS answers meanwhile); "jps" always scans online, and so does a
     # search with a budget: where a budget cuts it short depends on the algorithm, and
     # the answer must not change when the table lands.
+    # The table is read before its build is started: the first call on a layer scans
+    # online whatever the build's speed, so a one-off query's answer is deterministic.
     table = None
-    awaiting = use_jps and options["algorithm"] == "auto" and budget == 0 and gridmap.start_jump_table(layer)
+    awaiting = use_jps and options["algorithm"] == "auto" and budget == 0
     if awaiting:
         table = layer.jump_table()
+        awaiting = gridmap.start_jump_table(layer)
     mode = st.pack_mode(
         diagonal_code, heuristic_code, SMOOTHING[options["smooth"]],
         st.ALGORITHM_JPS if use_jps else st.ALGORITHM_ASTAR, options["snap"], options["allow_partial"],
