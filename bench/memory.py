@@ -89,10 +89,10 @@ def measure_map(gridmap: GridMap) -> dict:
             layer.jump_bits()  # what a JPS query adds
         retained, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        # auto's JPS+ table (precomputation, 8 bytes a cell), built where auto runs JPS:
+        # auto's JPS+ table (precomputation, 8 bytes a cell), built on uniform-cost layers:
         # counted apart from the layer's own arrays.
         plus = 0.0
-        if layer.uniform and layer.open_share >= 0.5 and layer.start_jump_table() and layer.wait_jump_table(300):
+        if layer.uniform and layer.start_jump_table() and layer.wait_jump_table(300):
             plus = layer.jump_table().nbytes / cells
         arrays = layer_arrays(layer, gridmap)
         dominant = max(arrays, key=arrays.get)
@@ -142,7 +142,7 @@ def report(results: dict) -> str:
                          f"{row['dominant']} {share:.2f}")
     lines.append("  (bytes per cell: nbytes = UnitLayer.nbytes; owned = the arrays only this layer holds;"
                  " traced = tracemalloc retained after the build; peak = tracemalloc peak during it;"
-                 " JPS+ = auto's jump table, built in the background where auto runs JPS, in nbytes, not in owned)")
+                 " JPS+ = auto's jump table, built in the background on uniform-cost layers, in nbytes, not in owned)")
     for pick in (True, False):
         entry = next((e for e in results["maps"] if e["uniform_cost"] is pick), None)
         if entry is not None:

@@ -45,6 +45,10 @@ DEFAULT_CACHE_SIZES = 8
 #: Maps of more cells than this get no JPS+ jump table (8 bytes a cell and unit size:
 #: 32 MB at this size); their searches scan online.
 JUMP_TABLE_MAX_CELLS = 4 * 1024 * 1024
+#: Nor do maps of fewer cells than this: their searches take microseconds anyway, and
+#: their answers stay those of the first query (a table landing mid-session may pick
+#: another of several equally short paths).
+JUMP_TABLE_MIN_CELLS = 128 * 128
 
 # What uniform-cost maps pass as cost_index / cost_table: the kernels never read them
 # there. Read-only and of the common dtypes (uint8 index, float64 table) like the real
@@ -235,9 +239,10 @@ class UnitLayer:
         nothing): the online search answers meanwhile. ``on_built()`` runs on that thread
         once the table is in place. ``seed``: ``(cells, table)`` of an earlier generation
         of this layer, from which only what changed is redone. False when this layer
-        gets no table (a map past :data:`JUMP_TABLE_MAX_CELLS`)."""
+        gets no table (a map of fewer than :data:`JUMP_TABLE_MIN_CELLS` or more than
+        :data:`JUMP_TABLE_MAX_CELLS` cells)."""
         height, width = self.cells.shape
-        if height * width > JUMP_TABLE_MAX_CELLS or not jump_table_fits(height, width):
+        if not JUMP_TABLE_MIN_CELLS <= height * width <= JUMP_TABLE_MAX_CELLS or not jump_table_fits(height, width):
             return False
         self._table.start(self.cells, on_built, seed)
         return True

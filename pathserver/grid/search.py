@@ -41,8 +41,9 @@ HEURISTICS = {
     "chebyshev": st.HEURISTIC_CHEBYSHEV,
 }
 SMOOTHING = {"none": st.SMOOTH_NONE, "corners": st.SMOOTH_CORNERS, "los": st.SMOOTH_LOS}
-#: ``algorithm="auto"`` picks JPS only where open ground dominates: on random clutter and
-#: 1-wide mazes every cell is a jump point and JPS only adds scanning overhead.
+#: ``algorithm="auto"`` picks the online JPS only where open ground dominates: on random
+#: clutter and 1-wide mazes every cell is a jump point and JPS only adds scanning
+#: overhead. (Once a layer's JPS+ table is built, auto runs JPS+ on any of them.)
 JPS_MIN_OPEN_SHARE = 0.5
 
 _STATUS_NAMES = {st.QUERY_FOUND: "found", st.QUERY_PARTIAL: "partial", st.QUERY_NO_PATH: "no_path"}
@@ -253,7 +254,7 @@ class PreparedCall:
     def with_jump_table(self, table) -> "PreparedCall":
         """This call running JPS+ on ``table`` (its layer's, just built)."""
         fields = dict(zip(self.FIELDS, self.fields))
-        fields.update(jump_table=table, algorithm="jps+")
+        fields.update(jump_table=table, algorithm="jps+", mode=self.mode | (1 << st.MODE_ALGORITHM))
         return PreparedCall(**fields)
 
     def __repr__(self) -> str:
@@ -468,28 +469,30 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None 
     else:
         use_jps = options["algorithm"] == "auto" and jps_ok and layer.open_share >= JPS_MIN_OPEN_SHARE
     # "auto" runs JPS+ once the layer's jump table is built (in the background, started
-    # here: the online JPS answers meanwhile); "jps" always scans online, and so does a
-    # search with a budget: where a budget cuts it short depends on the algorithm, and
-    # the answer must not change when the table lands.
-    # The table is read before its build is started: the first call on a layer scans
-    # online whatever the build's speed, so a one-off query's answer is deterministic.
+    # here), on any grid JPS qualifies for, clutter and mazes included (it beat A* there
+    # too: 1.6x on random512-40-0, 2x on maze512-1-0, 9x on 8room_000); until then the
+    # choice above answers. "jps" always scans online, and so does a search with a
+    # budget: where a budget cuts it short depends on the algorithm, and the answer must
+    # not change when the table lands. The table is read before its build is started:
+    # the first call on a layer does not use it whatever the build's speed, so a one-off
+    # query's answer is deterministic.
     table = None
-    awaiting = use_jps and options["algorithm"] == "auto" and budget == 0
+    awaiting = options["algorithm"] == "auto" and jps_ok and budget == 0
     if awaiting:
         table = layer.jump_table()
         awaiting = gridmap.start_jump_table(layer)
     mode = st.pack_mode(
         diagonal_code, heuristic_code, SMOOTHING[options["smooth"]],
-        st.ALGORITHM_JPS if use_jps else st.ALGORITHM_ASTAR, options["snap"], options["allow_partial"],
-        options["line_of_sight"], layer.uniform, use_heights,
+        st.ALGORITHM_JPS if use_jps or table is not None else st.ALGORITHM_ASTAR, options["snap"],
+        options["allow_partial"], options["line_of_sight"], layer.uniform, use_heights,
     )
     call = PreparedCall(
         size=(unit_w, unit_h), layer_key=layer.key, width=gridmap.width, height=gridmap.height, n=gridmap.width * gridmap.height,
-        cells=cells, comps=comps, jump_bits=layer.jump_bits() if use_jps else _NO_JUMP_BITS,
+        cells=cells, comps=comps, jump_bits=layer.jump_bits() if use_jps and table is None else _NO_JUMP_BITS,
         jump_table=_NO_JUMP_TABLE if table is None else table,
         cost_index=layer.cost_index, cost_table=layer.cost_table, heights=heights, climb=climb, mode=mode,
         weight=options["weight"], budget=budget,
-        algorithm=("jps" if table is None else "jps+") if use_jps else "astar",
+        algorithm="jps+" if table is not None else "jps" if use_jps else "astar",
         generation=gridmap.generation, snap=options["snap"],
     )
     gridmap.layers.keep(key, call)

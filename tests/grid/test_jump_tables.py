@@ -25,6 +25,13 @@ OPEN = """
 """
 
 
+@pytest.fixture(autouse=True)
+def small_maps_get_tables(monkeypatch):
+    """These tests' maps are small: let them have tables (the default spares maps below
+    128 x 128, where a table gains little)."""
+    monkeypatch.setattr(gridmap_module, "JUMP_TABLE_MIN_CELLS", 0)
+
+
 def built(m, unit=1):
     """The map's layer for ``unit`` with its jump table built (waits for the thread)."""
     layer = m.layer(unit)
@@ -50,10 +57,31 @@ def test_auto_uses_the_table_once_built_and_jps_scans_online():
     assert layer.jump_table().nbytes == layer.cells.size * 8 and layer.nbytes > layer.jump_table().nbytes
 
 
-def test_no_table_is_built_for_astar_or_a_map_too_large(monkeypatch):
+def test_auto_runs_astar_on_a_maze_until_the_table_lands_then_jps_plus():
+    walkable = np.ones((21, 21), dtype=bool)
+    walkable[1::2, :] = False
+    walkable[1::4, 0] = True
+    walkable[3::4, -1] = True
+    m = GridMap(walkable)
+    assert m.layer(1).open_share < 0.5
+    first = find_path(m, (0, 0), (20, 20))
+    assert first.algorithm == "astar"
+    built(m)
+    r = find_path(m, (0, 0), (20, 20))
+    assert (r.algorithm, r.cost, r.path.tolist()) == ("jps+", first.cost, first.path.tolist())
+
+
+def test_no_table_is_built_for_astar_or_a_map_too_small_or_too_large(monkeypatch):
     m = GridMap.from_ascii(OPEN)
     find_path(m, (0, 0), (29, 9), algorithm="astar")
     assert not m.layer(1).wait_jump_table(timeout=0)
+    for limit in ("JUMP_TABLE_MIN_CELLS", "JUMP_TABLE_MAX_CELLS"):
+        monkeypatch.setattr(gridmap_module, limit, 1000 if limit.endswith("MIN_CELLS") else 10)
+        m = GridMap.from_ascii(OPEN)
+        assert find_path(m, (0, 0), (29, 9)).algorithm == "jps"
+        assert not m.layer(1).wait_jump_table(timeout=0)
+        monkeypatch.undo()
+        monkeypatch.setattr(gridmap_module, "JUMP_TABLE_MIN_CELLS", 0)
     monkeypatch.setattr(gridmap_module, "JUMP_TABLE_MAX_CELLS", 10)
     m = GridMap.from_ascii(OPEN)
     assert find_path(m, (0, 0), (29, 9)).algorithm == "jps"
@@ -73,7 +101,7 @@ def test_auto_with_tables_matches_dijkstra_for_unit_sizes_1_to_3():
             if len(free) < 2:
                 continue
             find_path(m, tuple(free[0][::-1].tolist()), tuple(free[-1][::-1].tolist()), unit)
-            m.layer(unit).wait_jump_table(timeout=60)  # False where auto runs A*: none started
+            built(m, unit)  # on clutter too: auto answers with A* until it lands
             for _ in range(3):
                 (sy, sx), (gy, gx) = free[rng.choice(len(free), 2, replace=False)]
                 expected = naive.dijkstra(passable, (int(sx), int(sy)), (int(gx), int(gy)))
@@ -81,8 +109,8 @@ def test_auto_with_tables_matches_dijkstra_for_unit_sizes_1_to_3():
                 if math.isinf(expected):
                     assert r.status == "no_path"
                     continue
-                assert r.algorithm in ("jps+", "astar")  # auto: A* on clutter
-                used[unit] += r.algorithm == "jps+"
+                assert r.algorithm == "jps+"
+                used[unit] += 1
                 assert r.cost == pytest.approx(expected, abs=1e-9)
                 path = [tuple(p) for p in r.path.tolist()]
                 assert naive.path_is_valid(passable, path)
