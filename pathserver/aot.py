@@ -54,7 +54,7 @@ ENTRY_KERNELS = (
     ("dijkstra", "count_in_components"), ("dijkstra", "field"), ("dijkstra", "field_whole"),
     ("dijkstra", "leave_costs"), ("dijkstra", "reach"), ("dijkstra", "ring_size"),
     ("goals", "snap_goals"), ("goals", "solve_goals"),
-    ("jps", "jump_bitmaps"),
+    ("jps", "jump_bitmaps"), ("jpsplus", "jump_table"), ("jpsplus", "update_jump_table"),
     ("query", "solve"),
     ("steer", "next_steps"),
     ("wire", "pack_float_points"), ("wire", "pack_int_points"), ("wire", "packed_points_bound"),

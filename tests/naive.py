@@ -246,3 +246,55 @@ def footprint_max(cost, unit_w, unit_h):
                       if 0 <= cx < width and 0 <= cy < height]
             out[y, x] = max(inside)
     return out
+
+
+# -- JPS+ jump distances ------------------------------------------------------------------
+
+JUMP_DIRECTIONS = [(1, 0), (0, 1), (-1, 0), (0, -1), (1, 1), (-1, 1), (-1, -1), (1, -1)]
+
+
+def _free(passable, x, y):
+    height, width = passable.shape
+    return 0 <= x < width and 0 <= y < height and bool(passable[y, x])
+
+
+def straight_stop(passable, x, y, dx, dy):
+    """Whether a straight scan along (dx, dy) stops at the free cell (x, y): a side cell
+    is free and the cell behind it (toward where the scan came from) is blocked."""
+    for s in (-1, 1):
+        side = (x + s * dy, y + s * dx) if dx else (x + s, y)
+        behind = (side[0] - dx, side[1] - dy)
+        if _free(passable, *side) and not _free(passable, *behind):
+            return True
+    return False
+
+
+def jump_distance(passable, x, y, dx, dy):
+    """The JPS+ distance from (x, y) along (dx, dy), walked step by step: k > 0 when the
+    k-th step reaches a jump point (straight: a stop; diagonal: a cell from which a
+    straight scan along dx or dy reaches a stop), else -(legal steps before a dead end)."""
+    if not _free(passable, x, y):
+        return 0
+    steps = 0
+    while True:
+        nx, ny = x + dx, y + dy
+        if not _free(passable, nx, ny) or not _free(passable, nx, y) or not _free(passable, x, ny):
+            return -steps
+        x, y = nx, ny
+        steps += 1
+        if dx and dy:
+            if jump_distance(passable, x, y, dx, 0) > 0 or jump_distance(passable, x, y, 0, dy) > 0:
+                return steps
+        elif straight_stop(passable, x, y, dx, dy):
+            return steps
+
+
+def jump_distances(passable):
+    """int (H * W, 8): :func:`jump_distance` of every cell in each of JUMP_DIRECTIONS."""
+    height, width = passable.shape
+    out = np.zeros((height * width, 8), dtype=np.int64)
+    for y in range(height):
+        for x in range(width):
+            for d, (dx, dy) in enumerate(JUMP_DIRECTIONS):
+                out[y * width + x, d] = jump_distance(passable, x, y, dx, dy)
+    return out

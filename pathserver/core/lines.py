@@ -97,9 +97,17 @@ def path_cost(path, cost_index, cost_table, uniform):
 def polyline_length(points):
     total = 0.0
     for i in range(1, points.shape[0]):
-        dx = float(points[i, 0] - points[i - 1, 0])
-        dy = float(points[i, 1] - points[i - 1, 1])
-        total += math.sqrt(dx * dx + dy * dy)
+        dx = points[i, 0] - points[i - 1, 0]
+        dy = points[i, 1] - points[i - 1, 1]
+        square = dx * dx + dy * dy
+        # A cell path's steps without a square root (the same sums: sqrt(1.0) and
+        # sqrt(2.0) are exactly 1.0 and SQRT2).
+        if square == 1:
+            total += 1.0
+        elif square == 2:
+            total += SQRT2
+        else:
+            total += math.sqrt(float(square))
     return total
 
 

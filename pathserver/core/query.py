@@ -9,6 +9,7 @@ from pathserver.core.jit import njit
 from pathserver.core.astar import astar, trace_path
 from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.jps import jps
+from pathserver.core.jpsplus import jps_plus, jump_cost, trace_jumps
 from pathserver.core.lines import (
     corner_points,
     path_cost,
@@ -85,6 +86,7 @@ def solve(
     cells,
     comps,
     jump_bits,
+    jump_table,
     cost_index,
     cost_table,
     heights,
@@ -105,15 +107,19 @@ def solve(
     unit's footprint fits, so also the passability grid every search reads) and its
     table, under ``diagonal`` (see :mod:`pathserver.core.components`); jump_bits:
     :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS);
+    jump_table: :func:`pathserver.core.jpsplus.jump_table` of ``cells``, or an empty
+    (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning);
     cost_index, cost_table, heights, max_climb, weight, max_expansions: as in
     :func:`astar`. mode: the other options packed by
     :func:`pathserver.core.status.pack_mode` (fewer arguments for numba to type-check on
     every call): diagonal, heuristic, smooth (SMOOTH_*), algorithm (ALGORITHM_JPS only
     when the caller has checked the grid qualifies: uniform cost, no heights, no corner
     cutting), and the flags snap, allow_partial, line_of_sight, uniform, use_heights.
-    Workspace, packed for the same reason: work_float float64 (3, N) holds g, heap_f,
-    heap_h (A* reads it as its heap's int64 tags); work_int int32 (4, N + 1) holds parent,
-    heap_nodes, heap_pos and the stamps,
+    Workspace, packed for the same reason: work_float float64 (5, N) holds g, heap_f,
+    heap_h (A* reads it as its heap's int64 tags), and rows 1 to 4 as JPS+ lays them out
+    (see :func:`pathserver.core.jpsplus.jps_plus`, which needs N > H * W and the array
+    zeroed when allocated; rows 3 and 4 are JPS+'s alone); work_int int32 (4, N + 1) holds
+    parent, heap_nodes, heap_pos and the stamps,
     N >= H * W, zeroed once when allocated: ``work_int[3, N]`` keeps the last pass id, so
     the kernel picks its own (the workspace convention of :func:`astar`).
 
@@ -184,7 +190,19 @@ def solve(
                 polyline_length(points), 0, sx, sy, gx, gy,
             )
 
-    if algorithm == ALGORITHM_JPS:
+    plus = algorithm == ALGORITHM_JPS and jump_table.shape[0] == height * width and work_float.shape[1] > height * width
+    # Two call sites on purpose: with one, LLVM inlines jps_plus into this function and
+    # the search runs a third slower (measured with bench/profile.py: solve's fixed part
+    # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
+    if plus and max_expansions > 0:
+        status, end, expanded = jps_plus(
+            passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id,
+        )
+    elif plus:
+        status, end, expanded = jps_plus(
+            passable, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id,
+        )
+    elif algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(
             passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,
             g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
@@ -205,12 +223,17 @@ def solve(
             return QUERY_NO_PATH, flags, _no_points(), 0.0, 0.0, expanded, sx, sy, gx, gy
         reached = QUERY_PARTIAL
     start_node = sy * width + sx
-    cells = trace_path(parent, width, start_node, end)
+    if plus:
+        cells = trace_jumps(work_float, width, start_node, end)
+        end_cost = jump_cost(work_float, end)
+    else:
+        cells = trace_path(parent, width, start_node, end)
+        end_cost = g[end]
     points = _finish(
         cells, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth
     )
     return (
-        reached, flags, points, g[end] if end != start_node else 0.0,
+        reached, flags, points, end_cost if end != start_node else 0.0,
         polyline_length(points), expanded, sx, sy, gx, gy,
     )
 

@@ -63,6 +63,8 @@ class LayerCache:
         self._terrain_lock = threading.Lock()
         self._fields: OrderedDict = OrderedDict()
         self._field_bytes = 0
+        # Keys of the prepared calls waiting for their layer's JPS+ table, by layer key.
+        self._awaiting: dict = {}
 
     def layer(self, unit_w: int, unit_h: int, build, rules=None):
         """The layer for a ``unit_w x unit_h`` unit (sizes already checked) under the
@@ -162,6 +164,32 @@ class LayerCache:
             return
         if call.layer_key not in self._layers:  # evicted meanwhile: it must not outlive it
             calls.pop(key, None)
+
+    def await_table(self, layer_key, key) -> None:
+        """Note that the call kept under ``key`` runs the online JPS on the layer kept under
+        ``layer_key`` until that layer's JPS+ table is built (see :meth:`table_built`).
+        An unhashable key (never kept) is not noted."""
+        try:
+            hash(key)
+        except TypeError:
+            return
+        with self._lock:
+            self._awaiting.setdefault(layer_key, []).append(key)
+
+    def table_built(self, layer_key, table) -> None:
+        """The JPS+ ``table`` of a layer is built: each call awaiting it is replaced by
+        the same call carrying it (``call.with_jump_table``), in place, so the count and
+        keys of the kept calls do not change. Safe to call more than once."""
+        with self._lock:
+            for key in self._awaiting.pop(layer_key, ()):
+                call = self._calls.get(key)
+                if call is not None:
+                    self._calls[key] = call.with_jump_table(table)
+
+    def cached_layers(self) -> list:
+        """The cached layers, least recently used first."""
+        with self._lock:
+            return list(self._layers.values())
 
     def forget(self, key) -> None:
         """Drop the call kept under ``key``, if any (see ``touch``)."""

@@ -21,6 +21,7 @@ see another map. Each rule set gets its own walkable cells, clearance and costs
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -31,6 +32,8 @@ from pathserver.core.clearance import compute_clearance, footprint_cost, footpri
 from pathserver.core.components import BLOCK, BLOCK_SHIFT, block_labels, label_components
 from pathserver.core.cut import block_pieces, piece_graph
 from pathserver.core.jps import jump_bitmaps
+from pathserver.core.jpsplus import fits as jump_table_fits
+from pathserver.core.jpsplus import jump_table, update_jump_table
 from pathserver.errors import BadUnitSizeError, MapLoadError, OutOfBoundsError, RequestError
 from pathserver.grid.cache import LayerCache
 from pathserver.options import BY_NAME, quoted
@@ -39,6 +42,13 @@ from pathserver.options import BY_NAME, quoted
 MAX_CELLS = 64 * 1024 * 1024
 #: How many unit sizes one map generation keeps cached (least recently used evicted).
 DEFAULT_CACHE_SIZES = 8
+#: Maps of more cells than this get no JPS+ jump table (8 bytes a cell and unit size:
+#: 32 MB at this size); their searches scan online.
+JUMP_TABLE_MAX_CELLS = 4 * 1024 * 1024
+#: Nor do maps of fewer cells than this: their searches take microseconds anyway, and
+#: their answers stay those of the first query (a table landing mid-session may pick
+#: another of several equally short paths).
+JUMP_TABLE_MIN_CELLS = 128 * 128
 
 # What uniform-cost maps pass as cost_index / cost_table: the kernels never read them
 # there. Read-only and of the common dtypes (uint8 index, float64 table) like the real
@@ -184,6 +194,7 @@ class UnitLayer:
     _jump_bits: list
     rules: tuple | None = None
     _pieces: dict = field(default_factory=dict)
+    _table: "_JumpTable" = field(default_factory=lambda: _JumpTable())
 
     @property
     def key(self) -> tuple:
@@ -217,6 +228,30 @@ class UnitLayer:
             self._jump_bits.append(bits)
         return self._jump_bits[0]
 
+    def jump_table(self) -> np.ndarray | None:
+        """The JPS+ jump distances of :attr:`cells` (:func:`pathserver.core.jpsplus.
+        jump_table`, int8 (H * W, 8)) once built, else None (see
+        :meth:`start_jump_table`)."""
+        return self._table.table
+
+    def start_jump_table(self, on_built=None, seed: tuple | None = None) -> bool:
+        """Start building the jump table on a background thread, once (later calls do
+        nothing): the online search answers meanwhile. ``on_built()`` runs on that thread
+        once the table is in place. ``seed``: ``(cells, table)`` of an earlier generation
+        of this layer, from which only what changed is redone. False when this layer
+        gets no table (a map of fewer than :data:`JUMP_TABLE_MIN_CELLS` or more than
+        :data:`JUMP_TABLE_MAX_CELLS` cells)."""
+        height, width = self.cells.shape
+        if not JUMP_TABLE_MIN_CELLS <= height * width <= JUMP_TABLE_MAX_CELLS or not jump_table_fits(height, width):
+            return False
+        self._table.start(self.cells, on_built, seed)
+        return True
+
+    def wait_jump_table(self, timeout: float | None = None) -> bool:
+        """Block until the jump table is built (True), or ``timeout`` seconds pass or no
+        build was started (False)."""
+        return self._table.wait(timeout)
+
     def pieces(self, eight: int) -> tuple:
         """``(pieces, first, offsets, targets, cells)``: :func:`pathserver.core.cut.
         block_pieces` of the cells the unit can stand on, 4-connected (8-connected with
@@ -244,7 +279,52 @@ class UnitLayer:
         own_cost = self.cost_index.nbytes if (self.unit_w * self.unit_h > 1 and not self.uniform) else 0
         lazy = sum(c.nbytes + t.nbytes for c, t in self._cells8) + sum(a.nbytes for a in self._jump_bits)
         lazy += sum(a.nbytes for arrays in self._pieces.values() for a in arrays)
+        table = self._table.table
+        if table is not None:
+            lazy += table.nbytes
         return self.cells.nbytes + self.comps.nbytes + own_cost + lazy
+
+
+class _JumpTable:
+    """A layer's JPS+ table and its one background build.
+
+    table: None until built (then read-only). The build thread sets it, then calls
+    ``on_built`` (which hands it to the map's prepared calls waiting for it)."""
+
+    __slots__ = ("table", "_started", "_done", "_lock")
+
+    def __init__(self):
+        self.table = None
+        self._started = False
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+
+    def start(self, cells: np.ndarray, on_built, seed) -> None:
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        # Not a daemon: a build that is compiling its kernel when the program ends is
+        # waited for (LLVM torn down under a compile aborts the interpreter).
+        threading.Thread(target=self._build, args=(cells, on_built, seed), name="pathserver-jump-table").start()
+
+    def _build(self, cells, on_built, seed) -> None:
+        try:
+            if seed is not None and seed[0].shape == cells.shape:
+                table, _ = update_jump_table(cells, seed[0], seed[1])
+            else:
+                table = jump_table(cells)
+            table.setflags(write=False)
+            self.table = table
+            if on_built is not None:
+                on_built()
+        finally:
+            self._done.set()
+
+    def wait(self, timeout: float | None) -> bool:
+        if not self._started:
+            return False
+        return self._done.wait(timeout) and self.table is not None
 
 
 def _components(passable: np.ndarray, eight: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -418,6 +498,7 @@ class GridMap:
         classes: dict | None = None,
         _clearance: np.ndarray | None = None,
         _cost_edit: tuple | None = None,
+        _jump_seeds: dict | None = None,
     ):
         walkable = np.asarray(walkable)
         if walkable.ndim != 2 or walkable.shape[0] < 1 or walkable.shape[1] < 1:
@@ -477,6 +558,10 @@ class GridMap:
         self.tags, self.tag_names, self.classes = _check_tags(tags, tag_names, classes, self.walkable.shape)
         #: The layers of the unit sizes used lately and find_path's prepared calls.
         self.layers = LayerCache(cache_sizes)
+        # The JPS+ tables of the generation this one was edited from, by layer key, as
+        # (cells, table): a layer's table is then updated where the edit reached instead
+        # of built from scratch.
+        self._jump_seeds = dict(_jump_seeds or {})
 
     # -- construction helpers -------------------------------------------------------
 
@@ -603,6 +688,26 @@ class GridMap:
         table, index = _build_cost_index(cost)
         return Terrain(walkable_u8, _readonly(clearance), index, table, False)
 
+    def start_jump_table(self, layer: UnitLayer) -> bool:
+        """Start building ``layer``'s JPS+ table in the background (once; from the
+        previous generation's table where this map is an edit); when it is in place the
+        prepared calls waiting for it get it (:meth:`LayerCache.table_built`). False
+        when the layer gets none (see :meth:`UnitLayer.start_jump_table`)."""
+        layers = self.layers
+        return layer.start_jump_table(lambda: layers.table_built(layer.key, layer.jump_table()),
+                                      self._jump_seeds.pop(layer.key, None))
+
+    def _seeds_for_edit(self) -> dict:
+        """The JPS+ tables an edit of this map hands on: the built ones of its cached
+        layers, and the seeds it got and has not used, at most ``cache_sizes`` of them."""
+        seeds = dict(self._jump_seeds)
+        for layer in self.layers.cached_layers():
+            table = layer.jump_table()
+            if table is not None:
+                seeds.pop(layer.key, None)
+                seeds[layer.key] = (layer.cells, table)
+        return dict(list(seeds.items())[-self.layers.limit:])
+
     def cached_sizes(self) -> list[tuple[int, int]]:
         """The unit sizes whose layers are cached, least recently used first."""
         return self.layers.sizes()
@@ -680,6 +785,7 @@ class GridMap:
             classes=self.classes,
             _clearance=clearance,
             _cost_edit=cost_edit,
+            _jump_seeds=self._seeds_for_edit(),
         )
 
     def with_generation(self, generation: int) -> "GridMap":

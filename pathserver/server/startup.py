@@ -148,6 +148,20 @@ def _warm_steps(costly=None):
         reachable(costly, (1, 1), 4.0, 1)
         find_path(tagged, (0, 0), (7, 3), traversal="truck")
 
+    def jump_tables():
+        # JPS+ (maps of 128 x 128 cells and more): a table built, searched, and updated
+        # after an edit, as auto does in the background.
+        walkable = np.ones((128, 128), dtype=bool)
+        walkable[40:90, 64] = False
+        gridmap = GridMap(walkable)
+        for _ in range(2):
+            find_path(gridmap, (0, 0), (127, 127))
+            layer = gridmap.layer_for(1, 1)
+            gridmap.start_jump_table(layer)
+            layer.wait_jump_table(60.0)
+            find_path(gridmap, (0, 64), (127, 64), line_of_sight=False)
+            gridmap = gridmap.edit(cells=[(10, 10)], solid=True)
+
     def wire():
         out = np.empty(packed_points_bound(2), dtype=np.uint8)
         pack_int_points(np.zeros((2, 2), dtype=np.int32), out)
@@ -158,6 +172,7 @@ def _warm_steps(costly=None):
         ("larger units", search(costly, (0, 0), (7, 3), 2, smooth="corners", diagonal="always", algorithm="astar")),
         ("partial paths", search(costly, (0, 0), (7, 3), 1, diagonal="never", allow_partial=True, max_expansions=3)),
         ("jump point search", search(uniform, (0, 2), (7, 0), 1, algorithm="jps", line_of_sight=False, smooth="los")),
+        ("jump tables (JPS+)", jump_tables),
         # Long paths are encoded for the wire by compiled kernels (pathserver.core.wire).
         ("the reply encoder", wire),
         ("map edits", lambda: costly.edit(cells=[(0, 3)], solid=True)),

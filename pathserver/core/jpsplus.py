@@ -1,0 +1,619 @@
+"""JPS+ : Jump Point Search on precomputed jump distances (the offline variant of
+:mod:`pathserver.core.jps`, same grid rule: 8-connected, uniform cost, no corner cutting).
+
+:func:`jump_table` stores, for every cell and each of the eight directions, how far the
+online search would scan from that cell before it stops, so a search reads one number
+where the online one scans bitmaps (straight moves) or steps cell by cell (diagonals):
+
+- straight directions: ``d > 0``: the first jump point (a cell with a forced neighbour
+  for that direction of travel, see :mod:`pathserver.core.jps`) is ``d`` steps away;
+  ``d <= 0``: there is none, and ``-d`` legal steps lead to the wall.
+- diagonal directions: ``d > 0``: ``d`` legal diagonal steps reach the first cell from
+  which a straight scan along one of the diagonal's two components finds a jump point;
+  ``d <= 0``: there is none, ``-d`` legal steps lead to a dead end.
+
+int8 (H * W, 8), one row of 8 bytes per cell (a node's eight numbers share a cache line,
+and so do those of 8 neighbours along a row), directions in the order of
+:data:`DIRECTION_X` / :data:`DIRECTION_Y`. A distance past 126 is stored as :data:`SAT`:
+the next :data:`SAT_STEP` steps are legal and hold no jump point, read on from the cell
+that far ahead (long open lines cost a read per 126 cells). 8 bytes a cell: int16
+distances searched no faster (measured side by side) at twice the memory.
+
+The goal is handled at query time, exactly: a straight move stops on the goal when it
+lies on the line within ``|d|`` steps; a diagonal move stops where it reaches the goal's
+row or column (when the goal lies in its quadrant within ``|d|`` steps). That extra stop
+is the only cell from which a straight scan could meet the goal, so the online search
+would stop there or expand nothing the extra node misses: the path stays optimal.
+
+:func:`update_jump_table` redoes only what an edit of the grid can change.
+"""
+
+import numpy as np
+from pathserver.core.jit import njit
+
+from pathserver.core.astar import SQRT2, _octile
+from pathserver.core.heap import TIE
+from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
+
+#: The eight directions: east, south, west, north, then the diagonals SE, SW, NW, NE
+#: (y grows downwards), the order of :func:`pathserver.core.jps.jps`.
+DIRECTION_X = (1, 0, -1, 0, 1, -1, -1, 1)
+DIRECTION_Y = (0, 1, 0, -1, 1, 1, -1, -1)
+#: The stored value of a distance past 126: "no jump point within SAT_STEP steps, all of
+#: them legal: read on from there".
+SAT = 127
+SAT_STEP = 126
+#: Node ids and links hold up to 2**27 cells; a side must fit an int32 offset.
+MAX_SIDE = 1 << 26
+
+
+def fits(height: int, width: int) -> bool:
+    """Whether a grid of this size can have a jump table."""
+    return max(height, width) < MAX_SIDE and height * width < (1 << 27)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _stored(distance):
+    """A true distance as the table stores it."""
+    if distance > SAT_STEP or distance < -SAT_STEP:
+        return SAT
+    return distance
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _one_more(stored):
+    """The stored distance of the cell one step behind one whose stored distance is
+    ``stored`` (no jump point at that cell itself)."""
+    if stored == SAT:
+        return SAT
+    return _stored(stored + 1 if stored > 0 else stored - 1)
+
+
+@njit(cache=True, nogil=True)
+def _finds(table, node, d, step):
+    """Whether a move from ``node`` in direction ``d`` (``step``: its node offset) reaches
+    a jump point at all, reading on past SAT entries."""
+    value = table[node, d]
+    while value == SAT:
+        node += SAT_STEP * step
+        value = table[node, d]
+    return value > 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _distance(table, node, d, step):
+    """The steps from ``node`` to the jump point a move in direction ``d`` reaches, 0
+    for none (reading on past SAT entries)."""
+    total = 0
+    value = np.int64(table[node, d])
+    while value == SAT:
+        total += SAT_STEP
+        node += SAT_STEP * step
+        value = np.int64(table[node, d])
+    return total + value if value > 0 else 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _within(table, node, d, step, steps):
+    """Whether ``steps`` > 0 moves from ``node`` in direction ``d`` are legal and meet
+    no jump point before the last."""
+    value = np.int64(table[node, d])
+    while value == SAT:
+        if steps <= SAT_STEP:
+            return True
+        steps -= SAT_STEP
+        node += SAT_STEP * step
+        value = np.int64(table[node, d])
+    return steps <= (value if value > 0 else -value)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _free(cells, width, height, x, y):
+    return 0 <= x < width and 0 <= y < height and cells[y * width + x] != 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _has_forced(cells, width, height, x, y, dx, dy):
+    """Whether the free cell (x, y), entered moving straight along (dx, dy), has a forced
+    neighbour: a free side cell whose predecessor along the move is blocked."""
+    if dx != 0:
+        for s in (-1, 1):
+            if _free(cells, width, height, x, y + s) and not _free(cells, width, height, x - dx, y + s):
+                return True
+        return False
+    for s in (-1, 1):
+        if _free(cells, width, height, x + s, y) and not _free(cells, width, height, x + s, y - dy):
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _straight_rows(cells, width, height, table, y0, y1):
+    """East (0) and west (2) distances of rows y0..y1 - 1."""
+    for y in range(y0, y1):
+        row = y * width
+        for d in (0, 2):
+            dx = 1 if d == 0 else -1
+            x = width - 1 if dx > 0 else 0
+            # Walk against the direction of travel: each cell reads its neighbour ahead.
+            ahead = 0  # the true distance of the neighbour ahead; unused at the edge
+            for _ in range(width):
+                node = row + x
+                distance = 0
+                if cells[node] != 0:
+                    nx = x + dx
+                    if nx < 0 or nx >= width or cells[row + nx] == 0:
+                        distance = 0
+                    elif _has_forced(cells, width, height, nx, y, dx, 0):
+                        distance = 1
+                    elif ahead > 0:
+                        distance = ahead + 1
+                    else:
+                        distance = ahead - 1
+                table[node, d] = _stored(distance)
+                ahead = distance
+                x -= dx
+
+
+@njit(cache=True, nogil=True)
+def _straight_columns(cells, width, height, table, x0, x1):
+    """South (1) and north (3) distances of columns x0..x1 - 1."""
+    for x in range(x0, x1):
+        for d in (1, 3):
+            dy = 1 if d == 1 else -1
+            y = height - 1 if dy > 0 else 0
+            ahead = 0
+            for _ in range(height):
+                node = y * width + x
+                distance = 0
+                if cells[node] != 0:
+                    ny = y + dy
+                    if ny < 0 or ny >= height or cells[ny * width + x] == 0:
+                        distance = 0
+                    elif _has_forced(cells, width, height, x, ny, 0, dy):
+                        distance = 1
+                    elif ahead > 0:
+                        distance = ahead + 1
+                    else:
+                        distance = ahead - 1
+                table[node, d] = _stored(distance)
+                ahead = distance
+                y -= dy
+
+
+@njit(cache=True, nogil=True)
+def _diagonals(cells, width, height, table, x0, y0, x1, y1):
+    """The four diagonal distances, redone for every cell whose diagonal could reach the
+    box [x0, x1) x [y0, y1) (rows and columns whose straight distances changed): for the
+    direction (dx, dy), every cell not beyond the box both along x and along y. The whole
+    grid for x0 = y0 = 0, x1 = width, y1 = height. Straight distances must be current."""
+    for d in range(4, 8):
+        dx = DIRECTION_X[d]
+        dy = DIRECTION_Y[d]
+        sd_x = 0 if dx > 0 else 2
+        sd_y = 1 if dy > 0 else 3
+        # Rows far to near along dy: a cell reads the one diagonally ahead, done before it.
+        y = height - 1 if dy > 0 else 0
+        for _ in range(height):
+            row_beyond = y >= y1 if dy > 0 else y < y0
+            for x in range(width):
+                if row_beyond and (x >= x1 if dx > 0 else x < x0):
+                    continue
+                node = y * width + x
+                nx = x + dx
+                ny = y + dy
+                if (cells[node] == 0 or nx < 0 or nx >= width or ny < 0 or ny >= height
+                        or cells[ny * width + nx] == 0 or cells[y * width + nx] == 0
+                        or cells[ny * width + x] == 0):
+                    table[node, d] = 0
+                    continue
+                ahead = ny * width + nx
+                if _finds(table, ahead, sd_x, dx) or _finds(table, ahead, sd_y, dy * width):
+                    table[node, d] = 1
+                else:
+                    table[node, d] = _one_more(table[ahead, d])
+            y -= dy
+
+
+@njit(cache=True, nogil=True)
+def jump_table(cells):
+    """The jump distances of a passability grid (see the module docstring).
+
+    cells: uint8 (H, W) indexed [y, x], nonzero where passable (see :func:`fits`).
+    Returns int8 (H * W, 8), row ``y * W + x``. O(H * W).
+    """
+    height, width = cells.shape
+    flat = cells.ravel()
+    table = np.zeros((height * width, 8), dtype=np.int8)
+    _straight_rows(flat, width, height, table, 0, height)
+    _straight_columns(flat, width, height, table, 0, width)
+    _diagonals(flat, width, height, table, 0, 0, width, height)
+    return table
+
+
+@njit(cache=True, nogil=True)
+def update_jump_table(cells, old_cells, old_table):
+    """The jump table of ``cells`` from that of ``old_cells`` (same shape), redoing only
+    what the cells that changed passability can reach: the rows and columns next to
+    them (straight distances: forced neighbours look one line aside) and the diagonals
+    that run into those. Returns ``(table, changed)``: ``old_table`` itself when no cell
+    changed passability (changed 0), else a new array (changed: how many cells did)."""
+    height, width = cells.shape
+    x0 = width
+    y0 = height
+    x1 = -1
+    y1 = -1
+    changed = 0
+    for y in range(height):
+        for x in range(width):
+            if (cells[y, x] != 0) != (old_cells[y, x] != 0):
+                changed += 1
+                x0 = min(x0, x)
+                x1 = max(x1, x)
+                y0 = min(y0, y)
+                y1 = max(y1, y)
+    if changed == 0:
+        return old_table, 0
+    table = old_table.copy()
+    flat = cells.ravel()
+    # One line either side: a cell's forced neighbours sit on the lines beside it.
+    ry0 = max(0, y0 - 1)
+    ry1 = min(height, y1 + 2)
+    cx0 = max(0, x0 - 1)
+    cx1 = min(width, x1 + 2)
+    _straight_rows(flat, width, height, table, ry0, ry1)
+    _straight_columns(flat, width, height, table, cx0, cx1)
+    _diagonals(flat, width, height, table, cx0, ry0, cx1, ry1)
+    return table, changed
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _steps(table, node, x, y, d, gx, gy, width):
+    """How many steps a straight move from ``node`` at (x, y) in direction ``d`` takes
+    to where it stops (a jump point, or the goal), 0 for none."""
+    dx = DIRECTION_X[d]
+    dy = DIRECTION_Y[d]
+    step = dy * width + dx
+    # The goal's distance along the line, 0 when it is not ahead on it.
+    to_goal = 0
+    if dx != 0:
+        if gy == y and (gx - x) * dx > 0:
+            to_goal = (gx - x) * dx
+    elif gx == x and (gy - y) * dy > 0:
+        to_goal = (gy - y) * dy
+    total = 0
+    value = np.int64(table[node, d])
+    while value == SAT:
+        if 0 < to_goal - total <= SAT_STEP:
+            return to_goal
+        total += SAT_STEP
+        node += SAT_STEP * step
+        value = np.int64(table[node, d])
+    if 0 < to_goal - total <= (value if value > 0 else -value):
+        return to_goal
+    return total + value if value > 0 else 0
+
+
+# The search state of JPS+ lives in rows 1 to 4 of the workspace's work_float (float64
+# (5, N), see :func:`pathserver.core.query.solve`), laid out so that what one node needs
+# shares a cache line: rows 3 and 4 hold a 16-byte record a node, its g (float64), its
+# stamp (int32: the pass id open, pass id + 1 closed) and its link (int32: the parent
+# node, and the direction it arrived from in the top bits); rows 1 and 2 hold the open
+# list, a binary heap of 16-byte (key, node) entries. The other searches use rows 0 to
+# 2 and their own stamps (``work_int[3]``), so every record is stamped by JPS+ alone.
+
+#: A link holds the parent node in its low LINK_SHIFT bits (maps have at most 2**26
+#: cells) and the arrival direction (0-7, 8 for the start) above them.
+LINK_SHIFT = 27
+LINK_MASK = (1 << LINK_SHIFT) - 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _push(keys, nodes, base, size, node, key):
+    """Add an entry to the heap whose entry i is (keys[base + 2i], nodes[base + 2i + 1]);
+    returns the new size."""
+    i = size
+    while i > 0:
+        up = (i - 1) >> 1
+        if keys[base + 2 * up] <= key:
+            break
+        keys[base + 2 * i] = keys[base + 2 * up]
+        nodes[base + 2 * i + 1] = nodes[base + 2 * up + 1]
+        i = up
+    keys[base + 2 * i] = key
+    nodes[base + 2 * i + 1] = node
+    return size + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pop(keys, nodes, base, size):
+    """Remove the minimum entry; returns (node, new size). The heap must not be empty."""
+    top = nodes[base + 1]
+    size -= 1
+    key = keys[base + 2 * size]
+    node = nodes[base + 2 * size + 1]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and keys[base + 2 * child + 2] < keys[base + 2 * child]:
+            child += 1
+        if key <= keys[base + 2 * child]:
+            break
+        keys[base + 2 * i] = keys[base + 2 * child]
+        nodes[base + 2 * i + 1] = nodes[base + 2 * child + 1]
+        i = child
+    keys[base + 2 * i] = key
+    nodes[base + 2 * i + 1] = node
+    return top, size
+
+
+@njit(cache=True, nogil=True)
+def _compact(keys, nodes, base, size, words, records, open_mark, width, gx, gy, h_scale):
+    """Drop the stale entries (a node improved since, or closed) and heapify the rest:
+    each open node keeps the one entry whose key is its current one. The new size."""
+    kept = 0
+    for i in range(size):
+        node = nodes[base + 2 * i + 1]
+        if words[2 * (records + 2 * node + 1)] != open_mark:
+            continue
+        y = node // width
+        key = keys[base + 2 * i]
+        if key != keys[records + 2 * node] + _octile(node - y * width, y, gx, gy) * h_scale:
+            continue
+        kept = _push(keys, nodes, base, kept, node, key)
+    return kept
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _offer(node, successor, sx, sy, d, g_new, gx, gy, width, keys, nodes, base, size, words, records, open_mark,
+           closed_mark, h_scale, n):
+    """Offer ``successor`` at (sx, sy), reached from ``node`` at cost ``g_new`` arriving
+    in direction ``d``, to the open list; the new heap size."""
+    s_at = records + 2 * successor
+    mark = words[2 * s_at + 2]
+    if mark == closed_mark or (mark == open_mark and g_new >= keys[s_at]):
+        return size
+    keys[s_at] = g_new
+    words[2 * s_at + 2] = open_mark
+    words[2 * s_at + 3] = node | (d << LINK_SHIFT)
+    if size >= n:
+        size = _compact(keys, nodes, base, size, words, records, open_mark, width, gx, gy, h_scale)
+    return _push(keys, nodes, base, size, successor, g_new + _octile(sx, sy, gx, gy) * h_scale)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
+                   open_mark, closed_mark, h_scale, n):
+    """Offer what the diagonal ``d`` from ``node`` at (x, y) leads to, without making
+    its turning points nodes (the intermediate pruning of Harabor & Grastien 2014): walk
+    the diagonal from one diagonal jump point to the next and offer the jump points the
+    straight moves along its two components find from each (arriving straight, with
+    ``node`` as parent: :func:`trace_jumps` lays the way diagonal first), and the goal
+    where the diagonal meets its row or column and a straight move reaches it. The new
+    heap size."""
+    dx = DIRECTION_X[d]
+    dy = DIRECTION_Y[d]
+    along_x = 0 if dx > 0 else 2
+    along_y = 1 if dy > 0 else 3
+    step = dy * width + dx
+    cx = x
+    cy = y
+    cell = node
+    walked = 0
+    while True:
+        dist = np.int64(table[cell, d])
+        if dist == SAT:
+            reach = SAT_STEP
+        else:
+            reach = dist if dist > 0 else -dist
+        ox = (gx - cx) * dx
+        oy = (gy - cy) * dy
+        if ox > 0 and oy > 0:
+            k = ox if ox < oy else oy
+            if k <= reach:
+                # The diagonal meets the goal's column (ox < oy), row, or the goal itself.
+                if ox == oy:
+                    return _offer(node, goal, gx, gy, d, g_node + (walked + k) * SQRT2, gx, gy, width, keys,
+                                  nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+                turn = cell + k * step
+                if ox < oy:
+                    if _within(table, turn, along_y, dy * width, oy - ox):
+                        size = _offer(node, goal, gx, gy, along_y, g_node + (walked + k) * SQRT2 + (oy - ox), gx,
+                                      gy, width, keys, nodes, base, size, words, records, open_mark, closed_mark,
+                                      h_scale, n)
+                elif _within(table, turn, along_x, dx, ox - oy):
+                    size = _offer(node, goal, gx, gy, along_x, g_node + (walked + k) * SQRT2 + (ox - oy), gx, gy,
+                                  width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+        if dist == SAT:
+            # No diagonal jump point in the next SAT_STEP steps: read on from there.
+            cell += SAT_STEP * step
+            cx += SAT_STEP * dx
+            cy += SAT_STEP * dy
+            walked += SAT_STEP
+            continue
+        if dist <= 0:
+            return size
+        cell += dist * step
+        cx += dist * dx
+        cy += dist * dy
+        walked += dist
+        g_turn = g_node + walked * SQRT2
+        ahead = _distance(table, cell, along_x, dx)
+        if ahead > 0:
+            size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_turn + ahead, gx, gy, width,
+                          keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+        ahead = _distance(table, cell, along_y, dy * width)
+        if ahead > 0:
+            size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_turn + ahead, gx, gy,
+                          width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+
+
+@njit(cache=True, nogil=True)
+def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id):
+    """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
+    very grid, not checked) instead of scanning.
+
+    passable, sx, sy, gx, gy, weight, max_expansions: as for jps. work_float: float64
+    (5, N), N > H * W, zeroed when allocated, rows 1 to 4 laid out as the comment above
+    this function's helpers says (:func:`jump_cost` and :func:`trace_jumps` read the
+    result); the record of node N - 1, never a cell, keeps the last pass id JPS+ ran
+    with. pass_id: this search's, from the workspace's counter (stamps pass_id open,
+    pass_id + 1 closed); one no larger than the last means the counter wrapped, and the
+    records' stamps are cleared. An improved open node is pushed again and its stale
+    entry skipped when popped; when the heap's N entries are all used the stale ones
+    are dropped.
+
+    Returns (status, end_node, expanded) as jps does.
+    """
+    height, width = passable.shape
+    cells = passable.ravel()
+    n = work_float.shape[1]
+    keys = work_float.reshape(-1)
+    nodes = keys.view(np.int64)
+    words = keys.view(np.int32)
+    base = n  # heap entry i: keys[base + 2 * i], nodes[base + 2 * i + 1]
+    records = 3 * n  # node v: g at keys[records + 2v], stamp and link at words[2 (records + 2v + 1)] and + 1
+    last_pass = 2 * (records + 2 * (n - 1) + 1)
+    if pass_id <= words[last_pass]:
+        work_float[3:] = 0.0
+    words[last_pass] = pass_id
+    open_mark = pass_id
+    closed_mark = pass_id + 1
+    start = sy * width + sx
+    goal = gy * width + gx
+    h_scale = weight * (1.0 + TIE)
+    h0 = _octile(sx, sy, gx, gy)
+    at = records + 2 * start
+    keys[at] = 0.0
+    words[2 * at + 2] = open_mark
+    words[2 * at + 3] = start | (8 << LINK_SHIFT)
+    keys[base] = h0 * h_scale
+    nodes[base + 1] = start
+    size = 1
+    best = start
+    best_h = h0
+    expanded = 0
+    while size > 0:
+        node, size = _pop(keys, nodes, base, size)
+        at = records + 2 * node
+        if words[2 * at + 2] == closed_mark:
+            continue  # a stale entry: the node was improved and expanded since
+        if node == goal:
+            return SEARCH_FOUND, goal, expanded
+        if max_expansions > 0 and expanded >= max_expansions:
+            return SEARCH_BUDGET, best, expanded
+        words[2 * at + 2] = closed_mark
+        expanded += 1
+        y = node // width
+        x = node - y * width
+        g_node = keys[at]
+        h_node = _octile(x, y, gx, gy)
+        if h_node < best_h:
+            best_h = h_node
+            best = node
+        came = words[2 * at + 3] >> LINK_SHIFT
+        dx = DIRECTION_X[came] if came < 8 else 0
+        dy = DIRECTION_Y[came] if came < 8 else 0
+        for d in range(8):
+            ddx = DIRECTION_X[d]
+            ddy = DIRECTION_Y[d]
+            # The pruning of jps(): the start tries all eight directions, a jump point its
+            # natural ones and, after a straight move, the forced ones.
+            if came < 8:
+                if dx != 0 and dy != 0:
+                    if ddx == -dx or ddy == -dy:
+                        continue
+                elif dx != 0:
+                    if ddx == -dx:
+                        continue
+                    if ddy != 0 and not (_free(cells, width, height, x, y + ddy)
+                                         and not _free(cells, width, height, x - dx, y + ddy)):
+                        continue
+                else:
+                    if ddy == -dy:
+                        continue
+                    if ddx != 0 and not (_free(cells, width, height, x + ddx, y)
+                                         and not _free(cells, width, height, x + ddx, y - dy)):
+                        continue
+            if ddx != 0 and ddy != 0:
+                size = _walk_diagonal(
+                    table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
+                    open_mark, closed_mark, h_scale, n,
+                )
+                continue
+            k = _steps(table, node, x, y, d, gx, gy, width)
+            if k == 0:
+                continue
+            size = _offer(node, node + k * (ddy * width + ddx), x + k * ddx, y + k * ddy, d, g_node + k,
+                          gx, gy, width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+    return SEARCH_NO_PATH, best, expanded
+
+
+@njit(cache=True, nogil=True)
+def jump_stamp(work_float, node):
+    """The stamp :func:`jps_plus` left on ``node`` (its pass id open, + 1 closed)."""
+    return work_float.reshape(-1).view(np.int32)[2 * (3 * work_float.shape[1] + 2 * node + 1)]
+
+
+@njit(cache=True, nogil=True)
+def jump_cost(work_float, node):
+    """The cost :func:`jps_plus` found to ``node`` (closed or open in its last pass)."""
+    return work_float.reshape(-1)[3 * work_float.shape[1] + 2 * node]
+
+
+@njit(cache=True, nogil=True)
+def jump_parent(work_float, node):
+    """The node :func:`jps_plus` reached ``node`` from (itself for the start)."""
+    links = work_float.reshape(-1).view(np.int32)
+    return links[2 * (3 * work_float.shape[1] + 2 * node + 1) + 1] & LINK_MASK
+
+
+@njit(cache=True, nogil=True)
+def trace_jumps(work_float, width, start, end):
+    """:func:`pathserver.core.astar.trace_path` over :func:`jps_plus`'s records: the cells
+    from ``start`` to ``end``, int32 (n, 2) of (x, y), both included."""
+    links = work_float.reshape(-1).view(np.int32)
+    first = 2 * (3 * work_float.shape[1]) + 3  # node v's link: links[first + 4v]
+    count = 1
+    node = end
+    while node != start:
+        parent = links[first + 4 * node] & LINK_MASK
+        span = abs(node % width - parent % width)
+        rows = abs(node // width - parent // width)
+        count += span if span > rows else rows
+        node = parent
+    path = np.empty((count, 2), dtype=np.int32)
+    i = count - 1
+    node = end
+    y = node // width
+    x = node - y * width
+    path[i, 0] = x
+    path[i, 1] = y
+    while node != start:
+        parent = links[first + 4 * node] & LINK_MASK
+        py = parent // width
+        px = parent - py * width
+        step_x = (px > x) - (px < x)
+        step_y = (py > y) - (py < y)
+        # Back from the node: the straight leg first, then the diagonal, so that the way
+        # from the parent runs diagonal first (how _walk_diagonal found it).
+        while abs(px - x) > abs(py - y):
+            x += step_x
+            i -= 1
+            path[i, 0] = x
+            path[i, 1] = y
+        while abs(py - y) > abs(px - x):
+            y += step_y
+            i -= 1
+            path[i, 0] = x
+            path[i, 1] = y
+        while x != px:
+            x += step_x
+            y += step_y
+            i -= 1
+            path[i, 0] = x
+            path[i, 1] = y
+        node = parent
+    return path

@@ -1,0 +1,158 @@
+"""The JPS+ tables in the per-unit-size cache: built in the background, used by
+``algorithm="auto"`` once built, carried across edits where the edit did not reach."""
+
+import math
+
+import numpy as np
+import pytest
+
+import naive
+from pathserver import GridMap, find_path
+from pathserver.core.jpsplus import jump_table
+from pathserver.grid import gridmap as gridmap_module
+
+OPEN = """
+..............................
+..............................
+..............................
+..............................
+..........########............
+..............................
+..............................
+..............................
+..............................
+..............................
+"""
+
+
+@pytest.fixture(autouse=True)
+def small_maps_get_tables(monkeypatch):
+    """These tests' maps are small: let them have tables (the default spares maps below
+    128 x 128, where a table gains little)."""
+    monkeypatch.setattr(gridmap_module, "JUMP_TABLE_MIN_CELLS", 0)
+
+
+def built(m, unit=1):
+    """The map's layer for ``unit`` with its jump table built (waits for the thread)."""
+    layer = m.layer(unit)
+    assert layer.wait_jump_table(timeout=60)
+    return layer
+
+
+def test_auto_uses_the_table_once_built_and_jps_scans_online():
+    m = GridMap.from_ascii(OPEN)
+    first = find_path(m, (0, 0), (29, 9))
+    assert first.algorithm in ("jps", "jps+")  # the online search answers while it builds
+    layer = built(m)
+    # The waiting call got the table in place: still one prepared call, now JPS+.
+    assert [c.algorithm for c in m.layers.prepared_calls()] == ["jps+"]
+    r = find_path(m, (0, 0), (29, 9))
+    assert r.algorithm == "jps+"
+    assert r.cost == pytest.approx(first.cost)
+    assert find_path(m, (0, 0), (29, 9), algorithm="jps").algorithm == "jps"
+    # A budget's partial answer depends on the algorithm: it must not change when the
+    # table lands, so a search with one scans online.
+    assert find_path(m, (0, 0), (29, 9), max_expansions=1000).algorithm == "jps"
+    assert (layer.jump_table() == jump_table(layer.cells)).all()
+    assert layer.jump_table().nbytes == layer.cells.size * 8 and layer.nbytes > layer.jump_table().nbytes
+
+
+def test_auto_runs_astar_on_a_maze_until_the_table_lands_then_jps_plus():
+    walkable = np.ones((21, 21), dtype=bool)
+    walkable[1::2, :] = False
+    walkable[1::4, 0] = True
+    walkable[3::4, -1] = True
+    m = GridMap(walkable)
+    assert m.layer(1).open_share < 0.5
+    first = find_path(m, (0, 0), (20, 20))
+    assert first.algorithm == "astar"
+    built(m)
+    r = find_path(m, (0, 0), (20, 20))
+    assert (r.algorithm, r.cost, r.path.tolist()) == ("jps+", first.cost, first.path.tolist())
+
+
+def test_no_table_is_built_for_astar_or_a_map_too_small_or_too_large(monkeypatch):
+    m = GridMap.from_ascii(OPEN)
+    find_path(m, (0, 0), (29, 9), algorithm="astar")
+    assert not m.layer(1).wait_jump_table(timeout=0)
+    for limit in ("JUMP_TABLE_MIN_CELLS", "JUMP_TABLE_MAX_CELLS"):
+        monkeypatch.setattr(gridmap_module, limit, 1000 if limit.endswith("MIN_CELLS") else 10)
+        m = GridMap.from_ascii(OPEN)
+        assert find_path(m, (0, 0), (29, 9)).algorithm == "jps"
+        assert not m.layer(1).wait_jump_table(timeout=0)
+        monkeypatch.undo()
+        monkeypatch.setattr(gridmap_module, "JUMP_TABLE_MIN_CELLS", 0)
+    monkeypatch.setattr(gridmap_module, "JUMP_TABLE_MAX_CELLS", 10)
+    m = GridMap.from_ascii(OPEN)
+    assert find_path(m, (0, 0), (29, 9)).algorithm == "jps"
+    assert not m.layer(1).wait_jump_table(timeout=0)
+    assert find_path(m, (0, 0), (29, 9)).algorithm == "jps"
+
+
+def test_auto_with_tables_matches_dijkstra_for_unit_sizes_1_to_3():
+    rng = np.random.default_rng(21)
+    used = {1: 0, 2: 0, 3: 0}
+    for _ in range(40):
+        width, height = int(rng.integers(8, 30)), int(rng.integers(8, 30))
+        m = GridMap(naive.random_grid(rng, width, height, float(rng.uniform(0.0, 0.06))))
+        for unit in (1, 2, 3):
+            passable = naive.passable_for_unit(m.walkable, unit, unit)
+            free = np.argwhere(passable)
+            if len(free) < 2:
+                continue
+            find_path(m, tuple(free[0][::-1].tolist()), tuple(free[-1][::-1].tolist()), unit)
+            built(m, unit)  # on clutter too: auto answers with A* until it lands
+            for _ in range(3):
+                (sy, sx), (gy, gx) = free[rng.choice(len(free), 2, replace=False)]
+                expected = naive.dijkstra(passable, (int(sx), int(sy)), (int(gx), int(gy)))
+                r = find_path(m, (int(sx), int(sy)), (int(gx), int(gy)), unit, line_of_sight=False)
+                if math.isinf(expected):
+                    assert r.status == "no_path"
+                    continue
+                assert r.algorithm == "jps+"
+                used[unit] += 1
+                assert r.cost == pytest.approx(expected, abs=1e-9)
+                path = [tuple(p) for p in r.path.tolist()]
+                assert naive.path_is_valid(passable, path)
+    assert min(used.values()) >= 10
+
+
+def test_an_edit_updates_the_table_where_it_reached():
+    rng = np.random.default_rng(22)
+    walkable = np.ones((30, 40), dtype=bool)
+    walkable[8:10, 5:30] = False
+    walkable[15:25, 20] = False
+    walkable[rng.integers(30, size=12), rng.integers(40, size=12)] = False
+    m = GridMap(walkable)
+    for unit in (1, 2, 3):
+        find_path(m, (0, 0), (39, 29), unit, snap=True)
+        built(m, unit)
+    edited = m.edit(rects=[(10, 5, 4, 3)], solid=True).edit(cells=[(30, 20)], solid=False)
+    assert set(edited._jump_seeds) == {(1, 1), (2, 2), (3, 3)}
+    for unit in (1, 2, 3):
+        find_path(edited, (0, 0), (39, 29), unit, snap=True)
+        layer = built(edited, unit)
+        assert (layer.jump_table() == jump_table(layer.cells)).all()
+        assert (layer.cells != 0).sum() == naive.passable_for_unit(edited.walkable, unit, unit).sum()
+    assert edited._jump_seeds == {}
+    passable = naive.passable_for_unit(edited.walkable, 2, 2)
+    free = np.argwhere(passable)
+    for _ in range(20):
+        (sy, sx), (gy, gx) = free[rng.choice(len(free), 2, replace=False)]
+        expected = naive.dijkstra(passable, (int(sx), int(sy)), (int(gx), int(gy)))
+        r = find_path(edited, (int(sx), int(sy)), (int(gx), int(gy)), 2, line_of_sight=False, allow_partial=True)
+        assert r.algorithm == "jps+"
+        if not math.isinf(expected):
+            assert r.cost == pytest.approx(expected, abs=1e-9)
+
+
+def test_an_edit_that_changes_no_passability_keeps_the_table():
+    m = GridMap.from_ascii(OPEN)
+    find_path(m, (0, 0), (29, 9))
+    before = built(m).jump_table()
+    edited = m.edit(cells=[(1, 1)], cost=3.0)
+    find_path(edited, (0, 0), (29, 9))
+    assert not edited.layer(1).wait_jump_table(timeout=0) or edited.layer(1).jump_table() is before
+    solid = m.edit(cells=[(0, 4)], solid=True).edit(cells=[(0, 4)], solid=False)
+    find_path(solid, (0, 0), (29, 9))
+    assert built(solid).jump_table() is before
