@@ -47,10 +47,9 @@ kernel_cache.configure()
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _movingai as movingai  # noqa: E402
+import _tcod as tcod_graph  # noqa: E402
 
 DEFAULT_MAPS = ("den520d", "Aftershock", "Boston_0_512", "32room_000", "maze512-1-0", "random512-10-0")
-TCOD_STRAIGHT = 100_000
-TCOD_DIAGONAL = 141_421
 
 #: (engine, minimum speed-up over tcod, maps) from the core issue's benchmark section.
 SPEED_TARGETS = (
@@ -131,23 +130,9 @@ class Tcod(Engine):
         self.tcod_path = tcod.path
 
     def prepare(self, walkable, gridmap):
-        graph = self.tcod_path.CustomGraph(walkable.shape)
-        cost = walkable.astype(np.int8)  # 0 marks a blocked cell for tcod
-        for dy in (-1, 0, 1):
-            for dx in (-1, 0, 1):
-                if dx == 0 and dy == 0:
-                    continue
-                if dx != 0 and dy != 0:
-                    # The condition is checked at the edge's source cell (y, x): both
-                    # orthogonal cells the diagonal passes between must be walkable.
-                    condition = shifted(walkable, 0, dx) & shifted(walkable, dy, 0)
-                    graph.add_edge((dy, dx), TCOD_DIAGONAL, cost=cost, condition=condition.astype(np.int8))
-                else:
-                    graph.add_edge((dy, dx), TCOD_STRAIGHT, cost=cost)
-        graph.set_heuristic(cardinal=TCOD_STRAIGHT, diagonal=TCOD_DIAGONAL)
         # One Pathfinder per map, cleared per query: as fast as a new one per query
         # (both reset whole-map arrays) and what a user holding a graph would do.
-        self.pathfinder = self.tcod_path.Pathfinder(graph)
+        self.pathfinder = tcod_graph.pathfinder(self.tcod_path, walkable, walkable.astype(np.int8))
 
     def query(self, p):
         pathfinder = self.pathfinder
@@ -176,16 +161,6 @@ class Pyastar2d(Engine):
 
     def decode(self, path):
         return Answer(None if path is None else path[:, ::-1])
-
-
-def shifted(grid: np.ndarray, dy: int, dx: int) -> np.ndarray:
-    """``out[y, x] = grid[y + dy, x + dx]``, False outside the grid."""
-    out = np.zeros_like(grid)
-    height, width = grid.shape
-    out[max(0, -dy) : height - max(0, dy), max(0, -dx) : width - max(0, dx)] = grid[
-        max(0, dy) : height - max(0, -dy), max(0, dx) : width - max(0, -dx)
-    ]
-    return out
 
 
 def make_engines() -> tuple[list[Engine], list[str]]:

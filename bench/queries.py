@@ -48,13 +48,12 @@ kernel_cache.configure()
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _movingai as movingai  # noqa: E402
+from _tcod import TCOD_DIAGONAL, TCOD_STRAIGHT  # noqa: E402
 
 from pathserver import GridMap, check_block, distance_field, find_path, find_paths, next_steps, reachable  # noqa: E402
 from pathserver.core.components import label_components  # noqa: E402
 
 DEFAULT_MAPS = ("Boston_0_512",)
-TCOD_STRAIGHT = 100_000
-TCOD_DIAGONAL = 141_421
 
 
 def timed(call, repeat: int = 1) -> float:

@@ -37,10 +37,9 @@ kernel_cache.configure()
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _movingai as movingai  # noqa: E402
+import _tcod as tcod_graph  # noqa: E402
 
 DEFAULT_MAPS = ("den520d", "Aftershock", "Boston_0_512", "32room_000", "maze512-1-0", "random512-10-0")
-TCOD_STRAIGHT = 100_000
-TCOD_DIAGONAL = 141_421
 SQRT2 = math.sqrt(2.0)
 #: tcod's integer diagonal 141421 / 100000 is short of sqrt(2) by this much, relatively.
 TCOD_ROUNDING = 2.6e-6
@@ -55,37 +54,14 @@ def terrain_costs(walkable: np.ndarray, seed: int) -> np.ndarray:
     return np.where(walkable, cost, 1).astype(np.int64)
 
 
-def shifted(grid: np.ndarray, dy: int, dx: int) -> np.ndarray:
-    """``out[y, x] = grid[y + dy, x + dx]``, False outside the grid."""
-    out = np.zeros_like(grid)
-    height, width = grid.shape
-    out[max(0, -dy) : height - max(0, dy), max(0, -dx) : width - max(0, dx)] = grid[
-        max(0, dy) : height - max(0, -dy), max(0, dx) : width - max(0, -dx)
-    ]
-    return out
-
-
 class Tcod:
     name = "tcod"
 
     def __init__(self, walkable: np.ndarray, cost: np.ndarray):
         import tcod.path
 
-        graph = tcod.path.CustomGraph(walkable.shape)
         node_cost = np.where(walkable, cost, 0).astype(np.int32)  # 0 marks a blocked cell
-        for dy in (-1, 0, 1):
-            for dx in (-1, 0, 1):
-                if dx == 0 and dy == 0:
-                    continue
-                if dx != 0 and dy != 0:
-                    # Checked at the edge's source cell: both orthogonal cells walkable.
-                    condition = shifted(walkable, 0, dx) & shifted(walkable, dy, 0)
-                    graph.add_edge((dy, dx), TCOD_DIAGONAL, cost=node_cost, condition=condition.astype(np.int8))
-                else:
-                    graph.add_edge((dy, dx), TCOD_STRAIGHT, cost=node_cost)
-        # Admissible: every walkable cell costs at least 1.
-        graph.set_heuristic(cardinal=TCOD_STRAIGHT, diagonal=TCOD_DIAGONAL)
-        self.pathfinder = tcod.path.Pathfinder(graph)
+        self.pathfinder = tcod_graph.pathfinder(tcod.path, walkable, node_cost)
 
     def query(self, p):
         pathfinder = self.pathfinder
