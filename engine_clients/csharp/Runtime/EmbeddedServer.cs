@@ -83,7 +83,7 @@ namespace PathServer
         public IDictionary<string, string> Environment { get; } = new Dictionary<string, string>();
         /// <summary>
         /// How long to wait for the ready line (default 120 s, as the Godot addon: a first
-        /// `python -m pathserver` compiles its kernels for about 20 s on a slow machine; a bundle
+        /// `python -m pathserver` compiles its kernels for about a minute on a slow machine; a bundle
         /// carries them compiled and starts in about 2 s).
         /// </summary>
         public TimeSpan StartTimeout { get; set; } = TimeSpan.FromSeconds(120);
