@@ -30,3 +30,25 @@ def write_map(folder, name: str, rows) -> Path:
     path = Path(folder) / f"{name}.map"
     path.write_text(movingai(rows))
     return path
+
+
+def write_file(path: Path, content) -> Path:
+    """``content`` (str or bytes) written to ``path``."""
+    if isinstance(content, str):
+        content = content.encode()
+    path.write_bytes(content)
+    return path
+
+
+def load_error(path: Path, **kwargs) -> str:
+    """The message of the MapLoadError loading ``path`` raises (it must name the file)."""
+    import pytest
+
+    from pathserver.errors import MapLoadError
+    from pathserver.maps.formats import load_map
+
+    with pytest.raises(MapLoadError) as info:
+        load_map(path, **kwargs)
+    message = str(info.value)
+    assert str(path) in message, message
+    return message

@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 import naive
-from pathserver.core.astar import trace_path
-from pathserver.core.jps import jps, jump_bitmaps
+from core.test_jps import Workspace, grid
+from pathserver.core.jps import jump_bitmaps
 from pathserver.core.jpsplus import (
     DIRECTION_X,
     DIRECTION_Y,
@@ -23,42 +23,6 @@ from pathserver.core.jpsplus import (
     update_jump_table,
 )
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
-
-
-class Workspace:
-    """Search arrays for grids of up to ``cells`` cells and the pass counter; searches
-    with the online JPS."""
-
-    def __init__(self, cells):
-        self.g = np.empty(cells, np.float64)
-        self.parent = np.empty(cells, np.int32)
-        self.stamp = np.zeros(cells, np.int32)
-        self.heap_nodes = np.empty(cells, np.int32)
-        self.heap_f = np.empty(cells, np.float64)
-        self.heap_h = np.empty(cells, np.float64)
-        self.heap_pos = np.empty(cells, np.int32)
-        self.pass_id = 0
-
-    def search(self, passable, start, goal, bitmaps=None):
-        self.pass_id += 2
-        status, end, expanded = jps(
-            passable, jump_bitmaps(passable) if bitmaps is None else bitmaps, start[0], start[1], goal[0], goal[1],
-            1.0, 0, self.g, self.parent, self.stamp, self.pass_id,
-            self.heap_nodes, self.heap_f, self.heap_h, self.heap_pos,
-        )
-        return status, end, expanded, self.pass_id
-
-    def path(self, passable, start, end):
-        width = passable.shape[1]
-        return [tuple(p) for p in trace_path(self.parent, width, start[1] * width + start[0], end).tolist()]
-
-
-def grid(text):
-    """uint8 passability from ASCII ('#' blocked), plus the 'S' and 'G' cells as (x, y)."""
-    rows = text.strip().split()
-    passable = np.array([[c != "#" for c in row] for row in rows], dtype=np.uint8)
-    marks = {c: (x, y) for y, row in enumerate(rows) for x, c in enumerate(row) if c in "SG"}
-    return passable, marks.get("S"), marks.get("G")
 
 
 def random_queries(rng, passable, count):

@@ -22,25 +22,13 @@ from PIL import Image
 from pathserver.errors import MapLoadError
 from pathserver.grid.gridmap import GridMap
 from pathserver.maps import load_map, save_map
+from grids import load_error, write_file
 
 REPO = Path(__file__).resolve().parents[2]
 MOVINGAI = REPO / ".." / "shared" / "movingai"
 SAMPLES = REPO / "maps"
 
 
-def write(path: Path, content) -> Path:
-    if isinstance(content, str):
-        content = content.encode()
-    path.write_bytes(content)
-    return path
-
-
-def load_error(path: Path, **kwargs) -> str:
-    with pytest.raises(MapLoadError) as info:
-        load_map(path, **kwargs)
-    message = str(info.value)
-    assert str(path) in message, message
-    return message
 
 
 def tiled_doc(data, width=4, height=3, tiles=None, **extra) -> dict:
@@ -163,7 +151,7 @@ SMALL = "type octile\nheight 3\nwidth 4\nmap\n.@..\nGTSW\n..O.\n"
 
 
 def test_movingai_characters(tmp_path):
-    gridmap = load_map(write(tmp_path / "m.map", SMALL))
+    gridmap = load_map(write_file(tmp_path / "m.map", SMALL))
     assert gridmap.walkable.tolist() == [
         [True, False, True, True],
         [True, False, True, False],
@@ -173,34 +161,34 @@ def test_movingai_characters(tmp_path):
 
 
 def test_movingai_crlf_and_no_final_newline(tmp_path):
-    crlf = write(tmp_path / "crlf.map", SMALL.replace("\n", "\r\n").rstrip("\r\n"))
-    assert (load_map(crlf).walkable == load_map(write(tmp_path / "lf.map", SMALL)).walkable).all()
+    crlf = write_file(tmp_path / "crlf.map", SMALL.replace("\n", "\r\n").rstrip("\r\n"))
+    assert (load_map(crlf).walkable == load_map(write_file(tmp_path / "lf.map", SMALL)).walkable).all()
 
 
 def test_movingai_tolerates_trailing_blank_lines_and_swapped_sizes(tmp_path):
     text = "type octile\nwidth 4\nheight 3\nmap\n.@..\nGTSW\n..O.\n\n\n"
-    assert load_map(write(tmp_path / "m.map", text)).walkable.shape == (3, 4)
+    assert load_map(write_file(tmp_path / "m.map", text)).walkable.shape == (3, 4)
 
 
 def test_movingai_legend_from_sidecar(tmp_path):
-    path = write(tmp_path / "m.map", "type octile\nheight 1\nwidth 4\nmap\n.~W@\n")
-    write(tmp_path / "m.json", json.dumps({"cost_legend": {"~": 3.0, "W": 5, "@": 2.0, ".": None}}))
+    path = write_file(tmp_path / "m.map", "type octile\nheight 1\nwidth 4\nmap\n.~W@\n")
+    write_file(tmp_path / "m.json", json.dumps({"cost_legend": {"~": 3.0, "W": 5, "@": 2.0, ".": None}}))
     gridmap = load_map(path)
     assert gridmap.walkable.tolist() == [[False, True, True, True]]
     assert gridmap.cost.tolist() == [[1.0, 3.0, 5.0, 2.0]]
 
 
 def test_movingai_toml_sidecar(tmp_path):
-    path = write(tmp_path / "m.map", "type octile\nheight 1\nwidth 2\nmap\n.~\n")
-    write(tmp_path / "m.toml", 'origin = [1.5, -2]\ncell_size = 0.25\n[cost_legend]\n"~" = "blocked"\n')
+    path = write_file(tmp_path / "m.map", "type octile\nheight 1\nwidth 2\nmap\n.~\n")
+    write_file(tmp_path / "m.toml", 'origin = [1.5, -2]\ncell_size = 0.25\n[cost_legend]\n"~" = "blocked"\n')
     gridmap = load_map(path)
     assert gridmap.origin == (1.5, -2.0) and gridmap.cell_size == 0.25
     assert gridmap.walkable.tolist() == [[True, False]]
 
 
 def test_keyword_arguments_override_the_sidecar(tmp_path):
-    path = write(tmp_path / "m.map", SMALL)
-    write(tmp_path / "m.json", '{"cell_size": 2.0}')
+    path = write_file(tmp_path / "m.map", SMALL)
+    write_file(tmp_path / "m.json", '{"cell_size": 2.0}')
     assert load_map(path, cell_size=3.0, name="other", generation=4).cell_size == 3.0
     assert load_map(path, sidecar=False).cell_size == 1.0
     with pytest.raises(TypeError):
@@ -231,18 +219,18 @@ def test_keyword_arguments_override_the_sidecar(tmp_path):
     ],
 )
 def test_movingai_malformed(tmp_path, text, expected):
-    path = write(tmp_path / "bad.map", text)
+    path = write_file(tmp_path / "bad.map", text)
     message = load_error(path)
     assert expected in message
 
 
 def test_movingai_error_message_shape(tmp_path):
-    path = write(tmp_path / "x.map", "type octile\nheight 3\nwidth 64\nmap\n" + "." * 64 + "\n" + "." * 63 + "\n")
+    path = write_file(tmp_path / "x.map", "type octile\nheight 3\nwidth 64\nmap\n" + "." * 64 + "\n" + "." * 63 + "\n")
     assert load_error(path) == f"{path}: line 6: row has 63 characters, expected 64"
 
 
 def test_movingai_absurd_size_rejected_before_allocating(tmp_path):
-    path = write(tmp_path / "huge.map", "type octile\nheight 2000000000\nwidth 2000000000\nmap\n....\n")
+    path = write_file(tmp_path / "huge.map", "type octile\nheight 2000000000\nwidth 2000000000\nmap\n....\n")
     started = time.perf_counter()
     message = load_error(path)
     assert time.perf_counter() - started < 0.5
@@ -262,7 +250,7 @@ def test_png_colour_mapping(tmp_path):
     )
     path = tmp_path / "t.png"
     Image.fromarray(pixels, "RGBA").save(path)
-    write(tmp_path / "t.json", json.dumps({"cost_legend": {"#3070FF": None, "#2e8b57": 2.0}, "origin": [1, 2]}))
+    write_file(tmp_path / "t.json", json.dumps({"cost_legend": {"#3070FF": None, "#2e8b57": 2.0}, "origin": [1, 2]}))
     gridmap = load_map(path)
     assert gridmap.walkable.tolist() == [[True, True, True, False], [False, False, False, True]]
     assert gridmap.cost[0, :3].tolist() == [1.0, 2.0, 1 + 191 / 16]
@@ -288,7 +276,7 @@ def _png_with_size(width: int, height: int) -> bytes:
 
 
 def test_png_huge_declared_size_rejected_fast(tmp_path):
-    path = write(tmp_path / "huge.png", _png_with_size(100_000, 100_000))
+    path = write_file(tmp_path / "huge.png", _png_with_size(100_000, 100_000))
     started = time.perf_counter()
     assert "exceeds the limit" in load_error(path)
     assert time.perf_counter() - started < 0.5
@@ -298,17 +286,17 @@ def test_png_truncated(tmp_path):
     path = tmp_path / "t.png"
     Image.fromarray((np.random.default_rng(0).random((40, 40)) * 255).astype(np.uint8)).save(path)
     data = path.read_bytes()
-    write(path, data[: len(data) // 2])
+    write_file(path, data[: len(data) // 2])
     assert "cannot decode PNG" in load_error(path)
 
 
 def test_png_heights_from_sidecar_png_and_npy(tmp_path):
     Image.fromarray(np.full((2, 3), 255, np.uint8)).save(tmp_path / "m.png")
     Image.fromarray(np.array([[0, 10, 20], [30, 40, 50]], np.uint8)).save(tmp_path / "h.png")
-    write(tmp_path / "m.json", '{"heights": "h.png", "heights_scale": 0.5}')
+    write_file(tmp_path / "m.json", '{"heights": "h.png", "heights_scale": 0.5}')
     assert load_map(tmp_path / "m.png").heights.tolist() == [[0, 5, 10], [15, 20, 25]]
     np.save(tmp_path / "h.npy", np.arange(6, dtype=np.float64).reshape(2, 3))
-    write(tmp_path / "m.json", '{"heights": "h.npy"}')
+    write_file(tmp_path / "m.json", '{"heights": "h.npy"}')
     assert load_map(tmp_path / "m.png").heights.tolist() == [[0, 1, 2], [3, 4, 5]]
     np.save(tmp_path / "h.npy", np.zeros((3, 3)))
     assert "heights are 3x3, the map is 3x2" in load_error(tmp_path / "m.png")
@@ -320,7 +308,7 @@ def test_png_heights_from_sidecar_png_and_npy(tmp_path):
 def test_tiled_properties_flags_and_cell_size(tmp_path):
     flipped_solid = 2 | 0x80000000 | 0x20000000
     data = [0, 1, 2, 3, flipped_solid, 3 | 0x40000000, 0, 0, 0, 0, 0, 4]
-    path = write(tmp_path / "d.tmj", json.dumps(tiled_doc(data)))
+    path = write_file(tmp_path / "d.tmj", json.dumps(tiled_doc(data)))
     gridmap = load_map(path)
     assert gridmap.walkable.tolist() == [[True, True, False, True], [False, True, True, True], [True, True, True, True]]
     assert gridmap.cost[0, 3] == 2.5 and gridmap.cost[1, 1] == 2.5
@@ -333,7 +321,7 @@ def test_tiled_base64_layers(tmp_path, compression):
     blob = {"": raw, "zlib": zlib.compress(raw), "gzip": gzip.compress(raw)}[compression]
     doc = tiled_doc(base64.b64encode(blob).decode())
     doc["layers"][0].update(encoding="base64", compression=compression)
-    gridmap = load_map(write(tmp_path / "d.json", json.dumps(doc)))
+    gridmap = load_map(write_file(tmp_path / "d.json", json.dumps(doc)))
     assert gridmap.walkable[:, 1].tolist() == [False] * 3
     assert gridmap.cost[:, 2].tolist() == [2.5] * 3
 
@@ -350,10 +338,10 @@ def test_tiled_layer_choice_external_tileset_and_empty_cost(tmp_path):
     ]
     tileset = doc["tilesets"][0]
     doc["tilesets"] = [{"firstgid": 1, "source": "tiles.tsj"}]
-    write(tmp_path / "tiles.tsj", json.dumps(dict(tileset, type="tileset")))
-    path = write(tmp_path / "d.tmj", json.dumps(doc))
+    write_file(tmp_path / "tiles.tsj", json.dumps(dict(tileset, type="tileset")))
+    path = write_file(tmp_path / "d.tmj", json.dumps(doc))
     assert load_map(path).cost.tolist()[0] == [2.5] * 4  # the layer marked "pathfinding"
-    write(tmp_path / "d.json", json.dumps({"layer": "walls", "empty_cost": None}))
+    write_file(tmp_path / "d.json", json.dumps({"layer": "walls", "empty_cost": None}))
     assert load_map(path).walkable.sum() == 0
     assert load_map(path, layer="art").cost.min() == 2.5
 
@@ -384,12 +372,12 @@ def test_tiled_layer_choice_external_tileset_and_empty_cost(tmp_path):
 def test_tiled_malformed(tmp_path, mutate, expected):
     doc = tiled_doc([0] * 12)
     mutate(doc)
-    path = write(tmp_path / "bad.tmj", json.dumps(doc))
+    path = write_file(tmp_path / "bad.tmj", json.dumps(doc))
     assert expected in load_error(path)
 
 
 def test_tiled_invalid_json_names_line(tmp_path):
-    path = write(tmp_path / "bad.tmj", '{\n  "type": "map",\n  "width": 4,,\n}')
+    path = write_file(tmp_path / "bad.tmj", '{\n  "type": "map",\n  "width": 4,,\n}')
     assert f"{path}: line 3, column 14: invalid JSON" in load_error(path)
 
 
@@ -413,17 +401,17 @@ def test_tiled_invalid_json_names_line(tmp_path):
     ],
 )
 def test_sidecar_malformed(tmp_path, sidecar, expected):
-    path = write(tmp_path / "m.map", SMALL)
-    write(tmp_path / "m.json", sidecar)
+    path = write_file(tmp_path / "m.map", SMALL)
+    write_file(tmp_path / "m.json", sidecar)
     with pytest.raises(MapLoadError, match="m\\.(json|map)|h\\.npy") as info:
         load_map(path)
     assert expected in str(info.value)
 
 
 def test_two_sidecars_are_an_error(tmp_path):
-    path = write(tmp_path / "m.map", SMALL)
-    write(tmp_path / "m.json", "{}")
-    write(tmp_path / "m.toml", "")
+    path = write_file(tmp_path / "m.map", SMALL)
+    write_file(tmp_path / "m.json", "{}")
+    write_file(tmp_path / "m.toml", "")
     assert "keep one sidecar" in load_error(path)
 
 
@@ -432,23 +420,23 @@ def test_two_sidecars_are_an_error(tmp_path):
 
 @pytest.mark.parametrize("suffix", [".map", ".png", ".tmj", ".json"])
 def test_empty_file(tmp_path, suffix):
-    assert "file is empty" in load_error(write(tmp_path / f"empty{suffix}", b""))
+    assert "file is empty" in load_error(write_file(tmp_path / f"empty{suffix}", b""))
 
 
 @pytest.mark.parametrize("suffix", [".map", ".png", ".tmj", ".json"])
 @pytest.mark.parametrize("seed", range(5))
 def test_garbage_bytes(tmp_path, suffix, seed):
     garbage = np.random.default_rng(seed).integers(0, 256, 3000, dtype=np.uint8).tobytes()
-    load_error(write(tmp_path / f"garbage{suffix}", garbage))
+    load_error(write_file(tmp_path / f"garbage{suffix}", garbage))
 
 
 def test_garbage_with_a_png_signature(tmp_path):
-    load_error(write(tmp_path / "g.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4))
+    load_error(write_file(tmp_path / "g.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4))
 
 
 def test_missing_file_and_unknown_suffix(tmp_path):
     assert "cannot read" in load_error(tmp_path / "missing.map")
-    assert "unknown map format" in load_error(write(tmp_path / "m.txt", SMALL))
+    assert "unknown map format" in load_error(write_file(tmp_path / "m.txt", SMALL))
 
 
 # -- real and sample maps -------------------------------------------------------------------

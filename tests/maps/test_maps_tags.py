@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pathserver.errors import MapLoadError, RequestError
+from pathserver.errors import RequestError
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.search import find_path
 from pathserver.maps import MapRegistry, load_map, save_map
 from pathserver.maps.formats import load_map_with_sources
+from grids import load_error, write_file
 
 # A river (row 2) with a ford at its east end: walkers wade through, boats stay on it...
 # and the class "walker" keeps out of the water, so it crosses at the ford.
@@ -28,19 +29,6 @@ WATER_RGB = (0x10, 0x30, 0xA0)
 FORD_RGB = (0xC0, 0xA0, 0x60)
 
 
-def write(path: Path, content) -> Path:
-    if isinstance(content, str):
-        content = content.encode()
-    path.write_bytes(content)
-    return path
-
-
-def load_error(path: Path, **kwargs) -> str:
-    with pytest.raises(MapLoadError) as info:
-        load_map(path, **kwargs)
-    message = str(info.value)
-    assert str(path) in message, message
-    return message
 
 
 def river_rgb() -> np.ndarray:
@@ -72,25 +60,25 @@ def assert_river(gridmap: GridMap, names=NAMES, classes=CLASSES) -> None:
 
 
 def test_sidecar_rows_names_and_classes(tmp_path):
-    path = write(tmp_path / "river.map", RIVER)
-    write(tmp_path / "river.json", json.dumps({"tags": RIVER_TAGS, "tag_names": NAMES, "classes": CLASSES}))
+    path = write_file(tmp_path / "river.map", RIVER)
+    write_file(tmp_path / "river.json", json.dumps({"tags": RIVER_TAGS, "tag_names": NAMES, "classes": CLASSES}))
     assert_river(load_map(path))
 
 
 def test_toml_sidecar_with_blocked_rules(tmp_path):
-    path = write(tmp_path / "river.map", RIVER)
+    path = write_file(tmp_path / "river.map", RIVER)
     rows = ",\n".join(json.dumps(row) for row in RIVER_TAGS)
-    write(tmp_path / "river.toml", f"tags = [\n{rows}\n]\n\n[tag_names]\nwater = 1\nford = 2\n\n"
+    write_file(tmp_path / "river.toml", f"tags = [\n{rows}\n]\n\n[tag_names]\nwater = 1\nford = 2\n\n"
                                    '[classes.walker]\nwater = "blocked"\n\n[classes.wader]\nwater = 3\nford = 1.5\n')
     assert_river(load_map(path))
 
 
 def test_sidecar_tags_from_a_grey_png_and_a_npy(tmp_path):
-    path = write(tmp_path / "river.map", RIVER)
+    path = write_file(tmp_path / "river.map", RIVER)
     (tmp_path / "layers").mkdir()
     Image.fromarray(np.array(RIVER_TAGS, np.uint8)).save(tmp_path / "layers" / "river-tags.png")
     sidecar = {"tags": "layers/river-tags.png", "tag_names": NAMES, "classes": CLASSES}
-    write(tmp_path / "river.json", json.dumps(sidecar))
+    write_file(tmp_path / "river.json", json.dumps(sidecar))
     gridmap, sources = load_map_with_sources(path)
     assert_river(gridmap)
     assert tmp_path / "layers" / "river-tags.png" in sources  # watched for hot reload
@@ -101,21 +89,21 @@ def test_sidecar_tags_from_a_grey_png_and_a_npy(tmp_path):
     Image.fromarray(rgb).save(tmp_path / "layers" / "river-tags.png")
     assert_river(load_map(path))
     np.save(tmp_path / "river.tags.npy", np.array(RIVER_TAGS, np.int64))
-    write(tmp_path / "river.json", json.dumps({"tags": "river.tags.npy", "tag_names": NAMES, "classes": CLASSES}))
+    write_file(tmp_path / "river.json", json.dumps({"tags": "river.tags.npy", "tag_names": NAMES, "classes": CLASSES}))
     assert_river(load_map(path))
 
 
 def test_sidecar_tag_colors_of_a_tags_png(tmp_path):
-    path = write(tmp_path / "river.map", RIVER)
+    path = write_file(tmp_path / "river.map", RIVER)
     rgba = np.dstack([river_rgb(), np.full((5, 7), 255, np.uint8)])
     rgba[0, 0] = (*WATER_RGB, 0)  # transparent: untagged whatever its colour
     Image.fromarray(rgba, "RGBA").save(tmp_path / "paint.png")
     sidecar = {"tags": "paint.png", "tag_colors": {"water": "#1030A0", "ford": ["#c0a060", "#c0a061"]},
                "classes": CLASSES}
-    write(tmp_path / "river.json", json.dumps(sidecar))
+    write_file(tmp_path / "river.json", json.dumps(sidecar))
     # Values in sorted name order: ford 1, water 2.
     assert_river(load_map(path), names={"ford": 1, "water": 2})
-    write(tmp_path / "river.json", json.dumps(dict(sidecar, tag_names={"water": 7})))
+    write_file(tmp_path / "river.json", json.dumps(dict(sidecar, tag_names={"water": 7})))
     assert_river(load_map(path), names={"water": 7, "ford": 1})
 
 
@@ -124,17 +112,17 @@ def test_png_map_tag_colours_keep_the_colour_rules(tmp_path):
     Image.fromarray(river_rgb()).save(path)
     sidecar = {"cost_legend": {"#1030a0": 1.0, "#c0a060": 1.0}, "tag_colors": {"water": "#1030a0", "ford": "#c0a060"},
                "tag_names": NAMES, "classes": CLASSES}
-    write(tmp_path / "river.json", json.dumps(sidecar))
+    write_file(tmp_path / "river.json", json.dumps(sidecar))
     assert_river(load_map(path))
     # Without the legend the blue is dark enough to be a wall: a tag there would never matter.
-    write(tmp_path / "river.json", json.dumps(dict(sidecar, cost_legend={"#c0a060": 1.0})))
+    write_file(tmp_path / "river.json", json.dumps(dict(sidecar, cost_legend={"#c0a060": 1.0})))
     message = load_error(path)
     assert "field 'tag_colors'['water']: #1030a0 is a blocked colour" in message and "cost_legend" in message
-    write(tmp_path / "river.json", json.dumps(dict(sidecar, cost_legend={"#1030a0": None, "#c0a060": 1.0})))
+    write_file(tmp_path / "river.json", json.dumps(dict(sidecar, cost_legend={"#1030a0": None, "#c0a060": 1.0})))
     assert "#1030a0 is blocked by cost_legend" in load_error(path)
     # A light colour is walkable by the grey rule and keeps its cost there.
     Image.fromarray(np.full((2, 2, 3), (0xE0, 0xF0, 0xFF), np.uint8)).save(path)
-    write(tmp_path / "river.json", json.dumps({"tag_colors": {"ice": "#e0f0ff"}}))
+    write_file(tmp_path / "river.json", json.dumps({"tag_colors": {"ice": "#e0f0ff"}}))
     gridmap = load_map(path)
     assert gridmap.tags.tolist() == [[1, 1], [1, 1]] and gridmap.tag_names == {"ice": 1}
     assert gridmap.walkable.all() and gridmap.cost.min() > 1.0
@@ -162,14 +150,14 @@ def river_tiled(**properties) -> dict:
 
 
 def test_tiled_tile_tags_and_map_properties(tmp_path):
-    path = write(tmp_path / "river.tmj", json.dumps(river_tiled(classes=json.dumps(CLASSES))))
+    path = write_file(tmp_path / "river.tmj", json.dumps(river_tiled(classes=json.dumps(CLASSES))))
     # Names in sorted order, no tag_names property: ford 1, water 2.
     assert_river(load_map(path), names={"ford": 1, "water": 2})
     doc = river_tiled(classes=json.dumps(CLASSES), tag_names=json.dumps(NAMES))
-    write(path, json.dumps(doc))
+    write_file(path, json.dumps(doc))
     assert_river(load_map(path))
     # The sidecar's tag_names and classes win over the map's properties.
-    write(tmp_path / "river.json", json.dumps({"tag_names": {"water": 9}, "classes": {"walker": {"water": None}}}))
+    write_file(tmp_path / "river.json", json.dumps({"tag_names": {"water": 9}, "classes": {"walker": {"water": None}}}))
     assert_river(load_map(path), names={"water": 9, "ford": 1}, classes={"walker": {"water": None}})
 
 
@@ -179,35 +167,35 @@ def test_tiled_tags_layer(tmp_path):
     tags_layer = dict(ground, name="tags", data=list(ground["data"]))
     ground["data"] = [0] * 35  # all walkable at cost 1; the tags come from the other layer
     doc["layers"].append(tags_layer)
-    path = write(tmp_path / "river.tmj", json.dumps(doc))
+    path = write_file(tmp_path / "river.tmj", json.dumps(doc))
     assert_river(load_map(path))
     # Another name, through the map property or the sidecar.
     tags_layer["name"] = "terrain kinds"
-    write(path, json.dumps(doc))
+    write_file(path, json.dumps(doc))
     assert load_map(path).tags.max() == 0  # no layer named "tags": the pathfinding layer's tiles
     doc["properties"].append({"name": "tag_layer", "type": "string", "value": "terrain kinds"})
-    write(path, json.dumps(doc))
+    write_file(path, json.dumps(doc))
     assert_river(load_map(path))
     doc["properties"].pop()
-    write(path, json.dumps(doc))
-    write(tmp_path / "river.json", json.dumps({"tag_layer": "terrain kinds"}))
+    write_file(path, json.dumps(doc))
+    write_file(tmp_path / "river.json", json.dumps({"tag_layer": "terrain kinds"}))
     assert_river(load_map(path))
-    write(tmp_path / "river.json", json.dumps({"tag_layer": "nope"}))
+    write_file(tmp_path / "river.json", json.dumps({"tag_layer": "nope"}))
     assert "no tile layer named 'nope'" in load_error(path)
 
 
 def test_tiled_without_tag_properties_has_no_tags(tmp_path):
     doc = river_tiled()
     doc["tilesets"][0]["tiles"] = TAG_TILES[:1]
-    path = write(tmp_path / "plain.tmj", json.dumps(doc))
+    path = write_file(tmp_path / "plain.tmj", json.dumps(doc))
     gridmap = load_map(path)
     assert gridmap.tags is None and gridmap.tag_names == {} and gridmap.classes == {}
-    write(tmp_path / "plain.json", json.dumps({"tag_layer": "ground"}))
+    write_file(tmp_path / "plain.json", json.dumps({"tag_layer": "ground"}))
     assert "tag_layer is 'ground' but no tile has a 'tag' property" in load_error(path)
 
 
 def test_keyword_arguments(tmp_path):
-    path = write(tmp_path / "river.map", RIVER)
+    path = write_file(tmp_path / "river.map", RIVER)
     assert_river(load_map(path, tags=np.array(RIVER_TAGS), tag_names=NAMES, classes=CLASSES))
 
 
@@ -224,7 +212,7 @@ def test_round_trip(tmp_path, suffix, variant):
                        classes={"boat": {"forest": None}, "tank": {"water": None, "forest": 2.5}, "ghost": {}})
     path = tmp_path / f"level{suffix.split('+')[0]}"
     if suffix.endswith("toml"):
-        write(tmp_path / "level.toml", "")
+        write_file(tmp_path / "level.toml", "")
     save_map(original, path)
     loaded = load_map(path)
     assert (loaded.walkable == original.walkable).all()
@@ -281,12 +269,12 @@ def test_saving_a_map_without_tags_drops_a_stale_tags_key(tmp_path):
     ],
 )
 def test_bad_sidecar_tags(tmp_path, sidecar, expected):
-    path = write(tmp_path / "river.map", RIVER)
+    path = write_file(tmp_path / "river.map", RIVER)
     np.save(tmp_path / "wrong.npy", np.zeros((2, 3), np.uint8))
     np.save(tmp_path / "floats.npy", np.zeros((5, 7)))
     Image.fromarray(np.zeros((2, 2), np.uint8)).save(tmp_path / "wrong.png")
     Image.fromarray(np.zeros((5, 7), np.uint16)).save(tmp_path / "deep.png")
-    write(tmp_path / "river.json", json.dumps(sidecar))
+    write_file(tmp_path / "river.json", json.dumps(sidecar))
     message = load_error(path)
     assert expected in message, message
 
@@ -310,16 +298,16 @@ def test_bad_sidecar_tags(tmp_path, sidecar, expected):
 def test_bad_tiled_tags(tmp_path, mutate, expected):
     doc = river_tiled()
     mutate(doc)
-    message = load_error(write(tmp_path / "river.tmj", json.dumps(doc)))
+    message = load_error(write_file(tmp_path / "river.tmj", json.dumps(doc)))
     assert expected in message, message
 
 
 def test_hot_reload_keeps_the_last_good_map_when_the_tags_go_bad(tmp_path):
-    write(tmp_path / "river.map", RIVER)
+    write_file(tmp_path / "river.map", RIVER)
     (tmp_path / "layers").mkdir()
     tags_png = tmp_path / "layers" / "river.png"
     Image.fromarray(np.array(RIVER_TAGS, np.uint8)).save(tags_png)
-    write(tmp_path / "river.json", json.dumps({"tags": "layers/river.png", "tag_names": NAMES, "classes": CLASSES}))
+    write_file(tmp_path / "river.json", json.dumps({"tags": "layers/river.png", "tag_names": NAMES, "classes": CLASSES}))
     registry = MapRegistry(tmp_path)
     registry.load_all()
     good = registry.get("river")
@@ -337,11 +325,11 @@ def test_hot_reload_keeps_the_last_good_map_when_the_tags_go_bad(tmp_path):
 def test_the_readme_sidecar_loads(tmp_path):
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     sidecar = json.loads(readme.split("**Tags and unit classes.**")[1].split("```json")[1].split("```")[0])
-    write(tmp_path / "level.map", "type octile\nheight 1\nwidth 5\nmap\n.....\n")
+    write_file(tmp_path / "level.map", "type octile\nheight 1\nwidth 5\nmap\n.....\n")
     (tmp_path / "tags").mkdir()
     colours = [(0xC0, 0xA0, 0x60), (0x10, 0x30, 0xA0), (0x30, 0xA0, 0x30), (0, 0, 0), (0, 0, 0)]
     Image.fromarray(np.array([colours], np.uint8)).save(tmp_path / "tags" / "level.png")
-    write(tmp_path / "level.json", json.dumps(sidecar))
+    write_file(tmp_path / "level.json", json.dumps(sidecar))
     gridmap = load_map(tmp_path / "level.map")
     # water fixed at 1; forest and land take the next free values in sorted order.
     assert gridmap.tag_names == {"water": 1, "forest": 2, "land": 3}
