@@ -162,3 +162,16 @@ class Cluster:
 
 def worker_identity(process: Process) -> str:
     return WORKER_READY.match(process.ready_line).group(1)
+
+
+def settled(workers, seq: int, timeout: float = 10.0) -> None:
+    """Wait until every worker (SharedEdits) applied the broker's edits up to ``seq`` and
+    has none pending."""
+    deadline = time.monotonic() + timeout
+    while True:
+        states = [w.feed_stats() for w in workers]
+        if all(s["seq"] >= seq and s["pending"] == 0 for s in states):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not settled at seq {seq}: {states}")
+        time.sleep(0.01)

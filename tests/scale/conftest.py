@@ -5,6 +5,9 @@ import threading
 import pytest
 
 from pathserver.broker import Broker
+from pathserver.editlog import SharedEdits
+from pathserver.maps.registry import MapRegistry
+from pathserver.server.handlers import build_upload
 from scale.cluster import ROOMS, Cluster, movingai
 
 
@@ -41,3 +44,24 @@ def broker():
     for running, thread in made:
         running.stop()
         thread.join(5)
+
+
+@pytest.fixture
+def join(maps_dir):
+    """``join(broker)`` -> a SharedEdits worker registry on ``maps_dir`` caught up with the
+    broker's log (uploads rebuilt with the server's own ``build_upload``), closed at the end."""
+    made = []
+
+    def make(running: Broker) -> SharedEdits:
+        registry = MapRegistry(maps_dir)
+        registry.load_all()
+        shared = SharedEdits(registry, running.endpoints["edits"], running.endpoints["feed"],
+                             identity=f"test-{len(made)}", build_upload=build_upload)
+        made.append(shared)
+        shared.start()
+        assert shared.caught_up.wait(10), "no catch-up reply from the broker"
+        return shared
+
+    yield make
+    for shared in made:
+        shared.close()

@@ -3,46 +3,13 @@ registries standing in for workers (no request path involved)."""
 
 import random
 import threading
-import time
 
 import numpy as np
 import pytest
 
-from pathserver.broker import Broker
 from pathserver.editlog import SharedEdits, edit_endpoints
 from pathserver.maps.registry import MapRegistry
-
-
-@pytest.fixture
-def join(maps_dir):
-    """``join(broker)`` -> a caught-up SharedEdits over its own registry of the folder."""
-    made = []
-
-    def make(running: Broker) -> SharedEdits:
-        registry = MapRegistry(maps_dir)
-        registry.load_all()
-        shared = SharedEdits(registry, running.endpoints["edits"], running.endpoints["feed"],
-                             identity=f"test-{len(made)}")
-        made.append(shared)
-        shared.start()
-        assert shared.caught_up.wait(5), "no catch-up reply from the broker"
-        return shared
-
-    yield make
-    for shared in made:
-        shared.close()
-
-
-def settled(workers, seq: int, timeout: float = 5.0) -> None:
-    """Wait until every worker applied the broker's edits up to ``seq`` and has none pending."""
-    deadline = time.monotonic() + timeout
-    while True:
-        states = [w.feed_stats() for w in workers]
-        if all(s["seq"] >= seq and s["pending"] == 0 for s in states):
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not settled at seq {seq}: {states}")
-        time.sleep(0.01)
+from scale.cluster import settled
 
 
 def cells(worker: SharedEdits):

@@ -6,16 +6,13 @@ import threading
 import time
 
 import numpy as np
-import pytest
 
 from pathserver import find_path
-from pathserver.broker import Broker
 from pathserver.client import Client
 from pathserver.editlog import _ENTRY, _LOG, EditLog, SharedEdits
-from pathserver.maps.registry import MapRegistry
 from pathserver.server.handlers import build_upload
 from pathserver.protocol.cells import MapCells
-from scale.cluster import worker_identity
+from scale.cluster import settled, worker_identity
 from scale.test_cluster import stats_by_worker
 
 
@@ -73,40 +70,11 @@ def test_a_catch_up_reply_stops_at_the_byte_budget(monkeypatch):
 # -- workers in one process ----------------------------------------------------------------
 
 
-@pytest.fixture
-def join(maps_dir):
-    made = []
-
-    def make(running: Broker) -> SharedEdits:
-        registry = MapRegistry(maps_dir)
-        registry.load_all()
-        shared = SharedEdits(registry, running.endpoints["edits"], running.endpoints["feed"],
-                             identity=f"test-{len(made)}", build_upload=build_upload)
-        made.append(shared)
-        shared.start()
-        assert shared.caught_up.wait(10), "no catch-up reply from the broker"
-        return shared
-
-    yield make
-    for shared in made:
-        shared.close()
-
-
-def settled(workers, seq: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        states = [w.feed_stats() for w in workers]
-        if all(s["seq"] >= seq and s["pending"] == 0 for s in states):
-            return
-        assert time.monotonic() < deadline, f"not settled at seq {seq}: {states}"
-        time.sleep(0.01)
-
-
-def put(worker: SharedEdits, name: str, walkable: np.ndarray, cost=None):
-    """What the server's put_map handler does on ``worker``."""
-    cells = MapCells.from_arrays(walkable, costs=cost)
+def put(worker: SharedEdits, name: str, walkable: np.ndarray, cost=None, tags=None, **more):
+    """What the server's put_map handler does on ``worker`` (``more``: tag_names, classes)."""
+    cells = MapCells.from_arrays(walkable, costs=cost, tags=tags)
     fields = {"map": name, "width": cells.width, "height": cells.height, **cells.to_wire(),
-              "origin": [0.0, 0.0], "cell_size": 1.0}
+              "origin": [0.0, 0.0], "cell_size": 1.0, **more}
     return worker.put_map(name, build_upload(fields), wire=fields)
 
 
@@ -135,10 +103,7 @@ def test_a_put_with_tags_and_unit_classes_reaches_every_worker(broker, join):
     walkable = np.ones((3, 6), dtype=bool)
     tags = np.zeros(walkable.shape, dtype=np.uint8)
     tags[:, 2:4] = 1
-    cells = MapCells.from_arrays(walkable, tags=tags)
-    fields = {"map": "river", "width": 6, "height": 3, **cells.to_wire(), "origin": [0.0, 0.0], "cell_size": 1.0,
-              "tag_names": {"water": 1}, "classes": {"tank": {"water": None}}}
-    first.put_map("river", build_upload(fields), wire=fields)
+    put(first, "river", walkable, tags=tags, tag_names={"water": 1}, classes={"tank": {"water": None}})
     settled([first, second], 1)
     gridmap = second.get("river")
     assert gridmap.tag_names == {"water": 1} and gridmap.classes == {"tank": {"water": None}}
