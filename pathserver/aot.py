@@ -181,13 +181,16 @@ def compile_table(entries: dict, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     cc = CC(AOT_MODULE)
     cc.output_dir = str(out_dir)
+    refcount_free = set()
     for qualified, versions in entries.items():
         module, name = qualified.split(".")
-        function = getattr(importlib.import_module(f"pathserver.core.{module}"), name).py_func
+        dispatcher = getattr(importlib.import_module(f"pathserver.core.{module}"), name)
+        if dispatcher.targetoptions.get("_nrt") is False:
+            refcount_free.add(dispatcher.py_func)
         for version in versions:
-            cc.export(version["symbol"], tuple(numba_type(kind) for kind in version["args"]))(function)
+            cc.export(version["symbol"], tuple(numba_type(kind) for kind in version["args"]))(dispatcher.py_func)
     plain_compile = pycc_compiler.compile_extra
-    pycc_compiler.compile_extra = _compile_as_the_jit_would(plain_compile)
+    pycc_compiler.compile_extra = _compile_as_the_jit_would(plain_compile, refcount_free)
     try:
         cc.compile()
     finally:
@@ -196,18 +199,21 @@ def compile_table(entries: dict, out_dir: Path) -> Path:
     return out_dir
 
 
-def _compile_as_the_jit_would(compile_extra):
-    """pycc's ``compile_extra`` with two of its flags put right. pycc compiles every
+def _compile_as_the_jit_would(compile_extra, refcount_free):
+    """pycc's ``compile_extra`` with three of its flags put right. pycc compiles every
     export with one ``Flags`` object, and numba's inliner (``inline="always"``) turns
     ``enable_ssa`` off on the flags it is given: the next export then compiles without
     SSA, which fails on some kernels (``No conversion from Literal[int](1) to
     Literal[int](0)`` in the second version of ``goals.solve_goals``). The JIT gives each
-    compile its own flags; so does this. And pycc's flags hold the GIL, where every
-    kernel here is ``nogil=True``."""
+    compile its own flags; so does this. pycc's flags hold the GIL, where every kernel
+    here is ``nogil=True``. And they count references, where the kernels in
+    ``refcount_free`` (``NO_REFCOUNT``, :mod:`pathserver.core.jit`) are compiled without."""
 
     def compile_one(typingctx, targetctx, func, args, return_type, flags, *rest, **options):
         own = flags.copy()
         own.release_gil = True
+        if func in refcount_free:
+            own.nrt = False
         return compile_extra(typingctx, targetctx, func, args, return_type, own, *rest, **options)
 
     return compile_one

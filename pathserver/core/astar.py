@@ -10,7 +10,7 @@ pass counter of Godot's AStarGrid2D. The caller advances ``pass_id`` by 2 per qu
 import math
 
 import numpy as np
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.heap import NODE_MASK, TIE, pair_pop, pair_sift_up
 from pathserver.core.status import (
@@ -32,7 +32,7 @@ STEP_X = (1, 0, -1, 0, 1, -1, -1, 1)
 STEP_Y = (0, 1, 0, -1, 1, 1, -1, -1)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def heuristic_distance(kind, x, y, gx, gy):
     """Unweighted estimate from (x, y) to (gx, gy) in straight-move units."""
     dx = abs(x - gx)
@@ -48,7 +48,7 @@ def heuristic_distance(kind, x, y, gx, gy):
     return hi + (SQRT2 - 1.0) * lo
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def move_allowed(passable, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
     """Whether the unit may step from (x, y) to the in-bounds neighbour (nx, ny)."""
     if passable[ny, nx] == 0:
@@ -63,7 +63,7 @@ def move_allowed(passable, heights, use_heights, max_climb, diagonal, x, y, nx, 
     return True
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _octile(x, y, gx, gy):
     dx = abs(x - gx)
     dy = abs(y - gy)
@@ -81,7 +81,7 @@ TIE_LIMIT = 2**30
 MIN_COST_SCAN = 4096
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def min_cost(cost_table, uniform):
     """The cheapest terrain cost a step can have: the heuristic's scale (a lower bound on
     every step's cost factor keeps it admissible and consistent)."""
@@ -106,7 +106,7 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
     first.
     """
 
-    @njit(cache=True, nogil=True)
+    @njit(cache=True, nogil=True, **NO_REFCOUNT)
     def search(
         passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, gx, gy,
         diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos,
@@ -123,18 +123,9 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
         cells = passable.reshape(-1)
         cost_flat = cost_index.reshape(-1)
         heights_flat = heights.reshape(-1)
-        # Moves in a flat index space, orthogonal first (E, S, W, N, SE, SW, NW, NE).
-        offsets = np.empty(8, dtype=np.int64)
-        offsets[0] = 1
-        offsets[1] = width
-        offsets[2] = -1
-        offsets[3] = -width
-        offsets[4] = width + 1
-        offsets[5] = width - 1
-        offsets[6] = -width - 1
-        offsets[7] = 1 - width
-        step_x = np.array(STEP_X, dtype=np.int64)
-        step_y = np.array(STEP_Y, dtype=np.int64)
+        # Moves in a flat index space, orthogonal first (E, S, W, N, SE, SW, NW, NE): a
+        # tuple, not an array, so that the loop allocates nothing (NO_REFCOUNT).
+        offsets = (1, width, -1, -width, width + 1, width - 1, -width - 1, 1 - width)
         open_mark = pass_id
         closed_mark = pass_id + 1
         start = sy * width + sx
@@ -229,14 +220,14 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
                         continue
                     g[neighbour] = g_new
                     parent[neighbour] = node
-                    h = heuristic_distance(heuristic, x + step_x[d], y + step_y[d], gx, gy)
+                    h = heuristic_distance(heuristic, x + STEP_X[d], y + STEP_Y[d], gx, gy)
                     pair_sift_up(heap_keys, heap_tags, heap_pos, heap_pos[neighbour], g_new + h * h_scale,
                                  ((TIE_LIMIT - np.int64(h * tie_scale)) << 32) | neighbour)
                     continue
                 stamp[neighbour] = open_mark
                 g[neighbour] = g_new
                 parent[neighbour] = node
-                h = heuristic_distance(heuristic, x + step_x[d], y + step_y[d], gx, gy)
+                h = heuristic_distance(heuristic, x + STEP_X[d], y + STEP_Y[d], gx, gy)
                 key = g_new + h * h_scale
                 tag = ((TIE_LIMIT - np.int64(h * tie_scale)) << 32) | neighbour
                 if held_tag < 0:
@@ -258,7 +249,7 @@ _search_weighted = _search_kernel(0, 0, DIAGONAL_NO_CORNER_CUTTING, HEURISTIC_OC
 _search_any = _search_kernel(-1, -1, -1, -1, False)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def astar(
     passable,
     cost_index,

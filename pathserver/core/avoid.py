@@ -13,10 +13,10 @@ Boxes are int (K, 4) arrays of ``x0, y0, x1, y1`` (ends excluded), clipped to th
 import math
 
 import numpy as np
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def anchor_box(x0, y0, x1, y1, unit_w, unit_h, width, height):
     """The anchors ``[ax0, ax1) x [ay0, ay1)`` whose ``unit_w x unit_h`` footprint overlaps
     the cells ``[x0, x1) x [y0, y1)``, clipped to the map (footprints as in
@@ -39,7 +39,7 @@ def anchor_box(x0, y0, x1, y1, unit_w, unit_h, width, height):
     return ax0, ay0, ax1, ay1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def block_anchors(cells, boxes, unit_w, unit_h):
     """Clear (set 0) every anchor of ``cells`` (uint8 (H, W), the unit's grid) whose
     footprint overlaps a box. Returns the count cleared."""
@@ -56,7 +56,7 @@ def block_anchors(cells, boxes, unit_w, unit_h):
     return count
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def price_anchors(cost_index, source_index, cost_table, uniform, boxes, unit_w, unit_h, slot, avoid_cost):
     """Give every anchor whose footprint overlaps a box the cost ``avoid_cost`` (index
     ``slot`` of ``cost_table``) where its own cost (``cost_table[source_index]``, 1 on a
@@ -74,7 +74,7 @@ def price_anchors(cost_index, source_index, cost_table, uniform, boxes, unit_w, 
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def restore_anchors(grid, source, boxes, unit_w, unit_h):
     """Copy ``source`` back into ``grid`` (same shape and dtype) on every anchor of the
     boxes: undoes :func:`block_anchors` and :func:`price_anchors`. Returns 0."""

@@ -8,13 +8,13 @@ squares of side ``min(w, h)`` laid along its long side all fit.
 """
 
 import numpy as np
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 #: Clearance values saturate here, so they fit in uint16.
 CLEARANCE_MAX = 65535
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def compute_clearance(walkable, clearance, x0, y0, x1, y1):
     """Fill ``clearance[y0:y1, x0:x1]`` from ``walkable`` (both ``[y, x]``).
 
@@ -45,7 +45,7 @@ def compute_clearance(walkable, clearance, x0, y0, x1, y1):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def footprint_passable(clearance, unit_w, unit_h, off_x, off_y, passable):
     """Mark the anchor cells where a ``unit_w x unit_h`` footprint fits.
 
@@ -92,7 +92,7 @@ def footprint_passable(clearance, unit_w, unit_h, off_x, off_y, passable):
     return count
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def index_costs(cost, cost_table, cost_index, x0, y0, x1, y1):
     """Fill ``cost_index[y0:y1, x0:x1]`` with each cell's position in ``cost_table``.
 

@@ -17,10 +17,10 @@ same byte grid is the passability grid every search reads (nonzero = standable).
 """
 
 import numpy as np
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _root(parent, label):
     """The root of ``label`` in the union-find forest ``parent``, halving the path."""
     while parent[label] != label:
@@ -147,7 +147,7 @@ def block_labels(labels, count, cells):
     return comps
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def component_at(cells, comps, x, y):
     """The global component id at ``(x, y)`` of a block-local grid, 0 where blocked."""
     local = cells[y, x]
@@ -157,7 +157,7 @@ def component_at(cells, comps, x, y):
     return comps[comps[(y >> BLOCK_SHIFT) * per_row + (x >> BLOCK_SHIFT)] + local - 1]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def nearest_with_label(cells, comps, x, y, label, max_radius):
     """The cell nearest to ``(x, y)`` (Euclidean) in component ``label`` of the
     block-local grid ``cells`` / ``comps``, or any standable cell when ``label`` is 0.

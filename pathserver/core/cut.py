@@ -14,7 +14,7 @@ blocks of itself, whatever the map's size.
 """
 
 import numpy as np
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.avoid import anchor_box
 from pathserver.core.components import BLOCK, BLOCK_SHIFT, component_at
@@ -26,7 +26,7 @@ _DX8 = (1, 0, -1, 0, 1, -1, -1, 1)
 _DY8 = (0, 1, 0, -1, 1, 1, -1, -1)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _fill_block(grid, x0, y0, bw, bh, n_dirs, stack):
     # Number the pieces of one block in place: grid holds 255 on standable cells not
     # numbered yet (0 elsewhere), on a (bh, bw) window at (x0, y0). Returns the count.
@@ -155,7 +155,7 @@ def piece_graph(pieces, first, eight):
     return offsets, targets, cells
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _reach(target, tx, ty, mine, owner, union, pending, queue, queue_x, queue_y, tail, active):
     # The search of set `mine` meets node `target` (a cell of it: tx, ty): claims it, or
     # joins the set that has. Returns the new (tail, active).
@@ -177,7 +177,7 @@ def _reach(target, tx, ty, mine, owner, union, pending, queue, queue_x, queue_y,
     return tail, active
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _label(block, fresh, affected, per_row, x, y):
     b = (y >> BLOCK_SHIFT) * per_row + (x >> BLOCK_SHIFT)
     a = affected[b]
@@ -186,7 +186,7 @@ def _label(block, fresh, affected, per_row, x, y):
     return block[y, x]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _node(first, base, affected, per_row, x, y, local):
     b = (y >> BLOCK_SHIFT) * per_row + (x >> BLOCK_SHIFT)
     a = affected[b]
@@ -195,7 +195,7 @@ def _node(first, base, affected, per_row, x, y, local):
     return first[b] + local - 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _find(parent, i):
     while parent[i] != i:
         parent[i] = parent[parent[i]]

@@ -36,7 +36,7 @@ heap (nodes, positions), ``work_int[3]`` the stamps.
 import math
 
 import numpy as np
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.avoid import anchor_box
 from pathserver.core.components import component_at
@@ -52,7 +52,7 @@ MAX_BUCKETS = 1024
 TOLERANCE = 1e-9
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def reach(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, sx, sy, budget,
           work_float, work_int):
     """Every cell the unit can reach from ``(sx, sy)`` (in bounds; the start need not be
@@ -124,7 +124,7 @@ def reach(cells, cost_index, cost_table, uniform, heights, use_heights, max_clim
     return count
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def ring_size(cost_table, uniform):
     """The buckets the field's ring needs (a power of two), or 0 past :data:`MAX_BUCKETS`."""
     highest = 1.0
@@ -141,7 +141,7 @@ def ring_size(cost_table, uniform):
     return size
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _settle(out, value, x, y, rx0, ry0, rx1, ry1):
     # Returns 1 when (x, y) lies in the region (and was written).
     if rx0 <= x < rx1 and ry0 <= y < ry1:
@@ -342,7 +342,7 @@ def field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, ma
     return settled
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _field_heap(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, sources,
                 max_cost, region, targets, out, work_float, work_int):
     # field() with a binary heap, for steep cost tables.
@@ -415,7 +415,7 @@ def _field_heap(cells, cost_index, cost_table, uniform, heights, use_heights, ma
     return settled
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def leave_costs(cells, source_cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal,
                 boxes, unit_w, unit_h, max_cost, region, out, g, marks, settled):
     """After a field on ``cells`` with avoided anchors cleared (``source_cells`` the

@@ -18,7 +18,7 @@ Goals outside the start's component are dropped before searching.
 """
 
 import numpy as np
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import heuristic_distance, trace_path
 from pathserver.core.components import component_at, nearest_with_label
@@ -68,7 +68,7 @@ from pathserver.core.status import (
 MAX_BOXES = 16
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def box_distance(kind, x, y, box):
     """``heuristic_distance`` from (x, y) to the nearest cell of ``box`` = (x0, y0, x1,
     y1), ends included."""
@@ -81,7 +81,7 @@ def box_distance(kind, x, y, box):
     return heuristic_distance(kind, x, y, cx, cy)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def nearest_box(kind, x, y, boxes, n_boxes):
     best = np.inf
     for b in range(n_boxes):
@@ -130,7 +130,7 @@ def goal_boxes(points, n, max_boxes):
     return boxes
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _goal_at(goal_nodes, goal_order, node):
     # The goal index at `node` (the lowest of equal ones), or -1: a binary search of the
     # sorted node ids.
@@ -230,7 +230,7 @@ def astar_goals(passable, cost_index, cost_table, uniform, heights, use_heights,
     return SEARCH_NO_PATH, best, _nearest_goal(targets, index, n, heuristic, best, width), expanded
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def astar_back(passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, targets, n,
                diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_nodes, heap_keys, heap_pos):
     """A* from the first ``n`` rows of ``targets`` (int (K, 2) x, y, each passable) at
@@ -337,7 +337,7 @@ def trace_forward(parent, width, start):
     return path
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _nearest_goal(targets, index, n, heuristic, node, width):
     y = node // width
     x = node - y * width
@@ -517,7 +517,7 @@ def solve_goals(cells, comps, cost_index, cost_table, heights, max_climb, sx, sy
     )
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def snap_goals(cells, comps, points, snap, out):
     """Each of ``points`` (int (K, 2) x, y, in bounds) where the unit can stand, or with
     ``snap`` 1 moved to the nearest cell where it can, into ``out`` (int64 (K, 2));

@@ -6,10 +6,10 @@ toward the goal); pos: int32 (N,) each node's index in the heap, valid only whil
 node is open (the search's stamps say so). Each function returns the new heap size.
 """
 
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _sift_up(heap_nodes, heap_f, heap_h, pos, i):
     node = heap_nodes[i]
     f = heap_f[i]
@@ -30,7 +30,7 @@ def _sift_up(heap_nodes, heap_f, heap_h, pos, i):
     pos[node] = i
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def heap_push(heap_nodes, heap_f, heap_h, pos, size, node, f, h):
     heap_nodes[size] = node
     heap_f[size] = f
@@ -39,7 +39,7 @@ def heap_push(heap_nodes, heap_f, heap_h, pos, size, node, f, h):
     return size + 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def heap_decrease(heap_nodes, heap_f, heap_h, pos, node, f, h):
     """Lower the key of an open node (its new key must not be larger)."""
     i = pos[node]
@@ -48,7 +48,7 @@ def heap_decrease(heap_nodes, heap_f, heap_h, pos, node, f, h):
     _sift_up(heap_nodes, heap_f, heap_h, pos, i)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def heap_pop(heap_nodes, heap_f, heap_h, pos, size):
     """Remove the minimum; returns (node, new_size). The heap must not be empty."""
     top = heap_nodes[0]
@@ -92,7 +92,7 @@ def heap_pop(heap_nodes, heap_f, heap_h, pos, size):
 TIE = 1e-9
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def key_sift_up(heap_nodes, heap_keys, pos, i):
     node = heap_nodes[i]
     key = heap_keys[i]
@@ -109,7 +109,7 @@ def key_sift_up(heap_nodes, heap_keys, pos, i):
     pos[node] = i
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def key_pop(heap_nodes, heap_keys, pos, size):
     """Remove the minimum; returns (node, new_size). The heap must not be empty."""
     top = heap_nodes[0]
@@ -148,7 +148,7 @@ def key_pop(heap_nodes, heap_keys, pos, size):
 NODE_MASK = 0xFFFFFFFF
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def pair_sift_up(heap_keys, heap_tags, pos, i, key, tag):
     """Place (key, tag) at index i or above (its key no larger than the entry there had)."""
     while i > 0:
@@ -166,7 +166,7 @@ def pair_sift_up(heap_keys, heap_tags, pos, i, key, tag):
     pos[tag & NODE_MASK] = i
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def pair_pop(heap_keys, heap_tags, pos, size):
     """Remove the first entry (least key, then largest tag); returns (tag, new_size). The
     heap must not be empty."""

@@ -20,7 +20,7 @@ cells between them.
 """
 
 import numpy as np
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 from pathserver.core.jit import leading_zeros, trailing_zeros
 
 from pathserver.core.astar import _octile
@@ -31,23 +31,23 @@ ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
 ONE = np.uint64(1)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _bitmap_words(count, length):
     # count lines of length cells, a guard bit at each end of each line, packed end to end.
     return (count * (length + 2) + 63) >> 6
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _set_bit(bitmaps, base, bit):
     bitmaps[base + (bit >> 6)] |= ONE << np.uint64(bit & 63)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _bit(bitmaps, base, bit):
     return (bitmaps[base + (bit >> 6)] >> np.uint64(bit & 63)) & ONE
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _fill_lines(lines, bitmaps, base):
     """The four bitmaps of one orientation (see :func:`jump_bitmaps`) for ``lines``, uint8
     (L, N): scanning line l along i, the side lines are l - 1 and l + 1."""
@@ -126,7 +126,7 @@ def _transposed(grid):
     return out
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _next_stop(bitmaps, base, bit):
     """The first set bit at or after ``bit`` of the bitmap at word ``base`` (a guard
     ends every line)."""
@@ -138,7 +138,7 @@ def _next_stop(bitmaps, base, bit):
     return (k << 6) + trailing_zeros(word)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _previous_stop(bitmaps, base, bit):
     """The last set bit at or before ``bit`` (a guard starts every line)."""
     k = bit >> 6
@@ -149,7 +149,7 @@ def _previous_stop(bitmaps, base, bit):
     return (k << 6) + 63 - leading_zeros(word)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _jump_line(bitmaps, base, count, length, line, i, step, goal_i, find):
     """Scan line ``line`` of the orientation at ``base`` from position i toward ``step``.
 
@@ -187,28 +187,28 @@ def _free(cells, width, height, x, y):
     return 0 <= x < width and 0 <= y < height and cells[y * width + x] != 0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _forced(cells, width, height, x, y, behind_x, behind_y):
     """The side cell (x, y) is free and the one behind it, beside the parent's line,
     is blocked: the parent reaches it only through the jump point."""
     return _free(cells, width, height, x, y) and not _free(cells, width, height, behind_x, behind_y)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _jump_x(bitmaps, width, height, x, y, dx, gx, gy, find):
     """The x of the first jump point along the row from (x, y) toward dx, or -1 (with
     ``find`` False, any x >= 0 when there is one; see :func:`_jump_line`)."""
     return _jump_line(bitmaps, 0, height, width, y, x, dx, gx if gy == y else -1, find)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _jump_y(bitmaps, width, height, x, y, dy, gx, gy, find):
     """The y of the first jump point along the column from (x, y) toward dy, or -1."""
     columns = 4 * _bitmap_words(height, width)
     return _jump_line(bitmaps, columns, width, height, x, y, dy, gy if gx == x else -1, find)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _jump_diagonal(cells, width, height, bitmaps, x, y, dx, dy, gx, gy):
     """Step diagonally from (x, y) while the move is legal; stop at the goal or where a
     straight scan finds a jump point. The node, or -1."""
@@ -229,7 +229,7 @@ def _jump_diagonal(cells, width, height, bitmaps, x, y, dx, dy, gx, gy):
             return y * width + x
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _jump(cells, width, height, bitmaps, x, y, dx, dy, gx, gy):
     """The jump point reached from (x, y) toward (dx, dy), as a node, or -1."""
     if dx != 0 and dy != 0:
@@ -241,7 +241,7 @@ def _jump(cells, width, height, bitmaps, x, y, dx, dy, gx, gy):
     return at * width + x if at >= 0 else -1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _relax(
     node, x, y, successor, width, gx, gy, weight, g_node,
     g, parent, stamp, open_mark, closed_mark, heap_nodes, heap_f, heap_h, heap_pos, size,
@@ -268,7 +268,7 @@ def _relax(
     return heap_push(heap_nodes, heap_f, heap_h, heap_pos, size, successor, g_new + h * weight, h)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def jps(
     passable,
     bitmaps,
@@ -300,7 +300,7 @@ def jps(
     the start; consecutive jump points lie on a row, column or diagonal.
     """
     height, width = passable.shape
-    cells = passable.ravel()
+    cells = passable.reshape(height * width)
     open_mark = pass_id
     closed_mark = pass_id + 1
     start = sy * width + sx

@@ -29,7 +29,7 @@ would stop there or expand nothing the extra node misses: the path stays optimal
 """
 
 import numpy as np
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import SQRT2, _octile
 from pathserver.core.heap import TIE
@@ -52,7 +52,7 @@ def fits(height: int, width: int) -> bool:
     return max(height, width) < MAX_SIDE and height * width < (1 << 27)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _stored(distance):
     """A true distance as the table stores it."""
     if distance > SAT_STEP or distance < -SAT_STEP:
@@ -60,7 +60,7 @@ def _stored(distance):
     return distance
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _one_more(stored):
     """The stored distance of the cell one step behind one whose stored distance is
     ``stored`` (no jump point at that cell itself)."""
@@ -69,7 +69,7 @@ def _one_more(stored):
     return _stored(stored + 1 if stored > 0 else stored - 1)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _finds(table, node, d, step):
     """Whether a move from ``node`` in direction ``d`` (``step``: its node offset) reaches
     a jump point at all, reading on past SAT entries."""
@@ -80,7 +80,7 @@ def _finds(table, node, d, step):
     return value > 0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _distance(table, node, d, step):
     """The steps from ``node`` to the jump point a move in direction ``d`` reaches, 0
     for none (reading on past SAT entries)."""
@@ -93,7 +93,7 @@ def _distance(table, node, d, step):
     return total + value if value > 0 else 0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _within(table, node, d, step, steps):
     """Whether ``steps`` > 0 moves from ``node`` in direction ``d`` are legal and meet
     no jump point before the last."""
@@ -107,12 +107,12 @@ def _within(table, node, d, step, steps):
     return steps <= (value if value > 0 else -value)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _free(cells, width, height, x, y):
     return 0 <= x < width and 0 <= y < height and cells[y * width + x] != 0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _has_forced(cells, width, height, x, y, dx, dy):
     """Whether the free cell (x, y), entered moving straight along (dx, dy), has a forced
     neighbour: a free side cell whose predecessor along the move is blocked."""
@@ -127,7 +127,7 @@ def _has_forced(cells, width, height, x, y, dx, dy):
     return False
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _straight_rows(cells, width, height, table, y0, y1):
     """East (0) and west (2) distances of rows y0..y1 - 1."""
     for y in range(y0, y1):
@@ -155,7 +155,7 @@ def _straight_rows(cells, width, height, table, y0, y1):
                 x -= dx
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _straight_columns(cells, width, height, table, x0, x1):
     """South (1) and north (3) distances of columns x0..x1 - 1."""
     for x in range(x0, x1):
@@ -181,7 +181,7 @@ def _straight_columns(cells, width, height, table, x0, x1):
                 y -= dy
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _diagonals(cells, width, height, table, x0, y0, x1, y1):
     """The four diagonal distances, redone for every cell whose diagonal could reach the
     box [x0, x1) x [y0, y1) (rows and columns whose straight distances changed): for the
@@ -267,7 +267,7 @@ def update_jump_table(cells, old_cells, old_table):
     return table, changed
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _steps(table, node, x, y, d, gx, gy, width):
     """How many steps a straight move from ``node`` at (x, y) in direction ``d`` takes
     to where it stops (a jump point, or the goal), 0 for none."""
@@ -308,7 +308,7 @@ LINK_SHIFT = 27
 LINK_MASK = (1 << LINK_SHIFT) - 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _push(keys, nodes, base, size, node, key):
     """Add an entry to the heap whose entry i is (keys[base + 2i], nodes[base + 2i + 1]);
     returns the new size."""
@@ -325,7 +325,7 @@ def _push(keys, nodes, base, size, node, key):
     return size + 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _pop(keys, nodes, base, size):
     """Remove the minimum entry; returns (node, new size). The heap must not be empty."""
     top = nodes[base + 1]
@@ -349,7 +349,7 @@ def _pop(keys, nodes, base, size):
     return top, size
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _compact(keys, nodes, base, size, words, records, open_mark, width, gx, gy, h_scale):
     """Drop the stale entries (a node improved since, or closed) and heapify the rest:
     each open node keeps the one entry whose key is its current one. The new size."""
@@ -366,7 +366,7 @@ def _compact(keys, nodes, base, size, words, records, open_mark, width, gx, gy, 
     return kept
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _offer(node, successor, sx, sy, d, g_new, gx, gy, width, keys, nodes, base, size, words, records, open_mark,
            closed_mark, h_scale, n):
     """Offer ``successor`` at (sx, sy), reached from ``node`` at cost ``g_new`` arriving
@@ -383,7 +383,7 @@ def _offer(node, successor, sx, sy, d, g_new, gx, gy, width, keys, nodes, base, 
     return _push(keys, nodes, base, size, successor, g_new + _octile(sx, sy, gx, gy) * h_scale)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
                    open_mark, closed_mark, h_scale, n):
     """Offer what the diagonal ``d`` from ``node`` at (x, y) leads to, without making
@@ -450,7 +450,7 @@ def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, node
                           width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id):
     """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
     very grid, not checked) instead of scanning.
@@ -468,7 +468,7 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
     Returns (status, end_node, expanded) as jps does.
     """
     height, width = passable.shape
-    cells = passable.ravel()
+    cells = passable.reshape(height * width)
     n = work_float.shape[1]
     keys = work_float.reshape(-1)
     nodes = keys.view(np.int64)
@@ -514,29 +514,34 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
             best_h = h_node
             best = node
         came = words[2 * at + 3] >> LINK_SHIFT
-        dx = DIRECTION_X[came] if came < 8 else 0
-        dy = DIRECTION_Y[came] if came < 8 else 0
+        # The pruning of jps() as a set of directions: the start tries all eight, a jump
+        # point reached diagonally its natural three, one reached straight its natural
+        # one and the forced ones beside it.
+        if came >= 8:
+            mask = 255
+        elif came >= 4:
+            along_x = 0 if DIRECTION_X[came] > 0 else 2
+            along_y = 1 if DIRECTION_Y[came] > 0 else 3
+            mask = (1 << came) | (1 << along_x) | (1 << along_y)
+        elif came == 0 or came == 2:
+            dx = 1 if came == 0 else -1
+            mask = 1 << came
+            if _free(cells, width, height, x, y + 1) and not _free(cells, width, height, x - dx, y + 1):
+                mask |= 2 | (1 << (4 if dx > 0 else 5))
+            if _free(cells, width, height, x, y - 1) and not _free(cells, width, height, x - dx, y - 1):
+                mask |= 8 | (1 << (7 if dx > 0 else 6))
+        else:
+            dy = 1 if came == 1 else -1
+            mask = 1 << came
+            if _free(cells, width, height, x + 1, y) and not _free(cells, width, height, x + 1, y - dy):
+                mask |= 1 | (1 << (4 if dy > 0 else 7))
+            if _free(cells, width, height, x - 1, y) and not _free(cells, width, height, x - 1, y - dy):
+                mask |= 4 | (1 << (5 if dy > 0 else 6))
         for d in range(8):
+            if (mask >> d) & 1 == 0:
+                continue
             ddx = DIRECTION_X[d]
             ddy = DIRECTION_Y[d]
-            # The pruning of jps(): the start tries all eight directions, a jump point its
-            # natural ones and, after a straight move, the forced ones.
-            if came < 8:
-                if dx != 0 and dy != 0:
-                    if ddx == -dx or ddy == -dy:
-                        continue
-                elif dx != 0:
-                    if ddx == -dx:
-                        continue
-                    if ddy != 0 and not (_free(cells, width, height, x, y + ddy)
-                                         and not _free(cells, width, height, x - dx, y + ddy)):
-                        continue
-                else:
-                    if ddy == -dy:
-                        continue
-                    if ddx != 0 and not (_free(cells, width, height, x + ddx, y)
-                                         and not _free(cells, width, height, x + ddx, y - dy)):
-                        continue
             if ddx != 0 and ddy != 0:
                 size = _walk_diagonal(
                     table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
@@ -551,19 +556,19 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
     return SEARCH_NO_PATH, best, expanded
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def jump_stamp(work_float, node):
     """The stamp :func:`jps_plus` left on ``node`` (its pass id open, + 1 closed)."""
     return work_float.reshape(-1).view(np.int32)[2 * (3 * work_float.shape[1] + 2 * node + 1)]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def jump_cost(work_float, node):
     """The cost :func:`jps_plus` found to ``node`` (closed or open in its last pass)."""
     return work_float.reshape(-1)[3 * work_float.shape[1] + 2 * node]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def jump_parent(work_float, node):
     """The node :func:`jps_plus` reached ``node`` from (itself for the start)."""
     links = work_float.reshape(-1).view(np.int32)

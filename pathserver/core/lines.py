@@ -7,7 +7,7 @@ grid, in which a cell is open only when the unit's whole footprint fits there.
 import math
 
 import numpy as np
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import SQRT2, move_allowed
 from pathserver.core.status import DIAGONAL_ALWAYS
@@ -64,7 +64,7 @@ def straight_grid_path(sx, sy, gx, gy, four_connected):
     return path[:i]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def walk_is_optimal(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal):
     """Whether every step of ``path`` is a legal move entering a cell of cost 1.
     Arguments as in :func:`pathserver.core.astar.astar`."""
@@ -80,7 +80,7 @@ def walk_is_optimal(path, passable, cost_index, cost_table, uniform, heights, us
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def path_cost(path, cost_index, cost_table, uniform):
     """Cost of a cell path: each step's length times the entered cell's terrain cost,
     ``cost_table[cost_index[y, x]]`` (read only when ``uniform`` is 0)."""
@@ -93,7 +93,7 @@ def path_cost(path, cost_index, cost_table, uniform):
     return total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def polyline_length(points):
     total = 0.0
     for i in range(1, points.shape[0]):
@@ -111,7 +111,7 @@ def polyline_length(points):
     return total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _cell_ok(passable, cost_index, cost_table, uniform, max_cost, heights, use_heights, max_climb, px, py, x, y):
     if passable[y, x] == 0:
         return False
@@ -122,7 +122,7 @@ def _cell_ok(passable, cost_index, cost_table, uniform, max_cost, heights, use_h
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def segment_clear(
     passable, cost_index, cost_table, uniform, max_cost, heights, use_heights, max_climb, diagonal, x0, y0, x1, y1
 ):

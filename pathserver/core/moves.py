@@ -11,20 +11,20 @@ in about a third of the time.
 
 import math
 
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.status import DIAGONAL_NEVER, DIAGONAL_NO_CORNER_CUTTING
 
 SQRT2 = math.sqrt(2.0)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def directions(diagonal):
     """How many directions to loop over: 4 when ``diagonal`` is DIAGONAL_NEVER, else 8."""
     return 4 if diagonal == DIAGONAL_NEVER else 8
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def step_to(x, y, d):
     """The cell one step from (x, y) in direction ``d``."""
     if d == 0:
@@ -44,7 +44,7 @@ def step_to(x, y, d):
     return x + 1, y - 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def legal(cells, heights, use_heights, max_climb, diagonal, x, y, nx, ny, d):
     """Whether the unit may step from (x, y) to (nx, ny), direction ``d`` (maybe off the
     map): as :func:`pathserver.core.astar.move_allowed`, for ``d`` below
@@ -61,7 +61,7 @@ def legal(cells, heights, use_heights, max_climb, diagonal, x, y, nx, ny, d):
     return True
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def entry_cost(cost_index, cost_table, uniform, x, y):
     """The terrain cost of entering (x, y): 1 on a uniform map."""
     if uniform != 0:

@@ -4,7 +4,7 @@ partial path, and smooth. One dispatch from Python keeps the per-call overhead s
 """
 
 import numpy as np
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import astar, trace_path
 from pathserver.core.components import component_at, nearest_with_label
@@ -68,7 +68,7 @@ def _finish(path, passable, cost_index, cost_table, uniform, heights, use_height
 PASS_ID_LIMIT = 2**31 - 4
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def next_pass_id(work_int):
     """This search's pass id (two stamps: ``id`` open, ``id + 1`` closed), kept in the last
     column of the stamp row ``work_int[3]``; the stamps are cleared when the ids wrap."""

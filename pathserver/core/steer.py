@@ -19,7 +19,7 @@ Grid arguments as in :func:`pathserver.core.astar.astar`.
 """
 
 import numpy as np
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.lines import segment_clear
 from pathserver.core.moves import SQRT2, directions, entry_cost, step_to
@@ -35,7 +35,7 @@ LOOKAHEAD_CELL = 0
 LOOKAHEAD_LOS = 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def downhill(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, field, x, y):
     """The node id of the best step from (x, y) (the legal move minimising its cost plus
     the field beyond it; the first of equals in direction order, straight moves first),
@@ -67,7 +67,7 @@ def downhill(cells, cost_index, cost_table, uniform, heights, use_heights, max_c
     return best_node
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _step(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, field, following, node):
     # downhill() of a node, kept in `following`.
     found = following[node]
@@ -80,7 +80,7 @@ def _step(cells, cost_index, cost_table, uniform, heights, use_heights, max_clim
     return found
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def sighted(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, field, following,
             x, y):
     """The node id of the farthest turn of the descent from (x, y), at most LOS_STEPS steps
@@ -123,7 +123,7 @@ def sighted(cells, cost_index, cost_table, uniform, heights, use_heights, max_cl
     return best
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def next_steps(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, field, units,
                lookahead, following, sights, steps, remaining):
     """For each unit at cell ``units[i]`` (int (n, 2) x, y, in bounds): ``steps[i]``

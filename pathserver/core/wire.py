@@ -9,10 +9,10 @@ loop goes on; ``tolist()`` plus ``Packer.pack`` take about 100 ms with the GIL h
 """
 
 import numpy as np
-from pathserver.core.jit import njit
+from pathserver.core.jit import NO_REFCOUNT, njit
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def packed_points_bound(n):
     """An upper bound on the bytes :func:`pack_int_points` / :func:`pack_float_points`
     write for ``n`` points: a 5-byte array header, then per point a 1-byte pair header and
@@ -20,7 +20,7 @@ def packed_points_bound(n):
     return 5 + 19 * n
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _tagged(out, at, tag, v, size):
     """``tag`` then the low ``size`` bytes of ``v``, big-endian; returns the next offset."""
     out[at] = tag
@@ -29,7 +29,7 @@ def _tagged(out, at, tag, v, size):
     return at + 1 + size
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _array_header(out, at, n):
     if n <= 15:
         out[at] = 0x90 | n
@@ -39,7 +39,7 @@ def _array_header(out, at, n):
     return _tagged(out, at, 0xDD, n, 4)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _int(out, at, v):
     if -32 <= v <= 0x7F:  # positive or negative fixint
         out[at] = v & 0xFF
@@ -57,7 +57,7 @@ def _int(out, at, v):
     return _tagged(out, at, 0xD2, v, 4)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def pack_int_points(points, out):
     """Encode int32 ``points`` (n, 2) into uint8 ``out`` (at least
     :func:`packed_points_bound` bytes). Returns the bytes written."""
@@ -70,7 +70,7 @@ def pack_int_points(points, out):
     return at
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def pack_float_points(bits, out):
     """Encode float64 points, given as their uint64 bit patterns ``bits`` (n, 2)
     (``points.view(np.uint64)``), into uint8 ``out``. Returns the bytes written."""
