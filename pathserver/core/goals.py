@@ -25,11 +25,11 @@ from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.heap import TIE, heap_decrease, heap_pop, heap_push, key_pop, key_sift_up
 from pathserver.core.lines import (
     corner_points,
+    line_is_optimal,
     path_cost,
     polyline_length,
     straight_grid_path,
     string_pull,
-    walk_is_optimal,
 )
 from pathserver.core.moves import SQRT2, directions, step_to
 from pathserver.core.query import next_pass_id
@@ -460,8 +460,9 @@ def solve_goals(cells, comps, cost_index, cost_table, heights, max_climb, sx, sy
             if d < nearest_d or (d == nearest_d and index[i] < index[nearest]):
                 nearest_d = d
                 nearest = i
-        line = straight_grid_path(sx, sy, targets[nearest, 0], targets[nearest, 1], four)
-        if walk_is_optimal(line, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal):
+        if line_is_optimal(sx, sy, targets[nearest, 0], targets[nearest, 1], four, passable, cost_index, cost_table,
+                           uniform, heights, use_heights, max_climb, diagonal):
+            line = straight_grid_path(sx, sy, targets[nearest, 0], targets[nearest, 1], four)
             chosen = index[nearest]
             if moved[chosen]:
                 flags |= FLAG_GOAL_SNAPPED

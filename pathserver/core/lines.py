@@ -13,6 +13,26 @@ from pathserver.core.astar import SQRT2, move_allowed
 from pathserver.core.status import DIAGONAL_ALWAYS
 
 
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _line_step(x, y, a, b, dx, dy, step_x, step_y, four_connected):
+    """The cell after (x, y) on :func:`straight_grid_path`'s line, and the walk's new
+    state ``a, b``: for a 4-connected line the steps taken along x and along y (both 0 at
+    the start), else Bresenham's error (``dx - dy`` at the start; ``b`` unused)."""
+    if four_connected:
+        # Step along the axis whose next cell boundary the segment crosses first.
+        if (1 + 2 * a) * dy < (1 + 2 * b) * dx:
+            return x + step_x, y, a + 1, b
+        return x, y + step_y, a, b + 1
+    e2 = 2 * a
+    if e2 > -dy:
+        a -= dy
+        x += step_x
+    if e2 < dx:
+        a += dx
+        y += step_y
+    return x, y, a, b
+
+
 @njit(cache=True, nogil=True)
 def straight_grid_path(sx, sy, gx, gy, four_connected):
     """A grid path hugging the segment from (sx, sy) to (gx, gy).
@@ -31,52 +51,40 @@ def straight_grid_path(sx, sy, gx, gy, four_connected):
     path = np.empty((n, 2), dtype=np.int32)
     x = sx
     y = sy
+    a = 0 if four_connected else dx - dy
+    b = 0
     path[0, 0] = x
     path[0, 1] = y
-    i = 1
-    if four_connected:
-        ix = 0
-        iy = 0
-        while ix < dx or iy < dy:
-            # Step along the axis whose next cell boundary the segment crosses first.
-            if (1 + 2 * ix) * dy < (1 + 2 * iy) * dx:
-                x += step_x
-                ix += 1
-            else:
-                y += step_y
-                iy += 1
-            path[i, 0] = x
-            path[i, 1] = y
-            i += 1
-        return path
-    err = dx - dy
-    while x != gx or y != gy:
-        e2 = 2 * err
-        if e2 > -dy:
-            err -= dy
-            x += step_x
-        if e2 < dx:
-            err += dx
-            y += step_y
+    for i in range(1, n):
+        x, y, a, b = _line_step(x, y, a, b, dx, dy, step_x, step_y, four_connected)
         path[i, 0] = x
         path[i, 1] = y
-        i += 1
-    return path[:i]
+    return path
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def walk_is_optimal(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal):
-    """Whether every step of ``path`` is a legal move entering a cell of cost 1.
-    Arguments as in :func:`pathserver.core.astar.astar`."""
-    for i in range(1, path.shape[0]):
-        x = path[i - 1, 0]
-        y = path[i - 1, 1]
-        nx = path[i, 0]
-        ny = path[i, 1]
+def line_is_optimal(sx, sy, gx, gy, four_connected, passable, cost_index, cost_table, uniform, heights, use_heights,
+                    max_climb, diagonal):
+    """Whether ``straight_grid_path(sx, sy, gx, gy, four_connected)`` is optimal: every
+    step a legal move entering a cell of cost 1. Walks the line without building it, so
+    a blocked line costs the cells up to its first bad step. The other arguments as in
+    :func:`pathserver.core.astar.astar`."""
+    dx = abs(gx - sx)
+    dy = abs(gy - sy)
+    step_x = 1 if gx > sx else -1
+    step_y = 1 if gy > sy else -1
+    x = sx
+    y = sy
+    a = 0 if four_connected else dx - dy
+    b = 0
+    for _ in range(dx + dy if four_connected else max(dx, dy)):
+        nx, ny, a, b = _line_step(x, y, a, b, dx, dy, step_x, step_y, four_connected)
         if not move_allowed(passable, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
             return False
         if uniform == 0 and cost_table[cost_index[ny, nx]] != 1.0:
             return False
+        x = nx
+        y = ny
     return True
 
 

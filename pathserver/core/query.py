@@ -12,11 +12,11 @@ from pathserver.core.jps import jps
 from pathserver.core.jpsplus import jps_plus, jump_cost, trace_jumps
 from pathserver.core.lines import (
     corner_points,
+    line_is_optimal,
     path_cost,
     polyline_length,
     straight_grid_path,
     string_pull,
-    walk_is_optimal,
 )
 from pathserver.core.status import (
     ALGORITHM_JPS,
@@ -180,8 +180,9 @@ def solve(
     reached = QUERY_FOUND if (tx == gx and ty == gy) else QUERY_PARTIAL
     four = 1 if diagonal == DIAGONAL_NEVER else 0
     if line_of_sight != 0:
-        line = straight_grid_path(sx, sy, tx, ty, four)
-        if walk_is_optimal(line, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal):
+        if line_is_optimal(sx, sy, tx, ty, four, passable, cost_index, cost_table, uniform, heights, use_heights,
+                           max_climb, diagonal):
+            line = straight_grid_path(sx, sy, tx, ty, four)
             points = _finish(
                 line, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth
             )

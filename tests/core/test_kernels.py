@@ -8,8 +8,9 @@ import pytest
 import naive
 from pathserver.core.clearance import compute_clearance, footprint_cost, index_costs
 from pathserver.core.components import block_labels, component_at, label_components, nearest_with_label
-from pathserver.core.lines import segment_clear, straight_grid_path
+from pathserver.core.lines import line_is_optimal, segment_clear, straight_grid_path
 from pathserver.grid.gridmap import GridMap, _global_labels
+from pathserver.grid.search import DIAGONALS
 
 NO_HEIGHTS = np.zeros((1, 1), dtype=np.float32)
 # What uniform maps pass for cost_index / cost_table (never read when uniform is 1).
@@ -222,6 +223,33 @@ def test_straight_grid_path_is_octile_optimal_and_connected():
             expected = dx + dy if four else max(dx, dy) + (math.sqrt(2) - 1) * min(dx, dy)
             assert length == np.float64(expected) or abs(length - expected) < 1e-9
 
+
+
+@pytest.mark.parametrize("diagonal", ["no_corner_cutting", "never", "always"])
+def test_line_is_optimal_is_the_line_walked(diagonal):
+    # line_is_optimal walks straight_grid_path's line without building it: True exactly
+    # when every step of that line is a legal move (naive.path_is_valid) into a cell of
+    # cost 1, on random grids with terrain costs.
+    rng = np.random.default_rng(11)
+    seen = set()
+    for _ in range(60):
+        passable = naive.random_grid(rng, 24, 20, 0.15)
+        cost = np.where(rng.random(passable.shape) < 0.05, 2.0, 1.0)
+        cost_table, cost_index = np.unique(cost, return_inverse=True)
+        cost_index = cost_index.reshape(cost.shape).astype(np.uint8)
+        free = np.argwhere(passable)
+        for _ in range(20):
+            (sy, sx), (gy, gx) = free[rng.integers(len(free), size=2)]
+            four = diagonal == "never"
+            line = straight_grid_path(sx, sy, gx, gy, four).tolist()
+            for uniform in (1, 0):
+                expected = naive.path_is_valid(passable, line, diagonal) and (
+                    uniform or all(cost[y, x] == 1.0 for x, y in line[1:]))
+                got = line_is_optimal(sx, sy, gx, gy, four, passable.astype(np.uint8), cost_index, cost_table,
+                                      uniform, NO_HEIGHTS, 0, 0.0, DIAGONALS[diagonal])
+                assert got == expected, (sx, sy, gx, gy, uniform)
+                seen.add(got)
+    assert seen == {True, False}
 
 def _touches(x0, y0, x1, y1, cx, cy):
     """Whether the segment between cell centres meets the closed square of cell (cx, cy),
