@@ -12,12 +12,14 @@ a player's machine the first time: every kernel compiles. Warm: the same folder 
 filled.
 
 The bundle: the folder is copied to a new random folder (as a game install puts it
-somewhere the build never was) and its ``pathserver-server`` runs there as a player's
-machine would: an empty environment but for a new, empty ``HOME`` and
-``PATH=/usr/bin:/bin`` (no virtual environment, no Python of ours). Cold is the copy's
-first run (it copies the bundle's compiled kernels into that HOME's cache), again is the
-next one; the cold start is repeated on ``--cold-runs`` new copies (3), each with a new
-HOME, and their median shown. The bundle's targets: ready within ``--ready-target`` s (2)
+somewhere the build never was), made read-only (an install folder may be), and its
+``pathserver-server`` runs there as a player's machine would: an empty environment but
+for a new, empty ``HOME`` and a ``PATH`` naming only an empty folder (no Python at all,
+no virtual environment: the script checks that none is found on it). Cold is the copy's
+first run, again is the next one (the kernels come compiled ahead of time: nothing is
+written or cached at start, so the two differ by the operating system's file cache); the
+cold start is repeated on ``--cold-runs`` new copies (3), each with a new HOME, and their
+median shown. The bundle's targets: ready within ``--ready-target`` s (2)
 on the first run of a copy (the median), the folder within ``--size-target`` MB (150), and its first path answer
 equal to the in-process ``find_path`` answer to the same request.
 
@@ -116,19 +118,41 @@ def python_runs(maps: Path, warm_runs: int, timeout: float) -> tuple[dict, list[
 
 
 def player_env(home: Path) -> dict:
-    """A player's machine: a new, empty HOME and the system's PATH, nothing else of ours."""
+    """A player's machine: a new, empty HOME and no Python on PATH, nothing else of ours."""
     if os.name == "nt":  # not tried: Windows needs its system folders to start a process
         keep = {key: os.environ[key] for key in ("SYSTEMROOT", "WINDIR", "COMSPEC") if key in os.environ}
-        return {**keep, "USERPROFILE": str(home), "LOCALAPPDATA": str(home), "TEMP": str(home),
-                "TMP": str(home), "PATH": keep.get("SYSTEMROOT", r"C:\Windows") + r"\System32"}
-    return {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+        env = {**keep, "USERPROFILE": str(home), "LOCALAPPDATA": str(home), "TEMP": str(home),
+               "TMP": str(home), "PATH": keep.get("SYSTEMROOT", r"C:\Windows") + r"\System32"}
+    else:
+        bare = home.parent / "bin"  # an empty folder: nothing at all on PATH
+        bare.mkdir(exist_ok=True)
+        env = {"HOME": str(home), "PATH": str(bare)}
+    found = [name for name in ("python3", "python", "py") if shutil.which(name, path=env["PATH"])]
+    if found:
+        raise SystemExit(f"startup: the player's PATH ({env['PATH']}) holds {found[0]}: no Python may be on it")
+    return env
+
+
+def snapshot(folder: Path) -> dict:
+    """Every entry of ``folder`` with its size and modification time."""
+    return {str(path.relative_to(folder)): (path.lstat().st_size, path.lstat().st_mtime_ns)
+            for path in [folder, *folder.rglob("*")]}
+
+
+def set_writable(folder: Path, writable: bool) -> None:
+    """Give or take the write permission of everything in ``folder`` (links left alone)."""
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_symlink():
+            continue
+        mode = path.stat().st_mode
+        path.chmod(mode | 0o200 if writable else mode & ~0o222)
 
 
 def bundle_runs(bundle: Path, maps: Path, cold_runs: int, again_runs: int, timeout: float) -> dict:
-    """Copy ``bundle`` to a new random folder and start it there with a new, empty HOME
-    (cold: the copy's first run), ``cold_runs`` times; then start the last copy
+    """Copy ``bundle`` to a new random folder, make it read-only and start it there with a
+    new, empty HOME (cold: the copy's first run), ``cold_runs`` times; then start the last copy
     ``again_runs`` more times with the same HOME."""
-    colds, again, copy_s = [], [], []
+    colds, again, copy_s, written = [], [], [], []
     for i in range(cold_runs):
         with tempfile.TemporaryDirectory(prefix="pathserver-game-") as scratch:
             scratch = Path(scratch)
@@ -139,10 +163,19 @@ def bundle_runs(bundle: Path, maps: Path, cold_runs: int, again_runs: int, timeo
             home = scratch / "home"
             home.mkdir()
             command = [str(copy / EXECUTABLE), "serve", "--maps", str(maps), "--bind", "tcp://127.0.0.1:*"]
-            colds.append(start_once(command, player_env(home), scratch, timeout))
-            if i == cold_runs - 1:
-                again = [start_once(command, player_env(home), scratch, timeout) for _ in range(again_runs)]
-    return {"copied_to": str(copy), "copy_s": copy_s, "colds": colds, "again": again}
+            set_writable(copy, False)
+            before = snapshot(copy)
+            try:
+                colds.append(start_once(command, player_env(home), scratch, timeout))
+                if i == cold_runs - 1:
+                    again = [start_once(command, player_env(home), scratch, timeout) for _ in range(again_runs)]
+                # Root ignores the permission bits: what a start wrote shows as a change.
+                after = snapshot(copy)
+                written.extend(sorted(name for name in before.keys() | after.keys()
+                                      if before.get(name) != after.get(name)))
+            finally:
+                set_writable(copy, True)  # so that the scratch folder can be removed
+    return {"copied_to": str(copy), "copy_s": copy_s, "colds": colds, "again": again, "written": written}
 
 
 def expected_reply(maps: Path) -> dict:
@@ -287,12 +320,15 @@ def check_bundle(bundle: Path, args, rows: list, report: dict) -> list[str]:
         (f"none of {', '.join(UNWANTED[:4])} in it", ", ".join(unwanted) or "none", not unwanted, not unwanted),
         ("first path answer = in-process find_path", f"{len(expected['path'])} points, cost {expected['cost']:.4f}",
          right, right),
+        ("nothing written into the read-only copy", f"{len(runs['written'])} entries changed",
+         not runs["written"], not runs["written"]),
     ]
     notes.append(f"bundle {bundle}: {size_mb:.0f} MB; copied to {runs['copied_to']} (and {len(colds) - 1} more new "
                  f"folders) in {statistics.median(runs['copy_s']):.2f} s; slowest cold ready line "
                  f"{max(run['ready_s'] for run in colds):.2f} s; "
                  f"the cold run said: {loaded.removeprefix('pathserver: ')}")
     notes.extend(f"  stray line: {line}" for line in strays[:10])
+    notes.extend(f"  written: {name}" for name in runs["written"][:10])
     for target, measured, met, passes in checks:
         verdict = "PASS" if met else ("MISS (within --size-limit)" if passes else "MISS")
         notes.append(f"target: {target:<44} {measured:>26}  {verdict}")

@@ -55,3 +55,35 @@ def test_bundle_without_pyinstaller_says_which_extra_to_install(tmp_path, monkey
     assert cli.main(["bundle", str(tmp_path / "out")]) == 2
     assert "pip install 'pathserver[bundle]'" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def _startup_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_startup", ROOT / "bench" / "startup.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(os.name == "nt", reason="the player's environment is checked on POSIX here")
+def test_start_check_runs_without_python_and_sees_what_a_start_writes(tmp_path):
+    # CI's start check (bench/startup.py --bundle-check) runs the copy with no Python on
+    # PATH, and fails when a start wrote anything into the copy (root ignores the
+    # read-only permission bits, so it compares the folder before and after).
+    startup = _startup_script()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = startup.player_env(home)
+    assert env["HOME"] == str(home)
+    assert not any(os.listdir(folder) for folder in env["PATH"].split(os.pathsep))
+    copy = tmp_path / "copy"
+    (copy / "_internal").mkdir(parents=True)
+    (copy / "_internal" / "kernels.json").write_text("{}")
+    before = startup.snapshot(copy)
+    assert startup.snapshot(copy) == before
+    (copy / "_internal" / "cache").mkdir()
+    assert set(startup.snapshot(copy)) - set(before) == {os.path.join("_internal", "cache")}
+    (copy / "_internal" / "cache").rmdir()
+    (copy / "_internal" / "kernels.json").write_text('{"a": 1}')
+    assert startup.snapshot(copy) != before
