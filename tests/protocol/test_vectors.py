@@ -77,7 +77,8 @@ def test_map_op_request_vectors_are_what_the_encoder_writes():
 
 
 #: The session of the queries beyond one path, in order (docs/protocol.md).
-QUERY_SESSION = ("court-put", "goals", "reachable", "field", "next-steps", "check-block")
+QUERY_SESSION = ("court-put", "goals", "reachable", "field", "next-steps", "check-block", "avoid", "avoid-cost",
+                 "moat-put", "traversal-class", "traversal-rules")
 
 
 def test_the_query_vectors_are_one_session_byte_for_byte(tmp_path):
@@ -102,6 +103,14 @@ def test_the_query_vectors_say_what_the_document_says():
     assert reply("check-block")["disconnected"] == [[0, 1], [1, 2]]
     request = decode_request(VECTORS["next-steps-request"])
     assert np.frombuffer(request["positions"], "<f4").tolist() == [0.5, 0.5, 3.5, 0.5]
+    assert reply("avoid")["path"] == [[0, 0], [1, 0], [2, 0], [2, 1], [2, 2], [1, 2], [0, 2]]
+    assert reply("avoid")["cost"] == 6.0
+    assert reply("avoid-cost")["path"] == [[0, 0], [0, 1], [0, 2]] and reply("avoid-cost")["cost"] == 4.0
+    assert reply("moat-put")["gen"] == 2
+    assert reply("traversal-class")["status"] == "no_path"
+    assert reply("traversal-rules")["path"] == [[0, 0], [1, 0], [2, 0]] and reply("traversal-rules")["cost"] == 3.5
+    moat = decode_request(VECTORS["moat-put-request"])
+    assert moat["classes"] == {"walker": {"water": None}} and moat["tags"] == bytes([0, 1, 0, 0, 1, 0])
 
 
 def test_reply_keys_start_with_id_then_ok():
