@@ -24,8 +24,16 @@ What is timed per query:
               the searches is shown apart, as "outside the timer".
   pathserver  the Python call ``find_path(gridmap, start, goal)`` until it returns a
               PathResult with every cell of the path: the call, checks, search and
-              result. Loading the map and its first query (which builds the unit-size
-              layer) happen before the clock starts.
+              result. Loading the map, its first query (which builds the unit-size
+              layer) and waiting for the layer's jump table (JPS+'s, built in the
+              background; jps2+ builds its own when the map loads) happen before the
+              clock starts. Each round of pathserver runs right after a Warthog process
+              has filled the CPU's caches with its own data, where Warthog starts its
+              searches with the map and tables it has just built in them; so before
+              each timed round pathserver answers, untimed, as many other problems of
+              the map (the next seed's), which brings its map, table and search arrays
+              back into the caches without touching the timed problems' own answers
+              (``--no-warm-up`` leaves it out).
 
 Both must solve the same problem: 8-connected, costs 1 and sqrt(2), no corner cutting
 (the Moving AI rule, Warthog's only rule). Every answer's length is checked against the
@@ -206,7 +214,7 @@ def warm_up() -> None:
 
 
 def bench_map(name: str, map_path: Path, binary: Path, queries: int, rounds: int, seed: int,
-              scratch: Path) -> dict:
+              scratch: Path, warm_caches: bool = True) -> dict:
     from pathserver import GridMap
     from pathserver.grid.search import find_path
 
@@ -223,6 +231,10 @@ def bench_map(name: str, map_path: Path, binary: Path, queries: int, rounds: int
     t0 = time.perf_counter()
     find_path(gridmap, (problems[0].sx, problems[0].sy), (problems[0].gx, problems[0].gy))
     first_ms = (time.perf_counter() - t0) * 1000
+    wait = getattr(gridmap.layer(1), "wait_jump_table", None)
+    if wait is not None:
+        wait()
+    others = movingai.bucket_spread(movingai.read_scenarios(map_path, walkable), queries, seed + 1) if warm_caches else []
 
     runs = {algorithm: EngineRun(f"warthog {algorithm}") for algorithm in WARTHOG_ALGORITHMS}
     runs[PATHSERVER] = EngineRun(PATHSERVER)
@@ -236,6 +248,8 @@ def bench_map(name: str, map_path: Path, binary: Path, queries: int, rounds: int
                 continue
             try:
                 if engine == PATHSERVER:
+                    for p in others:  # untimed: the caches as Warthog's own start leaves them
+                        find_path(gridmap, (p.sx, p.sy), (p.gx, p.gy))
                     times, results = pathserver_round(find_path, gridmap, problems)
                     run.add_round(times)
                     run.costs = [res.cost if res.status == "found" else None for res in results]
@@ -307,6 +321,9 @@ def print_report(report: dict) -> None:
     print("  Warthog: its own per-query search time (map load, jps2+ precompute, path extraction and output")
     print("  excluded). pathserver: the whole Python call find_path(gridmap, start, goal) with its defaults")
     print("  (algorithm auto, straight-line shortcut), returning every cell of the path.")
+    if meta.get("warm_caches"):
+        print("  Before each pathserver round: the next seed's problems, untimed (the caches as Warthog's own")
+        print("  start leaves them; --no-warm-up times it straight after Warthog's process).")
     print()
     print("Each engine's lowest round mean:")
     head = (f"  {'map':<14}{'jps2 us':>9}{'jps2+ us':>10}{'ps auto us':>12}{'ps/jps2':>9}{'ps/jps2+':>10}"
@@ -405,6 +422,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="problem selection seed (default: %(default)s)")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     parser.add_argument("--markdown", action="store_true", help="also print the table for the README")
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="time pathserver's rounds straight after Warthog's process, caches cold")
     args = parser.parse_args(argv)
 
     binary = find_binary(args.warthog)
@@ -433,12 +452,13 @@ def main(argv=None) -> int:
         "queries": args.queries,
         "rounds": args.rounds,
         "seed": args.seed,
+        "warm_caches": not args.no_warm_up,
         "load_before": load_average(),
     }, "maps": []}
     with tempfile.TemporaryDirectory(prefix="pathserver-warthog-") as scratch:
         for name in names:
             report["maps"].append(bench_map(name, available[name], binary, args.queries, args.rounds, args.seed,
-                                            Path(scratch)))
+                                            Path(scratch), warm_caches=not args.no_warm_up))
     report["meta"]["load_after"] = load_average()
     print_report(report)
     if args.markdown:
