@@ -1,7 +1,9 @@
 """Hypothesis strategies for request bodies: random bytes, valid requests of every op, and
 those requests mutated field by field or byte by byte.
 
-A valid request aims at the maps of ``reliability_helpers.small_maps``; mutations then
+A valid request aims at the maps of ``reliability_helpers.small_maps`` or at the maps the
+strategies upload (``UPLOAD_NAMES``: uploads may carry a tag layer, ``TAG_NAMES`` and
+``CLASSES``, which ``traversal`` names; the small maps have none); mutations then
 drop fields, swap in values of any msgpack type (NaN, huge ints, bin, ext, deep
 containers), rename fields, and flip, cut or splice the encoded bytes.
 """
@@ -17,6 +19,7 @@ import zlib
 import msgpack
 from hypothesis import strategies as st
 
+from pathserver.options import QUERY_OPS, op_fields
 from reliability.helpers import SMALL_MAP_NAMES
 
 FIELD_NAMES = (
@@ -24,10 +27,13 @@ FIELD_NAMES = (
     "allow_partial", "max_expansions", "heuristic", "weight", "max_climb", "algorithm",
     "line_of_sight", "requests", "rects", "cells", "solid", "cost", "if_gen", "width", "height", "costs",
     "heights", "tags", "origin", "cell_size", "region",
+    # The queries beyond one path, the options shaping one path, an upload's tag names.
+    "goals", "avoid", "avoid_cost", "traversal", "budget", "max_cost", "positions", "lookahead", "points",
+    "tag_names", "classes",
 )
 WORDS = (
     "path", "paths", "maps", "update", "ping", "stats", "put_map", "drop_map", "get_map", "grid", "world", "los",
-    "corners",
+    "corners", "reachable", "field", "next_steps", "check_block", "cell", "boat", "truck", "walker", "water", "mud",
     "none", "no_corner_cutting", "never", "always", "octile", "euclidean", "manhattan",
     "chebyshev", "auto", "astar", "jps", "", "ARENA", "../arena", "arena.map", "nosuch",
 ) + SMALL_MAP_NAMES
@@ -63,8 +69,35 @@ point = st.lists(coordinate, min_size=2, max_size=2)
 unit_size = st.sampled_from([1, 2, 3, 1.0, 2.0, [1, 2], [2, 1], [3, 3], [1.0, 4]])
 
 
+#: The tag names and unit classes an upload may carry (``put_map``'s ``tag_names`` and
+#: ``classes``), and the ``traversal`` values naming them; the small maps have no tags, so
+#: there a ``traversal`` other than ``{}`` is an unknown class or tag.
+TAG_NAMES = {"water": 1, "mud": 2, "rock": 3}
+CLASSES = {"boat": {"mud": None, "rock": None}, "truck": {"water": None, "mud": 2.5}, "walker": {}}
+TRAVERSALS = ("boat", "truck", "walker", {}, {"water": None}, {"mud": 3.0, "rock": None}, {"water": 1, "mud": 1.5})
+#: The maps a strategy may upload (the small maps' names are file-backed: conflict).
+UPLOAD_NAMES = ("upload-a", "upload-b")
+
+rect = st.tuples(coordinate, coordinate, st.integers(1, 3), st.integers(1, 3) | st.floats(0.5, 3)).map(list)
+#: A handful of points: goals, positions, check_block's points and cells, avoided cells.
+few_points = st.lists(point, max_size=4)
+goals = st.lists(point, min_size=1, max_size=4)
+avoid = st.fixed_dictionaries({}, optional={"cells": st.lists(point, max_size=3), "rects": st.lists(rect, max_size=2)})
+#: A field's window: small, mostly inside the small maps (grid cells, whole numbers).
+field_region = st.tuples(st.integers(0, 4), st.integers(0, 3), st.integers(1, 4), st.integers(1, 3)).map(list)
+
+
+def _traversals(map_name: str):
+    """``traversal`` values for requests on ``map_name``: the uploads' classes and tags on an
+    upload; ``{}`` (no rules) on a small map, which has no tags."""
+    if map_name in UPLOAD_NAMES:
+        return st.sampled_from(TRAVERSALS).map(copy.deepcopy)
+    return st.just({})
+
+
 @st.composite
-def path_options(draw) -> dict:
+def search_options(draw, op: str = "path", map_name: str = "arena") -> dict:
+    """Up to five of the options ``op`` takes (``pathserver.options``), valid values."""
     options = {}
     choices = {
         "space": st.sampled_from(["grid", "world", None]),
@@ -79,15 +112,25 @@ def path_options(draw) -> dict:
         "algorithm": st.sampled_from(["auto", "astar", "jps", None]),
         "line_of_sight": st.booleans() | st.none(),
         "unit_size": unit_size | st.none(),
+        "goals": goals,
+        "avoid": avoid,
+        "avoid_cost": st.sampled_from([1, 1.5, 4, 20.0, None]),
+        "traversal": _traversals(map_name) | st.none(),
+        "max_cost": st.sampled_from([0, 1, 3.5, 8, 30.0, None]),
+        "region": field_region | st.none(),
+        "lookahead": st.sampled_from(["cell", "los", None]),
     }
-    for key in draw(st.lists(st.sampled_from(sorted(choices)), max_size=5, unique=True)):
+    # "budget" is reachable's own (required) field, set by valid_requests.
+    names = sorted(set(op_fields(op)) - {"budget"})
+    assert set(names) <= set(choices), set(names) - set(choices)
+    for key in draw(st.lists(st.sampled_from(names), max_size=5, unique=True)):
         options[key] = draw(choices[key])
     return options
 
 
 map_name = st.sampled_from(SMALL_MAP_NAMES)
-#: Names put_map may take (the small maps' names are file-backed: conflict).
-UPLOAD_NAMES = ("upload-a", "upload-b")
+#: A search's or query's map: a small map, or one in four an upload (tags, classes).
+search_map = st.one_of(map_name, map_name, map_name, st.sampled_from(UPLOAD_NAMES))
 upload_name = st.sampled_from(UPLOAD_NAMES) | map_name
 ids = st.integers(-(2**63), 2**64 - 1) | st.integers(0, 1000)
 
@@ -109,7 +152,13 @@ def put_map_requests(draw, rid) -> dict:
     if draw(st.booleans()):
         request["heights"] = draw(layer)
     if draw(st.booleans()):
-        request["tags"] = draw(st.binary(min_size=count, max_size=count))
+        # Mostly the values TAG_NAMES names, so traversal rules meet tagged cells.
+        tag = st.sampled_from([0, 0, 1, 2, 3]) | st.integers(0, 255)
+        request["tags"] = bytes(draw(st.lists(tag, min_size=count, max_size=count)))
+        if draw(st.integers(0, 3)):
+            request["tag_names"] = dict(TAG_NAMES)
+            if draw(st.integers(0, 3)):
+                request["classes"] = copy.deepcopy(CLASSES)
     if draw(st.booleans()):
         request["origin"] = [draw(st.floats(-100, 100)), draw(st.floats(-100, 100))]
     if draw(st.booleans()):
@@ -123,7 +172,7 @@ def valid_requests(draw) -> dict:
     map-dependent error: out of bounds, blocked, search limit)."""
     rid = draw(ids)
     op = draw(st.sampled_from(["path", "path", "path", "paths", "update", "maps", "ping", "stats", "put_map",
-                               "drop_map", "get_map"]))
+                               "drop_map", "get_map", *QUERY_OPS]))
     if op == "put_map":
         return draw(put_map_requests(rid))
     if op == "drop_map":
@@ -135,13 +184,45 @@ def valid_requests(draw) -> dict:
                                  draw(st.integers(0, 6))]
         return request
     if op == "path":
-        return {"id": rid, "op": op, "map": draw(map_name), "start": draw(point), "goal": draw(point),
-                **draw(path_options())}
+        name = draw(search_map)
+        request = {"id": rid, "op": op, "map": name, "start": draw(point), "goal": draw(point),
+                   **draw(search_options(op, name))}
+        if "goals" in request:
+            del request["goal"]  # goals in place of goal
+        return request
     if op == "paths":
-        entries = draw(st.lists(st.fixed_dictionaries({"start": point, "goal": point}, optional={
-            "unit_size": unit_size, "smooth": st.sampled_from(["los", "none"]),
-            "allow_partial": st.booleans()}), max_size=6))
-        return {"id": rid, "op": op, "map": draw(map_name), "requests": entries, **draw(path_options())}
+        name = draw(search_map)
+        options = draw(search_options(op, name))
+        entries = draw(st.lists(st.fixed_dictionaries({"start": point}, optional={
+            "goal": point, "goals": goals, "unit_size": unit_size, "smooth": st.sampled_from(["los", "none"]),
+            "allow_partial": st.booleans(), "avoid": avoid, "avoid_cost": st.sampled_from([1, 3]),
+            "traversal": _traversals(name)}), max_size=6))
+        for entry in entries:
+            if "goal" in entry and "goals" in entry:
+                del entry["goals"]
+            elif "goal" not in entry and "goals" not in entry and "goals" not in options:
+                entry["goal"] = draw(point)
+        return {"id": rid, "op": op, "map": name, "requests": entries, **options}
+    if op in QUERY_OPS:
+        name = draw(search_map)
+        request = {"id": rid, "op": op, "map": name, **draw(search_options(op, name))}
+        if op == "reachable":
+            request["start"] = draw(point)
+            request["budget"] = draw(st.sampled_from([0, 1, 2.5, 5, 9.5]))
+        elif op in ("field", "next_steps"):
+            request.setdefault("goals", draw(goals))
+        if op == "next_steps":
+            positions = draw(few_points)
+            packed = draw(st.booleans())
+            request["positions"] = float32_bytes([v for xy in positions for v in xy]) if packed else positions
+        if op == "check_block":
+            request["points"] = draw(few_points)
+            what = draw(st.sampled_from(["cells", "rects", "both"]))
+            if what != "rects":
+                request["cells"] = draw(st.lists(point, min_size=1, max_size=3))
+            if what != "cells":
+                request["rects"] = draw(st.lists(rect, min_size=1, max_size=2))
+        return request
     if op == "update":
         request = {"id": rid, "op": op, "map": draw(map_name)}
         if draw(st.booleans()):
@@ -303,9 +384,13 @@ ODD_VALUES = (
     [[0, 0]], [[0, 0, 1, 1]], [[0, 0, 0, 0]], [-1, -1], [1e300, 1e300], [True, False], ["0", "0"], [None, None],
     {"start": [0, 0]}, {"start": [0, 0], "goal": [1, 1]}, {"x": 1}, msgpack.ExtType(1, b"ab"),
     msgpack.Timestamp(0, 0), _deep(7), _deep(8), _deep(9), list(range(300)), {f"k{i}": i for i in range(65)},
+    # Near misses of the queries' and uploads' shapes: avoid maps, traversal rules, bins.
+    {"cells": [[0, 0]], "rects": [[0, 0, 1, 1]]}, {"cells": [[math.nan, 0]]}, {"rects": [[0, 0, 0, 1]]},
+    {"cells": 1}, {"water": None}, {"water": 0.5}, {"boat": {"water": None}}, {"": 1}, "boat", "cell",
+    b"\x00" * 7, float32_bytes([math.nan, 0.0]), float32_bytes([1e30, 1e30]),
 )
 GOOD_VALUES = {
-    "map": SMALL_MAP_NAMES,
+    "map": SMALL_MAP_NAMES + UPLOAD_NAMES,
     "start": ([0, 0], [1, 0], [0.5, 0.5], [3, 2], [7, 4], [9, 0], [-0.5, 0.0], [2.9999, 1]),
     "goal": ([9, 4], [0, 0], [2, 1], [5.5, 2.5], [63, 63], [4, 0], [1, 1], [0, 4]),
     "unit_size": (1, 2, 3, [1, 2], [2, 1], 2.0, [1.0, 3], None),
@@ -329,10 +414,30 @@ GOOD_VALUES = {
     "cell": (0, 1, 1, 1, 2, 9, 255),
     "layer": (1.0, 1.5, 2.0, 300.0, math.nan, math.inf, 0.5, -1.0),
     "region": ([0, 0, 1, 1], [0, 0, 3, 2], [1, 1, 2, 2], [0, 0, 10, 5], [-1, 0, 2, 2], [0, 0, 0, 1], [9, 4, 1, 1]),
+    # The queries beyond one path and the options shaping one path: a handful of points.
+    "goals": ([[9, 4]], [[0, 0], [9, 4]], [[3, 2], [7, 4], [1, 1]], [[2.5, 1.5]], [[63, 63]], [[-1, 0], [4, 0]]),
+    "avoid": ({"cells": [[1, 0]]}, {"rects": [[0, 1, 3, 2]]}, {"cells": [[2, 1], [9, 9]], "rects": [[4, 0, 1, 5]]},
+              {}, {"cells": [], "rects": [[0, 0, 0.5, 0.5]]}, {"rects": [[-3, -3, 4, 4]]}),
+    "avoid_cost": (1, 2.5, 10, None),
+    "traversal": TRAVERSALS + (None,),
+    "budget": (0, 1, 2.5, 6, 12),
+    "max_cost": (0, 1, 4.5, 20, None),
+    "lookahead": ("cell", "los", None),
+    "positions": ([[0, 0]], [[1, 1], [9, 4]], [], float32_bytes([0.5, 0.5, 3, 2]), float32_bytes([9, 4]), b"",
+                  [[2.5, 0.5], [0, 4], [63, 0]]),
+    "points": ([[0, 0], [9, 4]], [[0, 0]], [], [[0, 0], [4, 0], [9, 4], [0, 4]], [[1, 0], [2, 0]]),
+    "tag": (0, 0, 1, 2, 3, 255),
 }
-_OPS_ORDER = ("path", "paths", "update", "path", "ping", "maps", "stats", "path", "put_map", "get_map", "drop_map")
-_OPTIONAL = ("unit_size", "space", "smooth", "diagonal", "snap", "allow_partial", "max_expansions", "heuristic",
-             "weight", "max_climb", "algorithm", "line_of_sight")
+#: Ops by the genome's first byte (a zero genome is a ``path``).
+_OPS_ORDER = ("path", "paths", "update", "path", "ping", "maps", "stats", "path", "put_map", "get_map", "drop_map",
+              *QUERY_OPS)
+#: The options ``path`` and ``paths`` take (``pathserver.options``: new ones join by themselves).
+_OPTIONAL = op_fields("path")
+#: Each query op's required fields (set first), and the options it may add.
+_QUERY_REQUIRED = {"reachable": ("start", "budget"), "field": ("goals",), "next_steps": ("goals", "positions"),
+                   "check_block": ("points",)}
+_QUERY_OPTIONAL = {op: tuple(name for name in op_fields(op) if name not in _QUERY_REQUIRED[op])
+                   for op in QUERY_OPS}
 
 
 class _Choices:
@@ -356,7 +461,7 @@ def genome_request(genome: bytes):
     c = _Choices(genome)
     op = c.pick(_OPS_ORDER)
     request: dict = {"id": c.below(256) - 8, "op": op}
-    if op in ("path", "paths", "update"):
+    if op in ("path", "paths", "update", *QUERY_OPS):
         request["map"] = c.pick(GOOD_VALUES["map"])
     if op in ("put_map", "get_map", "drop_map"):
         request["map"] = c.pick(UPLOAD_NAMES + GOOD_VALUES["map"][:2])
@@ -368,7 +473,11 @@ def genome_request(genome: bytes):
             if c.below(3) == 1:
                 request[layer] = float32_bytes([c.pick(GOOD_VALUES["layer"]) for _ in range(width * height)])
         if c.below(4) == 1:
-            request["tags"] = bytes(c.below(256) for _ in range(width * height))
+            request["tags"] = bytes(c.pick(GOOD_VALUES["tag"]) for _ in range(width * height))
+            if c.below(3):
+                request["tag_names"] = dict(TAG_NAMES)
+                if c.below(3):
+                    request["classes"] = copy.deepcopy(CLASSES)
     if op == "get_map" and c.below(2):
         request["region"] = list(c.pick(GOOD_VALUES["region"]))
     if op == "path":
@@ -378,12 +487,35 @@ def genome_request(genome: bytes):
         for _ in range(c.below(4)):
             key = c.pick(_OPTIONAL)
             request[key] = copy.deepcopy(c.pick(GOOD_VALUES[key]))
+        if op == "path" and request.get("goals") is not None:
+            del request["goal"]  # goals in place of goal
+    if op in QUERY_OPS:
+        for key in _QUERY_REQUIRED[op]:
+            request[key] = copy.deepcopy(c.pick(GOOD_VALUES[key]))
+        if op == "check_block":
+            placed = ("rects", "cells", "both")[c.below(3)]
+            for key in ("rects", "cells"):
+                if placed in (key, "both"):
+                    request[key] = copy.deepcopy(c.pick(GOOD_VALUES[key]))
+        for _ in range(c.below(4)):
+            key = c.pick(_QUERY_OPTIONAL[op])
+            request[key] = copy.deepcopy(c.pick(GOOD_VALUES[key]))
     if op == "paths":
         request["requests"] = [
             {"start": list(c.pick(GOOD_VALUES["start"])), "goal": list(c.pick(GOOD_VALUES["goal"])),
              **({"unit_size": c.pick(GOOD_VALUES["unit_size"])} if c.below(3) == 1 else {})}
             for _ in range(c.below(5))
         ]
+        for entry in request["requests"]:
+            if c.below(4) == 1:  # an entry's own option, or goals (the batch's when it has them)
+                key = c.pick(("goals", "avoid", "avoid_cost", "traversal", "goal"))
+                if key == "goal":
+                    if request.get("goals") is not None:
+                        del entry["goal"]
+                else:
+                    entry[key] = copy.deepcopy(c.pick(GOOD_VALUES[key]))
+                    if key == "goals":
+                        del entry["goal"]
     if op == "update":
         request["rects" if c.below(2) else "cells"] = copy.deepcopy(c.pick(GOOD_VALUES["rects"] + GOOD_VALUES["cells"]))
         request["solid" if c.below(3) else "cost"] = c.pick((True, False, 2.5))
@@ -410,11 +542,18 @@ def genome_request(genome: bytes):
                 if isinstance(target[index], (list, dict)) and c.below(2):
                     inner = target[index]
                     if isinstance(inner, dict):
-                        inner[c.pick(("start", "goal", "unit_size", "smooth", "x"))] = copy.deepcopy(c.pick(ODD_VALUES))
+                        inner[c.pick(("start", "goal", "unit_size", "smooth", "goals", "avoid", "traversal",
+                                      "x"))] = copy.deepcopy(c.pick(ODD_VALUES))
                     elif inner:
                         inner[c.below(len(inner))] = copy.deepcopy(c.pick(ODD_VALUES))
                 else:
                     target[index] = copy.deepcopy(c.pick(ODD_VALUES))
+            elif isinstance(target, dict):  # avoid, traversal, tag_names, classes
+                inner_key = c.pick(("cells", "rects", "water", "mud", "boat", "x"))
+                if c.below(2) and isinstance(target.get(inner_key), list) and target[inner_key]:
+                    target[inner_key][c.below(len(target[inner_key]))] = copy.deepcopy(c.pick(ODD_VALUES))
+                else:
+                    target[inner_key] = copy.deepcopy(c.pick(ODD_VALUES))
     shape = c.below(16)
     if shape == 15:
         return c.pick(ODD_VALUES)  # not a map at all

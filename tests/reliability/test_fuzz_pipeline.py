@@ -4,7 +4,9 @@ inline shortcut included), then over a live socket to the real server process.
 
 Properties: nothing raises; every body gets exactly one reply, a map starting ``id, ok``;
 an error carries a code from the protocol's list and never ``internal`` (a server bug);
-no reply carries a traceback or a server path; the id is echoed whenever it can be read.
+no reply carries a traceback or a server path; the id is echoed whenever it can be read;
+in-process, a request that is not an edit or an upload (searches, the queries beyond one
+path with their ``avoid``, ``check_block``'s placements) leaves its map as it was.
 
 Sizes: ``PATHSERVER_FUZZ_EXAMPLES`` (in-process, default 10 000) and
 ``PATHSERVER_FUZZ_SOCKET_EXAMPLES`` (socket frames, default 2 000); ``--slow`` runs 100 000 and
@@ -13,6 +15,7 @@ Sizes: ``PATHSERVER_FUZZ_EXAMPLES`` (in-process, default 10 000) and
 
 import random
 import time
+import zlib
 
 import msgpack
 import pytest
@@ -20,10 +23,14 @@ import zmq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reliability.strategies import any_body, derived, genome_bodies, random_bytes
+from reliability import strategies
+from reliability.strategies import any_body, derived, genome_bodies, genome_request, random_bytes
+from pathserver.errors import PathserverError
 from pathserver.maps.registry import MapRegistry
+from pathserver.options import OPTIONS, QUERY_OPS
 from pathserver.protocol.codec import peek_id
-from pathserver.protocol.requests import PathRequest, StatsRequest
+from pathserver.protocol.requests import (OPS, DropMapRequest, PathRequest, PutMapRequest, StatsRequest,
+                                          UpdateRequest)
 from pathserver.server import handlers
 from pathserver.server.loop import INLINE_DISTANCE, INLINE_EXPANSIONS
 from reliability.helpers import Dealer, check_reply, env_int, record
@@ -62,15 +69,36 @@ def through_pipeline(body: bytes, registry) -> dict:
     request, reply, _ = handlers.read_request(body)
     if request is None:
         return check_reply(body, reply)
+    before = map_state(request, registry)
     if type(request) is PathRequest:
         bounded = handlers.run_bounded(request, registry, INLINE_EXPANSIONS, INLINE_DISTANCE)
         full, _ = handlers.run(request, registry)
         if bounded is not None:
             assert bounded[0] == full, (msgpack.unpackb(bounded[0]), msgpack.unpackb(full))
-        return check_reply(body, full)
-    stats = FAKE_STATS if type(request) is StatsRequest else None
-    reply, _ = handlers.run(request, registry, stats)
+        reply = full
+    else:
+        stats = FAKE_STATS if type(request) is StatsRequest else None
+        reply, _ = handlers.run(request, registry, stats)
+    assert map_state(request, registry) == before, ("the request changed its map", body)
     return check_reply(body, reply)
+
+
+#: The requests that may change a map.
+EDITS = (UpdateRequest, PutMapRequest, DropMapRequest)
+
+
+def map_state(request, registry):
+    """What a request must not change unless it is an edit: its map's generation and
+    layers (None for an edit, or a request naming no map or one nothing serves)."""
+    name = getattr(request, "map", None)
+    if name is None or isinstance(request, EDITS):
+        return None
+    try:
+        gridmap = registry.get(name)
+    except PathserverError:
+        return None
+    layers = [gridmap.walkable, gridmap.cost, gridmap.heights, gridmap.tags]
+    return gridmap.generation, [None if a is None else zlib.crc32(a.tobytes()) for a in layers]
 
 
 #: Cases per hypothesis example in-process: the drawn body and this many derived ones.
@@ -105,6 +133,27 @@ def run_in_process(registry, cases: int) -> None:
     assert seen["cases"] >= cases
     # The mix reaches past validation into the searches, not only into the decoder.
     assert seen["ok"] > cases // 20 and len(seen["codes"]) >= 8, seen
+
+
+def test_every_op_and_option_reaches_the_fuzzers():
+    """Each op of the protocol, and each option (``pathserver.options``) on each op taking
+    it, appears in the bodies the genomes build (which feed both the in-process and the
+    socket runs); the structured strategies draw from the same option lists (their
+    ``search_options`` asserts it has a value for every option of the op). Mutations then
+    reach them: each option is a field name the mutations set, and has good values."""
+    assert set(OPS) <= set(strategies._OPS_ORDER)
+    names = {option.name for option in OPTIONS}
+    assert names <= set(strategies.FIELD_NAMES) and names <= set(strategies.GOOD_VALUES)
+    assert {"tags", "tag_names", "classes", "positions", "points"} <= set(strategies.FIELD_NAMES)
+    rng = random.Random(5)
+    seen = set()
+    for _ in range(6000):
+        request = genome_request(rng.randbytes(rng.randrange(49)))
+        if type(request) is dict and type(request.get("op")) is str:
+            seen.update((request["op"], key) for key in request)
+    wanted = {(op, option.name) for option in OPTIONS for op in option.ops}
+    wanted |= {(op, "map") for op in QUERY_OPS} | {("put_map", key) for key in ("tags", "tag_names", "classes")}
+    assert not wanted - seen, sorted(wanted - seen)
 
 
 def test_fuzz_in_process(registry):
