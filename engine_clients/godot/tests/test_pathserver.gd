@@ -3077,6 +3077,46 @@ func test_query_golden_vectors() -> void:
 			"rects": [Rect2i(2, 0, 1, 3)],
 			"points": [Vector2i(0, 0), Vector2i(3, 0), Vector2i(0, 2)],
 		},
+		"avoid-request":
+		{
+			"id": 7,
+			"op": "path",
+			"map": court,
+			"start": Vector2i(0, 0),
+			"goal": Vector2i(0, 2),
+			"avoid": {"cells": [Vector2i(0, 1)]},
+			"smooth": "none",
+		},
+		"avoid-cost-request":
+		{
+			"id": 8,
+			"op": "path",
+			"map": court,
+			"start": Vector2i(0, 0),
+			"goal": Vector2i(0, 2),
+			"avoid": {"cells": [Vector2i(0, 1)]},
+			"avoid_cost": 3,
+			"smooth": "none",
+		},
+		"traversal-class-request":
+		{
+			"id": 10,
+			"op": "path",
+			"map": "moat",
+			"start": Vector2i(0, 0),
+			"goal": Vector2i(2, 0),
+			"traversal": "walker",
+		},
+		"traversal-rules-request":
+		{
+			"id": 11,
+			"op": "path",
+			"map": "moat",
+			"start": Vector2i(0, 0),
+			"goal": Vector2i(2, 0),
+			"traversal": {"water": 2.5},
+			"smooth": "none",
+		},
 	}
 	for name: String in requests:
 		if not golden.has(name):
@@ -3126,3 +3166,48 @@ func test_query_golden_vectors() -> void:
 		"golden field and next_steps costs decoded (float32, +inf on the wall)",
 		[Array(field_cost), answers.next_steps.info.remaining]
 	)
+	# Avoided cells and unit classes: the paths as results (status, waypoints, cost, gen).
+	var paths := []
+	for name: String in ["avoid", "avoid-cost", "traversal-class", "traversal-rules"]:
+		var path := PathServerResult.new()
+		decoder._fill_path_result(path, PathServerMsgPack.decode(golden[name + "-reply"])[0], {})
+		paths.append([path.ok, path.status, Array(path.waypoints), path.info.cost, path.info.gen])
+	var round_the_wall := [[0, 0], [1, 0], [2, 0], [2, 1], [2, 2], [1, 2], [0, 2]].map(
+		func(xy: Array) -> Vector2: return Vector2(xy[0], xy[1])
+	)
+	check_equal(
+		paths,
+		[
+			[true, "found", round_the_wall, 6.0, 1],
+			[true, "found", [Vector2(0, 0), Vector2(0, 1), Vector2(0, 2)], 4.0, 1],
+			[true, "no_path", [], 0.0, 2],
+			[true, "found", [Vector2(0, 0), Vector2(1, 0), Vector2(2, 0)], 3.5, 2],
+		],
+		"golden avoid, avoid-cost, traversal-class and traversal-rules replies read as path results"
+	)
+	# The moat's upload as put_grid writes it (tags, tag_names and classes in the protocol's
+	# order), and its reply read as the client reads it.
+	var moat := PathServerClient.new()
+	moat.auto_connect = false
+	root.add_child(moat)
+	moat._next_id = 9
+	var moat_options := {
+		"tags": PackedByteArray([0, 1, 0, 0, 1, 0]),
+		"tag_names": {"water": 1},
+		"classes": {"walker": {"water": null}},
+	}
+	var moat_cells := PackedByteArray([1, 1, 1, 1, 1, 1])
+	var put_id := moat.put_grid("moat", Vector2i(3, 2), moat_cells, moat_options)
+	var put: Variant = moat._pending[put_id]
+	check_equal(
+		put.bytes.hex_encode(),
+		golden["moat-put-request"].hex_encode(),
+		"golden moat-put-request encoded by put_grid (tags, tag_names, classes)"
+	)
+	moat._on_message([golden["moat-put-reply"]])
+	check(
+		put.result.ok and put.result.info.gen == 2 and put.result.info.map == "moat",
+		"golden moat-put-reply read as a result (gen 2)",
+		put.result.info
+	)
+	moat.queue_free()
