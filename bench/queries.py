@@ -298,6 +298,11 @@ class Bench:
         for start, goal in problems:
             cases.append(("find_path (A*)", lambda s=start, g=goal, a=None: find_path(m, s, g, algorithm="astar",
                                                                                      avoid=a), spread(n_cells)))
+        # With its defaults a request without avoid runs JPS+ (or JPS) where one with avoid
+        # runs A* (the jump tables know nothing of a request's own blockers).
+        for start, goal in problems:
+            cases.append(("find_path (defaults)", lambda s=start, g=goal, a=None: find_path(m, s, g, avoid=a),
+                          spread(n_cells)))
         for start, _ in problems:
             cases.append(("reachable, budget 30", lambda s=start, a=None: reachable(m, s, 30, avoid=a),
                           around(start, 25, n_cells)))
@@ -344,6 +349,16 @@ class Bench:
                  "whole-map relabel", "<= 2 ms", mean_ms <= 2.0,
                  f"max {1e3 * max(times):.2f} ms; {cut}/{rounds} placements cut a pair; the layer's first call "
                  f"{1e3 * first:.1f} ms (it cuts the blocks into pieces once)")
+        # A building placed is an edit: the next generation's layer cuts its pieces anew.
+        after = []
+        for _ in range(max(3, rounds // 20)):
+            x, y = self.pick(1)[0].tolist()
+            edited = m.edit(rects=[(x, y, 2, 2)], solid=True)
+            edited.layer(1)
+            after.append(timed(lambda: check_block(edited, rects=[(x + 3, y, 2, 2)], points=[(0, 0)])))
+        after_ms = 1e3 * statistics.median(after)
+        self.row("check_block, the first after an edit", after_ms, "ms", 1e3 * statistics.mean(flood),
+                 "whole-map relabel", "<= 2 ms", after_ms <= 2.0, f"median of {len(after)} edits")
 
 
 def warm_up(tcod_path) -> None:
