@@ -3084,8 +3084,8 @@ func test_query_golden_vectors() -> void:
 			"map": court,
 			"start": Vector2i(0, 0),
 			"goal": Vector2i(0, 2),
-			"avoid": {"cells": [Vector2i(0, 1)]},
 			"smooth": "none",
+			"avoid": {"cells": [Vector2i(0, 1)]},
 		},
 		"avoid-cost-request":
 		{
@@ -3094,9 +3094,9 @@ func test_query_golden_vectors() -> void:
 			"map": court,
 			"start": Vector2i(0, 0),
 			"goal": Vector2i(0, 2),
-			"avoid": {"cells": [Vector2i(0, 1)]},
-			"avoid_cost": 3,
 			"smooth": "none",
+			"avoid": {"cells": [Vector2i(0, 1)]},
+			"avoid_cost": 3.0,
 		},
 		"traversal-class-request":
 		{
@@ -3114,8 +3114,8 @@ func test_query_golden_vectors() -> void:
 			"map": "moat",
 			"start": Vector2i(0, 0),
 			"goal": Vector2i(2, 0),
-			"traversal": {"water": 2.5},
 			"smooth": "none",
+			"traversal": {"water": 2.5},
 		},
 	}
 	for name: String in requests:
