@@ -12,7 +12,7 @@ import math
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.heap import NODE_MASK, TIE, pair_pop, pair_sift_up
+from pathserver.core.heap import NODE_MASK, TIE, pair_pop, pair_replace_top, pair_sift_up
 from pathserver.core.status import (
     DIAGONAL_NEVER,
     DIAGONAL_NO_CORNER_CUTTING,
@@ -148,7 +148,9 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
         expanded = 0
         # The best node the last expansion opened, held out of the heap: when it comes
         # before the heap's top (often: a step toward the goal keeps f), it is expanded
-        # next without a push and a pop. The order of expansions is the heap's all the same.
+        # next without a push and a pop; otherwise it takes the top's place (one sift
+        # down, short for a node this early in the order). The order of expansions is the
+        # heap's all the same.
         held_key = 0.0
         held_tag = -1
         while True:
@@ -156,8 +158,7 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
                 tag = held_tag
                 held_tag = -1
                 if size > 0 and (heap_keys[0] < held_key or (heap_keys[0] == held_key and heap_tags[0] > tag)):
-                    pair_sift_up(heap_keys, heap_tags, heap_pos, size, held_key, tag)
-                    tag, size = pair_pop(heap_keys, heap_tags, heap_pos, size + 1)
+                    tag = pair_replace_top(heap_keys, heap_tags, heap_pos, size, held_key, tag)
             elif size > 0:
                 tag, size = pair_pop(heap_keys, heap_tags, heap_pos, size)
             else:

@@ -6,6 +6,7 @@ toward the goal); pos: int32 (N,) each node's index in the heap, valid only whil
 node is open (the search's stamps say so). Each function returns the new heap size.
 """
 
+import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 
@@ -146,60 +147,109 @@ def key_pop(heap_nodes, heap_keys, pos, size):
 # (N,), pos int32 (N,) each node's index in the heap, valid while the node is open.
 
 NODE_MASK = 0xFFFFFFFF
+# Heap indices are unsigned: numba adds negative-index wraparound code to every access
+# through a signed index, and these loops are the hottest of A*.
+_U0 = np.uint64(0)
+_U1 = np.uint64(1)
+_U2 = np.uint64(2)
+_MASK = np.uint64(NODE_MASK)
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def pair_before(key_a, tag_a, key_b, tag_b):
+    """Whether entry a comes before entry b: the smaller key, then the larger tag."""
+    return (key_a < key_b) | ((key_a == key_b) & (tag_a > tag_b))
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def pair_sift_up(heap_keys, heap_tags, pos, i, key, tag):
     """Place (key, tag) at index i or above (its key no larger than the entry there had)."""
-    while i > 0:
-        up = (i - 1) >> 1
+    i = np.uint64(i)
+    while i > _U0:
+        up = (i - _U1) >> _U1
         up_key = heap_keys[up]
-        if up_key < key or (up_key == key and heap_tags[up] > tag):
-            break
         up_tag = heap_tags[up]
+        if pair_before(up_key, up_tag, key, tag):
+            break
         heap_keys[i] = up_key
         heap_tags[i] = up_tag
-        pos[up_tag & NODE_MASK] = i
+        pos[np.uint64(up_tag) & _MASK] = i
         i = up
     heap_keys[i] = key
     heap_tags[i] = tag
-    pos[tag & NODE_MASK] = i
+    pos[np.uint64(tag) & _MASK] = i
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _smaller_child(heap_keys, heap_tags, child):
+    """child or child + 1, whichever comes first (both in the heap), as arithmetic on the
+    index: which one is a coin toss a branch predictor cannot learn, and LLVM turns a
+    select in this loop back into a jump."""
+    left_key = heap_keys[child]
+    right_key = heap_keys[child + _U1]
+    left_tag = heap_tags[child]
+    right_tag = heap_tags[child + _U1]
+    return child + np.uint64(pair_before(right_key, right_tag, left_key, left_tag))
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def pair_pop(heap_keys, heap_tags, pos, size):
     """Remove the first entry (least key, then largest tag); returns (tag, new_size). The
-    heap must not be empty."""
+    heap must not be empty.
+
+    Bottom-up: the hole at the root goes down to a leaf along the earlier children, with
+    no comparison against the last entry, which then goes in at the hole and rises (the
+    last entry belongs near the bottom: it rarely rises far)."""
     top = heap_tags[0]
     size -= 1
     if size == 0:
         return top, 0
-    key = heap_keys[size]
-    tag = heap_tags[size]
-    i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
+    n = np.uint64(size)
+    key = heap_keys[n]
+    tag = heap_tags[n]
+    i = _U0
+    child = _U1
+    while child + _U1 < n:
+        child = _smaller_child(heap_keys, heap_tags, child)
+        child_tag = heap_tags[child]
+        heap_keys[i] = heap_keys[child]
+        heap_tags[i] = child_tag
+        pos[np.uint64(child_tag) & _MASK] = i
+        i = child
+        child = _U2 * i + _U1
+    if child < n:
+        child_tag = heap_tags[child]
+        heap_keys[i] = heap_keys[child]
+        heap_tags[i] = child_tag
+        pos[np.uint64(child_tag) & _MASK] = i
+        i = child
+    pair_sift_up(heap_keys, heap_tags, pos, i, key, tag)
+    return top, size
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def pair_replace_top(heap_keys, heap_tags, pos, size, key, tag):
+    """Remove the first entry and insert (key, tag) in one pass (``size`` >= 1 stays the
+    size): the entry goes in at the root and sinks, which for an entry that comes early
+    in the order is far shorter than a pop's sinking of the last entry and a push.
+    Returns the removed entry's tag."""
+    top = heap_tags[0]
+    n = np.uint64(size)
+    i = _U0
+    child = _U1
+    while child < n:
+        if child + _U1 < n:
+            child = _smaller_child(heap_keys, heap_tags, child)
         child_key = heap_keys[child]
         child_tag = heap_tags[child]
-        right = child + 1
-        if right < size:
-            # Which child is smaller is a coin toss a branch predictor cannot learn:
-            # selects instead of a jump.
-            right_key = heap_keys[right]
-            right_tag = heap_tags[right]
-            take = (right_key < child_key) | ((right_key == child_key) & (right_tag > child_tag))
-            child = right if take else child
-            child_key = right_key if take else child_key
-            child_tag = right_tag if take else child_tag
-        if key < child_key or (key == child_key and tag > child_tag):
+        if pair_before(key, tag, child_key, child_tag):
             break
         heap_keys[i] = child_key
         heap_tags[i] = child_tag
-        pos[child_tag & NODE_MASK] = i
+        pos[np.uint64(child_tag) & _MASK] = i
         i = child
+        child = _U2 * i + _U1
     heap_keys[i] = key
     heap_tags[i] = tag
-    pos[tag & NODE_MASK] = i
-    return top, size
+    pos[np.uint64(tag) & _MASK] = i
+    return top
