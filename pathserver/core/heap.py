@@ -140,11 +140,12 @@ def key_pop(heap_nodes, heap_keys, pos, size):
 
 # -- (key, tag) pairs -----------------------------------------------------------------
 #
-# An indexed binary heap like the first, ordered by a float64 key and then by an int64 tag,
-# larger first, whose low 32 bits are the node id (the high bits may hold a tie-break, see
-# :func:`pathserver.core.astar.astar`): every entry has its own place in the order, and
-# three arrays move per step instead of four. heap_keys float64 (N,), heap_tags int64
-# (N,), pos int32 (N,) each node's index in the heap, valid while the node is open.
+# An indexed 4-ary heap (children of i: 4i+1 .. 4i+4, half the depth of a binary heap),
+# ordered by a float64 key and then by an int64 tag, larger first, whose low 32 bits are
+# the node id (the high bits may hold a tie-break, see :func:`pathserver.core.astar.astar`):
+# every entry has its own place in the order, and three arrays move per step instead of
+# four. heap_keys float64 (N,), heap_tags int64 (N,), pos int32 (N,) each node's index in
+# the heap, valid while the node is open.
 
 NODE_MASK = 0xFFFFFFFF
 # Heap indices are unsigned: numba adds negative-index wraparound code to every access
@@ -161,12 +162,16 @@ def pair_before(key_a, tag_a, key_b, tag_b):
     return (key_a < key_b) | ((key_a == key_b) & (tag_a > tag_b))
 
 
+_U3 = np.uint64(3)
+_U4 = np.uint64(4)
+
+
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def pair_sift_up(heap_keys, heap_tags, pos, i, key, tag):
     """Place (key, tag) at index i or above (its key no larger than the entry there had)."""
     i = np.uint64(i)
     while i > _U0:
-        up = (i - _U1) >> _U1
+        up = (i - _U1) >> _U2
         up_key = heap_keys[up]
         up_tag = heap_tags[up]
         if pair_before(up_key, up_tag, key, tag):
@@ -181,15 +186,26 @@ def pair_sift_up(heap_keys, heap_tags, pos, i, key, tag):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _smaller_child(heap_keys, heap_tags, child):
-    """child or child + 1, whichever comes first (both in the heap), as arithmetic on the
-    index: which one is a coin toss a branch predictor cannot learn, and LLVM turns a
-    select in this loop back into a jump."""
-    left_key = heap_keys[child]
-    right_key = heap_keys[child + _U1]
-    left_tag = heap_tags[child]
-    right_tag = heap_tags[child + _U1]
-    return child + np.uint64(pair_before(right_key, right_tag, left_key, left_tag))
+def _earlier(heap_keys, heap_tags, a, b):
+    """a or b, whichever entry comes first, as arithmetic on the index: which one is a
+    coin toss a branch predictor cannot learn, and LLVM turns a select in these loops
+    back into a jump."""
+    take = pair_before(heap_keys[b], heap_tags[b], heap_keys[a], heap_tags[a])
+    return a + (b - a) * np.uint64(take)
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _first_child(heap_keys, heap_tags, child, n):
+    """The earliest of the children child .. child + 3 that are below n (child < n)."""
+    if child + _U3 < n:
+        return _earlier(heap_keys, heap_tags, _earlier(heap_keys, heap_tags, child, child + _U1),
+                        _earlier(heap_keys, heap_tags, child + _U2, child + _U3))
+    best = child
+    other = child + _U1
+    while other < n:
+        best = _earlier(heap_keys, heap_tags, best, other)
+        other += _U1
+    return best
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
@@ -197,7 +213,7 @@ def pair_pop(heap_keys, heap_tags, pos, size):
     """Remove the first entry (least key, then largest tag); returns (tag, new_size). The
     heap must not be empty.
 
-    Bottom-up: the hole at the root goes down to a leaf along the earlier children, with
+    Bottom-up: the hole at the root goes down to a leaf along the earliest children, with
     no comparison against the last entry, which then goes in at the hole and rises (the
     last entry belongs near the bottom: it rarely rises far)."""
     top = heap_tags[0]
@@ -209,20 +225,14 @@ def pair_pop(heap_keys, heap_tags, pos, size):
     tag = heap_tags[n]
     i = _U0
     child = _U1
-    while child + _U1 < n:
-        child = _smaller_child(heap_keys, heap_tags, child)
+    while child < n:
+        child = _first_child(heap_keys, heap_tags, child, n)
         child_tag = heap_tags[child]
         heap_keys[i] = heap_keys[child]
         heap_tags[i] = child_tag
         pos[np.uint64(child_tag) & _MASK] = i
         i = child
-        child = _U2 * i + _U1
-    if child < n:
-        child_tag = heap_tags[child]
-        heap_keys[i] = heap_keys[child]
-        heap_tags[i] = child_tag
-        pos[np.uint64(child_tag) & _MASK] = i
-        i = child
+        child = _U4 * i + _U1
     pair_sift_up(heap_keys, heap_tags, pos, i, key, tag)
     return top, size
 
@@ -238,8 +248,7 @@ def pair_replace_top(heap_keys, heap_tags, pos, size, key, tag):
     i = _U0
     child = _U1
     while child < n:
-        if child + _U1 < n:
-            child = _smaller_child(heap_keys, heap_tags, child)
+        child = _first_child(heap_keys, heap_tags, child, n)
         child_key = heap_keys[child]
         child_tag = heap_tags[child]
         if pair_before(key, tag, child_key, child_tag):
@@ -248,7 +257,7 @@ def pair_replace_top(heap_keys, heap_tags, pos, size, key, tag):
         heap_tags[i] = child_tag
         pos[np.uint64(child_tag) & _MASK] = i
         i = child
-        child = _U2 * i + _U1
+        child = _U4 * i + _U1
     heap_keys[i] = key
     heap_tags[i] = tag
     pos[np.uint64(tag) & _MASK] = i
