@@ -12,7 +12,7 @@ import math
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.heap import NODE_MASK, TIE, pair_pop, pair_sift_up
+from pathserver.core.heap import NODE_MASK, TIE, pair_pop, pair_replace_top, pair_sift_up
 from pathserver.core.status import (
     DIAGONAL_NEVER,
     DIAGONAL_NO_CORNER_CUTTING,
@@ -148,16 +148,18 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
         expanded = 0
         # The best node the last expansion opened, held out of the heap: when it comes
         # before the heap's top (often: a step toward the goal keeps f), it is expanded
-        # next without a push and a pop. The order of expansions is the heap's all the same.
+        # next without a push and a pop; otherwise it takes the top's place (one sift
+        # down, short for a node this early in the order). The order of expansions is the
+        # heap's all the same.
         held_key = 0.0
         held_tag = -1
+        inv_width = 1.0 / width
         while True:
             if held_tag >= 0:
                 tag = held_tag
                 held_tag = -1
                 if size > 0 and (heap_keys[0] < held_key or (heap_keys[0] == held_key and heap_tags[0] > tag)):
-                    pair_sift_up(heap_keys, heap_tags, heap_pos, size, held_key, tag)
-                    tag, size = pair_pop(heap_keys, heap_tags, heap_pos, size + 1)
+                    tag = pair_replace_top(heap_keys, heap_tags, heap_pos, size, held_key, tag)
             elif size > 0:
                 tag, size = pair_pop(heap_keys, heap_tags, heap_pos, size)
             else:
@@ -169,7 +171,9 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
                 return SEARCH_BUDGET, best, expanded
             stamp[node] = closed_mark
             expanded += 1
-            y = node // width
+            # node // width without a division: (node + 0.5) / width lies at least
+            # 0.5 / width from a whole number, far beyond float64's rounding here.
+            y = int((node + 0.5) * inv_width)
             x = node - y * width
             h_node = heuristic_distance(heuristic, x, y, gx, gy)
             if h_node < best_h:
@@ -206,27 +210,29 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
                 if (moves >> d) & 1 == 0:
                     continue
                 neighbour = node + offsets[d]
-                mark = stamp[neighbour]
+                # Unsigned: no negative-index wraparound code.
+                at = np.uint64(neighbour)
+                mark = stamp[at]
                 if mark == closed_mark:
                     continue
-                if use_heights != 0 and abs(heights_flat[neighbour] - here) > max_climb:
+                if use_heights != 0 and abs(heights_flat[at] - here) > max_climb:
                     continue
                 step = SQRT2 if d >= 4 else 1.0
                 if uniform == 0:
-                    step *= cost_table[cost_flat[neighbour]]
+                    step *= cost_table[cost_flat[at]]
                 g_new = g_node + step
                 if mark == open_mark:
-                    if g_new >= g[neighbour]:
+                    if g_new >= g[at]:
                         continue
-                    g[neighbour] = g_new
-                    parent[neighbour] = node
+                    g[at] = g_new
+                    parent[at] = node
                     h = heuristic_distance(heuristic, x + STEP_X[d], y + STEP_Y[d], gx, gy)
-                    pair_sift_up(heap_keys, heap_tags, heap_pos, heap_pos[neighbour], g_new + h * h_scale,
+                    pair_sift_up(heap_keys, heap_tags, heap_pos, heap_pos[at], g_new + h * h_scale,
                                  ((TIE_LIMIT - np.int64(h * tie_scale)) << 32) | neighbour)
                     continue
-                stamp[neighbour] = open_mark
-                g[neighbour] = g_new
-                parent[neighbour] = node
+                stamp[at] = open_mark
+                g[at] = g_new
+                parent[at] = node
                 h = heuristic_distance(heuristic, x + STEP_X[d], y + STEP_Y[d], gx, gy)
                 key = g_new + h * h_scale
                 tag = ((TIE_LIMIT - np.int64(h * tie_scale)) << 32) | neighbour

@@ -6,6 +6,7 @@ toward the goal); pos: int32 (N,) each node's index in the heap, valid only whil
 node is open (the search's stamps say so). Each function returns the new heap size.
 """
 
+import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 
@@ -139,67 +140,125 @@ def key_pop(heap_nodes, heap_keys, pos, size):
 
 # -- (key, tag) pairs -----------------------------------------------------------------
 #
-# An indexed binary heap like the first, ordered by a float64 key and then by an int64 tag,
-# larger first, whose low 32 bits are the node id (the high bits may hold a tie-break, see
-# :func:`pathserver.core.astar.astar`): every entry has its own place in the order, and
-# three arrays move per step instead of four. heap_keys float64 (N,), heap_tags int64
-# (N,), pos int32 (N,) each node's index in the heap, valid while the node is open.
+# An indexed 4-ary heap (children of i: 4i+1 .. 4i+4, half the depth of a binary heap),
+# ordered by a float64 key and then by an int64 tag, larger first, whose low 32 bits are
+# the node id (the high bits may hold a tie-break, see :func:`pathserver.core.astar.astar`):
+# every entry has its own place in the order, and three arrays move per step instead of
+# four. heap_keys float64 (N,), heap_tags int64 (N,), pos int32 (N,) each node's index in
+# the heap, valid while the node is open.
 
 NODE_MASK = 0xFFFFFFFF
+# Heap indices are unsigned: numba adds negative-index wraparound code to every access
+# through a signed index, and these loops are the hottest of A*.
+_U0 = np.uint64(0)
+_U1 = np.uint64(1)
+_U2 = np.uint64(2)
+_MASK = np.uint64(NODE_MASK)
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def pair_before(key_a, tag_a, key_b, tag_b):
+    """Whether entry a comes before entry b: the smaller key, then the larger tag."""
+    return (key_a < key_b) | ((key_a == key_b) & (tag_a > tag_b))
+
+
+_U3 = np.uint64(3)
+_U4 = np.uint64(4)
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def pair_sift_up(heap_keys, heap_tags, pos, i, key, tag):
     """Place (key, tag) at index i or above (its key no larger than the entry there had)."""
-    while i > 0:
-        up = (i - 1) >> 1
+    i = np.uint64(i)
+    while i > _U0:
+        up = (i - _U1) >> _U2
         up_key = heap_keys[up]
-        if up_key < key or (up_key == key and heap_tags[up] > tag):
-            break
         up_tag = heap_tags[up]
+        if pair_before(up_key, up_tag, key, tag):
+            break
         heap_keys[i] = up_key
         heap_tags[i] = up_tag
-        pos[up_tag & NODE_MASK] = i
+        pos[np.uint64(up_tag) & _MASK] = i
         i = up
     heap_keys[i] = key
     heap_tags[i] = tag
-    pos[tag & NODE_MASK] = i
+    pos[np.uint64(tag) & _MASK] = i
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _earlier(heap_keys, heap_tags, a, b):
+    """a or b, whichever entry comes first, as arithmetic on the index: which one is a
+    coin toss a branch predictor cannot learn, and LLVM turns a select in these loops
+    back into a jump."""
+    take = pair_before(heap_keys[b], heap_tags[b], heap_keys[a], heap_tags[a])
+    return a + (b - a) * np.uint64(take)
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _first_child(heap_keys, heap_tags, child, n):
+    """The earliest of the children child .. child + 3 that are below n (child < n)."""
+    if child + _U3 < n:
+        return _earlier(heap_keys, heap_tags, _earlier(heap_keys, heap_tags, child, child + _U1),
+                        _earlier(heap_keys, heap_tags, child + _U2, child + _U3))
+    best = child
+    other = child + _U1
+    while other < n:
+        best = _earlier(heap_keys, heap_tags, best, other)
+        other += _U1
+    return best
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def pair_pop(heap_keys, heap_tags, pos, size):
     """Remove the first entry (least key, then largest tag); returns (tag, new_size). The
-    heap must not be empty."""
+    heap must not be empty.
+
+    Bottom-up: the hole at the root goes down to a leaf along the earliest children, with
+    no comparison against the last entry, which then goes in at the hole and rises (the
+    last entry belongs near the bottom: it rarely rises far)."""
     top = heap_tags[0]
     size -= 1
     if size == 0:
         return top, 0
-    key = heap_keys[size]
-    tag = heap_tags[size]
-    i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
+    n = np.uint64(size)
+    key = heap_keys[n]
+    tag = heap_tags[n]
+    i = _U0
+    child = _U1
+    while child < n:
+        child = _first_child(heap_keys, heap_tags, child, n)
+        child_tag = heap_tags[child]
+        heap_keys[i] = heap_keys[child]
+        heap_tags[i] = child_tag
+        pos[np.uint64(child_tag) & _MASK] = i
+        i = child
+        child = _U4 * i + _U1
+    pair_sift_up(heap_keys, heap_tags, pos, i, key, tag)
+    return top, size
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def pair_replace_top(heap_keys, heap_tags, pos, size, key, tag):
+    """Remove the first entry and insert (key, tag) in one pass (``size`` >= 1 stays the
+    size): the entry goes in at the root and sinks, which for an entry that comes early
+    in the order is far shorter than a pop's sinking of the last entry and a push.
+    Returns the removed entry's tag."""
+    top = heap_tags[0]
+    n = np.uint64(size)
+    i = _U0
+    child = _U1
+    while child < n:
+        child = _first_child(heap_keys, heap_tags, child, n)
         child_key = heap_keys[child]
         child_tag = heap_tags[child]
-        right = child + 1
-        if right < size:
-            # Which child is smaller is a coin toss a branch predictor cannot learn:
-            # selects instead of a jump.
-            right_key = heap_keys[right]
-            right_tag = heap_tags[right]
-            take = (right_key < child_key) | ((right_key == child_key) & (right_tag > child_tag))
-            child = right if take else child
-            child_key = right_key if take else child_key
-            child_tag = right_tag if take else child_tag
-        if key < child_key or (key == child_key and tag > child_tag):
+        if pair_before(key, tag, child_key, child_tag):
             break
         heap_keys[i] = child_key
         heap_tags[i] = child_tag
-        pos[child_tag & NODE_MASK] = i
+        pos[np.uint64(child_tag) & _MASK] = i
         i = child
+        child = _U4 * i + _U1
     heap_keys[i] = key
     heap_tags[i] = tag
-    pos[tag & NODE_MASK] = i
-    return top, size
+    pos[np.uint64(tag) & _MASK] = i
+    return top
