@@ -219,7 +219,8 @@ def bench_map(name: str, map_path: Path, binary: Path, queries: int, rounds: int
     from pathserver.grid.search import find_path
 
     walkable = movingai.read_walkable(map_path)
-    problems = movingai.bucket_spread(movingai.read_scenarios(map_path, walkable), queries, seed)
+    scenarios = movingai.read_scenarios(map_path, walkable)
+    problems = movingai.bucket_spread(scenarios, queries, seed)
     scen = scratch / f"{name}.map.scen"
     write_scenario(scen, map_path, walkable.shape, problems)
 
@@ -234,7 +235,7 @@ def bench_map(name: str, map_path: Path, binary: Path, queries: int, rounds: int
     wait = getattr(gridmap.layer(1), "wait_jump_table", None)
     if wait is not None:
         wait()
-    others = movingai.bucket_spread(movingai.read_scenarios(map_path, walkable), queries, seed + 1) if warm_caches else []
+    others = movingai.bucket_spread(scenarios, queries, seed + 1) if warm_caches else []
 
     runs = {algorithm: EngineRun(f"warthog {algorithm}") for algorithm in WARTHOG_ALGORITHMS}
     runs[PATHSERVER] = EngineRun(PATHSERVER)

@@ -153,6 +153,8 @@ NODE_MASK = 0xFFFFFFFF
 _U0 = np.uint64(0)
 _U1 = np.uint64(1)
 _U2 = np.uint64(2)
+_U3 = np.uint64(3)
+_U4 = np.uint64(4)
 _MASK = np.uint64(NODE_MASK)
 
 
@@ -160,10 +162,6 @@ _MASK = np.uint64(NODE_MASK)
 def pair_before(key_a, tag_a, key_b, tag_b):
     """Whether entry a comes before entry b: the smaller key, then the larger tag."""
     return (key_a < key_b) | ((key_a == key_b) & (tag_a > tag_b))
-
-
-_U3 = np.uint64(3)
-_U4 = np.uint64(4)
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
