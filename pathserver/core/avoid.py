@@ -119,3 +119,85 @@ def boxes_from(cells, rects, width, height):
             boxes[count, 3] = np.int64(y1)
             count += 1
     return boxes[:count].copy()
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _sort_run(values, lo, hi):
+    # Insertion sort of values[lo:hi]: each row's entries arrive box by box, each box's
+    # in order, so runs are short and nearly sorted.
+    for i in range(lo + 1, hi):
+        v = values[i]
+        j = i - 1
+        while j >= lo and values[j] > v:
+            values[j + 1] = values[j]
+            j -= 1
+        values[j + 1] = v
+
+
+@njit(cache=True, nogil=True)
+def avoid_zone(cells, boxes, unit_w, unit_h):
+    """Where a request's avoided cells can change what JPS+ reads, for
+    :func:`pathserver.core.jpsplus.jps_plus`: every cell free in ``cells`` (the unit's
+    grid before blocking, uint8 (H, W)) within one step of an anchor the boxes block
+    (whose footprint overlaps a box, as :func:`block_anchors` clears them). A cell
+    outside the zone has the same neighbourhood with or without the avoided cells, so
+    the jump table's answers about it still hold. Boxes whose anchors are all solid
+    already add nothing.
+
+    int32, indexed by ``H`` and ``W`` alone: ``[0, H]`` the row starts (entry ``y``: how
+    many zone cells lie in rows before ``y``), ``[H + 1, H + W + 1]`` the column starts,
+    then the zone cells' x row by row (ascending in each row), then their y column by
+    column (ascending in each). A cell may be listed more than once (overlapping boxes).
+    """
+    height, width = cells.shape
+    rows = height + width + 2
+    starts = np.zeros(height + width + 2, dtype=np.int32)
+    keep = np.zeros(boxes.shape[0], dtype=np.bool_)
+    ranges = np.empty((boxes.shape[0], 4), dtype=np.int64)
+    for k in range(boxes.shape[0]):
+        ax0, ay0, ax1, ay1 = anchor_box(boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3], unit_w, unit_h,
+                                        width, height)
+        blocks = False
+        for y in range(ay0, ay1):
+            for x in range(ax0, ax1):
+                if cells[y, x] != 0:
+                    blocks = True
+                    break
+            if blocks:
+                break
+        if not blocks:
+            continue
+        keep[k] = True
+        ranges[k, 0] = max(ax0 - 1, 0)
+        ranges[k, 1] = max(ay0 - 1, 0)
+        ranges[k, 2] = min(ax1 + 1, width)
+        ranges[k, 3] = min(ay1 + 1, height)
+        for y in range(ranges[k, 1], ranges[k, 3]):
+            for x in range(ranges[k, 0], ranges[k, 2]):
+                if cells[y, x] != 0:
+                    starts[y + 1] += 1
+                    starts[height + 2 + x] += 1
+    for y in range(height):
+        starts[y + 1] += starts[y]
+    for x in range(width):
+        starts[height + 2 + x] += starts[height + 1 + x]
+    count = starts[height]
+    zone = np.empty(rows + 2 * count, dtype=np.int32)
+    zone[:rows] = starts
+    columns = rows + count
+    # Fill from each line's start, counting up in the copy of the starts.
+    for k in range(boxes.shape[0]):
+        if not keep[k]:
+            continue
+        for y in range(ranges[k, 1], ranges[k, 3]):
+            for x in range(ranges[k, 0], ranges[k, 2]):
+                if cells[y, x] != 0:
+                    zone[rows + starts[y]] = x
+                    starts[y] += 1
+                    zone[columns + starts[height + 1 + x]] = y
+                    starts[height + 1 + x] += 1
+    for y in range(height):
+        _sort_run(zone, rows + zone[y], rows + zone[y + 1])
+    for x in range(width):
+        _sort_run(zone, columns + zone[height + 1 + x], columns + zone[height + 2 + x])
+    return zone

@@ -450,10 +450,240 @@ def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, node
                           width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
 
 
+# -- a request's avoided cells (see pathserver.core.avoid.avoid_zone) ------------------
+# The table describes the grid before a request blocked its avoided anchors. Outside the
+# zone (the free cells within a step of those anchors) nothing a move reads changed, so a
+# move may still trust the table until it would reach a zone cell: there it stops, and
+# the cell becomes a node (one more stop than needed never costs optimality: the node is
+# expanded with the pruning of the grid as it is now, the blocked one the search gets).
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _ray(table, node, d, step):
+    """A straight move's extent from ``node`` as the table says (reading on past SAT
+    entries): ``> 0`` the steps to the jump point it meets, else minus the legal steps
+    to the wall."""
+    total = 0
+    value = np.int64(table[node, d])
+    while value == SAT:
+        total += SAT_STEP
+        node += SAT_STEP * step
+        value = np.int64(table[node, d])
+    return total + value if value > 0 else value - total
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _zone_ahead(zone, lo, hi, pos, direction, strict):
+    """The offset ``(v - pos) * direction`` of the nearest entry ``v`` of the ascending
+    ``zone[lo:hi]`` with an offset of at least ``strict`` (0 or 1); -1 if none."""
+    a = lo
+    b = hi
+    if direction > 0:
+        target = pos + strict
+        while a < b:
+            mid = (a + b) >> 1
+            if zone[mid] < target:
+                a = mid + 1
+            else:
+                b = mid
+        return zone[a] - pos if a < hi else -1
+    target = pos - strict
+    while a < b:
+        mid = (a + b) >> 1
+        if zone[mid] <= target:
+            a = mid + 1
+        else:
+            b = mid
+    return pos - zone[a - 1] if a > lo else -1
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _zone_line(zone, height, width, horizontal, line):
+    """The bounds in ``zone`` of the zone cells of row ``line`` (x values) when
+    ``horizontal``, else of column ``line`` (y values)."""
+    rows = height + width + 2
+    if horizontal:
+        return rows + zone[line], rows + zone[line + 1]
+    columns = rows + zone[height]
+    return columns + zone[height + 1 + line], columns + zone[height + 2 + line]
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _zoned_steps(cells, table, zone, node, x, y, d, gx, gy, width, height):
+    """:func:`_steps` on the blocked grid ``cells``: the table's answer holds up to the
+    first zone cell the move reaches, which is looked at as it is now: solid (the move
+    ends before it, 0), a jump point (the move stops there), or neither (the table's
+    answer from that cell on holds up to the next zone cell)."""
+    dx = DIRECTION_X[d]
+    dy = DIRECTION_Y[d]
+    step = dy * width + dx
+    reach = _ray(table, node, d, step)
+    end = reach if reach > 0 else -reach  # the steps to where the table says the move stops
+    if end == 0:
+        return 0
+    to_goal = 0
+    if dx != 0:
+        if gy == y and (gx - x) * dx > 0:
+            to_goal = (gx - x) * dx
+        lo, hi = _zone_line(zone, height, width, True, y)
+        pos = x
+        sign = dx
+    else:
+        if gx == x and (gy - y) * dy > 0:
+            to_goal = (gy - y) * dy
+        lo, hi = _zone_line(zone, height, width, False, x)
+        pos = y
+        sign = dy
+    walked = 0
+    while True:
+        hit = _zone_ahead(zone, lo, hi, pos + walked * sign, sign, 1) if hi > lo else -1
+        if hit < 0 or walked + hit > end:
+            if 0 < to_goal <= end:
+                return to_goal
+            return end if reach > 0 else 0
+        walked += hit
+        if 0 < to_goal <= walked:
+            return to_goal
+        at = node + walked * step
+        if cells[at] == 0:
+            return 0
+        if _has_forced(cells, width, height, x + walked * dx, y + walked * dy, dx, dy):
+            return walked
+        # Not a stop now: on from here, as the table says.
+        reach = _ray(table, at, d, step)
+        end = walked + (reach if reach > 0 else -reach)
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _first_dirty(table, zone, cell, cx, cy, d, limit, width, height):
+    """The first ``i`` in 1..limit such that the ``i``-th cell along the diagonal ``d``
+    from ``cell`` at (cx, cy) is a zone cell, or a straight move from it along one of
+    the diagonal's two components would reach one before it stops; 0 if none. Those
+    ``limit`` diagonal steps must be legal on the grid the table describes."""
+    dx = DIRECTION_X[d]
+    dy = DIRECTION_Y[d]
+    along_x = 0 if dx > 0 else 2
+    along_y = 1 if dy > 0 else 3
+    step = dy * width + dx
+    # None at all in the rows and columns the diagonal crosses: none (zone holds prefix counts).
+    r0, r1 = (cy + 1, cy + limit + 1) if dy > 0 else (cy - limit, cy)
+    c0, c1 = (cx + 1, cx + limit + 1) if dx > 0 else (cx - limit, cx)
+    if zone[r1] == zone[r0] and zone[height + 1 + c1] == zone[height + 1 + c0]:
+        return 0
+    for i in range(1, limit + 1):
+        x = cx + i * dx
+        y = cy + i * dy
+        lo, hi = _zone_line(zone, height, width, True, y)
+        if hi > lo:
+            ahead = _zone_ahead(zone, lo, hi, x, dx, 0)
+            if ahead == 0:
+                return i
+            if ahead > 0:
+                reach = _ray(table, cell + i * step, along_x, dx)
+                if ahead <= (reach if reach > 0 else -reach):
+                    return i
+        lo, hi = _zone_line(zone, height, width, False, x)
+        if hi > lo:
+            ahead = _zone_ahead(zone, lo, hi, y, dy, 1)
+            if ahead > 0:
+                reach = _ray(table, cell + i * step, along_y, dy * width)
+                if ahead <= (reach if reach > 0 else -reach):
+                    return i
+    return 0
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _walk_diagonal_zoned(cells, table, zone, node, x, y, d, g_node, gx, gy, goal, width, height, keys, nodes, base,
+                         size, words, records, open_mark, closed_mark, h_scale, n):
+    """:func:`_walk_diagonal` on the blocked grid ``cells``: the walk also stops on each
+    diagonal cell :func:`_first_dirty` finds, offers the zoned straight moves from there
+    (:func:`_zoned_steps`, which meet the goal too), and goes on. The new heap size."""
+    dx = DIRECTION_X[d]
+    dy = DIRECTION_Y[d]
+    along_x = 0 if dx > 0 else 2
+    along_y = 1 if dy > 0 else 3
+    step = dy * width + dx
+    cx = x
+    cy = y
+    cell = node
+    walked = 0
+    while True:
+        dist = np.int64(table[cell, d])
+        if dist == SAT:
+            reach = SAT_STEP
+        else:
+            reach = dist if dist > 0 else -dist
+        stop = _first_dirty(table, zone, cell, cx, cy, d, reach, width, height) if reach > 0 else 0
+        ox = (gx - cx) * dx
+        oy = (gy - cy) * dy
+        if ox > 0 and oy > 0:
+            k = ox if ox < oy else oy
+            if k <= reach and (stop == 0 or k < stop):
+                # The goal's row or column, met before any zone cell: as _walk_diagonal.
+                if ox == oy:
+                    return _offer(node, goal, gx, gy, d, g_node + (walked + k) * SQRT2, gx, gy, width, keys,
+                                  nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+                turn = cell + k * step
+                if ox < oy:
+                    if _within(table, turn, along_y, dy * width, oy - ox):
+                        size = _offer(node, goal, gx, gy, along_y, g_node + (walked + k) * SQRT2 + (oy - ox), gx,
+                                      gy, width, keys, nodes, base, size, words, records, open_mark, closed_mark,
+                                      h_scale, n)
+                elif _within(table, turn, along_x, dx, ox - oy):
+                    size = _offer(node, goal, gx, gy, along_x, g_node + (walked + k) * SQRT2 + (ox - oy), gx, gy,
+                                  width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+        if stop == 0:
+            if dist == SAT:
+                cell += SAT_STEP * step
+                cx += SAT_STEP * dx
+                cy += SAT_STEP * dy
+                walked += SAT_STEP
+                continue
+            if dist <= 0:
+                return size
+            # A diagonal jump point no zone cell touches: its moves as the table says.
+            cell += dist * step
+            cx += dist * dx
+            cy += dist * dy
+            walked += dist
+            g_turn = g_node + walked * SQRT2
+            ahead = _distance(table, cell, along_x, dx)
+            if ahead > 0:
+                size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_turn + ahead, gx, gy, width,
+                              keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+            ahead = _distance(table, cell, along_y, dy * width)
+            if ahead > 0:
+                size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_turn + ahead, gx, gy,
+                              width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+            continue
+        # A zone cell, or one whose straight moves reach one: the step onto it may be
+        # blocked now (it, or a corner beside it); if not, its moves as they are now.
+        tx = cx + stop * dx
+        ty = cy + stop * dy
+        if cells[ty * width + tx] == 0 or cells[ty * width + tx - dx] == 0 or cells[(ty - dy) * width + tx] == 0:
+            return size
+        cell += stop * step
+        cx = tx
+        cy = ty
+        walked += stop
+        g_turn = g_node + walked * SQRT2
+        if cell == goal:
+            return _offer(node, goal, gx, gy, d, g_turn, gx, gy, width, keys, nodes, base, size, words, records,
+                          open_mark, closed_mark, h_scale, n)
+        ahead = _zoned_steps(cells, table, zone, cell, cx, cy, along_x, gx, gy, width, height)
+        if ahead > 0:
+            size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_turn + ahead, gx, gy, width,
+                          keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+        ahead = _zoned_steps(cells, table, zone, cell, cx, cy, along_y, gx, gy, width, height)
+        if ahead > 0:
+            size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_turn + ahead, gx, gy,
+                          width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+
+
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id):
+def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, zone):
     """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
-    very grid, not checked) instead of scanning.
+    very grid, not checked; or see ``zone``) instead of scanning.
 
     passable, sx, sy, gx, gy, weight, max_expansions: as for jps. work_float: float64
     (5, N), N > H * W, zeroed when allocated, rows 1 to 4 laid out as the comment above
@@ -463,12 +693,15 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
     pass_id + 1 closed); one no larger than the last means the counter wrapped, and the
     records' stamps are cleared. An improved open node is pushed again and its stale
     entry skipped when popped; when the heap's N entries are all used the stale ones
-    are dropped.
+    are dropped. zone: empty, or the :func:`pathserver.core.avoid.avoid_zone` of the
+    grid ``table`` was built for and the avoided boxes that made ``passable`` from it:
+    then the table is trusted only away from the zone (see :func:`_zoned_steps`).
 
     Returns (status, end_node, expanded) as jps does.
     """
     height, width = passable.shape
     cells = passable.reshape(height * width)
+    zoned = zone.shape[0] > 0
     n = work_float.shape[1]
     keys = work_float.reshape(-1)
     nodes = keys.view(np.int64)
@@ -543,12 +776,21 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
             ddx = DIRECTION_X[d]
             ddy = DIRECTION_Y[d]
             if ddx != 0 and ddy != 0:
-                size = _walk_diagonal(
-                    table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
-                    open_mark, closed_mark, h_scale, n,
-                )
+                if zoned:
+                    size = _walk_diagonal_zoned(
+                        cells, table, zone, node, x, y, d, g_node, gx, gy, goal, width, height, keys, nodes, base,
+                        size, words, records, open_mark, closed_mark, h_scale, n,
+                    )
+                else:
+                    size = _walk_diagonal(
+                        table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
+                        open_mark, closed_mark, h_scale, n,
+                    )
                 continue
-            k = _steps(table, node, x, y, d, gx, gy, width)
+            if zoned:
+                k = _zoned_steps(cells, table, zone, node, x, y, d, gx, gy, width, height)
+            else:
+                k = _steps(table, node, x, y, d, gx, gy, width)
             if k == 0:
                 continue
             size = _offer(node, node + k * (ddy * width + ddx), x + k * ddx, y + k * ddy, d, g_node + k,

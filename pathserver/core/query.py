@@ -43,6 +43,7 @@ from pathserver.core.status import (
     QUERY_START_BLOCKED,
     SEARCH_BUDGET,
     SEARCH_FOUND,
+    SEARCH_NO_PATH,
     SMOOTH_CORNERS,
     SMOOTH_LOS,
 )
@@ -87,6 +88,7 @@ def solve(
     comps,
     jump_bits,
     jump_table,
+    zone,
     cost_index,
     cost_table,
     heights,
@@ -108,7 +110,10 @@ def solve(
     table, under ``diagonal`` (see :mod:`pathserver.core.components`); jump_bits:
     :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS);
     jump_table: :func:`pathserver.core.jpsplus.jump_table` of ``cells``, or an empty
-    (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning);
+    (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning); zone:
+    an empty int32 array, or with avoided cells blocked in ``cells``, their
+    :func:`pathserver.core.avoid.avoid_zone` (and ``jump_table`` the one of the grid
+    before they were blocked: JPS+ then trusts it away from the zone);
     cost_index, cost_table, heights, max_climb, weight, max_expansions: as in
     :func:`astar`. mode: the other options packed by
     :func:`pathserver.core.status.pack_mode` (fewer arguments for numba to type-check on
@@ -197,11 +202,11 @@ def solve(
     # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
     if plus and max_expansions > 0:
         status, end, expanded = jps_plus(
-            passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id,
+            passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, zone,
         )
     elif plus:
         status, end, expanded = jps_plus(
-            passable, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id,
+            passable, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone,
         )
     elif algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(
@@ -215,6 +220,17 @@ def solve(
             diagonal, heuristic, weight, max_expansions,
             g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos,
         )
+    if plus and status == SEARCH_NO_PATH and allow_partial != 0 and zone.shape[0] > 0:
+        # No way around the avoided cells. The partial answer ends on the reachable cell
+        # nearest the goal, which a search closing only jump points may not have seen:
+        # A* closes every one (without avoided cells the components answer this).
+        plus = False
+        status, end, more = astar(
+            passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, tx, ty,
+            diagonal, heuristic, weight, max_expansions,
+            g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos,
+        )
+        expanded += more
     if status != SEARCH_FOUND:
         if status == SEARCH_BUDGET:
             flags |= FLAG_BUDGET_HIT

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathserver.core import status as st
+from pathserver.core.avoid import avoid_zone
 from pathserver.core.goals import snap_goals, solve_goals
 from pathserver.core.query import solve
 from pathserver.errors import (
@@ -55,6 +56,8 @@ _NO_JUMP_BITS = np.zeros(0, dtype=np.uint64)
 _NO_JUMP_BITS.setflags(write=False)
 _NO_JUMP_TABLE = np.zeros((0, 8), dtype=np.int8)
 _NO_JUMP_TABLE.setflags(write=False)
+_NO_ZONE = np.zeros(0, dtype=np.int32)
+_NO_ZONE.setflags(write=False)
 
 
 @dataclass(slots=True)
@@ -322,7 +325,9 @@ def find_path(
         overlap them, but a unit whose start overlaps them may leave; a goal on them snaps
         off them. avoid_cost: a number >= 1: the avoided cells are not blocked, but
         entering a cell whose footprint overlaps one costs at least this much a step.
-        Either runs A* (not JPS).
+        With ``avoid`` alone the search is JPS+ where the request without would be (the
+        layer's jump table read wherever the avoided cells change nothing it says), else
+        A*; with ``avoid_cost``, A*.
     traversal: a unit class the map defines (``"boat"``) or rules ``{tag: None | number
         >= 1}`` for the map's tagged cells: None blocks a tag, a number multiplies the
         cost of its cells (see :class:`~pathserver.grid.gridmap.GridMap`).
@@ -401,8 +406,8 @@ def find_path(
     except AttributeError:  # this thread's first search
         ws = _new_workspace(n)
     status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
-        cells, comps, jump_bits, jump_table, cost_index, cost_table, heights, climb, sx, sy, gx, gy, mode,
-        weight_value, budget, ws.work_float, ws.work_int,
+        cells, comps, jump_bits, jump_table, _NO_ZONE, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
+        mode, weight_value, budget, ws.work_float, ws.work_int,
     )
     if status > st.QUERY_NO_PATH:
         _raise_for(status, call, sx, sy, gx, gy)
@@ -568,14 +573,22 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
     jump_bits = call.jump_bits
     algorithm_name = call.algorithm
     avoiding = len(boxes) > 0
+    unit_w, unit_h = call.size
+    jump_table = call.jump_table
+    zone = _NO_ZONE
     if avoiding or goals is not None and len(goals) > 1:
         if python_value(given["algorithm"]) == "jps":
             raise RequestError("algorithm 'jps' takes one goal and no avoid; use 'astar' or 'auto'", at="algorithm")
-        mode &= ~(1 << st.MODE_ALGORITHM)  # A*: JPS's bitmaps know nothing of avoided cells
-        algorithm_name = "astar"
+        if algorithm_name == "jps+" and avoid_cost is None and (goals is None or len(goals) == 1):
+            # JPS+ trusts the layer's table away from where the avoided cells change it.
+            zone = avoid_zone(call.cells, boxes, unit_w, unit_h)
+        else:
+            # A*: JPS's bitmaps know nothing of avoided cells, nor does JPS+ with avoid_cost.
+            mode &= ~(1 << st.MODE_ALGORITHM)
+            algorithm_name = "astar"
+            jump_table = _NO_JUMP_TABLE
     if avoiding and avoid_cost is not None:
         mode &= ~(1 << st.MODE_UNIFORM)
-    unit_w, unit_h = call.size
     ws = workspace(call.n)
     avoided = Avoided(call.cells, call.cost_index, call.cost_table, (call.mode >> st.MODE_UNIFORM) & 1,
                       unit_w, unit_h, boxes, avoid_cost)
@@ -600,7 +613,7 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         elif len(targets) == 1:
             (gx, gy), = targets.tolist()
             status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
-                cells, call.comps, jump_bits, _NO_JUMP_TABLE if avoiding else call.jump_table, cost_index, cost_table,
+                cells, call.comps, jump_bits, jump_table, zone, cost_index, cost_table,
                 call.heights, call.climb, sx, sy, gx, gy, mode,
                 call.weight, call.budget, ws.work_float, ws.work_int,
             )

@@ -149,8 +149,8 @@ def _warm_steps(costly=None):
         find_path(tagged, (0, 0), (7, 3), traversal="truck")
 
     def jump_tables():
-        # JPS+ (maps of 128 x 128 cells and more): a table built, searched, and updated
-        # after an edit, as auto does in the background.
+        # JPS+ (maps of 128 x 128 cells and more): a table built, searched (with avoided
+        # cells too), and updated after an edit, as auto does in the background.
         walkable = np.ones((128, 128), dtype=bool)
         walkable[40:90, 64] = False
         gridmap = GridMap(walkable)
@@ -160,6 +160,8 @@ def _warm_steps(costly=None):
             gridmap.start_jump_table(layer)
             layer.wait_jump_table(60.0)
             find_path(gridmap, (0, 64), (127, 64), line_of_sight=False)
+            # Avoided cells: JPS+ reads the table away from them (core.avoid.avoid_zone).
+            find_path(gridmap, (0, 64), (127, 70), avoid={"cells": [(20, 66)]}, line_of_sight=False)
             gridmap = gridmap.edit(cells=[(10, 10)], solid=True)
 
     def wire():

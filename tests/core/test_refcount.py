@@ -30,7 +30,8 @@ def test_marked_kernel_holds_no_reference_counting():
     args = (cells, table, 1, 1, 14, 12, 1.0, 0, work)
     marked = numba.njit(nogil=True, **NO_REFCOUNT)(jpsplus.jps_plus.py_func)
     plain = numba.njit(nogil=True)(jpsplus.jps_plus.py_func)
-    assert marked(*args, 10) == plain(*args, 12) == jpsplus.jps_plus(*args, 14)
+    zone = np.zeros(0, dtype=np.int32)
+    assert marked(*args, 10, zone) == plain(*args, 12, zone) == jpsplus.jps_plus(*args, 14, zone)
     counts = []
     for dispatcher in (marked, plain):
         asm = "".join(dispatcher.inspect_asm().values())

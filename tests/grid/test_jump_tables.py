@@ -156,3 +156,41 @@ def test_an_edit_that_changes_no_passability_keeps_the_table():
     solid = m.edit(cells=[(0, 4)], solid=True).edit(cells=[(0, 4)], solid=False)
     find_path(solid, (0, 0), (29, 9))
     assert built(solid).jump_table() is before
+
+
+def test_avoid_runs_jps_plus_with_the_answers_of_astar():
+    # The request's own blockers: JPS+ on the layer's table, trusted away from them,
+    # against A* on the same blockers (every option that reaches the search: snapping
+    # goals off avoided cells, a start on them, smoothing, partial answers).
+    rng = np.random.default_rng(22)
+    used = 0
+    for _ in range(30):
+        width, height = int(rng.integers(8, 30)), int(rng.integers(8, 30))
+        m = GridMap(naive.random_grid(rng, width, height, float(rng.uniform(0.0, 0.2))))
+        for unit in (1, 2, 3):
+            passable = naive.passable_for_unit(m.walkable, unit, unit)
+            free = np.argwhere(passable)
+            if len(free) < 2:
+                continue
+            find_path(m, tuple(free[0][::-1].tolist()), tuple(free[-1][::-1].tolist()), unit)
+            built(m, unit)
+            for _ in range(4):
+                (sy, sx), (gy, gx) = free[rng.choice(len(free), 2, replace=False)]
+                avoid = {"cells": [(int(x), int(y)) for x, y in zip(rng.integers(0, width, 12),
+                                                                        rng.integers(0, height, 12))],
+                         "rects": [(int(rng.integers(width)), int(rng.integers(height)), 2, 3)]}
+                options = {"smooth": str(rng.choice(["none", "corners", "los"])),
+                           "allow_partial": bool(rng.integers(2)), "line_of_sight": bool(rng.integers(2))}
+                start, goal = (int(sx), int(sy)), (int(gx), int(gy))
+                r = find_path(m, start, goal, unit, avoid=avoid, **options)
+                a = find_path(m, start, goal, unit, avoid=avoid, algorithm="astar", **options)
+                assert (r.status, r.goal, r.start) == (a.status, a.goal, a.start)
+                assert r.cost == pytest.approx(a.cost, abs=1e-9)
+                assert r.algorithm == "jps+"
+                used += r.status == "found" and r.expanded > 0
+                if r.status == "found" and options["smooth"] == "none":
+                    solid = naive.covered(m.walkable.shape, avoid["cells"], avoid["rects"])
+                    blocked = passable & ~naive.overlapping(solid, unit, unit)
+                    blocked[start[1], start[0]] = passable[start[1], start[0]]
+                    assert naive.path_is_valid(blocked, [tuple(p) for p in r.path.tolist()])
+    assert used >= 50
