@@ -648,6 +648,8 @@ def _snap_off(cells, call: PreparedCall, targets: np.ndarray, start, goal_name: 
     cannot (GoalBlockedError without snap), but a target on the start itself; those with
     no cell left to go to are dropped. moved: bool, whether each kept one moved; index:
     each kept one's index among ``targets``."""
+    if cells[targets[:, 1], targets[:, 0]].all():  # the common case: none on avoided cells
+        return targets, np.zeros(len(targets), dtype=bool), np.arange(len(targets))
     snapped = np.empty_like(targets)
     snap_goals(cells, call.comps, targets, 1 if call.snap else 0, snapped)
     at_start = (targets[:, 0] == start[0]) & (targets[:, 1] == start[1])
