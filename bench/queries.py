@@ -365,7 +365,8 @@ class Bench:
                  "whole-map relabel", "<= 2 ms", mean_ms <= 2.0,
                  f"max {1e3 * max(times):.2f} ms; {cut}/{rounds} placements cut a pair; the layer's first call "
                  f"{1e3 * first:.1f} ms (it cuts the blocks into pieces once)")
-        # A building placed is an edit: the next generation's layer cuts its pieces anew.
+        # A building placed is an edit: the next generation's layer updates the pieces of the
+        # blocks it changed.
         after = []
         for _ in range(max(3, rounds // 20)):
             x, y = self.pick(1)[0].tolist()

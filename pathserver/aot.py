@@ -51,7 +51,7 @@ ENTRY_KERNELS = (
     ("clearance", "compute_clearance"), ("clearance", "footprint_cost"), ("clearance", "footprint_passable"),
     ("clearance", "index_costs"),
     ("components", "block_labels"), ("components", "label_components"), ("components", "nearest_with_label"),
-    ("cut", "block_pieces"), ("cut", "cut_pieces"), ("cut", "piece_graph"),
+    ("cut", "block_pieces"), ("cut", "cut_pieces"), ("cut", "piece_graph"), ("cut", "update_pieces"),
     ("dijkstra", "count_in_components"), ("dijkstra", "field"), ("dijkstra", "field_whole"),
     ("dijkstra", "leave_costs"), ("dijkstra", "reach"), ("dijkstra", "ring_size"),
     ("goals", "snap_goals"), ("goals", "solve_goals"),

@@ -82,6 +82,54 @@ def block_pieces(cells, eight):
     return pieces, first
 
 
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _block_edges(pieces, first, b, per_row, n_nodes, n_dirs, keys):
+    """The edges of block ``b``'s nodes (its rim cells' neighbours in other blocks) into
+    ``keys`` as ``source * n_nodes + target``, sorted and without repeats; the count."""
+    height, width = pieces.shape
+    x0 = (b % per_row) << BLOCK_SHIFT
+    y0 = (b // per_row) << BLOCK_SHIFT
+    x1 = min(x0 + BLOCK, width)
+    y1 = min(y0 + BLOCK, height)
+    count = 0
+    for y in range(y0, y1):
+        rim_row = y == y0 or y == y1 - 1
+        x = x0
+        while x < x1:
+            local = pieces[y, x]
+            if local != 0:
+                for d in range(n_dirs):
+                    nx = x + _DX8[d]
+                    ny = y + _DY8[d]
+                    if nx < 0 or ny < 0 or nx >= width or ny >= height or (x0 <= nx < x1 and y0 <= ny < y1):
+                        continue
+                    other = pieces[ny, nx]
+                    if other != 0:
+                        source = first[b] + local - 1
+                        target = first[(ny >> BLOCK_SHIFT) * per_row + (nx >> BLOCK_SHIFT)] + other - 1
+                        keys[count] = source * n_nodes + target
+                        count += 1
+            if rim_row or x == x1 - 1:
+                x += 1
+            else:
+                x = x1 - 1
+    # Insertion sort: a block's rim has a few dozen edges (a sort of a slice each block
+    # took twice as long).
+    for k in range(1, count):
+        key = keys[k]
+        j = k - 1
+        while j >= 0 and keys[j] > key:
+            keys[j + 1] = keys[j]
+            j -= 1
+        keys[j + 1] = key
+    kept = 0
+    for k in range(count):
+        if k == 0 or keys[k] != keys[k - 1]:
+            keys[kept] = keys[k]
+            kept += 1
+    return kept
+
+
 @njit(cache=True, nogil=True)
 def piece_graph(pieces, first, eight):
     """The graph of :func:`block_pieces`' nodes: ``(offsets, targets, cells)``, offsets
@@ -102,64 +150,121 @@ def piece_graph(pieces, first, eight):
                 if cells[node, 0] < 0:
                     cells[node, 0] = x
                     cells[node, 1] = y
-    # Each block's edges (its rim cells' neighbours outside it), deduplicated: counted in
-    # a first pass, written in a second.
+    # Each block's edges, counted in a first pass, written in a second.
     degree = np.zeros(n_nodes + 1, dtype=np.int64)
     keys = np.empty(4 * BLOCK * n_dirs, dtype=np.int64)
-    offsets = np.zeros(n_nodes + 1, dtype=np.int64)
-    targets = np.empty(0, dtype=np.int64)
-    for second in range(2):
-        cursor = offsets.copy()
-        for b in range(n_blocks):
-            x0 = (b % per_row) << BLOCK_SHIFT
-            y0 = (b // per_row) << BLOCK_SHIFT
-            x1 = min(x0 + BLOCK, width)
-            y1 = min(y0 + BLOCK, height)
-            count = 0
-            for y in range(y0, y1):
-                rim_row = y == y0 or y == y1 - 1
-                x = x0
-                while x < x1:
-                    local = pieces[y, x]
-                    if local != 0:
-                        for d in range(n_dirs):
-                            nx = x + _DX8[d]
-                            ny = y + _DY8[d]
-                            if nx < 0 or ny < 0 or nx >= width or ny >= height or (x0 <= nx < x1 and y0 <= ny < y1):
-                                continue
-                            other = pieces[ny, nx]
-                            if other != 0:
-                                source = first[b] + local - 1
-                                target = first[(ny >> BLOCK_SHIFT) * per_row + (nx >> BLOCK_SHIFT)] + other - 1
-                                keys[count] = source * n_nodes + target
-                                count += 1
-                    if rim_row or x == x1 - 1:
-                        x += 1
-                    else:
-                        x = x1 - 1
-            # Insertion sort: a block's rim has a few dozen edges (a sort of a slice each
-            # block took twice as long).
-            for k in range(1, count):
-                key = keys[k]
-                j = k - 1
-                while j >= 0 and keys[j] > key:
-                    keys[j + 1] = keys[j]
-                    j -= 1
-                keys[j + 1] = key
+    for b in range(n_blocks):
+        for k in range(_block_edges(pieces, first, b, per_row, n_nodes, n_dirs, keys)):
+            degree[keys[k] // n_nodes + 1] += 1
+    offsets = np.cumsum(degree)
+    targets = np.empty(offsets[n_nodes], dtype=np.int64)
+    for b in range(n_blocks):
+        count = _block_edges(pieces, first, b, per_row, n_nodes, n_dirs, keys)
+        # A block's keys are sorted by source: its nodes' lists are consecutive.
+        if count > 0:
+            base = offsets[keys[0] // n_nodes]
             for k in range(count):
-                key = keys[k]
-                if k > 0 and key == keys[k - 1]:
-                    continue
-                source = key // n_nodes
-                if second == 0:
-                    degree[source + 1] += 1
-                else:
-                    targets[cursor[source]] = key - source * n_nodes
-                    cursor[source] += 1
-        if second == 0:
-            offsets = np.cumsum(degree)
-            targets = np.empty(offsets[n_nodes], dtype=np.int64)
+                targets[base + k] = keys[k] % n_nodes
     return offsets, targets, cells
+
+
+@njit(cache=True, nogil=True)
+def update_pieces(cells, old_cells, old_pieces, old_first, old_offsets, old_targets, old_node_cells, eight):
+    """:func:`block_pieces` and :func:`piece_graph` of ``cells`` from those of
+    ``old_cells`` (same shape: the generation before an edit), redoing only the blocks
+    whose cells changed and the edges of the blocks beside them; the rest is copied, its
+    node ids shifted. Returns ``(pieces, first, offsets, targets, node_cells)``, equal to
+    a fresh build's."""
+    height, width = cells.shape
+    per_row = (width + BLOCK - 1) >> BLOCK_SHIFT
+    per_column = (height + BLOCK - 1) >> BLOCK_SHIFT
+    n_blocks = per_row * per_column
+    n_dirs = 8 if eight != 0 else 4
+    changed = np.zeros(n_blocks, dtype=np.bool_)
+    for y in range(height):
+        row = (y >> BLOCK_SHIFT) * per_row
+        for x in range(width):
+            if (cells[y, x] != 0) != (old_cells[y, x] != 0):
+                changed[row + (x >> BLOCK_SHIFT)] = True
+    pieces = old_pieces.copy()
+    first = np.empty(n_blocks + 1, dtype=np.int64)
+    stack = np.empty(BLOCK * BLOCK, dtype=np.int32)
+    total = 0
+    for b in range(n_blocks):
+        first[b] = total
+        if not changed[b]:
+            total += old_first[b + 1] - old_first[b]
+            continue
+        y0 = (b // per_row) << BLOCK_SHIFT
+        x0 = (b % per_row) << BLOCK_SHIFT
+        bw = min(BLOCK, width - x0)
+        bh = min(BLOCK, height - y0)
+        for y in range(y0, y0 + bh):
+            for x in range(x0, x0 + bw):
+                pieces[y, x] = 255 if cells[y, x] != 0 else 0
+        total += _fill_block(pieces, x0, y0, bw, bh, n_dirs, stack)
+    first[n_blocks] = total
+    n_nodes = total
+    old_nodes = old_first[n_blocks]
+    # Blocks whose edges are redone: the changed ones and their eight neighbours.
+    redo = changed.copy()
+    for b in range(n_blocks):
+        if changed[b]:
+            bx = b % per_row
+            by = b // per_row
+            for ny in range(max(by - 1, 0), min(by + 2, per_column)):
+                for nx in range(max(bx - 1, 0), min(bx + 2, per_row)):
+                    redo[ny * per_row + nx] = True
+    # Each old node's block, to shift the targets copied.
+    old_block = np.empty(old_nodes, dtype=np.int64)
+    for b in range(n_blocks):
+        for node in range(old_first[b], old_first[b + 1]):
+            old_block[node] = b
+    node_cells = np.full((n_nodes, 2), -1, dtype=np.int64)
+    degree = np.zeros(n_nodes + 1, dtype=np.int64)
+    keys = np.empty(4 * BLOCK * n_dirs, dtype=np.int64)
+    for b in range(n_blocks):
+        if changed[b]:
+            y0 = (b // per_row) << BLOCK_SHIFT
+            x0 = (b % per_row) << BLOCK_SHIFT
+            for y in range(y0, min(y0 + BLOCK, height)):
+                for x in range(x0, min(x0 + BLOCK, width)):
+                    local = pieces[y, x]
+                    if local != 0 and node_cells[first[b] + local - 1, 0] < 0:
+                        node_cells[first[b] + local - 1, 0] = x
+                        node_cells[first[b] + local - 1, 1] = y
+        else:
+            shift = first[b] - old_first[b]
+            for node in range(old_first[b], old_first[b + 1]):
+                node_cells[node + shift, 0] = old_node_cells[node, 0]
+                node_cells[node + shift, 1] = old_node_cells[node, 1]
+        if redo[b]:
+            for k in range(_block_edges(pieces, first, b, per_row, n_nodes, n_dirs, keys)):
+                degree[keys[k] // n_nodes + 1] += 1
+        else:
+            shift = first[b] - old_first[b]
+            for node in range(old_first[b], old_first[b + 1]):
+                degree[node + shift + 1] = old_offsets[node + 1] - old_offsets[node]
+    offsets = np.cumsum(degree)
+    targets = np.empty(offsets[n_nodes], dtype=np.int64)
+    for b in range(n_blocks):
+        if redo[b]:
+            count = _block_edges(pieces, first, b, per_row, n_nodes, n_dirs, keys)
+            if count > 0:
+                base = offsets[keys[0] // n_nodes]
+                for k in range(count):
+                    targets[base + k] = keys[k] % n_nodes
+            continue
+        shift = first[b] - old_first[b]
+        for node in range(old_first[b], old_first[b + 1]):
+            at = offsets[node + shift]
+            for k in range(old_offsets[node], old_offsets[node + 1]):
+                target = old_targets[k]
+                # Not beside a changed block: every target's block is unchanged.
+                ob = old_block[target]
+                targets[at] = target + first[ob] - old_first[ob]
+                at += 1
+    return pieces, first, offsets, targets, node_cells
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)

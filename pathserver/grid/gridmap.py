@@ -30,7 +30,7 @@ import numpy as np
 
 from pathserver.core.clearance import compute_clearance, footprint_cost, footprint_passable, index_costs
 from pathserver.core.components import BLOCK, BLOCK_SHIFT, block_labels, label_components
-from pathserver.core.cut import block_pieces, piece_graph
+from pathserver.core.cut import block_pieces, piece_graph, update_pieces
 from pathserver.core.jps import jump_bitmaps
 from pathserver.core.jpsplus import fits as jump_table_fits
 from pathserver.core.jpsplus import jump_table, update_jump_table
@@ -252,15 +252,19 @@ class UnitLayer:
         build was started (False)."""
         return self._table.wait(timeout)
 
-    def pieces(self, eight: int) -> tuple:
+    def pieces(self, eight: int, seed: tuple | None = None) -> tuple:
         """``(pieces, first, offsets, targets, cells)``: :func:`pathserver.core.cut.
         block_pieces` of the cells the unit can stand on, 4-connected (8-connected with
         ``eight``), and their :func:`~pathserver.core.cut.piece_graph`, built on first use
-        (what ``check_block`` searches)."""
+        (what ``check_block`` searches). ``seed``: ``(cells, pieces)`` of this layer in an
+        earlier generation, from which only the blocks an edit changed are redone."""
         if eight not in self._pieces:
-            pieces, first = block_pieces(self.cells, eight)
-            graph = piece_graph(pieces, first, eight)
-            self._pieces[eight] = tuple(_readonly(a) for a in (pieces, first, *graph))
+            if seed is not None:
+                arrays = update_pieces(self.cells, seed[0], *seed[1], eight)
+            else:
+                pieces, first = block_pieces(self.cells, eight)
+                arrays = (pieces, first, *piece_graph(pieces, first, eight))
+            self._pieces[eight] = tuple(_readonly(a) for a in arrays)
         return self._pieces[eight]
 
     def cells8(self) -> tuple[np.ndarray, np.ndarray]:
@@ -499,6 +503,7 @@ class GridMap:
         _clearance: np.ndarray | None = None,
         _cost_edit: tuple | None = None,
         _jump_seeds: dict | None = None,
+        _piece_seeds: dict | None = None,
     ):
         walkable = np.asarray(walkable)
         if walkable.ndim != 2 or walkable.shape[0] < 1 or walkable.shape[1] < 1:
@@ -562,6 +567,8 @@ class GridMap:
         # (cells, table): a layer's table is then updated where the edit reached instead
         # of built from scratch.
         self._jump_seeds = dict(_jump_seeds or {})
+        # Likewise check_block's pieces, as (cells, {eight: pieces}).
+        self._piece_seeds = dict(_piece_seeds or {})
 
     # -- construction helpers -------------------------------------------------------
 
@@ -697,16 +704,38 @@ class GridMap:
         return layer.start_jump_table(lambda: layers.table_built(layer.key, layer.jump_table()),
                                       self._jump_seeds.pop(layer.key, None))
 
-    def _seeds_for_edit(self) -> dict:
-        """The JPS+ tables an edit of this map hands on: the built ones of its cached
-        layers, and the seeds it got and has not used, at most ``cache_sizes`` of them."""
-        seeds = dict(self._jump_seeds)
+    def pieces(self, layer: UnitLayer, eight: int) -> tuple:
+        """``layer.pieces(eight)``, updated from the generation this one was edited from
+        where that built them (see :meth:`UnitLayer.pieces`)."""
+        seed = None
+        kept = self._piece_seeds.get(layer.key)
+        if kept is not None and eight in kept[1]:
+            seed = (kept[0], kept[1][eight])
+        arrays = layer.pieces(eight, seed)
+        if seed is not None:
+            kept[1].pop(eight, None)
+        return arrays
+
+    def _seeds_for_edit(self, kept: dict, of_layer) -> dict:
+        """What an edit of this map hands on by layer key: ``of_layer(layer)`` of each
+        cached layer where not None, and the seeds in ``kept`` it got and has not used, at
+        most ``cache_sizes`` of them."""
+        seeds = dict(kept)
         for layer in self.layers.cached_layers():
-            table = layer.jump_table()
-            if table is not None:
+            seed = of_layer(layer)
+            if seed is not None:
                 seeds.pop(layer.key, None)
-                seeds[layer.key] = (layer.cells, table)
+                seeds[layer.key] = seed
         return dict(list(seeds.items())[-self.layers.limit:])
+
+    @staticmethod
+    def _table_seed(layer: UnitLayer) -> tuple | None:
+        table = layer.jump_table()
+        return None if table is None else (layer.cells, table)
+
+    @staticmethod
+    def _pieces_seed(layer: UnitLayer) -> tuple | None:
+        return (layer.cells, dict(layer._pieces)) if layer._pieces else None
 
     def cached_sizes(self) -> list[tuple[int, int]]:
         """The unit sizes whose layers are cached, least recently used first."""
@@ -785,7 +814,9 @@ class GridMap:
             classes=self.classes,
             _clearance=clearance,
             _cost_edit=cost_edit,
-            _jump_seeds=self._seeds_for_edit(),
+            _jump_seeds=self._seeds_for_edit(self._jump_seeds, self._table_seed),
+            _piece_seeds=self._seeds_for_edit(
+                {key: seed for key, seed in self._piece_seeds.items() if seed[1]}, self._pieces_seed),
         )
 
     def with_generation(self, generation: int) -> "GridMap":

@@ -490,7 +490,8 @@ def check_block(
     pieces = np.empty(len(spots), dtype=np.int64)
     unit_w, unit_h = call.size
     eight = 1 if grids.diagonal == st.DIAGONAL_ALWAYS else 0
-    block, first, offsets, targets, node_cells = gridmap.layer_for(unit_w, unit_h, grids.rules).pieces(eight)
+    block, first, offsets, targets, node_cells = gridmap.pieces(gridmap.layer_for(unit_w, unit_h, grids.rules),
+                                                                  eight)
     cut_pieces(call.cells, call.comps, block, first, offsets, targets, node_cells, eight, boxes, unit_w, unit_h,
                spots, before, pieces)
     pairs = []

@@ -144,6 +144,8 @@ def _warm_steps(costly=None):
                 find_path(gridmap, (0, 0), goals=[(7, 2), (0, 2)], **extra)
             check_block(gridmap, cells=[(1, 0)], points=[(0, 0), (7, 2)])
             check_block(gridmap, cells=[(1, 0)], points=[(0, 0), (7, 2)], diagonal="always")
+            # After an edit the pieces are updated from the generation before.
+            check_block(gridmap.edit(cells=[(3, 1)], solid=True), cells=[(1, 0)], points=[(0, 0), (7, 2)])
         # A blocked start snaps to the nearest standable cell (components.nearest_with_label).
         reachable(costly, (1, 1), 4.0, 1)
         find_path(tagged, (0, 0), (7, 3), traversal="truck")

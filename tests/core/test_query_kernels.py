@@ -155,3 +155,24 @@ def test_the_piece_graph_joins_pieces_touching_across_block_borders(eight):
         assert got == expected
         for i, (x, y) in enumerate(node_cells.tolist()):
             assert node(x, y) == i
+
+
+@pytest.mark.parametrize("eight", [0, 1])
+def test_pieces_updated_after_an_edit_equal_a_fresh_build(eight):
+    from pathserver.core.cut import piece_graph, update_pieces
+
+    rng = np.random.default_rng(40 + eight)
+    for _ in range(40):
+        width, height = int(rng.integers(1, 80)), int(rng.integers(1, 80))
+        before = (rng.random((height, width)) > rng.uniform(0.1, 0.5)).astype(np.uint8)
+        after = before.copy()
+        for _ in range(int(rng.integers(0, 4))):
+            x, y = int(rng.integers(width)), int(rng.integers(height))
+            after[y:y + int(rng.integers(1, 6)), x:x + int(rng.integers(1, 6))] = rng.integers(0, 2)
+        old = block_pieces(before, eight)
+        old = (*old, *piece_graph(*old, eight))
+        fresh = block_pieces(after, eight)
+        fresh = (*fresh, *piece_graph(*fresh, eight))
+        updated = update_pieces(after, before, *old, eight)
+        for got, expected in zip(updated, fresh):
+            assert np.array_equal(got, expected)

@@ -514,6 +514,40 @@ def test_check_block_matches_a_flood_fill_on_random_grids():
         assert check_block(m, rects, cells, unit, points, diagonal=diagonal) == expected, (cells, rects, unit)
 
 
+def test_check_block_after_edits_updates_the_pieces_it_built_before(monkeypatch):
+    # Each generation's pieces come from the one before where that built them: equal to
+    # a fresh build's, and the answers to a flood fill's.
+    from pathserver.grid import gridmap as gridmap_module
+
+    updates = []
+    update = gridmap_module.update_pieces
+    monkeypatch.setattr(gridmap_module, "update_pieces", lambda *args: updates.append(1) or update(*args))
+    rng = np.random.default_rng(16)
+    for _ in range(20):
+        width, height = int(rng.integers(3, 50)), int(rng.integers(3, 50))
+        m = GridMap(naive.random_grid(rng, width, height, float(rng.uniform(0.0, 0.3))))
+        unit = UNITS[int(rng.integers(len(UNITS)))]
+        uw, uh = _size(unit)
+        diagonal = DIAGONALS[int(rng.integers(3))]
+        eight = 1 if diagonal == "always" else 0
+        for _ in range(4):
+            standing = [(int(x), int(y)) for y, x in np.argwhere(naive.passable_for_unit(m.walkable, uw, uh))]
+            if standing:
+                points = [standing[int(i)] for i in rng.integers(len(standing), size=4)]
+                cells = [tuple(int(v) for v in rng.integers(0, (width, height))) for _ in range(3)]
+                before = naive.passable_for_unit(m.walkable, uw, uh)
+                solid = naive.covered((height, width), cells)
+                after = naive.passable_for_unit(m.walkable & ~solid, uw, uh)
+                expected = naive.cut_pairs(before, after, points, eight=bool(eight))
+                assert check_block(m, cells=cells, unit_size=unit, points=points, diagonal=diagonal) == expected
+                layer = m.layer(unit)
+                fresh = GridMap(m.walkable).layer(unit).pieces(eight)
+                assert all(np.array_equal(a, b) for a, b in zip(layer.pieces(eight), fresh))
+            x, y = (int(v) for v in rng.integers(0, (width, height)))
+            m = m.edit(rects=[(x, y, int(rng.integers(1, 4)), int(rng.integers(1, 4)))], solid=bool(rng.integers(2)))
+    assert len(updates) >= 40
+
+
 def test_check_block_on_a_corridor():
     m = GridMap.from_ascii("""
         ..........
