@@ -33,6 +33,7 @@ from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import SQRT2, _octile
 from pathserver.core.heap import TIE
+from pathserver.core.jps import _bitmap_words, _next_stop, _previous_stop
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
 #: The eight directions: east, south, west, north, then the diagonals SE, SW, NW, NE
@@ -451,11 +452,12 @@ def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, node
 
 
 # -- a request's avoided cells (see pathserver.core.avoid.avoid_zone) ------------------
-# The table describes the grid before a request blocked its avoided anchors. Outside the
-# zone (the free cells within a step of those anchors) nothing a move reads changed, so a
-# move may still trust the table until it would reach a zone cell: there it stops, and
-# the cell becomes a node (one more stop than needed never costs optimality: the node is
-# expanded with the pruning of the grid as it is now, the blocked one the search gets).
+# The table describes the grid before a request blocked its avoided anchors. The zone
+# lists the cells where a straight move along x, or along y, now stops differently (made
+# solid, or a forced neighbour found or lost); a move may trust the table until it would
+# reach one, and a diagonal until one lies on or beside it or on a straight move from it
+# (found on the stop bitmaps of jps.jump_bitmaps, not in the table: fewer cache misses).
+# There the moves are made on the grid as it is now.
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
@@ -475,7 +477,7 @@ def _ray(table, node, d, step):
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _zone_ahead(zone, lo, hi, pos, direction, strict):
     """The offset ``(v - pos) * direction`` of the nearest entry ``v`` of the ascending
-    ``zone[lo:hi]`` with an offset of at least ``strict`` (0 or 1); -1 if none."""
+    ``zone[lo:hi]`` with an offset of at least ``strict`` (-1, 0 or 1); -2 if none."""
     a = lo
     b = hi
     if direction > 0:
@@ -486,7 +488,7 @@ def _zone_ahead(zone, lo, hi, pos, direction, strict):
                 a = mid + 1
             else:
                 b = mid
-        return zone[a] - pos if a < hi else -1
+        return zone[a] - pos if a < hi else -2
     target = pos - strict
     while a < b:
         mid = (a + b) >> 1
@@ -494,7 +496,7 @@ def _zone_ahead(zone, lo, hi, pos, direction, strict):
             a = mid + 1
         else:
             b = mid
-    return pos - zone[a - 1] if a > lo else -1
+    return pos - zone[a - 1] if a > lo else -2
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
@@ -509,92 +511,111 @@ def _zone_line(zone, height, width, horizontal, line):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _zoned_steps(cells, table, zone, node, x, y, d, gx, gy, width, height):
-    """:func:`_steps` on the blocked grid ``cells``: the table's answer holds up to the
-    first zone cell the move reaches, which is looked at as it is now: solid (the move
-    ends before it, 0), a jump point (the move stops there), or neither (the table's
-    answer from that cell on holds up to the next zone cell)."""
+def _zoned_steps(cells, bitmaps, zone, node, x, y, d, gx, gy, width, height):
+    """:func:`_steps` on the blocked grid ``cells``, from the stop bitmaps of the grid
+    before (see :func:`_first_dirty`) and the zone: the move stops where the bitmaps say
+    (a jump point; a blocked cell ends it with none) unless it reaches a zone cell first,
+    which is looked at as it is now: solid (the move ends, 0), a jump point (the move
+    stops there), or neither (the move goes on)."""
     dx = DIRECTION_X[d]
     dy = DIRECTION_Y[d]
     step = dy * width + dx
-    reach = _ray(table, node, d, step)
-    end = reach if reach > 0 else -reach  # the steps to where the table says the move stops
-    if end == 0:
-        return 0
-    to_goal = 0
+    row_words = _bitmap_words(height, width)
     if dx != 0:
-        if gy == y and (gx - x) * dx > 0:
-            to_goal = (gx - x) * dx
+        to_goal = (gx - x) * dx if gy == y and (gx - x) * dx > 0 else 0
         lo, hi = _zone_line(zone, height, width, True, y)
+        base = 0 if dx > 0 else row_words
+        line = y
+        length = width
         pos = x
         sign = dx
     else:
-        if gx == x and (gy - y) * dy > 0:
-            to_goal = (gy - y) * dy
+        to_goal = (gy - y) * dy if gx == x and (gy - y) * dy > 0 else 0
         lo, hi = _zone_line(zone, height, width, False, x)
+        base = 4 * row_words + (0 if dy > 0 else _bitmap_words(width, height))
+        line = x
+        length = height
         pos = y
         sign = dy
+    first = line * (length + 2) + 1  # the bit of position 0
     walked = 0
     while True:
-        hit = _zone_ahead(zone, lo, hi, pos + walked * sign, sign, 1) if hi > lo else -1
-        if hit < 0 or walked + hit > end:
-            if 0 < to_goal <= end:
-                return to_goal
-            return end if reach > 0 else 0
-        walked += hit
-        if 0 < to_goal <= walked:
+        bit = first + pos + walked * sign
+        if sign > 0:
+            stop = walked + _next_stop(bitmaps, base, bit + 1) - bit
+        else:
+            stop = walked + bit - _previous_stop(bitmaps, base, bit - 1)
+        hit = _zone_ahead(zone, lo, hi, pos + walked * sign, sign, 1) if hi > lo else -2
+        reach = stop if hit < 0 or walked + hit > stop else walked + hit
+        if 0 < to_goal <= reach:
             return to_goal
-        at = node + walked * step
-        if cells[at] == 0:
-            return 0
-        if _has_forced(cells, width, height, x + walked * dx, y + walked * dy, dx, dy):
-            return walked
-        # Not a stop now: on from here, as the table says.
-        reach = _ray(table, at, d, step)
-        end = walked + (reach if reach > 0 else -reach)
+        at = pos + reach * sign
+        if at < 0 or at >= length or cells[node + reach * step] == 0:
+            return 0  # the edge, a wall, or a zone cell made solid
+        if reach == stop and (hit < 0 or walked + hit > stop):
+            return stop  # a jump point no zone cell changed
+        if _has_forced(cells, width, height, x + reach * dx, y + reach * dy, dx, dy):
+            return reach
+        walked = reach  # a zone cell that stops nothing now: on from there
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _first_dirty(table, zone, cell, cx, cy, d, limit, width, height):
-    """The first ``i`` in 1..limit such that the ``i``-th cell along the diagonal ``d``
-    from ``cell`` at (cx, cy) is a zone cell, or a straight move from it along one of
-    the diagonal's two components would reach one before it stops; 0 if none. Those
-    ``limit`` diagonal steps must be legal on the grid the table describes."""
+def _reaches(bitmaps, base, line, length, pos, ahead, forward):
+    """Whether a straight move from ``pos`` on ``line`` of the stop bitmap at word
+    ``base`` (see :func:`pathserver.core.jps.jump_bitmaps`: lines of ``length`` cells)
+    reaches the cell ``ahead`` > 0 steps on, forward (toward larger positions) or back:
+    no stop lies before it (it may be one)."""
+    bit = line * (length + 2) + pos + 1
+    if forward:
+        return _next_stop(bitmaps, base, bit + 1) >= bit + ahead
+    return _previous_stop(bitmaps, base, bit - 1) <= bit - ahead
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _first_dirty(bitmaps, zone, cx, cy, d, limit, width, height):
+    """The first ``i`` in 1..limit such that a zone cell lies on the ``i``-th cell
+    along the diagonal ``d`` from (cx, cy), or one step behind it on its row or column
+    (a corner of the diagonal step), or where a straight move from it along one of the
+    diagonal's two components would reach it before it stops; 0 if none. Those ``limit`` diagonal
+    steps must be legal on the grid the table describes; bitmaps: that grid's
+    :func:`pathserver.core.jps.jump_bitmaps`, whose stops are where such moves stop (a
+    blocked cell, or one with a forced neighbour)."""
     dx = DIRECTION_X[d]
     dy = DIRECTION_Y[d]
-    along_x = 0 if dx > 0 else 2
-    along_y = 1 if dy > 0 else 3
-    step = dy * width + dx
     # None at all in the rows and columns the diagonal crosses: none (zone holds prefix counts).
     r0, r1 = (cy + 1, cy + limit + 1) if dy > 0 else (cy - limit, cy)
     c0, c1 = (cx + 1, cx + limit + 1) if dx > 0 else (cx - limit, cx)
     if zone[r1] == zone[r0] and zone[height + 1 + c1] == zone[height + 1 + c0]:
         return 0
+    rows = height + width + 2
+    columns = rows + zone[height]
+    row_words = _bitmap_words(height, width)
+    along_x = 0 if dx > 0 else row_words  # the stops of moves toward +x, or -x
+    along_y = 4 * row_words + (0 if dy > 0 else _bitmap_words(width, height))
     for i in range(1, limit + 1):
         x = cx + i * dx
         y = cy + i * dy
-        lo, hi = _zone_line(zone, height, width, True, y)
-        if hi > lo:
-            ahead = _zone_ahead(zone, lo, hi, x, dx, 0)
-            if ahead == 0:
+        # An entry one step behind or on the cell: the diagonal step onto it may be
+        # blocked now (the cell, or a corner beside it). One ahead: the moves from it.
+        # The line's extreme entry first: most lines hold none ahead of the diagonal.
+        lo = rows + zone[y]
+        hi = rows + zone[y + 1]
+        if hi > lo and (zone[hi - 1] >= x - 1 if dx > 0 else zone[lo] <= x + 1):
+            ahead = _zone_ahead(zone, lo, hi, x, dx, -1)
+            if ahead <= 0 or _reaches(bitmaps, along_x, y, width, x, ahead, dx > 0):
                 return i
-            if ahead > 0:
-                reach = _ray(table, cell + i * step, along_x, dx)
-                if ahead <= (reach if reach > 0 else -reach):
-                    return i
-        lo, hi = _zone_line(zone, height, width, False, x)
-        if hi > lo:
-            ahead = _zone_ahead(zone, lo, hi, y, dy, 1)
-            if ahead > 0:
-                reach = _ray(table, cell + i * step, along_y, dy * width)
-                if ahead <= (reach if reach > 0 else -reach):
-                    return i
+        lo = columns + zone[height + 1 + x]
+        hi = columns + zone[height + 2 + x]
+        if hi > lo and (zone[hi - 1] >= y - 1 if dy > 0 else zone[lo] <= y + 1):
+            ahead = _zone_ahead(zone, lo, hi, y, dy, -1)
+            if ahead <= 0 or _reaches(bitmaps, along_y, x, height, y, ahead, dy > 0):
+                return i
     return 0
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _walk_diagonal_zoned(cells, table, zone, node, x, y, d, g_node, gx, gy, goal, width, height, keys, nodes, base,
-                         size, words, records, open_mark, closed_mark, h_scale, n):
+def _walk_diagonal_zoned(cells, table, bitmaps, zone, node, x, y, d, g_node, gx, gy, goal, width, height, keys, nodes,
+                         base, size, words, records, open_mark, closed_mark, h_scale, n):
     """:func:`_walk_diagonal` on the blocked grid ``cells``: the walk also stops on each
     diagonal cell :func:`_first_dirty` finds, offers the zoned straight moves from there
     (:func:`_zoned_steps`, which meet the goal too), and goes on. The new heap size."""
@@ -613,7 +634,7 @@ def _walk_diagonal_zoned(cells, table, zone, node, x, y, d, g_node, gx, gy, goal
             reach = SAT_STEP
         else:
             reach = dist if dist > 0 else -dist
-        stop = _first_dirty(table, zone, cell, cx, cy, d, reach, width, height) if reach > 0 else 0
+        stop = _first_dirty(bitmaps, zone, cx, cy, d, reach, width, height) if reach > 0 else 0
         ox = (gx - cx) * dx
         oy = (gy - cy) * dy
         if ox > 0 and oy > 0:
@@ -670,18 +691,18 @@ def _walk_diagonal_zoned(cells, table, zone, node, x, y, d, g_node, gx, gy, goal
         if cell == goal:
             return _offer(node, goal, gx, gy, d, g_turn, gx, gy, width, keys, nodes, base, size, words, records,
                           open_mark, closed_mark, h_scale, n)
-        ahead = _zoned_steps(cells, table, zone, cell, cx, cy, along_x, gx, gy, width, height)
+        ahead = _zoned_steps(cells, bitmaps, zone, cell, cx, cy, along_x, gx, gy, width, height)
         if ahead > 0:
             size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_turn + ahead, gx, gy, width,
                           keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-        ahead = _zoned_steps(cells, table, zone, cell, cx, cy, along_y, gx, gy, width, height)
+        ahead = _zoned_steps(cells, bitmaps, zone, cell, cx, cy, along_y, gx, gy, width, height)
         if ahead > 0:
             size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_turn + ahead, gx, gy,
                           width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, zone):
+def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, zone, bitmaps):
     """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
     very grid, not checked; or see ``zone``) instead of scanning.
 
@@ -695,7 +716,9 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
     entry skipped when popped; when the heap's N entries are all used the stale ones
     are dropped. zone: empty, or the :func:`pathserver.core.avoid.avoid_zone` of the
     grid ``table`` was built for and the avoided boxes that made ``passable`` from it:
-    then the table is trusted only away from the zone (see :func:`_zoned_steps`).
+    then the table is trusted only away from the zone (see :func:`_zoned_steps`), and
+    bitmaps holds the :func:`pathserver.core.jps.jump_bitmaps` of that grid (read only
+    with a zone).
 
     Returns (status, end_node, expanded) as jps does.
     """
@@ -778,8 +801,8 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
             if ddx != 0 and ddy != 0:
                 if zoned:
                     size = _walk_diagonal_zoned(
-                        cells, table, zone, node, x, y, d, g_node, gx, gy, goal, width, height, keys, nodes, base,
-                        size, words, records, open_mark, closed_mark, h_scale, n,
+                        cells, table, bitmaps, zone, node, x, y, d, g_node, gx, gy, goal, width, height, keys, nodes,
+                        base, size, words, records, open_mark, closed_mark, h_scale, n,
                     )
                 else:
                     size = _walk_diagonal(
@@ -788,7 +811,7 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
                     )
                 continue
             if zoned:
-                k = _zoned_steps(cells, table, zone, node, x, y, d, gx, gy, width, height)
+                k = _zoned_steps(cells, bitmaps, zone, node, x, y, d, gx, gy, width, height)
             else:
                 k = _steps(table, node, x, y, d, gx, gy, width)
             if k == 0:

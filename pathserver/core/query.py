@@ -108,12 +108,13 @@ def solve(
     cells, comps: the unit's block-local component grid (uint8 (H, W), nonzero where the
     unit's footprint fits, so also the passability grid every search reads) and its
     table, under ``diagonal`` (see :mod:`pathserver.core.components`); jump_bits:
-    :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS);
+    :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS, and by
+    JPS+ with a zone);
     jump_table: :func:`pathserver.core.jpsplus.jump_table` of ``cells``, or an empty
     (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning); zone:
     an empty int32 array, or with avoided cells blocked in ``cells``, their
-    :func:`pathserver.core.avoid.avoid_zone` (and ``jump_table`` the one of the grid
-    before they were blocked: JPS+ then trusts it away from the zone);
+    :func:`pathserver.core.avoid.avoid_zone` (and ``jump_table`` and ``jump_bits`` those
+    of the grid before they were blocked: JPS+ then trusts them away from the zone);
     cost_index, cost_table, heights, max_climb, weight, max_expansions: as in
     :func:`astar`. mode: the other options packed by
     :func:`pathserver.core.status.pack_mode` (fewer arguments for numba to type-check on
@@ -202,11 +203,11 @@ def solve(
     # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
     if plus and max_expansions > 0:
         status, end, expanded = jps_plus(
-            passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, zone,
+            passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, zone, jump_bits,
         )
     elif plus:
         status, end, expanded = jps_plus(
-            passable, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone,
+            passable, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone, jump_bits,
         )
     elif algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(

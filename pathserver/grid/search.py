@@ -567,7 +567,8 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
     goals = checked(_GOALS, goals)
     boxes = avoid_boxes(gridmap, avoid)
     avoid_cost = checked(_AVOID_COST, avoid_cost)
-    call = prepared_call(gridmap, unit_size, traversal_rules(gridmap, traversal), given)
+    rules = traversal_rules(gridmap, traversal)
+    call = prepared_call(gridmap, unit_size, rules, given)
     sx, sy = cell_of(start, "start", gridmap)
     mode = call.mode
     jump_bits = call.jump_bits
@@ -580,8 +581,10 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         if python_value(given["algorithm"]) == "jps":
             raise RequestError("algorithm 'jps' takes one goal and no avoid; use 'astar' or 'auto'", at="algorithm")
         if algorithm_name == "jps+" and avoid_cost is None and (goals is None or len(goals) == 1):
-            # JPS+ trusts the layer's table away from where the avoided cells change it.
-            zone = avoid_zone(call.cells, boxes, unit_w, unit_h)
+            # JPS+ trusts the layer's table and bitmaps away from where the avoided cells
+            # change them (the zone, worked out below on the grid as blocked).
+            jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
+            zone = None
         else:
             # A*: JPS's bitmaps know nothing of avoided cells, nor does JPS+ with avoid_cost.
             mode &= ~(1 << st.MODE_ALGORITHM)
@@ -612,6 +615,8 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             gx, gy = cell_of(goal, "goal", gridmap) if goals is None else (-1, -1)
         elif len(targets) == 1:
             (gx, gy), = targets.tolist()
+            if zone is None:
+                zone = avoid_zone(call.cells, cells, boxes, unit_w, unit_h)
             status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
                 cells, call.comps, jump_bits, jump_table, zone, cost_index, cost_table,
                 call.heights, call.climb, sx, sy, gx, gy, mode,

@@ -26,6 +26,7 @@ from pathserver.core.jpsplus import (
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
 NO_ZONE = np.zeros(0, dtype=np.int32)
+NO_BITS = np.zeros(0, dtype=np.uint64)
 
 
 def random_queries(rng, passable, count):
@@ -57,7 +58,7 @@ class PlusWorkspace:
         self.pass_id += 2
         status, end, expanded = jps_plus(
             passable, table, start[0], start[1], goal[0], goal[1], weight, max_expansions,
-            self.work_float, self.pass_id, NO_ZONE,
+            self.work_float, self.pass_id, NO_ZONE, NO_BITS,
         )
         return status, end, expanded, self.pass_id
 
@@ -309,36 +310,45 @@ def avoided_grid(rng, walkable, unit):
     boxes = np.array([(x, y, x + 1, y + 1) for x, y in cells]
                      + [(x, y, min(x + w, width), min(y + h, height)) for x, y, w, h in rects],
                      dtype=np.int64).reshape(-1, 4)
-    return passable, blocked.astype(np.uint8), avoid_zone(passable, boxes, unit, unit), boxes
+    blocked = blocked.astype(np.uint8)
+    return passable, blocked, avoid_zone(passable, blocked, boxes, unit, unit), boxes
 
 
-def test_zone_lists_the_free_cells_next_to_what_the_boxes_block():
+def forced(grid, x, y, dx, dy):
+    """Whether the free cell (x, y), entered moving along (dx, dy), has a forced neighbour."""
+    height, width = grid.shape
+
+    def free(cx, cy):
+        return 0 <= cx < width and 0 <= cy < height and grid[cy, cx] != 0
+
+    sides = ((x, y - 1), (x, y + 1)) if dx else ((x - 1, y), (x + 1, y))
+    return any(free(sx, sy) and not free(sx - dx, sy - dy) for sx, sy in sides)
+
+
+def test_zone_lists_the_cells_where_straight_moves_stop_differently():
     rng = np.random.default_rng(30)
     for _ in range(100):
         width, height = int(rng.integers(1, 20)), int(rng.integers(1, 20))
         walkable = naive.random_grid(rng, width, height, rng.uniform(0.0, 0.4))
         unit = int(rng.integers(1, 4))
         passable, blocked, zone, _ = avoided_grid(rng, walkable, unit)
-        changed = (passable != 0) & (blocked == 0)
-        near = np.zeros_like(changed)
-        for y, x in np.argwhere(changed):
-            near[max(0, y - 1):y + 2, max(0, x - 1):x + 2] = True
+        expected = (set(), set())
+        for y, x in np.argwhere(passable):
+            for axis, moves in enumerate((((1, 0), (-1, 0)), ((0, 1), (0, -1)))):
+                if not blocked[y, x] or any(forced(passable, x, y, *m) != forced(blocked, x, y, *m) for m in moves):
+                    expected[axis].add((int(x), int(y)))
         rows = height + width + 2
         count = zone[height]
-        listed = set()
+        listed = (set(), set())
         for y in range(height):
             xs = zone[rows + zone[y]:rows + zone[y + 1]]
             assert (np.diff(xs) >= 0).all()
-            listed |= {(int(x), y) for x in xs}
-        by_column = set()
+            listed[0].update((int(x), y) for x in xs)
         for x in range(width):
             ys = zone[rows + count + zone[height + 1 + x]:rows + count + zone[height + 2 + x]]
             assert (np.diff(ys) >= 0).all()
-            by_column |= {(x, int(y)) for y in ys}
-        assert listed == by_column
-        assert all(passable[y, x] for x, y in listed)
-        # Every free cell within a step of a changed one is listed (more may be).
-        assert {(int(x), int(y)) for y, x in np.argwhere(near & (passable != 0))} <= listed
+            listed[1].update((x, int(y)) for y in ys)
+        assert listed == expected
 
 
 def test_avoided_cells_search_matches_dijkstra_on_the_blocked_grid():
@@ -350,11 +360,12 @@ def test_avoided_cells_search_matches_dijkstra_on_the_blocked_grid():
         unit = int(rng.integers(1, 4))
         passable, blocked, zone, _ = avoided_grid(rng, walkable, unit)
         table = jump_table(passable)
+        bits = jump_bitmaps(passable)
         for start, goal in random_queries(rng, blocked, 4):
             expected = naive.dijkstra(blocked, start, goal)
             ws.pass_id += 2
             status, end, _ = jps_plus(blocked, table, start[0], start[1], goal[0], goal[1], 1.0, 0,
-                                      ws.work_float, ws.pass_id, zone)
+                                      ws.work_float, ws.pass_id, zone, bits)
             if expected == math.inf:
                 assert status == SEARCH_NO_PATH
                 continue

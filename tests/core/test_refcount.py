@@ -31,7 +31,8 @@ def test_marked_kernel_holds_no_reference_counting():
     marked = numba.njit(nogil=True, **NO_REFCOUNT)(jpsplus.jps_plus.py_func)
     plain = numba.njit(nogil=True)(jpsplus.jps_plus.py_func)
     zone = np.zeros(0, dtype=np.int32)
-    assert marked(*args, 10, zone) == plain(*args, 12, zone) == jpsplus.jps_plus(*args, 14, zone)
+    bits = np.zeros(0, dtype=np.uint64)
+    assert marked(*args, 10, zone, bits) == plain(*args, 12, zone, bits) == jpsplus.jps_plus(*args, 14, zone, bits)
     counts = []
     for dispatcher in (marked, plain):
         asm = "".join(dispatcher.inspect_asm().values())
