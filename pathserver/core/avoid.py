@@ -134,93 +134,68 @@ def _sort_run(values, lo, hi):
         values[j + 1] = v
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _open(grid, x, y):
-    height, width = grid.shape
-    return 0 <= x < width and 0 <= y < height and grid[y, x] != 0
-
-
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _forced_along(grid, x, y, horizontal):
-    """Which straight moves through the free cell (x, y) find a forced neighbour there,
-    as bits: 2 moving toward +x (+y when not ``horizontal``), 1 toward -x (-y). A side
-    cell is forced when it is free and the one behind it along the move is not."""
-    bits = 0
-    for side in (-1, 1):
-        if horizontal:
-            if _open(grid, x, y + side):
-                if not _open(grid, x - 1, y + side):
-                    bits |= 2
-                if not _open(grid, x + 1, y + side):
-                    bits |= 1
-        elif _open(grid, x + side, y):
-            if not _open(grid, x + side, y - 1):
-                bits |= 2
-            if not _open(grid, x + side, y + 1):
-                bits |= 1
-    return bits
-
-
 @njit(cache=True, nogil=True)
-def avoid_zone(cells, blocked, boxes, unit_w, unit_h):
-    """Where a request's avoided cells change what JPS+ reads, for
-    :func:`pathserver.core.jpsplus.jps_plus`: the cells free in ``cells`` (the unit's
-    grid, uint8 (H, W)) that ``blocked`` (the same with the boxes' anchors cleared, as
-    :func:`block_anchors` clears them) makes solid, or where a straight move now finds a
-    forced neighbour it did not, or no longer finds one. The rows list the cells that
-    changed for moves along x, the columns those for moves along y: a move that meets
-    none of them stops where the jump table says.
+def avoid_zone(cells, boxes, unit_w, unit_h):
+    """Where a request's avoided cells can change what JPS+ reads, for
+    :func:`pathserver.core.jpsplus.jps_plus`: every cell free in ``cells`` (the unit's
+    grid before blocking, uint8 (H, W)) within one step of an anchor the boxes block
+    (whose footprint overlaps a box, as :func:`block_anchors` clears them). A cell
+    outside the zone has the same neighbourhood with or without the avoided cells, so
+    the jump table's answers about it still hold. Boxes whose anchors are all solid
+    already add nothing.
 
     int32, indexed by ``H`` and ``W`` alone: ``[0, H]`` the row starts (entry ``y``: how
-    many cells the rows before ``y`` list), ``[H + 1, H + W + 1]`` the column starts,
-    then the rows' x, row by row (ascending in each), then the columns' y, column by
+    many zone cells lie in rows before ``y``), ``[H + 1, H + W + 1]`` the column starts,
+    then the zone cells' x row by row (ascending in each row), then their y column by
     column (ascending in each). A cell may be listed more than once (overlapping boxes).
     """
     height, width = cells.shape
     rows = height + width + 2
-    starts = np.zeros(rows, dtype=np.int32)
-    # Per box, the cells its anchors can change: the anchors and the ring around them.
-    ranges = np.zeros((boxes.shape[0], 4), dtype=np.int64)
+    starts = np.zeros(height + width + 2, dtype=np.int32)
+    keep = np.zeros(boxes.shape[0], dtype=np.bool_)
+    ranges = np.empty((boxes.shape[0], 4), dtype=np.int64)
     for k in range(boxes.shape[0]):
         ax0, ay0, ax1, ay1 = anchor_box(boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3], unit_w, unit_h,
                                         width, height)
-        if ax0 < ax1 and ay0 < ay1:
-            ranges[k, 0] = max(ax0 - 1, 0)
-            ranges[k, 1] = max(ay0 - 1, 0)
-            ranges[k, 2] = min(ax1 + 1, width)
-            ranges[k, 3] = min(ay1 + 1, height)
-    # Two passes: count each line's cells, then write them from each line's start.
-    zone = starts
-    columns = rows
-    for second in range(2):
-        for k in range(boxes.shape[0]):
-            for y in range(ranges[k, 1], ranges[k, 3]):
-                for x in range(ranges[k, 0], ranges[k, 2]):
-                    if cells[y, x] == 0:
-                        continue
-                    solid = blocked[y, x] == 0
-                    along_x = solid or _forced_along(cells, x, y, True) != _forced_along(blocked, x, y, True)
-                    along_y = solid or _forced_along(cells, x, y, False) != _forced_along(blocked, x, y, False)
-                    if second == 0:
-                        if along_x:
-                            starts[y + 1] += 1
-                        if along_y:
-                            starts[height + 2 + x] += 1
-                        continue
-                    if along_x:
-                        zone[rows + starts[y]] = x
-                        starts[y] += 1
-                    if along_y:
-                        zone[columns + starts[height + 1 + x]] = y
-                        starts[height + 1 + x] += 1
-        if second == 0:
-            for y in range(height):
-                starts[y + 1] += starts[y]
-            for x in range(width):
-                starts[height + 2 + x] += starts[height + 1 + x]
-            zone = np.empty(rows + starts[height] + starts[height + width + 1], dtype=np.int32)
-            zone[:rows] = starts
-            columns = rows + starts[height]
+        blocks = False
+        for y in range(ay0, ay1):
+            for x in range(ax0, ax1):
+                if cells[y, x] != 0:
+                    blocks = True
+                    break
+            if blocks:
+                break
+        if not blocks:
+            continue
+        keep[k] = True
+        ranges[k, 0] = max(ax0 - 1, 0)
+        ranges[k, 1] = max(ay0 - 1, 0)
+        ranges[k, 2] = min(ax1 + 1, width)
+        ranges[k, 3] = min(ay1 + 1, height)
+        for y in range(ranges[k, 1], ranges[k, 3]):
+            for x in range(ranges[k, 0], ranges[k, 2]):
+                if cells[y, x] != 0:
+                    starts[y + 1] += 1
+                    starts[height + 2 + x] += 1
+    for y in range(height):
+        starts[y + 1] += starts[y]
+    for x in range(width):
+        starts[height + 2 + x] += starts[height + 1 + x]
+    count = starts[height]
+    zone = np.empty(rows + 2 * count, dtype=np.int32)
+    zone[:rows] = starts
+    columns = rows + count
+    # Fill from each line's start, counting up in the copy of the starts.
+    for k in range(boxes.shape[0]):
+        if not keep[k]:
+            continue
+        for y in range(ranges[k, 1], ranges[k, 3]):
+            for x in range(ranges[k, 0], ranges[k, 2]):
+                if cells[y, x] != 0:
+                    zone[rows + starts[y]] = x
+                    starts[y] += 1
+                    zone[columns + starts[height + 1 + x]] = y
+                    starts[height + 1 + x] += 1
     for y in range(height):
         _sort_run(zone, rows + zone[y], rows + zone[y + 1])
     for x in range(width):

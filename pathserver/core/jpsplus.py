@@ -453,11 +453,12 @@ def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, node
 
 # -- a request's avoided cells (see pathserver.core.avoid.avoid_zone) ------------------
 # The table describes the grid before a request blocked its avoided anchors. The zone
-# lists the cells where a straight move along x, or along y, now stops differently (made
-# solid, or a forced neighbour found or lost); a move may trust the table until it would
-# reach one, and a diagonal until one lies on or beside it or on a straight move from it
-# (found on the stop bitmaps of jps.jump_bitmaps, not in the table: fewer cache misses).
-# There the moves are made on the grid as it is now.
+# lists every cell where a straight move may now stop differently (made solid, or a
+# forced neighbour found or lost: the free cells within a step of those anchors); a
+# move may trust the table until it would reach one, and a diagonal until one lies on or
+# beside it or on a straight move from it (found on the stop bitmaps of
+# jps.jump_bitmaps, not in the table: fewer cache misses). There the moves are made on
+# the grid as it is now.
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)

@@ -582,9 +582,9 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             raise RequestError("algorithm 'jps' takes one goal and no avoid; use 'astar' or 'auto'", at="algorithm")
         if algorithm_name == "jps+" and avoid_cost is None and (goals is None or len(goals) == 1):
             # JPS+ trusts the layer's table and bitmaps away from where the avoided cells
-            # change them (the zone, worked out below on the grid as blocked).
+            # change them.
             jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
-            zone = None
+            zone = avoid_zone(call.cells, boxes, unit_w, unit_h)
         else:
             # A*: JPS's bitmaps know nothing of avoided cells, nor does JPS+ with avoid_cost.
             mode &= ~(1 << st.MODE_ALGORITHM)
@@ -615,8 +615,6 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             gx, gy = cell_of(goal, "goal", gridmap) if goals is None else (-1, -1)
         elif len(targets) == 1:
             (gx, gy), = targets.tolist()
-            if zone is None:
-                zone = avoid_zone(call.cells, cells, boxes, unit_w, unit_h)
             status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
                 cells, call.comps, jump_bits, jump_table, zone, cost_index, cost_table,
                 call.heights, call.climb, sx, sy, gx, gy, mode,
