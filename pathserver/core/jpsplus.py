@@ -385,6 +385,53 @@ def _offer(node, successor, sx, sy, d, g_new, gx, gy, width, keys, nodes, base, 
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _offer_turns(table, node, cell, cx, cy, d, g_turn, gx, gy, width, keys, nodes, base, size, words, records,
+                 open_mark, closed_mark, h_scale, n):
+    """Offer the jump points the straight moves along the two components of the diagonal
+    ``d`` find from ``cell`` at (cx, cy), reached from ``node`` at cost ``g_turn`` (see
+    :func:`_walk_diagonal`). The new heap size."""
+    dx = DIRECTION_X[d]
+    dy = DIRECTION_Y[d]
+    along_x = 0 if dx > 0 else 2
+    along_y = 1 if dy > 0 else 3
+    ahead = _distance(table, cell, along_x, dx)
+    if ahead > 0:
+        size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_turn + ahead, gx, gy, width,
+                      keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+    ahead = _distance(table, cell, along_y, dy * width)
+    if ahead > 0:
+        size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_turn + ahead, gx, gy,
+                      width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+    return size
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _offer_goal(table, node, cell, ox, oy, k, d, g_turn, gx, gy, goal, width, keys, nodes, base, size, words,
+                records, open_mark, closed_mark, h_scale, n):
+    """Offer the goal where the diagonal ``d`` from ``node`` meets its row or column
+    ``k`` steps past ``cell`` (at cost ``g_turn`` there; ``ox``, ``oy``: the goal's
+    distances from ``cell`` along the diagonal's components), if a straight move from
+    there reaches it. The new heap size."""
+    dx = DIRECTION_X[d]
+    dy = DIRECTION_Y[d]
+    if ox == oy:
+        return _offer(node, goal, gx, gy, d, g_turn, gx, gy, width, keys, nodes, base, size, words, records,
+                      open_mark, closed_mark, h_scale, n)
+    turn = cell + k * (dy * width + dx)
+    if ox < oy:
+        along = 1 if dy > 0 else 3
+        if _within(table, turn, along, dy * width, oy - ox):
+            size = _offer(node, goal, gx, gy, along, g_turn + (oy - ox), gx, gy, width, keys, nodes, base, size,
+                          words, records, open_mark, closed_mark, h_scale, n)
+        return size
+    along = 0 if dx > 0 else 2
+    if _within(table, turn, along, dx, ox - oy):
+        size = _offer(node, goal, gx, gy, along, g_turn + (ox - oy), gx, gy, width, keys, nodes, base, size,
+                      words, records, open_mark, closed_mark, h_scale, n)
+    return size
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
                    open_mark, closed_mark, h_scale, n):
     """Offer what the diagonal ``d`` from ``node`` at (x, y) leads to, without making
@@ -396,8 +443,6 @@ def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, node
     heap size."""
     dx = DIRECTION_X[d]
     dy = DIRECTION_Y[d]
-    along_x = 0 if dx > 0 else 2
-    along_y = 1 if dy > 0 else 3
     step = dy * width + dx
     cx = x
     cy = y
@@ -415,18 +460,10 @@ def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, node
             k = ox if ox < oy else oy
             if k <= reach:
                 # The diagonal meets the goal's column (ox < oy), row, or the goal itself.
+                size = _offer_goal(table, node, cell, ox, oy, k, d, g_node + (walked + k) * SQRT2, gx, gy, goal,
+                                   width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
                 if ox == oy:
-                    return _offer(node, goal, gx, gy, d, g_node + (walked + k) * SQRT2, gx, gy, width, keys,
-                                  nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-                turn = cell + k * step
-                if ox < oy:
-                    if _within(table, turn, along_y, dy * width, oy - ox):
-                        size = _offer(node, goal, gx, gy, along_y, g_node + (walked + k) * SQRT2 + (oy - ox), gx,
-                                      gy, width, keys, nodes, base, size, words, records, open_mark, closed_mark,
-                                      h_scale, n)
-                elif _within(table, turn, along_x, dx, ox - oy):
-                    size = _offer(node, goal, gx, gy, along_x, g_node + (walked + k) * SQRT2 + (ox - oy), gx, gy,
-                                  width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+                    return size
         if dist == SAT:
             # No diagonal jump point in the next SAT_STEP steps: read on from there.
             cell += SAT_STEP * step
@@ -440,15 +477,8 @@ def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, node
         cx += dist * dx
         cy += dist * dy
         walked += dist
-        g_turn = g_node + walked * SQRT2
-        ahead = _distance(table, cell, along_x, dx)
-        if ahead > 0:
-            size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_turn + ahead, gx, gy, width,
-                          keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-        ahead = _distance(table, cell, along_y, dy * width)
-        if ahead > 0:
-            size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_turn + ahead, gx, gy,
-                          width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+        size = _offer_turns(table, node, cell, cx, cy, d, g_node + walked * SQRT2, gx, gy, width, keys, nodes, base,
+                            size, words, records, open_mark, closed_mark, h_scale, n)
 
 
 # -- a request's avoided cells (see pathserver.core.avoid.avoid_zone) ------------------
@@ -511,7 +541,7 @@ def _zone_line(zone, height, width, horizontal, line):
     return columns + zone[height + 1 + line], columns + zone[height + 2 + line]
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _zoned_steps(cells, bitmaps, zone, node, x, y, d, gx, gy, width, height):
     """:func:`_steps` on the blocked grid ``cells``, from the stop bitmaps of the grid
     before (see :func:`_first_dirty`) and the zone: the move stops where the bitmaps say
@@ -572,7 +602,7 @@ def _reaches(bitmaps, base, line, length, pos, ahead, forward):
     return _previous_stop(bitmaps, base, bit - 1) <= bit - ahead
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _first_dirty(bitmaps, zone, cx, cy, d, limit, width, height):
     """The first ``i`` in 1..limit such that a zone cell lies on the ``i``-th cell
     along the diagonal ``d`` from (cx, cy), or one step behind it on its row or column
@@ -614,7 +644,7 @@ def _first_dirty(bitmaps, zone, cx, cy, d, limit, width, height):
     return 0
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _walk_diagonal_zoned(cells, table, bitmaps, zone, node, x, y, d, g_node, gx, gy, goal, width, height, keys, nodes,
                          base, size, words, records, open_mark, closed_mark, h_scale, n):
     """:func:`_walk_diagonal` on the blocked grid ``cells``: the walk also stops on each
@@ -642,18 +672,10 @@ def _walk_diagonal_zoned(cells, table, bitmaps, zone, node, x, y, d, g_node, gx,
             k = ox if ox < oy else oy
             if k <= reach and (stop == 0 or k < stop):
                 # The goal's row or column, met before any zone cell: as _walk_diagonal.
+                size = _offer_goal(table, node, cell, ox, oy, k, d, g_node + (walked + k) * SQRT2, gx, gy, goal,
+                                   width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
                 if ox == oy:
-                    return _offer(node, goal, gx, gy, d, g_node + (walked + k) * SQRT2, gx, gy, width, keys,
-                                  nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-                turn = cell + k * step
-                if ox < oy:
-                    if _within(table, turn, along_y, dy * width, oy - ox):
-                        size = _offer(node, goal, gx, gy, along_y, g_node + (walked + k) * SQRT2 + (oy - ox), gx,
-                                      gy, width, keys, nodes, base, size, words, records, open_mark, closed_mark,
-                                      h_scale, n)
-                elif _within(table, turn, along_x, dx, ox - oy):
-                    size = _offer(node, goal, gx, gy, along_x, g_node + (walked + k) * SQRT2 + (ox - oy), gx, gy,
-                                  width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+                    return size
         if stop == 0:
             if dist == SAT:
                 cell += SAT_STEP * step
@@ -668,15 +690,8 @@ def _walk_diagonal_zoned(cells, table, bitmaps, zone, node, x, y, d, g_node, gx,
             cx += dist * dx
             cy += dist * dy
             walked += dist
-            g_turn = g_node + walked * SQRT2
-            ahead = _distance(table, cell, along_x, dx)
-            if ahead > 0:
-                size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_turn + ahead, gx, gy, width,
-                              keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-            ahead = _distance(table, cell, along_y, dy * width)
-            if ahead > 0:
-                size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_turn + ahead, gx, gy,
-                              width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+            size = _offer_turns(table, node, cell, cx, cy, d, g_node + walked * SQRT2, gx, gy, width, keys, nodes,
+                                base, size, words, records, open_mark, closed_mark, h_scale, n)
             continue
         # A zone cell, or one whose straight moves reach one: the step onto it may be
         # blocked now (it, or a corner beside it); if not, its moves as they are now.

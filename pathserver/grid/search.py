@@ -585,6 +585,7 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             # change them.
             jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
             zone = avoid_zone(call.cells, boxes, unit_w, unit_h)
+            zone.setflags(write=False)  # as _NO_ZONE: one compiled solve() for both
         else:
             # A*: JPS's bitmaps know nothing of avoided cells, nor does JPS+ with avoid_cost.
             mode &= ~(1 << st.MODE_ALGORITHM)
