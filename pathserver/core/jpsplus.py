@@ -492,20 +492,6 @@ def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, node
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _ray(table, node, d, step):
-    """A straight move's extent from ``node`` as the table says (reading on past SAT
-    entries): ``> 0`` the steps to the jump point it meets, else minus the legal steps
-    to the wall."""
-    total = 0
-    value = np.int64(table[node, d])
-    while value == SAT:
-        total += SAT_STEP
-        node += SAT_STEP * step
-        value = np.int64(table[node, d])
-    return total + value if value > 0 else value - total
-
-
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _zone_ahead(zone, lo, hi, pos, direction, strict):
     """The offset ``(v - pos) * direction`` of the nearest entry ``v`` of the ascending
     ``zone[lo:hi]`` with an offset of at least ``strict`` (-1, 0 or 1); -2 if none."""
