@@ -11,12 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 from numba.core import types
 
 from pathserver import aot
-from pathserver.core.jit import CompiledKernel, _check
+from pathserver.core.jit import CompiledKernel, _check, bound
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,6 +90,26 @@ def test_the_first_matching_version_runs():
     versions = [(lambda a: "u8", (_check(["array", "|u1", 1, True]),)),
                 (lambda a: "u16", (_check(["array", "<u2", 1, True]),))]
     assert CompiledKernel("mod.kernel", versions)(np.zeros(2, np.uint16)) == "u16"
+
+
+def test_a_bound_version_is_the_one_the_arguments_pick():
+    versions = [(lambda a: "u8", (_check(["array", "|u1", 1, True]),)),
+                (lambda a: "u16", (_check(["array", "<u2", 1, True]),))]
+    compiled = CompiledKernel("mod.kernel", versions)
+    assert bound(compiled, (np.zeros(2, np.uint16),))(None) == "u16"  # checks nothing once bound
+    with pytest.raises(TypeError, match="no ahead-of-time compiled version"):
+        bound(compiled, (np.zeros(2, np.float32),))
+
+
+def test_a_bound_jit_kernel_runs_the_dispatchers_version():
+    @numba.njit
+    def scaled(values, k):
+        return values.sum() * k
+
+    values = np.arange(4, dtype=np.float64)
+    run = bound(scaled, (values, 2))
+    assert run(values, 3) == scaled(values, 3) == 18.0
+    assert len(scaled.signatures) == 1  # compiled once, for both
 
 
 #: Run with the JIT and with the extension: the answers, as JSON, on the sample maps and

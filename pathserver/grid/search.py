@@ -18,6 +18,7 @@ import numpy as np
 from pathserver.core import status as st
 from pathserver.core.avoid import avoid_zone
 from pathserver.core.goals import snap_goals, solve_goals
+from pathserver.core.jit import bound
 from pathserver.core.query import solve
 from pathserver.errors import (
     GoalBlockedError,
@@ -246,18 +247,27 @@ class PreparedCall:
     """
 
     FIELDS = ("size", "layer_key", "width", "height", "n", "cells", "comps", "jump_bits", "jump_table", "cost_index",
-              "cost_table", "heights", "climb", "mode", "weight", "budget", "algorithm", "generation", "snap")
+              "cost_table", "heights", "climb", "mode", "weight", "budget", "algorithm", "generation", "snap", "kernel")
     __slots__ = ("fields",)
 
     def __init__(self, **fields):
+        fields.setdefault("kernel", None)
         if fields.keys() != set(self.FIELDS):
             raise TypeError(f"PreparedCall takes exactly the fields {', '.join(self.FIELDS)}")
         self.fields = tuple(fields[name] for name in self.FIELDS)
 
+    def bind(self, args):
+        """``solve`` bound to the types of ``args`` (this call's arrays, a workspace's and
+        the endpoints as ints: the same types on every call), kept as the field
+        ``kernel`` (None until the first call): see :func:`pathserver.core.jit.bound`."""
+        kernel = bound(solve, args)
+        self.fields = self.fields[:-1] + (kernel,)
+        return kernel
+
     def with_jump_table(self, table) -> "PreparedCall":
         """This call running JPS+ on ``table`` (its layer's, just built)."""
         fields = dict(zip(self.FIELDS, self.fields))
-        fields.update(jump_table=table, algorithm="jps+", mode=self.mode | (1 << st.MODE_ALGORITHM))
+        fields.update(jump_table=table, algorithm="jps+", mode=self.mode | (1 << st.MODE_ALGORITHM), kernel=None)
         return PreparedCall(**fields)
 
     def __repr__(self) -> str:
@@ -375,29 +385,26 @@ def find_path(
             "algorithm": algorithm, "line_of_sight": line_of_sight,
         })
     (_, layer_key, width, height, n, cells, comps, jump_bits, jump_table, cost_index, cost_table, heights, climb,
-     mode, weight_value, budget, algorithm_name, generation, _) = call.fields
+     mode, weight_value, budget, algorithm_name, generation, _, kernel) = call.fields
     try:
         layers.touch(layer_key)  # the layer's recency, for the LRU
     except KeyError:
         layers.forget(key)
 
-    # Tuples or lists (as decoded from the wire) of two in-bounds ints take the inline
-    # path (written out twice: a helper call per endpoint costs a tenth of the whole
-    # call); cell_of handles everything else.
-    kind = type(start)
-    if (kind is tuple or kind is list) and len(start) == 2 and type(start[0]) is int and type(start[1]) is int:
+    # Pairs of two in-bounds ints take the inline path (written out twice: a helper call
+    # per endpoint costs a tenth of the whole call); cell_of checks everything else.
+    try:
         sx, sy = start
-        if not (0 <= sx < width and 0 <= sy < height):
-            sx, sy = cell_of(start, "start", gridmap)
-    else:
-        sx, sy = cell_of(start, "start", gridmap)
-    kind = type(goal)
-    if (kind is tuple or kind is list) and len(goal) == 2 and type(goal[0]) is int and type(goal[1]) is int:
+    except (TypeError, ValueError):
+        sx, sy = cell_of(start, "start", gridmap)  # raises
+    if type(sx) is not int or type(sy) is not int or not (0 <= sx < width and 0 <= sy < height):
+        sx, sy = cell_of((sx, sy), "start", gridmap)
+    try:
         gx, gy = goal
-        if not (0 <= gx < width and 0 <= gy < height):
-            gx, gy = cell_of(goal, "goal", gridmap)
-    else:
-        gx, gy = cell_of(goal, "goal", gridmap)
+    except (TypeError, ValueError):
+        gx, gy = cell_of(goal, "goal", gridmap)  # raises
+    if type(gx) is not int or type(gy) is not int or not (0 <= gx < width and 0 <= gy < height):
+        gx, gy = cell_of((gx, gy), "goal", gridmap)
 
     try:
         ws = _local.workspace
@@ -405,7 +412,12 @@ def find_path(
             ws = _new_workspace(n)
     except AttributeError:  # this thread's first search
         ws = _new_workspace(n)
-    status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
+    if kernel is None:
+        kernel = call.bind((
+            cells, comps, jump_bits, jump_table, _NO_ZONE, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
+            mode, weight_value, budget, ws.work_float, ws.work_int,
+        ))
+    status, flags, points, cost, length, expanded, sx, sy, gx, gy = kernel(
         cells, comps, jump_bits, jump_table, _NO_ZONE, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
         mode, weight_value, budget, ws.work_float, ws.work_int,
     )
