@@ -857,35 +857,47 @@ def trace_jumps(work_float, width, start, end):
         count += span if span > rows else rows
         node = parent
     path = np.empty((count, 2), dtype=np.int32)
+    # Each cell written as one int64, x in the low half (little-endian, as int32 pairs
+    # lie in memory): a step is one addition to it.
+    cells = path.reshape(-1).view(np.int64)
     i = count - 1
     node = end
     y = node // width
     x = node - y * width
-    path[i, 0] = x
-    path[i, 1] = y
+    cells[i] = _pack(x, y)
     while node != start:
         parent = links[first + 4 * node] & LINK_MASK
         py = parent // width
         px = parent - py * width
-        step_x = (px > x) - (px < x)
-        step_y = (py > y) - (py < y)
+        span = abs(px - x)
+        rows = abs(py - y)
         # Back from the node: the straight leg first, then the diagonal, so that the way
         # from the parent runs diagonal first (how _walk_diagonal found it).
-        while abs(px - x) > abs(py - y):
-            x += step_x
+        if span > rows:
+            straight = _pack(1 if px > x else -1, 0)
+            diagonal = rows
+            straight_steps = span - rows
+        else:
+            straight = _pack(0, 1 if py > y else -1)
+            diagonal = span
+            straight_steps = rows - span
+        step = _pack(1 if px > x else -1, 1 if py > y else -1)
+        cell = cells[i]
+        for _ in range(straight_steps):
+            cell += straight
             i -= 1
-            path[i, 0] = x
-            path[i, 1] = y
-        while abs(py - y) > abs(px - x):
-            y += step_y
+            cells[i] = cell
+        for _ in range(diagonal):
+            cell += step
             i -= 1
-            path[i, 0] = x
-            path[i, 1] = y
-        while x != px:
-            x += step_x
-            y += step_y
-            i -= 1
-            path[i, 0] = x
-            path[i, 1] = y
+            cells[i] = cell
+        x = px
+        y = py
         node = parent
     return path
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pack(x, y):
+    """(x, y) as the int64 an int32 pair (x, y) reads as; steps of -1, 0, 1 add."""
+    return np.int64(x) + (np.int64(y) << 32)
