@@ -317,14 +317,9 @@ def astar(
     )
 
 
-@njit(cache=True, nogil=True)
-def trace_path(parent, width, start, end):
-    """The cells from ``start`` to ``end`` following ``parent`` back from ``end``.
-
-    Consecutive parents may be several cells apart along a straight or diagonal line
-    (jump points); the segment between them is filled in cell by cell.
-    Returns int32 (n, 2) of (x, y), start and end included.
-    """
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def path_cells(parent, width, start, end):
+    """How many cells :func:`trace_path_into` writes for this path."""
     count = 1
     node = end
     while node != start:
@@ -338,13 +333,24 @@ def trace_path(parent, width, start, end):
             span = abs(y - py)
         count += span
         node = prev
-    path = np.empty((count, 2), dtype=np.int32)
+    return count
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def trace_path_into(out, parent, width, start, end, count):
+    """Write the cells from ``start`` to ``end`` following ``parent`` back from ``end``
+    into ``out[:count]`` (``count``: :func:`path_cells`; int32 (x, y) rows, start and end
+    included).
+
+    Consecutive parents may be several cells apart along a straight or diagonal line
+    (jump points); the segment between them is filled in cell by cell.
+    """
     i = count - 1
     node = end
     y = node // width
     x = node - y * width
-    path[i, 0] = x
-    path[i, 1] = y
+    out[i, 0] = x
+    out[i, 1] = y
     while node != start:
         prev = parent[node]
         py = prev // width
@@ -357,7 +363,16 @@ def trace_path(parent, width, start, end):
             if y != py:
                 y += step_y
             i -= 1
-            path[i, 0] = x
-            path[i, 1] = y
+            out[i, 0] = x
+            out[i, 1] = y
         node = prev
+
+
+@njit(cache=True, nogil=True)
+def trace_path(parent, width, start, end):
+    """The cells from ``start`` to ``end`` (see :func:`trace_path_into`), a new int32
+    (n, 2) array of (x, y), start and end included."""
+    count = path_cells(parent, width, start, end)
+    path = np.empty((count, 2), dtype=np.int32)
+    trace_path_into(path, parent, width, start, end, count)
     return path

@@ -23,14 +23,7 @@ from pathserver.core.jit import NO_REFCOUNT, njit
 from pathserver.core.astar import heuristic_distance, trace_path
 from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.heap import TIE, heap_decrease, heap_pop, heap_push, key_pop, key_sift_up
-from pathserver.core.lines import (
-    corner_points,
-    line_is_optimal,
-    path_cost,
-    polyline_length,
-    straight_grid_path,
-    string_pull,
-)
+from pathserver.core.lines import finish, line_is_optimal, path_cost, polyline_length, straight_grid_path
 from pathserver.core.moves import SQRT2, directions, step_to
 from pathserver.core.query import next_pass_id
 from pathserver.core.status import (
@@ -60,8 +53,6 @@ from pathserver.core.status import (
     SEARCH_BUDGET,
     SEARCH_FOUND,
     SEARCH_NO_PATH,
-    SMOOTH_CORNERS,
-    SMOOTH_LOS,
 )
 
 #: The most boxes the heuristic takes the minimum over.
@@ -357,15 +348,6 @@ def _no_points():
 
 
 @njit(cache=True, nogil=True)
-def _finish(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth):
-    if smooth == SMOOTH_CORNERS:
-        return corner_points(path)
-    if smooth == SMOOTH_LOS:
-        return string_pull(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal)
-    return path
-
-
-@njit(cache=True, nogil=True)
 def solve_goals(cells, comps, cost_index, cost_table, heights, max_climb, sx, sy, goals, mode, weight,
                 max_expansions, work_float, work_int, snapped):
     """One path from (sx, sy) to the cheapest reachable of ``goals`` (int (K, 2) x, y, K >=
@@ -466,7 +448,7 @@ def solve_goals(cells, comps, cost_index, cost_table, heights, max_climb, sx, sy
             chosen = index[nearest]
             if moved[chosen]:
                 flags |= FLAG_GOAL_SNAPPED
-            points = _finish(
+            points = finish(
                 line, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth
             )
             return (
@@ -486,7 +468,7 @@ def solve_goals(cells, comps, cost_index, cost_table, heights, max_climb, sx, sy
         if moved[chosen]:
             flags |= FLAG_GOAL_SNAPPED
         path = trace_forward(parent, width, start_node)
-        points = _finish(
+        points = finish(
             path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth
         )
         return reached, flags, points, g[start_node], polyline_length(points), expanded, sx, sy, chosen
@@ -509,7 +491,7 @@ def solve_goals(cells, comps, cost_index, cost_table, heights, max_climb, sx, sy
     if status != SEARCH_FOUND:
         reached = QUERY_PARTIAL
     path = trace_path(parent, width, start_node, end)
-    points = _finish(
+    points = finish(
         path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth
     )
     return (

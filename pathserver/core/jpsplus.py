@@ -842,10 +842,9 @@ def jump_parent(work_float, node):
     return links[2 * (3 * work_float.shape[1] + 2 * node + 1) + 1] & LINK_MASK
 
 
-@njit(cache=True, nogil=True)
-def trace_jumps(work_float, width, start, end):
-    """:func:`pathserver.core.astar.trace_path` over :func:`jps_plus`'s records: the cells
-    from ``start`` to ``end``, int32 (n, 2) of (x, y), both included."""
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def jump_path_cells(work_float, width, start, end):
+    """How many cells :func:`trace_jumps_into` writes for this path."""
     links = work_float.reshape(-1).view(np.int32)
     first = 2 * (3 * work_float.shape[1]) + 3  # node v's link: links[first + 4v]
     count = 1
@@ -856,10 +855,19 @@ def trace_jumps(work_float, width, start, end):
         rows = abs(node // width - parent // width)
         count += span if span > rows else rows
         node = parent
-    path = np.empty((count, 2), dtype=np.int32)
+    return count
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def trace_jumps_into(out, work_float, width, start, end, count):
+    """:func:`pathserver.core.astar.trace_path_into` over :func:`jps_plus`'s records: the
+    cells from ``start`` to ``end`` into ``out[:count]`` (``count``:
+    :func:`jump_path_cells`; int32 (x, y) rows, both ends included)."""
+    links = work_float.reshape(-1).view(np.int32)
+    first = 2 * (3 * work_float.shape[1]) + 3
     # Each cell written as one int64, x in the low half (little-endian, as int32 pairs
     # lie in memory): a step is one addition to it.
-    cells = path.reshape(-1).view(np.int64)
+    cells = out.reshape(-1).view(np.int64)
     i = count - 1
     node = end
     y = node // width
@@ -894,10 +902,19 @@ def trace_jumps(work_float, width, start, end):
         x = px
         y = py
         node = parent
+
+
+@njit(cache=True, nogil=True)
+def trace_jumps(work_float, width, start, end):
+    """The cells from ``start`` to ``end`` (see :func:`trace_jumps_into`), a new int32
+    (n, 2) array of (x, y), both ends included."""
+    count = jump_path_cells(work_float, width, start, end)
+    path = np.empty((count, 2), dtype=np.int32)
+    trace_jumps_into(path, work_float, width, start, end, count)
     return path
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _pack(x, y):
     """(x, y) as the int64 an int32 pair (x, y) reads as; steps of -1, 0, 1 add."""
     return np.int64(x) + (np.int64(y) << 32)

@@ -10,7 +10,7 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import SQRT2, move_allowed
-from pathserver.core.status import DIAGONAL_ALWAYS
+from pathserver.core.status import DIAGONAL_ALWAYS, SMOOTH_CORNERS, SMOOTH_LOS
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
@@ -33,32 +33,41 @@ def _line_step(x, y, a, b, dx, dy, step_x, step_y, four_connected):
     return x, y, a, b
 
 
-@njit(cache=True, nogil=True)
-def straight_grid_path(sx, sy, gx, gy, four_connected):
-    """A grid path hugging the segment from (sx, sy) to (gx, gy).
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def straight_line_into(out, sx, sy, gx, gy, four_connected):
+    """A grid path hugging the segment from (sx, sy) to (gx, gy), written into ``out``
+    (int32 (m, 2), m >= the count returned).
 
     8-connected: Bresenham's cells, max(dx, dy) steps of which min(dx, dy) are diagonal,
     so its length is the octile distance, a lower bound on any path: when every step is
     legal and every entered cell costs 1, it is optimal. 4-connected: a monotone
     staircase, dx + dy steps, likewise optimal under Manhattan moves.
-    Returns int32 (n, 2), both ends included.
+    Returns the count of cells, both ends included.
     """
     dx = abs(gx - sx)
     dy = abs(gy - sy)
     step_x = 1 if gx > sx else -1
     step_y = 1 if gy > sy else -1
     n = (dx + dy if four_connected else max(dx, dy)) + 1
-    path = np.empty((n, 2), dtype=np.int32)
     x = sx
     y = sy
     a = 0 if four_connected else dx - dy
     b = 0
-    path[0, 0] = x
-    path[0, 1] = y
+    out[0, 0] = x
+    out[0, 1] = y
     for i in range(1, n):
         x, y, a, b = _line_step(x, y, a, b, dx, dy, step_x, step_y, four_connected)
-        path[i, 0] = x
-        path[i, 1] = y
+        out[i, 0] = x
+        out[i, 1] = y
+    return n
+
+
+@njit(cache=True, nogil=True)
+def straight_grid_path(sx, sy, gx, gy, four_connected):
+    """:func:`straight_line_into` as a new int32 (n, 2) array."""
+    n = (abs(gx - sx) + abs(gy - sy) if four_connected else max(abs(gx - sx), abs(gy - sy))) + 1
+    path = np.empty((n, 2), dtype=np.int32)
+    straight_line_into(path, sx, sy, gx, gy, four_connected)
     return path
 
 
@@ -186,36 +195,45 @@ def segment_clear(
     return True
 
 
-@njit(cache=True, nogil=True)
-def corner_indices(path):
-    """Indices of start, goal, and the cells where the direction of travel changes."""
-    n = path.shape[0]
-    keep = np.empty(n, dtype=np.int64)
-    count = 0
-    keep[count] = 0
-    count += 1
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _turns(path, i):
+    """Whether the direction of travel changes at ``path[i]`` (0 < i < n - 1)."""
+    return (path[i, 0] - path[i - 1, 0] != path[i + 1, 0] - path[i, 0]) or (
+        path[i, 1] - path[i - 1, 1] != path[i + 1, 1] - path[i, 1]
+    )
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def keep_corners(path, n):
+    """Keep, in place at the front of ``path[:n]``, its start, goal and the cells where the
+    direction of travel changes; returns their count. (Each kept cell moves to a
+    position no later than its own, and the cells read after are later still.)"""
+    if n <= 2:
+        return n
+    count = 1
     for i in range(1, n - 1):
-        if (path[i, 0] - path[i - 1, 0] != path[i + 1, 0] - path[i, 0]) or (
-            path[i, 1] - path[i - 1, 1] != path[i + 1, 1] - path[i, 1]
-        ):
-            keep[count] = i
+        if _turns(path, i):
+            path[count, 0] = path[i, 0]
+            path[count, 1] = path[i, 1]
             count += 1
-    if n > 1:
-        keep[count] = n - 1
-        count += 1
-    return keep[:count]
+    path[count, 0] = path[n - 1, 0]
+    path[count, 1] = path[n - 1, 1]
+    return count + 1
 
 
 @njit(cache=True, nogil=True)
 def corner_points(path):
-    """Start, goal, and the cells where the direction of travel changes."""
-    return path[corner_indices(path)].copy()
+    """Start, goal, and the cells where the direction of travel changes (a new array)."""
+    out = path.copy()
+    return out[:keep_corners(out, out.shape[0])].copy()
 
 
-@njit(cache=True, nogil=True)
-def string_pull(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal):
-    """Greedy string pulling: from each kept point, go straight to the farthest later
-    corner of the path in clear sight.
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def pull_in_place(path, n, corners, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb,
+                  diagonal):
+    """Greedy string pulling of ``path[:n]``, in place: from each kept point, go straight
+    to the farthest later corner of the path in clear sight. The kept points end at the
+    front of ``path``; returns their count. ``corners``: int64 scratch of n or more.
 
     Only corners are candidates: the cells between two corners lie on one straight or
     diagonal run, which is always in clear sight of both ends (a diagonal run passes
@@ -224,14 +242,17 @@ def string_pull(path, passable, cost_index, cost_table, uniform, heights, use_he
     dearest cell of the stretch of path it replaces, so pulling never drags a unit
     through a swamp the search went around.
     """
-    n = path.shape[0]
     if n <= 2:
-        return path.copy()
-    corners = corner_indices(path)
-    k = corners.shape[0]
-    keep = np.zeros(n, dtype=np.bool_)
-    keep[0] = True
-    keep[n - 1] = True
+        return n
+    k = 1
+    corners[0] = 0
+    for i in range(1, n - 1):
+        if _turns(path, i):
+            corners[k] = i
+            k += 1
+    corners[k] = n - 1
+    k += 1
+    kept = 1  # path[0] stays
     anchor = 0
     while anchor < k - 1:
         last = anchor + 1
@@ -256,6 +277,43 @@ def string_pull(path, passable, cost_index, cost_table, uniform, heights, use_he
                 last = j
             else:
                 break
-        keep[corners[last]] = True
+        # The kept point moves to the front: to a position before every cell read after
+        # (those lie at or past corners[last]).
+        path[kept, 0] = path[corners[last], 0]
+        path[kept, 1] = path[corners[last], 1]
+        kept += 1
         anchor = last
-    return path[keep].copy()
+    return kept
+
+
+@njit(cache=True, nogil=True)
+def string_pull(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal):
+    """:func:`pull_in_place` on a copy of ``path``: the kept points, a new array."""
+    out = path.copy()
+    corners = np.empty(max(out.shape[0], 1), dtype=np.int64)
+    kept = pull_in_place(out, out.shape[0], corners, passable, cost_index, cost_table, uniform, heights,
+                         use_heights, max_climb, diagonal)
+    return out[:kept].copy()
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def finish_in_place(path, n, smooth, corners, passable, cost_index, cost_table, uniform, heights, use_heights,
+                    max_climb, diagonal):
+    """Smooth the cell path ``path[:n]`` in place as ``smooth`` (SMOOTH_*) says; returns the
+    count of points kept at its front. ``corners``: :func:`pull_in_place`'s scratch."""
+    if smooth == SMOOTH_CORNERS:
+        return keep_corners(path, n)
+    if smooth == SMOOTH_LOS:
+        return pull_in_place(path, n, corners, passable, cost_index, cost_table, uniform, heights, use_heights,
+                             max_climb, diagonal)
+    return n
+
+
+@njit(cache=True, nogil=True)
+def finish(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth):
+    """:func:`finish_in_place` on ``path`` (a new array when smoothing keeps fewer)."""
+    if smooth == SMOOTH_CORNERS:
+        return corner_points(path)
+    if smooth == SMOOTH_LOS:
+        return string_pull(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal)
+    return path

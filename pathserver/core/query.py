@@ -6,17 +6,16 @@ partial path, and smooth. One dispatch from Python keeps the per-call overhead s
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.astar import astar, trace_path
+from pathserver.core.astar import astar, path_cells, trace_path_into
 from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.jps import jps
-from pathserver.core.jpsplus import jps_plus, jump_cost, trace_jumps
+from pathserver.core.jpsplus import jps_plus, jump_cost, jump_path_cells, trace_jumps_into
 from pathserver.core.lines import (
-    corner_points,
+    finish_in_place,
     line_is_optimal,
     path_cost,
     polyline_length,
-    straight_grid_path,
-    string_pull,
+    straight_line_into,
 )
 from pathserver.core.status import (
     ALGORITHM_JPS,
@@ -44,25 +43,23 @@ from pathserver.core.status import (
     SEARCH_BUDGET,
     SEARCH_FOUND,
     SEARCH_NO_PATH,
-    SMOOTH_CORNERS,
-    SMOOTH_LOS,
 )
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _no_points():
-    # Allocated only on the no-path returns: an allocation per call shows in the
-    # per-call overhead of short trips.
-    return np.empty((0, 2), dtype=np.int32)
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def answer_cells(work_int):
+    """Where :func:`solve` writes its answer's points: rows 1 and 2 of the workspace's
+    work_int (free once a search is done) as int32 (N + 1, 2) pairs, a view. In Python:
+    :func:`answer_view`."""
+    m = work_int.shape[1]
+    return work_int.reshape(-1)[m:3 * m].reshape(m, 2)
 
 
-@njit(cache=True, nogil=True)
-def _finish(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth):
-    if smooth == SMOOTH_CORNERS:
-        return corner_points(path)
-    if smooth == SMOOTH_LOS:
-        return string_pull(path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal)
-    return path
+def answer_view(work_int):
+    """:func:`answer_cells` for Python (the same view): ``answer_view(w)[:count]`` are the
+    points of :func:`solve`'s answer, until the workspace's next search."""
+    m = work_int.shape[1]
+    return work_int.reshape(-1)[m:3 * m].reshape(m, 2)
 
 
 #: Pass ids live in int32 stamps: wrap (clearing the stamps) before they overflow.
@@ -82,7 +79,7 @@ def next_pass_id(work_int):
     return pass_id
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def solve(
     cells,
     comps,
@@ -129,10 +126,12 @@ def solve(
     N >= H * W, zeroed once when allocated: ``work_int[3, N]`` keeps the last pass id, so
     the kernel picks its own (the workspace convention of :func:`astar`).
 
-    Returns (status, flags, points, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
-    status, FLAG_* bits, the waypoints as int32 (n, 2) (empty when there is no path),
-    the cost of the underlying cell path, the Euclidean length of the waypoints, nodes
-    expanded, and the endpoints after snapping.
+    Returns (status, flags, count, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
+    status, FLAG_* bits, the count of waypoints (0 when there is no path), left in the
+    workspace as ``answer_cells(work_int)[:count]``, the cost of the underlying cell path,
+    the Euclidean length of the waypoints, nodes expanded, and the endpoints after
+    snapping. It allocates nothing: with no array to hand back, numba's reference
+    counting is left out of the call (0.3 µs of a short path's, bench/profile.py).
     """
     diagonal = (mode >> MODE_DIAGONAL) & 3
     heuristic = (mode >> MODE_HEURISTIC) & 3
@@ -157,16 +156,16 @@ def solve(
     radius = height if height > width else width
     if passable[sy, sx] == 0:
         if snap == 0:
-            return QUERY_START_BLOCKED, flags, _no_points(), 0.0, 0.0, 0, sx, sy, gx, gy
+            return QUERY_START_BLOCKED, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
         found, nx, ny = nearest_with_label(cells, comps, sx, sy, 0, radius)
         if found != 0:
-            return QUERY_START_BLOCKED, flags, _no_points(), 0.0, 0.0, 0, sx, sy, gx, gy
+            return QUERY_START_BLOCKED, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
         sx = nx
         sy = ny
         flags |= FLAG_START_SNAPPED
     if passable[gy, gx] == 0:
         if snap == 0:
-            return QUERY_GOAL_BLOCKED, flags, _no_points(), 0.0, 0.0, 0, sx, sy, gx, gy
+            return QUERY_GOAL_BLOCKED, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
         found, nx, ny = nearest_with_label(cells, comps, gx, gy, 0, radius)
         gx = nx
         gy = ny
@@ -180,21 +179,22 @@ def solve(
     if component_at(cells, comps, gx, gy) != start_label:
         flags |= FLAG_OTHER_COMPONENT
         if allow_partial == 0:
-            return QUERY_NO_PATH, flags, _no_points(), 0.0, 0.0, 0, sx, sy, gx, gy
+            return QUERY_NO_PATH, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
         found, tx, ty = nearest_with_label(cells, comps, gx, gy, start_label, radius)
 
     reached = QUERY_FOUND if (tx == gx and ty == gy) else QUERY_PARTIAL
     four = 1 if diagonal == DIAGONAL_NEVER else 0
+    out = answer_cells(work_int)
+    corners = work_float[1].view(np.int64)  # pull_in_place's scratch: the heap's row, free after a search
     if line_of_sight != 0:
         if line_is_optimal(sx, sy, tx, ty, four, passable, cost_index, cost_table, uniform, heights, use_heights,
                            max_climb, diagonal):
-            line = straight_grid_path(sx, sy, tx, ty, four)
-            points = _finish(
-                line, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth
-            )
+            count = straight_line_into(out, sx, sy, tx, ty, four)
+            cost = path_cost(out[:count], cost_index, cost_table, uniform)
+            count = finish_in_place(out, count, smooth, corners, passable, cost_index, cost_table, uniform, heights,
+                                    use_heights, max_climb, diagonal)
             return (
-                reached, flags | FLAG_LINE_OF_SIGHT, points, path_cost(line, cost_index, cost_table, uniform),
-                polyline_length(points), 0, sx, sy, gx, gy,
+                reached, flags | FLAG_LINE_OF_SIGHT, count, cost, polyline_length(out[:count]), 0, sx, sy, gx, gy,
             )
 
     plus = algorithm == ALGORITHM_JPS and jump_table.shape[0] == height * width and work_float.shape[1] > height * width
@@ -237,21 +237,22 @@ def solve(
             flags |= FLAG_BUDGET_HIT
         if allow_partial == 0:
             if status == SEARCH_BUDGET:
-                return QUERY_SEARCH_LIMIT, flags, _no_points(), 0.0, 0.0, expanded, sx, sy, gx, gy
-            return QUERY_NO_PATH, flags, _no_points(), 0.0, 0.0, expanded, sx, sy, gx, gy
+                return QUERY_SEARCH_LIMIT, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
+            return QUERY_NO_PATH, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
         reached = QUERY_PARTIAL
     start_node = sy * width + sx
     if plus:
-        cells = trace_jumps(work_float, width, start_node, end)
+        count = jump_path_cells(work_float, width, start_node, end)
+        trace_jumps_into(out, work_float, width, start_node, end, count)
         end_cost = jump_cost(work_float, end)
     else:
-        cells = trace_path(parent, width, start_node, end)
+        count = path_cells(parent, width, start_node, end)
+        trace_path_into(out, parent, width, start_node, end, count)
         end_cost = g[end]
-    points = _finish(
-        cells, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth
-    )
+    count = finish_in_place(out, count, smooth, corners, passable, cost_index, cost_table, uniform, heights,
+                            use_heights, max_climb, diagonal)
     return (
-        reached, flags, points, end_cost if end != start_node else 0.0,
-        polyline_length(points), expanded, sx, sy, gx, gy,
+        reached, flags, count, end_cost if end != start_node else 0.0,
+        polyline_length(out[:count]), expanded, sx, sy, gx, gy,
     )
 

@@ -19,7 +19,7 @@ from pathserver.core import status as st
 from pathserver.core.avoid import avoid_zone
 from pathserver.core.goals import snap_goals, solve_goals
 from pathserver.core.jit import bound
-from pathserver.core.query import solve
+from pathserver.core.query import answer_view, solve
 from pathserver.errors import (
     GoalBlockedError,
     NonFiniteError,
@@ -114,7 +114,7 @@ class PathResult:
 class _Workspace:
     """Search arrays for one thread, reused across queries (see :func:`solve`)."""
 
-    __slots__ = ("n", "work_float", "work_int")
+    __slots__ = ("n", "work_float", "work_int", "answer")
 
     def __init__(self, n: int):
         self.n = n
@@ -123,6 +123,7 @@ class _Workspace:
         # bookkeeping.
         self.work_float = np.zeros((5, n + 1), dtype=np.float64)
         self.work_int = np.zeros((4, n + 1), dtype=np.int32)
+        self.answer = answer_view(self.work_int)  # where solve() leaves its points
 
 
 _local = threading.local()
@@ -417,14 +418,15 @@ def find_path(
             cells, comps, jump_bits, jump_table, _NO_ZONE, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
             mode, weight_value, budget, ws.work_float, ws.work_int,
         ))
-    status, flags, points, cost, length, expanded, sx, sy, gx, gy = kernel(
+    status, flags, count, cost, length, expanded, sx, sy, gx, gy = kernel(
         cells, comps, jump_bits, jump_table, _NO_ZONE, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
         mode, weight_value, budget, ws.work_float, ws.work_int,
     )
     if status > st.QUERY_NO_PATH:
         _raise_for(status, call, sx, sy, gx, gy)
     return PathResult(
-        _STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy), flags, generation, algorithm_name,
+        _STATUS_NAMES[status], ws.answer[:count].copy(), cost, length, expanded, (sx, sy), (gx, gy), flags,
+        generation, algorithm_name,
     )
 
 
@@ -628,11 +630,12 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             gx, gy = cell_of(goal, "goal", gridmap) if goals is None else (-1, -1)
         elif len(targets) == 1:
             (gx, gy), = targets.tolist()
-            status, flags, points, cost, length, expanded, sx, sy, gx, gy = solve(
+            status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
                 cells, call.comps, jump_bits, jump_table, zone, cost_index, cost_table,
                 call.heights, call.climb, sx, sy, gx, gy, mode,
                 call.weight, call.budget, ws.work_float, ws.work_int,
             )
+            points = ws.answer[:count].copy()
             chosen = -1 if status == st.QUERY_NO_PATH or status == st.QUERY_START_BLOCKED else 0
         else:
             snapped = np.empty(targets.shape, dtype=np.int32)

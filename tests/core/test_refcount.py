@@ -6,12 +6,12 @@ import numba
 import numpy as np
 import pytest
 
-from pathserver.core import astar, jps, jpsplus
+from pathserver.core import astar, jps, jpsplus, query
 from pathserver.core.jit import NO_REFCOUNT
 
-#: The kernels every path query runs through (query.solve itself allocates its answer).
+#: The kernels every path query runs through (solve leaves its answer in the workspace).
 SEARCH_KERNELS = [
-    jpsplus.jps_plus, jps.jps, astar.astar, astar._search_uniform, astar._search_weighted, astar._search_any,
+    query.solve, jpsplus.jps_plus, jps.jps, astar.astar, astar._search_uniform, astar._search_weighted, astar._search_any,
 ]
 
 
