@@ -318,9 +318,11 @@ def astar(
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def path_cells(parent, width, start, end):
-    """How many cells :func:`trace_path_into` writes for this path."""
-    count = 1
+def path_steps(parent, width, start, end):
+    """The straight and the diagonal steps of the path :func:`trace_path_into` writes
+    (its cells: one more than their sum)."""
+    straight = 0
+    diagonal = 0
     node = end
     while node != start:
         prev = parent[node]
@@ -329,18 +331,22 @@ def path_cells(parent, width, start, end):
         py = prev // width
         px = prev - py * width
         span = abs(x - px)
-        if abs(y - py) > span:
-            span = abs(y - py)
-        count += span
+        rows = abs(y - py)
+        if span > rows:
+            straight += span - rows
+            diagonal += rows
+        else:
+            straight += rows - span
+            diagonal += span
         node = prev
-    return count
+    return straight, diagonal
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
 def trace_path_into(out, parent, width, start, end, count):
     """Write the cells from ``start`` to ``end`` following ``parent`` back from ``end``
-    into ``out[:count]`` (``count``: :func:`path_cells`; int32 (x, y) rows, start and end
-    included).
+    into ``out[:count]`` (``count``: one more than :func:`path_steps`' two; int32 (x, y)
+    rows, start and end included).
 
     Consecutive parents may be several cells apart along a straight or diagonal line
     (jump points); the segment between them is filled in cell by cell.
@@ -372,7 +378,8 @@ def trace_path_into(out, parent, width, start, end, count):
 def trace_path(parent, width, start, end):
     """The cells from ``start`` to ``end`` (see :func:`trace_path_into`), a new int32
     (n, 2) array of (x, y), start and end included."""
-    count = path_cells(parent, width, start, end)
+    straight, diagonal = path_steps(parent, width, start, end)
+    count = straight + diagonal + 1
     path = np.empty((count, 2), dtype=np.int32)
     trace_path_into(path, parent, width, start, end, count)
     return path

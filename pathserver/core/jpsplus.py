@@ -843,26 +843,33 @@ def jump_parent(work_float, node):
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def jump_path_cells(work_float, width, start, end):
-    """How many cells :func:`trace_jumps_into` writes for this path."""
+def jump_path_steps(work_float, width, start, end):
+    """The straight and the diagonal steps of the path :func:`trace_jumps_into` writes
+    (its cells: one more than their sum)."""
     links = work_float.reshape(-1).view(np.int32)
     first = 2 * (3 * work_float.shape[1]) + 3  # node v's link: links[first + 4v]
-    count = 1
+    straight = 0
+    diagonal = 0
     node = end
     while node != start:
         parent = links[first + 4 * node] & LINK_MASK
         span = abs(node % width - parent % width)
         rows = abs(node // width - parent // width)
-        count += span if span > rows else rows
+        if span > rows:
+            straight += span - rows
+            diagonal += rows
+        else:
+            straight += rows - span
+            diagonal += span
         node = parent
-    return count
+    return straight, diagonal
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
 def trace_jumps_into(out, work_float, width, start, end, count):
     """:func:`pathserver.core.astar.trace_path_into` over :func:`jps_plus`'s records: the
-    cells from ``start`` to ``end`` into ``out[:count]`` (``count``:
-    :func:`jump_path_cells`; int32 (x, y) rows, both ends included)."""
+    cells from ``start`` to ``end`` into ``out[:count]`` (``count``: one more than
+    :func:`jump_path_steps`' two; int32 (x, y) rows, both ends included)."""
     links = work_float.reshape(-1).view(np.int32)
     first = 2 * (3 * work_float.shape[1]) + 3
     # Each cell written as one int64, x in the low half (little-endian, as int32 pairs
@@ -908,7 +915,8 @@ def trace_jumps_into(out, work_float, width, start, end, count):
 def trace_jumps(work_float, width, start, end):
     """The cells from ``start`` to ``end`` (see :func:`trace_jumps_into`), a new int32
     (n, 2) array of (x, y), both ends included."""
-    count = jump_path_cells(work_float, width, start, end)
+    straight, diagonal = jump_path_steps(work_float, width, start, end)
+    count = straight + diagonal + 1
     path = np.empty((count, 2), dtype=np.int32)
     trace_jumps_into(path, work_float, width, start, end, count)
     return path

@@ -6,10 +6,10 @@ partial path, and smooth. One dispatch from Python keeps the per-call overhead s
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.astar import astar, path_cells, trace_path_into
+from pathserver.core.astar import SQRT2, astar, path_steps, trace_path_into
 from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.jps import jps
-from pathserver.core.jpsplus import jps_plus, jump_cost, jump_path_cells, trace_jumps_into
+from pathserver.core.jpsplus import jps_plus, jump_cost, jump_path_steps, trace_jumps_into
 from pathserver.core.lines import (
     finish_in_place,
     line_is_optimal,
@@ -43,6 +43,7 @@ from pathserver.core.status import (
     SEARCH_BUDGET,
     SEARCH_FOUND,
     SEARCH_NO_PATH,
+    SMOOTH_NONE,
 )
 
 
@@ -242,17 +243,21 @@ def solve(
         reached = QUERY_PARTIAL
     start_node = sy * width + sx
     if plus:
-        count = jump_path_cells(work_float, width, start_node, end)
+        straight, diagonals = jump_path_steps(work_float, width, start_node, end)
+        count = straight + diagonals + 1
         trace_jumps_into(out, work_float, width, start_node, end, count)
         end_cost = jump_cost(work_float, end)
     else:
-        count = path_cells(parent, width, start_node, end)
+        straight, diagonals = path_steps(parent, width, start_node, end)
+        count = straight + diagonals + 1
         trace_path_into(out, parent, width, start_node, end, count)
         end_cost = g[end]
-    count = finish_in_place(out, count, smooth, corners, passable, cost_index, cost_table, uniform, heights,
-                            use_heights, max_climb, diagonal)
-    return (
-        reached, flags, count, end_cost if end != start_node else 0.0,
-        polyline_length(out[:count]), expanded, sx, sy, gx, gy,
-    )
+    if smooth == SMOOTH_NONE:
+        # Every cell: polyline_length's sum, from the jump points (not a pass over the cells).
+        length = straight + diagonals * SQRT2
+    else:
+        count = finish_in_place(out, count, smooth, corners, passable, cost_index, cost_table, uniform, heights,
+                                use_heights, max_climb, diagonal)
+        length = polyline_length(out[:count])
+    return reached, flags, count, end_cost if end != start_node else 0.0, length, expanded, sx, sy, gx, gy
 

@@ -208,6 +208,35 @@ def test_smooth_modes():
     assert set(map(tuple, corners.path.tolist())) <= cells
 
 
+def test_length_is_the_polylines_and_smoothing_keeps_the_path_in_order():
+    # solve() works the length of an every-cell path out from the jump points and
+    # smooths in place: the same as the reference functions on the path it returns.
+    from pathserver.core.lines import polyline_length
+    rng = np.random.default_rng(12)
+    m = GridMap(naive.random_grid(rng, 160, 140, 0.25))  # big enough for JPS+ once its table is built
+    find_path(m, (0, 0), (1, 1))
+    m.layer(1).wait_jump_table(60)
+    seen = set()
+    for _ in range(60):
+        ends = _endpoints(rng, m.layer(1).passable)
+        for algorithm in ("auto", "astar", "jps"):
+            every = find_path(m, *ends, smooth="none", algorithm=algorithm, line_of_sight=False)
+            seen.add(every.algorithm)
+            if every.status != "found":
+                continue
+            assert every.length == polyline_length(every.path)
+            steps = np.abs(np.diff(every.path, axis=0)).max(axis=1)
+            assert (steps == 1).all()
+            cells = every.path.tolist()
+            for smooth in ("corners", "los"):
+                r = find_path(m, *ends, smooth=smooth, algorithm=algorithm, line_of_sight=False)
+                assert r.length == polyline_length(r.path) and r.cost == every.cost
+                if smooth == "corners":  # the turning cells of the same path, in order
+                    at = [cells.index(p) for p in r.path.tolist()]
+                    assert at == sorted(at) and at[0] == 0 and at[-1] == len(cells) - 1
+    assert seen == {"jps+", "astar", "jps"}
+
+
 def test_string_pulling_never_crosses_a_cell_a_big_unit_cannot_stand_on():
     rng = np.random.default_rng(11)
     for _ in range(60):
