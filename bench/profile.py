@@ -69,7 +69,7 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
     fields = dict(zip(call.FIELDS, call.fields))
     fixed = tuple(fields[name] for name in call.FIELDS[call.FIELDS.index("cells"):call.FIELDS.index("mode")])
     no_zone = np.zeros(0, dtype=np.int32)  # solve's zone: no avoided cells
-    fixed = fixed[:4] + (no_zone,) + fixed[4:]
+    fixed = fixed[:4] + (no_zone, fields["cells"]) + fixed[4:]
     tail = (fields["mode"], fields["weight"], fields["budget"], ws.work_float, ws.work_int)
     cells = fields["cells"]
     g, heap_f, heap_h = ws.work_float[:3]

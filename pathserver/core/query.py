@@ -63,6 +63,22 @@ def answer_view(work_int):
     return work_int.reshape(-1)[m:3 * m].reshape(m, 2)
 
 
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def _fits(path, count, passable):
+    """Whether every step of the cell path ``path[:count]`` is legal on ``passable`` under
+    the no-corner-cutting rule (the rule of JPS+, the only search that asks)."""
+    for i in range(1, count):
+        x = path[i, 0]
+        y = path[i, 1]
+        if passable[y, x] == 0:
+            return False
+        px = path[i - 1, 0]
+        py = path[i - 1, 1]
+        if px != x and py != y and (passable[py, x] == 0 or passable[y, px] == 0):
+            return False
+    return True
+
+
 #: Pass ids live in int32 stamps: wrap (clearing the stamps) before they overflow.
 PASS_ID_LIMIT = 2**31 - 4
 
@@ -87,6 +103,7 @@ def solve(
     jump_bits,
     jump_table,
     zone,
+    plain_cells,
     cost_index,
     cost_table,
     heights,
@@ -113,6 +130,9 @@ def solve(
     an empty int32 array, or with avoided cells blocked in ``cells``, their
     :func:`pathserver.core.avoid.avoid_zone` (and ``jump_table`` and ``jump_bits`` those
     of the grid before they were blocked: JPS+ then trusts them away from the zone);
+    plain_cells: that grid before they were blocked (``cells`` itself without a zone):
+    with a zone, JPS+ first searches it, and when its path crosses no avoided cell that
+    path is the answer (blocking cells only takes moves away, so none is cheaper);
     cost_index, cost_table, heights, max_climb, weight, max_expansions: as in
     :func:`astar`. mode: the other options packed by
     :func:`pathserver.core.status.pack_mode` (fewer arguments for numba to type-check on
@@ -207,9 +227,26 @@ def solve(
             passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, zone, jump_bits,
         )
     elif plus:
-        status, end, expanded = jps_plus(
-            passable, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone, jump_bits,
-        )
+        fits = False
+        expanded = 0
+        if zone.shape[0] > 0:
+            # Other units stand somewhere on the map, mostly off this path: the path
+            # without them, when it steps on none of their cells, is the answer.
+            status, end, expanded = jps_plus(
+                plain_cells, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone[:0], jump_bits,
+            )
+            if status == SEARCH_FOUND:
+                straight, diagonals = jump_path_steps(work_float, width, sy * width + sx, end)
+                count = straight + diagonals + 1
+                trace_jumps_into(out, work_float, width, sy * width + sx, end, count)
+                fits = _fits(out, count, passable)
+            if not fits:
+                pass_id = next_pass_id(work_int)
+        if not fits:
+            status, end, more = jps_plus(
+                passable, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone, jump_bits,
+            )
+            expanded += more
     elif algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(
             passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,

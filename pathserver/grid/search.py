@@ -415,11 +415,11 @@ def find_path(
         ws = _new_workspace(n)
     if kernel is None:
         kernel = call.bind((
-            cells, comps, jump_bits, jump_table, _NO_ZONE, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
-            mode, weight_value, budget, ws.work_float, ws.work_int,
+            cells, comps, jump_bits, jump_table, _NO_ZONE, cells, cost_index, cost_table, heights, climb, sx, sy, gx,
+            gy, mode, weight_value, budget, ws.work_float, ws.work_int,
         ))
     status, flags, count, cost, length, expanded, sx, sy, gx, gy = kernel(
-        cells, comps, jump_bits, jump_table, _NO_ZONE, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
+        cells, comps, jump_bits, jump_table, _NO_ZONE, cells, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
         mode, weight_value, budget, ws.work_float, ws.work_int,
     )
     if status > st.QUERY_NO_PATH:
@@ -631,7 +631,7 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         elif len(targets) == 1:
             (gx, gy), = targets.tolist()
             status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
-                cells, call.comps, jump_bits, jump_table, zone, cost_index, cost_table,
+                cells, call.comps, jump_bits, jump_table, zone, call.cells, cost_index, cost_table,
                 call.heights, call.climb, sx, sy, gx, gy, mode,
                 call.weight, call.budget, ws.work_float, ws.work_int,
             )

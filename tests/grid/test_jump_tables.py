@@ -194,3 +194,46 @@ def test_avoid_runs_jps_plus_with_the_answers_of_astar():
                     blocked[start[1], start[0]] = passable[start[1], start[0]]
                     assert naive.path_is_valid(blocked, [tuple(p) for p in r.path.tolist()])
     assert used >= 50
+
+
+def test_avoided_cells_off_the_path_leave_the_plain_answer():
+    # With a zone, JPS+ first searches the grid without the avoided cells: when that path
+    # steps on none of them it is the answer (the same path and expansions as without
+    # avoid), else the zoned search answers (a path around them, A*'s cost).
+    rng = np.random.default_rng(23)
+    kept = rerouted = 0
+    for _ in range(40):
+        width, height = int(rng.integers(12, 40)), int(rng.integers(12, 40))
+        m = GridMap(naive.random_grid(rng, width, height, float(rng.uniform(0.0, 0.2))))
+        for unit in (1, 2):
+            passable = naive.passable_for_unit(m.walkable, unit, unit)
+            free = np.argwhere(passable)
+            if len(free) < 2:
+                continue
+            find_path(m, tuple(free[0][::-1].tolist()), tuple(free[-1][::-1].tolist()), unit)
+            built(m, unit)
+            for _ in range(4):
+                (sy, sx), (gy, gx) = free[rng.choice(len(free), 2, replace=False)]
+                start, goal = (int(sx), int(sy)), (int(gx), int(gy))
+                plain = find_path(m, start, goal, unit, line_of_sight=False)
+                if plain.status != "found" or len(plain.path) < 4:
+                    continue
+                route = {tuple(p) for p in plain.path.tolist()}
+                # An avoided cell blocks the anchors whose footprint covers it, and the corners
+                # of the diagonal steps beside them.
+                near = {(x + dx, y + dy) for x, y in route for dx in range(-1, unit + 1) for dy in range(-1, unit + 1)}
+                far = [c for c in map(tuple, np.argwhere(m.walkable)[:, ::-1].tolist()) if c not in near]
+                if far:
+                    picked = [far[i] for i in rng.choice(len(far), min(len(far), 8), replace=False)]
+                    r = find_path(m, start, goal, unit, avoid={"cells": picked}, line_of_sight=False)
+                    assert r.path.tolist() == plain.path.tolist() and r.expanded == plain.expanded
+                    kept += 1
+                middle = plain.path[len(plain.path) // 2].tolist()
+                r = find_path(m, start, goal, unit, avoid={"cells": [middle]}, line_of_sight=False)
+                a = find_path(m, start, goal, unit, avoid={"cells": [middle]}, algorithm="astar", line_of_sight=False)
+                assert (r.status, r.algorithm) == (a.status, "jps+")
+                if r.status == "found":
+                    assert r.cost == pytest.approx(a.cost, abs=1e-9) and r.expanded > plain.expanded
+                    assert tuple(middle) not in {tuple(p) for p in r.path.tolist()}
+                    rerouted += 1
+    assert kept >= 40 and rerouted >= 40
