@@ -422,7 +422,7 @@ def startup(map_path: Path, problem, warm_runs: int) -> dict:
 
 def overhead(gridmap, calls: int) -> dict:
     """Mean µs per find_path call for a 1-cell trip, line_of_sight on and off, split into
-    the Python wrapper, numba's dispatch of the compiled ``solve`` (argument unboxing) and
+    the Python wrapper, the compiled ``solve`` call (of which unboxing its arguments) and
     the rest (kernel plus boxing the result)."""
     from numba import njit
 
@@ -437,14 +437,16 @@ def overhead(gridmap, calls: int) -> dict:
 
     try:
         import pathserver.grid.search as search_module
+        from pathserver.core.jit import NO_REFCOUNT, bound
 
-        real_solve = search_module.solve
+        real_bound = search_module.bound  # find_path calls solve's version bound to its types
     except (ImportError, AttributeError):
-        search_module = real_solve = None
+        search_module = real_bound = bound = None
 
-    @njit
-    def dispatch_only(*args):
-        return 0
+    def rebind():
+        # The prepared calls bind solve again on their next call (through search.bound).
+        for call in gridmap.layers.prepared_calls():
+            call.fields = call.fields[:-1] + (None,)
 
     for line_of_sight in (True, False):
         key = "los_on" if line_of_sight else "los_off"
@@ -464,31 +466,44 @@ def overhead(gridmap, calls: int) -> dict:
                 batches.append((time.perf_counter_ns() - t0) / chunk / 1000)
             total = min(batches)
             entry = {"total_us": total, "mean_all_us": statistics.fmean(batches), "batch_means_us": batches}
-            if real_solve is not None:
+            if real_bound is not None:
                 inside = [0]
                 captured = []
 
-                def timed_solve(*args, _inside=inside, _captured=captured):
-                    if not _captured:
-                        _captured.append(args)
-                    t = time.perf_counter_ns()
-                    result = real_solve(*args)
-                    _inside[0] += time.perf_counter_ns() - t
-                    return result
+                def timed_bound(kernel, args, _inside=inside, _captured=captured):
+                    real = real_bound(kernel, args)
 
-                search_module.solve = timed_solve
+                    def timed_solve(*args):
+                        if not _captured:
+                            _captured.append(args)
+                        t = time.perf_counter_ns()
+                        result = real(*args)
+                        _inside[0] += time.perf_counter_ns() - t
+                        return result
+
+                    return timed_solve
+
+                search_module.bound = timed_bound
+                rebind()
                 try:
                     n = max(1, calls // 5)
                     for _ in range(n):
                         find_path(gridmap, start, goal, line_of_sight=line_of_sight)
                 finally:
-                    search_module.solve = real_solve
+                    search_module.bound = real_bound
+                    rebind()
                 solve_us = inside[0] / n / 1000
                 args = captured[0]
-                dispatch_only(*args)
+                # What a bound call costs before the kernel runs: unboxing the arguments
+                # (an empty compiled function taking the same ones, bound the same way).
+                names = ", ".join(f"a{i}" for i in range(len(args)))
+                namespace: dict = {}
+                exec(f"def empty({names}):\n    return 0", namespace)
+                empty = bound(njit(**NO_REFCOUNT)(namespace["empty"]), args)  # as solve is compiled
+                empty(*args)
                 t0 = time.perf_counter_ns()
                 for _ in range(n):
-                    dispatch_only(*args)
+                    empty(*args)
                 dispatch_us = (time.perf_counter_ns() - t0) / n / 1000
                 entry.update(
                     solve_us=solve_us,
@@ -597,7 +612,7 @@ def print_text(report: dict) -> None:
             line = f"  {text} {e['total_us']:6.2f} us ({e['mean_all_us']:.2f})"
             if "solve_us" in e:
                 line += (f" = Python wrapper {e['wrapper_us']:.2f} + solve() {e['solve_us']:.2f}"
-                         f" [numba dispatch of {e['solve_args']} args ({e['solve_array_args']} arrays)"
+                         f"[unboxing {e['solve_args']} args ({e['solve_array_args']} arrays)"
                          f" {e['dispatch_us']:.2f} + kernel and result {e['kernel_and_return_us']:.2f}]")
             print(line)
     print("\nTargets:")
