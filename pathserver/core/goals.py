@@ -6,7 +6,10 @@ The first time it takes the start, the start's cost is the cheapest path from th
 any goal, and the parents lead from the start to that goal. Steps are priced as forwards
 (the cell entered pays), so the costs are exactly find_path's. Goals whose distance to the
 start already exceeds the answer are never expanded: on a map with 100 goals the search
-does about the work of one A* to the nearest.
+does about the work of one A* to the nearest. Where find_path would run JPS+ (the layer's
+jump table built, no budget, no avoided cells), the search back is JPS+ from every goal
+at once: each a start, trying all eight directions (the moves are symmetric on such a
+grid, so a path found backwards is one forwards).
 
 Forwards, for a partial path (allow_partial when no goal is reached): an A* from the start
 whose estimate is the distance to the nearest of a few boxes holding the goals (a minimum
@@ -23,10 +26,12 @@ from pathserver.core.jit import NO_REFCOUNT, njit
 from pathserver.core.astar import heuristic_distance, trace_path
 from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.heap import TIE, heap_decrease, heap_pop, heap_push, key_pop, key_sift_up
+from pathserver.core.jpsplus import jps_plus, jump_cost, jump_path_steps, jump_root, trace_jumps_into
 from pathserver.core.lines import finish, line_is_optimal, path_cost, polyline_length, straight_grid_path
 from pathserver.core.moves import SQRT2, directions, step_to
 from pathserver.core.query import next_pass_id
 from pathserver.core.status import (
+    ALGORITHM_JPS,
     DIAGONAL_NEVER,
     DIAGONAL_NO_CORNER_CUTTING,
     FLAG_BUDGET_HIT,
@@ -36,6 +41,7 @@ from pathserver.core.status import (
     FLAG_START_SNAPPED,
     HEURISTIC_MANHATTAN,
     HEURISTIC_OCTILE,
+    MODE_ALGORITHM,
     MODE_ALLOW_PARTIAL,
     MODE_DIAGONAL,
     MODE_HEURISTIC,
@@ -348,11 +354,13 @@ def _no_points():
 
 
 @njit(cache=True, nogil=True)
-def solve_goals(cells, comps, cost_index, cost_table, heights, max_climb, sx, sy, goals, mode, weight,
-                max_expansions, work_float, work_int, snapped):
+def solve_goals(cells, comps, jump_bits, jump_table, zone, cost_index, cost_table, heights, max_climb, sx, sy, goals,
+                mode, weight, max_expansions, work_float, work_int, snapped):
     """One path from (sx, sy) to the cheapest reachable of ``goals`` (int (K, 2) x, y, K >=
     1, all in bounds). Arguments, ``mode`` and workspace as
-    :func:`pathserver.core.query.solve` (its algorithm bit is ignored: this is A*).
+    :func:`pathserver.core.query.solve`: with the algorithm bit set, the jump table built
+    and no budget, the search back from the goals is JPS+ from all of them at once; else
+    A* (``zone`` must be empty: avoided cells take A*).
 
     Each goal the unit cannot stand on moves to the nearest cell it can (with the snap
     flag; else QUERY_GOAL_BLOCKED naming it); ``snapped`` (int32 (K, 2)) receives every
@@ -457,11 +465,39 @@ def solve_goals(cells, comps, cost_index, cost_table, heights, max_climb, sx, sy
             )
 
     start_node = sy * width + sx
-    status, goal_node, expanded = astar_back(
+    plus = ((mode >> MODE_ALGORITHM) & 1 == ALGORITHM_JPS and jump_table.shape[0] == height * width
+            and work_float.shape[1] > height * width and max_expansions == 0 and zone.shape[0] == 0)
+    if plus:
+        sources = work_int[1, :n]
+        for i in range(n):
+            sources[i] = targets[i, 1] * width + targets[i, 0]
+        status, goal_node, expanded = jps_plus(
+            passable, jump_table, sx, sy, sx, sy, weight, 0, work_float, pass_id, zone, jump_bits, sources,
+        )
+        if status == SEARCH_FOUND:
+            # The links lead from the start back to the goal the search came from.
+            root = jump_root(work_float, start_node)
+            order = np.argsort(targets[:n, 1] * width + targets[:n, 0], kind="mergesort")
+            chosen = _goal_at(targets[:n, 1][order] * width + targets[:n, 0][order], index[:n][order], root)
+            if moved[chosen]:
+                flags |= FLAG_GOAL_SNAPPED
+            straight, diagonals = jump_path_steps(work_float, width, root, start_node)
+            count = straight + diagonals + 1
+            path = np.empty((count, 2), dtype=np.int32)
+            trace_jumps_into(path, work_float, width, root, start_node, count)
+            points = finish(
+                path[::-1].copy(), passable, cost_index, cost_table, uniform, heights, use_heights, max_climb,
+                diagonal, smooth,
+            )
+            cost = jump_cost(work_float, start_node)
+            return reached, flags, points, cost, polyline_length(points), expanded, sx, sy, chosen
+        pass_id = next_pass_id(work_int)  # A* takes it from here (its stamps are its own)
+    status, goal_node, more = astar_back(
         passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, targets, n,
         diagonal, heuristic, weight, max_expansions, g, parent, work_int[3], pass_id, work_int[1],
         work_float[1], work_int[2],
     )
+    expanded = more if not plus else expanded + more
     if status == SEARCH_FOUND:
         order = np.argsort(targets[:n, 1] * width + targets[:n, 0], kind="mergesort")
         chosen = _goal_at(targets[:n, 1][order] * width + targets[:n, 0][order], index[:n][order], goal_node)

@@ -704,7 +704,7 @@ def _walk_diagonal_zoned(cells, table, bitmaps, zone, node, x, y, d, g_node, gx,
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, zone, bitmaps):
+def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, zone, bitmaps, sources):
     """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
     very grid, not checked; or see ``zone``) instead of scanning.
 
@@ -720,7 +720,10 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
     grid ``table`` was built for and the avoided boxes that made ``passable`` from it:
     then the table is trusted only away from the zone (see :func:`_zoned_steps`), and
     bitmaps holds the :func:`pathserver.core.jps.jump_bitmaps` of that grid (read only
-    with a zone).
+    with a zone). sources: int32 node ids ``y * W + x``, each passable, the search
+    starting from all of them at once (each at cost 0, as the start; then (sx, sy) is not
+    one), or empty for the one start (sx, sy): many goals searched back to a unit's start
+    (each node's link leads back to the source it came from: :func:`jump_root`).
 
     Returns (status, end_node, expanded) as jps does.
     """
@@ -739,19 +742,25 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
     words[last_pass] = pass_id
     open_mark = pass_id
     closed_mark = pass_id + 1
-    start = sy * width + sx
     goal = gy * width + gx
     h_scale = weight * (1.0 + TIE)
-    h0 = _octile(sx, sy, gx, gy)
-    at = records + 2 * start
-    keys[at] = 0.0
-    words[2 * at + 2] = open_mark
-    words[2 * at + 3] = start | (8 << LINK_SHIFT)
-    keys[base] = h0 * h_scale
-    nodes[base + 1] = start
-    size = 1
-    best = start
-    best_h = h0
+    size = 0
+    best = -1
+    best_h = np.inf
+    for k in range(max(sources.shape[0], 1)):
+        start = sources[k] if sources.shape[0] > 0 else sy * width + sx
+        at = records + 2 * start
+        if words[2 * at + 2] == open_mark:
+            continue  # a source twice
+        y = start // width
+        h0 = _octile(start - y * width, y, gx, gy)
+        keys[at] = 0.0
+        words[2 * at + 2] = open_mark
+        words[2 * at + 3] = start | (8 << LINK_SHIFT)
+        size = _push(keys, nodes, base, size, start, h0 * h_scale)
+        if h0 < best_h:
+            best_h = h0
+            best = start
     expanded = 0
     while size > 0:
         node, size = _pop(keys, nodes, base, size)
@@ -821,6 +830,18 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
             size = _offer(node, node + k * (ddy * width + ddx), x + k * ddx, y + k * ddy, d, g_node + k,
                           gx, gy, width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
     return SEARCH_NO_PATH, best, expanded
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def jump_root(work_float, node):
+    """The start (a source) whose links lead to ``node`` in :func:`jps_plus`'s last search."""
+    links = work_float.reshape(-1).view(np.int32)
+    first = 2 * (3 * work_float.shape[1]) + 3
+    parent = links[first + 4 * node] & LINK_MASK
+    while parent != node:
+        node = parent
+        parent = links[first + 4 * node] & LINK_MASK
+    return node
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)

@@ -206,6 +206,7 @@ def solve(
     reached = QUERY_FOUND if (tx == gx and ty == gy) else QUERY_PARTIAL
     four = 1 if diagonal == DIAGONAL_NEVER else 0
     out = answer_cells(work_int)
+    one_start = work_int[1, :0]  # jps_plus's sources: none, the search starts at (sx, sy)
     corners = work_float[1].view(np.int64)  # pull_in_place's scratch: the heap's row, free after a search
     if line_of_sight != 0:
         if line_is_optimal(sx, sy, tx, ty, four, passable, cost_index, cost_table, uniform, heights, use_heights,
@@ -225,6 +226,7 @@ def solve(
     if plus and max_expansions > 0:
         status, end, expanded = jps_plus(
             passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, zone, jump_bits,
+            one_start,
         )
     elif plus:
         fits = False
@@ -234,6 +236,7 @@ def solve(
             # without them, when it steps on none of their cells, is the answer.
             status, end, expanded = jps_plus(
                 plain_cells, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone[:0], jump_bits,
+                one_start,
             )
             if status == SEARCH_FOUND:
                 straight, diagonals = jump_path_steps(work_float, width, sy * width + sx, end)
@@ -244,7 +247,7 @@ def solve(
                 pass_id = next_pass_id(work_int)
         if not fits:
             status, end, more = jps_plus(
-                passable, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone, jump_bits,
+                passable, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone, jump_bits, one_start,
             )
             expanded += more
     elif algorithm == ALGORITHM_JPS:

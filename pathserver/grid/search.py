@@ -330,7 +330,8 @@ def find_path(
     goals: up to 4096 ``(x, y)`` instead of ``goal``: one search finds the cheapest
         reachable goal (``goal_index`` says which; each goal snaps as ``goal`` does, goals
         in other components are skipped; ``allow_partial`` with none reachable ends nearest
-        one). A* with an estimate to the nearest goal (see :mod:`pathserver.core.goals`).
+        one). One search back from all the goals to the start: JPS+ where the request
+        with one goal would run it, else A* (see :mod:`pathserver.core.goals`).
     avoid: ``{"cells": [(x, y), ...], "rects": [(x, y, w, h), ...]}`` solid for this
         request alone (the map and its caches are untouched): the unit's footprint may not
         overlap them, but a unit whose start overlaps them may leave; a goal on them snaps
@@ -594,7 +595,9 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
     if avoiding or goals is not None and len(goals) > 1:
         if python_value(given["algorithm"]) == "jps":
             raise RequestError("algorithm 'jps' takes one goal and no avoid; use 'astar' or 'auto'", at="algorithm")
-        if algorithm_name == "jps+" and avoid_cost is None and (goals is None or len(goals) == 1):
+        if algorithm_name == "jps+" and not avoiding:
+            pass  # many goals: JPS+ back from all of them at once (solve_goals)
+        elif algorithm_name == "jps+" and avoid_cost is None and (goals is None or len(goals) == 1):
             # JPS+ trusts the layer's table and bitmaps away from where the avoided cells
             # change them.
             jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
@@ -640,8 +643,8 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         else:
             snapped = np.empty(targets.shape, dtype=np.int32)
             status, flags, points, cost, length, expanded, sx, sy, chosen = solve_goals(
-                cells, call.comps, cost_index, cost_table, call.heights, call.climb, sx, sy, targets, mode,
-                call.weight, call.budget, ws.work_float, ws.work_int, snapped,
+                cells, call.comps, jump_bits, jump_table, zone, cost_index, cost_table, call.heights, call.climb,
+                sx, sy, targets, mode, call.weight, call.budget, ws.work_float, ws.work_int, snapped,
             )
             gx, gy = snapped[chosen].tolist() if chosen >= 0 else (-1, -1)
     if moved is not None and chosen >= 0:

@@ -27,6 +27,7 @@ from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
 NO_ZONE = np.zeros(0, dtype=np.int32)
 NO_BITS = np.zeros(0, dtype=np.uint64)
+ONE_START = np.zeros(0, dtype=np.int32)  # no sources: the search starts at its (sx, sy)
 
 
 def random_queries(rng, passable, count):
@@ -58,7 +59,7 @@ class PlusWorkspace:
         self.pass_id += 2
         status, end, expanded = jps_plus(
             passable, table, start[0], start[1], goal[0], goal[1], weight, max_expansions,
-            self.work_float, self.pass_id, NO_ZONE, NO_BITS,
+            self.work_float, self.pass_id, NO_ZONE, NO_BITS, ONE_START,
         )
         return status, end, expanded, self.pass_id
 
@@ -356,7 +357,7 @@ def test_avoided_cells_search_matches_dijkstra_on_the_blocked_grid():
             expected = naive.dijkstra(blocked, start, goal)
             ws.pass_id += 2
             status, end, _ = jps_plus(blocked, table, start[0], start[1], goal[0], goal[1], 1.0, 0,
-                                      ws.work_float, ws.pass_id, zone, bits)
+                                      ws.work_float, ws.pass_id, zone, bits, ONE_START)
             if expected == math.inf:
                 assert status == SEARCH_NO_PATH
                 continue

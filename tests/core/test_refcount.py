@@ -32,7 +32,9 @@ def test_marked_kernel_holds_no_reference_counting():
     plain = numba.njit(nogil=True)(jpsplus.jps_plus.py_func)
     zone = np.zeros(0, dtype=np.int32)
     bits = np.zeros(0, dtype=np.uint64)
-    assert marked(*args, 10, zone, bits) == plain(*args, 12, zone, bits) == jpsplus.jps_plus(*args, 14, zone, bits)
+    one = np.zeros(0, dtype=np.int32)
+    assert (marked(*args, 10, zone, bits, one) == plain(*args, 12, zone, bits, one)
+            == jpsplus.jps_plus(*args, 14, zone, bits, one))
     counts = []
     for dispatcher in (marked, plain):
         asm = "".join(dispatcher.inspect_asm().values())

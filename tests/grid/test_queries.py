@@ -328,6 +328,43 @@ def test_many_goals_with_more_goals_than_boxes_stay_exact():
             assert expected[tuple(goals[r.goal_index])] == pytest.approx(best, rel=1e-9)
 
 
+def test_many_goals_run_jps_plus_back_from_all_goals_where_one_goal_would():
+    # A map big enough for a jump table: JPS+ from every goal at once, against Dijkstra
+    # from the start (units 1 and 2, goals snapped off walls, in other components, repeated).
+    rng = np.random.default_rng(11)
+    used = 0
+    for trial in range(6):
+        m = GridMap(naive.random_grid(rng, 140, 130, float(rng.uniform(0.05, 0.3))))
+        for unit in (1, 2):
+            passable = m.layer(unit).passable
+            cells = np.argwhere(passable)[:, ::-1]
+            find_path(m, tuple(cells[0].tolist()), tuple(cells[-1].tolist()), unit)
+            assert m.layer(unit).wait_jump_table(60)
+            expected_from = {}
+            for _ in range(4):
+                start = tuple(cells[int(rng.integers(len(cells)))].tolist())
+                goals = [tuple(c) for c in cells[rng.integers(len(cells), size=int(rng.integers(2, 40)))].tolist()]
+                goals += [goals[0], (int(rng.integers(140)), int(rng.integers(130)))]  # a repeat, maybe a wall
+                smooth = str(rng.choice(["none", "corners", "los"]))
+                r = find_path(m, start, goals=goals, unit_size=unit, line_of_sight=bool(rng.integers(2)),
+                              smooth=smooth)
+                a = find_path(m, start, goals=goals, unit_size=unit, algorithm="astar", smooth=smooth)
+                if start not in expected_from:
+                    expected_from[start] = naive.costs_from(naive.edges(passable), start)
+                expected = expected_from[start]
+                assert r.status == a.status
+                if r.status != "found":
+                    continue
+                assert r.algorithm == "jps+" and r.cost == pytest.approx(a.cost, rel=1e-9)
+                assert expected[r.goal] == pytest.approx(r.cost, rel=1e-9)
+                assert r.goal == a.goal or expected[a.goal] == pytest.approx(r.cost, rel=1e-9)
+                assert tuple(r.path[0]) == r.start and tuple(r.path[-1]) == r.goal
+                if smooth == "none":
+                    assert naive.path_is_valid(passable, [tuple(p) for p in r.path.tolist()])
+                used += r.expanded > 0
+    assert used >= 20
+
+
 def test_goals_in_other_components_are_skipped_and_partial_aims_at_the_nearest():
     m = GridMap.from_ascii("""
         ..#....
