@@ -326,20 +326,22 @@ def path_steps(parent, width, start, end):
     node = end
     while node != start:
         prev = parent[node]
-        y = node // width
-        x = node - y * width
-        py = prev // width
-        px = prev - py * width
-        span = abs(x - px)
-        rows = abs(y - py)
-        if span > rows:
-            straight += span - rows
-            diagonal += rows
-        else:
-            straight += rows - span
-            diagonal += span
+        more_straight, more_diagonal = leg_steps(node, prev, width)
+        straight += more_straight
+        diagonal += more_diagonal
         node = prev
     return straight, diagonal
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def leg_steps(node, prev, width):
+    """The straight and the diagonal steps of the cheapest way between two cells on one
+    straight or diagonal line, or a diagonal and a straight run (a jump's)."""
+    span = abs(node % width - prev % width)
+    rows = abs(node // width - prev // width)
+    if span > rows:
+        return span - rows, rows
+    return rows - span, span
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)

@@ -31,7 +31,7 @@ would stop there or expand nothing the extra node misses: the path stays optimal
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.astar import SQRT2, _octile
+from pathserver.core.astar import SQRT2, _octile, leg_steps
 from pathserver.core.heap import TIE
 from pathserver.core.jps import _bitmap_words, _next_stop, _previous_stop
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
@@ -874,14 +874,9 @@ def jump_path_steps(work_float, width, start, end):
     node = end
     while node != start:
         parent = links[first + 4 * node] & LINK_MASK
-        span = abs(node % width - parent % width)
-        rows = abs(node // width - parent // width)
-        if span > rows:
-            straight += span - rows
-            diagonal += rows
-        else:
-            straight += rows - span
-            diagonal += span
+        more_straight, more_diagonal = leg_steps(node, parent, width)
+        straight += more_straight
+        diagonal += more_diagonal
         node = parent
     return straight, diagonal
 

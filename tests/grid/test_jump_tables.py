@@ -39,6 +39,22 @@ def built(m, unit=1):
     return layer
 
 
+def _built_random_maps(rng, count, sides, units):
+    """(map, unit, the unit's passable grid, its free cells as (y, x) rows) for ``count``
+    random maps of sides in ``sides`` and each of ``units``, the layer's jump table built."""
+    for _ in range(count):
+        width, height = int(rng.integers(*sides)), int(rng.integers(*sides))
+        m = GridMap(naive.random_grid(rng, width, height, float(rng.uniform(0.0, 0.2))))
+        for unit in units:
+            passable = naive.passable_for_unit(m.walkable, unit, unit)
+            free = np.argwhere(passable)
+            if len(free) < 2:
+                continue
+            find_path(m, tuple(free[0][::-1].tolist()), tuple(free[-1][::-1].tolist()), unit)
+            built(m, unit)
+            yield m, unit, passable, free
+
+
 def test_auto_uses_the_table_once_built_and_jps_scans_online():
     m = GridMap.from_ascii(OPEN)
     first = find_path(m, (0, 0), (29, 9))
@@ -164,35 +180,27 @@ def test_avoid_runs_jps_plus_with_the_answers_of_astar():
     # goals off avoided cells, a start on them, smoothing, partial answers).
     rng = np.random.default_rng(22)
     used = 0
-    for _ in range(30):
-        width, height = int(rng.integers(8, 30)), int(rng.integers(8, 30))
-        m = GridMap(naive.random_grid(rng, width, height, float(rng.uniform(0.0, 0.2))))
-        for unit in (1, 2, 3):
-            passable = naive.passable_for_unit(m.walkable, unit, unit)
-            free = np.argwhere(passable)
-            if len(free) < 2:
-                continue
-            find_path(m, tuple(free[0][::-1].tolist()), tuple(free[-1][::-1].tolist()), unit)
-            built(m, unit)
-            for _ in range(4):
-                (sy, sx), (gy, gx) = free[rng.choice(len(free), 2, replace=False)]
-                avoid = {"cells": [(int(x), int(y)) for x, y in zip(rng.integers(0, width, 12),
-                                                                        rng.integers(0, height, 12))],
-                         "rects": [(int(rng.integers(width)), int(rng.integers(height)), 2, 3)]}
-                options = {"smooth": str(rng.choice(["none", "corners", "los"])),
-                           "allow_partial": bool(rng.integers(2)), "line_of_sight": bool(rng.integers(2))}
-                start, goal = (int(sx), int(sy)), (int(gx), int(gy))
-                r = find_path(m, start, goal, unit, avoid=avoid, **options)
-                a = find_path(m, start, goal, unit, avoid=avoid, algorithm="astar", **options)
-                assert (r.status, r.goal, r.start) == (a.status, a.goal, a.start)
-                assert r.cost == pytest.approx(a.cost, abs=1e-9)
-                assert r.algorithm == "jps+"
-                used += r.status == "found" and r.expanded > 0
-                if r.status == "found" and options["smooth"] == "none":
-                    solid = naive.covered(m.walkable.shape, avoid["cells"], avoid["rects"])
-                    blocked = passable & ~naive.overlapping(solid, unit, unit)
-                    blocked[start[1], start[0]] = passable[start[1], start[0]]
-                    assert naive.path_is_valid(blocked, [tuple(p) for p in r.path.tolist()])
+    for m, unit, passable, free in _built_random_maps(rng, 30, (8, 30), (1, 2, 3)):
+        width, height = m.width, m.height
+        for _ in range(4):
+            (sy, sx), (gy, gx) = free[rng.choice(len(free), 2, replace=False)]
+            avoid = {"cells": [(int(x), int(y)) for x, y in zip(rng.integers(0, width, 12),
+                                                                    rng.integers(0, height, 12))],
+                     "rects": [(int(rng.integers(width)), int(rng.integers(height)), 2, 3)]}
+            options = {"smooth": str(rng.choice(["none", "corners", "los"])),
+                       "allow_partial": bool(rng.integers(2)), "line_of_sight": bool(rng.integers(2))}
+            start, goal = (int(sx), int(sy)), (int(gx), int(gy))
+            r = find_path(m, start, goal, unit, avoid=avoid, **options)
+            a = find_path(m, start, goal, unit, avoid=avoid, algorithm="astar", **options)
+            assert (r.status, r.goal, r.start) == (a.status, a.goal, a.start)
+            assert r.cost == pytest.approx(a.cost, abs=1e-9)
+            assert r.algorithm == "jps+"
+            used += r.status == "found" and r.expanded > 0
+            if r.status == "found" and options["smooth"] == "none":
+                solid = naive.covered(m.walkable.shape, avoid["cells"], avoid["rects"])
+                blocked = passable & ~naive.overlapping(solid, unit, unit)
+                blocked[start[1], start[0]] = passable[start[1], start[0]]
+                assert naive.path_is_valid(blocked, [tuple(p) for p in r.path.tolist()])
     assert used >= 50
 
 
@@ -202,38 +210,29 @@ def test_avoided_cells_off_the_path_leave_the_plain_answer():
     # avoid), else the zoned search answers (a path around them, A*'s cost).
     rng = np.random.default_rng(23)
     kept = rerouted = 0
-    for _ in range(40):
-        width, height = int(rng.integers(12, 40)), int(rng.integers(12, 40))
-        m = GridMap(naive.random_grid(rng, width, height, float(rng.uniform(0.0, 0.2))))
-        for unit in (1, 2):
-            passable = naive.passable_for_unit(m.walkable, unit, unit)
-            free = np.argwhere(passable)
-            if len(free) < 2:
+    for m, unit, passable, free in _built_random_maps(rng, 40, (12, 40), (1, 2)):
+        for _ in range(4):
+            (sy, sx), (gy, gx) = free[rng.choice(len(free), 2, replace=False)]
+            start, goal = (int(sx), int(sy)), (int(gx), int(gy))
+            plain = find_path(m, start, goal, unit, line_of_sight=False)
+            if plain.status != "found" or len(plain.path) < 4:
                 continue
-            find_path(m, tuple(free[0][::-1].tolist()), tuple(free[-1][::-1].tolist()), unit)
-            built(m, unit)
-            for _ in range(4):
-                (sy, sx), (gy, gx) = free[rng.choice(len(free), 2, replace=False)]
-                start, goal = (int(sx), int(sy)), (int(gx), int(gy))
-                plain = find_path(m, start, goal, unit, line_of_sight=False)
-                if plain.status != "found" or len(plain.path) < 4:
-                    continue
-                route = {tuple(p) for p in plain.path.tolist()}
-                # An avoided cell blocks the anchors whose footprint covers it, and the corners
-                # of the diagonal steps beside them.
-                near = {(x + dx, y + dy) for x, y in route for dx in range(-1, unit + 1) for dy in range(-1, unit + 1)}
-                far = [c for c in map(tuple, np.argwhere(m.walkable)[:, ::-1].tolist()) if c not in near]
-                if far:
-                    picked = [far[i] for i in rng.choice(len(far), min(len(far), 8), replace=False)]
-                    r = find_path(m, start, goal, unit, avoid={"cells": picked}, line_of_sight=False)
-                    assert r.path.tolist() == plain.path.tolist() and r.expanded == plain.expanded
-                    kept += 1
-                middle = plain.path[len(plain.path) // 2].tolist()
-                r = find_path(m, start, goal, unit, avoid={"cells": [middle]}, line_of_sight=False)
-                a = find_path(m, start, goal, unit, avoid={"cells": [middle]}, algorithm="astar", line_of_sight=False)
-                assert (r.status, r.algorithm) == (a.status, "jps+")
-                if r.status == "found":
-                    assert r.cost == pytest.approx(a.cost, abs=1e-9) and r.expanded > plain.expanded
-                    assert tuple(middle) not in {tuple(p) for p in r.path.tolist()}
-                    rerouted += 1
+            route = {tuple(p) for p in plain.path.tolist()}
+            # An avoided cell blocks the anchors whose footprint covers it, and the corners
+            # of the diagonal steps beside them.
+            near = {(x + dx, y + dy) for x, y in route for dx in range(-1, unit + 1) for dy in range(-1, unit + 1)}
+            far = [c for c in map(tuple, np.argwhere(m.walkable)[:, ::-1].tolist()) if c not in near]
+            if far:
+                picked = [far[i] for i in rng.choice(len(far), min(len(far), 8), replace=False)]
+                r = find_path(m, start, goal, unit, avoid={"cells": picked}, line_of_sight=False)
+                assert r.path.tolist() == plain.path.tolist() and r.expanded == plain.expanded
+                kept += 1
+            middle = plain.path[len(plain.path) // 2].tolist()
+            r = find_path(m, start, goal, unit, avoid={"cells": [middle]}, line_of_sight=False)
+            a = find_path(m, start, goal, unit, avoid={"cells": [middle]}, algorithm="astar", line_of_sight=False)
+            assert (r.status, r.algorithm) == (a.status, "jps+")
+            if r.status == "found":
+                assert r.cost == pytest.approx(a.cost, abs=1e-9) and r.expanded > plain.expanded
+                assert tuple(middle) not in {tuple(p) for p in r.path.tolist()}
+                rerouted += 1
     assert kept >= 40 and rerouted >= 40
