@@ -67,7 +67,7 @@ def test_the_scenarios_cover_every_outcome_and_error_a_client_can_cause():
     assert len({s["name"] for s in SCENARIOS}) == len(SCENARIOS)
 
 
-#: The first scenario's setup compiles every kernel when numba's cache is empty (CI): 95 s
+#: The first scenario's setup compiles every kernel when numba's cache is empty (CI): 110 s
 #: on this project's 2-core machine, close to the suite's 120 s backstop.
 WARM_UP_TIMEOUT_S = 300
 
