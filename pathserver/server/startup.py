@@ -1,13 +1,13 @@
 """What ``pathserver serve`` does before it is ready, said as it happens.
 
-On a machine whose numba cache is empty the kernels compile for about a minute; a server that
+On a machine whose numba cache is empty the kernels compile for about two minutes; a server that
 says nothing meanwhile looks hung. So every stage prints one line on stderr, each starting
 ``pathserver: `` (the ready line itself goes to stdout, alone, for programs that wait on
 it)::
 
     pathserver: loading maps from /srv/maps
     pathserver: 3 maps loaded in 0.21 s
-    pathserver: compiling the search kernels into /home/me/.cache/pathserver/numba-... (first start on this machine: about a minute; later starts load them from there)
+    pathserver: compiling the search kernels into /home/me/.cache/pathserver/numba-... (first start on this machine: about two minutes; later starts load them from there)
     pathserver: kernels 1/6 ready (4.1 s)
     ...
     pathserver: kernels ready in 19.2 s (46 compiled, 0 from the cache)
@@ -203,7 +203,7 @@ def announce_kernels(log: StartupLog) -> bool:
         log.say(f"loading the compiled kernels from {where}")
         return False
     why = f"; the bundle's own kernels do not fit: {decided.reason}" if decided is not None and decided.reason else ""
-    log.say(f"compiling the search kernels into {where} (first start on this machine: about a minute; "
+    log.say(f"compiling the search kernels into {where} (first start on this machine: about two minutes; "
             f"later starts load them from there){why}")
     return True
 

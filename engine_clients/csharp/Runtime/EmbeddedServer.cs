@@ -82,11 +82,11 @@ namespace PathServer
         /// <summary>Environment variables set for the server on top of the game's (e.g. PYTHONPATH).</summary>
         public IDictionary<string, string> Environment { get; } = new Dictionary<string, string>();
         /// <summary>
-        /// How long to wait for the ready line (default 120 s, as the Godot addon: a first
-        /// `python -m pathserver` compiles its kernels for about a minute on a slow machine; a bundle
+        /// How long to wait for the ready line (default 300 s, as the Godot addon: a first
+        /// `python -m pathserver` compiles its kernels for about two minutes here, longer on a slow machine; a bundle
         /// carries them compiled and starts in about 2 s).
         /// </summary>
-        public TimeSpan StartTimeout { get; set; } = TimeSpan.FromSeconds(120);
+        public TimeSpan StartTimeout { get; set; } = TimeSpan.FromSeconds(300);
         /// <summary>Receives each line the server prints (stdout and stderr) and what this helper decides; called from background threads.</summary>
         public Action<string> Log { get; set; }
     }

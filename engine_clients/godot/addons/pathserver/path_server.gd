@@ -96,7 +96,7 @@ const SETTINGS := {
 	SETTING_EMBEDDED_MAPS_DIR: "",
 	SETTING_EMBEDDED_ARGUMENTS: [],
 	SETTING_EMBEDDED_PORT: 0,
-	SETTING_EMBEDDED_START_TIMEOUT_MS: 120000,
+	SETTING_EMBEDDED_START_TIMEOUT_MS: 300000,
 }
 ## What the embedded server runs ([constant SETTING_EMBEDDED_MODE]): "auto" the platform's
 ## bundle when there is one, else (in the editor only) Python; "bundle" the bundle only;
