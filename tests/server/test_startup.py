@@ -23,7 +23,7 @@ def test_an_empty_cache_is_announced_as_compiling(tmp_path, monkeypatch):
     assert announce_kernels(StartupLog(stream)) is True
     line = stream.getvalue()
     assert line.startswith(PREFIX + "compiling the search kernels into " + str(tmp_path))
-    assert "about a minute" in line
+    assert "about two minutes" in line
 
 
 def test_a_filled_cache_is_announced_as_loading(tmp_path, monkeypatch):
