@@ -1,5 +1,5 @@
 """``pathserver serve`` says what it is doing before it is ready (a cold start compiles
-for about a minute): one ``pathserver: `` line a stage on stderr, the ready line alone on
+for about two minutes): one ``pathserver: `` line a stage on stderr, the ready line alone on
 stdout."""
 
 import io
