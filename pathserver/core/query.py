@@ -47,20 +47,17 @@ from pathserver.core.status import (
 )
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def answer_cells(work_int):
-    """Where :func:`solve` writes its answer's points: rows 1 and 2 of the workspace's
-    work_int (free once a search is done) as int32 (N + 1, 2) pairs, a view. In Python:
-    :func:`answer_view`."""
-    m = work_int.shape[1]
-    return work_int.reshape(-1)[m:3 * m].reshape(m, 2)
-
-
 def answer_view(work_int):
-    """:func:`answer_cells` for Python (the same view): ``answer_view(w)[:count]`` are the
-    points of :func:`solve`'s answer, until the workspace's next search."""
+    """Where :func:`solve` writes its answer's points: rows 1 and 2 of the workspace's
+    work_int (free once a search is done) as int32 (N + 1, 2) pairs, a view.
+    ``answer_view(w)[:count]`` are the points of solve's answer, until the workspace's
+    next search."""
     m = work_int.shape[1]
     return work_int.reshape(-1)[m:3 * m].reshape(m, 2)
+
+
+#: :func:`answer_view` compiled, for solve (the same function: one layout).
+answer_cells = njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)(answer_view)
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
