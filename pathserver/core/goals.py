@@ -334,6 +334,14 @@ def trace_forward(parent, width, start):
     return path
 
 
+@njit(cache=True, nogil=True)
+def _goal_of(targets, index, n, width, node):
+    """The index of the goal at ``node`` among the first ``n`` ``targets`` (``index``:
+    their goal indices; the lowest of equal ones)."""
+    order = np.argsort(targets[:n, 1] * width + targets[:n, 0], kind="mergesort")
+    return _goal_at(targets[:n, 1][order] * width + targets[:n, 0][order], index[:n][order], node)
+
+
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _nearest_goal(targets, index, n, heuristic, node, width):
     y = node // width
@@ -465,6 +473,7 @@ def solve_goals(cells, comps, jump_bits, jump_table, zone, cost_index, cost_tabl
             )
 
     start_node = sy * width + sx
+    expanded = 0
     plus = ((mode >> MODE_ALGORITHM) & 1 == ALGORITHM_JPS and jump_table.shape[0] == height * width
             and work_float.shape[1] > height * width and max_expansions == 0 and zone.shape[0] == 0)
     if plus:
@@ -477,8 +486,7 @@ def solve_goals(cells, comps, jump_bits, jump_table, zone, cost_index, cost_tabl
         if status == SEARCH_FOUND:
             # The links lead from the start back to the goal the search came from.
             root = jump_root(work_float, start_node)
-            order = np.argsort(targets[:n, 1] * width + targets[:n, 0], kind="mergesort")
-            chosen = _goal_at(targets[:n, 1][order] * width + targets[:n, 0][order], index[:n][order], root)
+            chosen = _goal_of(targets, index, n, width, root)
             if moved[chosen]:
                 flags |= FLAG_GOAL_SNAPPED
             straight, diagonals = jump_path_steps(work_float, width, root, start_node)
@@ -497,10 +505,9 @@ def solve_goals(cells, comps, jump_bits, jump_table, zone, cost_index, cost_tabl
         diagonal, heuristic, weight, max_expansions, g, parent, work_int[3], pass_id, work_int[1],
         work_float[1], work_int[2],
     )
-    expanded = more if not plus else expanded + more
+    expanded += more
     if status == SEARCH_FOUND:
-        order = np.argsort(targets[:n, 1] * width + targets[:n, 0], kind="mergesort")
-        chosen = _goal_at(targets[:n, 1][order] * width + targets[:n, 0][order], index[:n][order], goal_node)
+        chosen = _goal_of(targets, index, n, width, goal_node)
         if moved[chosen]:
             flags |= FLAG_GOAL_SNAPPED
         path = trace_forward(parent, width, start_node)

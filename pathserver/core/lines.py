@@ -48,7 +48,7 @@ def straight_line_into(out, sx, sy, gx, gy, four_connected):
     dy = abs(gy - sy)
     step_x = 1 if gx > sx else -1
     step_y = 1 if gy > sy else -1
-    n = (dx + dy if four_connected else max(dx, dy)) + 1
+    n = line_cells(sx, sy, gx, gy, four_connected)
     x = sx
     y = sy
     a = 0 if four_connected else dx - dy
@@ -62,11 +62,18 @@ def straight_line_into(out, sx, sy, gx, gy, four_connected):
     return n
 
 
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def line_cells(sx, sy, gx, gy, four_connected):
+    """How many cells :func:`straight_line_into` writes, both ends included."""
+    dx = abs(gx - sx)
+    dy = abs(gy - sy)
+    return (dx + dy if four_connected else max(dx, dy)) + 1
+
+
 @njit(cache=True, nogil=True)
 def straight_grid_path(sx, sy, gx, gy, four_connected):
     """:func:`straight_line_into` as a new int32 (n, 2) array."""
-    n = (abs(gx - sx) + abs(gy - sy) if four_connected else max(abs(gx - sx), abs(gy - sy))) + 1
-    path = np.empty((n, 2), dtype=np.int32)
+    path = np.empty((line_cells(sx, sy, gx, gy, four_connected), 2), dtype=np.int32)
     straight_line_into(path, sx, sy, gx, gy, four_connected)
     return path
 

@@ -203,6 +203,7 @@ def solve(
     reached = QUERY_FOUND if (tx == gx and ty == gy) else QUERY_PARTIAL
     four = 1 if diagonal == DIAGONAL_NEVER else 0
     out = answer_cells(work_int)
+    fits = False  # the path without the avoided cells, traced into out, is the answer
     one_start = work_int[1, :0]  # jps_plus's sources: none, the search starts at (sx, sy)
     corners = work_float[1].view(np.int64)  # pull_in_place's scratch: the heap's row, free after a search
     if line_of_sight != 0:
@@ -226,7 +227,6 @@ def solve(
             one_start,
         )
     elif plus:
-        fits = False
         expanded = 0
         if zone.shape[0] > 0:
             # Other units stand somewhere on the map, mostly off this path: the path
@@ -279,7 +279,9 @@ def solve(
             return QUERY_NO_PATH, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
         reached = QUERY_PARTIAL
     start_node = sy * width + sx
-    if plus:
+    if fits:
+        end_cost = jump_cost(work_float, end)  # traced above
+    elif plus:
         straight, diagonals = jump_path_steps(work_float, width, start_node, end)
         count = straight + diagonals + 1
         trace_jumps_into(out, work_float, width, start_node, end, count)

@@ -123,7 +123,7 @@ class _Workspace:
         # bookkeeping.
         self.work_float = np.zeros((5, n + 1), dtype=np.float64)
         self.work_int = np.zeros((4, n + 1), dtype=np.int32)
-        # Where solve() leaves its points. Copied out with copy(): the same C-ordered
+        # Where solve() leaves its points. Copied out with copy("K"): the same C-ordered
         # copy of a C-ordered slice, a third faster than copy()'s default order.
         self.answer = answer_view(self.work_int)
 
