@@ -53,7 +53,8 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
         from pathserver.core.jpsplus import jps_plus
     except ImportError:  # before JPS+
         jps_plus = None
-    from pathserver.core.query import next_pass_id, solve
+    from pathserver.core.astar import next_pass_id
+    from pathserver.core.query import solve
     from pathserver.grid import search
 
     walkable = movingai.read_walkable(path)

@@ -32,6 +32,7 @@ See bench/README.md for how each figure is taken.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import math
@@ -243,18 +244,16 @@ class Bench:
         self.row(f"next_steps, {units} units, warm", 1e3 * warm, "ms", 1e3 * cold, "the cold call", "<= 5 ms",
                  warm <= 5e-3, f"lookahead 'los': {1e3 * warm_los_first:.1f} ms first, {1e3 * warm_los:.2f} ms after")
 
-    def over_the_wire(self, units: int = 10_000) -> None:
+    @contextlib.contextmanager
+    def serving(self):
+        """A real server on loopback serving this map, and a Python client of it."""
         import tempfile
         import threading
 
         from pathserver.client import Client
         from pathserver.maps.registry import MapRegistry
         from pathserver.server.loop import Server
-        from pathserver.protocol.requests import MAX_BATCH
 
-        positions = self.pick(units).astype(np.float64) + self.rng.uniform(0, 1, size=(units, 2))
-        goal = tuple(self.pick(1)[0].tolist())
-        starts = np.floor(positions).astype(int).tolist()
         with tempfile.TemporaryDirectory() as folder:
             registry = MapRegistry(Path(folder))
             registry.load_all()
@@ -265,23 +264,32 @@ class Bench:
             try:
                 with Client(server.endpoint, timeout=300, retries=0) as client:
                     client.put_map(self.name, self.map.walkable)
-                    cold = timed(lambda: client.next_steps(self.name, [goal], 1, positions))
-                    warm = [timed(lambda: client.next_steps(self.name, [goal], 1, positions)) for _ in range(10)]
-                    baseline_units = units if not self.quick else units // 10
-
-                    def batches():
-                        # One batch at a time: each is spread over every core, and the
-                        # server's queue holds one batch's worth of entries.
-                        for i in range(0, baseline_units, MAX_BATCH):
-                            client.request("paths", map=self.name, requests=[
-                                {"start": s, "goal": list(goal)} for s in starts[i:min(i + MAX_BATCH, baseline_units)]])
-
-                    paths = timed(batches) * units / baseline_units
+                    yield registry, client
             finally:
                 server.stop()
                 thread.join(10)
                 server.close()
                 registry.stop()
+
+    def over_the_wire(self, units: int = 10_000) -> None:
+        from pathserver.protocol.requests import MAX_BATCH
+
+        positions = self.pick(units).astype(np.float64) + self.rng.uniform(0, 1, size=(units, 2))
+        goal = tuple(self.pick(1)[0].tolist())
+        starts = np.floor(positions).astype(int).tolist()
+        with self.serving() as (_, client):
+            cold = timed(lambda: client.next_steps(self.name, [goal], 1, positions))
+            warm = [timed(lambda: client.next_steps(self.name, [goal], 1, positions)) for _ in range(10)]
+            baseline_units = units if not self.quick else units // 10
+
+            def batches():
+                # One batch at a time: each is spread over every core, and the
+                # server's queue holds one batch's worth of entries.
+                for i in range(0, baseline_units, MAX_BATCH):
+                    client.request("paths", map=self.name, requests=[
+                        {"start": s, "goal": list(goal)} for s in starts[i:min(i + MAX_BATCH, baseline_units)]])
+
+            paths = timed(batches) * units / baseline_units
         ratio = paths / cold
         self.row(f"wire: next_steps, {units} units, cold", 1e3 * cold, "ms", 1e3 * paths,
                  f"paths batches of {units} trips" + (" (scaled)" if baseline_units != units else ""), ">= 20x",
@@ -337,13 +345,29 @@ class Bench:
                           around_points(np.array([start] * n_cells), 25)))
         for _, goal in problems[: max(2, rounds // 4)]:
             cases.append(("distance_field", lambda g=goal, a=None: distance_field(m, [g], avoid=a), spread(n_cells)))
-        by_name: dict[str, list] = {}
-        for name, call, avoided in cases:
+        def pair(call, avoided):
             call()
             call(a=avoided)
-            plain = timed(lambda: call(), repeat=3)
-            with_avoid = timed(lambda: call(a=avoided), repeat=3)
-            by_name.setdefault(name, []).append((plain, with_avoid))
+            return timed(lambda: call(), repeat=3), timed(lambda: call(a=avoided), repeat=3)
+
+        by_name: dict[str, list] = {}
+        for name, call, avoided in cases:
+            by_name.setdefault(name, []).append(pair(call, avoided))
+        # The same requests as a game sends them: path requests to a real server (the
+        # cells as msgpack arrays), the whole round trip, its table built.
+        with self.serving() as (registry, client):
+            client.find_path(self.name, *problems[0])
+            registry.get(self.name).layer(1).wait_jump_table(60)
+            for kind, avoided in (("spread", spread), ("on its route", None)):
+                name = f"wire: path (defaults), cells {kind}"
+                for start, goal in problems:
+                    if avoided is None:
+                        route = find_path(m, start, goal).path
+                        cells = [list(c) for c in around_route(route, 3, n_cells)["cells"]]
+                    else:
+                        cells = [list(c) for c in avoided(n_cells)["cells"]]
+                    by_name.setdefault(name, []).append(pair(
+                        lambda s=start, g=goal, a=None: client.find_path(self.name, s, g, avoid=a), {"cells": cells}))
         for name, pairs in by_name.items():
             plain = sum(p for p, _ in pairs)
             with_avoid = sum(a for _, a in pairs)

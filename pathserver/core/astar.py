@@ -81,6 +81,23 @@ TIE_LIMIT = 2**30
 MIN_COST_SCAN = 4096
 
 
+#: Pass ids live in int32 stamps: wrap (clearing the stamps) before they overflow.
+PASS_ID_LIMIT = 2**31 - 4
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def next_pass_id(work_int):
+    """This search's pass id (two stamps: ``id`` open, ``id + 1`` closed), kept in the last
+    column of the stamp row ``work_int[3]``; the stamps are cleared when the ids wrap."""
+    last = work_int.shape[1] - 1
+    pass_id = work_int[3, last] + 2
+    if pass_id >= PASS_ID_LIMIT:
+        work_int[3, :] = 0
+        pass_id = 2
+    work_int[3, last] = pass_id
+    return pass_id
+
+
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def min_cost(cost_table, uniform):
     """The cheapest terrain cost a step can have: the heuristic's scale (a lower bound on

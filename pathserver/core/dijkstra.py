@@ -38,11 +38,11 @@ import math
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
+from pathserver.core.astar import next_pass_id
 from pathserver.core.avoid import anchor_box
 from pathserver.core.components import component_at
 from pathserver.core.heap import key_pop, key_sift_up
 from pathserver.core.moves import SQRT2, directions, entry_cost, legal, step_to
-from pathserver.core.query import next_pass_id
 from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING
 
 #: Above this many buckets in the ring (terrain costs above ~700), the field uses a heap.

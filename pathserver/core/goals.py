@@ -23,13 +23,12 @@ Goals outside the start's component are dropped before searching.
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.astar import heuristic_distance, trace_path
+from pathserver.core.astar import heuristic_distance, next_pass_id, trace_path
 from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.heap import TIE, heap_decrease, heap_pop, heap_push, key_pop, key_sift_up
 from pathserver.core.jpsplus import jps_plus, jump_cost, jump_path_steps, jump_root, trace_jumps_into
 from pathserver.core.lines import finish, line_is_optimal, path_cost, polyline_length, straight_grid_path
 from pathserver.core.moves import SQRT2, directions, step_to
-from pathserver.core.query import next_pass_id
 from pathserver.core.status import (
     ALGORITHM_JPS,
     DIAGONAL_NEVER,

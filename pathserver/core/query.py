@@ -6,7 +6,7 @@ partial path, and smooth. One dispatch from Python keeps the per-call overhead s
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.astar import SQRT2, astar, path_steps, trace_path_into
+from pathserver.core.astar import SQRT2, astar, next_pass_id, path_steps, trace_path_into
 from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.jps import jps
 from pathserver.core.jpsplus import jps_plus, jump_cost, jump_path_steps, trace_jumps_into
@@ -17,6 +17,7 @@ from pathserver.core.lines import (
     polyline_length,
     straight_line_into,
 )
+from pathserver.core.repair import mend
 from pathserver.core.status import (
     ALGORITHM_JPS,
     DIAGONAL_NEVER,
@@ -27,6 +28,7 @@ from pathserver.core.status import (
     FLAG_START_SNAPPED,
     MODE_ALGORITHM,
     MODE_ALLOW_PARTIAL,
+    MODE_AVOIDING,
     MODE_DIAGONAL,
     MODE_HEURISTIC,
     MODE_LINE_OF_SIGHT,
@@ -40,6 +42,7 @@ from pathserver.core.status import (
     QUERY_PARTIAL,
     QUERY_SEARCH_LIMIT,
     QUERY_START_BLOCKED,
+    QUERY_ZONE_NEEDED,
     SEARCH_BUDGET,
     SEARCH_FOUND,
     SEARCH_NO_PATH,
@@ -58,39 +61,6 @@ def answer_view(work_int):
 
 #: :func:`answer_view` compiled, for solve (the same function: one layout).
 answer_cells = njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)(answer_view)
-
-
-@njit(cache=True, nogil=True, **NO_REFCOUNT)
-def _fits(path, count, passable):
-    """Whether every step of the cell path ``path[:count]`` is legal on ``passable`` under
-    the no-corner-cutting rule (the rule of JPS+, the only search that asks)."""
-    for i in range(1, count):
-        x = path[i, 0]
-        y = path[i, 1]
-        if passable[y, x] == 0:
-            return False
-        px = path[i - 1, 0]
-        py = path[i - 1, 1]
-        if px != x and py != y and (passable[py, x] == 0 or passable[y, px] == 0):
-            return False
-    return True
-
-
-#: Pass ids live in int32 stamps: wrap (clearing the stamps) before they overflow.
-PASS_ID_LIMIT = 2**31 - 4
-
-
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def next_pass_id(work_int):
-    """This search's pass id (two stamps: ``id`` open, ``id + 1`` closed), kept in the last
-    column of the stamp row ``work_int[3]``; the stamps are cleared when the ids wrap."""
-    last = work_int.shape[1] - 1
-    pass_id = work_int[3, last] + 2
-    if pass_id >= PASS_ID_LIMIT:
-        work_int[3, :] = 0
-        pass_id = 2
-    work_int[3, last] = pass_id
-    return pass_id
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
@@ -123,19 +93,22 @@ def solve(
     :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS, and by
     JPS+ with a zone);
     jump_table: :func:`pathserver.core.jpsplus.jump_table` of ``cells``, or an empty
-    (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning); zone:
-    an empty int32 array, or with avoided cells blocked in ``cells``, their
-    :func:`pathserver.core.avoid.avoid_zone` (and ``jump_table`` and ``jump_bits`` those
-    of the grid before they were blocked: JPS+ then trusts them away from the zone);
-    plain_cells: that grid before they were blocked (``cells`` itself without a zone):
-    with a zone, JPS+ first searches it, and when its path crosses no avoided cell that
-    path is the answer (blocking cells only takes moves away, so none is cheaper);
-    cost_index, cost_table, heights, max_climb, weight, max_expansions: as in
+    (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning).
+    With MODE_AVOIDING in ``mode``, ``cells`` has a request's avoided cells blocked,
+    ``plain_cells`` is the grid before, and ``jump_table`` and ``jump_bits`` are that
+    grid's. JPS+ then first searches ``plain_cells``; its path is the answer if
+    :func:`pathserver.core.repair.mend` makes it legal at its cost (blocking cells only
+    takes moves away, so none is cheaper); otherwise the call returns QUERY_ZONE_NEEDED
+    and the caller calls again with zone, the cells'
+    :func:`pathserver.core.avoid.avoid_zone`: JPS+ searches ``cells``, trusting the table
+    and bitmaps away from the zone. Without the bit, zone is empty and ``plain_cells`` is
+    ``cells``. cost_index, cost_table, heights, max_climb, weight, max_expansions: as in
     :func:`astar`. mode: the other options packed by
     :func:`pathserver.core.status.pack_mode` (fewer arguments for numba to type-check on
     every call): diagonal, heuristic, smooth (SMOOTH_*), algorithm (ALGORITHM_JPS only
     when the caller has checked the grid qualifies: uniform cost, no heights, no corner
-    cutting), and the flags snap, allow_partial, line_of_sight, uniform, use_heights.
+    cutting), and the flags snap, allow_partial, line_of_sight, uniform, use_heights,
+    avoiding.
     Workspace, packed for the same reason: work_float float64 (5, N) holds g, heap_f,
     heap_h (A* reads it as its heap's int64 tags), and rows 1 to 4 as JPS+ lays them out
     (see :func:`pathserver.core.jpsplus.jps_plus`, which needs N > H * W and the array
@@ -145,7 +118,7 @@ def solve(
     the kernel picks its own (the workspace convention of :func:`astar`).
 
     Returns (status, flags, count, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
-    status, FLAG_* bits, the count of waypoints (0 when there is no path), left in the
+    status (QUERY_ZONE_NEEDED only as said above), FLAG_* bits, the count of waypoints (0 when there is no path), left in the
     workspace as ``answer_cells(work_int)[:count]``, the cost of the underlying cell path,
     the Euclidean length of the waypoints, nodes expanded, and the endpoints after
     snapping. It allocates nothing: with no array to hand back, numba's reference
@@ -160,6 +133,7 @@ def solve(
     line_of_sight = (mode >> MODE_LINE_OF_SIGHT) & 1
     uniform = (mode >> MODE_UNIFORM) & 1
     use_heights = (mode >> MODE_USE_HEIGHTS) & 1
+    avoiding = (mode >> MODE_AVOIDING) & 1
     passable = cells
     height, width = cells.shape
     pass_id = next_pass_id(work_int)
@@ -228,25 +202,29 @@ def solve(
         )
     elif plus:
         expanded = 0
-        if zone.shape[0] > 0:
-            # Other units stand somewhere on the map, mostly off this path: the path
-            # without them, when it steps on none of their cells, is the answer.
+        if avoiding != 0 and zone.shape[0] == 0:
+            # Other units stand somewhere on the map, mostly off this path. Without them
+            # no path is dearer, so the path without them is the answer if it steps on none
+            # of their cells or detours of its own cost go round them (repair.mend).
+            # Else the caller builds their zone and calls again.
             status, end, expanded = jps_plus(
-                plain_cells, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone[:0], jump_bits,
-                one_start,
+                plain_cells, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone, jump_bits, one_start,
             )
             if status == SEARCH_FOUND:
                 straight, diagonals = jump_path_steps(work_float, width, sy * width + sx, end)
                 count = straight + diagonals + 1
                 trace_jumps_into(out, work_float, width, sy * width + sx, end, count)
-                fits = _fits(out, count, passable)
-            if not fits:
-                pass_id = next_pass_id(work_int)
-        if not fits:
-            status, end, more = jps_plus(
+                mended, closed = mend(out, count, passable, work_float, work_int)
+                expanded += closed
+                if mended == 0:
+                    return QUERY_ZONE_NEEDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
+                fits = True
+        else:
+            # With a zone: the path without the avoided cells could not be mended. JPS+
+            # reads the table away from the zone.
+            status, end, expanded = jps_plus(
                 passable, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone, jump_bits, one_start,
             )
-            expanded += more
     elif algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(
             passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,
@@ -259,7 +237,7 @@ def solve(
             diagonal, heuristic, weight, max_expansions,
             g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos,
         )
-    if plus and status == SEARCH_NO_PATH and allow_partial != 0 and zone.shape[0] > 0:
+    if plus and status == SEARCH_NO_PATH and allow_partial != 0 and avoiding != 0:
         # No way around the avoided cells. The partial answer ends on the reachable cell
         # nearest the goal, which a search closing only jump points may not have seen:
         # A* closes every one (without avoided cells the components answer this).

@@ -15,6 +15,9 @@ QUERY_NO_PATH = 2
 QUERY_START_BLOCKED = 3
 QUERY_GOAL_BLOCKED = 4
 QUERY_SEARCH_LIMIT = 5
+#: Not an answer: with avoided cells, the path without them could not be mended round
+#: them (:mod:`pathserver.core.repair`); call again with their zone to search round them.
+QUERY_ZONE_NEEDED = 6
 
 FLAG_START_SNAPPED = 1
 FLAG_GOAL_SNAPPED = 2
@@ -51,6 +54,9 @@ MODE_ALLOW_PARTIAL = 8  # 1 bit
 MODE_LINE_OF_SIGHT = 9  # 1 bit
 MODE_UNIFORM = 10  # 1 bit: every terrain cost is 1
 MODE_USE_HEIGHTS = 11  # 1 bit
+#: 1 bit: ``cells`` has a request's avoided cells blocked, ``plain_cells`` is the grid
+#: before (set by the caller that blocked them, never by pack_mode).
+MODE_AVOIDING = 12
 
 
 def pack_mode(diagonal, heuristic, smooth, algorithm, snap, allow_partial, line_of_sight, uniform, use_heights):

@@ -27,6 +27,8 @@ from pathserver.grid.gridmap import number_array
 SCRATCH_LIMIT = 4
 
 _NO_BOXES = np.zeros((0, 4), dtype=np.int64)
+_NO_CELLS = np.zeros((0, 2), dtype=np.float64)
+_NO_RECTS = np.zeros((0, 4), dtype=np.float64)
 
 
 def blocker_boxes(gridmap, checked) -> np.ndarray:
@@ -37,7 +39,8 @@ def blocker_boxes(gridmap, checked) -> np.ndarray:
     cells, rects = checked
     if not len(cells) and not len(rects):
         return _NO_BOXES
-    return boxes_from(number_array(cells, 2), number_array(rects, 4), float(gridmap.width), float(gridmap.height))
+    return boxes_from(number_array(cells, 2) if len(cells) else _NO_CELLS,
+                      number_array(rects, 4) if len(rects) else _NO_RECTS, float(gridmap.width), float(gridmap.height))
 
 
 class _Scratch:

@@ -153,7 +153,7 @@ def workspace(n: int) -> _Workspace:
 def _number_array(value, width: int) -> bool:
     """Whether ``value`` is a numpy (n, width) array of finite ints or floats."""
     return (isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[1] == width
-            and value.dtype.kind in "iuf" and bool(np.isfinite(value).all()))
+            and (value.dtype.kind in "iu" or value.dtype.kind == "f" and bool(np.isfinite(value).all())))
 
 
 def _plain_arrays(option, value):
@@ -535,18 +535,24 @@ _AVOID_COST = BY_NAME["avoid_cost"]
 _TRAVERSAL = BY_NAME["traversal"]
 
 
+#: The options of a prepared call but the unit's size, at their defaults.
+_CALL_DEFAULTS = {option.name: option.python_default for option in SEARCH_OPTIONS if option.name != "unit_size"}
+
+
 def prepared_call(gridmap: GridMap, unit_size, rules: tuple | None, given: dict) -> PreparedCall:
     """The prepared call of ``find_path`` for ``unit_size``, traversal ``rules`` and the
     options in ``given`` (raw values by name; the others at their defaults), checked and
     kept in the map's cache like find_path's own (the queries of
     :mod:`pathserver.grid.queries` use it for the unit's grids and their options)."""
-    options = {option.name: option.python_default for option in SEARCH_OPTIONS if option.name != "unit_size"}
+    options = dict(_CALL_DEFAULTS)
     options.update(given)
     size_type = type(unit_size)
     if size_type is tuple:
         size_type = (tuple, *map(type, unit_size))
     # Every value with its type: True == 1 and 1.0 == 1, but only one of each is valid.
-    key = ("call", unit_size, size_type, rules, *((name, value, type(value)) for name, value in options.items()))
+    # The names are those of _CALL_DEFAULTS, in its order (update keeps it).
+    values = tuple(options.values())
+    key = ("call", unit_size, size_type, rules, values, tuple(map(type, values)))
     layers = gridmap.layers
     try:
         call = layers.lookup(key)
@@ -586,25 +592,24 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
     avoid_cost = checked(_AVOID_COST, avoid_cost)
     rules = traversal_rules(gridmap, traversal)
     call = prepared_call(gridmap, unit_size, rules, given)
-    sx, sy = cell_of(start, "start", gridmap)
+    sx, sy = _endpoint(start, "start", gridmap)
     mode = call.mode
     jump_bits = call.jump_bits
     algorithm_name = call.algorithm
     avoiding = len(boxes) > 0
     unit_w, unit_h = call.size
     jump_table = call.jump_table
-    zone = _NO_ZONE
     if avoiding or goals is not None and len(goals) > 1:
         if python_value(given["algorithm"]) == "jps":
             raise RequestError("algorithm 'jps' takes one goal and no avoid; use 'astar' or 'auto'", at="algorithm")
         if algorithm_name == "jps+" and not avoiding:
             pass  # many goals: JPS+ back from all of them at once (solve_goals)
         elif algorithm_name == "jps+" and avoid_cost is None and (goals is None or len(goals) == 1):
-            # JPS+ trusts the layer's table and bitmaps away from where the avoided cells
-            # change them.
+            # JPS+ on the layer's table: the path without the avoided cells, mended round
+            # them at its cost, else (QUERY_ZONE_NEEDED) a search trusting the table and
+            # bitmaps away from where the avoided cells change them.
             jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
-            zone = avoid_zone(call.cells, boxes, unit_w, unit_h)
-            zone.setflags(write=False)  # as _NO_ZONE: one compiled solve() for both
+            mode |= 1 << st.MODE_AVOIDING
         else:
             # A*: JPS's bitmaps know nothing of avoided cells, nor does JPS+ with avoid_cost.
             mode &= ~(1 << st.MODE_ALGORITHM)
@@ -616,7 +621,7 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
     avoided = Avoided(call.cells, call.cost_index, call.cost_table, (call.mode >> st.MODE_UNIFORM) & 1,
                       unit_w, unit_h, boxes, avoid_cost)
     if goals is None:
-        targets = np.array([cell_of(goal, "goal", gridmap)], dtype=np.int64)
+        targets = np.array([_endpoint(goal, "goal", gridmap)], dtype=np.int64)
         goal_name = "goal"
     else:
         targets = cells_of(goals, "goals", gridmap)
@@ -636,16 +641,26 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         elif len(targets) == 1:
             (gx, gy), = targets.tolist()
             status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
-                cells, call.comps, jump_bits, jump_table, zone, call.cells, cost_index, cost_table,
+                cells, call.comps, jump_bits, jump_table, _NO_ZONE, call.cells, cost_index, cost_table,
                 call.heights, call.climb, sx, sy, gx, gy, mode,
                 call.weight, call.budget, ws.work_float, ws.work_int,
             )
+            if status == st.QUERY_ZONE_NEEDED:
+                zone = avoid_zone(call.cells, boxes, unit_w, unit_h)
+                zone.setflags(write=False)  # as _NO_ZONE: one compiled solve() for both
+                before = expanded
+                status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
+                    cells, call.comps, jump_bits, jump_table, zone, call.cells, cost_index, cost_table,
+                    call.heights, call.climb, sx, sy, gx, gy, mode,
+                    call.weight, call.budget, ws.work_float, ws.work_int,
+                )
+                expanded += before
             points = ws.answer[:count].copy("K")
             chosen = -1 if status == st.QUERY_NO_PATH or status == st.QUERY_START_BLOCKED else 0
         else:
             snapped = np.empty(targets.shape, dtype=np.int32)
             status, flags, points, cost, length, expanded, sx, sy, chosen = solve_goals(
-                cells, call.comps, jump_bits, jump_table, zone, cost_index, cost_table, call.heights, call.climb,
+                cells, call.comps, jump_bits, jump_table, _NO_ZONE, cost_index, cost_table, call.heights, call.climb,
                 sx, sy, targets, mode, call.weight, call.budget, ws.work_float, ws.work_int, snapped,
             )
             gx, gy = snapped[chosen].tolist() if chosen >= 0 else (-1, -1)
@@ -666,13 +681,33 @@ _NO_POINTS = np.empty((0, 2), dtype=np.int32)
 _NO_POINTS.setflags(write=False)
 
 
+def _endpoint(point, name: str, gridmap: GridMap) -> tuple[int, int]:
+    """The cell of a start or goal: a pair of in-bounds ints as it is, else by cell_of."""
+    try:
+        x, y = point
+    except (TypeError, ValueError):
+        return cell_of(point, name, gridmap)  # raises
+    if type(x) is not int or type(y) is not int or not (0 <= x < gridmap.width and 0 <= y < gridmap.height):
+        return cell_of((x, y), name, gridmap)
+    return x, y
+
+
+_ONE_KEPT = (np.zeros(1, dtype=bool), np.arange(1))
+for _array in _ONE_KEPT:
+    _array.setflags(write=False)
+
+
 def _snap_off(cells, call: PreparedCall, targets: np.ndarray, start, goal_name: str):
     """``(targets, moved, index)``: the targets the unit can stand on in ``cells``
     (avoided cells blocked, the start too), each moved to the nearest cell it can where it
     cannot (GoalBlockedError without snap), but a target on the start itself; those with
     no cell left to go to are dropped. moved: bool, whether each kept one moved; index:
-    each kept one's index among ``targets``."""
-    if cells[targets[:, 1], targets[:, 0]].all():  # the common case: none on avoided cells
+    each kept one's index among ``targets`` (read-only)."""
+    if len(targets) == 1:
+        (x, y), = targets.tolist()
+        if cells[y, x]:  # the common case: not on an avoided cell
+            return (targets, *_ONE_KEPT)
+    elif cells[targets[:, 1], targets[:, 0]].all():
         return targets, np.zeros(len(targets), dtype=bool), np.arange(len(targets))
     snapped = np.empty_like(targets)
     snap_goals(cells, call.comps, targets, 1 if call.snap else 0, snapped)

@@ -205,11 +205,12 @@ def test_avoid_runs_jps_plus_with_the_answers_of_astar():
 
 
 def test_avoided_cells_off_the_path_leave_the_plain_answer():
-    # With a zone, JPS+ first searches the grid without the avoided cells: when that path
-    # steps on none of them it is the answer (the same path and expansions as without
-    # avoid), else the zoned search answers (a path around them, A*'s cost).
+    # With avoided cells, JPS+ first searches the grid without them: when that path steps
+    # on none of them it is the answer (the same path and expansions as without avoid);
+    # when detours of its cost go round them, the path so mended; else the zoned search
+    # answers (a path around them, A*'s cost).
     rng = np.random.default_rng(23)
-    kept = rerouted = 0
+    kept = rerouted = mended = searched = 0
     for m, unit, passable, free in _built_random_maps(rng, 40, (12, 40), (1, 2)):
         for _ in range(4):
             (sy, sx), (gy, gx) = free[rng.choice(len(free), 2, replace=False)]
@@ -235,4 +236,6 @@ def test_avoided_cells_off_the_path_leave_the_plain_answer():
                 assert r.cost == pytest.approx(a.cost, abs=1e-9) and r.expanded > plain.expanded
                 assert tuple(middle) not in {tuple(p) for p in r.path.tolist()}
                 rerouted += 1
-    assert kept >= 40 and rerouted >= 40
+                mended += r.cost == plain.cost
+                searched += r.cost > plain.cost
+    assert kept >= 40 and rerouted >= 40 and mended >= 10 and searched >= 10, (mended, searched)

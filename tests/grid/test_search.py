@@ -355,7 +355,7 @@ def test_option_values_that_compare_equal_to_valid_ones_are_still_refused():
 
 def test_pass_ids_wrap_before_the_int32_stamps_overflow():
     import pathserver.grid.search as search
-    from pathserver.core.query import PASS_ID_LIMIT
+    from pathserver.core.astar import PASS_ID_LIMIT
 
     m = GridMap.from_ascii("""
         ........
