@@ -2,17 +2,12 @@
 the blocked grid, keeps its ends and its cost, and that cost is the blocked grid's
 shortest; a path no detour of its cost goes round is left to the caller."""
 
-import heapq
-import math
-
 import numpy as np
 import pytest
 
 import naive
 from core.test_jps import grid
 from pathserver.core.repair import cut_at, mend
-
-SQRT2 = math.sqrt(2.0)
 
 
 class Work:
@@ -29,28 +24,20 @@ class Work:
 
 
 def shortest_path(passable, start, goal):
-    """A shortest cell path by Dijkstra with parents (naive's moves), or None."""
-    dist = {start: 0.0}
-    came = {start: None}
-    queue = [(0.0, start)]
-    done = set()
-    while queue:
-        d, cell = heapq.heappop(queue)
-        if cell in done:
-            continue
-        if cell == goal:
-            path = []
-            while cell is not None:
-                path.append(cell)
-                cell = came[cell]
-            return path[::-1]
-        done.add(cell)
-        for nx, ny, step in naive.neighbours(passable, *cell):
-            if d + step < dist.get((nx, ny), math.inf):
-                dist[(nx, ny)] = d + step
-                came[(nx, ny)] = cell
-                heapq.heappush(queue, (d + step, (nx, ny)))
-    return None
+    """A shortest cell path (naive's moves and costs), or None: back from the goal, each
+    step to a cell whose cost plus the move's is the cell's."""
+    graph = naive.edges(passable)
+    dist = naive.costs_from(graph, start)
+    if goal not in dist:
+        return None
+    into = {}
+    for a, b, w in graph:
+        into.setdefault(b, []).append((a, w))
+    path = [goal]
+    while path[-1] != start:
+        cell = path[-1]
+        path.append(next(a for a, w in into[cell] if a in dist and abs(dist[a] + w - dist[cell]) < 1e-9))
+    return path[::-1]
 
 
 def test_a_cell_on_a_diagonal_path_mends_and_a_corridor_does_not():
