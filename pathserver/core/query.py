@@ -99,7 +99,8 @@ def solve(
     grid's. JPS+ then first searches ``plain_cells``; its path is the answer if
     :func:`pathserver.core.repair.mend` makes it legal at its cost (blocking cells only
     takes moves away, so none is cheaper); otherwise the call returns QUERY_ZONE_NEEDED
-    and the caller calls again with zone, the cells'
+    (so too, given max_expansions, a caller's give-up budget, when that search reaches it
+    or finds no path) and the caller calls again with zone, the cells'
     :func:`pathserver.core.avoid.avoid_zone`: JPS+ searches ``cells``, trusting the table
     and bitmaps away from the zone. Without the bit, zone is empty and ``plain_cells`` is
     ``cells``. cost_index, cost_table, heights, max_climb, weight, max_expansions: as in
@@ -195,36 +196,34 @@ def solve(
     # Two call sites on purpose: with one, LLVM inlines jps_plus into this function and
     # the search runs a third slower (measured with bench/profile.py: solve's fixed part
     # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
-    if plus and max_expansions > 0:
+    if plus and max_expansions > 0 and avoiding == 0:
         status, end, expanded = jps_plus(
             passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, zone, jump_bits,
             one_start,
         )
     elif plus:
-        expanded = 0
-        if avoiding != 0 and zone.shape[0] == 0:
-            # Other units stand somewhere on the map, mostly off this path. Without them
-            # no path is dearer, so the path without them is the answer if it steps on none
-            # of their cells or detours of its own cost go round them (repair.mend).
-            # Else the caller builds their zone and calls again.
-            status, end, expanded = jps_plus(
-                plain_cells, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone, jump_bits, one_start,
-            )
-            if status == SEARCH_FOUND:
-                straight, diagonals = jump_path_steps(work_float, width, sy * width + sx, end)
-                count = straight + diagonals + 1
-                trace_jumps_into(out, work_float, width, sy * width + sx, end, count)
-                mended, closed = mend(out, count, passable, work_float, work_int)
-                expanded += closed
-                if mended == 0:
-                    return QUERY_ZONE_NEEDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
-                fits = True
-        else:
-            # With a zone: the path without the avoided cells could not be mended. JPS+
-            # reads the table away from the zone.
-            status, end, expanded = jps_plus(
-                passable, jump_table, sx, sy, tx, ty, weight, 0, work_float, pass_id, zone, jump_bits, one_start,
-            )
+        # With avoided cells and no zone yet: other units stand somewhere on the map,
+        # mostly off this path. Without them no path is dearer, so the path without them
+        # is the answer if it steps on none of their cells or detours of its own cost go
+        # round them (repair.mend); else the caller builds their zone and calls again,
+        # and JPS+ searches the blocked grid reading the table away from the zone.
+        first = avoiding != 0 and zone.shape[0] == 0
+        status, end, expanded = jps_plus(
+            plain_cells if first else passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float,
+            pass_id, zone, jump_bits, one_start,
+        )
+        if first and status != SEARCH_FOUND and max_expansions > 0:
+            # A give-up budget (see the docstring): reached, or no path; the caller decides.
+            return QUERY_ZONE_NEEDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
+        if first and status == SEARCH_FOUND:
+            straight, diagonals = jump_path_steps(work_float, width, sy * width + sx, end)
+            count = straight + diagonals + 1
+            trace_jumps_into(out, work_float, width, sy * width + sx, end, count)
+            mended, closed = mend(out, count, passable, work_float, work_int, max_expansions)
+            expanded += closed
+            if mended == 0:
+                return QUERY_ZONE_NEEDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
+            fits = True
     elif algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(
             passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,

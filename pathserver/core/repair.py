@@ -140,11 +140,12 @@ def detour(path, first, last, passable, work_float, work_int):
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def mend(path, count, passable, work_float, work_int):
+def mend(path, count, passable, work_float, work_int, limit):
     """Make ``path[:count]`` (a shortest cell path on a grid that holds ``passable``'s
     moves and more, its ends open in ``passable``) legal on ``passable`` at the same cost,
     detour by detour (:func:`detour`; each cut tried with every reach of
-    :data:`REACHES`).
+    :data:`REACHES`), giving up once the detours have closed more than ``limit`` nodes
+    (0: no limit).
 
     Returns (mended: 1 if the whole path is now legal, else 0; nodes closed). A path not
     mended may be left partly changed."""
@@ -163,6 +164,8 @@ def mend(path, count, passable, work_float, work_int):
                 last += 1
             mended, more = detour(path, first, last, passable, work_float, work_int)
             closed += more
+            if limit > 0 and closed > limit:
+                return 0, closed
             if mended != 0:
                 i = last + 1  # the detour's steps, the one into path[last] too, are legal
                 break

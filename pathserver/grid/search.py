@@ -578,11 +578,22 @@ def avoid_boxes(gridmap: GridMap, avoid) -> np.ndarray:
     return blocker_boxes(gridmap, value if value is not None else ((), ()))
 
 
+def find_path_within(gridmap: GridMap, start, goal, unit_size, budget: int, *, avoid, **options) -> PathResult | None:
+    """``find_path(gridmap, start, goal, unit_size, avoid=avoid, **options)`` if it is
+    the JPS+ path without the avoided cells, mended round them (see :func:`solve`),
+    found within ``budget`` expansions; else None, and then only the call itself answers.
+    What it answers is what the call answers: the same search, stopped early or not at
+    all. (The server's loop answers short trips itself this way.)"""
+    given = dict(_CALL_DEFAULTS)
+    given.update(options)
+    return _find_path_more(gridmap, start, goal, unit_size, given, None, avoid, None, None, budget)
+
+
 def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals, avoid, avoid_cost,
-                    traversal) -> PathResult:
+                    traversal, give_up: int = 0) -> PathResult | None:
     """find_path with ``goals``, ``avoid`` / ``avoid_cost`` or ``traversal``: checks those,
     then runs solve (one goal) or solve_goals on the unit's grids with the avoided cells
-    laid on."""
+    laid on. give_up > 0: see :func:`find_path_within`."""
     if goals is not None and goal is not None:
         raise RequestError("pass goal or goals, not both", at="goals")
     if goals is None and goal is None:
@@ -610,11 +621,15 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             # bitmaps away from where the avoided cells change them.
             jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
             mode |= 1 << st.MODE_AVOIDING
+        elif give_up:
+            return None
         else:
             # A*: JPS's bitmaps know nothing of avoided cells, nor does JPS+ with avoid_cost.
             mode &= ~(1 << st.MODE_ALGORITHM)
             algorithm_name = "astar"
             jump_table = _NO_JUMP_TABLE
+    if give_up and not mode & (1 << st.MODE_AVOIDING):
+        return None
     if avoiding and avoid_cost is not None:
         mode &= ~(1 << st.MODE_UNIFORM)
     ws = workspace(call.n)
@@ -643,8 +658,10 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
                 cells, call.comps, jump_bits, jump_table, _NO_ZONE, call.cells, cost_index, cost_table,
                 call.heights, call.climb, sx, sy, gx, gy, mode,
-                call.weight, call.budget, ws.work_float, ws.work_int,
+                call.weight, give_up or call.budget, ws.work_float, ws.work_int,
             )
+            if status == st.QUERY_ZONE_NEEDED and give_up:
+                return None
             if status == st.QUERY_ZONE_NEEDED:
                 zone = avoid_zone(call.cells, boxes, unit_w, unit_h)
                 zone.setflags(write=False)  # as _NO_ZONE: one compiled solve() for both

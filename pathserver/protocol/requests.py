@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pathserver.errors import NonFiniteError, RequestError, TooLargeError, UnknownOpError
+from pathserver.errors import NonFiniteError, PathserverError, RequestError, TooLargeError, UnknownOpError
 from pathserver.options import BY_NAME, OPTIONS, PER_REQUEST, QUERY_OPS, number, number_rows, op_fields, quoted
 from pathserver.options import wire_defaults, wire_type
 from pathserver.protocol import arrays
@@ -59,24 +59,17 @@ class PathQuery:
     options: dict
 
     def group_key(self) -> tuple:
-        """Queries with equal keys can go to one ``find_paths`` call."""
+        """Queries with equal keys can go to one ``find_paths`` call, while both are alive.
+        A per-request option's array or map counts by identity: a batch's own value, shared
+        by its entries, groups them; walking 200 avoided cells to compare them cost more
+        than the search."""
         items = tuple(sorted(self.options.items()))
-        if self.options.keys() & _PER_REQUEST:  # arrays and maps: hashable as tuples
-            items = tuple((key, _frozen(value)) for key, value in items)
+        if self.options.keys() & _PER_REQUEST:
+            items = tuple((key, id(value)) if key in _PER_REQUEST else (key, value) for key, value in items)
         return (self.unit_size, self.space, items)
 
 
 _PER_REQUEST = frozenset(PER_REQUEST)
-
-
-def _frozen(value):
-    """A decoded value with its arrays and maps as (sorted) tuples: hashable, and equal
-    exactly when the values are."""
-    if type(value) is list or type(value) is tuple:
-        return tuple(map(_frozen, value))
-    if type(value) is dict:
-        return tuple(sorted((key, _frozen(item)) for key, item in value.items()))
-    return value
 
 
 @dataclass(slots=True)
@@ -220,6 +213,7 @@ def parse_request(obj: dict):
 
 _UNIT_SIZE = BY_NAME["unit_size"]
 _SPACE_OPTION = BY_NAME["space"]
+_AVOID = BY_NAME["avoid"]
 #: The options a PathQuery keeps in ``options`` (find_path's keywords but unit_size).
 _OPTION_SET = frozenset(op_fields("path")) - {"unit_size", "space"}
 _QUERY_FIELDS = ("start", "goal") + op_fields("paths")
@@ -249,7 +243,7 @@ def _parse_path(rid: int, obj: dict) -> PathRequest:
     return PathRequest(rid, name, _query(obj, {}, ""))
 
 
-def parse_path_fast(obj: dict) -> PathRequest | None:
+def parse_path_fast(obj: dict, max_depth: int = 8) -> PathRequest | None:
     """The common ``path`` request, checked in one pass with exact-type tests; None when
     anything about ``obj`` is not plainly valid, and then ``parse_request`` (the full
     validator) must decide, so every refusal keeps its code, ``at`` and message.
@@ -259,7 +253,9 @@ def parse_path_fast(obj: dict) -> PathRequest | None:
     ``unit_size`` such as ``2.0``) are left to the full validator rather than duplicated.
 
     Whatever this accepts is a map with str keys whose values are scalars or ``[x, y]``
-    pairs: nested two levels deep at most, so the server skips the codec's depth walk.
+    pairs, nested two levels deep at most, or ``avoid``'s map of arrays of numbers
+    (four levels), taken only within ``max_depth`` (the codec's limit): so the server
+    skips the codec's depth walk.
     """
     # A missing field is the only way these lookups fail: the keys are str constants.
     try:
@@ -292,7 +288,16 @@ def parse_path_fast(obj: dict) -> PathRequest | None:
             if check is None:
                 if key in _FAST_REQUIRED:
                     continue
-                return None
+                if key != "avoid" or max_depth < 4:
+                    return None
+                # Other units' cells, a game's common extra: checked by C loops over
+                # the arrays (the option's own check), kept as sent like _query keeps it.
+                try:
+                    _AVOID.check(value, "")
+                except PathserverError:
+                    return None
+                options[key] = value
+                continue
             if check is _SPACE:
                 if type(value) is not str or value not in _SPACE:
                     return None

@@ -17,9 +17,9 @@ class Work:
         self.work_float = np.zeros((5, cells + 1), np.float64)
         self.work_int = np.zeros((4, cells + 1), np.int32)
 
-    def mend(self, path, passable):
+    def mend(self, path, passable, limit=0):
         out = np.array(path, dtype=np.int32).reshape(-1, 2)
-        mended, closed = mend(out, len(out), passable, self.work_float, self.work_int)
+        mended, closed = mend(out, len(out), passable, self.work_float, self.work_int, limit)
         return mended, out, closed
 
 
@@ -58,6 +58,8 @@ def test_a_cell_on_a_diagonal_path_mends_and_a_corridor_does_not():
     assert cells[0] == start and cells[-1] == goal and (2, 2) not in cells
     assert naive.path_is_valid(blocked, cells)
     assert naive.path_cost(cells) == pytest.approx(naive.path_cost(path), abs=1e-12)
+    # Given up past a limit on the nodes its detours close.
+    assert ws.mend(path, blocked, limit=closed - 1)[0] == 0 and ws.mend(path, blocked, limit=closed)[0] == 1
     # Nothing cut: nothing searched, the path as it was.
     mended, out, closed = ws.mend(path, passable)
     assert (mended, closed, out.tolist()) == (1, 0, [list(p) for p in path])

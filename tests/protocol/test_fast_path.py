@@ -47,11 +47,26 @@ def test_every_optional_field_has_a_fast_check_but_the_per_request_ones():
     assert _FAST_CHECKS.keys() == _FAST_OPTIONAL - set(PER_REQUEST)
 
 
-@pytest.mark.parametrize("fields", [{"goals": [[1, 1]], "goal": None}, {"avoid": {"cells": [[1, 1]]}},
-                                    {"avoid_cost": 2}, {"traversal": {}}])
+@pytest.mark.parametrize("fields", [{"goals": [[1, 1]], "goal": None}, {"avoid_cost": 2}, {"traversal": {}},
+                                    {"avoid": {"cells": [[1, 1]], "rects": [[0, 0, 0, 1]]}},
+                                    {"avoid": {"cells": [[1, True]]}}, {"avoid": [[1, 1]]}])
 def test_a_per_request_option_goes_to_the_full_validator(fields):
+    # But a plainly valid avoid (below); a refused one keeps the full validator's error.
     assert parse_path_fast({**BASE, **fields}) is None
-    assert type(parse_request({**BASE, **fields})) is PathRequest
+    body = msgpack.packb({**BASE, **fields})
+    assert read_request(body) == reference(body)
+
+
+def test_avoided_cells_take_the_fast_path_within_the_depth_limit():
+    # Other units' cells, a game's common extra: four levels deep.
+    obj = {**BASE, "avoid": {"cells": [[1, 1], [2.5, 3]], "rects": [[0, 0, 2, 1]]}}
+    fast = parse_path_fast(obj)
+    assert isinstance(fast, PathRequest) and fast == parse_request(obj)
+    assert parse_path_fast(obj, max_depth=3) is None
+    body = msgpack.packb(obj)
+    assert read_request(body) == reference(body)
+    assert read_request(body, Limits(max_depth=3)) == reference(body, Limits(max_depth=3))
+    assert read_request(body, Limits(max_depth=3))[2] == "too_large"
 
 
 @pytest.mark.parametrize(
