@@ -351,8 +351,16 @@ class Bench:
             return timed(lambda: call(), repeat=3), timed(lambda: call(a=avoided), repeat=3)
 
         by_name: dict[str, list] = {}
+        # What the default requests' answers were: the plain path kept, another path of
+        # its cost (mended round the cells), or a dearer one (searched round them).
+        outcomes: dict[str, list] = {}
         for name, call, avoided in cases:
             by_name.setdefault(name, []).append(pair(call, avoided))
+            if name.startswith("find_path (defaults)"):
+                plain, answer = call(), call(a=avoided)
+                kind = ("kept" if np.array_equal(plain.path, answer.path) else
+                        "same cost" if answer.cost == plain.cost else "dearer")
+                outcomes.setdefault(name, []).append(kind)
         # The same requests as a game sends them: path requests to a real server (the
         # cells as msgpack arrays), the whole round trip, its table built.
         with self.serving() as (registry, client):
@@ -372,8 +380,10 @@ class Bench:
             plain = sum(p for p, _ in pairs)
             with_avoid = sum(a for _, a in pairs)
             ratio = with_avoid / plain
+            kinds = outcomes.get(name, [])
+            seen = "; " + ", ".join(f"{kind} {kinds.count(kind)}" for kind in ("kept", "same cost", "dearer")) if kinds else ""
             self.row(f"{name} + {n_cells} avoided cells", 1e3 * with_avoid / len(pairs), "ms",
-                     1e3 * plain / len(pairs), "the same without avoid", "<= 1.5x", ratio <= 1.5, f"{ratio:.2f}x")
+                     1e3 * plain / len(pairs), "the same without avoid", "<= 1.5x", ratio <= 1.5, f"{ratio:.2f}x{seen}")
 
     def check_block(self, rounds: int) -> None:
         m = self.map
