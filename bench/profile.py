@@ -69,9 +69,8 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
     ws = search.workspace(call.n)
     fields = dict(zip(call.FIELDS, call.fields))
     fixed = tuple(fields[name] for name in call.FIELDS[call.FIELDS.index("cells"):call.FIELDS.index("mode")])
-    no_zone = np.zeros(0, dtype=np.int32)  # solve's zone: no avoided cells
     one_start = np.zeros(0, dtype=np.int32)  # jps_plus's sources: none, one start
-    fixed = fixed[:4] + (no_zone, fields["cells"]) + fixed[4:]
+    fixed = fixed[:4] + (fields["cells"],) + fixed[4:]  # solve's plain_cells: the same grid
     tail = (fields["mode"], fields["weight"], fields["budget"], ws.work_float, ws.work_int)
     cells = fields["cells"]
     g, heap_f, heap_h = ws.work_float[:3]
@@ -83,8 +82,7 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
     def run_search(sx, sy, gx, gy):
         pass_id = next_pass_id(ws.work_int)
         if plus:
-            return jps_plus(cells, table, sx, sy, gx, gy, 1.0, 0, ws.work_float, pass_id, no_zone, fields["jump_bits"],
-                            one_start)
+            return jps_plus(cells, table, sx, sy, gx, gy, 1.0, 0, ws.work_float, pass_id, one_start)
         return jps(cells, fields["jump_bits"], sx, sy, gx, gy, 1.0, 0, g, parent, stamp, pass_id,
                    heap_nodes, heap_f, heap_h, heap_pos)
 

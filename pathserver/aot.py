@@ -46,8 +46,7 @@ from pathserver.core.jit import AOT_MODULE, AOT_TABLE
 #: The kernels Python calls (module, function); every other kernel is only ever
 #: called from these, inside the compiled code.
 ENTRY_KERNELS = (
-    ("avoid", "avoid_zone"), ("avoid", "block_anchors"), ("avoid", "boxes_from"), ("avoid", "price_anchors"),
-    ("avoid", "restore_anchors"),
+    ("avoid", "block_anchors"), ("avoid", "boxes_from"), ("avoid", "price_anchors"), ("avoid", "restore_anchors"),
     ("clearance", "compute_clearance"), ("clearance", "footprint_cost"), ("clearance", "footprint_passable"),
     ("clearance", "index_costs"),
     ("components", "block_labels"), ("components", "label_components"), ("components", "nearest_with_label"),
@@ -57,6 +56,7 @@ ENTRY_KERNELS = (
     ("goals", "snap_goals"), ("goals", "solve_goals"),
     ("jps", "jump_bitmaps"), ("jpsplus", "jump_table"), ("jpsplus", "update_jump_table"),
     ("query", "solve"),
+    ("relay", "lay_avoided"), ("relay", "lift_avoided"),
     ("steer", "next_steps"),
     ("wire", "pack_float_points"), ("wire", "pack_int_points"), ("wire", "packed_points_bound"),
 )

@@ -361,13 +361,13 @@ def _no_points():
 
 
 @njit(cache=True, nogil=True)
-def solve_goals(cells, comps, jump_bits, jump_table, zone, cost_index, cost_table, heights, max_climb, sx, sy, goals,
+def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_climb, sx, sy, goals,
                 mode, weight, max_expansions, work_float, work_int, snapped):
     """One path from (sx, sy) to the cheapest reachable of ``goals`` (int (K, 2) x, y, K >=
     1, all in bounds). Arguments, ``mode`` and workspace as
     :func:`pathserver.core.query.solve`: with the algorithm bit set, the jump table built
     and no budget, the search back from the goals is JPS+ from all of them at once; else
-    A* (``zone`` must be empty: avoided cells take A*).
+    A* (which avoided cells take: the caller clears the algorithm bit).
 
     Each goal the unit cannot stand on moves to the nearest cell it can (with the snap
     flag; else QUERY_GOAL_BLOCKED naming it); ``snapped`` (int32 (K, 2)) receives every
@@ -474,13 +474,13 @@ def solve_goals(cells, comps, jump_bits, jump_table, zone, cost_index, cost_tabl
     start_node = sy * width + sx
     expanded = 0
     plus = ((mode >> MODE_ALGORITHM) & 1 == ALGORITHM_JPS and jump_table.shape[0] == height * width
-            and work_float.shape[1] > height * width and max_expansions == 0 and zone.shape[0] == 0)
+            and work_float.shape[1] > height * width and max_expansions == 0)
     if plus:
         sources = work_int[1, :n]
         for i in range(n):
             sources[i] = targets[i, 1] * width + targets[i, 0]
         status, goal_node, expanded = jps_plus(
-            passable, jump_table, sx, sy, sx, sy, weight, 0, work_float, pass_id, zone, jump_bits, sources,
+            passable, jump_table, sx, sy, sx, sy, weight, 0, work_float, pass_id, sources,
         )
         if status == SEARCH_FOUND:
             # The links lead from the start back to the goal the search came from.

@@ -33,7 +33,6 @@ from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import SQRT2, _octile, leg_steps
 from pathserver.core.heap import TIE
-from pathserver.core.jps import _bitmap_words, _next_stop, _previous_stop
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
 #: The eight directions: east, south, west, north, then the diagonals SE, SW, NW, NE
@@ -481,232 +480,10 @@ def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, node
                             size, words, records, open_mark, closed_mark, h_scale, n)
 
 
-# -- a request's avoided cells (see pathserver.core.avoid.avoid_zone) ------------------
-# The table describes the grid before a request blocked its avoided anchors. The zone
-# lists every cell where a straight move may now stop differently (made solid, or a
-# forced neighbour found or lost: the free cells within a step of those anchors); a
-# move may trust the table until it would reach one, and a diagonal until one lies on or
-# beside it or on a straight move from it (found on the stop bitmaps of
-# jps.jump_bitmaps, not in the table: fewer cache misses). There the moves are made on
-# the grid as it is now.
-
-
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _zone_ahead(zone, lo, hi, pos, direction, strict):
-    """The offset ``(v - pos) * direction`` of the nearest entry ``v`` of the ascending
-    ``zone[lo:hi]`` with an offset of at least ``strict`` (-1, 0 or 1); -2 if none."""
-    a = lo
-    b = hi
-    if direction > 0:
-        target = pos + strict
-        while a < b:
-            mid = (a + b) >> 1
-            if zone[mid] < target:
-                a = mid + 1
-            else:
-                b = mid
-        return zone[a] - pos if a < hi else -2
-    target = pos - strict
-    while a < b:
-        mid = (a + b) >> 1
-        if zone[mid] <= target:
-            a = mid + 1
-        else:
-            b = mid
-    return pos - zone[a - 1] if a > lo else -2
-
-
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _zone_line(zone, height, width, horizontal, line):
-    """The bounds in ``zone`` of the zone cells of row ``line`` (x values) when
-    ``horizontal``, else of column ``line`` (y values)."""
-    rows = height + width + 2
-    if horizontal:
-        return rows + zone[line], rows + zone[line + 1]
-    columns = rows + zone[height]
-    return columns + zone[height + 1 + line], columns + zone[height + 2 + line]
-
-
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def _zoned_steps(cells, bitmaps, zone, node, x, y, d, gx, gy, width, height):
-    """:func:`_steps` on the blocked grid ``cells``, from the stop bitmaps of the grid
-    before (see :func:`_first_dirty`) and the zone: the move stops where the bitmaps say
-    (a jump point; a blocked cell ends it with none) unless it reaches a zone cell first,
-    which is looked at as it is now: solid (the move ends, 0), a jump point (the move
-    stops there), or neither (the move goes on)."""
-    dx = DIRECTION_X[d]
-    dy = DIRECTION_Y[d]
-    step = dy * width + dx
-    row_words = _bitmap_words(height, width)
-    if dx != 0:
-        to_goal = (gx - x) * dx if gy == y and (gx - x) * dx > 0 else 0
-        lo, hi = _zone_line(zone, height, width, True, y)
-        base = 0 if dx > 0 else row_words
-        line = y
-        length = width
-        pos = x
-        sign = dx
-    else:
-        to_goal = (gy - y) * dy if gx == x and (gy - y) * dy > 0 else 0
-        lo, hi = _zone_line(zone, height, width, False, x)
-        base = 4 * row_words + (0 if dy > 0 else _bitmap_words(width, height))
-        line = x
-        length = height
-        pos = y
-        sign = dy
-    first = line * (length + 2) + 1  # the bit of position 0
-    walked = 0
-    while True:
-        bit = first + pos + walked * sign
-        if sign > 0:
-            stop = walked + _next_stop(bitmaps, base, bit + 1) - bit
-        else:
-            stop = walked + bit - _previous_stop(bitmaps, base, bit - 1)
-        hit = _zone_ahead(zone, lo, hi, pos + walked * sign, sign, 1) if hi > lo else -2
-        reach = stop if hit < 0 or walked + hit > stop else walked + hit
-        if 0 < to_goal <= reach:
-            return to_goal
-        at = pos + reach * sign
-        if at < 0 or at >= length or cells[node + reach * step] == 0:
-            return 0  # the edge, a wall, or a zone cell made solid
-        if reach == stop and (hit < 0 or walked + hit > stop):
-            return stop  # a jump point no zone cell changed
-        if _has_forced(cells, width, height, x + reach * dx, y + reach * dy, dx, dy):
-            return reach
-        walked = reach  # a zone cell that stops nothing now: on from there
-
-
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _reaches(bitmaps, base, line, length, pos, ahead, forward):
-    """Whether a straight move from ``pos`` on ``line`` of the stop bitmap at word
-    ``base`` (see :func:`pathserver.core.jps.jump_bitmaps`: lines of ``length`` cells)
-    reaches the cell ``ahead`` > 0 steps on, forward (toward larger positions) or back:
-    no stop lies before it (it may be one)."""
-    bit = line * (length + 2) + pos + 1
-    if forward:
-        return _next_stop(bitmaps, base, bit + 1) >= bit + ahead
-    return _previous_stop(bitmaps, base, bit - 1) <= bit - ahead
-
-
-@njit(cache=True, nogil=True, **NO_REFCOUNT)
-def _first_dirty(bitmaps, zone, cx, cy, d, limit, width, height):
-    """The first ``i`` in 1..limit such that a zone cell lies on the ``i``-th cell
-    along the diagonal ``d`` from (cx, cy), or one step behind it on its row or column
-    (a corner of the diagonal step), or where a straight move from it along one of the
-    diagonal's two components would reach it before it stops; 0 if none. Those ``limit`` diagonal
-    steps must be legal on the grid the table describes; bitmaps: that grid's
-    :func:`pathserver.core.jps.jump_bitmaps`, whose stops are where such moves stop (a
-    blocked cell, or one with a forced neighbour)."""
-    dx = DIRECTION_X[d]
-    dy = DIRECTION_Y[d]
-    # None at all in the rows and columns the diagonal crosses: none (zone holds prefix counts).
-    r0, r1 = (cy + 1, cy + limit + 1) if dy > 0 else (cy - limit, cy)
-    c0, c1 = (cx + 1, cx + limit + 1) if dx > 0 else (cx - limit, cx)
-    if zone[r1] == zone[r0] and zone[height + 1 + c1] == zone[height + 1 + c0]:
-        return 0
-    rows = height + width + 2
-    columns = rows + zone[height]
-    row_words = _bitmap_words(height, width)
-    along_x = 0 if dx > 0 else row_words  # the stops of moves toward +x, or -x
-    along_y = 4 * row_words + (0 if dy > 0 else _bitmap_words(width, height))
-    for i in range(1, limit + 1):
-        x = cx + i * dx
-        y = cy + i * dy
-        # An entry one step behind or on the cell: the diagonal step onto it may be
-        # blocked now (the cell, or a corner beside it). One ahead: the moves from it.
-        # The line's extreme entry first: most lines hold none ahead of the diagonal.
-        lo = rows + zone[y]
-        hi = rows + zone[y + 1]
-        if hi > lo and (zone[hi - 1] >= x - 1 if dx > 0 else zone[lo] <= x + 1):
-            ahead = _zone_ahead(zone, lo, hi, x, dx, -1)
-            if ahead <= 0 or _reaches(bitmaps, along_x, y, width, x, ahead, dx > 0):
-                return i
-        lo = columns + zone[height + 1 + x]
-        hi = columns + zone[height + 2 + x]
-        if hi > lo and (zone[hi - 1] >= y - 1 if dy > 0 else zone[lo] <= y + 1):
-            ahead = _zone_ahead(zone, lo, hi, y, dy, -1)
-            if ahead <= 0 or _reaches(bitmaps, along_y, x, height, y, ahead, dy > 0):
-                return i
-    return 0
-
-
-@njit(cache=True, nogil=True, **NO_REFCOUNT)
-def _walk_diagonal_zoned(cells, table, bitmaps, zone, node, x, y, d, g_node, gx, gy, goal, width, height, keys, nodes,
-                         base, size, words, records, open_mark, closed_mark, h_scale, n):
-    """:func:`_walk_diagonal` on the blocked grid ``cells``: the walk also stops on each
-    diagonal cell :func:`_first_dirty` finds, offers the zoned straight moves from there
-    (:func:`_zoned_steps`, which meet the goal too), and goes on. The new heap size."""
-    dx = DIRECTION_X[d]
-    dy = DIRECTION_Y[d]
-    along_x = 0 if dx > 0 else 2
-    along_y = 1 if dy > 0 else 3
-    step = dy * width + dx
-    cx = x
-    cy = y
-    cell = node
-    walked = 0
-    while True:
-        dist = np.int64(table[cell, d])
-        if dist == SAT:
-            reach = SAT_STEP
-        else:
-            reach = dist if dist > 0 else -dist
-        stop = _first_dirty(bitmaps, zone, cx, cy, d, reach, width, height) if reach > 0 else 0
-        ox = (gx - cx) * dx
-        oy = (gy - cy) * dy
-        if ox > 0 and oy > 0:
-            k = ox if ox < oy else oy
-            if k <= reach and (stop == 0 or k < stop):
-                # The goal's row or column, met before any zone cell: as _walk_diagonal.
-                size = _offer_goal(table, node, cell, ox, oy, k, d, g_node + (walked + k) * SQRT2, gx, gy, goal,
-                                   width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-                if ox == oy:
-                    return size
-        if stop == 0:
-            if dist == SAT:
-                cell += SAT_STEP * step
-                cx += SAT_STEP * dx
-                cy += SAT_STEP * dy
-                walked += SAT_STEP
-                continue
-            if dist <= 0:
-                return size
-            # A diagonal jump point no zone cell touches: its moves as the table says.
-            cell += dist * step
-            cx += dist * dx
-            cy += dist * dy
-            walked += dist
-            size = _offer_turns(table, node, cell, cx, cy, d, g_node + walked * SQRT2, gx, gy, width, keys, nodes,
-                                base, size, words, records, open_mark, closed_mark, h_scale, n)
-            continue
-        # A zone cell, or one whose straight moves reach one: the step onto it may be
-        # blocked now (it, or a corner beside it); if not, its moves as they are now.
-        tx = cx + stop * dx
-        ty = cy + stop * dy
-        if cells[ty * width + tx] == 0 or cells[ty * width + tx - dx] == 0 or cells[(ty - dy) * width + tx] == 0:
-            return size
-        cell += stop * step
-        cx = tx
-        cy = ty
-        walked += stop
-        g_turn = g_node + walked * SQRT2
-        if cell == goal:
-            return _offer(node, goal, gx, gy, d, g_turn, gx, gy, width, keys, nodes, base, size, words, records,
-                          open_mark, closed_mark, h_scale, n)
-        ahead = _zoned_steps(cells, bitmaps, zone, cell, cx, cy, along_x, gx, gy, width, height)
-        if ahead > 0:
-            size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_turn + ahead, gx, gy, width,
-                          keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-        ahead = _zoned_steps(cells, bitmaps, zone, cell, cx, cy, along_y, gx, gy, width, height)
-        if ahead > 0:
-            size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_turn + ahead, gx, gy,
-                          width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-
-
-@njit(cache=True, nogil=True, **NO_REFCOUNT)
-def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, zone, bitmaps, sources):
+def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, sources):
     """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
-    very grid, not checked; or see ``zone``) instead of scanning.
+    very grid, not checked) instead of scanning.
 
     passable, sx, sy, gx, gy, weight, max_expansions: as for jps. work_float: float64
     (5, N), N > H * W, zeroed when allocated, rows 1 to 4 laid out as the comment above
@@ -716,11 +493,7 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
     pass_id + 1 closed); one no larger than the last means the counter wrapped, and the
     records' stamps are cleared. An improved open node is pushed again and its stale
     entry skipped when popped; when the heap's N entries are all used the stale ones
-    are dropped. zone: empty, or the :func:`pathserver.core.avoid.avoid_zone` of the
-    grid ``table`` was built for and the avoided boxes that made ``passable`` from it:
-    then the table is trusted only away from the zone (see :func:`_zoned_steps`), and
-    bitmaps holds the :func:`pathserver.core.jps.jump_bitmaps` of that grid (read only
-    with a zone). sources: int32 node ids ``y * W + x``, each passable, the search
+    are dropped. sources: int32 node ids ``y * W + x``, each passable, the search
     starting from all of them at once (each at cost 0, as the start; then (sx, sy) is not
     one), or empty for the one start (sx, sy): many goals searched back to a unit's start
     (each node's link leads back to the source it came from: :func:`jump_root`).
@@ -729,7 +502,6 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
     """
     height, width = passable.shape
     cells = passable.reshape(height * width)
-    zoned = zone.shape[0] > 0
     n = work_float.shape[1]
     keys = work_float.reshape(-1)
     nodes = keys.view(np.int64)
@@ -810,21 +582,12 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
             ddx = DIRECTION_X[d]
             ddy = DIRECTION_Y[d]
             if ddx != 0 and ddy != 0:
-                if zoned:
-                    size = _walk_diagonal_zoned(
-                        cells, table, bitmaps, zone, node, x, y, d, g_node, gx, gy, goal, width, height, keys, nodes,
-                        base, size, words, records, open_mark, closed_mark, h_scale, n,
-                    )
-                else:
-                    size = _walk_diagonal(
-                        table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
-                        open_mark, closed_mark, h_scale, n,
-                    )
+                size = _walk_diagonal(
+                    table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
+                    open_mark, closed_mark, h_scale, n,
+                )
                 continue
-            if zoned:
-                k = _zoned_steps(cells, bitmaps, zone, node, x, y, d, gx, gy, width, height)
-            else:
-                k = _steps(table, node, x, y, d, gx, gy, width)
+            k = _steps(table, node, x, y, d, gx, gy, width)
             if k == 0:
                 continue
             size = _offer(node, node + k * (ddy * width + ddx), x + k * ddx, y + k * ddy, d, g_node + k,

@@ -42,7 +42,7 @@ from pathserver.core.status import (
     QUERY_PARTIAL,
     QUERY_SEARCH_LIMIT,
     QUERY_START_BLOCKED,
-    QUERY_ZONE_NEEDED,
+    QUERY_UNMENDED,
     SEARCH_BUDGET,
     SEARCH_FOUND,
     SEARCH_NO_PATH,
@@ -69,7 +69,6 @@ def solve(
     comps,
     jump_bits,
     jump_table,
-    zone,
     plain_cells,
     cost_index,
     cost_table,
@@ -90,20 +89,18 @@ def solve(
     cells, comps: the unit's block-local component grid (uint8 (H, W), nonzero where the
     unit's footprint fits, so also the passability grid every search reads) and its
     table, under ``diagonal`` (see :mod:`pathserver.core.components`); jump_bits:
-    :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS, and by
-    JPS+ with a zone);
+    :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS);
     jump_table: :func:`pathserver.core.jpsplus.jump_table` of ``cells``, or an empty
     (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning).
-    With MODE_AVOIDING in ``mode``, ``cells`` has a request's avoided cells blocked,
-    ``plain_cells`` is the grid before, and ``jump_table`` and ``jump_bits`` are that
-    grid's. JPS+ then first searches ``plain_cells``; its path is the answer if
-    :func:`pathserver.core.repair.mend` makes it legal at its cost (blocking cells only
-    takes moves away, so none is cheaper); otherwise the call returns QUERY_ZONE_NEEDED
-    (so too, given max_expansions, a caller's give-up budget, when that search reaches it
-    or finds no path) and the caller calls again with zone, the cells'
-    :func:`pathserver.core.avoid.avoid_zone`: JPS+ searches ``cells``, trusting the table
-    and bitmaps away from the zone. Without the bit, zone is empty and ``plain_cells`` is
-    ``cells``. cost_index, cost_table, heights, max_climb, weight, max_expansions: as in
+    With MODE_AVOIDING in ``mode``, ``cells`` has a request's avoided cells blocked and
+    ``plain_cells`` is the grid before. Given that grid's table, JPS+ first searches
+    ``plain_cells``; its path is the answer if :func:`pathserver.core.repair.mend` makes
+    it legal at its cost (blocking cells only takes moves away, so none is cheaper);
+    otherwise the call returns QUERY_UNMENDED (so too, given max_expansions, a caller's
+    give-up budget, when that search reaches it or finds no path), and the caller calls
+    again without the table and with ``jump_bits`` of ``cells`` as it is
+    (:func:`pathserver.core.relay.lay_avoided`): the online JPS searches round the
+    cells. Without the bit, ``plain_cells`` is ``cells``. cost_index, cost_table, heights, max_climb, weight, max_expansions: as in
     :func:`astar`. mode: the other options packed by
     :func:`pathserver.core.status.pack_mode` (fewer arguments for numba to type-check on
     every call): diagonal, heuristic, smooth (SMOOTH_*), algorithm (ALGORITHM_JPS only
@@ -119,7 +116,7 @@ def solve(
     the kernel picks its own (the workspace convention of :func:`astar`).
 
     Returns (status, flags, count, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
-    status (QUERY_ZONE_NEEDED only as said above), FLAG_* bits, the count of waypoints (0 when there is no path), left in the
+    status (QUERY_UNMENDED only as said above), FLAG_* bits, the count of waypoints (0 when there is no path), left in the
     workspace as ``answer_cells(work_int)[:count]``, the cost of the underlying cell path,
     the Euclidean length of the waypoints, nodes expanded, and the endpoints after
     snapping. It allocates nothing: with no array to hand back, numba's reference
@@ -198,31 +195,27 @@ def solve(
     # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
     if plus and max_expansions > 0 and avoiding == 0:
         status, end, expanded = jps_plus(
-            passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, zone, jump_bits,
-            one_start,
+            passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
         )
     elif plus:
-        # With avoided cells and no zone yet: other units stand somewhere on the map,
-        # mostly off this path. Without them no path is dearer, so the path without them
-        # is the answer if it steps on none of their cells or detours of its own cost go
-        # round them (repair.mend); else the caller builds their zone and calls again,
-        # and JPS+ searches the blocked grid reading the table away from the zone.
-        first = avoiding != 0 and zone.shape[0] == 0
+        # With avoided cells: other units stand somewhere on the map, mostly off this
+        # path. Without them no path is dearer, so the path without them is the answer if
+        # it steps on none of their cells or detours of its own cost go round them
+        # (repair.mend); else the caller searches round them.
         status, end, expanded = jps_plus(
-            plain_cells if first else passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float,
-            pass_id, zone, jump_bits, one_start,
+            plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
         )
-        if first and status != SEARCH_FOUND and max_expansions > 0:
+        if avoiding != 0 and status != SEARCH_FOUND and max_expansions > 0:
             # A give-up budget (see the docstring): reached, or no path; the caller decides.
-            return QUERY_ZONE_NEEDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
-        if first and status == SEARCH_FOUND:
+            return QUERY_UNMENDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
+        if avoiding != 0 and status == SEARCH_FOUND:
             straight, diagonals = jump_path_steps(work_float, width, sy * width + sx, end)
             count = straight + diagonals + 1
             trace_jumps_into(out, work_float, width, sy * width + sx, end, count)
             mended, closed = mend(out, count, passable, work_float, work_int, max_expansions)
             expanded += closed
             if mended == 0:
-                return QUERY_ZONE_NEEDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
+                return QUERY_UNMENDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
             fits = True
     elif algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(
@@ -236,11 +229,13 @@ def solve(
             diagonal, heuristic, weight, max_expansions,
             g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos,
         )
-    if plus and status == SEARCH_NO_PATH and allow_partial != 0 and avoiding != 0:
+    if algorithm == ALGORITHM_JPS and status == SEARCH_NO_PATH and allow_partial != 0 and avoiding != 0:
         # No way around the avoided cells. The partial answer ends on the reachable cell
         # nearest the goal, which a search closing only jump points may not have seen:
-        # A* closes every one (without avoided cells the components answer this).
+        # A* closes every one (without avoided cells the components answer this). Its
+        # stamps are the online JPS's: a pass of its own.
         plus = False
+        pass_id = next_pass_id(work_int)
         status, end, more = astar(
             passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, tx, ty,
             diagonal, heuristic, weight, max_expansions,

@@ -16,9 +16,9 @@ QUERY_START_BLOCKED = 3
 QUERY_GOAL_BLOCKED = 4
 QUERY_SEARCH_LIMIT = 5
 #: Not an answer: with avoided cells, the path without them could not be mended round
-#: them (:mod:`pathserver.core.repair`), or not found within a give-up budget; call
-#: again with their zone to search round them.
-QUERY_ZONE_NEEDED = 6
+#: them (:mod:`pathserver.core.repair`), or not found within a give-up budget; search
+#: round them (see :func:`pathserver.core.query.solve`).
+QUERY_UNMENDED = 6
 
 FLAG_START_SNAPPED = 1
 FLAG_GOAL_SNAPPED = 2

@@ -21,6 +21,7 @@ import weakref
 import numpy as np
 
 from pathserver.core.avoid import block_anchors, boxes_from, price_anchors, restore_anchors
+from pathserver.core.relay import lay_avoided, lift_avoided
 from pathserver.grid.gridmap import number_array
 
 #: How many layers' copies one thread keeps (least recently used dropped).
@@ -47,7 +48,7 @@ class _Scratch:
     """One thread's writable copy of one layer's ``cells`` (and, made on first need, of
     its cost index), equal to the originals between requests."""
 
-    __slots__ = ("source", "cells", "cells_view", "indexes")
+    __slots__ = ("source", "cells", "cells_view", "indexes", "bits")
 
     def __init__(self, cells: np.ndarray):
         self.source = weakref.ref(cells)
@@ -55,6 +56,15 @@ class _Scratch:
         self.cells_view = _readonly_view(self.cells)
         # (source index id, dtype) -> (source index, writable copy, read-only view)
         self.indexes: dict = {}
+        # (source bitmaps, writable copy, read-only view) of JPS's bitmaps, made on need
+        self.bits = None
+
+    def bitmaps(self, source: np.ndarray) -> tuple:
+        """(copy, view) of JPS's bitmaps of the cells (``source``: the layer's)."""
+        if self.bits is None or self.bits[0] is not source:
+            copy = source.copy()
+            self.bits = (source, copy, _readonly_view(copy))
+        return self.bits[1], self.bits[2]
 
     def index(self, cost_index: np.ndarray, uniform: bool, dtype) -> tuple:
         """(source, copy, view) of the cost index (all zeros for a uniform map, whose
@@ -87,6 +97,18 @@ def _readonly_view(array: np.ndarray) -> np.ndarray:
 _local = threading.local()
 
 
+#: Words of JPS's bitmaps one request notes as changed (past them, lifting copies all).
+LOG_WORDS = 1 << 15
+
+
+def _log() -> np.ndarray:
+    """This thread's log of the bitmap words a request changed."""
+    log = getattr(_local, "log", None)
+    if log is None:
+        log = _local.log = np.zeros(LOG_WORDS, dtype=np.int64)
+    return log
+
+
 def _scratch(cells: np.ndarray) -> _Scratch:
     kept = getattr(_local, "scratch", None)
     if kept is None:
@@ -111,7 +133,7 @@ class Avoided:
     :meth:`release` gives the start its own value back (a unit may leave where it stands).
     """
 
-    __slots__ = ("grids", "unit_w", "unit_h", "boxes", "avoid_cost", "_undo")
+    __slots__ = ("grids", "unit_w", "unit_h", "boxes", "avoid_cost", "_undo", "_laid")
 
     def __init__(self, cells, cost_index, cost_table, uniform, unit_w, unit_h, boxes, avoid_cost):
         self.grids = (cells, cost_index, cost_table, bool(uniform))
@@ -120,6 +142,7 @@ class Avoided:
         self.boxes = boxes
         self.avoid_cost = avoid_cost
         self._undo = None
+        self._laid = None
 
     @property
     def blocking(self) -> bool:
@@ -155,7 +178,21 @@ class Avoided:
             grid, source = self._undo
             grid[y, x] = source[y, x]
 
+    def bitmaps(self, bitmaps: np.ndarray) -> np.ndarray:
+        """Inside the ``with``, the avoided cells blocking (after :meth:`release`): JPS's
+        bitmaps of the grid handed on, from the layer's ``bitmaps`` with the avoided
+        cells laid on (:mod:`pathserver.core.relay`, on this thread's copy; lifted on
+        leaving), read-only."""
+        grid, _ = self._undo
+        copy, view = _scratch(self.grids[0]).bitmaps(bitmaps)
+        log = _log()
+        self._laid = (copy, bitmaps, log, lay_avoided(copy, grid, self.boxes, self.unit_w, self.unit_h, log))
+        return view
+
     def __exit__(self, *exc) -> None:
+        if self._laid is not None:
+            lift_avoided(*self._laid)
+            self._laid = None
         if self._undo is not None:
             grid, source = self._undo
             self._undo = None

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathserver.core import status as st
-from pathserver.core.avoid import avoid_zone
 from pathserver.core.goals import snap_goals, solve_goals
 from pathserver.core.jit import bound
 from pathserver.core.query import answer_view, solve
@@ -57,8 +56,6 @@ _NO_JUMP_BITS = np.zeros(0, dtype=np.uint64)
 _NO_JUMP_BITS.setflags(write=False)
 _NO_JUMP_TABLE = np.zeros((0, 8), dtype=np.int8)
 _NO_JUMP_TABLE.setflags(write=False)
-_NO_ZONE = np.zeros(0, dtype=np.int32)
-_NO_ZONE.setflags(write=False)
 
 
 @dataclass(slots=True)
@@ -339,9 +336,9 @@ def find_path(
         overlap them, but a unit whose start overlaps them may leave; a goal on them snaps
         off them. avoid_cost: a number >= 1: the avoided cells are not blocked, but
         entering a cell whose footprint overlaps one costs at least this much a step.
-        With ``avoid`` alone the search is JPS+ where the request without would be (the
-        layer's jump table read wherever the avoided cells change nothing it says), else
-        A*; with ``avoid_cost``, A*.
+        With ``avoid`` alone, where the request without would run JPS+: JPS+ without the
+        avoided cells, that path mended round them at its cost (``algorithm`` "jps+"),
+        else the online JPS round them ("jps"); elsewhere A*; with ``avoid_cost``, A*.
     traversal: a unit class the map defines (``"boat"``) or rules ``{tag: None | number
         >= 1}`` for the map's tagged cells: None blocks a tag, a number multiplies the
         cost of its cells (see :class:`~pathserver.grid.gridmap.GridMap`).
@@ -418,11 +415,11 @@ def find_path(
         ws = _new_workspace(n)
     if kernel is None:
         kernel = call.bind((
-            cells, comps, jump_bits, jump_table, _NO_ZONE, cells, cost_index, cost_table, heights, climb, sx, sy, gx,
+            cells, comps, jump_bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx,
             gy, mode, weight_value, budget, ws.work_float, ws.work_int,
         ))
     status, flags, count, cost, length, expanded, sx, sy, gx, gy = kernel(
-        cells, comps, jump_bits, jump_table, _NO_ZONE, cells, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
+        cells, comps, jump_bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
         mode, weight_value, budget, ws.work_float, ws.work_int,
     )
     if status > st.QUERY_NO_PATH:
@@ -617,14 +614,14 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             pass  # many goals: JPS+ back from all of them at once (solve_goals)
         elif algorithm_name == "jps+" and avoid_cost is None and (goals is None or len(goals) == 1):
             # JPS+ on the layer's table: the path without the avoided cells, mended round
-            # them at its cost, else (QUERY_ZONE_NEEDED) a search trusting the table and
-            # bitmaps away from where the avoided cells change them.
+            # them at its cost; else (QUERY_UNMENDED) the online JPS on the layer's
+            # bitmaps with the cells laid on.
             jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
             mode |= 1 << st.MODE_AVOIDING
         elif give_up:
             return None
         else:
-            # A*: JPS's bitmaps know nothing of avoided cells, nor does JPS+ with avoid_cost.
+            # A*: avoided cells with many goals, or dear (avoid_cost) instead of solid.
             mode &= ~(1 << st.MODE_ALGORITHM)
             algorithm_name = "astar"
             jump_table = _NO_JUMP_TABLE
@@ -656,28 +653,29 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         elif len(targets) == 1:
             (gx, gy), = targets.tolist()
             status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
-                cells, call.comps, jump_bits, jump_table, _NO_ZONE, call.cells, cost_index, cost_table,
+                cells, call.comps, jump_bits, jump_table, call.cells, cost_index, cost_table,
                 call.heights, call.climb, sx, sy, gx, gy, mode,
                 call.weight, give_up or call.budget, ws.work_float, ws.work_int,
             )
-            if status == st.QUERY_ZONE_NEEDED and give_up:
+            if status == st.QUERY_UNMENDED and give_up:
                 return None
-            if status == st.QUERY_ZONE_NEEDED:
-                zone = avoid_zone(call.cells, boxes, unit_w, unit_h)
-                zone.setflags(write=False)  # as _NO_ZONE: one compiled solve() for both
+            if status == st.QUERY_UNMENDED:
+                # No detour of its cost: the online JPS on the grid with the cells blocked,
+                # its bitmaps the layer's with them laid on.
                 before = expanded
                 status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
-                    cells, call.comps, jump_bits, jump_table, zone, call.cells, cost_index, cost_table,
-                    call.heights, call.climb, sx, sy, gx, gy, mode,
+                    cells, call.comps, avoided.bitmaps(jump_bits), _NO_JUMP_TABLE, call.cells, cost_index,
+                    cost_table, call.heights, call.climb, sx, sy, gx, gy, mode,
                     call.weight, call.budget, ws.work_float, ws.work_int,
                 )
                 expanded += before
+                algorithm_name = "jps"
             points = ws.answer[:count].copy("K")
             chosen = -1 if status == st.QUERY_NO_PATH or status == st.QUERY_START_BLOCKED else 0
         else:
             snapped = np.empty(targets.shape, dtype=np.int32)
             status, flags, points, cost, length, expanded, sx, sy, chosen = solve_goals(
-                cells, call.comps, jump_bits, jump_table, _NO_ZONE, cost_index, cost_table, call.heights, call.climb,
+                cells, call.comps, jump_table, cost_index, cost_table, call.heights, call.climb,
                 sx, sy, targets, mode, call.weight, call.budget, ws.work_float, ws.work_int, snapped,
             )
             gx, gy = snapped[chosen].tolist() if chosen >= 0 else (-1, -1)

@@ -8,7 +8,6 @@ import numpy as np
 
 import naive
 from core.test_jps import Workspace, grid
-from pathserver.core.avoid import avoid_zone
 from pathserver.core.jps import jump_bitmaps
 from pathserver.core.jpsplus import (
     DIRECTION_X,
@@ -25,8 +24,6 @@ from pathserver.core.jpsplus import (
 )
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
-NO_ZONE = np.zeros(0, dtype=np.int32)
-NO_BITS = np.zeros(0, dtype=np.uint64)
 ONE_START = np.zeros(0, dtype=np.int32)  # no sources: the search starts at its (sx, sy)
 
 
@@ -59,7 +56,7 @@ class PlusWorkspace:
         self.pass_id += 2
         status, end, expanded = jps_plus(
             passable, table, start[0], start[1], goal[0], goal[1], weight, max_expansions,
-            self.work_float, self.pass_id, NO_ZONE, NO_BITS, ONE_START,
+            self.work_float, self.pass_id, ONE_START,
         )
         return status, end, expanded, self.pass_id
 
@@ -294,76 +291,3 @@ def test_compacting_the_open_list_keeps_each_open_node_once():
     kept = [(keys[n + 2 * i], int(nodes[n + 2 * i + 1])) for i in range(size)]
     assert sorted(node for _, node in kept) == sorted(open_nodes.tolist())
     assert all(kept[(i - 1) // 2][0] <= kept[i][0] for i in range(1, size))
-
-
-# -- a request's avoided cells: the table of the grid before, trusted away from the zone --
-
-
-def avoided_grid(rng, walkable, unit):
-    """(passable before, passable with random avoided cells blocked, zone, boxes)."""
-    height, width = walkable.shape
-    passable = naive.passable_for_unit(walkable, unit, unit)
-    cells = [(int(rng.integers(width)), int(rng.integers(height))) for _ in range(int(rng.integers(0, 12)))]
-    rects = [(int(rng.integers(width)), int(rng.integers(height)), int(rng.integers(1, 5)), int(rng.integers(1, 5)))
-             for _ in range(int(rng.integers(0, 3)))]
-    solid = naive.covered(walkable.shape, cells, rects)
-    blocked = (passable != 0) & ~naive.overlapping(solid, unit, unit)
-    boxes = np.array([(x, y, x + 1, y + 1) for x, y in cells]
-                     + [(x, y, min(x + w, width), min(y + h, height)) for x, y, w, h in rects],
-                     dtype=np.int64).reshape(-1, 4)
-    return passable, blocked.astype(np.uint8), avoid_zone(passable, boxes, unit, unit), boxes
-
-
-def test_zone_lists_the_free_cells_next_to_what_the_boxes_block():
-    rng = np.random.default_rng(30)
-    for _ in range(100):
-        width, height = int(rng.integers(1, 20)), int(rng.integers(1, 20))
-        walkable = naive.random_grid(rng, width, height, rng.uniform(0.0, 0.4))
-        unit = int(rng.integers(1, 4))
-        passable, blocked, zone, _ = avoided_grid(rng, walkable, unit)
-        changed = (passable != 0) & (blocked == 0)
-        near = np.zeros_like(changed)
-        for y, x in np.argwhere(changed):
-            near[max(0, y - 1):y + 2, max(0, x - 1):x + 2] = True
-        rows = height + width + 2
-        count = zone[height]
-        listed = set()
-        for y in range(height):
-            xs = zone[rows + zone[y]:rows + zone[y + 1]]
-            assert (np.diff(xs) >= 0).all()
-            listed |= {(int(x), y) for x in xs}
-        by_column = set()
-        for x in range(width):
-            ys = zone[rows + count + zone[height + 1 + x]:rows + count + zone[height + 2 + x]]
-            assert (np.diff(ys) >= 0).all()
-            by_column |= {(x, int(y)) for y in ys}
-        assert listed == by_column
-        assert all(passable[y, x] for x, y in listed)
-        # Every free cell within a step of a changed one is listed (more may be).
-        assert {(int(x), int(y)) for y, x in np.argwhere(near & (passable != 0))} <= listed
-
-
-def test_avoided_cells_search_matches_dijkstra_on_the_blocked_grid():
-    rng = np.random.default_rng(31)
-    ws = PlusWorkspace(40 * 40)
-    for _ in range(400):
-        width, height = int(rng.integers(3, 41)), int(rng.integers(3, 41))
-        walkable = naive.random_grid(rng, width, height, rng.uniform(0.0, 0.35))
-        unit = int(rng.integers(1, 4))
-        passable, blocked, zone, _ = avoided_grid(rng, walkable, unit)
-        table = jump_table(passable)
-        bits = jump_bitmaps(passable)
-        for start, goal in random_queries(rng, blocked, 4):
-            expected = naive.dijkstra(blocked, start, goal)
-            ws.pass_id += 2
-            status, end, _ = jps_plus(blocked, table, start[0], start[1], goal[0], goal[1], 1.0, 0,
-                                      ws.work_float, ws.pass_id, zone, bits, ONE_START)
-            if expected == math.inf:
-                assert status == SEARCH_NO_PATH
-                continue
-            assert status == SEARCH_FOUND and end == goal[1] * width + goal[0]
-            assert abs(ws.cost(end) - expected) < 1e-9
-            path = ws.path(blocked, start, end)
-            assert path[0] == start and path[-1] == goal
-            assert naive.path_is_valid(blocked, path)
-            assert abs(naive.path_cost(path) - expected) < 1e-9

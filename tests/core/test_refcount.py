@@ -30,11 +30,8 @@ def test_marked_kernel_holds_no_reference_counting():
     args = (cells, table, 1, 1, 14, 12, 1.0, 0, work)
     marked = numba.njit(nogil=True, **NO_REFCOUNT)(jpsplus.jps_plus.py_func)
     plain = numba.njit(nogil=True)(jpsplus.jps_plus.py_func)
-    zone = np.zeros(0, dtype=np.int32)
-    bits = np.zeros(0, dtype=np.uint64)
     one = np.zeros(0, dtype=np.int32)
-    assert (marked(*args, 10, zone, bits, one) == plain(*args, 12, zone, bits, one)
-            == jpsplus.jps_plus(*args, 14, zone, bits, one))
+    assert marked(*args, 10, one) == plain(*args, 12, one) == jpsplus.jps_plus(*args, 14, one)
     counts = []
     for dispatcher in (marked, plain):
         asm = "".join(dispatcher.inspect_asm().values())
