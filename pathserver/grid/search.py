@@ -595,10 +595,12 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         raise RequestError("pass goal or goals, not both", at="goals")
     if goals is None and goal is None:
         raise RequestError("find_path needs a goal (or goals)", at="goal")
-    goals = checked(_GOALS, goals)
+    if goals is not None:
+        goals = checked(_GOALS, goals)
     boxes = avoid_boxes(gridmap, avoid)
-    avoid_cost = checked(_AVOID_COST, avoid_cost)
-    rules = traversal_rules(gridmap, traversal)
+    if avoid_cost is not None:
+        avoid_cost = checked(_AVOID_COST, avoid_cost)
+    rules = None if traversal is None else traversal_rules(gridmap, traversal)
     call = prepared_call(gridmap, unit_size, rules, given)
     sx, sy = _endpoint(start, "start", gridmap)
     mode = call.mode

@@ -225,7 +225,7 @@ def handle_path(request: PathRequest, registry) -> dict:
     gridmap = registry.get(request.map)
     query = request.query
     unit, start, goal, options = _endpoints(gridmap, query)
-    result = find_path(gridmap, start, goal, unit, **options)
+    result = find_path(gridmap, start, goal, unit, **_avoid_arrays(options))
     return _PATH_REPLIES.reply(request.id, _path_answer(gridmap, query.space, result, query.goal is None))
 
 
