@@ -381,7 +381,7 @@ class Bench:
             with_avoid = sum(a for _, a in pairs)
             ratio = with_avoid / plain
             kinds = outcomes.get(name, [])
-            seen = "; " + ", ".join(f"{kind} {kinds.count(kind)}" for kind in ("kept", "same cost", "dearer")) if kinds else ""
+            seen = "".join(f"; {kind} {kinds.count(kind)}" for kind in ("kept", "same cost", "dearer") if kinds)
             self.row(f"{name} + {n_cells} avoided cells", 1e3 * with_avoid / len(pairs), "ms",
                      1e3 * plain / len(pairs), "the same without avoid", "<= 1.5x", ratio <= 1.5, f"{ratio:.2f}x{seen}")
 

@@ -100,8 +100,9 @@ def solve(
     give-up budget, when that search reaches it or finds no path), and the caller calls
     again without the table and with ``jump_bits`` of ``cells`` as it is
     (:func:`pathserver.core.relay.lay_avoided`): the online JPS searches round the
-    cells. Without the bit, ``plain_cells`` is ``cells``. cost_index, cost_table, heights, max_climb, weight, max_expansions: as in
-    :func:`astar`. mode: the other options packed by
+    cells. Without the bit, ``plain_cells`` is ``cells``. cost_index, cost_table,
+    heights, max_climb, weight, max_expansions: as in :func:`astar`. mode: the other
+    options packed by
     :func:`pathserver.core.status.pack_mode` (fewer arguments for numba to type-check on
     every call): diagonal, heuristic, smooth (SMOOTH_*), algorithm (ALGORITHM_JPS only
     when the caller has checked the grid qualifies: uniform cost, no heights, no corner
@@ -116,11 +117,12 @@ def solve(
     the kernel picks its own (the workspace convention of :func:`astar`).
 
     Returns (status, flags, count, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
-    status (QUERY_UNMENDED only as said above), FLAG_* bits, the count of waypoints (0 when there is no path), left in the
-    workspace as ``answer_cells(work_int)[:count]``, the cost of the underlying cell path,
-    the Euclidean length of the waypoints, nodes expanded, and the endpoints after
-    snapping. It allocates nothing: with no array to hand back, numba's reference
-    counting is left out of the call (0.3 µs of a short path's, bench/profile.py).
+    status (QUERY_UNMENDED only as said above), FLAG_* bits, the count of waypoints (0
+    when there is no path), left in the workspace as ``answer_cells(work_int)[:count]``,
+    the cost of the underlying cell path, the Euclidean length of the waypoints, nodes
+    expanded, and the endpoints after snapping. It allocates nothing: with no array to
+    hand back, numba's reference counting is left out of the call (0.3 µs of a short
+    path's, bench/profile.py).
     """
     diagonal = (mode >> MODE_DIAGONAL) & 3
     heuristic = (mode >> MODE_HEURISTIC) & 3

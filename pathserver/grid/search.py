@@ -575,7 +575,8 @@ def avoid_boxes(gridmap: GridMap, avoid) -> np.ndarray:
     return blocker_boxes(gridmap, value if value is not None else ((), ()))
 
 
-def find_path_within(gridmap: GridMap, start, goal, unit_size, budget: int, *, avoid, **options) -> PathResult | None:
+def find_path_within(gridmap: GridMap, start, goal, unit_size, budget: int, *, avoid,
+                     **options) -> PathResult | None:
     """``find_path(gridmap, start, goal, unit_size, avoid=avoid, **options)`` if it is
     the JPS+ path without the avoided cells, mended round them (see :func:`solve`),
     found within ``budget`` expansions; else None, and then only the call itself answers.
