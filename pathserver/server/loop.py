@@ -14,7 +14,9 @@
 Only the loop thread touches the ROUTER. A ``path`` is first tried on the loop with a
 budget of INLINE_EXPANSIONS node expansions when start and goal are at most
 INLINE_DISTANCE cells apart (bounded work, and no thread hand-off for the short trips
-that dominate a game's traffic); any other is queued, so long searches use every core. Workers run
+that dominate a game's traffic), with other units' cells too (at most
+``handlers.INLINE_AVOID_CELLS``, no rectangles) when the path without them mends round
+them; any other is queued, so long searches use every core. Workers run
 the longer searches, batches and edits (the kernels release the GIL) and push
 ``[meta, envelope..., reply]`` to the loop over inproc, which both wakes the loop and
 carries the reply. The loop's turn is poll with timeout -> replies out -> requests in,
