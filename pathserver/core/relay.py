@@ -42,7 +42,7 @@ def _store(bitmaps, k, value, log, count):
     return count
 
 
-@njit(cache=True, nogil=True, **NO_REFCOUNT)
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _fill(bitmaps, base, bit0, bit1, on, log, count):
     """Set (``on``) or clear bits ``bit0..bit1`` (inclusive) of the bitmap at word
     ``base``. The new log count."""
@@ -61,14 +61,14 @@ def _fill(bitmaps, base, bit0, bit1, on, log, count):
     return count
 
 
-@njit(cache=True, nogil=True, **NO_REFCOUNT)
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _set(bitmaps, base, bit, on, log, count):
     k = base + (bit >> 6)
     flag = ONE << np.uint64(bit & 63)
     return _store(bitmaps, k, (bitmaps[k] | flag) if on else (bitmaps[k] & ~flag), log, count)
 
 
-@njit(cache=True, nogil=True, **NO_REFCOUNT)
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _refresh(bitmaps, base, cells, rows, line, count_lines, length, i0, i1, log, count):
     """Positions ``i0..i1`` of ``line`` (one orientation's four bitmaps at word ``base``,
     as :func:`pathserver.core.jps.jump_bitmaps` lays them out) as ``cells`` is now: their
