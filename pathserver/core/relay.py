@@ -17,9 +17,6 @@ from pathserver.core.jit import NO_REFCOUNT, njit
 from pathserver.core.avoid import anchor_box
 from pathserver.core.jps import ALL_BITS, ONE, _bitmap_words, _next_stop, _previous_stop
 
-#: Bits of a word; its index from a bit's.
-WORD_BITS = 64
-
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _free(cells, rows, line, i, length):
