@@ -32,6 +32,17 @@ _NO_CELLS = np.zeros((0, 2), dtype=np.float64)
 _NO_RECTS = np.zeros((0, 4), dtype=np.float64)
 
 
+#: The numbers in a row of each of ``avoid``'s arrays.
+ROW_WIDTHS = {"cells": 2, "rects": 4}
+
+
+def as_arrays(avoid: dict) -> dict:
+    """An ``avoid`` value already checked (by :mod:`pathserver.options`) with its rows as
+    float64 arrays, which the searches take without walking them again (200 cells as
+    lists: 25 µs a query)."""
+    return {key: number_array(rows, ROW_WIDTHS[key]) for key, rows in avoid.items() if rows is not None}
+
+
 def blocker_boxes(gridmap, checked) -> np.ndarray:
     """``(cells, rects)`` as :mod:`pathserver.options` checks an ``avoid`` value, as int64
     (K, 4) boxes ``x0, y0, x1, y1`` (ends excluded) clipped to the map, empty ones left
@@ -40,8 +51,9 @@ def blocker_boxes(gridmap, checked) -> np.ndarray:
     cells, rects = checked
     if not len(cells) and not len(rects):
         return _NO_BOXES
-    return boxes_from(number_array(cells, 2) if len(cells) else _NO_CELLS,
-                      number_array(rects, 4) if len(rects) else _NO_RECTS, float(gridmap.width), float(gridmap.height))
+    return boxes_from(number_array(cells, ROW_WIDTHS["cells"]) if len(cells) else _NO_CELLS,
+                      number_array(rects, ROW_WIDTHS["rects"]) if len(rects) else _NO_RECTS,
+                      float(gridmap.width), float(gridmap.height))
 
 
 class _Scratch:

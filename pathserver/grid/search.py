@@ -621,8 +621,6 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             # bitmaps with the cells laid on.
             jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
             mode |= 1 << st.MODE_AVOIDING
-        elif give_up:
-            return None
         else:
             # A*: avoided cells with many goals, or dear (avoid_cost) instead of solid.
             mode &= ~(1 << st.MODE_ALGORITHM)

@@ -44,7 +44,8 @@ from pathserver.errors import (
     TooLargeError,
 )
 from pathserver.grid import queries
-from pathserver.grid.gridmap import GridMap, floor_cell, number_array
+from pathserver.grid.avoid import as_arrays
+from pathserver.grid.gridmap import GridMap, floor_cell
 from pathserver.grid.search import find_path, find_path_within, find_paths
 from pathserver.options import FUNCTIONS, PER_REQUEST
 from pathserver.protocol import arrays
@@ -331,8 +332,6 @@ def handle_paths(request: PathsRequest, registry) -> dict:
     return ok_reply(request.id, {"gen": gridmap.generation, "results": results})
 
 
-#: The numbers in a row of each of ``avoid``'s arrays.
-_AVOID_WIDTHS = {"cells": 2, "rects": 4}
 #: The most avoided cells a ``path`` the loop answers itself may carry (and no
 #: rectangles): reading them and laying them on stays within its bounded work.
 INLINE_AVOID_CELLS = 1024
@@ -349,13 +348,9 @@ def _inline_avoid(options: dict, per_request) -> bool:
 
 def _avoid_arrays(options: dict) -> dict:
     """``options`` with ``avoid``'s lists (checked when the request was parsed) as
-    arrays, which find_path takes without walking them again (200 cells: 25 µs a query
-    as lists); made once for a group of queries."""
+    arrays (``grid.avoid.as_arrays``); made once for a group of queries."""
     avoid = options.get("avoid")
-    if not avoid:
-        return options
-    return {**options, "avoid": {key: number_array(rows, _AVOID_WIDTHS[key]) for key, rows in avoid.items()
-                                 if rows is not None}}
+    return {**options, "avoid": as_arrays(avoid)} if avoid else options
 
 
 def _search(gridmap, entries: list) -> list:
