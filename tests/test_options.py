@@ -303,3 +303,22 @@ def test_the_path_command_takes_the_options_flags(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["algorithm"] == "astar"
     assert cli.main(["path", *args, "--max-expansions", "0"]) == 2
     assert "invalid_request: 'max_expansions' must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_the_default_call_and_every_default_spelled_out_agree_and_a_bool_size_is_still_refused():
+    # find_path keys a call with every option left at its default by the int unit size
+    # alone: the same answer as the full key's, and no way round the unit size's check.
+    from pathserver.options import SEARCH_OPTIONS
+
+    m = GridMap(np.ones((8, 8), dtype=bool))
+    spelled = {option.name: option.python_default for option in SEARCH_OPTIONS if option.name != "unit_size"}
+    spelled["smooth"] = "".join(["no", "ne"])  # equal to the default, not the same object
+    plain = find_path(m, (0, 0), (7, 5))
+    full = find_path(m, (0, 0), (7, 5), 1, **spelled)
+    assert (plain.status, plain.cost, plain.path.tolist()) == (full.status, full.cost, full.path.tolist())
+    assert len(m.layers.prepared_calls()) == 2
+    wire = _outcome(lambda: parse_request({"id": 1, "op": "path", "map": "m", "start": [0, 0], "goal": [7, 5],
+                                           "unit_size": True}))
+    assert wire[0] == "invalid_request"
+    assert _outcome(lambda: find_path(m, (0, 0), (7, 5), True)) == wire
+    assert find_path(m, (0, 0), (7, 5), np.int64(1)).cost == plain.cost

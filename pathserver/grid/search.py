@@ -279,21 +279,24 @@ for _index, _name in enumerate(PreparedCall.FIELDS):
 del _index, _name
 
 
+_SMOOTH, _WEIGHT, _DIAGONAL, _ALGORITHM = "none", 1.0, "no_corner_cutting", "auto"
+
+
 def find_path(
     gridmap: GridMap,
     start,
     goal=None,
     unit_size=1,
     *,
-    smooth: str = "none",
+    smooth: str = _SMOOTH,
     snap: bool = True,
     allow_partial: bool = False,
     max_expansions: int | None = None,
     heuristic: str | None = None,
-    weight: float = 1.0,
-    diagonal: str = "no_corner_cutting",
+    weight: float = _WEIGHT,
+    diagonal: str = _DIAGONAL,
     max_climb: float | None = None,
-    algorithm: str = "auto",
+    algorithm: str = _ALGORITHM,
     line_of_sight: bool = True,
     goals=None,
     avoid=None,
@@ -366,14 +369,21 @@ def find_path(
     # The key holds every option (tests/test_options.py checks that each one counts) and
     # the type of each whose values of another type can compare equal to a valid value
     # yet be invalid (True == 1, 1.0 == 1); an enum's strings need none.
-    size_type = type(unit_size)
-    if size_type is tuple:  # (2, True) == (2, 1)
-        size_type = (tuple, *map(type, unit_size))
-    key = (
-        unit_size, size_type, smooth, allow_partial, type(allow_partial), snap, type(snap), max_expansions,
-        type(max_expansions), heuristic, weight, type(weight), diagonal, max_climb, type(max_climb), algorithm,
-        line_of_sight, type(line_of_sight),
-    )
+    if (unit_size.__class__ is int and smooth is _SMOOTH and snap is True and allow_partial is False
+            and max_expansions is None and heuristic is None and weight is _WEIGHT and diagonal is _DIAGONAL
+            and max_climb is None and algorithm is _ALGORITHM and line_of_sight is True):
+        # Every option at its default, passed as the signature's own objects (or not at
+        # all): the key is the int size alone, a key no call with options can have.
+        key = unit_size
+    else:
+        size_type = type(unit_size)
+        if size_type is tuple:  # (2, True) == (2, 1)
+            size_type = (tuple, *map(type, unit_size))
+        key = (
+            unit_size, size_type, smooth, allow_partial, type(allow_partial), snap, type(snap), max_expansions,
+            type(max_expansions), heuristic, weight, type(weight), diagonal, max_climb, type(max_climb), algorithm,
+            line_of_sight, type(line_of_sight),
+        )
     layers = gridmap.layers
     try:
         call = layers.lookup(key)
