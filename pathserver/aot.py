@@ -57,6 +57,7 @@ ENTRY_KERNELS = (
     ("jps", "jump_bitmaps"), ("jpsplus", "jump_table"), ("jpsplus", "update_jump_table"),
     ("query", "solve"),
     ("relay", "lay_avoided"), ("relay", "lift_avoided"),
+    ("repair", "relax"),
     ("steer", "next_steps"),
     ("wire", "pack_float_points"), ("wire", "pack_int_points"), ("wire", "packed_points_bound"),
 )

@@ -94,15 +94,34 @@ def _decode(body: bytes):
 
 
 def _path_fields(map, start, goal, unit_size, options) -> dict:
-    fields = {"map": map, "start": list(start), "unit_size": unit_size, **options}
+    fields = {"map": map, "start": list(start), "unit_size": unit_size, **_compact(options)}
     if goal is not None:
         fields["goal"] = list(goal)
     return fields
 
 
+_INT32_RANGE = np.iinfo(np.int32)
+
+
+def _compact(options: dict) -> dict:
+    """``options`` with ``avoid``'s cells, when given as an int array, as the wire's bin of
+    int32 ``x, y`` pairs (8 bytes a cell, no walk over them on either side); other cells go
+    as given."""
+    avoid = options.get("avoid")
+    if type(avoid) is not dict:
+        return options
+    cells = avoid.get("cells")
+    if not (isinstance(cells, np.ndarray) and cells.dtype.kind in "iu" and cells.ndim == 2 and cells.shape[1] == 2):
+        return options
+    if cells.dtype.itemsize > 4 or cells.dtype == np.uint32:  # past int32's range: as given
+        if cells.size and (cells.min() < _INT32_RANGE.min or cells.max() > _INT32_RANGE.max):
+            return options
+    return {**options, "avoid": {**avoid, "cells": arrays.to_bin(cells, arrays.INT32)}}
+
+
 def _query_fields(map, unit_size, options, **given) -> dict:
     """A query's fields: numpy arrays of points as lists (``_plain``), positions as a bin."""
-    fields = {"map": map, "unit_size": unit_size, **given, **options}
+    fields = {"map": map, "unit_size": unit_size, **given, **_compact(options)}
     if "positions" in fields:
         fields["positions"] = arrays.to_bin(np.asarray(fields["positions"], dtype=np.float64).reshape(-1, 2),
                                             arrays.FLOAT32)
@@ -126,11 +145,11 @@ def _paths_fields(map, queries, unit_size, options) -> dict:
     entries = []
     for query in queries:
         if isinstance(query, dict):
-            entries.append(query)
+            entries.append(_compact(query))
         else:
             start, goal = query
             entries.append({"start": list(start), "goal": list(goal)})
-    return {"map": map, "unit_size": unit_size, "requests": entries, **options}
+    return {"map": map, "unit_size": unit_size, "requests": entries, **_compact(options)}
 
 
 def _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names=None,

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from itertools import chain
 
 from pathserver.errors import BadUnitSizeError, NonFiniteError, RequestError, TooLargeError
+from pathserver.protocol import arrays
 
 
 def wire_type(value) -> str:
@@ -168,7 +169,8 @@ OPTIONS: tuple[Option, ...] = (
            "descent in the footprint's clear sight", python_default="cell", wire_default="cell",
            choices=("cell", "los"), ops=("next_steps",), functions=("next_steps",)),
     Option("avoid", "cells", "cells this request treats as solid, `{cells: [[x, y], ...], rects: [[x, y, w, h], "
-           "...]}` (the map is untouched; a unit already on one may leave it)", python_default=None,
+           "...]}` (the map is untouched; a unit already on one may leave it); `cells` may be a bin of int32 "
+           "`x, y` pairs", python_default=None,
            wire_default=None, max=MAX_AVOID, default_doc="none", ops=_AVOIDING, functions=("find_path", *_QUERIES)),
     Option("avoid_cost", "float", "`avoid`'s cells are not blocked but cost at least this to enter",
            python_default=None, wire_default=None, min=1.0, default_doc="blocked",
@@ -331,6 +333,15 @@ def _check_rect(option: Option, value, at: str):
     return tuple(rect)
 
 
+def cell_rows(value, at: str):
+    """``avoid``'s ``cells``: rows ``[x, y]`` (:func:`number_rows`), or a bin of
+    little-endian int32 ``x, y`` pairs, the compact form engines send, as an int32 (n, 2)
+    array (read-only, no copy); else RequestError at ``at``."""
+    if type(value) is bytes:
+        return arrays.pairs(value, arrays.INT32, at)
+    return number_rows(value, 2, at, "[x, y]")
+
+
 def _check_cells(option: Option, value, at: str):
     # Returns (cells, rects), each the rows given (or () for none).
     if type(value) is not dict:
@@ -341,7 +352,7 @@ def _check_cells(option: Option, value, at: str):
             raise RequestError(f"'{option.name}' takes 'cells' and 'rects', got {quoted(key)}", at=f"{at}.{key}")
     cells = value.get("cells")
     rects = value.get("rects")
-    cells = () if cells is None else number_rows(cells, 2, f"{at}.cells", "[x, y]")
+    cells = () if cells is None else cell_rows(cells, f"{at}.cells")
     rects = () if rects is None else number_rows(rects, 4, f"{at}.rects", "[x, y, w, h]")
     if len(cells) + len(rects) > option.max:
         raise TooLargeError(f"{len(cells) + len(rects)} cells and rectangles in '{option.name}'; at most "

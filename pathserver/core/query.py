@@ -32,6 +32,7 @@ from pathserver.core.status import (
     MODE_DIAGONAL,
     MODE_HEURISTIC,
     MODE_LINE_OF_SIGHT,
+    MODE_RELAXED,
     MODE_SMOOTH,
     MODE_SNAP,
     MODE_UNIFORM,
@@ -92,22 +93,26 @@ def solve(
     :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS);
     jump_table: :func:`pathserver.core.jpsplus.jump_table` of ``cells``, or an empty
     (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning).
-    With MODE_AVOIDING in ``mode``, ``cells`` has a request's avoided cells blocked and
-    ``plain_cells`` is the grid before. Given that grid's table, JPS+ first searches
-    ``plain_cells``; its path is the answer if :func:`pathserver.core.repair.mend` makes
-    it legal at its cost (blocking cells only takes moves away, so none is cheaper);
-    otherwise the call returns QUERY_UNMENDED (so too, given max_expansions, a caller's
-    give-up budget, when that search reaches it or finds no path), and the caller calls
-    again without the table and with ``jump_bits`` of ``cells`` as it is
-    (:func:`pathserver.core.relay.lay_avoided`): the online JPS searches round the
-    cells. Without the bit, ``plain_cells`` is ``cells``. cost_index, cost_table,
+    With MODE_AVOIDING in ``mode``, ``cells`` has a request's avoided cells blocked.
+    With MODE_RELAXED too, ``plain_cells`` is a relaxation of it: the grid before, or
+    with some of the avoided anchors blocked (``jump_bits``, or the table, are its own).
+    JPS+ (given the plain grid's table) or the online JPS searches ``plain_cells``; its
+    path is the answer if :func:`pathserver.core.repair.mend` makes it legal on
+    ``cells`` at its cost (blocking cells only takes moves away, so no path is cheaper);
+    otherwise the call returns QUERY_UNMENDED with the path, as far as mended, left as
+    the answer's points (none when the search found no path, or, given max_expansions,
+    a caller's give-up budget, reached it). The caller then blocks more of the anchors
+    (:func:`pathserver.core.repair.relax`) and calls again, or calls without
+    MODE_RELAXED, with ``jump_bits`` of ``cells`` as it is
+    (:func:`pathserver.core.relay.lay_avoided`): the online JPS searches ``cells``.
+    Otherwise ``plain_cells`` is ``cells``. cost_index, cost_table,
     heights, max_climb, weight, max_expansions: as in :func:`astar`. mode: the other
     options packed by
     :func:`pathserver.core.status.pack_mode` (fewer arguments for numba to type-check on
     every call): diagonal, heuristic, smooth (SMOOTH_*), algorithm (ALGORITHM_JPS only
     when the caller has checked the grid qualifies: uniform cost, no heights, no corner
     cutting), and the flags snap, allow_partial, line_of_sight, uniform, use_heights,
-    avoiding.
+    avoiding, relaxed.
     Workspace, packed for the same reason: work_float float64 (5, N) holds g, heap_f,
     heap_h (A* reads it as its heap's int64 tags), and rows 1 to 4 as JPS+ lays them out
     (see :func:`pathserver.core.jpsplus.jps_plus`, which needs N > H * W and the array
@@ -118,7 +123,7 @@ def solve(
 
     Returns (status, flags, count, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
     status (QUERY_UNMENDED only as said above), FLAG_* bits, the count of waypoints (0
-    when there is no path), left in the workspace as ``answer_cells(work_int)[:count]``,
+    when there is no path; QUERY_UNMENDED's: the unmended path's cells), left in the workspace as ``answer_cells(work_int)[:count]``,
     the cost of the underlying cell path, the Euclidean length of the waypoints, nodes
     expanded, and the endpoints after snapping. It allocates nothing: with no array to
     hand back, numba's reference counting is left out of the call (0.3 µs of a short
@@ -195,33 +200,24 @@ def solve(
     # Two call sites on purpose: with one, LLVM inlines jps_plus into this function and
     # the search runs a third slower (measured with bench/profile.py: solve's fixed part
     # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
-    if plus and max_expansions > 0 and avoiding == 0:
+    # With avoided cells: other units stand somewhere on the map, mostly off this path.
+    # Searching a relaxation of the grid (plain_cells: without them, or some of them) no
+    # path is dearer, so its path is the answer if it steps on none of their cells or
+    # detours of its own cost go round them (repair.mend); else the caller searches round
+    # more of them.
+    relaxed = avoiding & (mode >> MODE_RELAXED)
+    end_cost = 0.0
+    if plus and max_expansions > 0 and relaxed == 0:
         status, end, expanded = jps_plus(
             passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
         )
     elif plus:
-        # With avoided cells: other units stand somewhere on the map, mostly off this
-        # path. Without them no path is dearer, so the path without them is the answer if
-        # it steps on none of their cells or detours of its own cost go round them
-        # (repair.mend); else the caller searches round them.
         status, end, expanded = jps_plus(
             plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
         )
-        if avoiding != 0 and status != SEARCH_FOUND and max_expansions > 0:
-            # A give-up budget (see the docstring): reached, or no path; the caller decides.
-            return QUERY_UNMENDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
-        if avoiding != 0 and status == SEARCH_FOUND:
-            straight, diagonals = jump_path_steps(work_float, width, sy * width + sx, end)
-            count = straight + diagonals + 1
-            trace_jumps_into(out, work_float, width, sy * width + sx, end, count)
-            mended, closed = mend(out, count, passable, work_float, work_int, max_expansions)
-            expanded += closed
-            if mended == 0:
-                return QUERY_UNMENDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
-            fits = True
     elif algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(
-            passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,
+            plain_cells if relaxed != 0 else passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,
             g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
         )
     else:
@@ -231,6 +227,27 @@ def solve(
             diagonal, heuristic, weight, max_expansions,
             g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos,
         )
+    if relaxed != 0:
+        if status != SEARCH_FOUND:
+            # No path (or a give-up budget reached, see the docstring): the caller decides.
+            return QUERY_UNMENDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
+        start_node = sy * width + sx
+        if plus:
+            straight, diagonals = jump_path_steps(work_float, width, start_node, end)
+            count = straight + diagonals + 1
+            trace_jumps_into(out, work_float, width, start_node, end, count)
+            end_cost = jump_cost(work_float, end)
+        else:
+            straight, diagonals = path_steps(parent, width, start_node, end)
+            count = straight + diagonals + 1
+            trace_path_into(out, parent, width, start_node, end, count)
+            end_cost = g[end]  # before mend: its detours use g's row
+        mended, closed = mend(out, count, passable, work_float, work_int, max_expansions)
+        expanded += closed
+        if mended == 0:
+            # The path, as far as mended, stays in out: where the caller blocks more.
+            return QUERY_UNMENDED, flags, count, 0.0, 0.0, expanded, sx, sy, gx, gy
+        fits = True
     if algorithm == ALGORITHM_JPS and status == SEARCH_NO_PATH and allow_partial != 0 and avoiding != 0:
         # No way around the avoided cells. The partial answer ends on the reachable cell
         # nearest the goal, which a search closing only jump points may not have seen:
@@ -254,7 +271,7 @@ def solve(
         reached = QUERY_PARTIAL
     start_node = sy * width + sx
     if fits:
-        end_cost = jump_cost(work_float, end)  # traced above
+        pass  # traced and mended above
     elif plus:
         straight, diagonals = jump_path_steps(work_float, width, start_node, end)
         count = straight + diagonals + 1

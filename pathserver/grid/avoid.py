@@ -22,7 +22,9 @@ import numpy as np
 
 from pathserver.core.avoid import block_anchors, boxes_from, price_anchors, restore_anchors
 from pathserver.core.relay import lay_avoided, lift_avoided
+from pathserver.core.repair import RELAX_CUTS, RELAX_FULL, RELAX_RADIUS, relax
 from pathserver.grid.gridmap import number_array
+from pathserver.options import cell_rows
 
 #: How many layers' copies one thread keeps (least recently used dropped).
 SCRATCH_LIMIT = 4
@@ -39,8 +41,9 @@ ROW_WIDTHS = {"cells": 2, "rects": 4}
 def as_arrays(avoid: dict) -> dict:
     """An ``avoid`` value already checked (by :mod:`pathserver.options`) with its rows as
     float64 arrays, which the searches take without walking them again (200 cells as
-    lists: 25 µs a query)."""
-    return {key: number_array(rows, ROW_WIDTHS[key]) for key, rows in avoid.items() if rows is not None}
+    lists: 25 µs a query); ``cells`` may be the wire's bin (:func:`~pathserver.options.cell_rows`)."""
+    return {key: number_array(cell_rows(rows, key) if type(rows) is bytes else rows, ROW_WIDTHS[key])
+            for key, rows in avoid.items() if rows is not None}
 
 
 def blocker_boxes(gridmap, checked) -> np.ndarray:
@@ -60,7 +63,7 @@ class _Scratch:
     """One thread's writable copy of one layer's ``cells`` (and, made on first need, of
     its cost index), equal to the originals between requests."""
 
-    __slots__ = ("source", "cells", "cells_view", "indexes", "bits")
+    __slots__ = ("source", "cells", "cells_view", "indexes", "bits", "relaxed")
 
     def __init__(self, cells: np.ndarray):
         self.source = weakref.ref(cells)
@@ -70,6 +73,16 @@ class _Scratch:
         self.indexes: dict = {}
         # (source bitmaps, writable copy, read-only view) of JPS's bitmaps, made on need
         self.bits = None
+        # (writable copy, read-only view) of the cells, for a relaxation (made on need)
+        self.relaxed = None
+
+    def relaxation(self) -> tuple:
+        """(copy, view) of the layer's cells for :meth:`Avoided.relax` to block some of
+        the avoided anchors in (equal to the layer's between requests)."""
+        if self.relaxed is None:
+            copy = self.source().copy()
+            self.relaxed = (copy, _readonly_view(copy))
+        return self.relaxed
 
     def bitmaps(self, source: np.ndarray) -> tuple:
         """(copy, view) of JPS's bitmaps of the cells (``source``: the layer's)."""
@@ -121,6 +134,19 @@ def _log() -> np.ndarray:
     return log
 
 
+#: The most avoided anchors the relaxed rounds of one request block one by one
+#: (:meth:`Avoided.relax`; past them, all the avoided cells are laid at once).
+RELAX_ANCHORS = 4096
+
+
+def _relax_boxes() -> np.ndarray:
+    """This thread's boxes of the anchors a request's relaxed rounds blocked."""
+    boxes = getattr(_local, "relax_boxes", None)
+    if boxes is None:
+        boxes = _local.relax_boxes = np.zeros((RELAX_ANCHORS, 4), dtype=np.int64)
+    return boxes
+
+
 def _scratch(cells: np.ndarray) -> _Scratch:
     kept = getattr(_local, "scratch", None)
     if kept is None:
@@ -145,7 +171,7 @@ class Avoided:
     :meth:`release` gives the start its own value back (a unit may leave where it stands).
     """
 
-    __slots__ = ("grids", "unit_w", "unit_h", "boxes", "avoid_cost", "_undo", "_laid")
+    __slots__ = ("grids", "unit_w", "unit_h", "boxes", "avoid_cost", "_undo", "_laid", "_relaxed")
 
     def __init__(self, cells, cost_index, cost_table, uniform, unit_w, unit_h, boxes, avoid_cost):
         self.grids = (cells, cost_index, cost_table, bool(uniform))
@@ -155,6 +181,7 @@ class Avoided:
         self.avoid_cost = avoid_cost
         self._undo = None
         self._laid = None
+        self._relaxed = None
 
     @property
     def blocking(self) -> bool:
@@ -190,11 +217,52 @@ class Avoided:
             grid, source = self._undo
             grid[y, x] = source[y, x]
 
+    def relax(self, path: np.ndarray, bitmaps: np.ndarray) -> tuple | None:
+        """Inside the ``with``, the avoided cells blocking (after :meth:`release`): a
+        relaxation of the grid handed on that the cell path ``path``, found on the last
+        relaxation (the layer's own grid at first), no longer walks through: blocks the
+        avoided anchors near where ``path`` steps on them
+        (:func:`pathserver.core.repair.relax`) in this thread's copy of the layer's grid,
+        and lays them on its copy of the layer's ``bitmaps``. Returns (grid, bitmaps) of
+        the relaxation (read-only views), or None when ``path`` is cut in more than
+        ``RELAX_CUTS`` places (the cells lie on its way: search round all of them) or
+        past :data:`RELAX_ANCHORS` anchors. Undone on leaving, or by :meth:`bitmaps`."""
+        grid, _ = self._undo
+        scratch = _scratch(self.grids[0])
+        if self._relaxed is None:
+            relaxed, relaxed_view = scratch.relaxation()
+            copy, view = scratch.bitmaps(bitmaps)
+            # [grid, its view, bitmaps, their view, the layer's bitmaps, anchors, words logged]
+            self._relaxed = [relaxed, relaxed_view, copy, view, bitmaps, 0, 0]
+        state = self._relaxed
+        relaxed, relaxed_view, copy, view, _, first, logged = state
+        boxes = _relax_boxes()
+        last = relax(path, len(path), grid, relaxed, RELAX_RADIUS, RELAX_CUTS, boxes, first)
+        if last < 0:
+            if last == RELAX_FULL:
+                state[5] = len(boxes)
+            return None
+        state[5] = last
+        log = _log()
+        # Past the log's end the count still grows: unrelax then copies every word back.
+        state[6] = logged + lay_avoided(copy, relaxed, boxes[first:last], 1, 1, log[min(logged, len(log)):])
+        return relaxed_view, view
+
+    def unrelax(self) -> None:
+        """Undo :meth:`relax`: the copies of the layer's grid and bitmaps equal it again."""
+        if self._relaxed is None:
+            return
+        relaxed, _, copy, _, bitmaps, anchors, logged = self._relaxed
+        self._relaxed = None
+        lift_avoided(copy, bitmaps, _log(), logged)
+        restore_anchors(relaxed, _scratch(self.grids[0]).source(), _relax_boxes()[:anchors], 1, 1)
+
     def bitmaps(self, bitmaps: np.ndarray) -> np.ndarray:
         """Inside the ``with``, the avoided cells blocking (after :meth:`release`): JPS's
         bitmaps of the grid handed on, from the layer's ``bitmaps`` with the avoided
         cells laid on (:mod:`pathserver.core.relay`, on this thread's copy; lifted on
         leaving), read-only."""
+        self.unrelax()
         grid, _ = self._undo
         copy, view = _scratch(self.grids[0]).bitmaps(bitmaps)
         log = _log()
@@ -202,6 +270,7 @@ class Avoided:
         return view
 
     def __exit__(self, *exc) -> None:
+        self.unrelax()
         if self._laid is not None:
             lift_avoided(*self._laid)
             self._laid = None

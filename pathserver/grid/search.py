@@ -630,7 +630,7 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             # them at its cost; else (QUERY_UNMENDED) the online JPS on the layer's
             # bitmaps with the cells laid on.
             jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
-            mode |= 1 << st.MODE_AVOIDING
+            mode |= 1 << st.MODE_AVOIDING | 1 << st.MODE_RELAXED
         else:
             # A*: avoided cells with many goals, or dear (avoid_cost) instead of solid.
             mode &= ~(1 << st.MODE_ALGORITHM)
@@ -671,15 +671,32 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             if status == st.QUERY_UNMENDED and give_up:
                 return None
             if status == st.QUERY_UNMENDED:
-                # No detour of its cost: the online JPS on the grid with the cells blocked,
-                # its bitmaps the layer's with them laid on.
-                before = expanded
-                status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
-                    cells, call.comps, avoided.bitmaps(jump_bits), _NO_JUMP_TABLE, call.cells, cost_index,
-                    cost_table, call.heights, call.climb, sx, sy, gx, gy, mode,
-                    call.weight, call.budget, ws.work_float, ws.work_int,
-                )
-                expanded += before
+                # No detour of its cost. The online JPS round the avoided cells near where
+                # the path steps on them, its path mended round the others; after
+                # RELAX_ROUNDS, round all of them: the layer's bitmaps with them laid on.
+                snapped = flags & (st.FLAG_START_SNAPPED | st.FLAG_GOAL_SNAPPED)
+                spent = expanded
+                for _ in range(RELAX_ROUNDS):
+                    relaxation = avoided.relax(ws.answer[:count], jump_bits) if count else None
+                    if relaxation is None:
+                        break
+                    status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
+                        cells, call.comps, relaxation[1], _NO_JUMP_TABLE, relaxation[0], cost_index,
+                        cost_table, call.heights, call.climb, sx, sy, gx, gy, mode,
+                        call.weight, call.budget, ws.work_float, ws.work_int,
+                    )
+                    spent += expanded
+                    if status != st.QUERY_UNMENDED:
+                        break
+                if status == st.QUERY_UNMENDED:
+                    status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
+                        cells, call.comps, avoided.bitmaps(jump_bits), _NO_JUMP_TABLE, call.cells, cost_index,
+                        cost_table, call.heights, call.climb, sx, sy, gx, gy, mode & ~(1 << st.MODE_RELAXED),
+                        call.weight, call.budget, ws.work_float, ws.work_int,
+                    )
+                    spent += expanded
+                flags |= snapped
+                expanded = spent
                 algorithm_name = "jps"
             points = ws.answer[:count].copy("K")
             chosen = -1 if status == st.QUERY_NO_PATH or status == st.QUERY_START_BLOCKED else 0
@@ -702,6 +719,10 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
     return PathResult(_STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy), flags,
                       call.generation, algorithm_name, goal_index)
 
+
+#: Relaxed rounds (:meth:`~pathserver.grid.avoid.Avoided.relax`) before a request's
+#: search round all its avoided cells at once.
+RELAX_ROUNDS = 3
 
 _NO_POINTS = np.empty((0, 2), dtype=np.int32)
 _NO_POINTS.setflags(write=False)

@@ -47,7 +47,7 @@ from pathserver.grid import queries
 from pathserver.grid.avoid import as_arrays
 from pathserver.grid.gridmap import GridMap, floor_cell
 from pathserver.grid.search import find_path, find_path_within, find_paths
-from pathserver.options import FUNCTIONS, PER_REQUEST
+from pathserver.options import FUNCTIONS, PER_REQUEST, cell_rows
 from pathserver.protocol import arrays
 from pathserver.protocol.cells import MapCells
 from pathserver.protocol.codec import (
@@ -343,11 +343,14 @@ def _inline_avoid(options: dict, per_request) -> bool:
     if len(per_request) != 1 or "avoid" not in per_request:
         return False
     avoid = options["avoid"]
-    return not avoid.get("rects") and len(avoid.get("cells") or ()) <= INLINE_AVOID_CELLS
+    cells = avoid.get("cells")
+    if type(cells) is bytes:
+        cells = cell_rows(cells, "avoid.cells")  # a view: no copy
+    return not avoid.get("rects") and (cells is None or len(cells) <= INLINE_AVOID_CELLS)
 
 
 def _avoid_arrays(options: dict) -> dict:
-    """``options`` with ``avoid``'s lists (checked when the request was parsed) as
+    """``options`` with ``avoid``'s lists or bin (checked when the request was parsed) as
     arrays (``grid.avoid.as_arrays``); made once for a group of queries."""
     avoid = options.get("avoid")
     return {**options, "avoid": as_arrays(avoid)} if avoid else options

@@ -162,10 +162,12 @@ def _warm_steps(costly=None):
             gridmap.start_jump_table(layer)
             layer.wait_jump_table(60.0)
             find_path(gridmap, (0, 64), (127, 64), line_of_sight=False)
-            # Avoided cells: off the path; then across its way round the wall's lower end,
-            # where no detour of its cost goes round them (core.repair) and the online JPS
-            # searches the layer's bitmaps with them laid on (core.relay).
+            # Avoided cells: off the path; then the wall's lower end longer, where no detour
+            # of its cost goes round them (core.repair) and the online JPS searches the
+            # relaxation round the cut (core.repair.relax); then across its way, cut in
+            # many places: the layer's bitmaps with all of them laid on (core.relay).
             find_path(gridmap, (0, 64), (127, 70), avoid={"cells": [(20, 66)]}, line_of_sight=False)
+            find_path(gridmap, (0, 64), (127, 70), avoid={"rects": [(64, 90, 1, 3)]}, line_of_sight=False)
             find_path(gridmap, (0, 64), (127, 70), avoid={"rects": [(56, 85, 16, 43)]}, line_of_sight=False)
             gridmap = gridmap.edit(cells=[(10, 10)], solid=True)
 

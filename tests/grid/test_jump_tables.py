@@ -242,3 +242,56 @@ def test_avoided_cells_off_the_path_leave_the_plain_answer():
                 mended += r.cost == plain.cost and r.algorithm == "jps+"
                 searched += r.cost > plain.cost and r.algorithm == "jps"
     assert kept >= 40 and rerouted >= 40 and mended >= 10 and searched >= 10, (mended, searched)
+
+
+def test_a_path_the_cells_cut_beyond_mending_is_searched_round_the_cells_near_the_cuts(monkeypatch):
+    # A cut no detour of the path's cost mends: the online JPS on a relaxation (the grid
+    # with only the avoided anchors near the cuts blocked), round by round, its path mended
+    # round the others; cells on the way (many cuts) go straight to the search round all
+    # of them. Every answer A*'s cost, legal on the blocked grid, the start's snap kept.
+    from pathserver.grid.avoid import Avoided
+
+    counts = {"relaxed": 0, "all": 0}
+
+    def counted(name, key):
+        method = getattr(Avoided, name)
+
+        def wrapper(self, *args):
+            counts[key] += 1
+            return method(self, *args)
+
+        monkeypatch.setattr(Avoided, name, wrapper)
+
+    counted("relax", "relaxed")
+    counted("bitmaps", "all")
+    rng = np.random.default_rng(24)
+    answers = {"relaxed": 0, "all": 0}
+    for m, unit, passable, free in _built_random_maps(rng, 40, (16, 40), (1, 2, 3)):
+        for _ in range(4):
+            (sy, sx), (gy, gx) = free[rng.choice(len(free), 2, replace=False)]
+            start, goal = (int(sx), int(sy)), (int(gx), int(gy))
+            plain = find_path(m, start, goal, unit, line_of_sight=False, smooth="none")
+            if plain.status != "found" or len(plain.path) < 6:
+                continue
+            # A few cells on the path and beside it, or many along it.
+            along = plain.path[rng.integers(1, len(plain.path) - 1, size=int(rng.choice([2, 12])))]
+            cells = (along + rng.integers(-1, 2, size=along.shape)).tolist()
+            if rng.integers(2):
+                # A start the unit cannot stand on: snapped, and the flag kept.
+                walls = np.argwhere(~passable)
+                if len(walls):
+                    start = tuple(int(v) for v in walls[rng.integers(len(walls))][::-1])
+            before = dict(counts)
+            options = {"line_of_sight": False, "smooth": str(rng.choice(["none", "los"]))}
+            r = find_path(m, start, goal, unit, avoid={"cells": cells}, **options)
+            a = find_path(m, start, goal, unit, avoid={"cells": cells}, algorithm="astar", **options)
+            assert (r.status, r.start, r.goal, r.start_snapped) == (a.status, a.start, a.goal, a.start_snapped)
+            assert r.cost == pytest.approx(a.cost, abs=1e-9)
+            if r.status == "found" and options["smooth"] == "none":
+                solid = naive.covered(m.walkable.shape, cells)
+                blocked = passable & ~naive.overlapping(solid, unit, unit)
+                blocked[r.start[1], r.start[0]] = passable[r.start[1], r.start[0]]
+                assert naive.path_is_valid(blocked, [tuple(p) for p in r.path.tolist()])
+            if counts["relaxed"] > before["relaxed"]:
+                answers["all" if counts["all"] > before["all"] else "relaxed"] += 1
+    assert answers["relaxed"] >= 20 and answers["all"] >= 10, answers
