@@ -41,7 +41,7 @@ import zmq
 import zmq.asyncio
 
 from pathserver.errors import PathserverError
-from pathserver.protocol import arrays
+from pathserver import arrays
 from pathserver.protocol.cells import MapCells
 from pathserver.security import client_curve_options
 from pathserver.transport import client_socket, send_request

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from itertools import chain
 
 from pathserver.errors import BadUnitSizeError, NonFiniteError, RequestError, TooLargeError
-from pathserver.protocol import arrays
+from pathserver import arrays
 
 
 def wire_type(value) -> str:

@@ -122,7 +122,11 @@ QUERY_BOUNDARIES = {
                                                                     None),
               ([[1, 1]], "invalid_request", "avoid"), ({"cell": []}, "invalid_request", "avoid.cell"),
               ({"rects": [[0, 0, -1, 2]]}, "invalid_request", "avoid.rects[0]"),
-              ({"cells": [[1, 1]] * 65537}, "too_large", "avoid")],
+              ({"cells": [[1, 1]] * 65537}, "too_large", "avoid"),
+              # The compact form: a bin of int32 x, y pairs.
+              ({"cells": bytes(8)}, "ok", None), ({"cells": b""}, "ok", None),
+              ({"cells": bytes(7)}, "invalid_request", "avoid.cells"),
+              ({"cells": bytes(8 * 65537)}, "too_large", "avoid")],
     "avoid_cost": [(1, "ok", None), (2.5, "ok", None), (0.9, "invalid_request", "avoid_cost"),
                    (math.nan, "non_finite", "avoid_cost")],
     "traversal": [({}, "ok", None), ("", "invalid_request", "traversal"), ("boat", "invalid_request", "traversal"),

@@ -23,7 +23,7 @@ import numpy as np
 from pathserver.errors import NonFiniteError, PathserverError, RequestError, TooLargeError, UnknownOpError
 from pathserver.options import BY_NAME, OPTIONS, PER_REQUEST, QUERY_OPS, number, number_rows, op_fields, quoted
 from pathserver.options import wire_defaults, wire_type
-from pathserver.protocol import arrays
+from pathserver import arrays
 from pathserver.protocol.cells import MapCells, check_side
 
 OPS = ("path", "paths", "maps", "update", "ping", "stats", "put_map", "drop_map", "get_map", *QUERY_OPS)

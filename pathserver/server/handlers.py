@@ -48,7 +48,7 @@ from pathserver.grid.avoid import as_arrays
 from pathserver.grid.gridmap import GridMap, floor_cell
 from pathserver.grid.search import find_path, find_path_within, find_paths
 from pathserver.options import FUNCTIONS, PER_REQUEST, cell_rows
-from pathserver.protocol import arrays
+from pathserver import arrays
 from pathserver.protocol.cells import MapCells
 from pathserver.protocol.codec import (
     DEFAULT_LIMITS,

@@ -69,6 +69,20 @@ def test_avoided_cells_take_the_fast_path_within_the_depth_limit():
     assert read_request(body, Limits(max_depth=3))[2] == "too_large"
 
 
+def test_avoided_cells_as_a_bin_take_the_fast_path_and_a_broken_bin_the_full_validators_error():
+    import numpy as np
+
+    cells = np.array([[1, 1], [-3, 2**31 - 1]], dtype="<i4").tobytes()
+    obj = {**BASE, "avoid": {"cells": cells, "rects": [[0, 0, 2, 1]]}}
+    fast = parse_path_fast(obj)
+    assert isinstance(fast, PathRequest) and fast == parse_request(obj)
+    body = msgpack.packb(obj)
+    assert read_request(body) == reference(body)
+    broken = msgpack.packb({**BASE, "avoid": {"cells": cells[:-1]}})
+    assert parse_path_fast(msgpack.unpackb(broken)) is None
+    assert read_request(broken) == reference(broken) and read_request(broken)[2] == "invalid_request"
+
+
 @pytest.mark.parametrize(
     "fields",
     [

@@ -36,6 +36,30 @@ def test_many_goals_on_path_and_paths(client, arena):
     assert "goal_index" not in client.find_path("arena", (0, 0), (9, 4))
 
 
+def test_avoided_cells_as_an_int_array_go_as_a_bin_with_the_answers_of_lists(client, arena):
+    from pathserver.client import _compact
+
+    cells = np.array([[1, 0], [1, 1], [4, 3], [-5, 2]], dtype=np.int16)
+    sent = _compact({"avoid": {"cells": cells, "rects": [[7, 0, 1, 3]]}})["avoid"]
+    assert sent["cells"] == cells.astype("<i4").tobytes() and sent["rects"] == [[7, 0, 1, 3]]
+    # Past int32, or not ints: as given (the server's check says what is wrong, if anything).
+    assert _compact({"avoid": {"cells": np.array([[2**40, 0]])}})["avoid"]["cells"].dtype == np.int64
+    assert _compact({"avoid": {"cells": np.array([[1.5, 0]])}})["avoid"]["cells"].dtype == np.float64
+    for kind in (lambda a: a, np.asarray):
+        avoid = {"cells": kind(cells.tolist()), "rects": [[7, 0, 1, 3]]}
+        reply = client.find_path("arena", (0, 0), (9, 4), avoid=avoid, smooth="none")
+        local = find_path(arena, (0, 0), (9, 4), avoid={"cells": cells.tolist(), "rects": [[7, 0, 1, 3]]})
+        assert reply["path"] == local.path.tolist() and reply["cost"] == pytest.approx(local.cost)
+        batch = client.find_paths("arena", [((0, 0), (9, 4)), ((0, 4), (9, 0))], avoid=avoid, smooth="none")
+        assert batch[0]["path"] == local.path.tolist()
+        field = client.distance_field("arena", [(9, 4)], avoid=avoid)["cost"]
+        assert np.array_equal(field, distance_field(arena, [(9, 4)], avoid={"cells": cells.tolist(),
+                                                                            "rects": [[7, 0, 1, 3]]}))
+    with pytest.raises(ServerError) as error:
+        client.find_path("arena", (0, 0), (9, 4), avoid={"cells": bytes(7)})
+    assert (error.value.code, error.value.at) == ("invalid_request", "avoid.cells")
+
+
 def test_reachable(client, arena):
     reply = client.reachable("arena", (0, 0), 6.5, unit_size=1, avoid={"cells": [[0, 2]]})
     cells, costs = reachable(arena, (0, 0), 6.5, avoid={"cells": [[0, 2]]})

@@ -1,10 +1,11 @@
 """The bins of the queries beyond one path <-> numpy arrays, in one place for the
-server's handlers and request checks and the Python client (no numba here).
+options' checks, the server's handlers and request checks and the Python client (no
+numba here).
 
 Every bin is little-endian: ``float32`` ``x, y`` pairs (``next_steps``' ``positions`` and
-``steps``), ``int32`` ``x, y`` pairs (``reachable``'s ``cells``), ``float32`` values
-(``reachable``'s ``costs``, ``next_steps``' ``remaining``, ``field``'s ``cost``, row-major
-from the top-left).
+``steps``), ``int32`` ``x, y`` pairs (``reachable``'s ``cells``, ``avoid``'s ``cells``),
+``float32`` values (``reachable``'s ``costs``, ``next_steps``' ``remaining``, ``field``'s
+``cost``, row-major from the top-left).
 """
 
 from __future__ import annotations
