@@ -86,6 +86,10 @@ def test_the_query_vectors_are_one_session_byte_for_byte(tmp_path):
     registry.load_all()
     for name in QUERY_SESSION:
         assert respond(VECTORS[f"{name}-request"], registry) == VECTORS[f"{name}-reply"], name
+    # avoid's cells as the bin the engine clients send, or as pairs: the same reply.
+    request = decode_request(VECTORS["avoid-request"])
+    assert np.frombuffer(request["avoid"]["cells"], "<i4").tolist() == [0, 1]
+    assert respond(encode({**request, "avoid": {"cells": [[0, 1]]}}), registry) == VECTORS["avoid-reply"]
 
 
 def test_the_query_vectors_say_what_the_document_says():
