@@ -365,12 +365,14 @@ class Bench:
                 kind = ("kept" if np.array_equal(plain.path, answer.path) else
                         "same cost" if answer.cost <= plain.cost + 1e-9 * max(1.0, plain.cost) else "dearer")
                 outcomes.setdefault(name, []).append(kind)
-        # The same requests as a game sends them: path requests to a real server (the
-        # cells as msgpack arrays), the whole round trip, its table built.
+        # The same requests as a game sends them: path requests to a real server, the
+        # whole round trip, its table built. The cells as msgpack pairs, or as the bin of
+        # int32 pairs the engine clients send (the Python client sends an int array so).
         with self.serving() as (registry, client):
             client.find_path(self.name, *problems[0])
             registry.get(self.name).layer(1).wait_jump_table(60)
-            for kind, avoided in (("spread", spread), ("on its route", None)):
+            for kind, avoided, packed in (("spread", spread, False), ("spread, as a bin", spread, True),
+                                          ("on its route, as a bin", None, True)):
                 name = f"wire: path (defaults), cells {kind}"
                 for start, goal in problems:
                     if avoided is None:
@@ -379,7 +381,8 @@ class Bench:
                     else:
                         cells = [list(c) for c in avoided(n_cells)["cells"]]
                     by_name.setdefault(name, []).append(pair(
-                        lambda s=start, g=goal, a=None: client.find_path(self.name, s, g, avoid=a), {"cells": cells}))
+                        lambda s=start, g=goal, a=None: client.find_path(self.name, s, g, avoid=a),
+                        {"cells": np.array(cells, dtype=np.int32) if packed else cells}))
         for name, pairs in by_name.items():
             plain = sum(p for p, _ in pairs)
             with_avoid = sum(a for _, a in pairs)

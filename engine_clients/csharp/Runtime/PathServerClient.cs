@@ -431,20 +431,55 @@ namespace PathServer
     /// <summary>
     /// Grid cells one request treats as solid (PathOptions.Avoid): other units standing still, say.
     /// The shared map is untouched. One set can serve frame after frame (Clear, then Add...).
+    /// AddCell takes one cell, AddCells every x, y pair of an array the game already keeps for
+    /// its units; the cells go out as one msgpack bin of little-endian int32 x, y pairs (8 bytes
+    /// a cell, docs/protocol.md's compact form), the rectangles as [x, y, w, h] arrays.
     /// The server takes at most 65 536 cells and rectangles together.
     /// </summary>
     public sealed class AvoidSet
     {
+        // x, y of each cell in turn, as the wire's bin orders them, so ToWire is one pass.
         readonly List<int> _cells = new List<int>();
         readonly List<GridRect> _rects = new List<GridRect>();
 
         public int CellCount { get { return _cells.Count / 2; } }
         public int RectCount { get { return _rects.Count; } }
 
+        /// <summary>Avoids the grid cell (x, y).</summary>
         public AvoidSet AddCell(int x, int y)
         {
             _cells.Add(x);
             _cells.Add(y);
+            return this;
+        }
+
+#if !PATHSERVER_NO_SPAN
+        /// <summary>
+        /// Avoids every cell of xy, x, y pairs of grid cells (2 * n ints; an array converts, a
+        /// slice of a larger one works too): the same set as AddCell on each pair in turn. An odd
+        /// length throws ArgumentException and adds nothing.
+        /// (Define PATHSERVER_NO_SPAN where System.Span is missing; the array overload remains.)
+        /// </summary>
+        public AvoidSet AddCells(ReadOnlySpan<int> xy)
+        {
+            if (xy.Length % 2 != 0)
+                throw new ArgumentException("xy holds x, y pairs: its length must be even, not " + xy.Length + ".", "xy");
+            for (int i = 0; i < xy.Length; i++) _cells.Add(xy[i]);
+            return this;
+        }
+#endif
+
+        /// <summary>
+        /// AddCells for count cells whose x, y pairs start at xy[offset] (offset in ints; 2 * count
+        /// ints are read). For engines without System.Span.
+        /// </summary>
+        public AvoidSet AddCells(int[] xy, int offset, int count)
+        {
+            if (xy == null) throw new ArgumentNullException("xy");
+            // Halving what is left, rather than doubling count, cannot overflow.
+            if (offset < 0 || count < 0 || offset > xy.Length || count > (xy.Length - offset) / 2)
+                throw new ArgumentOutOfRangeException("count", "xy must hold 2 * count ints from offset.");
+            for (int i = offset; i < offset + 2 * count; i++) _cells.Add(xy[i]);
             return this;
         }
 
@@ -460,14 +495,23 @@ namespace PathServer
             _rects.Clear();
         }
 
-        // {cells: [[x, y], ...], rects: [[x, y, w, h], ...]}, each key only when it has entries.
+        // {cells: bin, rects: [[x, y, w, h], ...]}, each key only when it has entries. The int32s
+        // are written byte by byte, lowest first, so a big-endian machine sends the same bytes;
+        // the wire's bin is little-endian whatever the sender.
         internal MsgPackMap ToWire()
         {
             var wire = new MsgPackMap();
             if (_cells.Count > 0)
             {
-                var cells = new object[_cells.Count / 2];
-                for (int i = 0; i < cells.Length; i++) cells[i] = new object[] { (long)_cells[2 * i], (long)_cells[2 * i + 1] };
+                var cells = new byte[_cells.Count * 4];
+                for (int i = 0; i < _cells.Count; i++)
+                {
+                    int value = _cells[i];
+                    cells[4 * i] = (byte)value;
+                    cells[4 * i + 1] = (byte)(value >> 8);
+                    cells[4 * i + 2] = (byte)(value >> 16);
+                    cells[4 * i + 3] = (byte)(value >> 24);
+                }
                 wire.Add("cells", cells);
             }
             if (_rects.Count > 0)

@@ -93,6 +93,7 @@ static class Tests
         Run("msgpack: refuses truncated and trailing bytes", MsgPackRefusesBrokenInput);
         Run("zmtp: greeting, READY and frames", ZmtpBytes);
         Run("golden vectors of docs/protocol.md", GoldenVectors);
+        Run("client: AvoidSet's cells go as a bin of little-endian int32 pairs; AddCells is AddCell pair by pair", AvoidCellsEncoding);
 
         Run("server: connects and answers ping", ConnectsAndPings);
         Run("server: maps lists the map under test", ListsMaps);
@@ -637,6 +638,9 @@ static class Tests
             var avoid = new PathOptions { Space = CoordinateSpace.Grid, Smooth = "none", Avoid = new AvoidSet().AddCell(0, 1) };
             SameBytes(vector("avoid-request"), encoded(client.PathRequestBody(new PathPoint(0, 0), new PathPoint(0, 2), 1, avoid), 7),
                 "avoid-request (FindPathAsync's body, Avoid)");
+            SameBytes(vector("avoid-request"), encoded(client.PathRequestBody(new PathPoint(0, 0), new PathPoint(0, 2), 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Smooth = "none", Avoid = new AvoidSet().AddCells(new[] { 0, 1 }) }), 7),
+                "avoid-request (Avoid from AddCells)");
             path = PathServerClient.ParsePathReply(reply("avoid-reply"), 7);
             Equal("Found (0, 0) (1, 0) (2, 0) (2, 1) (2, 2) (1, 2) (0, 2) cost 6 gen 1",
                 path.Status + " " + string.Join(" ", path.Path) + " cost " + path.Cost + " gen " + path.Gen, "avoid-reply: round the wall");
@@ -1181,6 +1185,56 @@ static class Tests
             "float32 bytes back to float[]");
     }
 
+    static async Task AvoidCellsEncoding()
+    {
+        await Task.Yield();
+        Func<AvoidSet, string> wire = avoid => Hex(MsgPack.Encode(avoid.ToWire()));
+        Equal("81a563656c6c73c410ffffffff0001000000000080ffffff7f", wire(new AvoidSet().AddCell(-1, 256).AddCell(int.MinValue, int.MaxValue)),
+            "cells as bin 8 of int32 x, y little-endian, whatever this machine's order (negative, past a byte, the extremes)");
+        Equal("81a572656374739194000102ff", wire(new AvoidSet().AddRect(new GridRect(0, 1, 2, -1))), "rects stay [x, y, w, h] arrays");
+        Equal("80", wire(new AvoidSet()), "an empty set: neither key");
+
+        // Units' cells as a game keeps them: x, y pairs in one array.
+        var xy = new[] { 7, 7, 3, -2, 70000, 5, 0, 0, 9, 9 };
+        var oneByOne = new AvoidSet().AddRect(new GridRect(1, 1, 2, 2)).AddCell(3, -2).AddCell(70000, 5).AddCell(0, 0);
+        var bulk = new AvoidSet().AddRect(new GridRect(1, 1, 2, 2)).AddCells(new ReadOnlySpan<int>(xy, 2, 6));
+        Equal(wire(oneByOne), wire(bulk), "AddCells(a Span slice) is AddCell on each pair");
+        Equal("3 1", bulk.CellCount + " " + bulk.RectCount, "AddCells: CellCount and RectCount");
+        Equal(wire(oneByOne), wire(new AvoidSet().AddRect(new GridRect(1, 1, 2, 2)).AddCells(xy, 2, 3)), "AddCells(xy, offset, count) is AddCell on each pair");
+        Equal(wire(oneByOne.AddCell(9, 9)), wire(bulk.AddCells(xy, 8, 1).AddCells(new int[0]).AddCells(xy, 10, 0)),
+            "AddCells after AddCells appends; nothing to add is fine at the array's end");
+        var big = new int[2 * 40000];
+        for (int i = 0; i < big.Length; i++) big[i] = i * 37 - 1000;
+        var many = new AvoidSet();
+        for (int i = 0; i < big.Length; i += 2) many.AddCell(big[i], big[i + 1]);
+        var manyBytes = MsgPack.Encode(new AvoidSet().AddCells(big).ToWire());
+        SameBytes(MsgPack.Encode(many.ToWire()), manyBytes, "40 000 cells: AddCells is AddCell on each pair");
+        Equal("c60004e200", Hex(manyBytes).Substring(14, 10), "40 000 cells as bin 32 of 320 000 bytes");
+
+        // An odd count, or a range past the array, throws before anything is added.
+        var untouched = new AvoidSet().AddCell(1, 2);
+        bool threw = false;
+        try { untouched.AddCells(new[] { 4, 5, 6 }); }
+        catch (ArgumentException) { threw = true; }
+        Check(threw, "AddCells of an odd number of ints: ArgumentException");
+        threw = false;
+        try { untouched.AddCells(new ReadOnlySpan<int>(xy, 1, 4).Slice(1)); }
+        catch (ArgumentException) { threw = true; }
+        Check(threw, "AddCells of an odd Span slice: ArgumentException");
+        foreach (var range in new[] { new[] { 0, 6 }, new[] { 9, 1 }, new[] { -1, 1 }, new[] { 0, -1 }, new[] { 11, 0 }, new[] { 2, int.MaxValue } })
+        {
+            threw = false;
+            try { untouched.AddCells(xy, range[0], range[1]); }
+            catch (ArgumentOutOfRangeException) { threw = true; }
+            Check(threw, "AddCells(xy of 10 ints, " + range[0] + ", " + range[1] + "): ArgumentOutOfRangeException");
+        }
+        threw = false;
+        try { untouched.AddCells(null, 0, 0); }
+        catch (ArgumentNullException) { threw = true; }
+        Check(threw, "AddCells(null, 0, 0): ArgumentNullException");
+        Equal(wire(new AvoidSet().AddCell(1, 2)), wire(untouched), "a refused AddCells added nothing");
+    }
+
     static async Task UploadRoundTrip()
     {
         await RequireServer();
@@ -1509,6 +1563,12 @@ static class Tests
                 var field = await client.DistanceFieldAsync(new[] { new PathPoint(3, 2) }, 1,
                     new PathOptions { Map = "csharp_tags", Space = CoordinateSpace.Grid, Avoid = avoid.AddCell(2, 2).AddCell(3, 1) });
                 Equal(float.PositiveInfinity, field[3, 0], "a field around avoided cells: (3, 0) is closed in");
+                var bulkField = await client.DistanceFieldAsync(new[] { new PathPoint(3, 2) }, 1,
+                    new PathOptions { Map = "csharp_tags", Space = CoordinateSpace.Grid, Avoid = new AvoidSet().AddCells(new[] { 2, 2, 3, 1 }) });
+                Check(bulkField.Costs.SequenceEqual(field.Costs), "the same field with the cells from AddCells: " + string.Join(",", bulkField.Costs));
+                var bulkRange = await client.ReachableAsync(new PathPoint(0, 0), 10, 1,
+                    new PathOptions { Map = "csharp_tags", Space = CoordinateSpace.Grid, Avoid = new AvoidSet().AddCells(new[] { 9, 9, 1, 0, 0, 1 }, 2, 2) });
+                Equal("1 0,0", bulkRange.Count + " " + string.Join(",", bulkRange.Cells.Take(2 * bulkRange.Count)), "reachable boxed in by AddCells' two cells: the start alone");
                 var map2 = await client.GetMapAsync("csharp_tags");
                 Equal(Hex(cells), Hex(map2.Cells), "avoid left the map as it was");
             }

@@ -79,6 +79,7 @@ func _run() -> void:
 	test_golden_vectors()
 	test_query_golden_vectors()
 	test_upload_encoding()
+	test_avoid_encoding()
 	await test_ping_pong_with_fake_router()
 	client = root.get_node("PathServer") as PathServerClient
 	client.map_name = MAP
@@ -1560,6 +1561,67 @@ func test_upload_encoding() -> void:
 	offline.queue_free()
 
 
+## Without a server: every op that takes avoid sends its cells, Vector2i or int32 pairs, as the
+## one bin of int32 pairs, a batch's own requests too; anything else goes as it was given.
+func test_avoid_encoding() -> void:
+	var offline := PathServerClient.new()
+	offline.auto_connect = false
+	root.add_child(offline)
+	var cells: Array[Vector2i] = [Vector2i(3, 4), Vector2i(-1, 70000)]
+	var pairs := PackedInt32Array([3, 4, -1, 70000])
+	var bin := pairs.to_byte_array()
+	var options := {"avoid": {"cells": cells, "rects": [Rect2i(0, 0, 2, 1)]}, "avoid_cost": 2.0}
+	var point := Vector2(8, 8)
+	var points := PackedVector2Array([point])
+	var ids := [
+		offline.find_path(point, point, Vector2i.ONE, options),
+		offline.find_path_to_any(point, points, Vector2i.ONE, options),
+		offline.find_paths([[point, point]], Vector2i.ONE, options),
+		offline.reachable(point, 3.0, Vector2i.ONE, options),
+		offline.distance_field(points, Vector2i.ONE, options),
+		offline.next_steps(points, points, Vector2i.ONE, options),
+		offline.request("path", options),
+	]
+	var sent := []
+	for id: int in ids:
+		var wire: Dictionary = PathServerMsgPack.decode(offline._pending[id].bytes)[0]
+		sent.append(wire.avoid)
+	var expected := []
+	expected.resize(ids.size())
+	expected.fill({"cells": bin, "rects": [[0, 0, 2, 1]]})
+	check_equal(
+		sent,
+		expected,
+		"avoid's Vector2i cells go as a bin of int32 pairs on path, paths, reachable, field, ..."
+	)
+	var entry := {"start": point, "goal": point, "avoid": {"cells": pairs}}
+	var batch_id := offline.find_paths([entry, [point, point], {"start": point, "goal": point}])
+	var entries: Array = PathServerMsgPack.decode(offline._pending[batch_id].bytes)[0].requests
+	check_equal(
+		[entries[0].avoid, entries[1].has("avoid"), entries[2].has("avoid"), entry.avoid.cells],
+		[{"cells": bin}, false, false, pairs],
+		"a batch entry's avoid as int32 pairs goes as the bin (the caller's entry untouched)"
+	)
+	var as_given := [
+		{"cells": [Vector2(3, 4)]},
+		{"cells": [Vector2i(3, 4), Vector2(1, 2)]},
+		{"cells": PackedInt32Array([3, 4, 5])},
+		{"cells": PackedFloat32Array([3, 4])},
+		{"rects": [Rect2i(0, 0, 1, 1)]},
+		[Vector2i(3, 4)],
+	]
+	var unchanged := []
+	for avoid: Variant in as_given:
+		var id := offline.find_path(point, point, Vector2i.ONE, {"avoid": avoid})
+		unchanged.append(is_same(offline._pending[id].body.avoid, avoid))
+	check(
+		not unchanged.has(false),
+		"avoid goes as given when its cells are not all whole cells (floats, odd pairs, no map)",
+		unchanged
+	)
+	offline.queue_free()
+
+
 ## The reading rules of put_tilemap, without a server: custom data, physics-only and
 ## navigation-only tiles, empty cells, the transform; other shapes and transforms refused.
 func test_tile_map_reader() -> void:
@@ -2847,6 +2909,65 @@ func test_queries() -> void:
 		["found", "no_path", "found", true],
 		"avoid blocks cells for one request (the map untouched), avoid_cost prices them"
 	)
+	# The same cells as int32 pairs (the bin): the same answers, in a batch's entry too.
+	var west := center(Vector2i(2, 5))
+	var east := center(Vector2i(15, 5))
+	var pairs := {"avoid": {"cells": PackedInt32Array([10, 5, 10, 6])}}
+	var avoided_pairs := await client.find_path_async(west, east, Vector2i.ONE, pairs)
+	pairs["avoid_cost"] = 50.0
+	var priced_pairs := await client.find_path_async(west, east, Vector2i.ONE, pairs)
+	var by_gap := center(Vector2i(9, 5))
+	var range_cells := await client.reachable_async(by_gap, 4.0, Vector2i.ONE, shut)
+	var range_pairs := await client.reachable_async(by_gap, 4.0, Vector2i.ONE, pairs)
+	var batch := await client.find_paths_async(
+		[{"start": west, "goal": east, "avoid": pairs.avoid}, [west, east]]
+	)
+	check_equal(
+		[
+			avoided_pairs.status,
+			priced_pairs.status,
+			priced_pairs.info.get("cost"),
+			priced_pairs.waypoints,
+			range_pairs.info.get("cells"),
+			batch.map(func(result: PathServerResult) -> String: return result.status),
+		],
+		[
+			avoided.status,
+			priced.status,
+			priced.info.get("cost"),
+			priced.waypoints,
+			range_cells.info.get("cells"),
+			["no_path", "found"],
+		],
+		"avoid's cells as int32 pairs get the answers of the same cells as Vector2i"
+	)
+	var odd := await client.find_path_async(
+		west, east, Vector2i.ONE, {"avoid": {"cells": PackedInt32Array([10, 5, 10])}}
+	)
+	var mixed := await client.find_path_async(
+		west, east, Vector2i.ONE, {"avoid": {"cells": [Vector2i(10, 5), "10, 6"]}}
+	)
+	var floats := await client.find_path_async(
+		west, east, Vector2i.ONE, {"avoid": {"cells": [Vector2i(10, 5), Vector2(10.5, 6.5)]}}
+	)
+	var not_a_map := await client.reachable_async(
+		by_gap, 4.0, Vector2i.ONE, {"avoid": [Vector2i(10, 5)]}
+	)
+	check_equal(
+		[
+			[odd.ok, odd.code, odd.info.get("at")],
+			[mixed.ok, mixed.code, mixed.info.get("at")],
+			[not_a_map.ok, not_a_map.code, not_a_map.info.get("at")],
+			floats.status,
+		],
+		[
+			[false, "invalid_request", "avoid.cells[0]"],
+			[false, "invalid_request", "avoid.cells[1]"],
+			[false, "invalid_request", "avoid"],
+			"no_path",
+		],
+		"avoid not as whole cells goes as given: odd pairs, a string, a non-map refused; floats read"
+	)
 	var off_map := await client.reachable_async(Vector2(-100, 0), 3.0)
 	var bad_lookahead := await client.next_steps_async(
 		target, positions, Vector2i.ONE, {"lookahead": "far"}
@@ -3077,27 +3198,6 @@ func test_query_golden_vectors() -> void:
 			"rects": [Rect2i(2, 0, 1, 3)],
 			"points": [Vector2i(0, 0), Vector2i(3, 0), Vector2i(0, 2)],
 		},
-		"avoid-request":
-		{
-			"id": 7,
-			"op": "path",
-			"map": court,
-			"start": Vector2i(0, 0),
-			"goal": Vector2i(0, 2),
-			"smooth": "none",
-			"avoid": {"cells": [Vector2i(0, 1)]},
-		},
-		"avoid-cost-request":
-		{
-			"id": 8,
-			"op": "path",
-			"map": court,
-			"start": Vector2i(0, 0),
-			"goal": Vector2i(0, 2),
-			"smooth": "none",
-			"avoid": {"cells": [Vector2i(0, 1)]},
-			"avoid_cost": 3.0,
-		},
 		"traversal-class-request":
 		{
 			"id": 10,
@@ -3124,6 +3224,41 @@ func test_query_golden_vectors() -> void:
 			continue
 		var encoded := PathServerMsgPack.encode(requests[name]).hex_encode()
 		check_equal(encoded, golden[name].hex_encode(), "golden %s encoded" % name)
+	# The avoid requests as the client builds them: its own conversion must turn the cells,
+	# Vector2i or int32 pairs, into the vectors' bin, leaving the caller's options as they were.
+	var builder := PathServerClient.new()
+	builder.auto_connect = false
+	root.add_child(builder)
+	var avoid_fields := {
+		"map": court,
+		"start": Vector2i(0, 0),
+		"goal": Vector2i(0, 2),
+		"smooth": "none",
+		"avoid": {"cells": [Vector2i(0, 1)]},
+	}
+	var cost_fields := avoid_fields.duplicate(true)
+	cost_fields.avoid.cells = PackedInt32Array([0, 1])
+	cost_fields["avoid_cost"] = 3.0
+	builder._next_id = 7
+	var avoid_id := builder.request("path", avoid_fields)
+	var cost_id := builder.request("path", cost_fields)
+	check_equal(
+		[
+			builder._pending[avoid_id].bytes.hex_encode(),
+			builder._pending[cost_id].bytes.hex_encode(),
+		],
+		[
+			golden.get("avoid-request", PackedByteArray()).hex_encode(),
+			golden.get("avoid-cost-request", PackedByteArray()).hex_encode(),
+		],
+		"golden avoid-request (Vector2i cells) and avoid-cost-request (int32 pairs) built by the client"
+	)
+	check_equal(
+		[avoid_fields.avoid, cost_fields.avoid],
+		[{"cells": [Vector2i(0, 1)]}, {"cells": PackedInt32Array([0, 1])}],
+		"the caller's avoid is left as it was (the bin goes in a copy)"
+	)
+	builder.queue_free()
 	# The autoload: this test runs before the main connection is made (no request is sent).
 	var decoder := root.get_node("PathServer") as PathServerClient
 	var answers := {}

@@ -311,7 +311,9 @@ func get_pending_count() -> int:
 ## [code]path[/code] fields), plus "map" and "timeout_ms". With [code]"goals"[/code] (an
 ## array of points) [param goal] is ignored: see [method find_path_to_any]. [code]"avoid"[/code]
 ## ([code]{"cells": [Vector2i, ...], "rects": [Rect2i, ...]}[/code], always grid cells) blocks
-## cells for this request only, or prices them with [code]"avoid_cost"[/code];
+## cells for this request only, or prices them with [code]"avoid_cost"[/code]; its cells may
+## also be a [PackedInt32Array] of x, y pairs, and either way go out as one compact bin of
+## int32 pairs (the other ops' [code]avoid[/code] and each [method find_paths] request's too);
 ## [code]"traversal"[/code] names a unit class of the map or gives its rules
 ## ([code]{"water": null, "forest": 3.0}[/code]).
 func find_path(start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}) -> int:
@@ -959,6 +961,7 @@ func _submit(op: String, fields: Dictionary, kind: Kind, options := {}) -> Pendi
 	# "id" and "op" lead, as in every example of the protocol document.
 	var body := {"id": pending.result.id, "op": op}
 	body.merge(fields)
+	_compact_avoids(body)
 	pending.body = body
 	pending.bytes = PathServerMsgPack.encode(body)
 	var wait_ms: int = options.get("timeout_ms", timeout_ms)
@@ -967,6 +970,57 @@ func _submit(op: String, fields: Dictionary, kind: Kind, options := {}) -> Pendi
 	_pending[pending.result.id] = pending
 	# Sending waits for poll(): a reply can never arrive before the caller awaits it.
 	return pending
+
+
+## Every [code]avoid[/code] of [param body] (its own and, in a batch, each request's) with its
+## cells as the wire's compact bin ([method _wire_avoid]). Here, where every request passes, so
+## that no op (nor [method request]) sends them the slow way. The caller's dictionaries and
+## arrays are copied, never changed: they may be reused for the next request.
+static func _compact_avoids(body: Dictionary) -> void:
+	if body.has("avoid"):
+		body["avoid"] = _wire_avoid(body["avoid"])
+	var entries: Variant = body.get("requests")
+	if not entries is Array:
+		return
+	var wire_entries := []
+	wire_entries.resize(entries.size())
+	for i in entries.size():
+		var entry: Variant = entries[i]
+		if entry is Dictionary and entry.has("avoid"):
+			entry = entry.duplicate()
+			entry["avoid"] = _wire_avoid(entry["avoid"])
+		wire_entries[i] = entry
+	body["requests"] = wire_entries
+
+
+## [param avoid] with its [code]cells[/code] as one bin of little-endian int32 x, y pairs
+## (every platform Godot runs on is little-endian) when they are all whole cells: an Array of
+## [Vector2i] or a [PackedInt32Array] of x, y pairs. As an array, the encoder would write a
+## crowd's hundreds of cells one GDScript call at a time. Anything else goes as it is: floats
+## for the server to read as the cells they fall in, the rest for it to refuse with the field
+## it is about ([code]at: "avoid.cells[1]"[/code]), as it always has.
+static func _wire_avoid(avoid: Variant) -> Variant:
+	if not (avoid is Dictionary and avoid.has("cells")):
+		return avoid
+	var cells: Variant = avoid.cells
+	var xy := PackedInt32Array()
+	if cells is PackedInt32Array:
+		if cells.size() % 2 != 0:
+			return avoid
+		xy = cells
+	elif cells is Array:
+		xy.resize(cells.size() * 2)
+		for i in cells.size():
+			var cell: Variant = cells[i]
+			if not cell is Vector2i:
+				return avoid
+			xy[2 * i] = cell.x
+			xy[2 * i + 1] = cell.y
+	else:
+		return avoid
+	var wire: Dictionary = avoid.duplicate()
+	wire["cells"] = xy.to_byte_array()
+	return wire
 
 
 ## A request the client answers itself (a layer it cannot read): completed at the next
