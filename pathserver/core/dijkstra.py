@@ -299,6 +299,11 @@ def field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, ma
         waiting += 1
     settled = 0
     current = 0
+    # The common grid (uniform cost, 8 moves without cutting corners, no climbs): away from
+    # the border, the eight neighbours' cells read once each, no bounds to test. (The
+    # relaxation is written out, not a helper: an inlined helper taking the arrays would
+    # count references to each of them per call, in a kernel that allocates.)
+    plain = uniform != 0 and corners and use_heights == 0 and n_dirs == 8
     while waiting > 0:
         b = current & mask
         i = 0
@@ -313,6 +318,33 @@ def field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, ma
             y = node // width
             x = node - y * width
             g_node = g[node]
+            if plain and 0 < x < width - 1 and 0 < y < height - 1:
+                east = cells[y, x + 1] != 0
+                south = cells[y + 1, x] != 0
+                west = cells[y, x - 1] != 0
+                north = cells[y - 1, x] != 0
+                # step_to's directions: E, S, W, N, then SE, SW, NW, NE.
+                free = (east, south, west, north, south and east and cells[y + 1, x + 1] != 0,
+                        south and west and cells[y + 1, x - 1] != 0, north and west and cells[y - 1, x - 1] != 0,
+                        north and east and cells[y - 1, x + 1] != 0)
+                offsets = (1, width, -1, -width, width + 1, width - 1, -width - 1, 1 - width)
+                for d in range(8):
+                    if not free[d]:
+                        continue
+                    neighbour = node + offsets[d]
+                    g_new = g_node + (SQRT2 if d >= 4 else 1.0)
+                    if g_new >= g[neighbour]:
+                        continue
+                    g[neighbour] = g_new
+                    if record != 0:
+                        steps[neighbour] = node
+                    nb = np.int64(g_new) & mask
+                    if sizes[nb] == capacity:
+                        return -1
+                    buckets[nb, sizes[nb]] = neighbour
+                    sizes[nb] += 1
+                    waiting += 1
+                continue
             entry = 1.0 if uniform != 0 else cost_table[cost_index[y, x]]
             for d in range(n_dirs):
                 nx, ny = step_to(x, y, d)

@@ -75,20 +75,24 @@ def test_goal_boxes_hold_every_goal():
         assert inside.any(axis=1).all()
 
 
+@pytest.mark.parametrize("uniform", [0, 1])
 @pytest.mark.parametrize("diagonal", [0, 1, 2])
-def test_the_bucket_queues_and_the_heap_agree_with_dijkstra(diagonal):
+def test_the_bucket_queues_and_the_heap_agree_with_dijkstra(diagonal, uniform):
+    # uniform: every cost 1, which field_whole reads without its cost table (and, with
+    # corners not cut, away from the border without testing bounds).
     names = {0: "no_corner_cutting", 1: "never", 2: "always"}
-    rng = np.random.default_rng(10 + diagonal)
+    rng = np.random.default_rng(10 + diagonal + 3 * uniform)
     for _ in range(30):
         width, height = int(rng.integers(3, 25)), int(rng.integers(3, 25))
-        m = GridMap(naive.random_grid(rng, width, height, 0.25), rng.choice([1.0, 1.5, 3.0], size=(height, width)))
+        walkable = naive.random_grid(rng, width, height, 0.25)
+        m = GridMap(walkable) if uniform else GridMap(walkable, rng.choice([1.0, 1.5, 3.0], size=(height, width)))
         layer = m.layer(1)
         standable = np.flatnonzero(layer.cells.ravel())
         if not len(standable):
             continue
         sources = rng.choice(standable, size=min(3, len(standable)), replace=False).astype(np.int64)
-        ring = ring_size(layer.cost_table, 0)
-        assert ring >= np.ceil(np.sqrt(2) * layer.cost_table.max()) + 1
+        ring = ring_size(layer.cost_table, uniform)
+        assert ring >= np.ceil(np.sqrt(2) * (1 if uniform else layer.cost_table.max())) + 1
         region = np.array([0, 0, width, height], dtype=np.int64)
         ws = workspace(m.width * m.height)
         heights = np.zeros((1, 1), dtype=np.float32)
@@ -96,13 +100,13 @@ def test_the_bucket_queues_and_the_heap_agree_with_dijkstra(diagonal):
         for kernel in (_field_buckets, _field_heap):
             out = np.full((height, width), np.inf)
             extra = (ring,) if kernel is _field_buckets else ()
-            kernel(layer.cells, layer.cost_index, layer.cost_table, 0, heights, 0, 0.0, diagonal, sources, np.inf,
-                   region, -1, out, ws.work_float, ws.work_int, *extra)
+            kernel(layer.cells, layer.cost_index, layer.cost_table, uniform, heights, 0, 0.0, diagonal, sources,
+                   np.inf, region, -1, out, ws.work_float, ws.work_int, *extra)
             outs.append(out)
         out = np.full((height, width), np.inf)
         steps = np.full(width * height, -2, dtype=np.int32)
-        field_whole(layer.cells, layer.cost_index, layer.cost_table, 0, heights, 0, 0.0, diagonal, sources, ring, out,
-                    np.zeros(width * height, dtype=np.uint8), steps, 1)
+        field_whole(layer.cells, layer.cost_index, layer.cost_table, uniform, heights, 0, 0.0, diagonal, sources, ring,
+                    out, np.zeros(width * height, dtype=np.uint8), steps, 1)
         outs.append(out)
         # Each recorded step is a move of the graph that its cell's value came through.
         moves = {(a, b): w for a, b, w in naive.edges(layer.passable, names[diagonal], layer.cost)}
