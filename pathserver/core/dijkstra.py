@@ -264,6 +264,24 @@ def _field_buckets(cells, cost_index, cost_table, uniform, heights, use_heights,
     return settled
 
 
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _lower(g, steps, record, buckets, sizes, mask, node, neighbour, g_new):
+    """field_whole's relaxation: ``neighbour`` at ``g_new`` through ``node`` if that is
+    lower, queued in its bucket. Returns 1 if queued, 0 if not lower, -1 if the bucket is
+    full."""
+    if g_new >= g[neighbour]:
+        return 0
+    g[neighbour] = g_new
+    if record != 0:
+        steps[neighbour] = node
+    nb = np.int64(g_new) & mask
+    if sizes[nb] == buckets.shape[1]:
+        return -1
+    buckets[nb, sizes[nb]] = neighbour
+    sizes[nb] += 1
+    return 1
+
+
 @njit(cache=True, nogil=True)
 def field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, sources, ring,
                 out, closed, steps, record):
@@ -279,13 +297,22 @@ def field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, ma
 
     Returns the count settled, or -1 when a bucket overflows (then use :func:`field`)."""
     height, width = cells.shape
-    n_dirs = directions(diagonal)
-    corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
-    g = out.ravel()
-    mask = ring - 1
     capacity = max(4096, (height * width) >> 2, sources.shape[0])
     buckets = np.empty((ring, capacity), dtype=np.int32)
     sizes = np.zeros(ring, dtype=np.int64)
+    return _field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, sources,
+                        out.ravel(), closed, steps, record, buckets, sizes)
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def _field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, sources, g,
+                 closed, steps, record, buckets, sizes):
+    # field_whole's search in its ``out`` (g: flattened) and the ring of buckets it
+    # allocated (empty: sizes all 0).
+    height, width = cells.shape
+    n_dirs = directions(diagonal)
+    corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
+    mask = buckets.shape[0] - 1
     waiting = 0
     for k in range(sources.shape[0]):
         node = sources[k]
@@ -300,9 +327,7 @@ def field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, ma
     settled = 0
     current = 0
     # The common grid (uniform cost, 8 moves without cutting corners, no climbs): away from
-    # the border, the eight neighbours' cells read once each, no bounds to test. (The
-    # relaxation is written out, not a helper: an inlined helper taking the arrays would
-    # count references to each of them per call, in a kernel that allocates.)
+    # the border, the eight neighbours' cells read once each, no bounds to test.
     plain = uniform != 0 and corners and use_heights == 0 and n_dirs == 8
     while waiting > 0:
         b = current & mask
@@ -329,21 +354,12 @@ def field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, ma
                         north and east and cells[y - 1, x + 1] != 0)
                 offsets = (1, width, -1, -width, width + 1, width - 1, -width - 1, 1 - width)
                 for d in range(8):
-                    if not free[d]:
-                        continue
-                    neighbour = node + offsets[d]
-                    g_new = g_node + (SQRT2 if d >= 4 else 1.0)
-                    if g_new >= g[neighbour]:
-                        continue
-                    g[neighbour] = g_new
-                    if record != 0:
-                        steps[neighbour] = node
-                    nb = np.int64(g_new) & mask
-                    if sizes[nb] == capacity:
-                        return -1
-                    buckets[nb, sizes[nb]] = neighbour
-                    sizes[nb] += 1
-                    waiting += 1
+                    if free[d]:
+                        queued = _lower(g, steps, record, buckets, sizes, mask, node, node + offsets[d],
+                                        g_node + (SQRT2 if d >= 4 else 1.0))
+                        if queued < 0:
+                            return -1
+                        waiting += queued
                 continue
             entry = 1.0 if uniform != 0 else cost_table[cost_index[y, x]]
             for d in range(n_dirs):
@@ -355,20 +371,12 @@ def field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, ma
                     continue
                 if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
                     continue
-                neighbour = ny * width + nx
-                g_new = g_node + (SQRT2 if d >= 4 else 1.0) * entry
                 # A settled cell's value is never beaten: no need to ask if it is closed.
-                if g_new >= g[neighbour]:
-                    continue
-                g[neighbour] = g_new
-                if record != 0:
-                    steps[neighbour] = node
-                nb = np.int64(g_new) & mask
-                if sizes[nb] == capacity:
+                queued = _lower(g, steps, record, buckets, sizes, mask, node, ny * width + nx,
+                                g_node + (SQRT2 if d >= 4 else 1.0) * entry)
+                if queued < 0:
                     return -1
-                buckets[nb, sizes[nb]] = neighbour
-                sizes[nb] += 1
-                waiting += 1
+                waiting += queued
         sizes[b] = 0
         current += 1
     return settled

@@ -182,7 +182,6 @@ def solve(
     reached = QUERY_FOUND if (tx == gx and ty == gy) else QUERY_PARTIAL
     four = 1 if diagonal == DIAGONAL_NEVER else 0
     out = answer_cells(work_int)
-    fits = False  # the path without the avoided cells, traced into out, is the answer
     one_start = work_int[1, :0]  # jps_plus's sources: none, the search starts at (sx, sy)
     corners = work_float[1].view(np.int64)  # pull_in_place's scratch: the heap's row, free after a search
     if line_of_sight != 0:
@@ -206,7 +205,6 @@ def solve(
     # detours of its own cost go round them (repair.mend); else the caller searches round
     # more of them.
     relaxed = avoiding & (mode >> MODE_RELAXED)
-    end_cost = 0.0
     if plus and max_expansions > 0 and relaxed == 0:
         status, end, expanded = jps_plus(
             passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
@@ -227,27 +225,9 @@ def solve(
             diagonal, heuristic, weight, max_expansions,
             g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos,
         )
-    if relaxed != 0:
-        if status != SEARCH_FOUND:
-            # No path (or a give-up budget reached, see the docstring): the caller decides.
-            return QUERY_UNMENDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
-        start_node = sy * width + sx
-        if plus:
-            straight, diagonals = jump_path_steps(work_float, width, start_node, end)
-            count = straight + diagonals + 1
-            trace_jumps_into(out, work_float, width, start_node, end, count)
-            end_cost = jump_cost(work_float, end)
-        else:
-            straight, diagonals = path_steps(parent, width, start_node, end)
-            count = straight + diagonals + 1
-            trace_path_into(out, parent, width, start_node, end, count)
-            end_cost = g[end]  # before mend: its detours use g's row
-        mended, closed = mend(out, count, passable, work_float, work_int, max_expansions)
-        expanded += closed
-        if mended == 0:
-            # The path, as far as mended, stays in out: where the caller blocks more.
-            return QUERY_UNMENDED, flags, count, 0.0, 0.0, expanded, sx, sy, gx, gy
-        fits = True
+    if relaxed != 0 and status != SEARCH_FOUND:
+        # No path (or a give-up budget reached, see the docstring): the caller decides.
+        return QUERY_UNMENDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
     if algorithm == ALGORITHM_JPS and status == SEARCH_NO_PATH and allow_partial != 0 and avoiding != 0:
         # No way around the avoided cells. The partial answer ends on the reachable cell
         # nearest the goal, which a search closing only jump points may not have seen:
@@ -270,9 +250,7 @@ def solve(
             return QUERY_NO_PATH, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
         reached = QUERY_PARTIAL
     start_node = sy * width + sx
-    if fits:
-        pass  # traced and mended above
-    elif plus:
+    if plus:
         straight, diagonals = jump_path_steps(work_float, width, start_node, end)
         count = straight + diagonals + 1
         trace_jumps_into(out, work_float, width, start_node, end, count)
@@ -281,7 +259,13 @@ def solve(
         straight, diagonals = path_steps(parent, width, start_node, end)
         count = straight + diagonals + 1
         trace_path_into(out, parent, width, start_node, end, count)
-        end_cost = g[end]
+        end_cost = g[end]  # before mend: its detours use g's row
+    if relaxed != 0:
+        mended, closed = mend(out, count, passable, work_float, work_int, max_expansions)
+        expanded += closed
+        if mended == 0:
+            # The path, as far as mended, stays in out: where the caller blocks more.
+            return QUERY_UNMENDED, flags, count, 0.0, 0.0, expanded, sx, sy, gx, gy
     if smooth == SMOOTH_NONE:
         # Every cell: polyline_length's sum, from the jump points (not a pass over the cells).
         length = straight + diagonals * SQRT2
