@@ -82,7 +82,11 @@ rect = st.tuples(coordinate, coordinate, st.integers(1, 3), st.integers(1, 3) | 
 #: A handful of points: goals, positions, check_block's points and cells, avoided cells.
 few_points = st.lists(point, max_size=4)
 goals = st.lists(point, min_size=1, max_size=4)
-avoid = st.fixed_dictionaries({}, optional={"cells": st.lists(point, max_size=3), "rects": st.lists(rect, max_size=2)})
+#: avoid's cells as pairs, or as the bin of int32 pairs the engine clients send.
+cell_bin = st.lists(st.tuples(st.integers(-1, 9), st.integers(-1, 9)), max_size=3).map(
+    lambda cells: struct.pack(f"<{2 * len(cells)}i", *(v for cell in cells for v in cell)))
+avoid = st.fixed_dictionaries({}, optional={"cells": st.lists(point, max_size=3) | cell_bin,
+                                            "rects": st.lists(rect, max_size=2)})
 #: A field's window: small, mostly inside the small maps (grid cells, whole numbers).
 field_region = st.tuples(st.integers(0, 4), st.integers(0, 3), st.integers(1, 4), st.integers(1, 3)).map(list)
 
@@ -388,6 +392,7 @@ ODD_VALUES = (
     {"cells": [[0, 0]], "rects": [[0, 0, 1, 1]]}, {"cells": [[math.nan, 0]]}, {"rects": [[0, 0, 0, 1]]},
     {"cells": 1}, {"water": None}, {"water": 0.5}, {"boat": {"water": None}}, {"": 1}, "boat", "cell",
     b"\x00" * 7, float32_bytes([math.nan, 0.0]), float32_bytes([1e30, 1e30]),
+    {"cells": b"\x00" * 7}, {"cells": struct.pack("<2i", -(2**31), 2**31 - 1)},
 )
 GOOD_VALUES = {
     "map": SMALL_MAP_NAMES + UPLOAD_NAMES,
@@ -417,7 +422,8 @@ GOOD_VALUES = {
     # The queries beyond one path and the options shaping one path: a handful of points.
     "goals": ([[9, 4]], [[0, 0], [9, 4]], [[3, 2], [7, 4], [1, 1]], [[2.5, 1.5]], [[63, 63]], [[-1, 0], [4, 0]]),
     "avoid": ({"cells": [[1, 0]]}, {"rects": [[0, 1, 3, 2]]}, {"cells": [[2, 1], [9, 9]], "rects": [[4, 0, 1, 5]]},
-              {}, {"cells": [], "rects": [[0, 0, 0.5, 0.5]]}, {"rects": [[-3, -3, 4, 4]]}),
+              {}, {"cells": [], "rects": [[0, 0, 0.5, 0.5]]}, {"rects": [[-3, -3, 4, 4]]},
+              {"cells": struct.pack("<4i", 1, 0, 2, 1)}, {"cells": b""}),
     "avoid_cost": (1, 2.5, 10, None),
     "traversal": TRAVERSALS + (None,),
     "budget": (0, 1, 2.5, 6, 12),
