@@ -279,7 +279,10 @@ for _index, _name in enumerate(PreparedCall.FIELDS):
 del _index, _name
 
 
-_SMOOTH, _WEIGHT, _DIAGONAL, _ALGORITHM = "none", 1.0, "no_corner_cutting", "auto"
+# find_path's defaults, the options' own objects: a call that leaves them alone passes
+# these very objects, which the prepared call's lookup tests by identity.
+_SMOOTH, _WEIGHT, _DIAGONAL, _ALGORITHM = (BY_NAME[name].python_default
+                                           for name in ("smooth", "weight", "diagonal", "algorithm"))
 
 
 def find_path(
@@ -341,7 +344,8 @@ def find_path(
         entering a cell whose footprint overlaps one costs at least this much a step.
         With ``avoid`` alone, where the request without would run JPS+: JPS+ without the
         avoided cells, that path mended round them at its cost (``algorithm`` "jps+"),
-        else the online JPS round them ("jps"); elsewhere A*; with ``avoid_cost``, A*.
+        else the online JPS round those near where it steps on them, or round all of them
+        ("jps"); elsewhere A*; with ``avoid_cost``, A*.
     traversal: a unit class the map defines (``"boat"``) or rules ``{tag: None | number
         >= 1}`` for the map's tagged cells: None blocks a tag, a number multiplies the
         cost of its cells (see :class:`~pathserver.grid.gridmap.GridMap`).
@@ -627,8 +631,8 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             pass  # many goals: JPS+ back from all of them at once (solve_goals)
         elif algorithm_name == "jps+" and avoid_cost is None and (goals is None or len(goals) == 1):
             # JPS+ on the layer's table: the path without the avoided cells, mended round
-            # them at its cost; else (QUERY_UNMENDED) the online JPS on the layer's
-            # bitmaps with the cells laid on.
+            # them at its cost; else (QUERY_UNMENDED) the online JPS round those near its
+            # cuts, then round all of them (below).
             jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
             mode |= 1 << st.MODE_AVOIDING | 1 << st.MODE_RELAXED
         else:
