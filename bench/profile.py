@@ -71,7 +71,7 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
     fixed = tuple(fields[name] for name in call.FIELDS[call.FIELDS.index("cells"):call.FIELDS.index("mode")])
     one_start = np.zeros(0, dtype=np.int32)  # jps_plus's sources: none, one start
     fixed = fixed[:4] + (fields["cells"],) + fixed[4:]  # solve's plain_cells: the same grid
-    tail = (fields["mode"], fields["weight"], fields["budget"], ws.work_float, ws.work_int)
+    tail = (fields["mode"], fields["weight"], fields["budget"], ws.work_float, ws.work_int, fields["landmarks"])
     cells = fields["cells"]
     g, heap_f, heap_h = ws.work_float[:3]
     parent, heap_nodes, heap_pos, stamp = ws.work_int[0], ws.work_int[1], ws.work_int[2], ws.work_int[3]

@@ -55,6 +55,7 @@ ENTRY_KERNELS = (
     ("dijkstra", "leave_costs"), ("dijkstra", "reach"), ("dijkstra", "ring_size"),
     ("goals", "snap_goals"), ("goals", "solve_goals"),
     ("jps", "jump_bitmaps"), ("jpsplus", "jump_table"), ("jpsplus", "update_jump_table"),
+    ("landmarks", "landmark_table"),
     ("query", "solve"),
     ("relay", "lay_avoided"), ("relay", "lift_avoided"),
     ("repair", "relax"),

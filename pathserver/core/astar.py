@@ -111,6 +111,42 @@ def min_cost(cost_table, uniform):
     return low
 
 
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def landmark_bound(table, node, goal):
+    """The landmarks' lower bound on the cost from ``node`` to ``goal`` (a table of
+    :func:`pathserver.core.landmarks.landmark_table`; 0 for one with no columns; ``inf``
+    when a landmark shows there is no way). Differences in float64: exact for float32s."""
+    best = 0.0
+    for k in range(table.shape[1] // 2):
+        ahead = np.float64(table[node, 2 * k]) - np.float64(table[goal, 2 * k])
+        behind = np.float64(table[goal, 2 * k + 1]) - np.float64(table[node, 2 * k + 1])
+        # A NaN (no way to a landmark from either end) compares false: no bound.
+        if ahead > best:
+            best = ahead
+        if behind > best:
+            best = behind
+    return best
+
+
+#: An estimate past every path's cost, for a node the landmarks show cannot reach the
+#: goal (kept finite: the heap orders numbers).
+NO_WAY = 1e300
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _estimate(h, cheapest, weight, h_scale, alt, landmarks, node, goal):
+    """A node's estimate as the heap's key adds it to g: ``h * h_scale``, or with
+    landmarks (``alt``) the best of ``h * cheapest`` and their bound, times ``weight``."""
+    if not alt:
+        return h * h_scale
+    bound = landmark_bound(landmarks, node, goal)
+    if bound < h * cheapest:
+        bound = h * cheapest
+    if bound > NO_WAY:
+        bound = NO_WAY
+    return bound * weight
+
+
 def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic, fused):
     """The A* loop, compiled once per option set: a ``fixed_*`` argument >= 0 is that
     option's value for every query this copy answers (numba takes a closure's variables as
@@ -127,6 +163,7 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
     def search(
         passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, gx, gy,
         diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos,
+        landmarks,
     ):
         if fixed_uniform >= 0:
             uniform = fixed_uniform
@@ -152,11 +189,15 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
             h_scale *= 1.0 + TIE
         # h < width + height for every heuristic: a tag's high half stays below 2**30.
         tie_scale = 0.0 if fused else TIE_RANGE / (width + height)
+        # With landmarks (never on the fused path: uniform maps get none), the estimate in
+        # cost units is the best of the scaled heuristic and their bound.
+        cheapest = min_cost(cost_table, uniform)
+        alt = landmarks.shape[1] > 0
         h0 = heuristic_distance(heuristic, sx, sy, gx, gy)
         g[start] = 0.0
         parent[start] = start
         stamp[start] = open_mark
-        heap_keys[0] = h0 * h_scale
+        heap_keys[0] = _estimate(h0, cheapest, weight, h_scale, alt, landmarks, start, goal)
         heap_tags[0] = ((TIE_LIMIT - np.int64(h0 * tie_scale)) << 32) | start
         heap_pos[start] = 0
         size = 1
@@ -244,14 +285,15 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
                     g[at] = g_new
                     parent[at] = node
                     h = heuristic_distance(heuristic, x + STEP_X[d], y + STEP_Y[d], gx, gy)
-                    pair_sift_up(heap_keys, heap_tags, heap_pos, heap_pos[at], g_new + h * h_scale,
+                    pair_sift_up(heap_keys, heap_tags, heap_pos, heap_pos[at],
+                                 g_new + _estimate(h, cheapest, weight, h_scale, alt, landmarks, neighbour, goal),
                                  ((TIE_LIMIT - np.int64(h * tie_scale)) << 32) | neighbour)
                     continue
                 stamp[at] = open_mark
                 g[at] = g_new
                 parent[at] = node
                 h = heuristic_distance(heuristic, x + STEP_X[d], y + STEP_Y[d], gx, gy)
-                key = g_new + h * h_scale
+                key = g_new + _estimate(h, cheapest, weight, h_scale, alt, landmarks, neighbour, goal)
                 tag = ((TIE_LIMIT - np.int64(h * tie_scale)) << 32) | neighbour
                 if held_tag < 0:
                     held_key = key
@@ -296,6 +338,7 @@ def astar(
     heap_keys,
     heap_tags,
     heap_pos,
+    landmarks,
 ):
     """Search from (sx, sy) to (gx, gy); both must be passable and in bounds.
 
@@ -311,6 +354,11 @@ def astar(
     and the open list, :mod:`pathserver.core.heap`'s ``pair_*`` heap: heap_keys float64
     (N,), heap_tags int64 (N,), heap_pos int32 (N,), N >= H * W.
 
+    landmarks: float32 (H * W, 2 K), :func:`pathserver.core.landmarks.landmark_table` of
+    a graph with no fewer moves and no dearer ones, or (1, 0) for none (uniform cost: the
+    tie order of ``fused`` keys takes none). It strengthens the estimate; the answer is
+    the same, found with fewer expansions.
+
     Open nodes come off in order of f, then of smaller h (toward the goal), then of larger
     node id. Returns (status, end_node, expanded): SEARCH_FOUND with end_node the goal;
     SEARCH_NO_PATH or SEARCH_BUDGET with end_node the closed node nearest the goal by
@@ -323,14 +371,17 @@ def astar(
             return _search_uniform(
                 passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, gx, gy,
                 diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos,
+                landmarks,
             )
         return _search_weighted(
             passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, gx, gy,
             diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos,
+            landmarks,
         )
     return _search_any(
         passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, gx, gy,
         diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos,
+        landmarks,
     )
 
 

@@ -84,6 +84,7 @@ def solve(
     max_expansions,
     work_float,
     work_int,
+    landmarks,
 ):
     """Answer one path query. Start and goal must be in bounds (the wrapper checks).
 
@@ -119,7 +120,8 @@ def solve(
     zeroed when allocated; rows 3 and 4 are JPS+'s alone); work_int int32 (4, N + 1) holds
     parent, heap_nodes, heap_pos and the stamps,
     N >= H * W, zeroed once when allocated: ``work_int[3, N]`` keeps the last pass id, so
-    the kernel picks its own (the workspace convention of :func:`astar`).
+    the kernel picks its own (the workspace convention of :func:`astar`). landmarks: A*'s
+    (see :func:`astar`; (1, 0) for none).
 
     Returns (status, flags, count, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
     status (QUERY_UNMENDED only as said above), FLAG_* bits, the count of waypoints (0
@@ -223,7 +225,7 @@ def solve(
         status, end, expanded = astar(
             passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, tx, ty,
             diagonal, heuristic, weight, max_expansions,
-            g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos,
+            g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos, landmarks,
         )
     if relaxed != 0 and status != SEARCH_FOUND:
         # No path (or a give-up budget reached, see the docstring): the caller decides.
@@ -238,7 +240,7 @@ def solve(
         status, end, more = astar(
             passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, tx, ty,
             diagonal, heuristic, weight, max_expansions,
-            g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos,
+            g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos, landmarks,
         )
         expanded += more
     if status != SEARCH_FOUND:

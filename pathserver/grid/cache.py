@@ -63,7 +63,8 @@ class LayerCache:
         self._terrain_lock = threading.Lock()
         self._fields: OrderedDict = OrderedDict()
         self._field_bytes = 0
-        # Keys of the prepared calls waiting for their layer's JPS+ table, by layer key.
+        # Keys of the prepared calls waiting for a table of their layer, by (layer key,
+        # "jump_table" or "landmarks").
         self._awaiting: dict = {}
 
     def layer(self, unit_w: int, unit_h: int, build, rules=None):
@@ -165,26 +166,31 @@ class LayerCache:
         if call.layer_key not in self._layers:  # evicted meanwhile: it must not outlive it
             calls.pop(key, None)
 
-    def await_table(self, layer_key, key) -> None:
-        """Note that the call kept under ``key`` runs the online JPS on the layer kept under
-        ``layer_key`` until that layer's JPS+ table is built (see :meth:`table_built`).
-        An unhashable key (never kept) is not noted."""
+    def await_table(self, layer_key, key, kind: str = "jump_table") -> None:
+        """Note that the call kept under ``key`` runs without the table ``kind`` of the
+        layer kept under ``layer_key`` (``"jump_table"``: the online JPS until JPS+'s is
+        built; ``"landmarks"``: A* without them) until it is built (see
+        :meth:`table_built`). An unhashable key (never kept) is not noted."""
         try:
             hash(key)
         except TypeError:
             return
         with self._lock:
-            self._awaiting.setdefault(layer_key, []).append(key)
+            self._awaiting.setdefault((layer_key, kind), []).append(key)
 
-    def table_built(self, layer_key, table) -> None:
-        """The JPS+ ``table`` of a layer is built: each call awaiting it is replaced by
-        the same call carrying it (``call.with_jump_table``), in place, so the count and
-        keys of the kept calls do not change. Safe to call more than once."""
+    def table_built(self, layer_key, table, kind: str = "jump_table") -> None:
+        """The table ``kind`` of a layer is built: each call awaiting it is replaced by
+        the same call carrying it (``call.with_table``), in place, so the count and keys
+        of the kept calls do not change. Safe to call more than once."""
         with self._lock:
-            for key in self._awaiting.pop(layer_key, ()):
+            for key in self._awaiting.pop((layer_key, kind), ()):
                 call = self._calls.get(key)
                 if call is not None:
-                    self._calls[key] = call.with_jump_table(table)
+                    self._calls[key] = call.with_table(kind, table)
+
+    def landmarks_built(self, layer_key, landmarks) -> None:
+        """A layer's landmarks are in place: :meth:`table_built` for them."""
+        self.table_built(layer_key, landmarks, "landmarks")
 
     def cached_layers(self) -> list:
         """The cached layers, least recently used first."""

@@ -34,6 +34,7 @@ from pathserver.core.cut import block_pieces, piece_graph, update_pieces
 from pathserver.core.jps import jump_bitmaps
 from pathserver.core.jpsplus import fits as jump_table_fits
 from pathserver.core.jpsplus import jump_table, update_jump_table
+from pathserver.core.landmarks import LANDMARKS, LEAST_SCALE, landmark_table
 from pathserver.errors import BadUnitSizeError, MapLoadError, OutOfBoundsError, RequestError
 from pathserver.grid.cache import LayerCache
 from pathserver.options import BY_NAME, quoted
@@ -49,6 +50,10 @@ JUMP_TABLE_MAX_CELLS = 4 * 1024 * 1024
 #: their answers stay those of the first query (a table landing mid-session may pick
 #: another of several equally short paths).
 JUMP_TABLE_MIN_CELLS = 128 * 128
+#: The maps whose layers with terrain costs get A*'s landmarks: not the small ones, where
+#: A* is quick anyway, nor past a million cells (64 bytes a cell: 64 MiB a layer there).
+LANDMARK_MIN_CELLS = 128 * 128
+LANDMARK_MAX_CELLS = 1 << 20
 
 # What uniform-cost maps pass as cost_index / cost_table: the kernels never read them
 # there. Read-only and of the common dtypes (uint8 index, float64 table) like the real
@@ -194,7 +199,8 @@ class UnitLayer:
     _jump_bits: list
     rules: tuple | None = None
     _pieces: dict = field(default_factory=dict)
-    _table: "_JumpTable" = field(default_factory=lambda: _JumpTable())
+    _table: "_Background" = field(default_factory=lambda: _Background())
+    _landmarks: "_Background" = field(default_factory=lambda: _Background())
 
     @property
     def key(self) -> tuple:
@@ -244,13 +250,38 @@ class UnitLayer:
         height, width = self.cells.shape
         if not JUMP_TABLE_MIN_CELLS <= height * width <= JUMP_TABLE_MAX_CELLS or not jump_table_fits(height, width):
             return False
-        self._table.start(self.cells, on_built, seed)
+        cells = self.cells
+        self._table.start(lambda: _jump_table_of(cells, seed), on_built, "pathserver-jump-table")
         return True
 
     def wait_jump_table(self, timeout: float | None = None) -> bool:
         """Block until the jump table is built (True), or ``timeout`` seconds pass or no
         build was started (False)."""
         return self._table.wait(timeout)
+
+    def landmarks(self) -> np.ndarray | None:
+        """A*'s landmarks on this layer's graph (:func:`pathserver.core.landmarks.
+        landmark_table`, float32 (H * W, 2 * LANDMARKS)) once built, else None (see
+        :meth:`start_landmarks`)."""
+        return self._landmarks.table
+
+    def start_landmarks(self, on_built=None, seed: np.ndarray | None = None) -> bool:
+        """Start picking landmarks and measuring their costs on a background thread, once:
+        A* answers without them meanwhile. ``on_built()`` runs on that thread once they
+        are in place. ``seed``: the landmarks of an earlier generation of this layer that
+        an edit which only blocked cells left valid, taken as they are. False when this layer gets none: uniform cost (JPS answers there),
+        or fewer than :data:`LANDMARK_MIN_CELLS` or more than :data:`LANDMARK_MAX_CELLS`
+        cells."""
+        if self.uniform or not LANDMARK_MIN_CELLS <= self.cells.size <= LANDMARK_MAX_CELLS:
+            return False
+        self._landmarks.start((lambda: seed) if seed is not None else (lambda: _landmarks_of(self)), on_built,
+                              "pathserver-landmarks")
+        return True
+
+    def wait_landmarks(self, timeout: float | None = None) -> bool:
+        """Block until the landmarks are in place (True), or ``timeout`` seconds pass, none
+        are kept or no build was started (False)."""
+        return self._landmarks.wait(timeout)
 
     def pieces(self, eight: int, seed: tuple | None = None) -> tuple:
         """``(pieces, first, offsets, targets, cells)``: :func:`pathserver.core.cut.
@@ -283,17 +314,19 @@ class UnitLayer:
         own_cost = self.cost_index.nbytes if (self.unit_w * self.unit_h > 1 and not self.uniform) else 0
         lazy = sum(c.nbytes + t.nbytes for c, t in self._cells8) + sum(a.nbytes for a in self._jump_bits)
         lazy += sum(a.nbytes for arrays in self._pieces.values() for a in arrays)
-        table = self._table.table
-        if table is not None:
-            lazy += table.nbytes
+        for table in (self._table.table, self._landmarks.table):
+            if table is not None:
+                lazy += table.nbytes
         return self.cells.nbytes + self.comps.nbytes + own_cost + lazy
 
 
-class _JumpTable:
-    """A layer's JPS+ table and its one background build.
+class _Background:
+    """One table of a layer (its JPS+ jump distances, its landmarks) and its one build on
+    a background thread.
 
-    table: None until built (then read-only). The build thread sets it, then calls
-    ``on_built`` (which hands it to the map's prepared calls waiting for it)."""
+    table: None until built (then read-only; a build may also yield None: nothing to
+    keep). The build thread sets it, then calls ``on_built`` (which hands it to the map's
+    prepared calls waiting for it)."""
 
     __slots__ = ("table", "_started", "_done", "_lock")
 
@@ -303,25 +336,24 @@ class _JumpTable:
         self._done = threading.Event()
         self._lock = threading.Lock()
 
-    def start(self, cells: np.ndarray, on_built, seed) -> None:
+    def start(self, build, on_built, name: str) -> None:
+        """Run ``build()`` (returning the table or None) on a new thread, once."""
         with self._lock:
             if self._started:
                 return
             self._started = True
         # Not a daemon: a build that is compiling its kernel when the program ends is
         # waited for (LLVM torn down under a compile aborts the interpreter).
-        threading.Thread(target=self._build, args=(cells, on_built, seed), name="pathserver-jump-table").start()
+        threading.Thread(target=self._build, args=(build, on_built), name=name).start()
 
-    def _build(self, cells, on_built, seed) -> None:
+    def _build(self, build, on_built) -> None:
         try:
-            if seed is not None and seed[0].shape == cells.shape:
-                table, _ = update_jump_table(cells, seed[0], seed[1])
-            else:
-                table = jump_table(cells)
-            table.setflags(write=False)
-            self.table = table
-            if on_built is not None:
-                on_built()
+            table = build()
+            if table is not None:
+                table.setflags(write=False)
+                self.table = table
+                if on_built is not None:
+                    on_built()
         finally:
             self._done.set()
 
@@ -329,6 +361,31 @@ class _JumpTable:
         if not self._started:
             return False
         return self._done.wait(timeout) and self.table is not None
+
+
+def _jump_table_of(cells: np.ndarray, seed) -> np.ndarray:
+    if seed is not None and seed[0].shape == cells.shape:
+        table, _ = update_jump_table(cells, seed[0], seed[1])
+        return table
+    return jump_table(cells)
+
+
+def _landmarks_of(layer: "UnitLayer") -> np.ndarray | None:
+    # A workspace of its own: the build runs beside the searches.
+    n = layer.cells.size
+    work_float = np.zeros((5, n + 1), dtype=np.float64)
+    work_int = np.zeros((4, n + 1), dtype=np.int32)
+    table = np.empty((n, 2 * LANDMARKS), dtype=np.float32)
+    standable = np.flatnonzero(layer.cells.ravel())
+    if not len(standable):
+        return None
+    # Seeded in the largest component: the landmarks serve the most cells there.
+    labels = layer.labels.ravel()
+    largest = np.bincount(labels[standable]).argmax()
+    seed = int(standable[np.argmax(labels[standable] == largest)])
+    _, scale = landmark_table(layer.cells, layer.cost_index, layer.cost_table, int(layer.uniform), seed, LANDMARKS,
+                              table, work_float, work_int)
+    return table if scale >= LEAST_SCALE else None
 
 
 def _components(passable: np.ndarray, eight: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -504,6 +561,7 @@ class GridMap:
         _cost_edit: tuple | None = None,
         _jump_seeds: dict | None = None,
         _piece_seeds: dict | None = None,
+        _landmark_seeds: dict | None = None,
     ):
         walkable = np.asarray(walkable)
         if walkable.ndim != 2 or walkable.shape[0] < 1 or walkable.shape[1] < 1:
@@ -567,8 +625,11 @@ class GridMap:
         # (cells, table): a layer's table is then updated where the edit reached instead
         # of built from scratch.
         self._jump_seeds = dict(_jump_seeds or {})
-        # Likewise check_block's pieces, as (cells, {eight: pieces}).
+        # Likewise check_block's pieces, as (cells, {eight: pieces}); and A*'s landmarks,
+        # handed on as they are by an edit that only blocks cells (no cost falls, no move
+        # is added: every bound they give stays a consistent lower bound).
         self._piece_seeds = dict(_piece_seeds or {})
+        self._landmark_seeds = dict(_landmark_seeds or {})
 
     # -- construction helpers -------------------------------------------------------
 
@@ -704,6 +765,15 @@ class GridMap:
         return layer.start_jump_table(lambda: layers.table_built(layer.key, layer.jump_table()),
                                       self._jump_seeds.pop(layer.key, None))
 
+    def start_landmarks(self, layer: UnitLayer) -> bool:
+        """Start picking ``layer``'s landmarks in the background (once); when they are in
+        place the prepared calls waiting for them get them (:meth:`LayerCache.
+        landmarks_built`). False when the layer gets none (see :meth:`UnitLayer.
+        start_landmarks`)."""
+        layers = self.layers
+        return layer.start_landmarks(lambda: layers.landmarks_built(layer.key, layer.landmarks()),
+                                     self._landmark_seeds.pop(layer.key, None))
+
     def pieces(self, layer: UnitLayer, eight: int) -> tuple:
         """``layer.pieces(eight)``, updated from the generation this one was edited from
         where that built them (see :meth:`UnitLayer.pieces`)."""
@@ -732,6 +802,10 @@ class GridMap:
     def _table_seed(layer: UnitLayer) -> tuple | None:
         table = layer.jump_table()
         return None if table is None else (layer.cells, table)
+
+    @staticmethod
+    def _landmarks_seed(layer: UnitLayer) -> np.ndarray | None:
+        return layer.landmarks()
 
     @staticmethod
     def _pieces_seed(layer: UnitLayer) -> tuple | None:
@@ -815,6 +889,7 @@ class GridMap:
             _clearance=clearance,
             _cost_edit=cost_edit,
             _jump_seeds=self._seeds_for_edit(self._jump_seeds, self._table_seed),
+            _landmark_seeds=self._seeds_for_edit(self._landmark_seeds, self._landmarks_seed) if solid else None,
             _piece_seeds=self._seeds_for_edit(
                 {key: seed for key, seed in self._piece_seeds.items() if seed[1]}, self._pieces_seed),
         )

@@ -56,6 +56,8 @@ _NO_JUMP_BITS = np.zeros(0, dtype=np.uint64)
 _NO_JUMP_BITS.setflags(write=False)
 _NO_JUMP_TABLE = np.zeros((0, 8), dtype=np.int8)
 _NO_JUMP_TABLE.setflags(write=False)
+_NO_LANDMARKS = np.zeros((1, 0), dtype=np.float32)
+_NO_LANDMARKS.setflags(write=False)
 
 
 @dataclass(slots=True)
@@ -247,7 +249,8 @@ class PreparedCall:
     """
 
     FIELDS = ("size", "layer_key", "width", "height", "n", "cells", "comps", "jump_bits", "jump_table", "cost_index",
-              "cost_table", "heights", "climb", "mode", "weight", "budget", "algorithm", "generation", "snap", "kernel")
+              "cost_table", "heights", "climb", "mode", "weight", "budget", "algorithm", "generation", "snap",
+              "landmarks", "kernel")
     __slots__ = ("fields",)
 
     def __init__(self, **fields):
@@ -264,10 +267,15 @@ class PreparedCall:
         self.fields = self.fields[:-1] + (kernel,)
         return kernel
 
-    def with_jump_table(self, table) -> "PreparedCall":
-        """This call running JPS+ on ``table`` (its layer's, just built)."""
+    def with_table(self, kind: str, table) -> "PreparedCall":
+        """This call with its layer's ``table``, just built: ``"jump_table"``, running
+        JPS+ on it; ``"landmarks"``, A* estimating with them."""
         fields = dict(zip(self.FIELDS, self.fields))
-        fields.update(jump_table=table, algorithm="jps+", mode=self.mode | (1 << st.MODE_ALGORITHM), kernel=None)
+        if kind == "jump_table":
+            fields.update(jump_table=table, algorithm="jps+", mode=self.mode | (1 << st.MODE_ALGORITHM))
+        else:
+            fields.update(landmarks=table)
+        fields.update(kernel=None)
         return PreparedCall(**fields)
 
     def __repr__(self) -> str:
@@ -400,7 +408,7 @@ def find_path(
             "algorithm": algorithm, "line_of_sight": line_of_sight,
         })
     (_, layer_key, width, height, n, cells, comps, jump_bits, jump_table, cost_index, cost_table, heights, climb,
-     mode, weight_value, budget, algorithm_name, generation, _, kernel) = call.fields
+     mode, weight_value, budget, algorithm_name, generation, _, landmarks, kernel) = call.fields
     try:
         layers.touch(layer_key)  # the layer's recency, for the LRU
     except KeyError:
@@ -430,11 +438,11 @@ def find_path(
     if kernel is None:
         kernel = call.bind((
             cells, comps, jump_bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx,
-            gy, mode, weight_value, budget, ws.work_float, ws.work_int,
+            gy, mode, weight_value, budget, ws.work_float, ws.work_int, landmarks,
         ))
     status, flags, count, cost, length, expanded, sx, sy, gx, gy = kernel(
         cells, comps, jump_bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
-        mode, weight_value, budget, ws.work_float, ws.work_int,
+        mode, weight_value, budget, ws.work_float, ws.work_int, landmarks,
     )
     if status > st.QUERY_NO_PATH:
         _raise_for(status, call, sx, sy, gx, gy)
@@ -514,6 +522,18 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None 
     if awaiting:
         table = layer.jump_table()
         awaiting = gridmap.start_jump_table(layer)
+    # A* on terrain costs estimates with the layer's landmarks once they are built (in the
+    # background, started here), on a graph with no more moves than theirs (corners never
+    # cut), where no budget or partial answer depends on the order of expansions: the
+    # answer's cost is the same, and so the first call's answer. Read before the build is
+    # started, as the jump table is.
+    landmarks = _NO_LANDMARKS
+    wants_landmarks = (not layer.uniform and budget == 0 and not options["allow_partial"]
+                       and diagonal_code != st.DIAGONAL_ALWAYS)
+    if wants_landmarks:
+        built = layer.landmarks()
+        landmarks = _NO_LANDMARKS if built is None else built
+        wants_landmarks = gridmap.start_landmarks(layer)
     mode = st.pack_mode(
         diagonal_code, heuristic_code, SMOOTHING[options["smooth"]],
         st.ALGORITHM_JPS if use_jps or table is not None else st.ALGORITHM_ASTAR, options["snap"],
@@ -526,7 +546,7 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None 
         cost_index=layer.cost_index, cost_table=layer.cost_table, heights=heights, climb=climb, mode=mode,
         weight=options["weight"], budget=budget,
         algorithm="jps+" if table is not None else "jps" if use_jps else "astar",
-        generation=gridmap.generation, snap=options["snap"],
+        generation=gridmap.generation, snap=options["snap"], landmarks=landmarks,
     )
     gridmap.layers.keep(key, call)
     if awaiting and table is None:
@@ -535,6 +555,11 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None 
         if built is not None:
             # Built since it was read, maybe before this call was noted as waiting.
             gridmap.layers.table_built(layer.key, built)
+    if wants_landmarks and landmarks is _NO_LANDMARKS:
+        gridmap.layers.await_table(layer.key, key, "landmarks")
+        built = layer.landmarks()
+        if built is not None:
+            gridmap.layers.landmarks_built(layer.key, built)
     return call
 
 
@@ -670,7 +695,7 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
                 cells, call.comps, jump_bits, jump_table, call.cells, cost_index, cost_table,
                 call.heights, call.climb, sx, sy, gx, gy, mode,
-                call.weight, give_up or call.budget, ws.work_float, ws.work_int,
+                call.weight, give_up or call.budget, ws.work_float, ws.work_int, call.landmarks,
             )
             if status == st.QUERY_UNMENDED and give_up:
                 return None
@@ -687,7 +712,7 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
                     status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
                         cells, call.comps, relaxation[1], _NO_JUMP_TABLE, relaxation[0], cost_index,
                         cost_table, call.heights, call.climb, sx, sy, gx, gy, mode,
-                        call.weight, call.budget, ws.work_float, ws.work_int,
+                        call.weight, call.budget, ws.work_float, ws.work_int, call.landmarks,
                     )
                     spent += expanded
                     if status != st.QUERY_UNMENDED:
@@ -696,7 +721,7 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
                     status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
                         cells, call.comps, avoided.bitmaps(jump_bits), _NO_JUMP_TABLE, call.cells, cost_index,
                         cost_table, call.heights, call.climb, sx, sy, gx, gy, mode & ~(1 << st.MODE_RELAXED),
-                        call.weight, call.budget, ws.work_float, ws.work_int,
+                        call.weight, call.budget, ws.work_float, ws.work_int, call.landmarks,
                     )
                     spent += expanded
                 flags |= snapped

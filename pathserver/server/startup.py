@@ -171,6 +171,18 @@ def _warm_steps(costly=None):
             find_path(gridmap, (0, 64), (127, 70), avoid={"rects": [(56, 85, 16, 43)]}, line_of_sight=False)
             gridmap = gridmap.edit(cells=[(10, 10)], solid=True)
 
+    def landmarks():
+        # A* on terrain costs (maps of 128 x 128 cells and more) estimates with the layer's
+        # landmarks once built in the background (core.landmarks): the warm-up's costly map
+        # tiled, so that its cost index is of the same width.
+        rows, columns = costly.walkable.shape
+        reps = (128 // rows + 1, 128 // columns + 1)
+        gridmap = GridMap(np.tile(costly.walkable, reps), np.tile(costly.cost, reps))
+        far = (gridmap.width - 1, gridmap.height - 1)
+        find_path(gridmap, (0, 0), far)
+        gridmap.layer_for(1, 1).wait_landmarks(120.0)
+        find_path(gridmap, (0, 0), far)
+
     def wire():
         out = np.empty(packed_points_bound(2), dtype=np.uint8)
         pack_int_points(np.zeros((2, 2), dtype=np.int32), out)
@@ -182,6 +194,7 @@ def _warm_steps(costly=None):
         ("partial paths", search(costly, (0, 0), (7, 3), 1, diagonal="never", allow_partial=True, max_expansions=3)),
         ("jump point search", search(uniform, (0, 2), (7, 0), 1, algorithm="jps", line_of_sight=False, smooth="los")),
         ("jump tables (JPS+)", jump_tables),
+        ("landmarks (A* on terrain costs)", landmarks),
         # Long paths are encoded for the wire by compiled kernels (pathserver.core.wire).
         ("the reply encoder", wire),
         ("map edits", lambda: costly.edit(cells=[(0, 3)], solid=True)),

@@ -16,6 +16,7 @@ NO_HEIGHTS = np.zeros((1, 1), dtype=np.float32)
 # What uniform maps pass for cost_index / cost_table (never read when uniform is 1).
 NO_COST_INDEX = np.zeros((1, 1), dtype=np.uint8)
 NO_COST_TABLE = np.ones(1)
+NO_LANDMARKS = np.zeros((1, 0), dtype=np.float32)
 
 
 def brute_clearance(walkable):
@@ -304,7 +305,7 @@ def test_astar_agrees_with_dijkstra():
         (sy, sx), (gy, gx) = (tuple(int(v) for v in c) for c in cells[rng.choice(len(cells), 2, replace=False)])
         expected = naive.dijkstra(passable, (sx, sy), (gx, gy))
         status, end, _ = astar(passable, NO_COST_INDEX, NO_COST_TABLE, 1, NO_HEIGHTS, 0, 0.0, sx, sy, gx, gy, 0, 0,
-                               1.0, 0, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos)
+                               1.0, 0, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos, NO_LANDMARKS)
         pass_id += 2
         if math.isinf(expected):
             assert status == 1
@@ -364,7 +365,8 @@ def test_astar_with_costs_heights_and_each_rule_agrees_with_dijkstra():
             expected = naive.dijkstra(passable, (sx, sy), (gx, gy), name, cost=cost,
                                       heights=heights if use_heights else None, max_climb=climb if use_heights else None)
             status, end, _ = astar(passable, cost_index, cost_table, uniform, heights, use_heights, climb, sx, sy, gx, gy,
-                                   diagonal, heuristic, 1.0, 0, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos)
+                                   diagonal, heuristic, 1.0, 0, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos,
+                                   NO_LANDMARKS)
             pass_id += 2
             if math.isinf(expected):
                 assert status == 1

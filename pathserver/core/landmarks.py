@@ -1,0 +1,117 @@
+"""Landmarks: a stronger estimate for A* on maps with terrain costs (ALT: A*, landmarks and
+the triangle inequality; Goldberg & Harrelson 2005).
+
+The octile distance times the cheapest terrain cost is a weak estimate where most cells
+cost more: A* then expands nearly what Dijkstra would. For a few landmark cells ``L``
+whose exact costs to and from every cell are kept, the triangle inequality bounds the
+cost from ``n`` to the goal ``t`` from below twice over:
+
+    cost(n, t) >= cost(n, L) - cost(t, L)        cost(n, t) >= cost(L, t) - cost(L, n)
+
+(costs are not symmetric: entering a cell pays its terrain). The best of these over the
+landmarks, and of the octile bound, is the estimate. It is consistent where every term is
+(a difference of exact distances is), so A* stays exact without reopening nodes.
+
+The table (:func:`landmark_table`): float32 (H * W, 2 K), a cell's row ``[to L0, from L0,
+to L1, from L1, ...]``, ``inf`` where there is no way. float32 keeps it at 8 bytes a cell
+a landmark; its rounding (up to ``e`` = the largest finite cost times 2**-24) could make
+an estimate overstate by ``2 e``, so every value is stored times ``1 - d`` with ``d = 4 e
+/ (cheapest step)``: then an estimate and its step's difference stay within the step's
+cost (consistent) and under the true cost (admissible), while losing a share ``d`` of its
+strength (about 1e-4 on a 512 x 512 map). A* reads it with
+:func:`pathserver.core.astar.landmark_bound`.
+
+Which graph: find_path's with diagonals that never cut corners, no climb limit, the
+layer's terrain. A request whose graph has fewer moves or dearer ones (4 moves, a climb
+limit, avoided cells blocked or dear) may use the table as it is: its costs are no lower,
+and the estimate stays a consistent lower bound. One that may cut corners may not.
+
+Landmarks are picked farthest first: the first is the standable cell farthest from a
+given one, each next the cell farthest from those picked (by the lowest of its costs to
+them), in the given cell's component.
+"""
+
+import numpy as np
+from pathserver.core.jit import NO_REFCOUNT, njit
+
+from pathserver.core.dijkstra import field, reach
+from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING
+
+#: Landmarks in a table: 64 bytes a cell. On maps with terrain costs 1-4 in patches
+#: (bench/weighted.py), 8 landmarks cut A*'s expansions about 3.5 times, 4 about 2.2.
+LANDMARKS = 8
+#: A table whose values had to shrink by more than this share (costs so large, or steps
+#: so cheap, that float32 cannot hold them finely enough) is not kept.
+LEAST_SCALE = 0.9
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def _farthest(costs, otherwise):
+    """The node with the highest finite cost (the first of equals), else ``otherwise``."""
+    found = otherwise
+    far = -1.0
+    for v in range(costs.shape[0]):
+        if costs[v] < np.inf and costs[v] > far:
+            far = costs[v]
+            found = v
+    return found
+
+
+@njit(cache=True, nogil=True)
+def landmark_table(cells, cost_index, cost_table, uniform, seed, count, out, work_float, work_int):
+    """Fill ``out`` (float32 (H * W, 2 * count)) with the costs to and from ``count``
+    landmarks picked farthest first from the standable node ``seed``, scaled as the
+    module docstring says. work_float, work_int: a workspace (:func:`pathserver.core.
+    query.solve`'s). Returns the landmarks' node ids (int64 (count,)); fewer than
+    ``count`` cells reachable from ``seed`` give repeats."""
+    height, width = cells.shape
+    n = height * width
+    diagonal = DIAGONAL_NO_CORNER_CUTTING
+    heights = np.zeros((1, 1), dtype=np.float32)
+    region = np.array([0, 0, width, height], dtype=np.int64)
+    to_cost = np.empty((height, width), dtype=np.float64)
+    nearest = np.full(n, np.inf)  # each cell's lowest cost to the landmarks picked
+    chosen = np.empty(count, dtype=np.int64)
+    # The first landmark: the farthest cell from the seed.
+    to_cost[:] = np.inf
+    sources = np.array([seed], dtype=np.int64)
+    field(cells, cost_index, cost_table, uniform, heights, 0, 0.0, diagonal, sources, np.inf, region, -1, to_cost,
+          work_float, work_int)
+    flat = to_cost.ravel()
+    landmark = _farthest(flat, seed)
+    largest = 0.0
+    for k in range(count):
+        chosen[k] = landmark
+        to_cost[:] = np.inf
+        sources[0] = landmark
+        field(cells, cost_index, cost_table, uniform, heights, 0, 0.0, diagonal, sources, np.inf, region, -1,
+              to_cost, work_float, work_int)
+        for v in range(n):
+            out[v, 2 * k] = flat[v]
+            out[v, 2 * k + 1] = np.inf
+            if flat[v] < nearest[v]:
+                nearest[v] = flat[v]
+            if flat[v] < np.inf and flat[v] > largest:
+                largest = flat[v]
+        y = landmark // width
+        settled = reach(cells, cost_index, cost_table, uniform, heights, 0, 0.0, diagonal, landmark - y * width, y,
+                        np.inf, work_float, work_int)
+        g = work_float[0]
+        for i in range(settled):
+            v = work_int[0, i]
+            out[v, 2 * k + 1] = g[v]
+            if g[v] > largest:
+                largest = g[v]
+        # The next: the reachable cell whose nearest landmark is farthest.
+        landmark = _farthest(nearest, landmark)
+    cheapest = 1.0
+    if uniform == 0:
+        cheapest = cost_table[0]
+        for c in cost_table:
+            if c < cheapest:
+                cheapest = c
+    scale = 1.0 - 4.0 * largest * 2.0 ** -24 / cheapest
+    for v in range(n):
+        for j in range(2 * count):
+            out[v, j] = out[v, j] * scale
+    return chosen, scale
