@@ -1,5 +1,6 @@
 """Memory per cached unit size, in bytes per map cell (target <= 3 bytes per cell per size,
-and auto's JPS+ jump table, 8 bytes a cell, beside it).
+and auto's JPS+ jump table, 8 bytes a cell, beside it; on maps with terrain costs, A*'s
+landmarks, 64 bytes a cell).
 
     python bench/memory.py                  # a few Moving AI maps + a 2048x2048 map
     python bench/memory.py --json
@@ -94,12 +95,17 @@ def measure_map(gridmap: GridMap) -> dict:
         plus = 0.0
         if layer.uniform and layer.start_jump_table() and layer.wait_jump_table(300):
             plus = layer.jump_table().nbytes / cells
+        # A*'s landmarks (64 bytes a cell), built on layers with terrain costs: likewise.
+        landmarks = 0.0
+        if not layer.uniform and layer.start_landmarks() and layer.wait_landmarks(300):
+            landmarks = layer.landmarks().nbytes / cells
         arrays = layer_arrays(layer, gridmap)
         dominant = max(arrays, key=arrays.get)
         rows.append({
             "unit": size if isinstance(size, int) else f"{size[0]}x{size[1]}",
             "nbytes_per_cell": round(layer.nbytes / cells, 3),
             "jps_plus_per_cell": round(plus, 3),
+            "landmarks_per_cell": round(landmarks, 3),
             "owned_per_cell": round(sum(arrays.values()) / cells, 3),
             "traced_retained_per_cell": round((retained - before) / cells, 3),
             "traced_peak_per_cell": round((peak - before) / cells, 3),
@@ -131,18 +137,19 @@ def measure_rss(side: int, sizes: int) -> dict:
 def report(results: dict) -> str:
     lines = [f"memory per cached unit size (target <= {TARGET_BYTES_PER_CELL:g} bytes/cell/size)", ""]
     lines.append(f"{'map':<16} {'size':>9} {'unit':>5} {'nbytes':>7} {'owned':>7} {'traced':>7} {'peak':>7}"
-                 f" {'JPS+':>5}  dominant array")
+                 f" {'JPS+':>5} {'ALT':>5}  dominant array")
     for entry in results["maps"]:
         for row in entry["layers"]:
             share = row["arrays_per_cell"][row["dominant"]]
             lines.append(f"{entry['name']:<16} {entry['size']:>9} {row['unit']:>5} {row['nbytes_per_cell']:>7.2f} "
                          f"{row['owned_per_cell']:>7.2f} "
                          f"{row['traced_retained_per_cell']:>7.2f} {row['traced_peak_per_cell']:>7.2f} "
-                         f"{row['jps_plus_per_cell']:>5.2f}  "
+                         f"{row['jps_plus_per_cell']:>5.2f} {row['landmarks_per_cell']:>5.2f}  "
                          f"{row['dominant']} {share:.2f}")
     lines.append("  (bytes per cell: nbytes = UnitLayer.nbytes; owned = the arrays only this layer holds;"
                  " traced = tracemalloc retained after the build; peak = tracemalloc peak during it;"
-                 " JPS+ = auto's jump table, built in the background on uniform-cost layers, in nbytes, not in owned)")
+                 " JPS+ = auto's jump table, built in the background on uniform-cost layers, and ALT = A*'s"
+                 " landmarks, likewise on layers with terrain costs: in nbytes, not in owned)")
     for pick in (True, False):
         entry = next((e for e in results["maps"] if e["uniform_cost"] is pick), None)
         if entry is not None:
@@ -167,6 +174,11 @@ def report(results: dict) -> str:
         worst = max(plus_rows, key=lambda row: row["owned_per_cell"] + row["jps_plus_per_cell"])
         lines.append(f"with auto's JPS+ table: up to {worst['owned_per_cell'] + worst['jps_plus_per_cell']:.2f} "
                      f"bytes/cell/size (the table {worst['jps_plus_per_cell']:.2f} of it)")
+    alt_rows = [row for entry in results["maps"] for row in entry["layers"] if row["landmarks_per_cell"]]
+    if alt_rows:
+        worst = max(alt_rows, key=lambda row: row["owned_per_cell"] + row["landmarks_per_cell"])
+        lines.append(f"with A*'s landmarks: up to {worst['owned_per_cell'] + worst['landmarks_per_cell']:.2f} "
+                     f"bytes/cell/size (the landmarks {worst['landmarks_per_cell']:.2f} of it)")
     for entry in results["maps"]:
         if entry.get("fallback"):
             worst = max(entry["layers"], key=lambda row: row["owned_per_cell"])
