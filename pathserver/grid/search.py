@@ -338,7 +338,9 @@ def find_path(
     max_climb: a finite number >= 0; with a heights layer, steps climbing more than this
         are blocked. None: no limit.
     algorithm: ``"auto"``, ``"astar"`` or ``"jps"`` (JPS needs uniform cost, no
-        max_climb, and the no-corner-cutting rule; "auto" uses it where it pays).
+        max_climb, and the no-corner-cutting rule; "auto" uses it where it pays). On
+        terrain costs A* estimates with the layer's landmarks once they are built (see
+        :mod:`pathserver.core.landmarks`): the same costs, fewer expansions.
     line_of_sight: try the straight line first (taken only when provably optimal).
     goals: up to 4096 ``(x, y)`` instead of ``goal``: one search finds the cheapest
         reachable goal (``goal_index`` says which; each goal snaps as ``goal`` does, goals
