@@ -34,6 +34,7 @@ them), in the given cell's component.
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
+from pathserver.core.astar import min_cost
 from pathserver.core.dijkstra import field, reach
 from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING
 
@@ -62,8 +63,9 @@ def landmark_table(cells, cost_index, cost_table, uniform, seed, count, out, wor
     """Fill ``out`` (float32 (H * W, 2 * count)) with the costs to and from ``count``
     landmarks picked farthest first from the standable node ``seed``, scaled as the
     module docstring says. work_float, work_int: a workspace (:func:`pathserver.core.
-    query.solve`'s). Returns the landmarks' node ids (int64 (count,)); fewer than
-    ``count`` cells reachable from ``seed`` give repeats."""
+    query.solve`'s). Returns (the landmarks' node ids, int64 (count,), repeated when fewer
+    cells are reachable from ``seed``; the scale ``1 - d``: below :data:`LEAST_SCALE` the
+    table is too coarse to keep)."""
     height, width = cells.shape
     n = height * width
     diagonal = DIAGONAL_NO_CORNER_CUTTING
@@ -104,13 +106,7 @@ def landmark_table(cells, cost_index, cost_table, uniform, seed, count, out, wor
                 largest = g[v]
         # The next: the reachable cell whose nearest landmark is farthest.
         landmark = _farthest(nearest, landmark)
-    cheapest = 1.0
-    if uniform == 0:
-        cheapest = cost_table[0]
-        for c in cost_table:
-            if c < cheapest:
-                cheapest = c
-    scale = 1.0 - 4.0 * largest * 2.0 ** -24 / cheapest
+    scale = 1.0 - 4.0 * largest * 2.0 ** -24 / min_cost(cost_table, uniform)
     for v in range(n):
         for j in range(2 * count):
             out[v, j] = out[v, j] * scale

@@ -160,6 +160,21 @@ def _scratch(cells: np.ndarray) -> _Scratch:
     return scratch
 
 
+class _Relaxation:
+    """A request's relaxed rounds so far (:meth:`Avoided.relax`): this thread's copies of
+    the layer's grid and bitmaps with some avoided anchors laid on (each with its
+    read-only view), the layer's own, how many anchors the thread's boxes hold and how
+    many bitmap words its log notes."""
+
+    __slots__ = ("grid", "grid_view", "bits", "bits_view", "source_bits", "source_grid", "anchors", "logged")
+
+    def __init__(self, grid, grid_view, bits, bits_view, source_bits, source_grid):
+        self.grid, self.grid_view, self.bits, self.bits_view = grid, grid_view, bits, bits_view
+        self.source_bits, self.source_grid = source_bits, source_grid
+        self.anchors = 0
+        self.logged = 0
+
+
 class Avoided:
     """``with Avoided(...) as (cells, cost_index, cost_table, uniform):`` the unit's grids
     with the avoided cells laid on (as the kernels take them), lifted on leaving.
@@ -227,35 +242,33 @@ class Avoided:
         the relaxation (read-only views), or None when ``path`` is cut in more than
         ``RELAX_CUTS`` places (the cells lie on its way: search round all of them) or
         past :data:`RELAX_ANCHORS` anchors. Undone on leaving, or by :meth:`bitmaps`."""
-        grid, _ = self._undo
-        scratch = _scratch(self.grids[0])
-        if self._relaxed is None:
-            relaxed, relaxed_view = scratch.relaxation()
-            copy, view = scratch.bitmaps(bitmaps)
-            # [grid, its view, bitmaps, their view, the layer's bitmaps, anchors, words logged]
-            self._relaxed = [relaxed, relaxed_view, copy, view, bitmaps, 0, 0]
+        grid, source = self._undo
         state = self._relaxed
-        relaxed, relaxed_view, copy, view, _, first, logged = state
+        if state is None:
+            scratch = _scratch(self.grids[0])
+            state = self._relaxed = _Relaxation(*scratch.relaxation(), *scratch.bitmaps(bitmaps), bitmaps, source)
         boxes = _relax_boxes()
-        last = relax(path, len(path), grid, relaxed, RELAX_RADIUS, RELAX_CUTS, boxes, first)
+        first = state.anchors
+        last = relax(path, len(path), grid, state.grid, RELAX_RADIUS, RELAX_CUTS, boxes, first)
         if last < 0:
             if last == RELAX_FULL:
-                state[5] = len(boxes)
+                state.anchors = len(boxes)
             return None
-        state[5] = last
+        state.anchors = last
         log = _log()
         # Past the log's end the count still grows: unrelax then copies every word back.
-        state[6] = logged + lay_avoided(copy, relaxed, boxes[first:last], 1, 1, log[min(logged, len(log)):])
-        return relaxed_view, view
+        state.logged += lay_avoided(state.bits, state.grid, boxes[first:last], 1, 1,
+                                    log[min(state.logged, len(log)):])
+        return state.grid_view, state.bits_view
 
     def unrelax(self) -> None:
         """Undo :meth:`relax`: the copies of the layer's grid and bitmaps equal it again."""
-        if self._relaxed is None:
+        state = self._relaxed
+        if state is None:
             return
-        relaxed, _, copy, _, bitmaps, anchors, logged = self._relaxed
         self._relaxed = None
-        lift_avoided(copy, bitmaps, _log(), logged)
-        restore_anchors(relaxed, _scratch(self.grids[0]).source(), _relax_boxes()[:anchors], 1, 1)
+        lift_avoided(state.bits, state.source_bits, _log(), state.logged)
+        restore_anchors(state.grid, state.source_grid, _relax_boxes()[:state.anchors], 1, 1)
 
     def bitmaps(self, bitmaps: np.ndarray) -> np.ndarray:
         """Inside the ``with``, the avoided cells blocking (after :meth:`release`): JPS's

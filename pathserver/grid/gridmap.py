@@ -270,9 +270,9 @@ class UnitLayer:
         """Start picking landmarks and measuring their costs on a background thread, once:
         A* answers without them meanwhile. ``on_built()`` runs on that thread once they
         are in place. ``seed``: the landmarks of an earlier generation of this layer that
-        an edit which only blocked cells left valid, taken as they are. False when this layer gets none: uniform cost (JPS answers there),
-        or fewer than :data:`LANDMARK_MIN_CELLS` or more than :data:`LANDMARK_MAX_CELLS`
-        cells."""
+        an edit which only blocked cells left valid, taken as they are. False when this
+        layer gets none: uniform cost (JPS answers there), or fewer than
+        :data:`LANDMARK_MIN_CELLS` or more than :data:`LANDMARK_MAX_CELLS` cells."""
         if self.uniform or not LANDMARK_MIN_CELLS <= self.cells.size <= LANDMARK_MAX_CELLS:
             return False
         self._landmarks.start((lambda: seed) if seed is not None else (lambda: _landmarks_of(self)), on_built,
@@ -372,14 +372,14 @@ def _jump_table_of(cells: np.ndarray, seed) -> np.ndarray:
 
 
 def _landmarks_of(layer: "UnitLayer") -> np.ndarray | None:
+    standable = np.flatnonzero(layer.cells.ravel())
+    if not len(standable):
+        return None
     # A workspace of its own: the build runs beside the searches.
     n = layer.cells.size
     work_float = np.zeros((5, n + 1), dtype=np.float64)
     work_int = np.zeros((4, n + 1), dtype=np.int32)
     table = np.empty((n, 2 * LANDMARKS), dtype=np.float32)
-    standable = np.flatnonzero(layer.cells.ravel())
-    if not len(standable):
-        return None
     # Seeded in the largest component: the landmarks serve the most cells there.
     labels = layer.labels.ravel()
     largest = np.bincount(labels[standable]).argmax()
