@@ -1,6 +1,6 @@
 """Memory per cached unit size, in bytes per map cell (target <= 3 bytes per cell per size,
 and auto's JPS+ jump table, 8 bytes a cell, beside it; on maps with terrain costs, A*'s
-landmarks, 64 bytes a cell).
+landmarks, 128 bytes a cell).
 
     python bench/memory.py                  # a few Moving AI maps + a 2048x2048 map
     python bench/memory.py --json
@@ -95,7 +95,7 @@ def measure_map(gridmap: GridMap) -> dict:
         plus = 0.0
         if layer.uniform and layer.start_jump_table() and layer.wait_jump_table(300):
             plus = layer.jump_table().nbytes / cells
-        # A*'s landmarks (64 bytes a cell), built on layers with terrain costs: likewise.
+        # A*'s landmarks (128 bytes a cell), built on layers with terrain costs: likewise.
         landmarks = 0.0
         if not layer.uniform and layer.start_landmarks() and layer.wait_landmarks(300):
             landmarks = layer.landmarks().nbytes / cells

@@ -51,7 +51,7 @@ JUMP_TABLE_MAX_CELLS = 4 * 1024 * 1024
 #: another of several equally short paths).
 JUMP_TABLE_MIN_CELLS = 128 * 128
 #: The maps whose layers with terrain costs get A*'s landmarks: not the small ones, where
-#: A* is quick anyway, nor past 512 x 512 cells (64 bytes a cell: 16 MiB a layer there,
+#: A* is quick anyway, nor past 512 x 512 cells (128 bytes a cell: 32 MiB a layer there,
 #: each cached unit size its own).
 LANDMARK_MIN_CELLS = 128 * 128
 LANDMARK_MAX_CELLS = 512 * 512

@@ -7,6 +7,7 @@ import pytest
 
 import naive
 from pathserver import GridMap, find_path
+from pathserver.core.landmarks import LANDMARKS
 from pathserver.grid import gridmap as gridmap_module
 
 
@@ -84,7 +85,7 @@ def test_landmarks_go_only_where_they_keep_the_answer():
     find_path(m, start, goal)
     assert m.layer(1).wait_landmarks(60)
     find_path(m, start, goal)
-    assert _landmarks_of_call(m) == [16]  # the call that waited got them in place
+    assert _landmarks_of_call(m) == [2 * LANDMARKS]  # the call that waited got them in place
     for options in ({"max_expansions": 50, "allow_partial": True}, {"allow_partial": True},
                     {"diagonal": "always"}, {"max_expansions": 10**6}):
         before = len(m.layers.prepared_calls())
