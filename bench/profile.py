@@ -61,9 +61,10 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
     problems = movingai.bucket_spread(movingai.read_scenarios(path, walkable), queries, seed)
     gridmap = GridMap.load(path)
     find_path(gridmap, (problems[0].sx, problems[0].sy), (problems[0].gx, problems[0].gy))
-    wait = getattr(gridmap.layer(1), "wait_jump_table", None)
-    if wait is not None:
-        wait()
+    for waits in ("wait_jump_table", "wait_bounds"):  # the goal bounds: small maps only
+        wait = getattr(gridmap.layer(1), waits, None)
+        if wait is not None:
+            wait()
     find_path(gridmap, (problems[0].sx, problems[0].sy), (problems[0].gx, problems[0].gy))
     call = next(c for c in gridmap.layers.prepared_calls() if c.size == (1, 1))
     ws = search.workspace(call.n)
@@ -71,7 +72,8 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
     fixed = tuple(fields[name] for name in call.FIELDS[call.FIELDS.index("cells"):call.FIELDS.index("mode")])
     one_start = np.zeros(0, dtype=np.int32)  # jps_plus's sources: none, one start
     fixed = fixed[:4] + (fields["cells"],) + fixed[4:]  # solve's plain_cells: the same grid
-    tail = (fields["mode"], fields["weight"], fields["budget"], ws.work_float, ws.work_int, fields["landmarks"])
+    bounds = tuple(fields[name] for name in ("bound_rows", "bounds") if name in fields)
+    tail = (fields["mode"], fields["weight"], fields["budget"], ws.work_float, ws.work_int, fields["landmarks"], *bounds)
     cells = fields["cells"]
     g, heap_f, heap_h = ws.work_float[:3]
     parent, heap_nodes, heap_pos, stamp = ws.work_int[0], ws.work_int[1], ws.work_int[2], ws.work_int[3]
@@ -82,7 +84,7 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
     def run_search(sx, sy, gx, gy):
         pass_id = next_pass_id(ws.work_int)
         if plus:
-            return jps_plus(cells, table, sx, sy, gx, gy, 1.0, 0, ws.work_float, pass_id, one_start)
+            return jps_plus(cells, table, sx, sy, gx, gy, 1.0, 0, ws.work_float, pass_id, one_start, *bounds)
         return jps(cells, fields["jump_bits"], sx, sy, gx, gy, 1.0, 0, g, parent, stamp, pass_id,
                    heap_nodes, heap_f, heap_h, heap_pos)
 

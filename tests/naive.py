@@ -298,3 +298,34 @@ def jump_distances(passable):
             for d, (dx, dy) in enumerate(JUMP_DIRECTIONS):
                 out[y * width + x, d] = jump_distance(passable, x, y, dx, dy)
     return out
+
+
+# -- JPS+ goal bounds -----------------------------------------------------------------------
+
+def jump_points(passable):
+    """The cells a straight scan stops at from some direction, in row-major order."""
+    height, width = passable.shape
+    return [(x, y) for y in range(height) for x in range(width)
+            if passable[y, x] and any(straight_stop(passable, x, y, dx, dy) for dx, dy in JUMP_DIRECTIONS[:4])]
+
+
+def goal_boxes(passable, node):
+    """For each of JUMP_DIRECTIONS, the bounding box (xmin, ymin, xmax, ymax) of the cells
+    t whose cheapest cost from ``node`` equals the cost of its first step that way plus
+    the cheapest cost from there to t (no corner cutting), or None for no such cell."""
+    graph = edges(passable)
+    base = costs_from(graph, node)
+    moves = {(b[0] - node[0], b[1] - node[1]): w for a, b, w in graph if a == node}
+    boxes = []
+    for dx, dy in JUMP_DIRECTIONS:
+        if (dx, dy) not in moves:
+            boxes.append(None)
+            continue
+        after = costs_from(graph, (node[0] + dx, node[1] + dy))
+        cells = [t for t, d in base.items() if abs(d - (moves[dx, dy] + after.get(t, math.inf))) < 1e-9]
+        if not cells:
+            boxes.append(None)
+            continue
+        xs, ys = [c[0] for c in cells], [c[1] for c in cells]
+        boxes.append((min(xs), min(ys), max(xs), max(ys)))
+    return boxes

@@ -24,6 +24,7 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import heuristic_distance, next_pass_id, trace_path
+from pathserver.core.bounds import ROW
 from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.heap import TIE, heap_decrease, heap_pop, heap_push, key_pop, key_sift_up
 from pathserver.core.jpsplus import jps_plus, jump_cost, jump_path_steps, jump_root, trace_jumps_into
@@ -479,8 +480,10 @@ def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_c
         sources = work_int[1, :n]
         for i in range(n):
             sources[i] = targets[i, 1] * width + targets[i, 0]
+        # No goal bounds (the one-goal search's alone, see pathserver.core.bounds).
         status, goal_node, expanded = jps_plus(
             passable, jump_table, sx, sy, sx, sy, weight, 0, work_float, pass_id, sources,
+            np.empty(0, dtype=np.int32), np.empty((0, ROW), dtype=np.int16),
         )
         if status == SEARCH_FOUND:
             # The links lead from the start back to the goal the search came from.

@@ -32,6 +32,7 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import SQRT2, _octile, leg_steps
+from pathserver.core.bounds import prune
 from pathserver.core.heap import TIE
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
@@ -481,7 +482,8 @@ def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, node
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, sources):
+def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, sources, bound_rows,
+             bounds):
     """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
     very grid, not checked) instead of scanning.
 
@@ -497,6 +499,8 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
     starting from all of them at once (each at cost 0, as the start; then (sx, sy) is not
     one), or empty for the one start (sx, sy): many goals searched back to a unit's start
     (each node's link leads back to the source it came from: :func:`jump_root`).
+    bound_rows, bounds: :mod:`pathserver.core.bounds` of this grid, or empty arrays: at
+    each node but the sources, the directions whose box misses the goal are skipped.
 
     Returns (status, end_node, expanded) as jps does.
     """
@@ -576,6 +580,8 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
                 mask |= 1 | (1 << (4 if dy > 0 else 7))
             if _free(cells, width, height, x - 1, y) and not _free(cells, width, height, x - 1, y - dy):
                 mask |= 4 | (1 << (5 if dy > 0 else 6))
+        if came < 8:
+            mask = prune(bound_rows, bounds, node, gx, gy, mask)
         for d in range(8):
             if (mask >> d) & 1 == 0:
                 continue

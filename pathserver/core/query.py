@@ -85,6 +85,8 @@ def solve(
     work_float,
     work_int,
     landmarks,
+    bound_rows,
+    bounds,
 ):
     """Answer one path query. Start and goal must be in bounds (the wrapper checks).
 
@@ -121,7 +123,8 @@ def solve(
     parent, heap_nodes, heap_pos and the stamps,
     N >= H * W, zeroed once when allocated: ``work_int[3, N]`` keeps the last pass id, so
     the kernel picks its own (the workspace convention of :func:`astar`). landmarks: A*'s
-    (see :func:`astar`; (1, 0) for none).
+    (see :func:`astar`; (1, 0) for none). bound_rows, bounds: JPS+'s goal bounds of
+    ``plain_cells`` (:mod:`pathserver.core.bounds`; empty arrays for none).
 
     Returns (status, flags, count, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
     status (QUERY_UNMENDED only as said above), FLAG_* bits, the count of waypoints (0
@@ -210,10 +213,12 @@ def solve(
     if plus and max_expansions > 0 and relaxed == 0:
         status, end, expanded = jps_plus(
             passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
+            bound_rows, bounds,
         )
     elif plus:
         status, end, expanded = jps_plus(
             plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
+            bound_rows, bounds,
         )
     elif algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(

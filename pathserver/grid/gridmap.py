@@ -21,13 +21,19 @@ see another map. Each rule set gets its own walkable cells, clearance and costs
 from __future__ import annotations
 
 import math
+import os
 import threading
+import time
+import weakref
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
+from pathserver.core.bounds import MAX_SIDE as BOUNDS_MAX_SIDE
+from pathserver.core.bounds import ROW as BOUNDS_ROW
+from pathserver.core.bounds import bound_rows, fill_bounds
 from pathserver.core.clearance import compute_clearance, footprint_cost, footprint_passable, index_costs
 from pathserver.core.components import BLOCK, BLOCK_SHIFT, block_labels, label_components
 from pathserver.core.cut import block_pieces, piece_graph, update_pieces
@@ -55,6 +61,17 @@ JUMP_TABLE_MIN_CELLS = 128 * 128
 #: each cached unit size its own).
 LANDMARK_MIN_CELLS = 128 * 128
 LANDMARK_MAX_CELLS = 512 * 512
+#: JPS+'s goal bounds (:mod:`pathserver.core.bounds`) take a flood of the map from each
+#: jump point: built where that is at most this many cells in all (den520d: 3,448 jump
+#: points times 28,178 passable cells, about 3 s on one core), on maps of up to
+#: BOUNDS_MAX_CELLS cells that get a jump table, as loaded: an edited map's generations
+#: get none (any edit may change where shortest paths start). One build runs at a time
+#: (see _BoundsBuilds).
+BOUNDS_MAX_WORK = 1 << 27
+BOUNDS_MAX_CELLS = 1024 * 1024
+#: A build checks between floods of about this many cells whether its layer is still in
+#: use, and stops if not.
+BOUNDS_CHUNK_WORK = 1 << 21
 
 # What uniform-cost maps pass as cost_index / cost_table: the kernels never read them
 # there. Read-only and of the common dtypes (uint8 index, float64 table) like the real
@@ -202,6 +219,7 @@ class UnitLayer:
     _pieces: dict = field(default_factory=dict)
     _table: "_Background" = field(default_factory=lambda: _Background())
     _landmarks: "_Background" = field(default_factory=lambda: _Background())
+    _bounds: "_Background" = field(default_factory=lambda: _Background())
 
     @property
     def key(self) -> tuple:
@@ -284,6 +302,41 @@ class UnitLayer:
         are kept or no build was started (False)."""
         return self._landmarks.wait(timeout)
 
+    def bounds(self) -> tuple | None:
+        """JPS+'s goal bounds on this layer's cells, ``(rows, boxes)`` of
+        :mod:`pathserver.core.bounds`, once built, else None (see :meth:`start_bounds`)."""
+        return self._bounds.table
+
+    def start_bounds(self, on_built=None) -> bool:
+        """Start building the goal bounds on a background thread (at a lower priority),
+        once: JPS+ answers without them meanwhile. ``on_built()`` runs on that thread once
+        they are in place. False when this layer gets none: terrain costs, a map outside
+        the jump table's sizes or past :data:`BOUNDS_MAX_CELLS`, or another layer's build
+        running (the build itself keeps none past :data:`BOUNDS_MAX_WORK`)."""
+        height, width = self.cells.shape
+        if (not self.uniform or not JUMP_TABLE_MIN_CELLS <= height * width <= BOUNDS_MAX_CELLS
+                or max(height, width) > BOUNDS_MAX_SIDE):
+            return False
+        _bounds_builds.ask(self, on_built)
+        return True
+
+    def _build_bounds(self, on_built) -> bool:
+        """Start the goal bounds build (see :class:`_BoundsBuilds`); False if it was."""
+        cells = self.cells
+        alive = weakref.ref(self)  # the build holds no reference that keeps the layer
+        return self._bounds.start(lambda: _bounds_of(cells, alive), on_built, "pathserver-goal-bounds")
+
+    def wait_bounds(self, timeout: float | None = None) -> bool:
+        """Block until the goal bounds are in place (True), or ``timeout`` seconds pass,
+        none are kept or no build was asked for (False). A build waiting its turn is
+        waited for."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._bounds.started and _bounds_builds.waiting(self):
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return self._bounds.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
     def pieces(self, eight: int, seed: tuple | None = None) -> tuple:
         """``(pieces, first, offsets, targets, cells)``: :func:`pathserver.core.cut.
         block_pieces` of the cells the unit can stand on, 4-connected (8-connected with
@@ -315,7 +368,7 @@ class UnitLayer:
         own_cost = self.cost_index.nbytes if (self.unit_w * self.unit_h > 1 and not self.uniform) else 0
         lazy = sum(c.nbytes + t.nbytes for c, t in self._cells8) + sum(a.nbytes for a in self._jump_bits)
         lazy += sum(a.nbytes for arrays in self._pieces.values() for a in arrays)
-        for table in (self._table.table, self._landmarks.table):
+        for table in (self._table.table, self._landmarks.table, *(self._bounds.table or ())):
             if table is not None:
                 lazy += table.nbytes
         return self.cells.nbytes + self.comps.nbytes + own_cost + lazy
@@ -337,21 +390,28 @@ class _Background:
         self._done = threading.Event()
         self._lock = threading.Lock()
 
-    def start(self, build, on_built, name: str) -> None:
-        """Run ``build()`` (returning the table or None) on a new thread, once."""
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    def start(self, build, on_built, name: str) -> bool:
+        """Run ``build()`` (returning the table, a tuple of arrays, or None) on a new
+        thread, once: False when it was started before."""
         with self._lock:
             if self._started:
-                return
+                return False
             self._started = True
         # Not a daemon: a build that is compiling its kernel when the program ends is
         # waited for (LLVM torn down under a compile aborts the interpreter).
         threading.Thread(target=self._build, args=(build, on_built), name=name).start()
+        return True
 
     def _build(self, build, on_built) -> None:
         try:
             table = build()
             if table is not None:
-                table.setflags(write=False)
+                for array in table if isinstance(table, tuple) else (table,):
+                    array.setflags(write=False)
                 self.table = table
                 if on_built is not None:
                     on_built()
@@ -369,6 +429,83 @@ def _jump_table_of(cells: np.ndarray, seed) -> np.ndarray:
         table, _ = update_jump_table(cells, seed[0], seed[1])
         return table
     return jump_table(cells)
+
+
+class _BoundsBuilds:
+    """The goal bounds builds of the process, one at a time (each takes seconds of a
+    core): a layer asking while another's runs waits its turn, first come first served,
+    and is passed over if it is no longer in use by then. Holds layers by weak reference
+    only."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running = False
+        self._waiting: list = []
+
+    def ask(self, layer: UnitLayer, on_built) -> None:
+        with self._lock:
+            if layer._bounds.started or any(ref() is layer for ref, _ in self._waiting):
+                return
+            if self._running:
+                self._waiting.append((weakref.ref(layer), on_built))
+                return
+            self._running = self._start(layer, on_built)
+
+    def waiting(self, layer: UnitLayer) -> bool:
+        """Whether ``layer``'s build is waiting its turn."""
+        with self._lock:
+            return any(ref() is layer for ref, _ in self._waiting)
+
+    def done(self) -> None:
+        """A build ended (on its thread): start the next waiting layer still in use."""
+        with self._lock:
+            self._running = False
+            while self._waiting and not self._running:
+                ref, on_built = self._waiting.pop(0)
+                layer = ref()
+                if layer is not None:
+                    self._running = self._start(layer, on_built)
+
+    @staticmethod
+    def _start(layer: UnitLayer, on_built) -> bool:
+        # Under the lock: a layer is waiting or started, never neither in between. The
+        # build thread takes the lock only as it ends.
+        return layer._build_bounds(on_built)
+
+
+_bounds_builds = _BoundsBuilds()
+
+
+def _bounds_of(cells: np.ndarray, alive) -> tuple | None:
+    """The goal bounds of ``cells`` (``(rows, boxes)``), or None: too much work, or the
+    layer (``alive()``) no longer in use. Starts the next build waiting when it ends."""
+    try:
+        try:  # behind the queries: this thread alone, on Linux
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        except (AttributeError, OSError):
+            pass
+        n = cells.size
+        rows = np.empty(n, dtype=np.int32)
+        count = int(bound_rows(cells, rows, np.empty(0, dtype=np.int32)))
+        passable = int(np.count_nonzero(cells))
+        if count == 0 or count * passable > BOUNDS_MAX_WORK:
+            return None
+        nodes = np.empty(count, dtype=np.int32)
+        bound_rows(cells, rows, nodes)
+        boxes = np.empty((count, BOUNDS_ROW), dtype=np.int16)
+        straight = np.empty(n, dtype=np.int32)
+        diagonal = np.empty(n, dtype=np.int32)
+        first = np.empty(n, dtype=np.uint8)
+        stamp = np.zeros(n, dtype=np.int32)
+        buckets = np.empty((3, n), dtype=np.int32)
+        chunk = max(1, BOUNDS_CHUNK_WORK // max(passable, 1))
+        for lo in range(0, count, chunk):
+            if alive() is None:
+                return None
+            fill_bounds(cells, nodes, lo, min(lo + chunk, count), boxes, straight, diagonal, first, stamp, buckets)
+        return rows, boxes
+    finally:
+        _bounds_builds.done()
 
 
 def _landmarks_of(layer: "UnitLayer") -> np.ndarray | None:
@@ -563,6 +700,7 @@ class GridMap:
         _jump_seeds: dict | None = None,
         _piece_seeds: dict | None = None,
         _landmark_seeds: dict | None = None,
+        _edited: bool = False,
     ):
         walkable = np.asarray(walkable)
         if walkable.ndim != 2 or walkable.shape[0] < 1 or walkable.shape[1] < 1:
@@ -631,6 +769,8 @@ class GridMap:
         # is added: every bound they give stays a consistent lower bound).
         self._piece_seeds = dict(_piece_seeds or {})
         self._landmark_seeds = dict(_landmark_seeds or {})
+        # Made by edit(): no goal bounds (see BOUNDS_MAX_WORK).
+        self._edited = _edited
 
     # -- construction helpers -------------------------------------------------------
 
@@ -775,6 +915,25 @@ class GridMap:
         return layer.start_landmarks(lambda: layers.landmarks_built(layer.key, layer.landmarks()),
                                      self._landmark_seeds.pop(layer.key, None))
 
+    def start_bounds(self, layer: UnitLayer) -> bool:
+        """Start building ``layer``'s goal bounds in the background (once; none on an
+        edited generation); when they are in place the prepared calls waiting for them get
+        them (:meth:`LayerCache.table_built`). False when the layer gets none (see
+        :meth:`UnitLayer.start_bounds`)."""
+        if self._edited:
+            return False
+        # Weak references: the build must not keep a map or layer no longer in use.
+        layers = weakref.ref(self.layers)
+        of_layer = weakref.ref(layer)
+        key = layer.key
+
+        def on_built():
+            cache, built = layers(), of_layer()
+            if cache is not None and built is not None:
+                cache.table_built(key, built.bounds(), "bounds")
+
+        return layer.start_bounds(on_built)
+
     def pieces(self, layer: UnitLayer, eight: int) -> tuple:
         """``layer.pieces(eight)``, updated from the generation this one was edited from
         where that built them (see :meth:`UnitLayer.pieces`)."""
@@ -893,6 +1052,7 @@ class GridMap:
             _landmark_seeds=self._seeds_for_edit(self._landmark_seeds, self._landmarks_seed) if solid else None,
             _piece_seeds=self._seeds_for_edit(
                 {key: seed for key, seed in self._piece_seeds.items() if seed[1]}, self._pieces_seed),
+            _edited=True,
         )
 
     def with_generation(self, generation: int) -> "GridMap":

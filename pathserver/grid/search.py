@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathserver.core import status as st
+from pathserver.core.bounds import ROW as BOUNDS_ROW
 from pathserver.core.goals import snap_goals, solve_goals
 from pathserver.core.jit import bound
 from pathserver.core.query import answer_view, solve
@@ -58,6 +59,10 @@ _NO_JUMP_TABLE = np.zeros((0, 8), dtype=np.int8)
 _NO_JUMP_TABLE.setflags(write=False)
 _NO_LANDMARKS = np.zeros((1, 0), dtype=np.float32)
 _NO_LANDMARKS.setflags(write=False)
+_NO_BOUND_ROWS = np.zeros(0, dtype=np.int32)
+_NO_BOUND_ROWS.setflags(write=False)
+_NO_BOUNDS = np.zeros((0, BOUNDS_ROW), dtype=np.int16)
+_NO_BOUNDS.setflags(write=False)
 
 
 @dataclass(slots=True)
@@ -250,7 +255,7 @@ class PreparedCall:
 
     FIELDS = ("size", "layer_key", "width", "height", "n", "cells", "comps", "jump_bits", "jump_table", "cost_index",
               "cost_table", "heights", "climb", "mode", "weight", "budget", "algorithm", "generation", "snap",
-              "landmarks", "kernel")
+              "landmarks", "bound_rows", "bounds", "kernel")
     __slots__ = ("fields",)
 
     def __init__(self, **fields):
@@ -269,10 +274,13 @@ class PreparedCall:
 
     def with_table(self, kind: str, table) -> "PreparedCall":
         """This call with its layer's ``table``, just built: ``"jump_table"``, running
-        JPS+ on it; ``"landmarks"``, A* estimating with them."""
+        JPS+ on it; ``"landmarks"``, A* estimating with them; ``"bounds"`` (rows, boxes),
+        JPS+ skipping what they rule out."""
         fields = dict(zip(self.FIELDS, self.fields))
         if kind == "jump_table":
             fields.update(jump_table=table, algorithm="jps+", mode=self.mode | (1 << st.MODE_ALGORITHM))
+        elif kind == "bounds":
+            fields.update(bound_rows=table[0], bounds=table[1])
         else:
             fields.update(landmarks=table)
         fields.update(kernel=None)
@@ -410,7 +418,7 @@ def find_path(
             "algorithm": algorithm, "line_of_sight": line_of_sight,
         })
     (_, layer_key, width, height, n, cells, comps, jump_bits, jump_table, cost_index, cost_table, heights, climb,
-     mode, weight_value, budget, algorithm_name, generation, _, landmarks, kernel) = call.fields
+     mode, weight_value, budget, algorithm_name, generation, _, landmarks, bound_rows, bounds, kernel) = call.fields
     try:
         layers.touch(layer_key)  # the layer's recency, for the LRU
     except KeyError:
@@ -440,11 +448,11 @@ def find_path(
     if kernel is None:
         kernel = call.bind((
             cells, comps, jump_bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx,
-            gy, mode, weight_value, budget, ws.work_float, ws.work_int, landmarks,
+            gy, mode, weight_value, budget, ws.work_float, ws.work_int, landmarks, bound_rows, bounds,
         ))
     status, flags, count, cost, length, expanded, sx, sy, gx, gy = kernel(
         cells, comps, jump_bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
-        mode, weight_value, budget, ws.work_float, ws.work_int, landmarks,
+        mode, weight_value, budget, ws.work_float, ws.work_int, landmarks, bound_rows, bounds,
     )
     if status > st.QUERY_NO_PATH:
         _raise_for(status, call, sx, sy, gx, gy)
@@ -536,6 +544,15 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None 
         built = layer.landmarks()
         landmarks = _NO_LANDMARKS if built is None else built
         wants_landmarks = gridmap.start_landmarks(layer)
+    # JPS+ skips the directions its goal bounds rule out once they are built (on small
+    # maps, in the background after the jump table), under the same rule: no budget or
+    # partial answer depends on the order of expansions.
+    bounds = (_NO_BOUND_ROWS, _NO_BOUNDS)
+    wants_bounds = awaiting and not options["allow_partial"]
+    if wants_bounds:
+        built = layer.bounds()
+        bounds = bounds if built is None else built
+        wants_bounds = gridmap.start_bounds(layer)
     mode = st.pack_mode(
         diagonal_code, heuristic_code, SMOOTHING[options["smooth"]],
         st.ALGORITHM_JPS if use_jps or table is not None else st.ALGORITHM_ASTAR, options["snap"],
@@ -548,7 +565,8 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None 
         cost_index=layer.cost_index, cost_table=layer.cost_table, heights=heights, climb=climb, mode=mode,
         weight=options["weight"], budget=budget,
         algorithm="jps+" if table is not None else "jps" if use_jps else "astar",
-        generation=gridmap.generation, snap=options["snap"], landmarks=landmarks,
+        generation=gridmap.generation, snap=options["snap"], landmarks=landmarks, bound_rows=bounds[0],
+        bounds=bounds[1],
     )
     gridmap.layers.keep(key, call)
     if awaiting and table is None:
@@ -562,6 +580,11 @@ def _prepare(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None 
         built = layer.landmarks()
         if built is not None:
             gridmap.layers.landmarks_built(layer.key, built)
+    if wants_bounds and bounds[0] is _NO_BOUND_ROWS:
+        gridmap.layers.await_table(layer.key, key, "bounds")
+        built = layer.bounds()
+        if built is not None:
+            gridmap.layers.table_built(layer.key, built, "bounds")
     return call
 
 
@@ -697,7 +720,8 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
                 cells, call.comps, jump_bits, jump_table, call.cells, cost_index, cost_table,
                 call.heights, call.climb, sx, sy, gx, gy, mode,
-                call.weight, give_up or call.budget, ws.work_float, ws.work_int, call.landmarks,
+                call.weight, give_up or call.budget, ws.work_float, ws.work_int, call.landmarks, call.bound_rows,
+                call.bounds,
             )
             if status == st.QUERY_UNMENDED and give_up:
                 return None
@@ -714,7 +738,8 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
                     status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
                         cells, call.comps, relaxation[1], _NO_JUMP_TABLE, relaxation[0], cost_index,
                         cost_table, call.heights, call.climb, sx, sy, gx, gy, mode,
-                        call.weight, call.budget, ws.work_float, ws.work_int, call.landmarks,
+                        call.weight, call.budget, ws.work_float, ws.work_int, call.landmarks, call.bound_rows,
+                        call.bounds,
                     )
                     spent += expanded
                     if status != st.QUERY_UNMENDED:
@@ -723,7 +748,8 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
                     status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
                         cells, call.comps, avoided.bitmaps(jump_bits), _NO_JUMP_TABLE, call.cells, cost_index,
                         cost_table, call.heights, call.climb, sx, sy, gx, gy, mode & ~(1 << st.MODE_RELAXED),
-                        call.weight, call.budget, ws.work_float, ws.work_int, call.landmarks,
+                        call.weight, call.budget, ws.work_float, ws.work_int, call.landmarks, call.bound_rows,
+                        call.bounds,
                     )
                     spent += expanded
                 flags |= snapped

@@ -8,6 +8,7 @@ import numpy as np
 
 import naive
 from core.test_jps import Workspace, grid
+from pathserver.core.bounds import ROW
 from pathserver.core.jps import jump_bitmaps
 from pathserver.core.jpsplus import (
     DIRECTION_X,
@@ -25,6 +26,8 @@ from pathserver.core.jpsplus import (
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
 ONE_START = np.zeros(0, dtype=np.int32)  # no sources: the search starts at its (sx, sy)
+NO_ROWS = np.zeros(0, dtype=np.int32)  # and no goal bounds
+NO_BOUNDS = np.zeros((0, ROW), dtype=np.int16)
 
 
 def random_queries(rng, passable, count):
@@ -56,7 +59,7 @@ class PlusWorkspace:
         self.pass_id += 2
         status, end, expanded = jps_plus(
             passable, table, start[0], start[1], goal[0], goal[1], weight, max_expansions,
-            self.work_float, self.pass_id, ONE_START,
+            self.work_float, self.pass_id, ONE_START, NO_ROWS, NO_BOUNDS,
         )
         return status, end, expanded, self.pass_id
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from pathserver.core import astar, jps, jpsplus, query
+from pathserver.core.bounds import ROW
 from pathserver.core.jit import NO_REFCOUNT
 
 #: The kernels every path query runs through (solve leaves its answer in the workspace).
@@ -31,7 +32,8 @@ def test_marked_kernel_holds_no_reference_counting():
     marked = numba.njit(nogil=True, **NO_REFCOUNT)(jpsplus.jps_plus.py_func)
     plain = numba.njit(nogil=True)(jpsplus.jps_plus.py_func)
     one = np.zeros(0, dtype=np.int32)
-    assert marked(*args, 10, one) == plain(*args, 12, one) == jpsplus.jps_plus(*args, 14, one)
+    none = (np.zeros(0, dtype=np.int32), np.zeros((0, ROW), dtype=np.int16))  # no goal bounds
+    assert marked(*args, 10, one, *none) == plain(*args, 12, one, *none) == jpsplus.jps_plus(*args, 14, one, *none)
     counts = []
     for dispatcher in (marked, plain):
         asm = "".join(dispatcher.inspect_asm().values())

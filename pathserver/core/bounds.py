@@ -1,0 +1,216 @@
+"""Goal bounds for JPS+: for each node a search may expand and each of its eight
+directions, the bounding box of the cells that some shortest path from the node reaches
+with a first step in that direction (goal bounding, after Rabin's JPS+ with goal bounding,
+and Wilt and Botea's bounding boxes for A*).
+
+A JPS+ search that expands node ``n`` toward goal ``t`` then skips each direction whose
+box at ``n`` does not hold ``t``: no shortest path from ``n`` to ``t`` starts that way, so
+nothing the direction leads to is on one. The canonical path JPS+ follows from ``n`` is a
+shortest path (a suffix of the shortest path found), so its first step's box holds ``t``
+and it is never skipped: answers keep their cost, with fewer expansions and pushes.
+
+Which nodes: every node a search expands but its start is a jump point found by a straight
+move, a passable cell with a forced neighbour when entered straight (see
+:mod:`pathserver.core.jps`); :func:`bound_rows` gives each a row. The boxes need one full
+flood of the grid from each, so they are kept for small maps only (the caller bounds the
+work, rows times passable cells).
+
+Each flood is Dijkstra's on the 8-connected grid without corner cutting, steps 1 and
+sqrt(2), with a cost kept exactly as its counts of straight and diagonal steps (two costs
+are equal only when both counts are: sqrt(2) is irrational), and a queue of three buckets
+of width 1: a step costs at least 1, so no cell is improved by one in its own bucket, and a
+bucket's cells are final, with every tie among their ways in, when it is reached. A cell's
+first steps are the union of those of the cells it is reached from at its cost.
+
+The boxes: int16 (rows, 32), for direction ``d`` (in the order of
+:data:`pathserver.core.jpsplus.DIRECTION_X`) ``xmin, ymin, xmax, ymax`` at ``4 d``; an
+empty box has ``xmin`` > ``xmax``.
+"""
+
+import numpy as np
+from pathserver.core.jit import NO_REFCOUNT, njit
+
+from pathserver.core.status import SEARCH_FOUND
+
+SQRT2 = 2.0**0.5
+#: The eight directions, as in :mod:`pathserver.core.jpsplus`: E, S, W, N, SE, SW, NW, NE.
+_STEP_X = (1, 0, -1, 0, 1, -1, -1, 1)
+_STEP_Y = (0, 1, 0, -1, 1, 1, -1, -1)
+#: Numbers a row of boxes holds: four a direction.
+ROW = 32
+#: A side longer than this cannot be held in the int16 boxes.
+MAX_SIDE = 32767
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _free(cells, width, height, x, y):
+    return 0 <= x < width and 0 <= y < height and cells[y * width + x] != 0
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def bound_rows(cells, rows, nodes):
+    """Number the cells a JPS+ search may expand other than its start: ``rows[v]`` (int32
+    (H * W,)) gets the row of cell ``v``, -1 for the others, and ``nodes[r]`` (int32, at
+    least as long as there are such cells, or empty to count them) the cell of row ``r``.
+    Returns their count."""
+    height, width = cells.shape
+    flat = cells.reshape(-1)
+    count = 0
+    for y in range(height):
+        for x in range(width):
+            v = y * width + x
+            rows[v] = -1
+            if flat[v] == 0:
+                continue
+            forced = False
+            for s in (-1, 1):
+                # Entered along x (either way): a free cell beside, blocked behind it.
+                for dx in (-1, 1):
+                    if _free(flat, width, height, x, y + s) and not _free(flat, width, height, x - dx, y + s):
+                        forced = True
+                    if _free(flat, width, height, x + s, y) and not _free(flat, width, height, x + s, y - dx):
+                        forced = True
+            if forced:
+                rows[v] = count
+                if nodes.shape[0] > 0:
+                    nodes[count] = v
+                count += 1
+    return count
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _cost(straight, diagonal):
+    return straight + diagonal * SQRT2
+
+
+@njit(cache=True, nogil=True)
+def fill_bounds(cells, nodes, first_row, end_row, bounds, straight, diagonal, first, stamp, buckets):
+    """Flood from the cells of rows ``first_row`` to ``end_row`` - 1 (``nodes`` as
+    :func:`bound_rows` left it) and write their rows of ``bounds`` (int16 (rows, ROW)).
+
+    Work arrays, each with at least H * W entries, shared by the calls of one build:
+    straight, diagonal (int32: a cell's cost as its step counts), first (uint8: its first
+    steps as bits), stamp (int32, zero before the build's first call: each row's flood
+    marks cells 2 r + 1 open and 2 r + 2 closed), buckets (int32 (3, H * W)). Returns
+    SEARCH_FOUND."""
+    height, width = cells.shape
+    flat = cells.reshape(-1)
+    counts = np.zeros(3, dtype=np.int64)
+    for row in range(first_row, end_row):
+        source = nodes[row]
+        open_mark = 2 * row + 1
+        closed_mark = 2 * row + 2
+        for d in range(8):
+            bounds[row, 4 * d] = MAX_SIDE
+            bounds[row, 4 * d + 1] = MAX_SIDE
+            bounds[row, 4 * d + 2] = -1
+            bounds[row, 4 * d + 3] = -1
+        straight[source] = 0
+        diagonal[source] = 0
+        first[source] = 0
+        stamp[source] = open_mark
+        counts[0] = 1
+        counts[1] = 0
+        counts[2] = 0
+        buckets[0, 0] = source
+        bucket = 0
+        idle = 0
+        while idle < 3:
+            b = bucket % 3
+            if counts[b] == 0:
+                idle += 1
+                bucket += 1
+                continue
+            idle = 0
+            i = 0
+            while i < counts[b]:
+                node = buckets[b, i]
+                i += 1
+                if stamp[node] == closed_mark:
+                    continue  # settled from an earlier bucket
+                stamp[node] = closed_mark
+                y = node // width
+                x = node - y * width
+                bits = np.int64(first[node])
+                left = bits
+                while left != 0:
+                    d = 0
+                    while (left >> d) & 1 == 0:
+                        d += 1
+                    left &= left - 1
+                    at = 4 * d
+                    if x < bounds[row, at]:
+                        bounds[row, at] = x
+                    if y < bounds[row, at + 1]:
+                        bounds[row, at + 1] = y
+                    if x > bounds[row, at + 2]:
+                        bounds[row, at + 2] = x
+                    if y > bounds[row, at + 3]:
+                        bounds[row, at + 3] = y
+                a = straight[node]
+                c = diagonal[node]
+                east = x + 1 < width and flat[node + 1] != 0
+                south = y + 1 < height and flat[node + width] != 0
+                west = x > 0 and flat[node - 1] != 0
+                north = y > 0 and flat[node - width] != 0
+                moves = (1 if east else 0) | (2 if south else 0) | (4 if west else 0) | (8 if north else 0)
+                if east and south and flat[node + width + 1] != 0:
+                    moves |= 16
+                if west and south and flat[node + width - 1] != 0:
+                    moves |= 32
+                if west and north and flat[node - width - 1] != 0:
+                    moves |= 64
+                if east and north and flat[node - width + 1] != 0:
+                    moves |= 128
+                for d in range(8):
+                    if (moves >> d) & 1 == 0:
+                        continue
+                    to = node + _STEP_Y[d] * width + _STEP_X[d]
+                    mark = stamp[to]
+                    if mark == closed_mark:
+                        continue
+                    na = a + (1 if d < 4 else 0)
+                    nc = c + (1 if d >= 4 else 0)
+                    steps = (1 << d) if node == source else bits
+                    cost = _cost(na, nc)
+                    if mark == open_mark:
+                        if na == straight[to] and nc == diagonal[to]:
+                            first[to] |= steps  # another shortest way in
+                            continue
+                        old = _cost(straight[to], diagonal[to])
+                        if cost >= old:
+                            continue
+                        if int(cost) == int(old):
+                            # Already queued in this bucket: only the cost and steps change.
+                            straight[to] = na
+                            diagonal[to] = nc
+                            first[to] = steps
+                            continue
+                    straight[to] = na
+                    diagonal[to] = nc
+                    first[to] = steps
+                    stamp[to] = open_mark
+                    q = int(cost) % 3
+                    buckets[q, counts[q]] = to
+                    counts[q] += 1
+            counts[b] = 0
+            bucket += 1
+    return SEARCH_FOUND
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def prune(bound_rows, bounds, node, gx, gy, mask):
+    """``mask`` (bit d: direction d) without the directions whose box at ``node`` does not
+    hold the goal (gx, gy); ``mask`` itself where ``node`` has no row (or there are no
+    bounds: an empty ``bound_rows``)."""
+    if bound_rows.shape[0] == 0:
+        return mask
+    row = bound_rows[node]
+    if row < 0:
+        return mask
+    for d in range(8):
+        if (mask >> d) & 1:
+            at = 4 * d
+            if gx < bounds[row, at] or gx > bounds[row, at + 2] or gy < bounds[row, at + 1] or gy > bounds[row, at + 3]:
+                mask &= ~(1 << d)
+    return mask
