@@ -303,10 +303,12 @@ def jump_distances(passable):
 # -- JPS+ goal bounds -----------------------------------------------------------------------
 
 def jump_points(passable):
-    """The cells a straight scan stops at from some direction, in row-major order."""
+    """The cells a straight scan enters (from a free cell) and stops at, in row-major
+    order."""
     height, width = passable.shape
     return [(x, y) for y in range(height) for x in range(width)
-            if passable[y, x] and any(straight_stop(passable, x, y, dx, dy) for dx, dy in JUMP_DIRECTIONS[:4])]
+            if passable[y, x] and any(_free(passable, x - dx, y - dy) and straight_stop(passable, x, y, dx, dy)
+                                      for dx, dy in JUMP_DIRECTIONS[:4])]
 
 
 def goal_boxes(passable, node):

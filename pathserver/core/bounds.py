@@ -10,8 +10,8 @@ shortest path (a suffix of the shortest path found), so its first step's box hol
 and it is never skipped: answers keep their cost, with fewer expansions and pushes.
 
 Which nodes: every node a search expands but its start is a jump point found by a straight
-move, a passable cell with a forced neighbour when entered straight (see
-:mod:`pathserver.core.jps`); :func:`bound_rows` gives each a row. The boxes need one full
+move, a passable cell with a forced neighbour when entered straight from a passable one
+(see :mod:`pathserver.core.jps`); :func:`bound_rows` gives each a row. The boxes need one full
 flood of the grid from each, so they are kept for small maps only (the caller bounds the
 work, rows times passable cells).
 
@@ -63,13 +63,17 @@ def bound_rows(cells, rows, nodes):
             if flat[v] == 0:
                 continue
             forced = False
-            for s in (-1, 1):
-                # Entered along x (either way): a free cell beside, blocked behind it.
-                for dx in (-1, 1):
-                    if _free(flat, width, height, x, y + s) and not _free(flat, width, height, x - dx, y + s):
-                        forced = True
-                    if _free(flat, width, height, x + s, y) and not _free(flat, width, height, x + s, y - dx):
-                        forced = True
+            for back in (-1, 1):
+                # Entered along x from x + back (free), then along y from y + back: a free
+                # cell beside, blocked behind it.
+                if _free(flat, width, height, x + back, y):
+                    for s in (-1, 1):
+                        if _free(flat, width, height, x, y + s) and not _free(flat, width, height, x + back, y + s):
+                            forced = True
+                if _free(flat, width, height, x, y + back):
+                    for s in (-1, 1):
+                        if _free(flat, width, height, x + s, y) and not _free(flat, width, height, x + s, y + back):
+                            forced = True
             if forced:
                 rows[v] = count
                 if nodes.shape[0] > 0:

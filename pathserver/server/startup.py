@@ -152,7 +152,8 @@ def _warm_steps(costly=None):
 
     def jump_tables():
         # JPS+ (maps of 128 x 128 cells and more): a table built, searched (with avoided
-        # cells too), and updated after an edit, as auto does in the background.
+        # cells too), and updated after an edit, as auto does in the background; on the
+        # map as made, with its goal bounds (core.bounds) too.
         walkable = np.ones((128, 128), dtype=bool)
         walkable[40:90, 64] = False
         gridmap = GridMap(walkable)
@@ -161,6 +162,7 @@ def _warm_steps(costly=None):
             layer = gridmap.layer_for(1, 1)
             gridmap.start_jump_table(layer)
             layer.wait_jump_table(60.0)
+            layer.wait_bounds(60.0)
             find_path(gridmap, (0, 64), (127, 64), line_of_sight=False)
             # Avoided cells: off the path; then the wall's lower end longer, where no detour
             # of its cost goes round them (core.repair) and the online JPS searches the

@@ -59,7 +59,7 @@ def _search(work, passable, table, start, goal, rows, boxes):
 
 def test_jps_plus_with_bounds_finds_the_same_costs_with_fewer_expansions():
     rng = np.random.default_rng(8)
-    compared = fewer = more = 0
+    compared = fewer = more = spent = spent_before = 0
     for _ in range(40):
         width, height = int(rng.integers(8, 40)), int(rng.integers(8, 40))
         passable = naive.random_grid(rng, width, height, float(rng.uniform(0.05, 0.35))).astype(np.uint8)
@@ -78,7 +78,12 @@ def test_jps_plus_with_bounds_finds_the_same_costs_with_fewer_expansions():
             compared += 1
             fewer += bounded[2] < plain[2]
             more += bounded[2] > plain[2]
-    assert compared > 300 and fewer > compared // 4 and more == 0, (compared, fewer, more)
+            spent += bounded[2]
+            spent_before += plain[2]
+    # More only now and then: a node reached later at a dearer cost (its shortest way in
+    # skipped, as it leads nowhere near the goal) may open others (see the grid test).
+    assert compared > 300 and fewer > compared // 4 and more <= compared // 20, (compared, fewer, more)
+    assert spent < 0.9 * spent_before
 
 
 def test_a_box_one_cell_short_loses_the_shortest_path():
