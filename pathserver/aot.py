@@ -47,7 +47,7 @@ from pathserver.core.jit import AOT_MODULE, AOT_TABLE
 #: called from these, inside the compiled code.
 ENTRY_KERNELS = (
     ("avoid", "block_anchors"), ("avoid", "boxes_from"), ("avoid", "price_anchors"), ("avoid", "restore_anchors"),
-    ("bounds", "bound_rows"), ("bounds", "fill_bounds"),
+    ("bounds", "bound_rows"), ("bounds", "fill_bounds"), ("bounds", "legal_moves"),
     ("clearance", "compute_clearance"), ("clearance", "footprint_cost"), ("clearance", "footprint_passable"),
     ("clearance", "index_costs"),
     ("components", "block_labels"), ("components", "label_components"), ("components", "nearest_with_label"),

@@ -87,117 +87,133 @@ def _cost(straight, diagonal):
     return straight + diagonal * SQRT2
 
 
-@njit(cache=True, nogil=True)
-def fill_bounds(cells, nodes, first_row, end_row, bounds, straight, diagonal, first, stamp, buckets):
-    """Flood from the cells of rows ``first_row`` to ``end_row`` - 1 (``nodes`` as
-    :func:`bound_rows` left it) and write their rows of ``bounds`` (int16 (rows, ROW)).
-
-    Work arrays, each with at least H * W entries, shared by the calls of one build:
-    straight, diagonal (int32: a cell's cost as its step counts), first (uint8: its first
-    steps as bits), stamp (int32, zero before the build's first call: each row's flood
-    marks cells 2 r + 1 open and 2 r + 2 closed), buckets (int32 (3, H * W)). Returns
-    SEARCH_FOUND."""
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def legal_moves(cells, moves):
+    """Each cell's legal moves (no corner cutting) as bits, bit d for direction d, into
+    ``moves`` (uint8 (H * W,)); 0 for a blocked cell."""
     height, width = cells.shape
     flat = cells.reshape(-1)
-    counts = np.zeros(3, dtype=np.int64)
+    for node in range(height * width):
+        if flat[node] == 0:
+            moves[node] = 0
+            continue
+        y = node // width
+        x = node - y * width
+        east = x + 1 < width and flat[node + 1] != 0
+        south = y + 1 < height and flat[node + width] != 0
+        west = x > 0 and flat[node - 1] != 0
+        north = y > 0 and flat[node - width] != 0
+        m = (1 if east else 0) | (2 if south else 0) | (4 if west else 0) | (8 if north else 0)
+        if east and south and flat[node + width + 1] != 0:
+            m |= 16
+        if west and south and flat[node + width - 1] != 0:
+            m |= 32
+        if west and north and flat[node - width - 1] != 0:
+            m |= 64
+        if east and north and flat[node - width + 1] != 0:
+            m |= 128
+        moves[node] = m
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def fill_bounds(moves, width, nodes, first_row, end_row, bounds, steps, marks, buckets):
+    """Flood from the cells of rows ``first_row`` to ``end_row`` - 1 (``nodes`` as
+    :func:`bound_rows` left it) over the grid of ``moves`` (:func:`legal_moves`, ``width``
+    cells a row) and write their rows of ``bounds`` (int16 (rows, ROW)).
+
+    Work arrays, each with an entry a cell, shared by the calls of one build: steps
+    (int64: a cell's cost as its count of straight steps times 2**32 plus its count of
+    diagonal ones), marks (int32, zero before the build's first call: row r's flood marks
+    a cell ``(2 r + 1) << 8`` open and ``(2 r + 2) << 8`` closed, its first steps as bits
+    in the low byte), buckets (int32 (3, H * W + 1), a bucket's count in its last
+    column). Returns SEARCH_FOUND."""
+    n = moves.shape[0]
+    offsets = (1, width, -1, -width, width + 1, width - 1, -width - 1, 1 - width)
+    # The cost of a step as a pair: one straight (1 << 32) or one diagonal (1).
+    pairs = (1 << 32, 1 << 32, 1 << 32, 1 << 32, 1, 1, 1, 1)
     for row in range(first_row, end_row):
         source = nodes[row]
-        open_mark = 2 * row + 1
-        closed_mark = 2 * row + 2
+        open_mark = (2 * row + 1) << 8
+        closed_mark = (2 * row + 2) << 8
         for d in range(8):
             bounds[row, 4 * d] = MAX_SIDE
             bounds[row, 4 * d + 1] = MAX_SIDE
             bounds[row, 4 * d + 2] = -1
             bounds[row, 4 * d + 3] = -1
-        straight[source] = 0
-        diagonal[source] = 0
-        first[source] = 0
-        stamp[source] = open_mark
-        counts[0] = 1
-        counts[1] = 0
-        counts[2] = 0
+        steps[source] = 0
+        marks[source] = open_mark
+        buckets[0, n] = 1
+        buckets[1, n] = 0
+        buckets[2, n] = 0
         buckets[0, 0] = source
         bucket = 0
         idle = 0
         while idle < 3:
             b = bucket % 3
-            if counts[b] == 0:
+            if buckets[b, n] == 0:
                 idle += 1
                 bucket += 1
                 continue
             idle = 0
             i = 0
-            while i < counts[b]:
+            while i < buckets[b, n]:
                 node = buckets[b, i]
                 i += 1
-                if stamp[node] == closed_mark:
+                mark = marks[node]
+                if mark & -256 == closed_mark:
                     continue  # settled from an earlier bucket
-                stamp[node] = closed_mark
-                y = node // width
-                x = node - y * width
-                bits = np.int64(first[node])
-                left = bits
-                while left != 0:
-                    d = 0
-                    while (left >> d) & 1 == 0:
-                        d += 1
-                    left &= left - 1
-                    at = 4 * d
-                    if x < bounds[row, at]:
-                        bounds[row, at] = x
-                    if y < bounds[row, at + 1]:
-                        bounds[row, at + 1] = y
-                    if x > bounds[row, at + 2]:
-                        bounds[row, at + 2] = x
-                    if y > bounds[row, at + 3]:
-                        bounds[row, at + 3] = y
-                a = straight[node]
-                c = diagonal[node]
-                east = x + 1 < width and flat[node + 1] != 0
-                south = y + 1 < height and flat[node + width] != 0
-                west = x > 0 and flat[node - 1] != 0
-                north = y > 0 and flat[node - width] != 0
-                moves = (1 if east else 0) | (2 if south else 0) | (4 if west else 0) | (8 if north else 0)
-                if east and south and flat[node + width + 1] != 0:
-                    moves |= 16
-                if west and south and flat[node + width - 1] != 0:
-                    moves |= 32
-                if west and north and flat[node - width - 1] != 0:
-                    moves |= 64
-                if east and north and flat[node - width + 1] != 0:
-                    moves |= 128
+                bits = np.int64(mark & 255)
+                marks[node] = closed_mark
+                if bits != 0:
+                    y = node // width
+                    x = node - y * width
+                    left = bits
+                    while left != 0:
+                        d = 0
+                        while (left >> d) & 1 == 0:
+                            d += 1
+                        left &= left - 1
+                        at = 4 * d
+                        if x < bounds[row, at]:
+                            bounds[row, at] = x
+                        if y < bounds[row, at + 1]:
+                            bounds[row, at + 1] = y
+                        if x > bounds[row, at + 2]:
+                            bounds[row, at + 2] = x
+                        if y > bounds[row, at + 3]:
+                            bounds[row, at + 3] = y
+                here = steps[node]
+                legal = np.int64(moves[node])
                 for d in range(8):
-                    if (moves >> d) & 1 == 0:
+                    if (legal >> d) & 1 == 0:
                         continue
-                    to = node + _STEP_Y[d] * width + _STEP_X[d]
-                    mark = stamp[to]
-                    if mark == closed_mark:
+                    to = node + offsets[d]
+                    mark = marks[to]
+                    stamp = mark & -256
+                    if stamp == closed_mark:
                         continue
-                    na = a + (1 if d < 4 else 0)
-                    nc = c + (1 if d >= 4 else 0)
-                    steps = (1 << d) if node == source else bits
-                    cost = _cost(na, nc)
-                    if mark == open_mark:
-                        if na == straight[to] and nc == diagonal[to]:
-                            first[to] |= steps  # another shortest way in
+                    pair = here + pairs[d]
+                    way = (1 << d) if node == source else bits
+                    cost = _cost(pair >> 32, pair & 0xFFFFFFFF)
+                    if stamp == open_mark:
+                        known = steps[to]
+                        if pair == known:
+                            marks[to] = mark | way  # another shortest way in
                             continue
-                        old = _cost(straight[to], diagonal[to])
+                        old = _cost(known >> 32, known & 0xFFFFFFFF)
                         if cost >= old:
                             continue
+                        steps[to] = pair
+                        marks[to] = open_mark | way
                         if int(cost) == int(old):
-                            # Already queued in this bucket: only the cost and steps change.
-                            straight[to] = na
-                            diagonal[to] = nc
-                            first[to] = steps
-                            continue
-                    straight[to] = na
-                    diagonal[to] = nc
-                    first[to] = steps
-                    stamp[to] = open_mark
+                            continue  # already queued in this bucket
+                    else:
+                        steps[to] = pair
+                        marks[to] = open_mark | way
                     q = int(cost) % 3
-                    buckets[q, counts[q]] = to
-                    counts[q] += 1
-            counts[b] = 0
+                    buckets[q, buckets[q, n]] = to
+                    buckets[q, n] += 1
+            buckets[b, n] = 0
             bucket += 1
     return SEARCH_FOUND
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from pathserver.core.bounds import MAX_SIDE as BOUNDS_MAX_SIDE
 from pathserver.core.bounds import ROW as BOUNDS_ROW
-from pathserver.core.bounds import bound_rows, fill_bounds
+from pathserver.core.bounds import bound_rows, fill_bounds, legal_moves
 from pathserver.core.clearance import compute_clearance, footprint_cost, footprint_passable, index_costs
 from pathserver.core.components import BLOCK, BLOCK_SHIFT, block_labels, label_components
 from pathserver.core.cut import block_pieces, piece_graph, update_pieces
@@ -62,12 +62,13 @@ JUMP_TABLE_MIN_CELLS = 128 * 128
 LANDMARK_MIN_CELLS = 128 * 128
 LANDMARK_MAX_CELLS = 512 * 512
 #: JPS+'s goal bounds (:mod:`pathserver.core.bounds`) take a flood of the map from each
-#: jump point: built where that is at most this many cells in all, about 40 ns each on one
-#: core (den520d: 888 jump points times 28,178 passable cells, 1.2 s), on maps of up to
+#: jump point: built where that is at most this many cells in all, about 30 ns each on one
+#: core (den520d: 888 jump points times 28,178 passable cells, 0.6 s; 32room_000: 814
+#: times 240,671, 6 s), on maps of up to
 #: BOUNDS_MAX_CELLS cells that get a jump table, as loaded: an edited map's generations
 #: get none (any edit may change where shortest paths start). One build runs at a time
 #: (see _BoundsBuilds).
-BOUNDS_MAX_WORK = 1 << 27
+BOUNDS_MAX_WORK = 1 << 28
 BOUNDS_MAX_CELLS = 1024 * 1024
 #: A build checks between floods of about this many cells whether its layer is still in
 #: use, and stops if not.
@@ -493,16 +494,16 @@ def _bounds_of(cells: np.ndarray, alive) -> tuple | None:
         nodes = np.empty(count, dtype=np.int32)
         bound_rows(cells, rows, nodes)
         boxes = np.empty((count, BOUNDS_ROW), dtype=np.int16)
-        straight = np.empty(n, dtype=np.int32)
-        diagonal = np.empty(n, dtype=np.int32)
-        first = np.empty(n, dtype=np.uint8)
-        stamp = np.zeros(n, dtype=np.int32)
-        buckets = np.empty((3, n), dtype=np.int32)
+        moves = np.empty(n, dtype=np.uint8)
+        legal_moves(cells, moves)
+        steps = np.empty(n, dtype=np.int64)
+        marks = np.zeros(n, dtype=np.int32)
+        buckets = np.empty((3, n + 1), dtype=np.int32)
         chunk = max(1, BOUNDS_CHUNK_WORK // max(passable, 1))
         for lo in range(0, count, chunk):
             if alive() is None:
                 return None
-            fill_bounds(cells, nodes, lo, min(lo + chunk, count), boxes, straight, diagonal, first, stamp, buckets)
+            fill_bounds(moves, cells.shape[1], nodes, lo, min(lo + chunk, count), boxes, steps, marks, buckets)
         return rows, boxes
     finally:
         _bounds_builds.done()

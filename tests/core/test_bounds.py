@@ -6,7 +6,7 @@ import pytest
 
 import naive
 from core.test_jpsplus import NO_BOUNDS, NO_ROWS, ONE_START, PlusWorkspace, random_queries
-from pathserver.core.bounds import ROW, bound_rows, fill_bounds
+from pathserver.core.bounds import ROW, bound_rows, fill_bounds, legal_moves
 from pathserver.core.jpsplus import jps_plus, jump_cost, jump_table
 from pathserver.core.status import SEARCH_FOUND
 
@@ -20,11 +20,12 @@ def build(passable):
     nodes = np.empty(count, dtype=np.int32)
     assert bound_rows(cells, rows, nodes) == count
     boxes = np.empty((count, ROW), dtype=np.int16)
-    work = (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.uint8), np.zeros(n, np.int32),
-            np.empty((3, n), np.int32))
+    moves = np.empty(n, np.uint8)
+    legal_moves(cells, moves)
+    work = (np.empty(n, np.int64), np.zeros(n, np.int32), np.empty((3, n + 1), np.int32))
     half = count // 2
-    fill_bounds(cells, nodes, 0, half, boxes, *work)
-    fill_bounds(cells, nodes, half, count, boxes, *work)
+    fill_bounds(moves, cells.shape[1], nodes, 0, half, boxes, *work)
+    fill_bounds(moves, cells.shape[1], nodes, half, count, boxes, *work)
     return rows, nodes, boxes
 
 
