@@ -1,5 +1,6 @@
 """Every scenario of every Moving AI map through ``find_path`` with its defaults
-(algorithm="auto", once the map's JPS+ table is built), each cost checked against the
+(algorithm="auto", once the map's JPS+ table is built, and its goal bounds where it gets
+them), each cost checked against the
 scenario's optimal length and each path walked cell by cell by the bench's own checker.
 
     PYTHONPATH=$PWD python bench/exact.py [--maps den520d,brc202d]
@@ -35,6 +36,7 @@ def main(argv=None) -> int:
         gridmap = GridMap.load(maps[name])
         find_path(gridmap, (problems[0].sx, problems[0].sy), (problems[0].gx, problems[0].gy))
         gridmap.layer(1).wait_jump_table(timeout=300)
+        bounds = gridmap.layer(1).wait_bounds(timeout=600)
         t0 = time.perf_counter()
         bad = 0
         algorithms: dict = {}
@@ -47,7 +49,7 @@ def main(argv=None) -> int:
                 bad += 1
         seconds = time.perf_counter() - t0
         print(f"{name:22} {len(problems):6} problems  optimal {len(problems) - bad:6}  wrong {bad}  "
-              f"{algorithms}  {seconds:.1f} s")
+              f"{algorithms}{' with goal bounds' if bounds else ''}  {seconds:.1f} s")
         bad_total += bad
         total += len(problems)
     print(f"all: {total} problems, {total - bad_total} optimal, {bad_total} wrong")
