@@ -432,6 +432,12 @@ def _jump_table_of(cells: np.ndarray, seed) -> np.ndarray:
     return jump_table(cells)
 
 
+# Set as the interpreter starts to exit (before it joins the threads left running): a goal
+# bounds build then stops at its next check instead of holding the exit up for seconds.
+_exiting = threading.Event()
+threading._register_atexit(_exiting.set)
+
+
 class _BoundsBuilds:
     """The goal bounds builds of the process, one at a time (each takes seconds of a
     core): a layer asking while another's runs waits its turn, first come first served,
@@ -478,8 +484,9 @@ _bounds_builds = _BoundsBuilds()
 
 
 def _bounds_of(cells: np.ndarray, alive) -> tuple | None:
-    """The goal bounds of ``cells`` (``(rows, boxes)``), or None: too much work, or the
-    layer (``alive()``) no longer in use. Starts the next build waiting when it ends."""
+    """The goal bounds of ``cells`` (``(rows, boxes)``), or None: too much work, the
+    layer (``alive()``) no longer in use, or the program exiting. Starts the next build
+    waiting when it ends."""
     try:
         try:  # behind the queries: this thread alone, on Linux
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
@@ -501,7 +508,7 @@ def _bounds_of(cells: np.ndarray, alive) -> tuple | None:
         buckets = np.empty((3, n + 1), dtype=np.int32)
         chunk = max(1, BOUNDS_CHUNK_WORK // max(passable, 1))
         for lo in range(0, count, chunk):
-            if alive() is None:
+            if alive() is None or _exiting.is_set():
                 return None
             fill_bounds(moves, cells.shape[1], nodes, lo, min(lo + chunk, count), boxes, steps, marks, buckets)
         return rows, boxes

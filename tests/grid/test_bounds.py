@@ -116,3 +116,31 @@ def test_builds_run_one_at_a_time_in_turn_and_skip_layers_no_longer_used(monkeyp
     assert not gate._waiting and not gate._running
     # Each call waiting for its layer's bounds got them.
     assert _bounds_of_calls(first) == [True] and _bounds_of_calls(second) == [True]
+
+
+def test_a_build_running_at_exit_does_not_hold_the_program_up(tmp_path):
+    # A build of a minute or more (limits raised for it), running as the program ends.
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    script = tmp_path / "exit.py"
+    script.write_text(textwrap.dedent("""
+        import time
+        import numpy as np
+        from pathserver import GridMap, find_path
+        from pathserver.grid import gridmap
+        gridmap.BOUNDS_MAX_WORK = 1 << 40
+        walkable = np.random.default_rng(0).random((384, 384)) > 0.2
+        m = GridMap(walkable)
+        find_path(m, (0, 0), (383, 383))
+        layer = m.layer(1)
+        layer.wait_jump_table(60)
+        assert not layer.wait_bounds(0.5)
+        print("exiting", flush=True)
+    """))
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "exiting" in out.stdout, out.stderr
+    assert time.monotonic() - started < 15
