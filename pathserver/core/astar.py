@@ -13,6 +13,7 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.heap import NODE_MASK, TIE, pair_pop, pair_replace_top, pair_sift_up
+from pathserver.core.moves import move_bits
 from pathserver.core.status import (
     DIAGONAL_NEVER,
     DIAGONAL_NO_CORNER_CUTTING,
@@ -238,31 +239,7 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
                 best_h = h_node
                 best = node
             g_node = g[node]
-            # The legal moves as bits (bit d: direction d), the map's edge tested once
-            # per node rather than once per move.
-            on_east = x + 1 < width
-            on_south = y + 1 < height
-            on_west = x > 0
-            on_north = y > 0
-            east = on_east and cells[node + 1] != 0
-            south = on_south and cells[node + width] != 0
-            west = on_west and cells[node - 1] != 0
-            north = on_north and cells[node - width] != 0
-            moves = (1 if east else 0) | (2 if south else 0) | (4 if west else 0) | (8 if north else 0)
-            if diagonal != DIAGONAL_NEVER:
-                if diagonal == DIAGONAL_NO_CORNER_CUTTING:
-                    on_east = east
-                    on_south = south
-                    on_west = west
-                    on_north = north
-                if on_east and on_south and cells[node + width + 1] != 0:
-                    moves |= 16
-                if on_west and on_south and cells[node + width - 1] != 0:
-                    moves |= 32
-                if on_west and on_north and cells[node - width - 1] != 0:
-                    moves |= 64
-                if on_east and on_north and cells[node - width + 1] != 0:
-                    moves |= 128
+            moves = move_bits(cells, width, height, node, x, y, diagonal)
             here = heights_flat[node] if use_heights != 0 else heights_flat[0]
             for d in range(8):
                 if (moves >> d) & 1 == 0:

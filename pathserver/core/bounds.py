@@ -30,7 +30,8 @@ empty box has ``xmin`` > ``xmax``.
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.status import SEARCH_FOUND
+from pathserver.core.moves import move_bits
+from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING, SEARCH_FOUND
 
 SQRT2 = 2.0**0.5
 #: The eight directions, as in :mod:`pathserver.core.jpsplus`: E, S, W, N, SE, SW, NW, NE.
@@ -98,21 +99,7 @@ def legal_moves(cells, moves):
             moves[node] = 0
             continue
         y = node // width
-        x = node - y * width
-        east = x + 1 < width and flat[node + 1] != 0
-        south = y + 1 < height and flat[node + width] != 0
-        west = x > 0 and flat[node - 1] != 0
-        north = y > 0 and flat[node - width] != 0
-        m = (1 if east else 0) | (2 if south else 0) | (4 if west else 0) | (8 if north else 0)
-        if east and south and flat[node + width + 1] != 0:
-            m |= 16
-        if west and south and flat[node + width - 1] != 0:
-            m |= 32
-        if west and north and flat[node - width - 1] != 0:
-            m |= 64
-        if east and north and flat[node - width + 1] != 0:
-            m |= 128
-        moves[node] = m
+        moves[node] = move_bits(flat, width, height, node, node - y * width, y, DIAGONAL_NO_CORNER_CUTTING)
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)

@@ -45,6 +45,37 @@ def step_to(x, y, d):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def move_bits(flat, width, height, node, x, y, diagonal):
+    """The moves from cell ``node`` = (x, y) of the flat grid ``flat`` (nonzero:
+    passable) as bits, bit d for direction d, heights aside: the map's edge tested once
+    per cell rather than once per move."""
+    on_east = x + 1 < width
+    on_south = y + 1 < height
+    on_west = x > 0
+    on_north = y > 0
+    east = on_east and flat[node + 1] != 0
+    south = on_south and flat[node + width] != 0
+    west = on_west and flat[node - 1] != 0
+    north = on_north and flat[node - width] != 0
+    moves = (1 if east else 0) | (2 if south else 0) | (4 if west else 0) | (8 if north else 0)
+    if diagonal != DIAGONAL_NEVER:
+        if diagonal == DIAGONAL_NO_CORNER_CUTTING:
+            on_east = east
+            on_south = south
+            on_west = west
+            on_north = north
+        if on_east and on_south and flat[node + width + 1] != 0:
+            moves |= 16
+        if on_west and on_south and flat[node + width - 1] != 0:
+            moves |= 32
+        if on_west and on_north and flat[node - width - 1] != 0:
+            moves |= 64
+        if on_east and on_north and flat[node - width + 1] != 0:
+            moves |= 128
+    return moves
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def legal(cells, heights, use_heights, max_climb, diagonal, x, y, nx, ny, d):
     """Whether the unit may step from (x, y) to (nx, ny), direction ``d`` (maybe off the
     map): as :func:`pathserver.core.astar.move_allowed`, for ``d`` below
