@@ -20,6 +20,7 @@ see another map. Each rule set gets its own walkable cells, clearance and costs
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import threading
@@ -311,9 +312,10 @@ class UnitLayer:
     def start_bounds(self, on_built=None) -> bool:
         """Start building the goal bounds on a background thread (at a lower priority),
         once: JPS+ answers without them meanwhile. ``on_built()`` runs on that thread once
-        they are in place. False when this layer gets none: terrain costs, a map outside
-        the jump table's sizes or past :data:`BOUNDS_MAX_CELLS`, or another layer's build
-        running (the build itself keeps none past :data:`BOUNDS_MAX_WORK`)."""
+        they are in place; while another layer's build runs, this one waits its turn (see
+        :class:`_BoundsBuilds`). False when this layer gets none: terrain costs, or a map
+        outside the jump table's sizes or past :data:`BOUNDS_MAX_CELLS` (the build itself
+        keeps none past :data:`BOUNDS_MAX_WORK`)."""
         height, width = self.cells.shape
         if (not self.uniform or not JUMP_TABLE_MIN_CELLS <= height * width <= BOUNDS_MAX_CELLS
                 or max(height, width) > BOUNDS_MAX_SIDE):
@@ -435,7 +437,8 @@ def _jump_table_of(cells: np.ndarray, seed) -> np.ndarray:
 # Set as the interpreter starts to exit (before it joins the threads left running): a goal
 # bounds build then stops at its next check instead of holding the exit up for seconds.
 _exiting = threading.Event()
-threading._register_atexit(_exiting.set)
+# threading's own hook (concurrent.futures uses it); atexit's runs only after the join.
+getattr(threading, "_register_atexit", atexit.register)(_exiting.set)
 
 
 class _BoundsBuilds:
