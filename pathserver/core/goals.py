@@ -24,7 +24,6 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import heuristic_distance, next_pass_id, trace_path
-from pathserver.core.bounds import ROW
 from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.heap import TIE, heap_decrease, heap_pop, heap_push, key_pop, key_sift_up
 from pathserver.core.jpsplus import jps_plus, jump_cost, jump_path_steps, jump_root, trace_jumps_into
@@ -363,12 +362,13 @@ def _no_points():
 
 @njit(cache=True, nogil=True)
 def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_climb, sx, sy, goals,
-                mode, weight, max_expansions, work_float, work_int, snapped):
+                mode, weight, max_expansions, work_float, work_int, snapped, bound_rows, bounds):
     """One path from (sx, sy) to the cheapest reachable of ``goals`` (int (K, 2) x, y, K >=
     1, all in bounds). Arguments, ``mode`` and workspace as
     :func:`pathserver.core.query.solve`: with the algorithm bit set, the jump table built
-    and no budget, the search back from the goals is JPS+ from all of them at once; else
-    A* (which avoided cells take: the caller clears the algorithm bit).
+    and no budget, the search back from the goals is JPS+ from all of them at once (with
+    the goal bounds ``bound_rows``, ``bounds`` of ``cells``, or empty arrays for none);
+    else A* (which avoided cells take: the caller clears the algorithm bit).
 
     Each goal the unit cannot stand on moves to the nearest cell it can (with the snap
     flag; else QUERY_GOAL_BLOCKED naming it); ``snapped`` (int32 (K, 2)) receives every
@@ -480,10 +480,10 @@ def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_c
         sources = work_int[1, :n]
         for i in range(n):
             sources[i] = targets[i, 1] * width + targets[i, 0]
-        # No goal bounds (the one-goal search's alone, see pathserver.core.bounds).
+        # Back from the goals, the start is the search's goal: the moves cost the same both
+        # ways, so the bounds rule out what they do forward.
         status, goal_node, expanded = jps_plus(
-            passable, jump_table, sx, sy, sx, sy, weight, 0, work_float, pass_id, sources,
-            np.empty(0, dtype=np.int32), np.empty((0, ROW), dtype=np.int16),
+            passable, jump_table, sx, sy, sx, sy, weight, 0, work_float, pass_id, sources, bound_rows, bounds,
         )
         if status == SEARCH_FOUND:
             # The links lead from the start back to the goal the search came from.

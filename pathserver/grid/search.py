@@ -762,6 +762,7 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             status, flags, points, cost, length, expanded, sx, sy, chosen = solve_goals(
                 cells, call.comps, jump_table, cost_index, cost_table, call.heights, call.climb,
                 sx, sy, targets, mode, call.weight, call.budget, ws.work_float, ws.work_int, snapped,
+                call.bound_rows, call.bounds,
             )
             gx, gy = snapped[chosen].tolist() if chosen >= 0 else (-1, -1)
     if moved is not None and chosen >= 0:

@@ -144,3 +144,29 @@ def test_a_build_running_at_exit_does_not_hold_the_program_up(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "exiting" in out.stdout, out.stderr
     assert time.monotonic() - started < 15
+
+
+def test_many_goals_with_bounds_find_the_cheapest_as_before():
+    rng = np.random.default_rng(6)
+    compared = fewer = 0
+    for _ in range(6):
+        m = _rooms(rng, int(rng.integers(24, 48)), int(rng.integers(24, 48)))
+        passable = naive.passable_for_unit(m.walkable, 1, 1)
+        layer, free = _ready(m)
+        # Starts in the top-left quarter, goals in the bottom-right one: long searches.
+        near = free[(free[:, 0] < m.height // 4) & (free[:, 1] < m.width // 4)]
+        far = free[(free[:, 0] >= m.height // 2) & (free[:, 1] >= m.width // 2)]
+        cell = lambda rows: tuple(int(v) for v in rows[rng.integers(len(rows))][::-1])  # noqa: E731
+        trips = [(cell(near), [cell(far) for _ in range(4)]) for _ in range(4)]
+        before = [find_path(m, s, goals=g, line_of_sight=False) for s, g in trips]
+        assert layer.wait_bounds(60)
+        for (start, goals), old in zip(trips, before):
+            new = find_path(m, start, goals=goals, line_of_sight=False)
+            assert new.status == old.status and new.algorithm == "jps+"
+            if new.status != "found":
+                continue
+            best = min(naive.dijkstra(passable, start, g) for g in goals)
+            assert new.cost == pytest.approx(old.cost, abs=1e-9) and new.cost == pytest.approx(best, abs=1e-9)
+            compared += 1
+            fewer += new.expanded < old.expanded
+    assert compared >= 15 and fewer >= compared // 4, (compared, fewer)
