@@ -30,22 +30,14 @@ empty box has ``xmin`` > ``xmax``.
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.moves import move_bits
+from pathserver.core.jpsplus import DIRECTION_X, DIRECTION_Y, _free, _has_forced
+from pathserver.core.moves import SQRT2, move_bits
 from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING, SEARCH_FOUND
 
-SQRT2 = 2.0**0.5
-#: The eight directions, as in :mod:`pathserver.core.jpsplus`: E, S, W, N, SE, SW, NW, NE.
-_STEP_X = (1, 0, -1, 0, 1, -1, -1, 1)
-_STEP_Y = (0, 1, 0, -1, 1, 1, -1, -1)
 #: Numbers a row of boxes holds: four a direction.
 ROW = 32
 #: A side longer than this cannot be held in the int16 boxes.
 MAX_SIDE = 32767
-
-
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _free(cells, width, height, x, y):
-    return 0 <= x < width and 0 <= y < height and cells[y * width + x] != 0
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
@@ -64,17 +56,12 @@ def bound_rows(cells, rows, nodes):
             if flat[v] == 0:
                 continue
             forced = False
-            for back in (-1, 1):
-                # Entered along x from x + back (free), then along y from y + back: a free
-                # cell beside, blocked behind it.
-                if _free(flat, width, height, x + back, y):
-                    for s in (-1, 1):
-                        if _free(flat, width, height, x, y + s) and not _free(flat, width, height, x + back, y + s):
-                            forced = True
-                if _free(flat, width, height, x, y + back):
-                    for s in (-1, 1):
-                        if _free(flat, width, height, x + s, y) and not _free(flat, width, height, x + s, y + back):
-                            forced = True
+            for d in range(4):
+                # Entered straight in direction d from a free cell, with a forced neighbour.
+                dx = DIRECTION_X[d]
+                dy = DIRECTION_Y[d]
+                if _free(flat, width, height, x - dx, y - dy) and _has_forced(flat, width, height, x, y, dx, dy):
+                    forced = True
             if forced:
                 rows[v] = count
                 if nodes.shape[0] > 0:
@@ -203,21 +190,3 @@ def fill_bounds(moves, width, nodes, first_row, end_row, bounds, steps, marks, b
             buckets[b, n] = 0
             bucket += 1
     return SEARCH_FOUND
-
-
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def prune(bound_rows, bounds, node, gx, gy, mask):
-    """``mask`` (bit d: direction d) without the directions whose box at ``node`` does not
-    hold the goal (gx, gy); ``mask`` itself where ``node`` has no row (or there are no
-    bounds: an empty ``bound_rows``)."""
-    if bound_rows.shape[0] == 0:
-        return mask
-    row = bound_rows[node]
-    if row < 0:
-        return mask
-    for d in range(8):
-        if (mask >> d) & 1:
-            at = 4 * d
-            if gx < bounds[row, at] or gx > bounds[row, at + 2] or gy < bounds[row, at + 1] or gy > bounds[row, at + 3]:
-                mask &= ~(1 << d)
-    return mask

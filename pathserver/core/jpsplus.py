@@ -32,7 +32,6 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import SQRT2, _octile, leg_steps
-from pathserver.core.bounds import prune
 from pathserver.core.heap import TIE
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
@@ -266,6 +265,24 @@ def update_jump_table(cells, old_cells, old_table):
     _straight_columns(flat, width, height, table, cx0, cx1)
     _diagonals(flat, width, height, table, cx0, ry0, cx1, ry1)
     return table, changed
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _prune(bound_rows, bounds, node, gx, gy, mask):
+    """``mask`` (bit d: direction d) without the directions whose box at ``node`` does not
+    hold the goal (gx, gy) (goal bounds, :mod:`pathserver.core.bounds`); ``mask`` itself
+    where ``node`` has no row (or there are no bounds: an empty ``bound_rows``)."""
+    if bound_rows.shape[0] == 0:
+        return mask
+    row = bound_rows[node]
+    if row < 0:
+        return mask
+    for d in range(8):
+        if (mask >> d) & 1:
+            at = 4 * d
+            if gx < bounds[row, at] or gx > bounds[row, at + 2] or gy < bounds[row, at + 1] or gy > bounds[row, at + 3]:
+                mask &= ~(1 << d)
+    return mask
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
@@ -581,7 +598,7 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
             if _free(cells, width, height, x - 1, y) and not _free(cells, width, height, x - 1, y - dy):
                 mask |= 4 | (1 << (5 if dy > 0 else 6))
         if came < 8:
-            mask = prune(bound_rows, bounds, node, gx, gy, mask)
+            mask = _prune(bound_rows, bounds, node, gx, gy, mask)
         for d in range(8):
             if (mask >> d) & 1 == 0:
                 continue

@@ -497,12 +497,11 @@ def _bounds_of(cells: np.ndarray, alive) -> tuple | None:
             pass
         n = cells.size
         rows = np.empty(n, dtype=np.int32)
-        count = int(bound_rows(cells, rows, np.empty(0, dtype=np.int32)))
+        nodes = np.empty(n, dtype=np.int32)
+        count = int(bound_rows(cells, rows, nodes))
         passable = int(np.count_nonzero(cells))
         if count == 0 or count * passable > BOUNDS_MAX_WORK:
             return None
-        nodes = np.empty(count, dtype=np.int32)
-        bound_rows(cells, rows, nodes)
         boxes = np.empty((count, BOUNDS_ROW), dtype=np.int16)
         moves = np.empty(n, dtype=np.uint8)
         legal_moves(cells, moves)
