@@ -59,7 +59,6 @@ ENTRY_KERNELS = (
     ("landmarks", "landmark_table"),
     ("query", "solve"),
     ("relay", "lay_avoided"), ("relay", "lift_avoided"),
-    ("repair", "relax"),
     ("steer", "next_steps"),
     ("wire", "pack_float_points"), ("wire", "pack_int_points"), ("wire", "packed_points_bound"),
 )

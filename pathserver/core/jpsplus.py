@@ -26,6 +26,13 @@ is the only cell from which a straight scan could meet the goal, so the online s
 would stop there or expand nothing the extra node misses: the path stays optimal.
 
 :func:`update_jump_table` redoes only what an edit of the grid can change.
+
+Without a table (an empty one), :func:`jps_plus` runs the same search scanning instead:
+straight moves read the stop bitmaps of :func:`pathserver.core.jps.jump_bitmaps`, and a
+diagonal is walked cell by cell, both straight scans tried from each. A request's
+avoided cells need only those stop bitmaps brought to the blocked grid
+(:mod:`pathserver.core.relay`, a few words an avoided cell), where a table would need
+rebuilding.
 """
 
 import numpy as np
@@ -33,6 +40,7 @@ from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import SQRT2, _octile, leg_steps
 from pathserver.core.heap import TIE
+from pathserver.core.jps import _bitmap_words, _next_stop, _previous_stop
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
 #: The eight directions: east, south, west, north, then the diagonals SE, SW, NW, NE
@@ -498,11 +506,96 @@ def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, node
                             size, words, records, open_mark, closed_mark, h_scale, n)
 
 
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _stop_at(bitmaps, width, height, x, y, d):
+    """Where a straight scan from (x, y) in direction ``d`` first stops: its position
+    along the line (x for a row, y for a column) of a blocked cell, a cell with a forced
+    neighbour, or the guard just outside the grid, read from the stop bitmaps of
+    :func:`pathserver.core.jps.jump_bitmaps` (their "ahead" bitmaps are not read)."""
+    if d == 0 or d == 2:
+        first = y * (width + 2) + 1
+        if d == 0:
+            return _next_stop(bitmaps, 0, first + x + 1) - first
+        return _previous_stop(bitmaps, _bitmap_words(height, width), first + x - 1) - first
+    columns = 4 * _bitmap_words(height, width)
+    first = x * (height + 2) + 1
+    if d == 1:
+        return _next_stop(bitmaps, columns, first + y + 1) - first
+    return _previous_stop(bitmaps, columns + _bitmap_words(width, height), first + y - 1) - first
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _scan(bitmaps, cells, width, height, x, y, d, gx, gy):
+    """:func:`_steps` scanning the stop bitmaps instead of reading the table: how many
+    steps a straight move from (x, y) in direction ``d`` takes to the jump point or the
+    goal where it stops, 0 for none."""
+    stop = _stop_at(bitmaps, width, height, x, y, d)
+    if d == 0 or d == 2:
+        dx = DIRECTION_X[d]
+        steps = (stop - x) * dx
+        to_goal = (gx - x) * dx if gy == y else 0
+        open_stop = 0 <= stop < width and cells[y * width + stop] != 0
+    else:
+        dy = DIRECTION_Y[d]
+        steps = (stop - y) * dy
+        to_goal = (gy - y) * dy if gx == x else 0
+        open_stop = 0 <= stop < height and cells[stop * width + x] != 0
+    # The goal is open: on the line no further than the stop, the move reaches it.
+    if 0 < to_goal <= steps:
+        return to_goal
+    return steps if open_stop else 0
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _scan_diagonal(bitmaps, cells, height, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size,
+                   words, records, open_mark, closed_mark, h_scale, n):
+    """:func:`_walk_diagonal` scanning: step along the diagonal ``d`` from ``node`` while
+    the step is legal, offering from each cell the jump points (or the goal) the
+    straight scans along the diagonal's two components find, and the goal if the
+    diagonal reaches it. The new heap size."""
+    dx = DIRECTION_X[d]
+    dy = DIRECTION_Y[d]
+    along_x = 0 if dx > 0 else 2
+    along_y = 1 if dy > 0 else 3
+    row = dy * width
+    cx = x
+    cy = y
+    cell = node
+    walked = 0
+    while True:
+        nx = cx + dx
+        ny = cy + dy
+        if nx < 0 or nx >= width or ny < 0 or ny >= height:
+            return size
+        if cells[cell + row + dx] == 0 or cells[cell + dx] == 0 or cells[cell + row] == 0:
+            return size
+        cell += row + dx
+        cx = nx
+        cy = ny
+        walked += 1
+        g_here = g_node + walked * SQRT2
+        if cell == goal:
+            return _offer(node, goal, gx, gy, d, g_here, gx, gy, width, keys, nodes, base, size, words, records,
+                          open_mark, closed_mark, h_scale, n)
+        k = _scan(bitmaps, cells, width, height, cx, cy, along_x, gx, gy)
+        if k > 0:
+            size = _offer(node, cell + k * dx, cx + k * dx, cy, along_x, g_here + k, gx, gy, width, keys, nodes,
+                          base, size, words, records, open_mark, closed_mark, h_scale, n)
+        k = _scan(bitmaps, cells, width, height, cx, cy, along_y, gx, gy)
+        if k > 0:
+            size = _offer(node, cell + k * row, cx, cy + k * dy, along_y, g_here + k, gx, gy, width, keys, nodes,
+                          base, size, words, records, open_mark, closed_mark, h_scale, n)
+
+
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
 def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, sources, bound_rows,
-             bounds):
+             bounds, bitmaps):
     """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
-    very grid, not checked) instead of scanning.
+    very grid, not checked) instead of scanning; with an empty (0, 8) table, scanning
+    ``bitmaps`` (uint64: :func:`pathserver.core.jps.jump_bitmaps` of ``passable``, or at
+    least their stop bitmaps, as :func:`pathserver.core.relay.lay_avoided` brings them to
+    a blocked grid; unread with a table) with the same pruning: the same expansions,
+    and paths of the same cost.
 
     passable, sx, sy, gx, gy, weight, max_expansions: as for jps. work_float: float64
     (5, N), N > H * W, zeroed when allocated, rows 1 to 4 laid out as the comment above
@@ -518,11 +611,13 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
     (each node's link leads back to the source it came from: :func:`jump_root`).
     bound_rows, bounds: :mod:`pathserver.core.bounds` of this grid, or empty arrays: at
     each node but the sources, the directions whose box misses the goal are skipped.
+    Scanning, they must be empty.
 
     Returns (status, end_node, expanded) as jps does.
     """
     height, width = passable.shape
     cells = passable.reshape(height * width)
+    scanning = table.shape[0] == 0
     n = work_float.shape[1]
     keys = work_float.reshape(-1)
     nodes = keys.view(np.int64)
@@ -605,12 +700,21 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
             ddx = DIRECTION_X[d]
             ddy = DIRECTION_Y[d]
             if ddx != 0 and ddy != 0:
-                size = _walk_diagonal(
-                    table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
-                    open_mark, closed_mark, h_scale, n,
-                )
+                if scanning:
+                    size = _scan_diagonal(
+                        bitmaps, cells, height, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size,
+                        words, records, open_mark, closed_mark, h_scale, n,
+                    )
+                else:
+                    size = _walk_diagonal(
+                        table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
+                        open_mark, closed_mark, h_scale, n,
+                    )
                 continue
-            k = _steps(table, node, x, y, d, gx, gy, width)
+            if scanning:
+                k = _scan(bitmaps, cells, width, height, x, y, d, gx, gy)
+            else:
+                k = _steps(table, node, x, y, d, gx, gy, width)
             if k == 0:
                 continue
             size = _offer(node, node + k * (ddy * width + ddx), x + k * ddx, y + k * ddy, d, g_node + k,

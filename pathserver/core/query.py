@@ -97,17 +97,15 @@ def solve(
     jump_table: :func:`pathserver.core.jpsplus.jump_table` of ``cells``, or an empty
     (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning).
     With MODE_AVOIDING in ``mode``, ``cells`` has a request's avoided cells blocked.
-    With MODE_RELAXED too, ``plain_cells`` is a relaxation of it: the grid before, or
-    with some of the avoided anchors blocked (``jump_bits``, or the table, are its own).
-    JPS+ (given the plain grid's table) or the online JPS searches ``plain_cells``; its
-    path is the answer if :func:`pathserver.core.repair.mend` makes it legal on
-    ``cells`` at its cost (blocking cells only takes moves away, so no path is cheaper);
-    otherwise the call returns QUERY_UNMENDED with the path, as far as mended, left as
-    the answer's points (none when the search found no path, or, given max_expansions,
-    a caller's give-up budget, reached it). The caller then blocks more of the anchors
-    (:func:`pathserver.core.repair.relax`) and calls again, or calls without
-    MODE_RELAXED, with ``jump_bits`` of ``cells`` as it is
-    (:func:`pathserver.core.relay.lay_avoided`): the online JPS searches ``cells``.
+    With MODE_RELAXED too, ``plain_cells`` is the grid before (``jump_table``, and the
+    goal bounds, are its own): JPS+ searches it, and its path is the answer if
+    :func:`pathserver.core.repair.mend` makes it legal on ``cells`` at its cost (blocking
+    cells only takes moves away, so no path is cheaper); otherwise the call returns
+    QUERY_UNMENDED (the path, as far as mended, left as the answer's points; none when
+    the search found no path, or, given max_expansions, a caller's give-up budget,
+    reached it). The caller then calls again without MODE_RELAXED, an empty table, no
+    bounds and ``jump_bits`` whose stops are those of ``cells``
+    (:func:`pathserver.core.relay.lay_avoided`): JPS+ scanning searches ``cells``.
     Otherwise ``plain_cells`` is ``cells``. cost_index, cost_table,
     heights, max_climb, weight, max_expansions: as in :func:`astar`. mode: the other
     options packed by
@@ -200,29 +198,30 @@ def solve(
                 reached, flags | FLAG_LINE_OF_SIGHT, count, cost, polyline_length(out[:count]), 0, sx, sy, gx, gy,
             )
 
-    plus = algorithm == ALGORITHM_JPS and jump_table.shape[0] == height * width and work_float.shape[1] > height * width
+    # JPS+ on the table, or (avoided cells blocked, no table) scanning the stop bitmaps.
+    relaxed = avoiding & (mode >> MODE_RELAXED)
+    plus = algorithm == ALGORITHM_JPS and work_float.shape[1] > height * width and (
+        jump_table.shape[0] == height * width or (avoiding != 0 and relaxed == 0))
+    # With avoided cells: other units stand somewhere on the map, mostly off this path.
+    # Searching the grid without them no path is dearer, so its path is the answer if it
+    # steps on none of their cells or detours of its own cost go round them
+    # (repair.mend); else the caller searches round all of them.
     # Two call sites on purpose: with one, LLVM inlines jps_plus into this function and
     # the search runs a third slower (measured with bench/profile.py: solve's fixed part
     # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
-    # With avoided cells: other units stand somewhere on the map, mostly off this path.
-    # Searching a relaxation of the grid (plain_cells: without them, or some of them) no
-    # path is dearer, so its path is the answer if it steps on none of their cells or
-    # detours of its own cost go round them (repair.mend); else the caller searches round
-    # more of them.
-    relaxed = avoiding & (mode >> MODE_RELAXED)
     if plus and max_expansions > 0 and relaxed == 0:
         status, end, expanded = jps_plus(
             passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
-            bound_rows, bounds,
+            bound_rows, bounds, jump_bits,
         )
     elif plus:
         status, end, expanded = jps_plus(
             plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
-            bound_rows, bounds,
+            bound_rows, bounds, jump_bits,
         )
     elif algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(
-            plain_cells if relaxed != 0 else passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,
+            passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,
             g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
         )
     else:
@@ -238,8 +237,8 @@ def solve(
     if algorithm == ALGORITHM_JPS and status == SEARCH_NO_PATH and allow_partial != 0 and avoiding != 0:
         # No way around the avoided cells. The partial answer ends on the reachable cell
         # nearest the goal, which a search closing only jump points may not have seen:
-        # A* closes every one (without avoided cells the components answer this). Its
-        # stamps are the online JPS's: a pass of its own.
+        # A* closes every one (without avoided cells the components answer this), in a
+        # pass of its own.
         plus = False
         pass_id = next_pass_id(work_int)
         status, end, more = astar(

@@ -15,10 +15,9 @@ QUERY_NO_PATH = 2
 QUERY_START_BLOCKED = 3
 QUERY_GOAL_BLOCKED = 4
 QUERY_SEARCH_LIMIT = 5
-#: Not an answer: with avoided cells, the path on a relaxation of the grid (without them,
-#: or without some) could not be mended round them (:mod:`pathserver.core.repair`), or
-#: not found (within a give-up budget); search round more of them (see
-#: :func:`pathserver.core.query.solve`).
+#: Not an answer: with avoided cells, the path on the grid without them could not be
+#: mended round them (:mod:`pathserver.core.repair`), or not found (within a give-up
+#: budget); search round all of them (see :func:`pathserver.core.query.solve`).
 QUERY_UNMENDED = 6
 
 FLAG_START_SNAPPED = 1
@@ -59,9 +58,9 @@ MODE_USE_HEIGHTS = 11  # 1 bit
 #: 1 bit: ``cells`` has a request's avoided cells blocked, ``plain_cells`` is the grid
 #: before (set by the caller that blocked them, never by pack_mode).
 MODE_AVOIDING = 12
-#: 1 bit (with MODE_AVOIDING): ``plain_cells`` is a relaxation of ``cells``, the grid
-#: before with only some of the avoided anchors blocked: a path found on it is the answer
-#: only if it mends on ``cells`` at its cost (see :func:`pathserver.core.query.solve`).
+#: 1 bit (with MODE_AVOIDING): search ``plain_cells``, the grid before: a path found on
+#: it is the answer only if it mends on ``cells`` at its cost (see
+#: :func:`pathserver.core.query.solve`).
 MODE_RELAXED = 13
 
 

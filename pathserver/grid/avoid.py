@@ -22,7 +22,6 @@ import numpy as np
 
 from pathserver.core.avoid import block_anchors, boxes_from, price_anchors, restore_anchors
 from pathserver.core.relay import lay_avoided, lift_avoided
-from pathserver.core.repair import RELAX_CUTS, RELAX_FULL, RELAX_RADIUS, relax
 from pathserver.grid.gridmap import number_array
 from pathserver.options import cell_rows
 
@@ -63,7 +62,7 @@ class _Scratch:
     """One thread's writable copy of one layer's ``cells`` (and, made on first need, of
     its cost index), equal to the originals between requests."""
 
-    __slots__ = ("source", "cells", "cells_view", "indexes", "bits", "relaxed")
+    __slots__ = ("source", "cells", "cells_view", "indexes", "bits")
 
     def __init__(self, cells: np.ndarray):
         self.source = weakref.ref(cells)
@@ -73,16 +72,6 @@ class _Scratch:
         self.indexes: dict = {}
         # (source bitmaps, writable copy, read-only view) of JPS's bitmaps, made on need
         self.bits = None
-        # (writable copy, read-only view) of the cells, for a relaxation (made on need)
-        self.relaxed = None
-
-    def relaxation(self) -> tuple:
-        """(copy, view) of the layer's cells for :meth:`Avoided.relax` to block some of
-        the avoided anchors in (equal to the layer's between requests)."""
-        if self.relaxed is None:
-            copy = self.source().copy()
-            self.relaxed = (copy, _readonly_view(copy))
-        return self.relaxed
 
     def bitmaps(self, source: np.ndarray) -> tuple:
         """(copy, view) of JPS's bitmaps of the cells (``source``: the layer's)."""
@@ -134,17 +123,13 @@ def _log() -> np.ndarray:
     return log
 
 
-#: The most avoided anchors the relaxed rounds of one request block one by one
-#: (:meth:`Avoided.relax`; past them, all the avoided cells are laid at once).
-RELAX_ANCHORS = 4096
-
-
-def _relax_boxes() -> np.ndarray:
-    """This thread's boxes of the anchors a request's relaxed rounds blocked."""
-    boxes = getattr(_local, "relax_boxes", None)
-    if boxes is None:
-        boxes = _local.relax_boxes = np.zeros((RELAX_ANCHORS, 4), dtype=np.int64)
-    return boxes
+def _touched(cells: int) -> np.ndarray:
+    """This thread's marks of the cells a laying has done (all clear between requests),
+    for grids of up to ``cells`` cells."""
+    touched = getattr(_local, "touched", None)
+    if touched is None or touched.shape[0] * 64 < cells:
+        touched = _local.touched = np.zeros((cells + 63) >> 6, dtype=np.uint64)
+    return touched
 
 
 def _scratch(cells: np.ndarray) -> _Scratch:
@@ -160,21 +145,6 @@ def _scratch(cells: np.ndarray) -> _Scratch:
     return scratch
 
 
-class _Relaxation:
-    """A request's relaxed rounds so far (:meth:`Avoided.relax`): this thread's copies of
-    the layer's grid and bitmaps with some avoided anchors laid on (each with its
-    read-only view), the layer's own, how many anchors the thread's boxes hold and how
-    many bitmap words its log notes."""
-
-    __slots__ = ("grid", "grid_view", "bits", "bits_view", "source_bits", "source_grid", "anchors", "logged")
-
-    def __init__(self, grid, grid_view, bits, bits_view, source_bits, source_grid):
-        self.grid, self.grid_view, self.bits, self.bits_view = grid, grid_view, bits, bits_view
-        self.source_bits, self.source_grid = source_bits, source_grid
-        self.anchors = 0
-        self.logged = 0
-
-
 class Avoided:
     """``with Avoided(...) as (cells, cost_index, cost_table, uniform):`` the unit's grids
     with the avoided cells laid on (as the kernels take them), lifted on leaving.
@@ -186,7 +156,7 @@ class Avoided:
     :meth:`release` gives the start its own value back (a unit may leave where it stands).
     """
 
-    __slots__ = ("grids", "unit_w", "unit_h", "boxes", "avoid_cost", "_undo", "_laid", "_relaxed")
+    __slots__ = ("grids", "unit_w", "unit_h", "boxes", "avoid_cost", "_undo", "_laid")
 
     def __init__(self, cells, cost_index, cost_table, uniform, unit_w, unit_h, boxes, avoid_cost):
         self.grids = (cells, cost_index, cost_table, bool(uniform))
@@ -196,7 +166,6 @@ class Avoided:
         self.avoid_cost = avoid_cost
         self._undo = None
         self._laid = None
-        self._relaxed = None
 
     @property
     def blocking(self) -> bool:
@@ -232,58 +201,20 @@ class Avoided:
             grid, source = self._undo
             grid[y, x] = source[y, x]
 
-    def relax(self, path: np.ndarray, bitmaps: np.ndarray) -> tuple | None:
-        """Inside the ``with``, the avoided cells blocking (after :meth:`release`): a
-        relaxation of the grid handed on that the cell path ``path``, found on the last
-        relaxation (the layer's own grid at first), no longer walks through: blocks the
-        avoided anchors near where ``path`` steps on them
-        (:func:`pathserver.core.repair.relax`) in this thread's copy of the layer's grid,
-        and lays them on its copy of the layer's ``bitmaps``. Returns (grid, bitmaps) of
-        the relaxation (read-only views), or None when ``path`` is cut in more than
-        ``RELAX_CUTS`` places (the cells lie on its way: search round all of them) or
-        past :data:`RELAX_ANCHORS` anchors. Undone on leaving, or by :meth:`bitmaps`."""
-        grid, source = self._undo
-        state = self._relaxed
-        if state is None:
-            scratch = _scratch(self.grids[0])
-            state = self._relaxed = _Relaxation(*scratch.relaxation(), *scratch.bitmaps(bitmaps), bitmaps, source)
-        boxes = _relax_boxes()
-        first = state.anchors
-        last = relax(path, len(path), grid, state.grid, RELAX_RADIUS, RELAX_CUTS, boxes, first)
-        if last < 0:
-            if last == RELAX_FULL:
-                state.anchors = len(boxes)
-            return None
-        state.anchors = last
-        log = _log()
-        # Past the log's end the count still grows: unrelax then copies every word back.
-        state.logged += lay_avoided(state.bits, state.grid, boxes[first:last], 1, 1,
-                                    log[min(state.logged, len(log)):])
-        return state.grid_view, state.bits_view
-
-    def unrelax(self) -> None:
-        """Undo :meth:`relax`: the copies of the layer's grid and bitmaps equal it again."""
-        state = self._relaxed
-        if state is None:
-            return
-        self._relaxed = None
-        lift_avoided(state.bits, state.source_bits, _log(), state.logged)
-        restore_anchors(state.grid, state.source_grid, _relax_boxes()[:state.anchors], 1, 1)
-
     def bitmaps(self, bitmaps: np.ndarray) -> np.ndarray:
-        """Inside the ``with``, the avoided cells blocking (after :meth:`release`): JPS's
-        bitmaps of the grid handed on, from the layer's ``bitmaps`` with the avoided
-        cells laid on (:mod:`pathserver.core.relay`, on this thread's copy; lifted on
-        leaving), read-only."""
-        self.unrelax()
+        """Inside the ``with``, the avoided cells blocking (after :meth:`release`): the
+        stop bitmaps of the grid handed on, from the layer's JPS ``bitmaps`` with the
+        avoided cells laid on (:mod:`pathserver.core.relay`, on this thread's copy;
+        lifted on leaving), read-only. Only their stops are the blocked grid's: for
+        :func:`pathserver.core.jpsplus.jps_plus` scanning, not for the online JPS."""
         grid, _ = self._undo
         copy, view = _scratch(self.grids[0]).bitmaps(bitmaps)
         log = _log()
-        self._laid = (copy, bitmaps, log, lay_avoided(copy, grid, self.boxes, self.unit_w, self.unit_h, log))
+        count = lay_avoided(copy, bitmaps, grid, self.boxes, self.unit_w, self.unit_h, _touched(grid.size), log)
+        self._laid = (copy, bitmaps, log, count)
         return view
 
     def __exit__(self, *exc) -> None:
-        self.unrelax()
         if self._laid is not None:
             lift_avoided(*self._laid)
             self._laid = None

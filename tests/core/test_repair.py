@@ -1,14 +1,13 @@
 """repair.mend against the slow references (tests/naive.py): a mended path is legal on
 the blocked grid, keeps its ends and its cost, and that cost is the blocked grid's
-shortest; a path no detour of its cost goes round is left to the caller. repair.relax
-blocks exactly the avoided anchors near the steps a path cuts."""
+shortest; a path no detour of its cost goes round is left to the caller."""
 
 import numpy as np
 import pytest
 
 import naive
 from core.test_jps import grid
-from pathserver.core.repair import RELAX_FULL, RELAX_MANY_CUTS, cut_at, mend, relax
+from pathserver.core.repair import cut_at, mend
 
 
 class Work:
@@ -120,73 +119,3 @@ def test_mended_paths_are_shortest_on_the_blocked_grid():
             assert cut
             outcomes["left"] += 1
     assert min(outcomes.values()) >= 10, outcomes
-
-
-def relaxed_reference(path, passable, relaxed, radius):
-    """The anchors relax blocks, in its order: near each illegal step, those ``passable``
-    blocks and ``relaxed`` does not."""
-    picked = []
-    height, width = passable.shape
-    for i in range(1, len(path)):
-        (px, py), (x, y) = path[i - 1], path[i]
-        diagonal = px != x and py != y
-        if passable[y, x] and not (diagonal and (not passable[py, x] or not passable[y, px])):
-            continue
-        for ny in range(max(y - radius, 0), min(y + radius + 1, height)):
-            for nx in range(max(x - radius, 0), min(x + radius + 1, width)):
-                if not passable[ny, nx] and relaxed[ny, nx] and (nx, ny) not in picked:
-                    picked.append((nx, ny))
-    return picked
-
-
-def test_relax_blocks_the_avoided_anchors_near_each_cut_and_nothing_else():
-    rng = np.random.default_rng(43)
-    seen = {"relaxed": 0, "many cuts": 0, "full": 0}
-    for _ in range(150):
-        height, width = int(rng.integers(6, 30)), int(rng.integers(6, 30))
-        plain = naive.random_grid(rng, width, height, 0.1).astype(np.uint8)
-        free = np.argwhere(plain)
-        if len(free) < 2:
-            continue
-        (sy, sx), (gy, gx) = free[rng.choice(len(free), 2, replace=False)]
-        path = shortest_path(plain, (int(sx), int(sy)), (int(gx), int(gy)))
-        if path is None or len(path) < 3:
-            continue
-        # The request's avoided anchors, some on the path; the relaxation has some blocked.
-        passable = plain.copy()
-        for y, x in free[rng.integers(len(free), size=int(rng.integers(1, 12)))]:
-            passable[y, x] = 0
-        for x, y in [path[i] for i in rng.integers(1, len(path) - 1, size=int(rng.integers(0, 4)))]:
-            passable[y, x] = 0
-        relaxed = plain.copy()
-        was = np.argwhere((passable == 0) & (plain != 0))
-        for y, x in was[rng.integers(len(was), size=len(was) // 3)] if len(was) else ():
-            if (int(x), int(y)) not in path:
-                relaxed[y, x] = 0
-        radius = int(rng.integers(0, 4))
-        cuts = sum(cut_at(np.array(path, np.int32), i, passable) for i in range(1, len(path)))
-        expected = relaxed_reference(path, passable, relaxed, radius)
-        room = int(rng.choice([len(expected) + 5, max(len(expected) - 1, 0)]))
-        max_cuts = int(rng.choice([1, 100]))
-        boxes = np.full((room + 2, 4), -7, np.int64)
-        before = relaxed.copy()
-        n = relax(np.array(path, np.int32), len(path), passable, relaxed, radius, max_cuts, boxes[:room], 1)
-        if cuts > max_cuts:
-            assert n == RELAX_MANY_CUTS and (relaxed == before).all()
-            seen["many cuts"] += 1
-            continue
-        changed = [(int(x), int(y)) for y, x in np.argwhere(relaxed != before)]
-        if n == RELAX_FULL:
-            # Full: the first room - 1 (past the one box given as used) are blocked and noted.
-            assert len(expected) > room - 1
-            noted = [tuple(b[:2]) for b in boxes[1:room].tolist()]
-            assert noted == expected[:room - 1] and sorted(changed) == sorted(noted)
-            seen["full"] += 1
-            continue
-        assert n == 1 + len(expected)
-        assert [tuple(b) for b in boxes[1:n].tolist()] == [(x, y, x + 1, y + 1) for x, y in expected]
-        assert sorted(changed) == sorted(expected) and not relaxed[tuple(np.array(expected).T[::-1])].any() \
-            if expected else not changed
-        assert (boxes[0] == -7).all() and (boxes[room:] == -7).all()
-        seen["relaxed"] += 1
-    assert min(seen.values()) >= 5, seen
