@@ -71,9 +71,12 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
     fields = dict(zip(call.FIELDS, call.fields))
     fixed = tuple(fields[name] for name in call.FIELDS[call.FIELDS.index("cells"):call.FIELDS.index("mode")])
     one_start = np.zeros(0, dtype=np.int32)  # jps_plus's sources: none, one start
+    NO_OVERLAY = np.zeros(0, dtype=np.uint64)  # no avoided cells
+    NO_OVERLAY.setflags(write=False)
     fixed = fixed[:4] + (fields["cells"],) + fixed[4:]  # solve's plain_cells: the same grid
     bounds = tuple(fields[name] for name in ("bound_rows", "bounds") if name in fields)
-    tail = (fields["mode"], fields["weight"], fields["budget"], ws.work_float, ws.work_int, fields["landmarks"], *bounds)
+    tail = (fields["mode"], fields["weight"], fields["budget"], ws.work_float, ws.work_int, fields["landmarks"], *bounds,
+            NO_OVERLAY)
     cells = fields["cells"]
     g, heap_f, heap_h = ws.work_float[:3]
     parent, heap_nodes, heap_pos, stamp = ws.work_int[0], ws.work_int[1], ws.work_int[2], ws.work_int[3]
@@ -85,7 +88,7 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
         pass_id = next_pass_id(ws.work_int)
         if plus:
             return jps_plus(cells, table, sx, sy, gx, gy, 1.0, 0, ws.work_float, pass_id, one_start, *bounds,
-                            fields["jump_bits"])
+                            fields["jump_bits"], NO_OVERLAY)
         return jps(cells, fields["jump_bits"], sx, sy, gx, gy, 1.0, 0, g, parent, stamp, pass_id,
                    heap_nodes, heap_f, heap_h, heap_pos)
 

@@ -58,7 +58,8 @@ ENTRY_KERNELS = (
     ("jps", "jump_bitmaps"), ("jpsplus", "jump_table"), ("jpsplus", "update_jump_table"),
     ("landmarks", "landmark_table"),
     ("query", "solve"),
-    ("relay", "lay_avoided"), ("relay", "lift_avoided"),
+    ("relay", "lay_avoided"), ("relay", "lift_avoided"), ("relay", "new_overlay"),
+    ("repair", "relax"),
     ("steer", "next_steps"),
     ("wire", "pack_float_points"), ("wire", "pack_int_points"), ("wire", "packed_points_bound"),
 )

@@ -27,12 +27,11 @@ would stop there or expand nothing the extra node misses: the path stays optimal
 
 :func:`update_jump_table` redoes only what an edit of the grid can change.
 
-Without a table (an empty one), :func:`jps_plus` runs the same search scanning instead:
-straight moves read the stop bitmaps of :func:`pathserver.core.jps.jump_bitmaps`, and a
-diagonal is walked cell by cell, both straight scans tried from each. A request's
-avoided cells need only those stop bitmaps brought to the blocked grid
-(:mod:`pathserver.core.relay`, a few words an avoided cell), where a table would need
-rebuilding.
+A request's avoided cells change the grid for one search, and a table costs too much to
+build again. With an overlay (:func:`jps_plus`'s ``overlay``, from
+:func:`pathserver.core.relay.lay_avoided`) the search of the blocked grid reads the
+grid's table wherever the blocked grid's scan would find the same (no changed stop word
+on its way), and scans the stop bitmaps brought to the blocked grid where it would not.
 """
 
 import numpy as np
@@ -41,6 +40,7 @@ from pathserver.core.jit import NO_REFCOUNT, njit
 from pathserver.core.astar import SQRT2, _octile, leg_steps
 from pathserver.core.heap import TIE
 from pathserver.core.jps import _bitmap_words, _next_stop, _previous_stop
+from pathserver.core.relay import overlay_columns, overlay_rows
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
 #: The eight directions: east, south, west, north, then the diagonals SE, SW, NW, NE
@@ -547,55 +547,126 @@ def _scan(bitmaps, cells, width, height, x, y, d, gx, gy):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _scan_diagonal(bitmaps, cells, height, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size,
-                   words, records, open_mark, closed_mark, h_scale, n):
-    """:func:`_walk_diagonal` scanning: step along the diagonal ``d`` from ``node`` while
-    the step is legal, offering from each cell the jump points (or the goal) the
-    straight scans along the diagonal's two components find, and the goal if the
-    diagonal reaches it. The new heap size."""
+def _clean_lines(overlay, at, first, last):
+    """Whether none of the lines ``first..last`` at ``overlay[at]`` (the overlay's rows or
+    columns, see :mod:`pathserver.core.relay`) holds a cell the overlay redid."""
+    return overlay[at + last + 1] == overlay[at + first]
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _clean_ahead(overlay, at, count, line, position, forward):
+    """Whether the overlay redid no cell of line ``line`` (of the ``count`` at
+    ``overlay[at]``) past ``position`` in the direction of a scan from there."""
+    if forward:
+        return overlay[at + 2 * count + 1 + line] <= position + 1
+    return overlay[at + count + 1 + line] >= position
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _straight_over(table, bitmaps, overlay, cells, node, x, y, d, gx, gy, width, height, turn):
+    """:func:`_steps` on the blocked grid under the overlay, from ``node`` at (x, y): the
+    table's answer where the overlay redid no cell ahead on the line, else the scan's.
+    From a diagonal's cell (``turn`` 0 short of its stop, 1 at it: the table says no jump
+    point is found short of it) only a jump point or the goal counts."""
+    if d == 0 or d == 2:
+        clean = _clean_ahead(overlay, overlay_rows(height, width), height, y, x, d == 0)
+        on_line = gy == y and (gx - x) * DIRECTION_X[d] > 0
+    else:
+        clean = _clean_ahead(overlay, overlay_columns(height, width), width, x, y, d == 1)
+        on_line = gx == x and (gy - y) * DIRECTION_Y[d] > 0
+    if not clean:
+        return _scan(bitmaps, cells, width, height, x, y, d, gx, gy)
+    if turn < 0 or on_line:
+        return _steps(table, node, x, y, d, gx, gy, width)
+    return _distance(table, node, d, DIRECTION_Y[d] * width + DIRECTION_X[d]) if turn > 0 else 0
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _walk_diagonal_over(table, bitmaps, overlay, cells, height, node, x, y, d, g_node, gx, gy, goal, width, keys,
+                        nodes, base, size, words, records, open_mark, closed_mark, h_scale, n):
+    """:func:`_walk_diagonal` on the blocked grid under the overlay: a stretch between the
+    table's stops whose rows and columns the overlay left alone is walked as the table
+    says; another step by step, each step's two straight moves read from the table or
+    scanned (:func:`_straight_over`). The new heap size."""
     dx = DIRECTION_X[d]
     dy = DIRECTION_Y[d]
     along_x = 0 if dx > 0 else 2
     along_y = 1 if dy > 0 else 3
-    row = dy * width
+    step = dy * width + dx
+    rows = overlay_rows(height, width)
+    columns = overlay_columns(height, width)
     cx = x
     cy = y
     cell = node
     walked = 0
     while True:
-        nx = cx + dx
-        ny = cy + dy
-        if nx < 0 or nx >= width or ny < 0 or ny >= height:
+        dist = np.int64(table[cell, d])
+        if dist == SAT:
+            reach = SAT_STEP
+        else:
+            reach = dist if dist > 0 else -dist
+        if reach == 0:
             return size
-        if cells[cell + row + dx] == 0 or cells[cell + dx] == 0 or cells[cell + row] == 0:
+        first_row = cy + 1 if dy > 0 else cy - reach
+        first_column = cx + 1 if dx > 0 else cx - reach
+        if (_clean_lines(overlay, rows, first_row, first_row + reach - 1)
+                and _clean_lines(overlay, columns, first_column, first_column + reach - 1)):
+            ox = (gx - cx) * dx
+            oy = (gy - cy) * dy
+            if ox > 0 and oy > 0:
+                k = ox if ox < oy else oy
+                if k <= reach:
+                    size = _offer_goal(table, node, cell, ox, oy, k, d, g_node + (walked + k) * SQRT2, gx, gy, goal,
+                                       width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+                    if ox == oy:
+                        return size
+            if dist != SAT and dist <= 0:
+                return size
+            cell += reach * step
+            cx += reach * dx
+            cy += reach * dy
+            walked += reach
+            if dist != SAT:
+                size = _offer_turns(table, node, cell, cx, cy, d, g_node + walked * SQRT2, gx, gy, width, keys,
+                                    nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+            continue
+        # Legal on the grid before, each step; avoided cells may block one.
+        for k in range(1, reach + 1):
+            if cells[cell + step] == 0 or cells[cell + dx] == 0 or cells[cell + dy * width] == 0:
+                return size
+            cell += step
+            cx += dx
+            cy += dy
+            walked += 1
+            g_here = g_node + walked * SQRT2
+            if cell == goal:
+                return _offer(node, goal, gx, gy, d, g_here, gx, gy, width, keys, nodes, base, size, words,
+                              records, open_mark, closed_mark, h_scale, n)
+            turn = 1 if k == reach and dist != SAT and dist > 0 else 0
+            ahead = _straight_over(table, bitmaps, overlay, cells, cell, cx, cy, along_x, gx, gy, width, height, turn)
+            if ahead > 0:
+                size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_here + ahead, gx, gy, width,
+                              keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+            ahead = _straight_over(table, bitmaps, overlay, cells, cell, cx, cy, along_y, gx, gy, width, height, turn)
+            if ahead > 0:
+                size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_here + ahead, gx, gy,
+                              width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+        if dist != SAT and dist <= 0:
             return size
-        cell += row + dx
-        cx = nx
-        cy = ny
-        walked += 1
-        g_here = g_node + walked * SQRT2
-        if cell == goal:
-            return _offer(node, goal, gx, gy, d, g_here, gx, gy, width, keys, nodes, base, size, words, records,
-                          open_mark, closed_mark, h_scale, n)
-        k = _scan(bitmaps, cells, width, height, cx, cy, along_x, gx, gy)
-        if k > 0:
-            size = _offer(node, cell + k * dx, cx + k * dx, cy, along_x, g_here + k, gx, gy, width, keys, nodes,
-                          base, size, words, records, open_mark, closed_mark, h_scale, n)
-        k = _scan(bitmaps, cells, width, height, cx, cy, along_y, gx, gy)
-        if k > 0:
-            size = _offer(node, cell + k * row, cx, cy + k * dy, along_y, g_here + k, gx, gy, width, keys, nodes,
-                          base, size, words, records, open_mark, closed_mark, h_scale, n)
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
 def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, sources, bound_rows,
-             bounds, bitmaps):
+             bounds, bitmaps, overlay):
     """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
-    very grid, not checked) instead of scanning; with an empty (0, 8) table, scanning
-    ``bitmaps`` (uint64: :func:`pathserver.core.jps.jump_bitmaps` of ``passable``, or at
-    least their stop bitmaps, as :func:`pathserver.core.relay.lay_avoided` brings them to
-    a blocked grid; unread with a table) with the same pruning: the same expansions,
-    and paths of the same cost.
+    very grid, not checked) instead of scanning. With an ``overlay`` (not empty),
+    ``passable`` is a grid with a request's avoided cells blocked, ``table`` that of the
+    grid before, and ``bitmaps`` and ``overlay`` what
+    :func:`pathserver.core.relay.lay_avoided` made of the grid before's
+    :func:`pathserver.core.jps.jump_bitmaps`: the table is read where the overlay leaves a
+    move alone, the stops scanned where it does not, and the search is JPS+ on the
+    blocked grid (the same expansions, paths of the same cost). Without one, ``bitmaps``
+    is not read (an empty array does).
 
     passable, sx, sy, gx, gy, weight, max_expansions: as for jps. work_float: float64
     (5, N), N > H * W, zeroed when allocated, rows 1 to 4 laid out as the comment above
@@ -611,13 +682,14 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
     (each node's link leads back to the source it came from: :func:`jump_root`).
     bound_rows, bounds: :mod:`pathserver.core.bounds` of this grid, or empty arrays: at
     each node but the sources, the directions whose box misses the goal are skipped.
-    Scanning, they must be empty.
+    With an overlay they must be empty (the bounds of the grid before say nothing of the
+    blocked one).
 
     Returns (status, end_node, expanded) as jps does.
     """
     height, width = passable.shape
     cells = passable.reshape(height * width)
-    scanning = table.shape[0] == 0
+    over = overlay.shape[0] > 0
     n = work_float.shape[1]
     keys = work_float.reshape(-1)
     nodes = keys.view(np.int64)
@@ -700,10 +772,10 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
             ddx = DIRECTION_X[d]
             ddy = DIRECTION_Y[d]
             if ddx != 0 and ddy != 0:
-                if scanning:
-                    size = _scan_diagonal(
-                        bitmaps, cells, height, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size,
-                        words, records, open_mark, closed_mark, h_scale, n,
+                if over:
+                    size = _walk_diagonal_over(
+                        table, bitmaps, overlay, cells, height, node, x, y, d, g_node, gx, gy, goal, width, keys,
+                        nodes, base, size, words, records, open_mark, closed_mark, h_scale, n,
                     )
                 else:
                     size = _walk_diagonal(
@@ -711,8 +783,8 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
                         open_mark, closed_mark, h_scale, n,
                     )
                 continue
-            if scanning:
-                k = _scan(bitmaps, cells, width, height, x, y, d, gx, gy)
+            if over:
+                k = _straight_over(table, bitmaps, overlay, cells, node, x, y, d, gx, gy, width, height, -1)
             else:
                 k = _steps(table, node, x, y, d, gx, gy, width)
             if k == 0:

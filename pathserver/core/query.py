@@ -87,6 +87,7 @@ def solve(
     landmarks,
     bound_rows,
     bounds,
+    overlay,
 ):
     """Answer one path query. Start and goal must be in bounds (the wrapper checks).
 
@@ -97,15 +98,18 @@ def solve(
     jump_table: :func:`pathserver.core.jpsplus.jump_table` of ``cells``, or an empty
     (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning).
     With MODE_AVOIDING in ``mode``, ``cells`` has a request's avoided cells blocked.
-    With MODE_RELAXED too, ``plain_cells`` is the grid before (``jump_table``, and the
-    goal bounds, are its own): JPS+ searches it, and its path is the answer if
-    :func:`pathserver.core.repair.mend` makes it legal on ``cells`` at its cost (blocking
-    cells only takes moves away, so no path is cheaper); otherwise the call returns
-    QUERY_UNMENDED (the path, as far as mended, left as the answer's points; none when
-    the search found no path, or, given max_expansions, a caller's give-up budget,
-    reached it). The caller then calls again without MODE_RELAXED, an empty table, no
-    bounds and ``jump_bits`` whose stops are those of ``cells``
-    (:func:`pathserver.core.relay.lay_avoided`): JPS+ scanning searches ``cells``.
+    With MODE_RELAXED too, ``plain_cells`` is a relaxation of it: the grid before (whose
+    table ``jump_table`` is), or that with some of the avoided anchors blocked (then
+    ``jump_bits`` and ``overlay`` are their laying, see below). JPS+ searches it, and its
+    path is the answer if :func:`pathserver.core.repair.mend` makes it legal on ``cells``
+    at its cost (blocking cells only takes moves away, so no path is cheaper); otherwise
+    the call returns QUERY_UNMENDED (the path, as far as mended, left as the answer's
+    points; none when the search found no path, or, given max_expansions, a caller's
+    give-up budget, reached it). The caller then blocks more of the anchors
+    (:func:`pathserver.core.repair.relax`) and calls again, or calls without
+    MODE_RELAXED, with no goal bounds and with ``jump_bits`` and ``overlay`` from
+    :func:`pathserver.core.relay.lay_avoided`: JPS+ searches ``cells`` under the overlay
+    (the table still that of the grid before).
     Otherwise ``plain_cells`` is ``cells``. cost_index, cost_table,
     heights, max_climb, weight, max_expansions: as in :func:`astar`. mode: the other
     options packed by
@@ -122,7 +126,8 @@ def solve(
     N >= H * W, zeroed once when allocated: ``work_int[3, N]`` keeps the last pass id, so
     the kernel picks its own (the workspace convention of :func:`astar`). landmarks: A*'s
     (see :func:`astar`; (1, 0) for none). bound_rows, bounds: JPS+'s goal bounds of
-    ``plain_cells`` (:mod:`pathserver.core.bounds`; empty arrays for none).
+    ``plain_cells`` (:mod:`pathserver.core.bounds`; empty arrays for none). overlay:
+    uint64, empty but with avoided cells as said above.
 
     Returns (status, flags, count, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
     status (QUERY_UNMENDED only as said above), FLAG_* bits, the count of waypoints (0
@@ -198,26 +203,24 @@ def solve(
                 reached, flags | FLAG_LINE_OF_SIGHT, count, cost, polyline_length(out[:count]), 0, sx, sy, gx, gy,
             )
 
-    # JPS+ on the table, or (avoided cells blocked, no table) scanning the stop bitmaps.
     relaxed = avoiding & (mode >> MODE_RELAXED)
-    plus = algorithm == ALGORITHM_JPS and work_float.shape[1] > height * width and (
-        jump_table.shape[0] == height * width or (avoiding != 0 and relaxed == 0))
+    plus = algorithm == ALGORITHM_JPS and jump_table.shape[0] == height * width and work_float.shape[1] > height * width
     # With avoided cells: other units stand somewhere on the map, mostly off this path.
     # Searching the grid without them no path is dearer, so its path is the answer if it
     # steps on none of their cells or detours of its own cost go round them
-    # (repair.mend); else the caller searches round all of them.
+    # (repair.mend); else the caller searches round all of them, under the overlay.
     # Two call sites on purpose: with one, LLVM inlines jps_plus into this function and
     # the search runs a third slower (measured with bench/profile.py: solve's fixed part
     # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
     if plus and max_expansions > 0 and relaxed == 0:
         status, end, expanded = jps_plus(
             passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
-            bound_rows, bounds, jump_bits,
+            bound_rows, bounds, jump_bits, overlay,
         )
     elif plus:
         status, end, expanded = jps_plus(
             plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
-            bound_rows, bounds, jump_bits,
+            bound_rows, bounds, jump_bits, overlay,
         )
     elif algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(

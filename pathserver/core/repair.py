@@ -32,6 +32,11 @@ from pathserver.core.jpsplus import _pop, _push
 REACHES = (8, 32)
 #: Nodes one detour may close before the cut counts as not mended.
 DETOUR_LIMIT = 1024
+#: A path cut in more places than this has the avoided cells on its way, not beside it:
+#: :func:`mend` and :func:`relax` leave it to a search round all of them
+#: (bench/queries.py --only avoid: Boston, 200 cells round the route, the detours mend
+#: none, and 2 to 3 relaxed searches cost more than that one).
+MANY_CUTS = 4
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
@@ -148,7 +153,14 @@ def mend(path, count, passable, work_float, work_int, limit):
     (0: no limit).
 
     Returns (mended: 1 if the whole path is now legal, else 0; nodes closed). A path not
-    mended may be left partly changed."""
+    mended may be left partly changed; one cut in more than :data:`MANY_CUTS` places is
+    left as it is."""
+    cuts = 0
+    for i in range(1, count):
+        if cut_at(path, i, passable):
+            cuts += 1
+    if cuts > MANY_CUTS:
+        return 0, 0
     closed = 0
     i = 1
     while i < count:
@@ -172,3 +184,52 @@ def mend(path, count, passable, work_float, work_int, limit):
         if mended == 0:
             return 0, closed
     return 1, closed
+
+
+#: How far round a step the avoided cells cut :func:`relax` blocks the avoided anchors
+#: (on each axis): the next path mostly keeps near the last one.
+RELAX_RADIUS = 3
+#: :func:`relax`'s answers other than a count: the path is cut in more than ``max_cuts``
+#: places (nothing blocked); the boxes are full.
+RELAX_MANY_CUTS = -1
+RELAX_FULL = -2
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def relax(path, count, passable, relaxed, radius, max_cuts, boxes, n):
+    """One round of searching round only the avoided cells that matter. ``relaxed``: a
+    relaxation of ``passable`` (the grid before a request's avoided anchors were blocked,
+    with some of them blocked), on which ``path[:count]`` was found. Blocks in ``relaxed``
+    every anchor within ``radius`` (on each axis) of a step illegal on ``passable`` that
+    ``passable`` blocks and ``relaxed`` does not, and notes each as the box ``x, y, x + 1,
+    y + 1`` in ``boxes[n:]`` (int64 (K, 4)). A step legal on ``relaxed`` but not on
+    ``passable`` involves such an anchor within one step, so every round with a cut
+    blocks at least one more.
+
+    Returns the new count of boxes; RELAX_MANY_CUTS, with nothing blocked, when more than
+    ``max_cuts`` steps are illegal; RELAX_FULL when ``boxes`` is full (``relaxed`` then
+    has all K of them blocked)."""
+    height, width = passable.shape
+    cuts = 0
+    for i in range(1, count):
+        if cut_at(path, i, passable):
+            cuts += 1
+    if cuts > max_cuts:
+        return RELAX_MANY_CUTS
+    for i in range(1, count):
+        if not cut_at(path, i, passable):
+            continue
+        cx = path[i, 0]
+        cy = path[i, 1]
+        for y in range(max(cy - radius, 0), min(cy + radius + 1, height)):
+            for x in range(max(cx - radius, 0), min(cx + radius + 1, width)):
+                if passable[y, x] == 0 and relaxed[y, x] != 0:
+                    if n >= boxes.shape[0]:
+                        return RELAX_FULL
+                    relaxed[y, x] = 0
+                    boxes[n, 0] = x
+                    boxes[n, 1] = y
+                    boxes[n, 2] = x + 1
+                    boxes[n, 3] = y + 1
+                    n += 1
+    return n

@@ -21,7 +21,8 @@ import weakref
 import numpy as np
 
 from pathserver.core.avoid import block_anchors, boxes_from, price_anchors, restore_anchors
-from pathserver.core.relay import lay_avoided, lift_avoided
+from pathserver.core.relay import lay_avoided, lift_avoided, new_overlay
+from pathserver.core.repair import MANY_CUTS, RELAX_FULL, RELAX_RADIUS, relax
 from pathserver.grid.gridmap import number_array
 from pathserver.options import cell_rows
 
@@ -62,7 +63,7 @@ class _Scratch:
     """One thread's writable copy of one layer's ``cells`` (and, made on first need, of
     its cost index), equal to the originals between requests."""
 
-    __slots__ = ("source", "cells", "cells_view", "indexes", "bits")
+    __slots__ = ("source", "cells", "cells_view", "indexes", "bits", "relaxed")
 
     def __init__(self, cells: np.ndarray):
         self.source = weakref.ref(cells)
@@ -72,6 +73,16 @@ class _Scratch:
         self.indexes: dict = {}
         # (source bitmaps, writable copy, read-only view) of JPS's bitmaps, made on need
         self.bits = None
+        # (writable copy, read-only view) of the cells, for a relaxation (made on need)
+        self.relaxed = None
+
+    def relaxation(self) -> tuple:
+        """(copy, view) of the layer's cells for :meth:`Avoided.relax` to block some of
+        the avoided anchors in (equal to the layer's between requests)."""
+        if self.relaxed is None:
+            copy = self.source().copy()
+            self.relaxed = (copy, _readonly_view(copy))
+        return self.relaxed
 
     def bitmaps(self, source: np.ndarray) -> tuple:
         """(copy, view) of JPS's bitmaps of the cells (``source``: the layer's)."""
@@ -123,6 +134,15 @@ def _log() -> np.ndarray:
     return log
 
 
+def _overlay(height: int, width: int) -> np.ndarray:
+    """This thread's overlay (:mod:`pathserver.core.relay`) for an H x W grid, its marks
+    clear between requests."""
+    kept = getattr(_local, "overlay", None)
+    if kept is None or kept[0] != (height, width):
+        kept = _local.overlay = ((height, width), new_overlay(height, width))
+    return kept[1]
+
+
 def _touched(cells: int) -> np.ndarray:
     """This thread's marks of the cells a laying has done (all clear between requests),
     for grids of up to ``cells`` cells."""
@@ -130,6 +150,19 @@ def _touched(cells: int) -> np.ndarray:
     if touched is None or touched.shape[0] * 64 < cells:
         touched = _local.touched = np.zeros((cells + 63) >> 6, dtype=np.uint64)
     return touched
+
+
+#: The most avoided anchors the relaxed rounds of one request block one by one
+#: (:meth:`Avoided.relax`; past them, all the avoided cells are laid at once).
+RELAX_ANCHORS = 4096
+
+
+def _relax_boxes() -> np.ndarray:
+    """This thread's boxes of the anchors a request's relaxed rounds blocked."""
+    boxes = getattr(_local, "relax_boxes", None)
+    if boxes is None:
+        boxes = _local.relax_boxes = np.zeros((RELAX_ANCHORS, 4), dtype=np.int64)
+    return boxes
 
 
 def _scratch(cells: np.ndarray) -> _Scratch:
@@ -145,6 +178,20 @@ def _scratch(cells: np.ndarray) -> _Scratch:
     return scratch
 
 
+class _Relaxation:
+    """A request's relaxed rounds so far (:meth:`Avoided.relax`): this thread's copy of the
+    layer's grid with some avoided anchors blocked and its read-only view, how many
+    anchors the thread's boxes hold, and the laying of them (bitmaps and overlay) while
+    one is in place."""
+
+    __slots__ = ("grid", "grid_view", "source_grid", "anchors", "laid")
+
+    def __init__(self, grid, grid_view, source_grid):
+        self.grid, self.grid_view, self.source_grid = grid, grid_view, source_grid
+        self.anchors = 0
+        self.laid = None
+
+
 class Avoided:
     """``with Avoided(...) as (cells, cost_index, cost_table, uniform):`` the unit's grids
     with the avoided cells laid on (as the kernels take them), lifted on leaving.
@@ -156,7 +203,7 @@ class Avoided:
     :meth:`release` gives the start its own value back (a unit may leave where it stands).
     """
 
-    __slots__ = ("grids", "unit_w", "unit_h", "boxes", "avoid_cost", "_undo", "_laid")
+    __slots__ = ("grids", "unit_w", "unit_h", "boxes", "avoid_cost", "_undo", "_laid", "_relaxed")
 
     def __init__(self, cells, cost_index, cost_table, uniform, unit_w, unit_h, boxes, avoid_cost):
         self.grids = (cells, cost_index, cost_table, bool(uniform))
@@ -166,6 +213,7 @@ class Avoided:
         self.avoid_cost = avoid_cost
         self._undo = None
         self._laid = None
+        self._relaxed = None
 
     @property
     def blocking(self) -> bool:
@@ -201,20 +249,70 @@ class Avoided:
             grid, source = self._undo
             grid[y, x] = source[y, x]
 
-    def bitmaps(self, bitmaps: np.ndarray) -> np.ndarray:
-        """Inside the ``with``, the avoided cells blocking (after :meth:`release`): the
-        stop bitmaps of the grid handed on, from the layer's JPS ``bitmaps`` with the
-        avoided cells laid on (:mod:`pathserver.core.relay`, on this thread's copy;
-        lifted on leaving), read-only. Only their stops are the blocked grid's: for
-        :func:`pathserver.core.jpsplus.jps_plus` scanning, not for the online JPS."""
+    def relax(self, path: np.ndarray, bitmaps: np.ndarray) -> tuple | None:
+        """Inside the ``with``, the avoided cells blocking (after :meth:`release`): a
+        relaxation of the grid handed on that the cell path ``path``, found on the last
+        relaxation (the layer's own grid at first), no longer walks through: blocks the
+        avoided anchors near where ``path`` steps on them
+        (:func:`pathserver.core.repair.relax`) in this thread's copy of the layer's grid.
+        Returns ``(grid, bitmaps, overlay)``: the relaxation and the laying of its
+        anchors on the layer's JPS ``bitmaps`` (as :meth:`overlay`), read-only views; or
+        None when ``path`` is cut in more than ``MANY_CUTS`` places (the cells lie on its
+        way: search round all of them) or past :data:`RELAX_ANCHORS` anchors. Undone on
+        leaving, or by :meth:`overlay`."""
+        grid, source = self._undo
+        state = self._relaxed
+        if state is None:
+            state = self._relaxed = _Relaxation(*_scratch(self.grids[0]).relaxation(), source)
+        self._lift(state)
+        boxes = _relax_boxes()
+        last = relax(path, len(path), grid, state.grid, RELAX_RADIUS, MANY_CUTS, boxes, state.anchors)
+        if last < 0:
+            if last == RELAX_FULL:
+                state.anchors = len(boxes)
+            return None
+        state.anchors = last
+        bits, overlay = self._lay(state.grid, bitmaps, boxes[:last], 1, 1)
+        state.laid = self._laid
+        self._laid = None
+        return state.grid_view, bits, overlay
+
+    def overlay(self, bitmaps: np.ndarray) -> tuple:
+        """Inside the ``with``, the avoided cells blocking (after :meth:`release`):
+        ``(bitmaps, overlay)`` for JPS+ to search the grid handed on with the layer's
+        table (:func:`pathserver.core.jpsplus.jps_plus`): the layer's JPS ``bitmaps`` with
+        the avoided cells laid on (their stops only) and where that changed them
+        (:mod:`pathserver.core.relay`), on this thread's copies, lifted on leaving; both
+        read-only. Undoes :meth:`relax`."""
+        self._unrelax()
         grid, _ = self._undo
+        return self._lay(grid, bitmaps, self.boxes, self.unit_w, self.unit_h)
+
+    def _lay(self, grid, bitmaps, boxes, unit_w, unit_h) -> tuple:
         copy, view = _scratch(self.grids[0]).bitmaps(bitmaps)
         log = _log()
-        count = lay_avoided(copy, bitmaps, grid, self.boxes, self.unit_w, self.unit_h, _touched(grid.size), log)
-        self._laid = (copy, bitmaps, log, count)
-        return view
+        overlay = _overlay(*grid.shape)
+        count = lay_avoided(copy, grid, boxes, unit_w, unit_h, _touched(grid.size), overlay, log)
+        self._laid = (copy, bitmaps, overlay, log, count)
+        return view, _readonly_view(overlay)
+
+    @staticmethod
+    def _lift(state) -> None:
+        if state.laid is not None:
+            lift_avoided(*state.laid)
+            state.laid = None
+
+    def _unrelax(self) -> None:
+        """Undo :meth:`relax`: the copies of the layer's grid and bitmaps equal it again."""
+        state = self._relaxed
+        if state is None:
+            return
+        self._relaxed = None
+        self._lift(state)
+        restore_anchors(state.grid, state.source_grid, _relax_boxes()[:state.anchors], 1, 1)
 
     def __exit__(self, *exc) -> None:
+        self._unrelax()
         if self._laid is not None:
             lift_avoided(*self._laid)
             self._laid = None

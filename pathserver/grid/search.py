@@ -63,6 +63,9 @@ _NO_BOUND_ROWS = np.zeros(0, dtype=np.int32)
 _NO_BOUND_ROWS.setflags(write=False)
 _NO_BOUNDS = np.zeros((0, BOUNDS_ROW), dtype=np.int16)
 _NO_BOUNDS.setflags(write=False)
+#: No overlay: JPS+ reads its table alone (see pathserver.core.relay).
+_NO_OVERLAY = np.zeros(0, dtype=np.uint64)
+_NO_OVERLAY.setflags(write=False)
 
 
 @dataclass(slots=True)
@@ -362,8 +365,8 @@ def find_path(
         entering a cell whose footprint overlaps one costs at least this much a step.
         With ``avoid`` alone, where the request without would run JPS+: JPS+ without the
         avoided cells, that path mended round them at its cost (``algorithm`` "jps+"),
-        else JPS round all of them, scanning (no table: "jps"); elsewhere A*; with
-        ``avoid_cost``, A*.
+        else JPS+ round those near where it steps on them, or round all of them, scanning
+        near them (``"jps"``); elsewhere A*; with ``avoid_cost``, A*.
     traversal: a unit class the map defines (``"boat"``) or rules ``{tag: None | number
         >= 1}`` for the map's tagged cells: None blocks a tag, a number multiplies the
         cost of its cells (see :class:`~pathserver.grid.gridmap.GridMap`).
@@ -448,11 +451,11 @@ def find_path(
     if kernel is None:
         kernel = call.bind((
             cells, comps, jump_bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx,
-            gy, mode, weight_value, budget, ws.work_float, ws.work_int, landmarks, bound_rows, bounds,
+            gy, mode, weight_value, budget, ws.work_float, ws.work_int, landmarks, bound_rows, bounds, _NO_OVERLAY,
         ))
     status, flags, count, cost, length, expanded, sx, sy, gx, gy = kernel(
         cells, comps, jump_bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
-        mode, weight_value, budget, ws.work_float, ws.work_int, landmarks, bound_rows, bounds,
+        mode, weight_value, budget, ws.work_float, ws.work_int, landmarks, bound_rows, bounds, _NO_OVERLAY,
     )
     if status > st.QUERY_NO_PATH:
         _raise_for(status, call, sx, sy, gx, gy)
@@ -681,8 +684,8 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             pass  # many goals: JPS+ back from all of them at once (solve_goals)
         elif algorithm_name == "jps+" and avoid_cost is None and (goals is None or len(goals) == 1):
             # JPS+ on the layer's table: the path without the avoided cells, mended round
-            # them at its cost; else (QUERY_UNMENDED) JPS scanning round all of them
-            # (below).
+            # them at its cost; else (QUERY_UNMENDED) round those near its cuts, then
+            # round all of them (below).
             jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
             mode |= 1 << st.MODE_AVOIDING | 1 << st.MODE_RELAXED
         else:
@@ -721,24 +724,42 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
                 cells, call.comps, jump_bits, jump_table, call.cells, cost_index, cost_table,
                 call.heights, call.climb, sx, sy, gx, gy, mode,
                 call.weight, give_up or call.budget, ws.work_float, ws.work_int, call.landmarks, call.bound_rows,
-                call.bounds,
+                call.bounds, _NO_OVERLAY,
             )
             if status == st.QUERY_UNMENDED and give_up:
                 return None
             if status == st.QUERY_UNMENDED:
-                # No detour of its cost: JPS+ scanning round all the avoided cells, on the
-                # layer's stop bitmaps with them laid on (its table and bounds are the
-                # grid's without them).
+                # No detour of its cost. JPS+ round the avoided cells near where the path
+                # steps on them, its path mended round the others; after RELAX_ROUNDS,
+                # round all of them. Each reads the layer's table where the cells it
+                # goes round change nothing and scans the layer's stop bitmaps with them
+                # laid on where they do (no goal bounds: those are the grid's without
+                # them).
                 snapped = flags & (st.FLAG_START_SNAPPED | st.FLAG_GOAL_SNAPPED)
                 spent = expanded
-                status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
-                    cells, call.comps, avoided.bitmaps(jump_bits), _NO_JUMP_TABLE, cells, cost_index,
-                    cost_table, call.heights, call.climb, sx, sy, gx, gy, mode & ~(1 << st.MODE_RELAXED),
-                    call.weight, call.budget, ws.work_float, ws.work_int, call.landmarks, _NO_BOUND_ROWS,
-                    _NO_BOUNDS,
-                )
+                for _ in range(RELAX_ROUNDS):
+                    relaxation = avoided.relax(ws.answer[:count], jump_bits) if count else None
+                    if relaxation is None:
+                        break
+                    grid, bits, overlay = relaxation
+                    status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
+                        cells, call.comps, bits, jump_table, grid, cost_index, cost_table, call.heights, call.climb,
+                        sx, sy, gx, gy, mode, call.weight, call.budget, ws.work_float, ws.work_int,
+                        call.landmarks, _NO_BOUND_ROWS, _NO_BOUNDS, overlay,
+                    )
+                    spent += expanded
+                    if status != st.QUERY_UNMENDED:
+                        break
+                if status == st.QUERY_UNMENDED:
+                    bits, overlay = avoided.overlay(jump_bits)
+                    status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
+                        cells, call.comps, bits, jump_table, cells, cost_index, cost_table, call.heights, call.climb,
+                        sx, sy, gx, gy, mode & ~(1 << st.MODE_RELAXED), call.weight, call.budget, ws.work_float,
+                        ws.work_int, call.landmarks, _NO_BOUND_ROWS, _NO_BOUNDS, overlay,
+                    )
+                    spent += expanded
                 flags |= snapped
-                expanded += spent
+                expanded = spent
                 algorithm_name = "jps"
             points = ws.answer[:count].copy("K")
             chosen = -1 if status == st.QUERY_NO_PATH or status == st.QUERY_START_BLOCKED else 0
@@ -762,6 +783,10 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
     return PathResult(_STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy), flags,
                       call.generation, algorithm_name, goal_index)
 
+
+#: Relaxed rounds (:meth:`~pathserver.grid.avoid.Avoided.relax`) before a request's
+#: search round all its avoided cells at once.
+RELAX_ROUNDS = 3
 
 _NO_POINTS = np.empty((0, 2), dtype=np.int32)
 _NO_POINTS.setflags(write=False)

@@ -165,10 +165,12 @@ def _warm_steps(costly=None):
             layer.wait_bounds(60.0)
             find_path(gridmap, (0, 64), (127, 64), line_of_sight=False)
             # Avoided cells: off the path; then the wall's lower end longer, where no detour
-            # of its cost goes round them (core.repair) and JPS+ scans round them on the
-            # layer's stops with them laid on (core.relay).
+            # of its cost goes round them (core.repair) and JPS+ searches the relaxation
+            # round the cut (core.repair.relax) under their overlay (core.relay); then
+            # across its way, cut in many places: round all of them.
             find_path(gridmap, (0, 64), (127, 70), avoid={"cells": [(20, 66)]}, line_of_sight=False)
             find_path(gridmap, (0, 64), (127, 70), avoid={"rects": [(64, 90, 1, 3)]}, line_of_sight=False)
+            find_path(gridmap, (0, 64), (127, 70), avoid={"rects": [(56, 85, 16, 43)]}, line_of_sight=False)
             gridmap = gridmap.edit(cells=[(10, 10)], solid=True)
 
     def landmarks():

@@ -25,14 +25,13 @@ from pathserver.core.jpsplus import (
     trace_jumps,
     update_jump_table,
 )
-from pathserver.core.relay import lay_avoided
+from pathserver.core.relay import lay_avoided, new_overlay, overlay_columns, overlay_rows
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
 ONE_START = np.zeros(0, dtype=np.int32)  # no sources: the search starts at its (sx, sy)
 NO_ROWS = np.zeros(0, dtype=np.int32)  # and no goal bounds
 NO_BOUNDS = np.zeros((0, ROW), dtype=np.int16)
-NO_BITMAPS = np.zeros(0, dtype=np.uint64)  # searching the table: no bitmaps read
-NO_TABLE = np.zeros((0, 8), dtype=np.int8)  # scanning the bitmaps
+NO_BITMAPS = np.zeros(0, dtype=np.uint64)  # no overlay: no bitmaps read
 
 
 def random_queries(rng, passable, count):
@@ -58,16 +57,16 @@ class PlusWorkspace:
     def parent(self, node):
         return jump_parent(self.work_float, node)
 
-    def search(self, passable, start, goal, table=None, weight=1.0, max_expansions=0, bitmaps=None):
-        """JPS+ on ``table`` (built here when None); given ``bitmaps``, scanning them."""
-        if bitmaps is not None:
-            table = NO_TABLE
-        elif table is None:
+    def search(self, passable, start, goal, table=None, weight=1.0, max_expansions=0, overlay=None):
+        """JPS+ on ``table`` (built here when None); with ``overlay``, (bitmaps, overlay)
+        from relay.lay_avoided, the table that of the grid before the overlay's cells."""
+        if table is None:
             table = jump_table(passable)
+        bitmaps, marks = (NO_BITMAPS, NO_BITMAPS) if overlay is None else overlay
         self.pass_id += 2
         status, end, expanded = jps_plus(
             passable, table, start[0], start[1], goal[0], goal[1], weight, max_expansions,
-            self.work_float, self.pass_id, ONE_START, NO_ROWS, NO_BOUNDS, NO_BITMAPS if bitmaps is None else bitmaps,
+            self.work_float, self.pass_id, ONE_START, NO_ROWS, NO_BOUNDS, bitmaps, marks,
         )
         return status, end, expanded, self.pass_id
 
@@ -142,10 +141,10 @@ def test_update_after_edits_matches_a_fresh_build():
             assert (old == jump_table(before)).all()  # the old table is left alone
 
 
-def check_against_dijkstra(ws, passable, start, goal, bitmaps=None):
-    """JPS+ (on the table, or scanning ``bitmaps``) finds Dijkstra's cost and a valid path."""
+def check_against_dijkstra(ws, passable, start, goal, table=None, overlay=None):
+    """JPS+ (under ``overlay`` too) finds Dijkstra's cost and a valid path."""
     expected = naive.dijkstra(passable, start, goal)
-    status, end, _, _ = ws.search(passable, start, goal, bitmaps=bitmaps)
+    status, end, _, _ = ws.search(passable, start, goal, table, overlay=overlay)
     if expected == math.inf:
         assert status == SEARCH_NO_PATH
         return
@@ -169,57 +168,64 @@ def test_costs_match_dijkstra_for_unit_sizes_1_to_3():
             check_against_dijkstra(ws, passable, start, goal)
 
 
-def test_scanning_expands_what_the_table_does_and_matches_dijkstra():
-    # Without a table the same search scans the bitmaps: the same nodes expanded (so the
-    # same pruning and the same stops), and Dijkstra's costs.
-    rng = np.random.default_rng(21)
-    ws = PlusWorkspace(40 * 40)
-    scanned = PlusWorkspace(40 * 40)
-    compared = 0
-    for _ in range(150):
-        width, height = int(rng.integers(1, 41)), int(rng.integers(1, 41))
-        walkable = naive.random_grid(rng, width, height, rng.uniform(0.0, 0.45))
-        unit = int(rng.integers(1, 4))
-        passable = naive.passable_for_unit(walkable, unit, unit).astype(np.uint8)
-        table, bits = jump_table(passable), jump_bitmaps(passable)
-        for start, goal in random_queries(rng, passable, 3):
-            status, end, expanded, _ = ws.search(passable, start, goal, table)
-            got = scanned.search(passable, start, goal, bitmaps=bits)
-            assert (got[0], got[2]) == (status, expanded), (start, goal)
-            if status == SEARCH_FOUND:
-                assert abs(scanned.cost(got[1]) - ws.cost(end)) < 1e-9
-            check_against_dijkstra(scanned, passable, start, goal, bits)
-            compared += 1
-    assert compared > 300
+def laid(passable, blocked, boxes, unit, log_size=1 << 12):
+    """(bitmaps, overlay): relay.lay_avoided on the grid before's jump_bitmaps."""
+    bits = jump_bitmaps(passable)
+    overlay = new_overlay(*passable.shape)
+    touched = np.zeros((passable.size + 63) // 64, dtype=np.uint64)
+    lay_avoided(bits, blocked, boxes, unit, unit, touched, overlay, np.zeros(log_size, dtype=np.int64))
+    return bits, overlay
 
 
-def test_scanning_the_laid_stops_searches_the_blocked_grid():
-    # A request's avoided cells: the unit grid's bitmaps with them laid on (stops only)
-    # are enough for the scanning search to find the blocked grid's shortest paths, and
-    # it expands what JPS+ on a table built for the blocked grid does.
+def test_the_overlay_searches_the_blocked_grid_as_its_own_table_does():
+    # A request's avoided cells: the grid before's table, and its bitmaps with them laid
+    # on, search the blocked grid as JPS+ on a table built for it does (the same nodes
+    # expanded), at Dijkstra's costs; a log too short to note every changed word too.
     rng = np.random.default_rng(22)
     ws = PlusWorkspace(48 * 48)
-    scanned = PlusWorkspace(48 * 48)
+    over = PlusWorkspace(48 * 48)
     found = 0
-    for _ in range(120):
+    for trial in range(160):
         width, height = int(rng.integers(4, 49)), int(rng.integers(4, 49))
         walkable = naive.random_grid(rng, width, height, rng.uniform(0.0, 0.3))
         unit = int(rng.integers(1, 4))
         passable = naive.passable_for_unit(walkable, unit, unit).astype(np.uint8)
-        boxes = random_boxes(rng, width, height, int(rng.integers(1, 25)))
+        boxes = random_boxes(rng, width, height, int(rng.integers(0, 25)))
         blocked = passable.copy()
         block_anchors(blocked, boxes, unit, unit)
-        source = jump_bitmaps(passable)
-        bits = source.copy()
-        touched = np.zeros((passable.size + 63) // 64, dtype=np.uint64)
-        lay_avoided(bits, source, blocked, boxes, unit, unit, touched, np.zeros(1 << 12, dtype=np.int64))
-        table = jump_table(blocked)
+        overlay = laid(passable, blocked, boxes, unit, 2 if trial % 10 == 0 else 1 << 12)
+        before, after = jump_table(passable), jump_table(blocked)
         for start, goal in random_queries(rng, blocked, 3):
-            status, _, expanded, _ = ws.search(blocked, start, goal, table)
-            assert scanned.search(blocked, start, goal, bitmaps=bits)[::2] == (status, expanded)
-            check_against_dijkstra(scanned, blocked, start, goal, bits)
+            status, _, expanded, _ = ws.search(blocked, start, goal, after)
+            assert over.search(blocked, start, goal, before, overlay=overlay)[::2] == (status, expanded)
+            check_against_dijkstra(over, blocked, start, goal, before, overlay)
             found += status == SEARCH_FOUND
-    assert found > 150
+    assert found > 200
+
+
+def test_an_overlay_that_misses_a_change_is_caught():
+    # The comparisons above fail when the overlay says less than what changed: with no
+    # line redone, the table of the grid before is read everywhere.
+    rng = np.random.default_rng(23)
+    over = PlusWorkspace(48 * 48)
+    wrong = 0
+    for _ in range(60):
+        width, height = int(rng.integers(8, 49)), int(rng.integers(8, 49))
+        passable = naive.random_grid(rng, width, height, 0.15).astype(np.uint8)
+        boxes = random_boxes(rng, width, height, 20)
+        blocked = passable.copy()
+        block_anchors(blocked, boxes, 1, 1)
+        bits, overlay = laid(passable, blocked, boxes, 1)
+        rows, columns = overlay_rows(height, width), overlay_columns(height, width)
+        overlay[rows:columns] = [0] * (height + 1) + [width] * height + [0] * height  # no row redone
+        overlay[columns:] = [0] * (width + 1) + [height] * width + [0] * width  # no column
+        for start, goal in random_queries(rng, blocked, 3):
+            status, end, _, _ = over.search(blocked, start, goal, jump_table(passable), overlay=(bits, overlay))
+            expected = naive.dijkstra(blocked, start, goal)
+            path_ok = status == SEARCH_FOUND and naive.path_is_valid(blocked, over.path(blocked, start, end))
+            wrong += (expected == math.inf) != (status == SEARCH_NO_PATH) or (
+                status == SEARCH_FOUND and (not path_ok or abs(over.cost(end) - expected) > 1e-9))
+    assert wrong >= 10
 
 
 def test_goal_stops_a_straight_and_a_diagonal_move():
