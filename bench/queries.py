@@ -353,7 +353,8 @@ class Bench:
             """The time of the request on a map where ``cells`` are solid, its table built."""
             solid = np.zeros_like(m.walkable)
             cells = np.asarray(cells, dtype=np.int64).reshape(-1, 2)
-            solid[cells[:, 1], cells[:, 0]] = True
+            inside = (cells >= 0).all(axis=1) & (cells[:, 0] < m.width) & (cells[:, 1] < m.height)
+            solid[cells[inside, 1], cells[inside, 0]] = True  # the request's cells off the map block nothing
             blocked = GridMap(m.walkable & ~solid)
             find_path(blocked, start, goal)
             blocked.layer(1).wait_jump_table(60)

@@ -7,7 +7,7 @@ Skips cleanly when ../shared/movingai is absent.
 import numpy as np
 import pytest
 
-from pathserver import GridMap, find_paths
+from pathserver import GridMap, find_path, find_paths
 from pathserver.maps.scen import find_map_for_scen, load_scen
 
 SAMPLE = 12
@@ -68,3 +68,38 @@ def test_icecrown_bad_lines_are_the_three_known_ones(movingai_dir):
 def test_every_scenario_of_a_few_maps_is_optimal(movingai_dir, name):
     (scen,) = movingai_dir.rglob(f"{name}.map.scen")
     _check(scen, None, ["astar", "jps"])
+
+
+@pytest.mark.parametrize("name", ["Boston_0_512", "den520d", "maze512-32-0"])
+def test_avoided_cells_on_real_maps_cost_what_a_star_finds(movingai_dir, name):
+    # A default request with 200 other units' cells, spread over the map or round its own
+    # route (JPS+ kept, mended, relaxed or under the overlay of all of them), against A*
+    # round the same cells; units 1 and 2, the goal bounds built.
+    (scen,) = movingai_dir.rglob(f"{name}.map.scen")
+    gridmap = GridMap.load(find_map_for_scen(scen))
+    rng = np.random.default_rng(7)
+    free = np.argwhere(gridmap.walkable)[:, ::-1]
+    for unit in (1, 2):
+        find_path(gridmap, tuple(free[0].tolist()), tuple(free[-1].tolist()), unit)
+        gridmap.layer(unit).wait_jump_table(timeout=120)
+        gridmap.layer(unit).wait_bounds(timeout=120)
+    kinds = {"jps+": 0, "jps": 0}
+    for i in range(30):
+        start, goal = (tuple(free[k].tolist()) for k in rng.integers(len(free), size=2))
+        unit = 1 + i % 2
+        plain = find_path(gridmap, start, goal, unit)
+        if plain.status != "found":
+            continue
+        if i % 3:
+            picked = plain.path[rng.integers(len(plain.path), size=200)]
+            cells = picked + rng.integers(-3, 4, size=picked.shape)
+        else:
+            cells = free[rng.integers(len(free), size=200)]
+        avoid = {"cells": cells.astype(np.int32)}
+        got = find_path(gridmap, start, goal, unit, avoid=avoid)
+        expected = find_path(gridmap, start, goal, unit, avoid=avoid, algorithm="astar")
+        assert got.status == expected.status, (start, goal, unit)
+        if got.status == "found":
+            assert got.cost == pytest.approx(expected.cost, rel=1e-9), (start, goal, unit)
+            kinds[got.algorithm] += 1
+    assert min(kinds.values()) >= 3, kinds
