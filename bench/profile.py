@@ -88,7 +88,7 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
         pass_id = next_pass_id(ws.work_int)
         if plus:
             return jps_plus(cells, table, sx, sy, gx, gy, 1.0, 0, ws.work_float, pass_id, one_start, *bounds,
-                            fields["jump_bits"], NO_OVERLAY)
+                            None, None)
         return jps(cells, fields["jump_bits"], sx, sy, gx, gy, 1.0, 0, g, parent, stamp, pass_id,
                    heap_nodes, heap_f, heap_h, heap_pos)
 

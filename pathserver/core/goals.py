@@ -484,7 +484,7 @@ def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_c
         # ways, so the bounds rule out what they do forward.
         status, goal_node, expanded = jps_plus(
             passable, jump_table, sx, sy, sx, sy, weight, 0, work_float, pass_id, sources, bound_rows, bounds,
-            work_float[0].view(np.uint64), work_float[0].view(np.uint64)[:0],  # no overlay: bitmaps unread
+            None, None,  # no overlay
         )
         if status == SEARCH_FOUND:
             # The links lead from the start back to the goal the search came from.

@@ -457,56 +457,6 @@ def _offer_goal(table, node, cell, ox, oy, k, d, g_turn, gx, gy, goal, width, ke
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _walk_diagonal(table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
-                   open_mark, closed_mark, h_scale, n):
-    """Offer what the diagonal ``d`` from ``node`` at (x, y) leads to, without making
-    its turning points nodes (the intermediate pruning of Harabor & Grastien 2014): walk
-    the diagonal from one diagonal jump point to the next and offer the jump points the
-    straight moves along its two components find from each (arriving straight, with
-    ``node`` as parent: :func:`trace_jumps` lays the way diagonal first), and the goal
-    where the diagonal meets its row or column and a straight move reaches it. The new
-    heap size."""
-    dx = DIRECTION_X[d]
-    dy = DIRECTION_Y[d]
-    step = dy * width + dx
-    cx = x
-    cy = y
-    cell = node
-    walked = 0
-    while True:
-        dist = np.int64(table[cell, d])
-        if dist == SAT:
-            reach = SAT_STEP
-        else:
-            reach = dist if dist > 0 else -dist
-        ox = (gx - cx) * dx
-        oy = (gy - cy) * dy
-        if ox > 0 and oy > 0:
-            k = ox if ox < oy else oy
-            if k <= reach:
-                # The diagonal meets the goal's column (ox < oy), row, or the goal itself.
-                size = _offer_goal(table, node, cell, ox, oy, k, d, g_node + (walked + k) * SQRT2, gx, gy, goal,
-                                   width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-                if ox == oy:
-                    return size
-        if dist == SAT:
-            # No diagonal jump point in the next SAT_STEP steps: read on from there.
-            cell += SAT_STEP * step
-            cx += SAT_STEP * dx
-            cy += SAT_STEP * dy
-            walked += SAT_STEP
-            continue
-        if dist <= 0:
-            return size
-        cell += dist * step
-        cx += dist * dx
-        cy += dist * dy
-        walked += dist
-        size = _offer_turns(table, node, cell, cx, cy, d, g_node + walked * SQRT2, gx, gy, width, keys, nodes, base,
-                            size, words, records, open_mark, closed_mark, h_scale, n)
-
-
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _stop_at(bitmaps, width, height, x, y, d):
     """Where a straight scan from (x, y) in direction ``d`` first stops: its position
     along the line (x for a row, y for a column) of a blocked cell, a cell with a forced
@@ -582,19 +532,68 @@ def _straight_over(table, bitmaps, overlay, cells, node, x, y, d, gx, gy, width,
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _walk_diagonal_over(table, bitmaps, overlay, cells, height, node, x, y, d, g_node, gx, gy, goal, width, keys,
-                        nodes, base, size, words, records, open_mark, closed_mark, h_scale, n):
-    """:func:`_walk_diagonal` on the blocked grid under the overlay: a stretch between the
-    table's stops whose rows and columns the overlay left alone is walked as the table
-    says; another step by step, each step's two straight moves read from the table or
-    scanned (:func:`_straight_over`). The new heap size."""
+def _redone_stretch(overlay, cx, cy, dx, dy, reach, width, height):
+    """Whether a row or a column of the diagonal stretch of ``reach`` steps from (cx, cy)
+    holds a cell the overlay redid."""
+    first_row = cy + 1 if dy > 0 else cy - reach
+    first_column = cx + 1 if dx > 0 else cx - reach
+    return not (_clean_lines(overlay, overlay_rows(height, width), first_row, first_row + reach - 1)
+                and _clean_lines(overlay, overlay_columns(height, width), first_column, first_column + reach - 1))
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def _stretch_over(table, bitmaps, overlay, cells, height, node, cell, cx, cy, walked, dist, reach, d, g_node, gx, gy,
+                  goal, width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n):
+    """One stretch of :func:`_walk_diagonal` under an overlay, between two of the table's
+    stops, whose rows or columns hold a cell the overlay redid: step by step (legal on
+    the grid before, each step; avoided cells may block one), each step's two straight
+    moves read from the table or scanned (:func:`_straight_over`). Returns (size, cell,
+    cx, cy, walked, whether the walk ends)."""
     dx = DIRECTION_X[d]
     dy = DIRECTION_Y[d]
     along_x = 0 if dx > 0 else 2
     along_y = 1 if dy > 0 else 3
     step = dy * width + dx
-    rows = overlay_rows(height, width)
-    columns = overlay_columns(height, width)
+    for k in range(1, reach + 1):
+        if cells[cell + step] == 0 or cells[cell + dx] == 0 or cells[cell + dy * width] == 0:
+            return size, cell, cx, cy, walked, True
+        cell += step
+        cx += dx
+        cy += dy
+        walked += 1
+        g_here = g_node + walked * SQRT2
+        if cell == goal:
+            size = _offer(node, goal, gx, gy, d, g_here, gx, gy, width, keys, nodes, base, size, words, records,
+                          open_mark, closed_mark, h_scale, n)
+            return size, cell, cx, cy, walked, True
+        turn = 1 if k == reach and dist != SAT and dist > 0 else 0
+        ahead = _straight_over(table, bitmaps, overlay, cells, cell, cx, cy, along_x, gx, gy, width, height, turn)
+        if ahead > 0:
+            size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_here + ahead, gx, gy, width, keys,
+                          nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+        ahead = _straight_over(table, bitmaps, overlay, cells, cell, cx, cy, along_y, gx, gy, width, height, turn)
+        if ahead > 0:
+            size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_here + ahead, gx, gy,
+                          width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+    return size, cell, cx, cy, walked, dist != SAT and dist <= 0
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _walk_diagonal(table, bitmaps, overlay, cells, height, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes,
+                   base, size, words, records, open_mark, closed_mark, h_scale, n):
+    """Offer what the diagonal ``d`` from ``node`` at (x, y) leads to, without making
+    its turning points nodes (the intermediate pruning of Harabor & Grastien 2014): walk
+    the diagonal from one diagonal jump point to the next and offer the jump points the
+    straight moves along its two components find from each (arriving straight, with
+    ``node`` as parent: :func:`trace_jumps` lays the way diagonal first), and the goal
+    where the diagonal meets its row or column and a straight move reaches it. The new
+    heap size.
+
+    Under an ``overlay`` (not None, see :func:`jps_plus`), a stretch whose rows or columns
+    hold a cell the overlay redid is walked by :func:`_stretch_over` instead."""
+    dx = DIRECTION_X[d]
+    dy = DIRECTION_Y[d]
+    step = dy * width + dx
     cx = x
     cy = y
     cell = node
@@ -605,68 +604,55 @@ def _walk_diagonal_over(table, bitmaps, overlay, cells, height, node, x, y, d, g
             reach = SAT_STEP
         else:
             reach = dist if dist > 0 else -dist
-        if reach == 0:
-            return size
-        first_row = cy + 1 if dy > 0 else cy - reach
-        first_column = cx + 1 if dx > 0 else cx - reach
-        if (_clean_lines(overlay, rows, first_row, first_row + reach - 1)
-                and _clean_lines(overlay, columns, first_column, first_column + reach - 1)):
-            ox = (gx - cx) * dx
-            oy = (gy - cy) * dy
-            if ox > 0 and oy > 0:
-                k = ox if ox < oy else oy
-                if k <= reach:
-                    size = _offer_goal(table, node, cell, ox, oy, k, d, g_node + (walked + k) * SQRT2, gx, gy, goal,
-                                       width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-                    if ox == oy:
-                        return size
-            if dist != SAT and dist <= 0:
-                return size
-            cell += reach * step
-            cx += reach * dx
-            cy += reach * dy
-            walked += reach
-            if dist != SAT:
-                size = _offer_turns(table, node, cell, cx, cy, d, g_node + walked * SQRT2, gx, gy, width, keys,
-                                    nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+        # On the argument itself: numba drops the branch when overlay is None.
+        if overlay is not None:
+            if reach > 0 and _redone_stretch(overlay, cx, cy, dx, dy, reach, width, height):
+                size, cell, cx, cy, walked, done = _stretch_over(
+                    table, bitmaps, overlay, cells, height, node, cell, cx, cy, walked, dist, reach, d, g_node, gx,
+                    gy, goal, width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n,
+                )
+                if done:
+                    return size
+                continue
+        ox = (gx - cx) * dx
+        oy = (gy - cy) * dy
+        if ox > 0 and oy > 0:
+            k = ox if ox < oy else oy
+            if k <= reach:
+                # The diagonal meets the goal's column (ox < oy), row, or the goal itself.
+                size = _offer_goal(table, node, cell, ox, oy, k, d, g_node + (walked + k) * SQRT2, gx, gy, goal,
+                                   width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
+                if ox == oy:
+                    return size
+        if dist == SAT:
+            # No diagonal jump point in the next SAT_STEP steps: read on from there.
+            cell += SAT_STEP * step
+            cx += SAT_STEP * dx
+            cy += SAT_STEP * dy
+            walked += SAT_STEP
             continue
-        # Legal on the grid before, each step; avoided cells may block one.
-        for k in range(1, reach + 1):
-            if cells[cell + step] == 0 or cells[cell + dx] == 0 or cells[cell + dy * width] == 0:
-                return size
-            cell += step
-            cx += dx
-            cy += dy
-            walked += 1
-            g_here = g_node + walked * SQRT2
-            if cell == goal:
-                return _offer(node, goal, gx, gy, d, g_here, gx, gy, width, keys, nodes, base, size, words,
-                              records, open_mark, closed_mark, h_scale, n)
-            turn = 1 if k == reach and dist != SAT and dist > 0 else 0
-            ahead = _straight_over(table, bitmaps, overlay, cells, cell, cx, cy, along_x, gx, gy, width, height, turn)
-            if ahead > 0:
-                size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_here + ahead, gx, gy, width,
-                              keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-            ahead = _straight_over(table, bitmaps, overlay, cells, cell, cx, cy, along_y, gx, gy, width, height, turn)
-            if ahead > 0:
-                size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_here + ahead, gx, gy,
-                              width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-        if dist != SAT and dist <= 0:
+        if dist <= 0:
             return size
+        cell += dist * step
+        cx += dist * dx
+        cy += dist * dy
+        walked += dist
+        size = _offer_turns(table, node, cell, cx, cy, d, g_node + walked * SQRT2, gx, gy, width, keys, nodes, base,
+                            size, words, records, open_mark, closed_mark, h_scale, n)
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
 def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, sources, bound_rows,
              bounds, bitmaps, overlay):
     """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
-    very grid, not checked) instead of scanning. With an ``overlay`` (not empty),
+    very grid, not checked) instead of scanning. With an ``overlay`` (not None),
     ``passable`` is a grid with a request's avoided cells blocked, ``table`` that of the
     grid before, and ``bitmaps`` and ``overlay`` what
     :func:`pathserver.core.relay.lay_avoided` made of the grid before's
     :func:`pathserver.core.jps.jump_bitmaps`: the table is read where the overlay leaves a
     move alone, the stops scanned where it does not, and the search is JPS+ on the
-    blocked grid (the same expansions, paths of the same cost). Without one, ``bitmaps``
-    is not read (an empty array does).
+    blocked grid (the same expansions, paths of the same cost). Without one (None),
+    ``bitmaps`` is None too.
 
     passable, sx, sy, gx, gy, weight, max_expansions: as for jps. work_float: float64
     (5, N), N > H * W, zeroed when allocated, rows 1 to 4 laid out as the comment above
@@ -689,7 +675,6 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
     """
     height, width = passable.shape
     cells = passable.reshape(height * width)
-    over = overlay.shape[0] > 0
     n = work_float.shape[1]
     keys = work_float.reshape(-1)
     nodes = keys.view(np.int64)
@@ -772,18 +757,14 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
             ddx = DIRECTION_X[d]
             ddy = DIRECTION_Y[d]
             if ddx != 0 and ddy != 0:
-                if over:
-                    size = _walk_diagonal_over(
-                        table, bitmaps, overlay, cells, height, node, x, y, d, g_node, gx, gy, goal, width, keys,
-                        nodes, base, size, words, records, open_mark, closed_mark, h_scale, n,
-                    )
-                else:
-                    size = _walk_diagonal(
-                        table, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes, base, size, words, records,
-                        open_mark, closed_mark, h_scale, n,
-                    )
+                size = _walk_diagonal(
+                    table, bitmaps, overlay, cells, height, node, x, y, d, g_node, gx, gy, goal, width, keys, nodes,
+                    base, size, words, records, open_mark, closed_mark, h_scale, n,
+                )
                 continue
-            if over:
+            # On the argument itself: numba drops the branch not taken when it compiles, so
+            # the search without an overlay carries none of its code.
+            if overlay is not None:
                 k = _straight_over(table, bitmaps, overlay, cells, node, x, y, d, gx, gy, width, height, -1)
             else:
                 k = _steps(table, node, x, y, d, gx, gy, width)

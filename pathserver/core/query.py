@@ -212,15 +212,22 @@ def solve(
     # Two call sites on purpose: with one, LLVM inlines jps_plus into this function and
     # the search runs a third slower (measured with bench/profile.py: solve's fixed part
     # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
-    if plus and max_expansions > 0 and relaxed == 0:
+    # Under an overlay, plain_cells is the grid searched (the blocked one, or a
+    # relaxation); without one, jps_plus is compiled with none of the overlay's code.
+    if plus and overlay.shape[0] > 0:
+        status, end, expanded = jps_plus(
+            plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
+            bound_rows, bounds, jump_bits, overlay,
+        )
+    elif plus and max_expansions > 0 and relaxed == 0:
         status, end, expanded = jps_plus(
             passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
-            bound_rows, bounds, jump_bits, overlay,
+            bound_rows, bounds, None, None,
         )
     elif plus:
         status, end, expanded = jps_plus(
             plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
-            bound_rows, bounds, jump_bits, overlay,
+            bound_rows, bounds, None, None,
         )
     elif algorithm == ALGORITHM_JPS:
         status, end, expanded = jps(

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import naive
-from core.test_jpsplus import NO_BITMAPS, NO_BOUNDS, NO_ROWS, ONE_START, PlusWorkspace, random_queries
+from core.test_jpsplus import NO_BOUNDS, NO_ROWS, ONE_START, PlusWorkspace, random_queries
 from pathserver.core.bounds import ROW, bound_rows, fill_bounds, legal_moves
 from pathserver.core.jpsplus import jps_plus, jump_cost, jump_table
 from pathserver.core.status import SEARCH_FOUND
@@ -55,7 +55,7 @@ def test_rows_are_the_jump_points_and_boxes_the_references():
 def _search(work, passable, table, start, goal, rows, boxes):
     work.pass_id += 2
     return jps_plus(passable, table, start[0], start[1], goal[0], goal[1], 1.0, 0, work.work_float, work.pass_id,
-                    ONE_START, rows, boxes, NO_BITMAPS, NO_BITMAPS)
+                    ONE_START, rows, boxes, None, None)
 
 
 def test_jps_plus_with_bounds_finds_the_same_costs_with_fewer_expansions():

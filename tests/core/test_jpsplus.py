@@ -31,7 +31,6 @@ from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 ONE_START = np.zeros(0, dtype=np.int32)  # no sources: the search starts at its (sx, sy)
 NO_ROWS = np.zeros(0, dtype=np.int32)  # and no goal bounds
 NO_BOUNDS = np.zeros((0, ROW), dtype=np.int16)
-NO_BITMAPS = np.zeros(0, dtype=np.uint64)  # no overlay: no bitmaps read
 
 
 def random_queries(rng, passable, count):
@@ -62,7 +61,7 @@ class PlusWorkspace:
         from relay.lay_avoided, the table that of the grid before the overlay's cells."""
         if table is None:
             table = jump_table(passable)
-        bitmaps, marks = (NO_BITMAPS, NO_BITMAPS) if overlay is None else overlay
+        bitmaps, marks = (None, None) if overlay is None else overlay
         self.pass_id += 2
         status, end, expanded = jps_plus(
             passable, table, start[0], start[1], goal[0], goal[1], weight, max_expansions,

@@ -32,9 +32,7 @@ def test_marked_kernel_holds_no_reference_counting():
     marked = numba.njit(nogil=True, **NO_REFCOUNT)(jpsplus.jps_plus.py_func)
     plain = numba.njit(nogil=True)(jpsplus.jps_plus.py_func)
     one = np.zeros(0, dtype=np.int32)
-    # no goal bounds, no overlay (nor its bitmaps)
-    none = (np.zeros(0, dtype=np.int32), np.zeros((0, ROW), dtype=np.int16), np.zeros(0, dtype=np.uint64),
-            np.zeros(0, dtype=np.uint64))
+    none = (np.zeros(0, dtype=np.int32), np.zeros((0, ROW), dtype=np.int16), None, None)  # no bounds, no overlay
     assert marked(*args, 10, one, *none) == plain(*args, 12, one, *none) == jpsplus.jps_plus(*args, 14, one, *none)
     counts = []
     for dispatcher in (marked, plain):
