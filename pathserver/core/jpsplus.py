@@ -30,8 +30,9 @@ would stop there or expand nothing the extra node misses: the path stays optimal
 A request's avoided cells change the grid for one search, and a table costs too much to
 build again. With an overlay (:func:`jps_plus`'s ``overlay``, from
 :func:`pathserver.core.relay.lay_avoided`) the search of the blocked grid reads the
-grid's table wherever the blocked grid's scan would find the same (no changed stop word
-on its way), and scans the stop bitmaps brought to the blocked grid where it would not.
+grid's table wherever the blocked grid's scan would find the same (the line holds no cell
+the overlay redid ahead of the move, nor a row or column of a diagonal stretch), and
+scans the stop bitmaps brought to the blocked grid where it might not.
 """
 
 import numpy as np

@@ -178,6 +178,18 @@ def _scratch(cells: np.ndarray) -> _Scratch:
     return scratch
 
 
+def _lay(cells, grid, bitmaps, boxes, unit_w, unit_h) -> tuple:
+    """``(laid, bitmaps, overlay)``: the boxes' anchors, blocked in ``grid``, laid on this
+    thread's copy of the layer's JPS ``bitmaps`` (the layer's ``cells`` key the copy) and
+    its overlay; ``laid`` the arguments of :func:`~pathserver.core.relay.lift_avoided`
+    that undo it, the other two read-only views."""
+    copy, view = _scratch(cells).bitmaps(bitmaps)
+    log = _log()
+    overlay = _overlay(*grid.shape)
+    count = lay_avoided(copy, grid, boxes, unit_w, unit_h, _touched(grid.size), overlay, log)
+    return (copy, bitmaps, overlay, log, count), view, _readonly_view(overlay)
+
+
 class _Relaxation:
     """A request's relaxed rounds so far (:meth:`Avoided.relax`): this thread's copy of the
     layer's grid with some avoided anchors blocked and its read-only view, how many
@@ -272,9 +284,7 @@ class Avoided:
                 state.anchors = len(boxes)
             return None
         state.anchors = last
-        bits, overlay = self._lay(state.grid, bitmaps, boxes[:last], 1, 1)
-        state.laid = self._laid
-        self._laid = None
+        state.laid, bits, overlay = _lay(self.grids[0], state.grid, bitmaps, boxes[:last], 1, 1)
         return state.grid_view, bits, overlay
 
     def overlay(self, bitmaps: np.ndarray) -> tuple:
@@ -286,15 +296,8 @@ class Avoided:
         read-only. Undoes :meth:`relax`."""
         self._unrelax()
         grid, _ = self._undo
-        return self._lay(grid, bitmaps, self.boxes, self.unit_w, self.unit_h)
-
-    def _lay(self, grid, bitmaps, boxes, unit_w, unit_h) -> tuple:
-        copy, view = _scratch(self.grids[0]).bitmaps(bitmaps)
-        log = _log()
-        overlay = _overlay(*grid.shape)
-        count = lay_avoided(copy, grid, boxes, unit_w, unit_h, _touched(grid.size), overlay, log)
-        self._laid = (copy, bitmaps, overlay, log, count)
-        return view, _readonly_view(overlay)
+        self._laid, bits, overlay = _lay(self.grids[0], grid, bitmaps, self.boxes, self.unit_w, self.unit_h)
+        return bits, overlay
 
     @staticmethod
     def _lift(state) -> None:
