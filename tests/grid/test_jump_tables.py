@@ -41,7 +41,9 @@ def built(m, unit=1):
 
 def _built_random_maps(rng, count, sides, units):
     """(map, unit, the unit's passable grid, its free cells as (y, x) rows) for ``count``
-    random maps of sides in ``sides`` and each of ``units``, the layer's jump table built."""
+    random maps of sides in ``sides`` and each of ``units``, the layer's jump table built,
+    and its goal bounds (built after the table, in the background: a search before and one
+    after them expand different nodes)."""
     for _ in range(count):
         width, height = int(rng.integers(*sides)), int(rng.integers(*sides))
         m = GridMap(naive.random_grid(rng, width, height, float(rng.uniform(0.0, 0.2))))
@@ -51,7 +53,7 @@ def _built_random_maps(rng, count, sides, units):
             if len(free) < 2:
                 continue
             find_path(m, tuple(free[0][::-1].tolist()), tuple(free[-1][::-1].tolist()), unit)
-            built(m, unit)
+            built(m, unit).wait_bounds(timeout=60)
             yield m, unit, passable, free
 
 
