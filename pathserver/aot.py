@@ -61,7 +61,8 @@ ENTRY_KERNELS = (
     ("relay", "lay_avoided"), ("relay", "lift_avoided"), ("relay", "new_overlay"),
     ("repair", "relax"),
     ("steer", "next_steps"),
-    ("wire", "pack_float_points"), ("wire", "pack_int_points"), ("wire", "packed_points_bound"),
+    ("wire", "avoid_pairs"), ("wire", "pack_float_points"), ("wire", "pack_int_points"),
+    ("wire", "packed_points_bound"),
 )
 
 

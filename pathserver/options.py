@@ -336,9 +336,13 @@ def _check_rect(option: Option, value, at: str):
 def cell_rows(value, at: str):
     """``avoid``'s ``cells``: rows ``[x, y]`` (:func:`number_rows`), or a bin of
     little-endian int32 ``x, y`` pairs, the compact form engines send, as an int32 (n, 2)
-    array (read-only, no copy); else RequestError at ``at``."""
+    array (read-only, no copy), or a float64 (n, 2) array of finite numbers as it is (the
+    server reads plain pairs so: ``server.handlers._decode_map``); else RequestError at
+    ``at``."""
     if type(value) is bytes:
         return arrays.pairs(value, arrays.INT32, at)
+    if arrays.finite_pairs(value):
+        return value
     return number_rows(value, 2, at, "[x, y]")
 
 

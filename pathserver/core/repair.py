@@ -25,6 +25,7 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import SQRT2, _octile, next_pass_id
+from pathserver.core.heap import TIE
 from pathserver.core.jpsplus import _pop, _push
 
 #: Steps kept before and after a cut, tried in turn: a wider stretch has more ways of
@@ -85,7 +86,10 @@ def detour(path, first, last, passable, work_float, work_int):
     g[start] = 0.0
     stamp[start] = open_mark
     parent[start] = start
-    size = _push(keys, nodes, n, 0, start, _octile(ax, ay, bx, by))
+    # Keyed f, then nearer the end (as JPS+'s heap): every way in the band is as dear,
+    # so the search runs along one instead of filling the band.
+    h_scale = 1.0 + TIE
+    size = _push(keys, nodes, n, 0, start, _octile(ax, ay, bx, by) * h_scale)
     closed = 0
     reached = False
     while size > 0:
@@ -115,7 +119,8 @@ def detour(path, first, last, passable, work_float, work_int):
             else:
                 step = g[node] + 1.0
             # Only ways as cheap as the stretch count: the search stays in their band.
-            if step + _octile(nx, ny, bx, by) > bound:
+            h = _octile(nx, ny, bx, by)
+            if step + h > bound:
                 continue
             other = ny * width + nx
             mark = stamp[other]
@@ -124,7 +129,7 @@ def detour(path, first, last, passable, work_float, work_int):
             g[other] = step
             stamp[other] = open_mark
             parent[other] = node
-            size = _push(keys, nodes, n, size, other, step + _octile(nx, ny, bx, by))
+            size = _push(keys, nodes, n, size, other, step + h * h_scale)
     if not reached:
         return 0, closed
     # As dear, so as many steps: the detour fills the stretch's cells exactly.

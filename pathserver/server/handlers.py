@@ -132,7 +132,7 @@ def read_request(body: bytes, limits: Limits = DEFAULT_LIMITS, upload_limits: Li
     rid = None
     try:
         try:
-            obj = decode_map(body, limits)
+            obj = _decode_map(body, limits)
             if limits.max_depth >= 2:
                 request = parse_path_fast(obj, limits.max_depth)
                 if request is not None:
@@ -151,6 +151,42 @@ def read_request(body: bytes, limits: Limits = DEFAULT_LIMITS, upload_limits: Li
     except Exception as exc:
         reply, code = error_reply_bytes(rid, exc)
         return None, reply, code
+
+
+#: Bodies of at least this many bytes are looked through for ``avoid.cells`` sent as
+#: ``[x, y]`` pairs (a request without many is shorter).
+PAIRS_FROM_BYTES = 256
+#: ``avoid`` as a msgpack fixstr, as every encoder writes a key of five bytes (a body
+#: without it is not walked: this only saves work, the kernel decides).
+_AVOID_KEY = b"\xa5avoid"
+#: ``cells`` so, and the type bytes of an array: a body whose first ``cells`` holds no
+#: array (the bin engines send) is not walked either.
+_CELLS_KEY = b"\xa5cells"
+_ARRAY_HEADERS = frozenset(range(0x90, 0xA0)) | {0xDC, 0xDD}
+
+
+def _decode_map(body: bytes, limits: Limits) -> dict:
+    """``decode_map(body, limits)``, with a request's ``avoid.cells`` sent as plainly
+    valid ``[x, y]`` pairs read by a kernel (:func:`pathserver.core.wire.avoid_pairs`)
+    into a read-only float64 (n, 2) array: msgpack decodes the body with the array left
+    out (nil in its place) and the array goes back in. 200 cells: about 35 µs less than
+    msgpack's lists and the checks' walk over them. Whatever the kernel does not find
+    plainly so is decoded as it is, so every refusal is msgpack's and the validators'."""
+    cells = body.find(_CELLS_KEY) + len(_CELLS_KEY)
+    if (PAIRS_FROM_BYTES <= len(body) <= limits.max_request_bytes and limits.max_depth >= 4
+            and cells < len(body) and body[cells] in _ARRAY_HEADERS and _AVOID_KEY in body):
+        rows = min(limits.max_array_len, len(body) // 3)
+        out = np.empty((rows, 2), dtype=np.float64)
+        info = np.empty(3, dtype=np.int64)
+        if wire_kernels.avoid_pairs(np.frombuffer(body, dtype=np.uint8), limits.max_array_len, out,
+                                    info) == wire_kernels.PAIRS_FOUND:
+            start, end, count = info.tolist()
+            obj = decode_map(b"".join((body[:start], b"\xc0", body[end:])), limits)
+            cells = out[:count]
+            cells.setflags(write=False)
+            obj["avoid"]["cells"] = cells
+            return obj
+    return decode_map(body, limits)
 
 
 def read_upload(upload: UploadBody, limits: Limits = UPLOAD_LIMITS) -> PutMapRequest:

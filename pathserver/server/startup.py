@@ -109,7 +109,7 @@ def _warm_steps(costly=None):
     wider, to collect those kernels' versions too)."""
     import numpy as np
 
-    from pathserver.core.wire import pack_float_points, pack_int_points, packed_points_bound
+    from pathserver.core.wire import avoid_pairs, pack_float_points, pack_int_points, packed_points_bound
     from pathserver.errors import PathserverError
     from pathserver.grid.gridmap import GridMap
     from pathserver.grid.queries import check_block, distance_field, next_steps, reachable
@@ -189,6 +189,9 @@ def _warm_steps(costly=None):
         out = np.empty(packed_points_bound(2), dtype=np.uint8)
         pack_int_points(np.zeros((2, 2), dtype=np.int32), out)
         pack_float_points(np.zeros((2, 2), dtype=np.uint64), out)
+        # A request's avoided cells as [x, y] pairs, as the server reads them (handlers._decode_map).
+        avoid_pairs(np.frombuffer(b"\x81\xa5avoid\x81\xa5cells\x91\x92\x01\xcb" + bytes(8), dtype=np.uint8), 1,
+                    np.empty((1, 2), dtype=np.float64), np.empty(3, dtype=np.int64))
 
     return [
         ("A* with terrain costs", search(costly, (0, 0), (7, 3), 1, smooth="los")),
@@ -197,8 +200,9 @@ def _warm_steps(costly=None):
         ("jump point search", search(uniform, (0, 2), (7, 0), 1, algorithm="jps", line_of_sight=False, smooth="los")),
         ("jump tables (JPS+)", jump_tables),
         ("landmarks (A* on terrain costs)", landmarks),
-        # Long paths are encoded for the wire by compiled kernels (pathserver.core.wire).
-        ("the reply encoder", wire),
+        # Long paths are encoded for the wire by compiled kernels (pathserver.core.wire),
+        # and avoided cells sent as pairs read by one.
+        ("the reply encoder and the pairs reader", wire),
         ("map edits", lambda: costly.edit(cells=[(0, 3)], solid=True)),
         ("movement range, flow fields, steering, many goals, blockers, unit classes", queries),
     ]
