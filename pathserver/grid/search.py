@@ -670,13 +670,11 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         avoid_cost = checked(_AVOID_COST, avoid_cost)
     rules = None if traversal is None else traversal_rules(gridmap, traversal)
     call = prepared_call(gridmap, unit_size, rules, given)
+    ((unit_w, unit_h), _, _, _, n, call_cells, comps, jump_bits, jump_table, call_index, call_table, heights, climb,
+     mode, weight, budget, algorithm_name, _, _, landmarks, bound_rows, bounds, _) = call.fields
+    call_mode = mode
     sx, sy = _endpoint(start, "start", gridmap)
-    mode = call.mode
-    jump_bits = call.jump_bits
-    algorithm_name = call.algorithm
     avoiding = len(boxes) > 0
-    unit_w, unit_h = call.size
-    jump_table = call.jump_table
     if avoiding or goals is not None and len(goals) > 1:
         if python_value(given["algorithm"]) == "jps":
             raise RequestError("algorithm 'jps' takes one goal and no avoid; use 'astar' or 'auto'", at="algorithm")
@@ -685,8 +683,7 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         elif algorithm_name == "jps+" and avoid_cost is None and (goals is None or len(goals) == 1):
             # JPS+ on the layer's table: the path without the avoided cells, mended round
             # them at its cost; else (QUERY_UNMENDED) round those near its cuts, then
-            # round all of them (below).
-            jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
+            # round all of them (below), on the layer's JPS bitmaps.
             mode |= 1 << st.MODE_AVOIDING | 1 << st.MODE_RELAXED
         else:
             # A*: avoided cells with many goals, or dear (avoid_cost) instead of solid.
@@ -697,9 +694,9 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         return None
     if avoiding and avoid_cost is not None:
         mode &= ~(1 << st.MODE_UNIFORM)
-    ws = workspace(call.n)
-    avoided = Avoided(call.cells, call.cost_index, call.cost_table, (call.mode >> st.MODE_UNIFORM) & 1,
-                      unit_w, unit_h, boxes, avoid_cost)
+    ws = workspace(n)
+    avoided = Avoided(call_cells, call_index, call_table, (call_mode >> st.MODE_UNIFORM) & 1, unit_w, unit_h, boxes,
+                      avoid_cost)
     if goals is None:
         targets = np.array([_endpoint(goal, "goal", gridmap)], dtype=np.int64)
         goal_name = "goal"
@@ -721,10 +718,9 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         elif len(targets) == 1:
             (gx, gy), = targets.tolist()
             status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
-                cells, call.comps, jump_bits, jump_table, call.cells, cost_index, cost_table,
-                call.heights, call.climb, sx, sy, gx, gy, mode,
-                call.weight, give_up or call.budget, ws.work_float, ws.work_int, call.landmarks, call.bound_rows,
-                call.bounds, _NO_OVERLAY,
+                cells, comps, jump_bits, jump_table, call_cells, cost_index, cost_table, heights, climb,
+                sx, sy, gx, gy, mode, weight, give_up or budget, ws.work_float, ws.work_int, landmarks, bound_rows,
+                bounds, _NO_OVERLAY,
             )
             if status == st.QUERY_UNMENDED and give_up:
                 return None
@@ -737,15 +733,17 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
                 # them).
                 snapped = flags & (st.FLAG_START_SNAPPED | st.FLAG_GOAL_SNAPPED)
                 spent = expanded
+                if not jump_bits.size:  # JPS+ ran: the bitmaps, made on first need
+                    jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
                 for _ in range(RELAX_ROUNDS):
                     relaxation = avoided.relax(ws.answer[:count], jump_bits) if count else None
                     if relaxation is None:
                         break
                     grid, bits, overlay = relaxation
                     status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
-                        cells, call.comps, bits, jump_table, grid, cost_index, cost_table, call.heights, call.climb,
-                        sx, sy, gx, gy, mode, call.weight, call.budget, ws.work_float, ws.work_int,
-                        call.landmarks, _NO_BOUND_ROWS, _NO_BOUNDS, overlay,
+                        cells, comps, bits, jump_table, grid, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
+                        mode, weight, budget, ws.work_float, ws.work_int, landmarks, _NO_BOUND_ROWS, _NO_BOUNDS,
+                        overlay,
                     )
                     spent += expanded
                     if status != st.QUERY_UNMENDED:
@@ -753,9 +751,9 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
                 if status == st.QUERY_UNMENDED:
                     bits, overlay = avoided.overlay(jump_bits)
                     status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
-                        cells, call.comps, bits, jump_table, cells, cost_index, cost_table, call.heights, call.climb,
-                        sx, sy, gx, gy, mode & ~(1 << st.MODE_RELAXED), call.weight, call.budget, ws.work_float,
-                        ws.work_int, call.landmarks, _NO_BOUND_ROWS, _NO_BOUNDS, overlay,
+                        cells, comps, bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
+                        mode & ~(1 << st.MODE_RELAXED), weight, budget, ws.work_float, ws.work_int, landmarks,
+                        _NO_BOUND_ROWS, _NO_BOUNDS, overlay,
                     )
                     spent += expanded
                 flags |= snapped
@@ -766,9 +764,8 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
         else:
             snapped = np.empty(targets.shape, dtype=np.int32)
             status, flags, points, cost, length, expanded, sx, sy, chosen = solve_goals(
-                cells, call.comps, jump_table, cost_index, cost_table, call.heights, call.climb,
-                sx, sy, targets, mode, call.weight, call.budget, ws.work_float, ws.work_int, snapped,
-                call.bound_rows, call.bounds,
+                cells, comps, jump_table, cost_index, cost_table, heights, climb, sx, sy, targets, mode, weight,
+                budget, ws.work_float, ws.work_int, snapped, bound_rows, bounds,
             )
             gx, gy = snapped[chosen].tolist() if chosen >= 0 else (-1, -1)
     if moved is not None and chosen >= 0:
