@@ -203,6 +203,21 @@ def _key_is(body, at, length, key):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _entry(body, at, n, wanted):
+    """The map entry at ``at``: (1, where its value starts) when its key is the string
+    ``wanted``, (0, where the entry ends) for another string key, (-1, at) for a key that
+    is no string or bytes that end too soon."""
+    kind, length, key = _header(body, at, n)
+    at = key + length
+    if kind != _STR or at > n:
+        return -1, at
+    if _key_is(body, key, length, wanted):
+        return 1, at
+    at = _skip(body, at, n)
+    return (-1 if at < 0 else 0), at
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _number(body, at, n, flat, bits, halves, singles, slot):
     """Read the int or float at ``at`` into ``flat[slot]`` (float64; ``bits``, ``halves``
     and ``singles`` its uint64, uint32 and float32 views). Returns where it ends, or -1
@@ -286,14 +301,10 @@ def avoid_pairs(body, max_rows, out, info):
     seen_avoid = False
     start = -1
     for _ in range(count):
-        kind, length, key = _header(body, at, n)
-        at = key + length
-        if kind != _STR or at > n:
+        found, at = _entry(body, at, n, _AVOID_KEY)
+        if found < 0:
             return PAIRS_NONE
-        if not _key_is(body, key, length, _AVOID_KEY):
-            at = _skip(body, at, n)
-            if at < 0:
-                return PAIRS_NONE
+        if found == 0:
             continue
         if seen_avoid:
             return PAIRS_NONE  # msgpack keeps the last; the validators decide
@@ -302,17 +313,11 @@ def avoid_pairs(body, max_rows, out, info):
         if kind != _MAP:
             return PAIRS_NONE
         for _ in range(inner):
-            kind, length, key = _header(body, at, n)
-            at = key + length
-            if kind != _STR or at > n:
+            found, at = _entry(body, at, n, _CELLS_KEY)
+            if found < 0 or found > 0 and start >= 0:
                 return PAIRS_NONE
-            if not _key_is(body, key, length, _CELLS_KEY):
-                at = _skip(body, at, n)
-                if at < 0:
-                    return PAIRS_NONE
+            if found == 0:
                 continue
-            if start >= 0:
-                return PAIRS_NONE
             start = at
             rows, at = _pairs(body, at, n, max_rows, out)
             if rows < 0:
