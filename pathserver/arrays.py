@@ -33,13 +33,6 @@ def pairs(data: bytes, dtype: np.dtype, name: str) -> np.ndarray:
     return np.frombuffer(data, dtype=dtype).reshape(-1, 2)
 
 
-def finite_pairs(value) -> bool:
-    """Whether ``value`` is a float64 (n, 2) array of finite numbers: ``x, y`` pairs as
-    the server reads them from a request's ``[x, y]`` arrays."""
-    return (type(value) is np.ndarray and value.dtype == np.float64 and value.ndim == 2 and value.shape[1] == 2
-            and bool(np.isfinite(value).all()))
-
-
 def values(data: bytes, dtype: np.dtype = FLOAT32, shape=None) -> np.ndarray:
     """A bin of ``dtype`` values as an array (read-only, no copy), of ``shape`` if given."""
     array = np.frombuffer(data, dtype=dtype)

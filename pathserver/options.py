@@ -35,6 +35,8 @@ import math
 from dataclasses import dataclass
 from itertools import chain
 
+import numpy as np
+
 from pathserver.errors import BadUnitSizeError, NonFiniteError, RequestError, TooLargeError
 from pathserver import arrays
 
@@ -333,15 +335,22 @@ def _check_rect(option: Option, value, at: str):
     return tuple(rect)
 
 
+def plain_number_array(value, width: int) -> bool:
+    """Whether ``value`` is a numpy (n, width) array of ints or finite floats: rows of
+    numbers that pass as they are, with no walk over them."""
+    return (isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[1] == width
+            and (value.dtype.kind in "iu" or value.dtype.kind == "f" and bool(np.isfinite(value).all())))
+
+
 def cell_rows(value, at: str):
     """``avoid``'s ``cells``: rows ``[x, y]`` (:func:`number_rows`), or a bin of
     little-endian int32 ``x, y`` pairs, the compact form engines send, as an int32 (n, 2)
-    array (read-only, no copy), or a float64 (n, 2) array of finite numbers as it is (the
-    server reads plain pairs so: ``server.handlers._decode_map``); else RequestError at
-    ``at``."""
+    array (read-only, no copy), or an (n, 2) array that :func:`plain_number_array` passes,
+    as it is (the server reads plain pairs into a float64 one:
+    ``server.handlers._decode_map``); else RequestError at ``at``."""
     if type(value) is bytes:
         return arrays.pairs(value, arrays.INT32, at)
-    if arrays.finite_pairs(value):
+    if plain_number_array(value, 2):
         return value
     return number_rows(value, 2, at, "[x, y]")
 

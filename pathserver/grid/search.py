@@ -31,7 +31,7 @@ from pathserver.errors import (
 )
 from pathserver.grid.avoid import Avoided, blocker_boxes
 from pathserver.grid.gridmap import GridMap, floor_cell, normalize_unit_size, number_array, python_value
-from pathserver.options import BY_NAME, SEARCH_OPTIONS
+from pathserver.options import BY_NAME, SEARCH_OPTIONS, plain_number_array
 
 # The kernel's code for each choice of the enum options (tests/test_options.py checks
 # that these name exactly the choices pathserver.options defines).
@@ -157,23 +157,17 @@ def workspace(n: int) -> _Workspace:
     return ws
 
 
-def _number_array(value, width: int) -> bool:
-    """Whether ``value`` is a numpy (n, width) array of finite ints or floats."""
-    return (isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[1] == width
-            and (value.dtype.kind in "iu" or value.dtype.kind == "f" and bool(np.isfinite(value).all())))
-
-
 def _plain_arrays(option, value):
     """``value`` when it is an array option's value given as numpy arrays that pass as
     they are (points, or avoided cells and rectangles), else None: checked without walking
     them number by number. Anything else, refusals included, goes the general way."""
     if option.kind == "points":
-        if _number_array(value, 2) and option.min <= len(value) <= option.max:
+        if plain_number_array(value, 2) and option.min <= len(value) <= option.max:
             return value
     elif option.kind == "cells" and type(value) is dict and value.keys() <= {"cells", "rects"}:
         cells = value.get("cells")
         rects = value.get("rects")
-        if ((cells is None or _number_array(cells, 2)) and (rects is None or _number_array(rects, 4))
+        if ((cells is None or plain_number_array(cells, 2)) and (rects is None or plain_number_array(rects, 4))
                 and (cells is not None or rects is not None)):
             cells = () if cells is None else cells
             rects = () if rects is None else rects
