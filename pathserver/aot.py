@@ -46,7 +46,8 @@ from pathserver.core.jit import AOT_MODULE, AOT_TABLE
 #: The kernels Python calls (module, function); every other kernel is only ever
 #: called from these, inside the compiled code.
 ENTRY_KERNELS = (
-    ("avoid", "block_anchors"), ("avoid", "boxes_from"), ("avoid", "price_anchors"), ("avoid", "restore_anchors"),
+    ("avoid", "block_anchors"), ("avoid", "boxes_from"), ("avoid", "lay_cells"), ("avoid", "price_anchors"),
+    ("avoid", "restore_anchors"),
     ("bounds", "bound_rows"), ("bounds", "fill_bounds"), ("bounds", "legal_moves"),
     ("clearance", "compute_clearance"), ("clearance", "footprint_cost"), ("clearance", "footprint_passable"),
     ("clearance", "index_costs"),

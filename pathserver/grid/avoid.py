@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-from pathserver.core.avoid import block_anchors, boxes_from, price_anchors, restore_anchors
+from pathserver.core.avoid import block_anchors, boxes_from, lay_cells, price_anchors, restore_anchors
 from pathserver.core.relay import lay_avoided, lift_avoided, new_overlay
 from pathserver.core.repair import MANY_CUTS, RELAX_FULL, RELAX_RADIUS, relax
 from pathserver.grid.gridmap import number_array
@@ -190,6 +190,14 @@ def _lay(cells, grid, bitmaps, boxes, unit_w, unit_h) -> tuple:
     return (copy, bitmaps, overlay, log, count), view, _readonly_view(overlay)
 
 
+def _lay_boxes(rows: int) -> np.ndarray:
+    """This thread's room for the boxes of :meth:`Avoided.laid` (at least ``rows``)."""
+    boxes = getattr(_local, "lay_boxes", None)
+    if boxes is None or boxes.shape[0] < rows:
+        boxes = _local.lay_boxes = np.zeros((max(rows, 256), 4), dtype=np.int64)
+    return boxes
+
+
 class _Relaxation:
     """A request's relaxed rounds so far (:meth:`Avoided.relax`): this thread's copy of the
     layer's grid with some avoided anchors blocked and its read-only view, how many
@@ -227,6 +235,24 @@ class Avoided:
         self._laid = None
         self._relaxed = None
 
+    @classmethod
+    def laid(cls, cells, cost_index, cost_table, uniform, unit_w, unit_h, rows, rects, start, goal) -> "Avoided | None":
+        """The quick way in: the avoided cells ``rows`` and rectangles ``rects`` (read-only
+        C float64 (N, 2) and (M, 4) arrays, their numbers not yet checked) blocked for a
+        unit going from ``start`` to ``goal`` by one kernel call
+        (:func:`pathserver.core.avoid.lay_cells`), the start freed (as :meth:`release`
+        does): an Avoided whose ``with`` finds them laid, or None (nothing laid) where a
+        number is not finite, a rectangle is empty, the goal is not free with them laid or
+        none is on the map (the caller's general way checks, snaps and lays then)."""
+        scratch = _scratch(cells)
+        boxes = _lay_boxes(rows.shape[0] + rects.shape[0])
+        count = lay_cells(scratch.cells, cells, rows, rects, unit_w, unit_h, *start, *goal, boxes)
+        if count <= 0:  # refused, or all off the map: the general way searches as without them
+            return None
+        avoided = cls(cells, cost_index, cost_table, uniform, unit_w, unit_h, boxes[:count], None)
+        avoided._undo = (scratch.cells, cells)
+        return avoided
+
     @property
     def blocking(self) -> bool:
         """Whether avoided anchors are solid (not merely dear) in the grids handed on."""
@@ -237,6 +263,8 @@ class Avoided:
         if len(self.boxes) == 0:
             return self.grids
         scratch = _scratch(cells)
+        if self._undo is not None:  # laid already (:meth:`laid`)
+            return scratch.cells_view, cost_index, cost_table, uniform
         if self.avoid_cost is None:
             block_anchors(scratch.cells, self.boxes, self.unit_w, self.unit_h)
             self._undo = (scratch.cells, scratch.source())

@@ -597,11 +597,13 @@ _TRAVERSAL = BY_NAME["traversal"]
 _CALL_DEFAULTS = {option.name: option.python_default for option in SEARCH_OPTIONS if option.name != "unit_size"}
 
 
-def prepared_call(gridmap: GridMap, unit_size, rules: tuple | None, given: dict) -> PreparedCall:
+def prepared_call(gridmap: GridMap, unit_size, rules: tuple | None, given: dict,
+                  prepare: bool = True) -> PreparedCall | None:
     """The prepared call of ``find_path`` for ``unit_size``, traversal ``rules`` and the
     options in ``given`` (raw values by name; the others at their defaults), checked and
     kept in the map's cache like find_path's own (the queries of
-    :mod:`pathserver.grid.queries` use it for the unit's grids and their options)."""
+    :mod:`pathserver.grid.queries` use it for the unit's grids and their options).
+    prepare=False: only a call already kept, else None (nothing checked)."""
     options = dict(_CALL_DEFAULTS)
     options.update(given)
     size_type = type(unit_size)
@@ -617,6 +619,8 @@ def prepared_call(gridmap: GridMap, unit_size, rules: tuple | None, given: dict)
     except TypeError:
         call = None
     if call is None:
+        if not prepare:
+            return None
         call = _prepare(gridmap, key, unit_size, options, rules)
     try:
         layers.touch(call.layer_key)
@@ -653,6 +657,10 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
     """find_path with ``goals``, ``avoid`` / ``avoid_cost`` or ``traversal``: checks those,
     then runs solve (one goal) or solve_goals on the unit's grids with the avoided cells
     laid on. give_up > 0: see :func:`find_path_within`."""
+    if avoid is not None and goals is None and avoid_cost is None and traversal is None:
+        answer = _find_path_avoiding(gridmap, start, goal, unit_size, given, avoid, give_up)
+        if answer is not _GENERAL:
+            return answer
     if goals is not None and goal is not None:
         raise RequestError("pass goal or goals, not both", at="goals")
     if goals is None and goal is None:
@@ -716,42 +724,12 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
                 sx, sy, gx, gy, mode, weight, give_up or budget, ws.work_float, ws.work_int, landmarks, bound_rows,
                 bounds, _NO_OVERLAY,
             )
-            if status == st.QUERY_UNMENDED and give_up:
-                return None
             if status == st.QUERY_UNMENDED:
-                # No detour of its cost. JPS+ round the avoided cells near where the path
-                # steps on them, its path mended round the others; after RELAX_ROUNDS,
-                # round all of them. Each reads the layer's table where the cells it
-                # goes round change nothing and scans the layer's stop bitmaps with them
-                # laid on where they do (no goal bounds: those are the grid's without
-                # them).
-                snapped = flags & (st.FLAG_START_SNAPPED | st.FLAG_GOAL_SNAPPED)
-                spent = expanded
-                if not jump_bits.size:  # JPS+ ran: the bitmaps, made on first need
-                    jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
-                for _ in range(RELAX_ROUNDS):
-                    relaxation = avoided.relax(ws.answer[:count], jump_bits) if count else None
-                    if relaxation is None:
-                        break
-                    grid, bits, overlay = relaxation
-                    status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
-                        cells, comps, bits, jump_table, grid, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
-                        mode, weight, budget, ws.work_float, ws.work_int, landmarks, _NO_BOUND_ROWS, _NO_BOUNDS,
-                        overlay,
-                    )
-                    spent += expanded
-                    if status != st.QUERY_UNMENDED:
-                        break
-                if status == st.QUERY_UNMENDED:
-                    bits, overlay = avoided.overlay(jump_bits)
-                    status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
-                        cells, comps, bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
-                        mode & ~(1 << st.MODE_RELAXED), weight, budget, ws.work_float, ws.work_int, landmarks,
-                        _NO_BOUND_ROWS, _NO_BOUNDS, overlay,
-                    )
-                    spent += expanded
-                flags |= snapped
-                expanded = spent
+                if give_up:
+                    return None
+                status, flags, count, cost, length, expanded, sx, sy, gx, gy = _round_the_cells(
+                    avoided, call, cells, gridmap, rules, jump_bits, mode, budget, ws,
+                    (status, flags, count, cost, length, expanded, sx, sy, gx, gy))
                 algorithm_name = "jps"
             points = ws.answer[:count].copy("K")
             chosen = -1 if status == st.QUERY_NO_PATH or status == st.QUERY_START_BLOCKED else 0
@@ -773,6 +751,130 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
     goal_index = None if goals is None or chosen < 0 else int(chosen)
     return PathResult(_STATUS_NAMES[status], points, cost, length, expanded, (sx, sy), (gx, gy), flags,
                       call.generation, algorithm_name, goal_index)
+
+
+def _round_the_cells(avoided: Avoided, call: PreparedCall, cells, gridmap: GridMap, rules, jump_bits, mode: int,
+                     budget: int, ws: _Workspace, answer: tuple) -> tuple:
+    """After solve's QUERY_UNMENDED (``answer``, its path left in ``ws``) inside
+    ``avoided`` (``cells``: the grid it hands on, the cells laid): JPS+ round the avoided
+    cells near where that path steps on them, its path mended round the others; after
+    RELAX_ROUNDS, round all of them. Each reads the layer's table where the cells it goes
+    round change nothing and scans the layer's stop bitmaps (``jump_bits``, made on first
+    need) with them laid on where they do (no goal bounds: those are the grid's without
+    them). Returns solve's last answer, with the first one's snaps and every round's
+    expansions."""
+    status, flags, count, cost, length, expanded, sx, sy, gx, gy = answer
+    ((unit_w, unit_h), _, _, _, _, _, comps, _, jump_table, cost_index, cost_table, heights, climb, _, weight, _, _, _,
+     _, landmarks, _, _, _) = call.fields
+    snapped = flags & (st.FLAG_START_SNAPPED | st.FLAG_GOAL_SNAPPED)
+    spent = expanded
+    if not jump_bits.size:  # JPS+ ran: the bitmaps, made on first need
+        jump_bits = gridmap.layer_for(unit_w, unit_h, rules).jump_bits()
+    for _ in range(RELAX_ROUNDS):
+        relaxation = avoided.relax(ws.answer[:count], jump_bits) if count else None
+        if relaxation is None:
+            break
+        grid, bits, overlay = relaxation
+        status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
+            cells, comps, bits, jump_table, grid, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
+            mode, weight, budget, ws.work_float, ws.work_int, landmarks, _NO_BOUND_ROWS, _NO_BOUNDS, overlay,
+        )
+        spent += expanded
+        if status != st.QUERY_UNMENDED:
+            break
+    if status == st.QUERY_UNMENDED:
+        bits, overlay = avoided.overlay(jump_bits)
+        status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
+            cells, comps, bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
+            mode & ~(1 << st.MODE_RELAXED), weight, budget, ws.work_float, ws.work_int, landmarks,
+            _NO_BOUND_ROWS, _NO_BOUNDS, overlay,
+        )
+        spent += expanded
+    return status, flags | snapped, count, cost, length, spent, sx, sy, gx, gy
+
+
+#: :func:`_find_path_avoiding`'s answer where the general way must answer.
+_GENERAL = object()
+
+_AVOID_KEYS = frozenset(("cells", "rects"))
+_AVOID_MODE = 1 << st.MODE_AVOIDING | 1 << st.MODE_RELAXED
+
+
+def _find_path_avoiding(gridmap: GridMap, start, goal, unit_size, given: dict, avoid, give_up: int):
+    """find_path with ``avoid`` alone the quick way, where all is plainly so: the call
+    (``unit_size``, ``given``) already kept and running JPS+, the endpoints pairs of ints
+    on the map, ``avoid``'s cells and rectangles numpy rows (as the server hands them on),
+    their numbers finite, the goal clear of them. One kernel lays the cells on
+    (:meth:`~pathserver.grid.avoid.Avoided.laid`), then JPS+ searches the grid without them
+    and mends its path round them, as the general way's first search does; its answer
+    is the general way's. Anything else, and a path that mending cannot keep at its cost
+    (then the general way searches again, round them): :data:`_GENERAL`. give_up: as
+    :func:`find_path_within` (None past it)."""
+    if type(avoid) is not dict or not avoid.keys() <= _AVOID_KEYS:
+        return _GENERAL
+    cells = _avoid_rows(avoid.get("cells"), 2)
+    rects = _avoid_rows(avoid.get("rects"), 4)
+    if cells is None or rects is None or not 0 < len(cells) + len(rects) <= _AVOID.max:
+        return _GENERAL
+    call = prepared_call(gridmap, unit_size, None, given, prepare=False)
+    if call is None:
+        return _GENERAL
+    ((unit_w, unit_h), _, width, height, n, call_cells, comps, jump_bits, jump_table, cost_index, cost_table, heights,
+     climb, mode, weight, budget, algorithm_name, generation, _, landmarks, bound_rows, bounds, kernel) = call.fields
+    if algorithm_name != "jps+":
+        return _GENERAL
+    try:
+        sx, sy = start
+        gx, gy = goal
+    except (TypeError, ValueError):
+        return _GENERAL
+    if (type(sx) is not int or type(sy) is not int or type(gx) is not int or type(gy) is not int
+            or not (0 <= sx < width and 0 <= sy < height and 0 <= gx < width and 0 <= gy < height)):
+        return _GENERAL
+    avoided = Avoided.laid(call_cells, cost_index, cost_table, (mode >> st.MODE_UNIFORM) & 1, unit_w, unit_h, cells,
+                           rects, (sx, sy), (gx, gy))
+    if avoided is None:
+        return _GENERAL
+    ws = workspace(n)
+    mode |= _AVOID_MODE
+    with avoided as (laid, _, _, _):
+        args = (laid, comps, jump_bits, jump_table, call_cells, cost_index, cost_table, heights, climb, sx, sy, gx,
+                gy, mode, weight, give_up or budget, ws.work_float, ws.work_int, landmarks, bound_rows, bounds,
+                _NO_OVERLAY)
+        if kernel is None:
+            kernel = call.bind(args)
+        answer = kernel(*args)
+        if answer[0] == st.QUERY_UNMENDED:
+            if give_up:
+                return None
+            answer = _round_the_cells(avoided, call, laid, gridmap, None, jump_bits, mode, budget, ws, answer)
+            algorithm_name = "jps"
+    status, flags, count, cost, length, expanded, sx, sy, gx, gy = answer
+    if status > st.QUERY_NO_PATH:
+        _raise_for(status, call, sx, sy, gx, gy)
+    return PathResult(_STATUS_NAMES[status], ws.answer[:count].copy("K"), cost, length, expanded, (sx, sy), (gx, gy),
+                      flags, generation, algorithm_name)
+
+
+_NO_ROWS = {width: np.zeros((0, width), dtype=np.float64) for width in (2, 4)}
+for _array in _NO_ROWS.values():
+    _array.setflags(write=False)
+
+
+def _avoid_rows(rows, width: int) -> np.ndarray | None:
+    """``avoid``'s cells (``width`` 2) or rectangles (4) as read-only C float64 rows, for
+    :func:`_find_path_avoiding`: None given, none; a numpy (n, width) array of numbers,
+    converted if need be (its numbers not yet checked finite); anything else None."""
+    if rows is None:
+        return _NO_ROWS[width]
+    if type(rows) is not np.ndarray or rows.ndim != 2 or rows.shape[1] != width or rows.dtype.kind not in "iuf":
+        return None
+    if rows.dtype != np.float64 or not rows.flags.c_contiguous:
+        rows = np.ascontiguousarray(rows, dtype=np.float64)
+    if rows.flags.writeable:
+        rows = rows.view()
+        rows.setflags(write=False)
+    return rows
 
 
 #: Relaxed rounds (:meth:`~pathserver.grid.avoid.Avoided.relax`) before a request's

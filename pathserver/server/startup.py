@@ -169,6 +169,8 @@ def _warm_steps(costly=None):
             # round the cut (core.repair.relax) under their overlay (core.relay); then
             # across its way, cut in many places: round all of them.
             find_path(gridmap, (0, 64), (127, 70), avoid={"cells": [(20, 66)]}, line_of_sight=False)
+            # The same as numpy rows (as the server hands them on): laid by one kernel.
+            find_path(gridmap, (0, 64), (127, 70), avoid={"cells": np.array([(20, 66)])}, line_of_sight=False)
             find_path(gridmap, (0, 64), (127, 70), avoid={"rects": [(64, 90, 1, 3)]}, line_of_sight=False)
             find_path(gridmap, (0, 64), (127, 70), avoid={"rects": [(56, 85, 16, 43)]}, line_of_sight=False)
             gridmap = gridmap.edit(cells=[(10, 10)], solid=True)

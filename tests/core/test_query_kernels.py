@@ -6,7 +6,14 @@ import pytest
 
 import naive
 from pathserver import GridMap
-from pathserver.core.avoid import block_anchors, price_anchors, restore_anchors
+from pathserver.core.avoid import (
+    LAY_GOAL_BLOCKED,
+    LAY_NOT_PLAIN,
+    block_anchors,
+    lay_cells,
+    price_anchors,
+    restore_anchors,
+)
 from pathserver.core.cut import block_pieces
 from pathserver.core.dijkstra import _field_buckets, _field_heap, field_whole, ring_size
 from pathserver.core.goals import goal_boxes
@@ -40,6 +47,56 @@ def test_blocked_anchors_are_those_whose_footprint_overlaps_and_restore_undoes_t
         price_anchors(priced, index, table, 0, boxes, *unit, 3, 4.0)
         expected = np.where(naive.overlapping(solid, *unit) & (table[index] < 4.0), 3, index)
         assert np.array_equal(priced, expected)
+
+
+@pytest.mark.parametrize("unit", [(1, 1), (2, 2), (3, 2)])
+def test_lay_cells_blocks_what_the_floored_cells_and_rectangles_cover_but_the_start(unit):
+    # The quick way's one kernel: the anchors whose footprint overlaps a cell a point
+    # falls in or a cell a rectangle overlaps (math.floor / math.ceil, clipped), cleared;
+    # the start its own again; refused with the grid untouched for a number not finite,
+    # a rectangle not wider and taller than 0, or the goal (not the start) left unfree.
+    import math
+
+    rng = np.random.default_rng(10 + sum(unit))
+    outcomes = {"laid": 0, LAY_NOT_PLAIN: 0, LAY_GOAL_BLOCKED: 0}
+    for _ in range(300):
+        width, height = int(rng.integers(3, 16)), int(rng.integers(3, 16))
+        source = (rng.random((height, width)) > 0.2).astype(np.uint8)
+        k, r = int(rng.integers(0, 6)), int(rng.integers(0, 3))
+        points = np.stack([rng.uniform(-2, width + 2, k), rng.uniform(-2, height + 2, k)], axis=1)
+        rects = np.stack([rng.uniform(-2, width + 1, r), rng.uniform(-2, height + 1, r), rng.uniform(0.2, 4, r),
+                          rng.uniform(0.2, 4, r)], axis=1)
+        if rng.integers(8) == 0 and len(points):
+            points[rng.integers(len(points)), rng.integers(2)] = rng.choice([np.nan, np.inf, -np.inf])
+        if rng.integers(8) == 0 and len(rects):
+            rects[rng.integers(len(rects)), 2 + rng.integers(2)] = rng.choice([0.0, -1.0])
+        (sy, sx), (gy, gx) = rng.integers(0, [height, width], size=(2, 2))
+        if rng.integers(6) == 0:
+            gx, gy = sx, sy
+        grid = source.copy()
+        boxes = np.zeros((len(points) + len(rects), 4), dtype=np.int64)
+        answer = lay_cells(grid, source, points, rects, *unit, int(sx), int(sy), int(gx), int(gy), boxes)
+        if not (np.isfinite(points).all() and np.isfinite(rects).all() and (rects[:, 2:] > 0).all()):
+            assert answer == LAY_NOT_PLAIN and np.array_equal(grid, source)
+            outcomes[answer] += 1
+            continue
+        solid = np.zeros((height, width), dtype=bool)
+        for x, y in points:
+            if 0 <= x < width and 0 <= y < height:
+                solid[math.floor(y), math.floor(x)] = True
+        for x, y, w, h in rects:
+            solid[max(0, math.floor(y)):max(0, math.ceil(y + h)), max(0, math.floor(x)):max(0, math.ceil(x + w))] = True
+        expected = np.where(naive.overlapping(solid, *unit), 0, source)
+        expected[sy, sx] = source[sy, sx]
+        if expected[gy, gx] == 0 and (gx, gy) != (sx, sy):
+            assert answer == LAY_GOAL_BLOCKED and np.array_equal(grid, source)
+            outcomes[answer] += 1
+            continue
+        assert answer >= 0 and np.array_equal(grid, expected)
+        outcomes["laid"] += 1
+        restore_anchors(grid, source, boxes[:answer], *unit)
+        assert np.array_equal(grid, source)
+    assert min(outcomes.values()) >= 20, outcomes
 
 
 @pytest.mark.parametrize("eight", [0, 1])

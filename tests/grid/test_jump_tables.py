@@ -246,6 +246,95 @@ def test_avoided_cells_off_the_path_leave_the_plain_answer():
     assert kept >= 40 and rerouted >= 40 and mended >= 10 and searched >= 10, (mended, searched)
 
 
+def _same_answer(quick, general):
+    """Both PathResults alike in every field, or both the same error (code, message, at)."""
+    if isinstance(general, Exception):
+        assert (type(quick), str(quick), quick.at) == (type(general), str(general), general.at)
+        return
+    assert quick is not None and general is not None or quick is general
+    if general is not None:
+        assert quick.path.tolist() == general.path.tolist()
+        for field in ("status", "cost", "length", "expanded", "start", "goal", "flags", "generation", "algorithm",
+                      "goal_index"):
+            assert getattr(quick, field) == getattr(general, field), field
+
+
+def test_avoided_cells_as_arrays_take_the_quick_way_to_the_general_ways_answers(monkeypatch):
+    # Cells and rectangles as numpy rows (as the server hands them on) on a call JPS+
+    # answers: one kernel lays them (Avoided.laid), then JPS+ and its mending, and after a
+    # cut it cannot mend the search round them, on the laid grid; anything not plainly
+    # so (a number not finite, an empty rectangle, a goal on them, endpoints not plain
+    # ints) the general way. The same answers and errors as the lists give (the general
+    # way, checked against A* by the tests above), through find_path and
+    # find_path_within, in each dtype and order.
+    from pathserver.grid.avoid import Avoided
+    from pathserver.grid.search import find_path_within
+
+    laid = {"quick": 0, "refused": 0, "last": False}
+    real = Avoided.laid.__func__
+
+    def counted(cls, *args):
+        avoided = real(cls, *args)
+        laid["quick" if avoided is not None else "refused"] += 1
+        laid["last"] = avoided is not None
+        return avoided
+
+    monkeypatch.setattr(Avoided, "laid", classmethod(counted))
+    rng = np.random.default_rng(25)
+    kinds = {"jps+": 0, "jps": 0}
+    for m, unit, passable, free in _built_random_maps(rng, 30, (10, 36), (1, 2, 3)):
+        width, height = m.width, m.height
+        for _ in range(5):
+            (sy, sx), (gy, gx) = free[rng.choice(len(free), 2, replace=False)]
+            start, goal = (int(sx), int(sy)), (int(gx), int(gy))
+            count = int(rng.choice([1, 6, 30]))
+            cells = np.stack([rng.integers(-2, width + 2, count), rng.integers(-2, height + 2, count)], axis=1)
+            if rng.integers(3) == 0:  # some on the plain path
+                plain = find_path(m, start, goal, unit, smooth="none").path
+                if len(plain) > 2:
+                    cells[: min(count, 3)] = plain[rng.integers(1, len(plain) - 1, size=min(count, 3))]
+            rects = np.array([[rng.uniform(0, width), rng.uniform(0, height), rng.uniform(0.5, 3), rng.uniform(0.5, 3)]])
+            roll = int(rng.integers(8))
+            if roll == 0:
+                cells = cells.astype(np.float64)
+                cells[rng.integers(count), rng.integers(2)] = rng.choice([np.nan, np.inf])  # refused alike
+            elif roll == 1:
+                rects[0, 2] = 0.0  # an empty rectangle: refused alike
+            elif roll == 2:
+                cells[0] = goal  # the goal on them: snaps off them (the general way)
+            elif roll == 3:
+                cells[0] = start  # the start on them: it may leave
+            avoid = {"cells": cells.tolist()}
+            if rng.integers(2):
+                avoid["rects"] = rects.tolist()
+            options = {"smooth": str(rng.choice(["none", "corners", "los"])), "line_of_sight": bool(rng.integers(2)),
+                       "allow_partial": bool(rng.integers(2)), "snap": bool(rng.integers(4))}
+            as_arrays = {"cells": np.asarray(cells, dtype=rng.choice([np.int32, np.int64, np.float32, np.float64])
+                                             if roll != 0 else np.float64)}
+            if rng.integers(2):
+                as_arrays["cells"] = np.asfortranarray(as_arrays["cells"])
+            if "rects" in avoid:
+                as_arrays["rects"] = rects
+
+            def both(call):
+                answers = []
+                for given in (avoid, as_arrays):  # the lists first: they keep the call
+                    try:
+                        answers.append(call(given))
+                    except Exception as error:  # noqa: BLE001 - compared below
+                        answers.append(error)
+                return answers
+
+            laid["last"] = False
+            general, quick = both(lambda a: find_path(m, start, goal, unit, avoid=a, **options))
+            _same_answer(quick, general)
+            if laid["last"] and not isinstance(quick, Exception):  # answered the quick way
+                kinds[quick.algorithm] += 1
+            general, quick = both(lambda a: find_path_within(m, start, goal, unit, 40, avoid=a, **options))
+            _same_answer(quick, general)
+    assert laid["quick"] >= 300 and laid["refused"] >= 40 and kinds["jps+"] >= 60 and kinds["jps"] >= 30, (laid, kinds)
+
+
 def test_a_path_the_cells_cut_beyond_mending_is_searched_round_the_cells_near_the_cuts(monkeypatch):
     # A cut no detour of the path's cost mends: JPS+ on a relaxation (the grid with only
     # the avoided anchors near the cuts blocked, under their overlay), round by round, its
