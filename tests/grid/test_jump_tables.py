@@ -266,7 +266,9 @@ def test_avoided_cells_as_arrays_take_the_quick_way_to_the_general_ways_answers(
     # so (a number not finite, an empty rectangle, a goal on them, endpoints not plain
     # ints) the general way. The same answers and errors as the lists give (the general
     # way, checked against A* by the tests above), through find_path and
-    # find_path_within, in each dtype and order.
+    # find_path_within, in each dtype and order; the thread's copy of the grid as the
+    # layer's after each.
+    from pathserver.grid import avoid as avoid_module
     from pathserver.grid.avoid import Avoided
     from pathserver.grid.search import find_path_within
 
@@ -332,6 +334,9 @@ def test_avoided_cells_as_arrays_take_the_quick_way_to_the_general_ways_answers(
                 kinds[quick.algorithm] += 1
             general, quick = both(lambda a: find_path_within(m, start, goal, unit, 40, avoid=a, **options))
             _same_answer(quick, general)
+            for scratch in avoid_module._local.scratch.values():  # the thread's copies lifted clean
+                source = scratch.source()
+                assert source is None or np.array_equal(scratch.cells, source)
     assert laid["quick"] >= 300 and laid["refused"] >= 40 and kinds["jps+"] >= 60 and kinds["jps"] >= 30, (laid, kinds)
 
 
