@@ -89,25 +89,33 @@ def restore_anchors(grid, source, boxes, unit_w, unit_h):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def box_of(cells, rects, k, width, height):
-    """Row ``k`` of a request's avoided cells then rectangles (see :func:`boxes_from`) as
-    its box ``x0, y0, x1, y1`` clipped to the map, and whether that is not empty."""
-    if k < cells.shape[0]:
-        x0 = math.floor(cells[k, 0])
-        y0 = math.floor(cells[k, 1])
-        x1 = x0 + 1.0
-        y1 = y0 + 1.0
-    else:
-        r = k - cells.shape[0]
-        x0 = math.floor(rects[r, 0])
-        y0 = math.floor(rects[r, 1])
-        x1 = math.ceil(rects[r, 0] + rects[r, 2])
-        y1 = math.ceil(rects[r, 1] + rects[r, 3])
-    x0 = min(max(x0, 0.0), width)
-    x1 = min(max(x1, 0.0), width)
-    y0 = min(max(y0, 0.0), height)
-    y1 = min(max(y1, 0.0), height)
-    return np.int64(x0), np.int64(y0), np.int64(x1), np.int64(y1), x0 < x1 and y0 < y1
+def boxes_into(cells, rects, width, height, boxes):
+    """The boxes of a request's avoided cells (see :func:`boxes_from`) written into
+    ``boxes`` (int64, at least N + M rows); returns their count."""
+    count = 0
+    for k in range(cells.shape[0] + rects.shape[0]):
+        if k < cells.shape[0]:
+            x0 = math.floor(cells[k, 0])
+            y0 = math.floor(cells[k, 1])
+            x1 = x0 + 1.0
+            y1 = y0 + 1.0
+        else:
+            r = k - cells.shape[0]
+            x0 = math.floor(rects[r, 0])
+            y0 = math.floor(rects[r, 1])
+            x1 = math.ceil(rects[r, 0] + rects[r, 2])
+            y1 = math.ceil(rects[r, 1] + rects[r, 3])
+        x0 = min(max(x0, 0.0), width)
+        x1 = min(max(x1, 0.0), width)
+        y0 = min(max(y0, 0.0), height)
+        y1 = min(max(y1, 0.0), height)
+        if x0 < x1 and y0 < y1:
+            boxes[count, 0] = np.int64(x0)
+            boxes[count, 1] = np.int64(y0)
+            boxes[count, 2] = np.int64(x1)
+            boxes[count, 3] = np.int64(y1)
+            count += 1
+    return count
 
 
 @njit(cache=True, nogil=True)
@@ -117,16 +125,7 @@ def boxes_from(cells, rects, width, height):
     (N, 2) points ``x, y``, each the cell it falls in; rects: float64 (M, 4) ``x, y, w, h``,
     each every cell it overlaps."""
     boxes = np.empty((cells.shape[0] + rects.shape[0], 4), dtype=np.int64)
-    count = 0
-    for k in range(cells.shape[0] + rects.shape[0]):
-        x0, y0, x1, y1, kept = box_of(cells, rects, k, width, height)
-        if kept:
-            boxes[count, 0] = x0
-            boxes[count, 1] = y0
-            boxes[count, 2] = x1
-            boxes[count, 3] = y1
-            count += 1
-    return boxes[:count].copy()
+    return boxes[:boxes_into(cells, rects, width, height, boxes)].copy()
 
 
 #: :func:`lay_cells`' answers but a count of boxes (the grid then as it was).
@@ -153,15 +152,7 @@ def lay_cells(grid, source, cells, rects, unit_w, unit_h, sx, sy, gx, gy, boxes)
                 return LAY_NOT_PLAIN
         if not (rects[r, 2] > 0.0 and rects[r, 3] > 0.0):
             return LAY_NOT_PLAIN
-    count = 0
-    for k in range(cells.shape[0] + rects.shape[0]):
-        x0, y0, x1, y1, kept = box_of(cells, rects, k, float(width), float(height))
-        if kept:
-            boxes[count, 0] = x0
-            boxes[count, 1] = y0
-            boxes[count, 2] = x1
-            boxes[count, 3] = y1
-            count += 1
+    count = boxes_into(cells, rects, float(width), float(height), boxes)
     block_anchors(grid, boxes[:count], unit_w, unit_h)
     grid[sy, sx] = source[sy, sx]
     if grid[gy, gx] == 0 and (gx != sx or gy != sy):
