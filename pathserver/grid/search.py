@@ -656,7 +656,8 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
                     traversal, give_up: int = 0) -> PathResult | None:
     """find_path with ``goals``, ``avoid`` / ``avoid_cost`` or ``traversal``: checks those,
     then runs solve (one goal) or solve_goals on the unit's grids with the avoided cells
-    laid on. give_up > 0: see :func:`find_path_within`."""
+    laid on (``avoid`` alone as numpy rows: :func:`_find_path_avoiding` first). give_up >
+    0: see :func:`find_path_within`."""
     if avoid is not None and goals is None and avoid_cost is None and traversal is None:
         answer = _find_path_avoiding(gridmap, start, goal, unit_size, given, avoid, give_up)
         if answer is not _GENERAL:
@@ -806,10 +807,11 @@ def _find_path_avoiding(gridmap: GridMap, start, goal, unit_size, given: dict, a
     on the map, ``avoid``'s cells and rectangles numpy rows (as the server hands them on),
     their numbers finite, the goal clear of them. One kernel lays the cells on
     (:meth:`~pathserver.grid.avoid.Avoided.laid`), then JPS+ searches the grid without them
-    and mends its path round them, as the general way's first search does; its answer
-    is the general way's. Anything else, and a path that mending cannot keep at its cost
-    (then the general way searches again, round them): :data:`_GENERAL`. give_up: as
-    :func:`find_path_within` (None past it)."""
+    and mends its path round them, as the general way's first search does, and where
+    mending cannot keep its cost searches round them on the same laid grid
+    (:func:`_round_the_cells`): the general way's answer, without its checks in Python.
+    Anything else: :data:`_GENERAL`. give_up: as :func:`find_path_within` (None past
+    it)."""
     if type(avoid) is not dict or not avoid.keys() <= _AVOID_KEYS:
         return _GENERAL
     cells = _avoid_rows(avoid.get("cells"), 2)
