@@ -370,8 +370,9 @@ class Bench:
         # What the default requests' answers were: the plain path kept, another path of
         # its cost (mended round the cells), or a dearer one (searched round them).
         outcomes: dict[str, list] = {}
-        # And the floor no way of taking the cells per request can beat: the same request
-        # on a map where they are solid, its JPS+ table built for them.
+        # And a reference: the same request on a map where they are solid, its JPS+ table
+        # and goal bounds built for them (beaten per request only where the plain path is
+        # kept or mended).
         floors: dict[str, list] = {}
         for name, call, avoided in cases:
             by_name.setdefault(name, []).append(pair(call, avoided))
