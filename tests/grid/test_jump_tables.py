@@ -393,3 +393,35 @@ def test_a_path_the_cells_cut_beyond_mending_is_searched_round_the_cells_near_th
                 answers["all" if counts["all"] > before["all"] else "relaxed"] += 1
                 assert r.algorithm == "jps"
     assert answers["relaxed"] >= 20 and answers["all"] >= 10, answers
+
+
+def test_the_quick_way_on_many_threads_gives_each_request_its_own_cells():
+    # Each thread lays a request's cells on its own copy of the grid, its own boxes too:
+    # requests with different cells at once, through find_paths' threads and a pool of
+    # our own, each get the answer they get alone.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pathserver import find_paths
+
+    rng = np.random.default_rng(26)
+    m = GridMap(naive.random_grid(rng, 48, 40, 0.1))
+    free = np.argwhere(naive.passable_for_unit(m.walkable, 1, 1))[:, ::-1]
+    trips = [tuple(map(tuple, free[rng.choice(len(free), 2, replace=False)].tolist())) for _ in range(40)]
+    find_path(m, *trips[0])
+    built(m).wait_bounds(timeout=60)
+    walls = [{"cells": free[rng.choice(len(free), 30, replace=False)].astype(np.int32)} for _ in range(6)]
+    for wall in walls:  # the lists first: the general way keeps the call the quick way reads
+        find_path(m, *trips[0], avoid={"cells": wall["cells"].tolist()})
+    alone = {(k, t): find_path(m, *trip, avoid=wall) for k, wall in enumerate(walls) for t, trip in enumerate(trips)}
+    assert any(r.algorithm == "jps" for r in alone.values()) and any(r.algorithm == "jps+" for r in alone.values())
+
+    def run(k):
+        return [find_path(m, *trip, avoid=walls[k]) for trip in trips]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for k, answers in zip(range(6), pool.map(run, range(6))):
+            for t, answer in enumerate(answers):
+                assert answer.path.tolist() == alone[(k, t)].path.tolist() and answer.cost == alone[(k, t)].cost
+    for k, wall in enumerate(walls):
+        results = find_paths(m, [s for s, _ in trips] * 3, [g for _, g in trips] * 3, avoid=wall)
+        assert [r.path.tolist() for r in results] == [alone[(k, t % len(trips))].path.tolist() for t in range(120)]
