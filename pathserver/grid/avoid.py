@@ -119,6 +119,23 @@ def _readonly_view(array: np.ndarray) -> np.ndarray:
     return view
 
 
+_NO_ROWS = {key: _readonly(np.zeros((0, width), dtype=np.float64)) for key, width in ROW_WIDTHS.items()}
+
+
+def laid_rows(rows, key: str) -> np.ndarray | None:
+    """``avoid``'s ``key`` rows as :meth:`Avoided.laid` takes them, read-only C float64:
+    None given, none; a numpy (n, width) array of numbers, converted if need be (its
+    numbers not yet checked finite); anything else None (the general way checks it)."""
+    width = ROW_WIDTHS[key]
+    if rows is None:
+        return _NO_ROWS[key]
+    if type(rows) is not np.ndarray or rows.ndim != 2 or rows.shape[1] != width or rows.dtype.kind not in "iuf":
+        return None
+    if rows.dtype != np.float64 or not rows.flags.c_contiguous:
+        rows = np.ascontiguousarray(rows, dtype=np.float64)
+    return _readonly_view(rows) if rows.flags.writeable else rows
+
+
 _local = threading.local()
 
 
@@ -237,8 +254,8 @@ class Avoided:
 
     @classmethod
     def laid(cls, cells, cost_index, cost_table, uniform, unit_w, unit_h, rows, rects, start, goal) -> "Avoided | None":
-        """The quick way in: the avoided cells ``rows`` and rectangles ``rects`` (read-only
-        C float64 (N, 2) and (M, 4) arrays, their numbers not yet checked) blocked for a
+        """The quick way in: the avoided cells ``rows`` and rectangles ``rects`` (from
+        :func:`laid_rows`: read-only C float64, their numbers not yet checked) blocked for a
         unit going from ``start`` to ``goal`` by one kernel call
         (:func:`pathserver.core.avoid.lay_cells`), the start freed (as :meth:`release`
         does): an Avoided whose ``with`` finds them laid, or None (nothing laid) where a

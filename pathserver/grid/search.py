@@ -29,7 +29,7 @@ from pathserver.errors import (
     SearchLimitError,
     StartBlockedError,
 )
-from pathserver.grid.avoid import Avoided, blocker_boxes
+from pathserver.grid.avoid import Avoided, blocker_boxes, laid_rows
 from pathserver.grid.gridmap import GridMap, floor_cell, normalize_unit_size, number_array, python_value
 from pathserver.options import BY_NAME, SEARCH_OPTIONS, plain_number_array
 
@@ -814,8 +814,8 @@ def _find_path_avoiding(gridmap: GridMap, start, goal, unit_size, given: dict, a
     it)."""
     if type(avoid) is not dict or not avoid.keys() <= _AVOID_KEYS:
         return _GENERAL
-    cells = _avoid_rows(avoid.get("cells"), 2)
-    rects = _avoid_rows(avoid.get("rects"), 4)
+    cells = laid_rows(avoid.get("cells"), "cells")
+    rects = laid_rows(avoid.get("rects"), "rects")
     if cells is None or rects is None or not 0 < len(cells) + len(rects) <= _AVOID.max:
         return _GENERAL
     call = prepared_call(gridmap, unit_size, None, given, prepare=False)
@@ -856,27 +856,6 @@ def _find_path_avoiding(gridmap: GridMap, start, goal, unit_size, given: dict, a
         _raise_for(status, call, sx, sy, gx, gy)
     return PathResult(_STATUS_NAMES[status], ws.answer[:count].copy("K"), cost, length, expanded, (sx, sy), (gx, gy),
                       flags, generation, algorithm_name)
-
-
-_NO_ROWS = {width: np.zeros((0, width), dtype=np.float64) for width in (2, 4)}
-for _array in _NO_ROWS.values():
-    _array.setflags(write=False)
-
-
-def _avoid_rows(rows, width: int) -> np.ndarray | None:
-    """``avoid``'s cells (``width`` 2) or rectangles (4) as read-only C float64 rows, for
-    :func:`_find_path_avoiding`: None given, none; a numpy (n, width) array of numbers,
-    converted if need be (its numbers not yet checked finite); anything else None."""
-    if rows is None:
-        return _NO_ROWS[width]
-    if type(rows) is not np.ndarray or rows.ndim != 2 or rows.shape[1] != width or rows.dtype.kind not in "iuf":
-        return None
-    if rows.dtype != np.float64 or not rows.flags.c_contiguous:
-        rows = np.ascontiguousarray(rows, dtype=np.float64)
-    if rows.flags.writeable:
-        rows = rows.view()
-        rows.setflags(write=False)
-    return rows
 
 
 #: Relaxed rounds (:meth:`~pathserver.grid.avoid.Avoided.relax`) before a request's
