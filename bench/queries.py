@@ -58,6 +58,10 @@ from pathserver.core.components import label_components  # noqa: E402
 DEFAULT_MAPS = ("Boston_0_512",)
 
 
+#: Trips round the route whose references over the wire are taken (each uploads a map).
+WIRE_FLOOR_TRIPS = 20
+
+
 def timed(call, repeat: int = 1) -> float:
     """Seconds for one ``call()`` (the fastest of ``repeat``), the collector off."""
     best = math.inf
@@ -349,17 +353,28 @@ class Bench:
                           around_points(np.array([start] * n_cells), 25)))
         for _, goal in problems[: max(2, rounds // 4)]:
             cases.append(("distance_field", lambda g=goal, a=None: distance_field(m, [g], avoid=a), spread(n_cells)))
-        def solid_floor(cells, start, goal):
-            """The time of the request on a map where ``cells`` are solid, its table built."""
-            solid = np.zeros_like(m.walkable)
+        def solid_map(cells):
+            """The map with ``cells`` solid (those off the map block nothing)."""
             cells = np.asarray(cells, dtype=np.int64).reshape(-1, 2)
             inside = (cells >= 0).all(axis=1) & (cells[:, 0] < m.width) & (cells[:, 1] < m.height)
-            solid[cells[inside, 1], cells[inside, 0]] = True  # the request's cells off the map block nothing
-            blocked = GridMap(m.walkable & ~solid)
-            find_path(blocked, start, goal)
-            blocked.layer(1).wait_jump_table(60)
-            blocked.layer(1).wait_bounds(60)
-            return timed(lambda: find_path(blocked, start, goal), repeat=3)
+            walkable = m.walkable.copy()
+            walkable[cells[inside, 1], cells[inside, 0]] = False
+            return walkable
+
+        def references(run, layer):
+            """The times of ``run(**options)``, the request on a map where the cells are solid
+            (``layer`` its unit layer): JPS+ on a table and goal bounds built for that map,
+            and online JPS on it, its bitmaps built (the fastest of 3 each)."""
+            run()
+            layer.wait_jump_table(60)
+            layer.wait_bounds(60)
+            layer.jump_bits()
+            run(algorithm="jps")
+            return timed(run, repeat=3), timed(lambda: run(algorithm="jps"), repeat=3)
+
+        def solid_floor(cells, start, goal):
+            blocked = GridMap(solid_map(cells))
+            return references(lambda **options: find_path(blocked, start, goal, **options), blocked.layer(1))
 
         def pair(call, avoided):
             call()
@@ -370,9 +385,11 @@ class Bench:
         # What the default requests' answers were: the plain path kept, another path of
         # its cost (mended round the cells), or a dearer one (searched round them).
         outcomes: dict[str, list] = {}
-        # And a reference: the same request on a map where they are solid, its JPS+ table
-        # and goal bounds built for them (beaten per request only where the plain path is
-        # kept or mended).
+        # And two references: the same request on a map where they are solid, its JPS+
+        # table and goal bounds built for them (beaten per request only where the plain
+        # path is kept or mended), and online JPS on it (the fastest search that needs
+        # nothing built for the cells, here given their bitmaps for free): the least a
+        # request that takes the cells as they come can cost where it must go round them.
         floors: dict[str, list] = {}
         for name, call, avoided in cases:
             by_name.setdefault(name, []).append(pair(call, avoided))
@@ -382,6 +399,22 @@ class Bench:
                         "same cost" if answer.cost <= plain.cost + 1e-9 * max(1.0, plain.cost) else "dearer")
                 outcomes.setdefault(name, []).append(kind)
                 floors.setdefault(name, []).append(solid_floor(avoided["cells"], answer.start, answer.goal))
+        # Over the wire the references are taken on the server, the map with the cells solid
+        # uploaded, for the last WIRE_FLOOR_TRIPS trips round the route (an upload each; the
+        # server's searches have touched their memory by then).
+        wire_floors: dict[str, list] = {}
+
+        def wire_floor(registry, client, cells, start, goal):
+            answer = client.find_path(self.name, start, goal, avoid={"cells": np.array(cells, dtype=np.int32)})
+            start, goal = tuple(answer["start"]), tuple(answer["goal"])
+            name = f"{self.name}-solid"
+            client.put_map(name, solid_map(cells))
+            try:
+                return references(lambda **options: client.find_path(name, start, goal, **options),
+                                  registry.get(name).layer(1))
+            finally:
+                client.drop_map(name)
+
         # The same requests as a game sends them: path requests to a real server, the
         # whole round trip, its table built. The cells as msgpack pairs, or as the bin of
         # int32 pairs the engine clients send (the Python client sends an int array so).
@@ -391,15 +424,17 @@ class Bench:
             for kind, avoided, packed in (("spread", spread, False), ("spread, as a bin", spread, True),
                                           ("on its route, as a bin", None, True)):
                 name = f"wire: path (defaults), cells {kind}"
-                for start, goal in problems:
+                for i, (start, goal) in enumerate(problems):
                     if avoided is None:
                         route = find_path(m, start, goal).path
                         cells = [list(c) for c in around_route(route, 3, n_cells)["cells"]]
                     else:
                         cells = [list(c) for c in avoided(n_cells)["cells"]]
-                    by_name.setdefault(name, []).append(pair(
-                        lambda s=start, g=goal, a=None: client.find_path(self.name, s, g, avoid=a),
-                        {"cells": np.array(cells, dtype=np.int32) if packed else cells}))
+                    timings = pair(lambda s=start, g=goal, a=None: client.find_path(self.name, s, g, avoid=a),
+                                   {"cells": np.array(cells, dtype=np.int32) if packed else cells})
+                    by_name.setdefault(name, []).append(timings)
+                    if avoided is None and i >= len(problems) - WIRE_FLOOR_TRIPS:
+                        wire_floors.setdefault(name, []).append((*wire_floor(registry, client, cells, start, goal), *timings))
         for name, pairs in by_name.items():
             plain = sum(p for p, _ in pairs)
             with_avoid = sum(a for _, a in pairs)
@@ -407,7 +442,13 @@ class Bench:
             kinds = outcomes.get(name, [])
             seen = "".join(f"; {kind} {kinds.count(kind)}" for kind in ("kept", "same cost", "dearer") if kinds)
             if name in floors:
-                seen += f"; on a map with the cells solid (its own table): {sum(floors[name]) / plain:.2f}x"
+                table, online = (sum(f[i] for f in floors[name]) / plain for i in (0, 1))
+                seen += f"; on a map with the cells solid: JPS+ on its own table {table:.2f}x, online JPS {online:.2f}x"
+            if name in wire_floors:
+                trips = wire_floors[name]
+                table, online, mine = (sum(f[i] for f in trips) / sum(f[2] for f in trips) for i in (0, 1, 3))
+                seen += (f"; on the last {len(trips)} trips {mine:.2f}x, and on a map with the cells solid: JPS+ on "
+                         f"its own table {table:.2f}x, online JPS {online:.2f}x")
             self.row(f"{name} + {n_cells} avoided cells", 1e3 * with_avoid / len(pairs), "ms",
                      1e3 * plain / len(pairs), "the same without avoid", "<= 1.5x", ratio <= 1.5, f"{ratio:.2f}x{seen}")
 
