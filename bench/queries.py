@@ -283,10 +283,15 @@ class Bench:
         from pathserver.protocol.requests import MAX_BATCH
 
         positions = self.pick(units).astype(np.float64) + self.rng.uniform(0, 1, size=(units, 2))
-        goal = tuple(self.pick(1)[0].tolist())
+        # Cold: the fastest of 3 calls, each to a goal of its own (its field computed);
+        # warm: the last goal again, its field cached. Both sides the fastest of a few, as
+        # in process: one round trip is at the mercy of a shared machine.
+        goals = [tuple(g) for g in self.pick(3).tolist()]
+        goal = goals[-1]
         starts = np.floor(positions).astype(int).tolist()
         with self.serving() as (_, client):
-            cold = timed(lambda: client.next_steps(self.name, [goal], 1, positions))
+            colds = [timed(lambda g=g: client.next_steps(self.name, [g], 1, positions)) for g in goals]
+            cold = min(colds)
             warm = [timed(lambda: client.next_steps(self.name, [goal], 1, positions)) for _ in range(10)]
             baseline_units = units if not self.quick else units // 10
 
@@ -297,11 +302,11 @@ class Bench:
                     client.request("paths", map=self.name, requests=[
                         {"start": s, "goal": list(goal)} for s in starts[i:min(i + MAX_BATCH, baseline_units)]])
 
-            paths = timed(batches) * units / baseline_units
+            paths = timed(batches, repeat=2) * units / baseline_units
         ratio = paths / cold
         self.row(f"wire: next_steps, {units} units, cold", 1e3 * cold, "ms", 1e3 * paths,
                  f"paths batches of {units} trips" + (" (scaled)" if baseline_units != units else ""), ">= 20x",
-                 ratio >= 20, f"{ratio:.0f}x faster")
+                 ratio >= 20, f"{ratio:.0f}x faster; cold to 3 goals {', '.join(f'{1e3 * c:.1f}' for c in colds)} ms")
         median = statistics.median(warm)
         self.row(f"wire: next_steps, {units} units, warm", 1e3 * median, "ms", 1e3 * cold, "the cold call",
                  "<= 16 ms", median <= 16e-3, f"median of 10 round trips; best {1e3 * min(warm):.2f} ms, worst "
