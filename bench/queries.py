@@ -392,9 +392,10 @@ class Bench:
         outcomes: dict[str, list] = {}
         # And two references: the same request on a map where they are solid, its JPS+
         # table and goal bounds built for them (beaten per request only where the plain
-        # path is kept or mended), and online JPS on it (the fastest search that needs
-        # nothing built for the cells, here given their bitmaps for free): the least a
-        # request that takes the cells as they come can cost where it must go round them.
+        # path is kept or mended), and online JPS on it (the fastest search here that
+        # needs nothing built for the cells, given their bitmaps for free): a request that
+        # takes the cells as they come, and must go round them, searches no faster and
+        # has them to lay on besides.
         floors: dict[str, list] = {}
         for name, call, avoided in cases:
             by_name.setdefault(name, []).append(pair(call, avoided))
@@ -439,7 +440,8 @@ class Bench:
                                    {"cells": np.array(cells, dtype=np.int32) if packed else cells})
                     by_name.setdefault(name, []).append(timings)
                     if avoided is None and i >= len(problems) - WIRE_FLOOR_TRIPS:
-                        wire_floors.setdefault(name, []).append((*wire_floor(registry, client, cells, start, goal), *timings))
+                        references_there = wire_floor(registry, client, cells, start, goal)
+                        wire_floors.setdefault(name, []).append((*references_there, *timings))
         for name, pairs in by_name.items():
             plain = sum(p for p, _ in pairs)
             with_avoid = sum(a for _, a in pairs)
