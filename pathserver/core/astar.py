@@ -286,9 +286,9 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
     return search
 
 
-_search_uniform = _search_kernel(1, 0, DIAGONAL_NO_CORNER_CUTTING, HEURISTIC_OCTILE, True)
-_search_weighted = _search_kernel(0, 0, DIAGONAL_NO_CORNER_CUTTING, HEURISTIC_OCTILE, False)
-_search_any = _search_kernel(-1, -1, -1, -1, False)
+search_uniform = _search_kernel(1, 0, DIAGONAL_NO_CORNER_CUTTING, HEURISTIC_OCTILE, True)
+search_weighted = _search_kernel(0, 0, DIAGONAL_NO_CORNER_CUTTING, HEURISTIC_OCTILE, False)
+search_any = _search_kernel(-1, -1, -1, -1, False)
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
@@ -345,17 +345,17 @@ def astar(
     # the copy that reads the options.
     if use_heights == 0 and diagonal == DIAGONAL_NO_CORNER_CUTTING and heuristic == HEURISTIC_OCTILE:
         if uniform != 0:
-            return _search_uniform(
+            return search_uniform(
                 passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, gx, gy,
                 diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos,
                 landmarks,
             )
-        return _search_weighted(
+        return search_weighted(
             passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, gx, gy,
             diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos,
             landmarks,
         )
-    return _search_any(
+    return search_any(
         passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, gx, gy,
         diagonal, heuristic, weight, max_expansions, g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos,
         landmarks,

@@ -6,7 +6,16 @@ partial path, and smooth. One dispatch from Python keeps the per-call overhead s
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.astar import SQRT2, astar, next_pass_id, path_steps, trace_path_into
+from pathserver.core.astar import (
+    SQRT2,
+    astar,
+    next_pass_id,
+    path_steps,
+    search_any,
+    search_uniform,
+    search_weighted,
+    trace_path_into,
+)
 from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.jps import jps
 from pathserver.core.jpsplus import jps_plus, jump_cost, jump_path_steps, trace_jumps_into
@@ -21,11 +30,13 @@ from pathserver.core.repair import mend
 from pathserver.core.status import (
     ALGORITHM_JPS,
     DIAGONAL_NEVER,
+    DIAGONAL_NO_CORNER_CUTTING,
     FLAG_BUDGET_HIT,
     FLAG_GOAL_SNAPPED,
     FLAG_LINE_OF_SIGHT,
     FLAG_OTHER_COMPONENT,
     FLAG_START_SNAPPED,
+    HEURISTIC_OCTILE,
     MODE_ALGORITHM,
     MODE_ALLOW_PARTIAL,
     MODE_AVOIDING,
@@ -64,230 +75,277 @@ def answer_view(work_int):
 answer_cells = njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)(answer_view)
 
 
-@njit(cache=True, nogil=True, **NO_REFCOUNT)
-def solve(
-    cells,
-    comps,
-    jump_bits,
-    jump_table,
-    plain_cells,
-    cost_index,
-    cost_table,
-    heights,
-    max_climb,
-    sx,
-    sy,
-    gx,
-    gy,
-    mode,
-    weight,
-    max_expansions,
-    work_float,
-    work_int,
-    landmarks,
-    bound_rows,
-    bounds,
-    overlay,
-):
-    """Answer one path query. Start and goal must be in bounds (the wrapper checks).
+#: What a copy of :func:`solve` searches with (see :func:`solver`): one of A*'s three
+#: loops (:mod:`pathserver.core.astar`), online JPS, JPS+ on the layer's table, or any of
+#: them as ``mode`` and ``jump_table`` say.
+SOLVE_ASTAR_UNIFORM = 0
+SOLVE_ASTAR_WEIGHTED = 1
+SOLVE_ASTAR_ANY = 2
+SOLVE_JPS = 3
+SOLVE_PLUS = 4
+SOLVE_ANY = 5
 
-    cells, comps: the unit's block-local component grid (uint8 (H, W), nonzero where the
-    unit's footprint fits, so also the passability grid every search reads) and its
-    table, under ``diagonal`` (see :mod:`pathserver.core.components`); jump_bits:
-    :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS);
-    jump_table: :func:`pathserver.core.jpsplus.jump_table` of ``cells``, or an empty
-    (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning).
-    With MODE_AVOIDING in ``mode``, ``cells`` has a request's avoided cells blocked.
-    With MODE_RELAXED too, ``plain_cells`` is a relaxation of it: the grid before (whose
-    table ``jump_table`` is), or that with some of the avoided anchors blocked (then
-    ``jump_bits`` and ``overlay`` are their laying, see below). JPS+ searches it, and its
-    path is the answer if :func:`pathserver.core.repair.mend` makes it legal on ``cells``
-    at its cost (blocking cells only takes moves away, so no path is cheaper); otherwise
-    the call returns QUERY_UNMENDED (the path, as far as mended, left as the answer's
-    points; none when the search found no path, or, given max_expansions, a caller's
-    give-up budget, reached it). The caller then blocks more of the anchors
-    (:func:`pathserver.core.repair.relax`) and calls again, or calls without
-    MODE_RELAXED, with no goal bounds and with ``jump_bits`` and ``overlay`` from
-    :func:`pathserver.core.relay.lay_avoided`: JPS+ searches ``cells`` under the overlay
-    (the table still that of the grid before).
-    Otherwise ``plain_cells`` is ``cells``. cost_index, cost_table,
-    heights, max_climb, weight, max_expansions: as in :func:`astar`. mode: the other
-    options packed by
-    :func:`pathserver.core.status.pack_mode` (fewer arguments for numba to type-check on
-    every call): diagonal, heuristic, smooth (SMOOTH_*), algorithm (ALGORITHM_JPS only
-    when the caller has checked the grid qualifies: uniform cost, no heights, no corner
-    cutting), and the flags snap, allow_partial, line_of_sight, uniform, use_heights,
-    avoiding, relaxed.
-    Workspace, packed for the same reason: work_float float64 (5, N) holds g, heap_f,
-    heap_h (A* reads it as its heap's int64 tags), and rows 1 to 4 as JPS+ lays them out
-    (see :func:`pathserver.core.jpsplus.jps_plus`, which needs N > H * W and the array
-    zeroed when allocated; rows 3 and 4 are JPS+'s alone); work_int int32 (4, N + 1) holds
-    parent, heap_nodes, heap_pos and the stamps,
-    N >= H * W, zeroed once when allocated: ``work_int[3, N]`` keeps the last pass id, so
-    the kernel picks its own (the workspace convention of :func:`astar`). landmarks: A*'s
-    (see :func:`astar`; (1, 0) for none). bound_rows, bounds: JPS+'s goal bounds of
-    ``plain_cells`` (:mod:`pathserver.core.bounds`; empty arrays for none). overlay:
-    uint64, empty but with avoided cells as said above.
 
-    Returns (status, flags, count, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
-    status (QUERY_UNMENDED only as said above), FLAG_* bits, the count of waypoints (0
-    when there is no path; QUERY_UNMENDED's: the unmended path's cells), left in the workspace as ``answer_cells(work_int)[:count]``,
-    the cost of the underlying cell path, the Euclidean length of the waypoints, nodes
-    expanded, and the endpoints after snapping. It allocates nothing: with no array to
-    hand back, numba's reference counting is left out of the call (0.3 µs of a short
-    path's, bench/profile.py).
-    """
-    diagonal = (mode >> MODE_DIAGONAL) & 3
-    heuristic = (mode >> MODE_HEURISTIC) & 3
-    smooth = (mode >> MODE_SMOOTH) & 3
-    algorithm = (mode >> MODE_ALGORITHM) & 1
-    snap = (mode >> MODE_SNAP) & 1
-    allow_partial = (mode >> MODE_ALLOW_PARTIAL) & 1
-    line_of_sight = (mode >> MODE_LINE_OF_SIGHT) & 1
-    uniform = (mode >> MODE_UNIFORM) & 1
-    use_heights = (mode >> MODE_USE_HEIGHTS) & 1
-    avoiding = (mode >> MODE_AVOIDING) & 1
-    passable = cells
-    height, width = cells.shape
-    pass_id = next_pass_id(work_int)
-    stamp = work_int[3]
-    g = work_float[0]
-    heap_f = work_float[1]
-    heap_h = work_float[2]
-    parent = work_int[0]
-    heap_nodes = work_int[1]
-    heap_pos = work_int[2]
-    flags = 0
-    radius = height if height > width else width
-    if passable[sy, sx] == 0:
-        if snap == 0:
-            return QUERY_START_BLOCKED, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
-        found, nx, ny = nearest_with_label(cells, comps, sx, sy, 0, radius)
-        if found != 0:
-            return QUERY_START_BLOCKED, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
-        sx = nx
-        sy = ny
-        flags |= FLAG_START_SNAPPED
-    if passable[gy, gx] == 0:
-        if snap == 0:
-            return QUERY_GOAL_BLOCKED, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
-        found, nx, ny = nearest_with_label(cells, comps, gx, gy, 0, radius)
-        gx = nx
-        gy = ny
-        flags |= FLAG_GOAL_SNAPPED
+def _solver(kind, name):
+    """A copy of :func:`solve` compiled for one ``kind`` of search: numba prunes the
+    branches on ``kind`` before typing, so a copy compiles only its own search."""
+    a_star = {SOLVE_ASTAR_UNIFORM: search_uniform, SOLVE_ASTAR_WEIGHTED: search_weighted,
+              SOLVE_ASTAR_ANY: search_any}.get(kind, astar)
 
-    # The target actually searched for: the goal, or with allow_partial and a goal in
-    # another component, the cell of the start's component nearest to the goal.
-    tx = gx
-    ty = gy
-    start_label = component_at(cells, comps, sx, sy)
-    if component_at(cells, comps, gx, gy) != start_label:
-        flags |= FLAG_OTHER_COMPONENT
-        if allow_partial == 0:
-            return QUERY_NO_PATH, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
-        found, tx, ty = nearest_with_label(cells, comps, gx, gy, start_label, radius)
+    def solve(
+        cells,
+        comps,
+        jump_bits,
+        jump_table,
+        plain_cells,
+        cost_index,
+        cost_table,
+        heights,
+        max_climb,
+        sx,
+        sy,
+        gx,
+        gy,
+        mode,
+        weight,
+        max_expansions,
+        work_float,
+        work_int,
+        landmarks,
+        bound_rows,
+        bounds,
+        overlay,
+    ):
+        """Answer one path query. Start and goal must be in bounds (the wrapper checks).
 
-    reached = QUERY_FOUND if (tx == gx and ty == gy) else QUERY_PARTIAL
-    four = 1 if diagonal == DIAGONAL_NEVER else 0
-    out = answer_cells(work_int)
-    one_start = work_int[1, :0]  # jps_plus's sources: none, the search starts at (sx, sy)
-    corners = work_float[1].view(np.int64)  # pull_in_place's scratch: the heap's row, free after a search
-    if line_of_sight != 0:
-        if line_is_optimal(sx, sy, tx, ty, four, passable, cost_index, cost_table, uniform, heights, use_heights,
-                           max_climb, diagonal):
-            count = straight_line_into(out, sx, sy, tx, ty, four)
-            cost = path_cost(out[:count], cost_index, cost_table, uniform)
+        cells, comps: the unit's block-local component grid (uint8 (H, W), nonzero where the
+        unit's footprint fits, so also the passability grid every search reads) and its
+        table, under ``diagonal`` (see :mod:`pathserver.core.components`); jump_bits:
+        :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS);
+        jump_table: :func:`pathserver.core.jpsplus.jump_table` of ``cells``, or an empty
+        (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning).
+        With MODE_AVOIDING in ``mode``, ``cells`` has a request's avoided cells blocked.
+        With MODE_RELAXED too, ``plain_cells`` is a relaxation of it: the grid before (whose
+        table ``jump_table`` is), or that with some of the avoided anchors blocked (then
+        ``jump_bits`` and ``overlay`` are their laying, see below). JPS+ searches it, and its
+        path is the answer if :func:`pathserver.core.repair.mend` makes it legal on ``cells``
+        at its cost (blocking cells only takes moves away, so no path is cheaper); otherwise
+        the call returns QUERY_UNMENDED (the path, as far as mended, left as the answer's
+        points; none when the search found no path, or, given max_expansions, a caller's
+        give-up budget, reached it). The caller then blocks more of the anchors
+        (:func:`pathserver.core.repair.relax`) and calls again, or calls without
+        MODE_RELAXED, with no goal bounds and with ``jump_bits`` and ``overlay`` from
+        :func:`pathserver.core.relay.lay_avoided`: JPS+ searches ``cells`` under the overlay
+        (the table still that of the grid before).
+        Otherwise ``plain_cells`` is ``cells``. cost_index, cost_table,
+        heights, max_climb, weight, max_expansions: as in :func:`astar`. mode: the other
+        options packed by
+        :func:`pathserver.core.status.pack_mode` (fewer arguments for numba to type-check on
+        every call): diagonal, heuristic, smooth (SMOOTH_*), algorithm (ALGORITHM_JPS only
+        when the caller has checked the grid qualifies: uniform cost, no heights, no corner
+        cutting), and the flags snap, allow_partial, line_of_sight, uniform, use_heights,
+        avoiding, relaxed.
+        Workspace, packed for the same reason: work_float float64 (5, N) holds g, heap_f,
+        heap_h (A* reads it as its heap's int64 tags), and rows 1 to 4 as JPS+ lays them out
+        (see :func:`pathserver.core.jpsplus.jps_plus`, which needs N > H * W and the array
+        zeroed when allocated; rows 3 and 4 are JPS+'s alone); work_int int32 (4, N + 1) holds
+        parent, heap_nodes, heap_pos and the stamps,
+        N >= H * W, zeroed once when allocated: ``work_int[3, N]`` keeps the last pass id, so
+        the kernel picks its own (the workspace convention of :func:`astar`). landmarks: A*'s
+        (see :func:`astar`; (1, 0) for none). bound_rows, bounds: JPS+'s goal bounds of
+        ``plain_cells`` (:mod:`pathserver.core.bounds`; empty arrays for none). overlay:
+        uint64, empty but with avoided cells as said above.
+
+        Returns (status, flags, count, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
+        status (QUERY_UNMENDED only as said above), FLAG_* bits, the count of waypoints (0
+        when there is no path; QUERY_UNMENDED's: the unmended path's cells), left in the workspace as ``answer_cells(work_int)[:count]``,
+        the cost of the underlying cell path, the Euclidean length of the waypoints, nodes
+        expanded, and the endpoints after snapping. It allocates nothing: with no array to
+        hand back, numba's reference counting is left out of the call (0.3 µs of a short
+        path's, bench/profile.py).
+        """
+        diagonal = (mode >> MODE_DIAGONAL) & 3
+        heuristic = (mode >> MODE_HEURISTIC) & 3
+        smooth = (mode >> MODE_SMOOTH) & 3
+        algorithm = (mode >> MODE_ALGORITHM) & 1
+        snap = (mode >> MODE_SNAP) & 1
+        allow_partial = (mode >> MODE_ALLOW_PARTIAL) & 1
+        line_of_sight = (mode >> MODE_LINE_OF_SIGHT) & 1
+        uniform = (mode >> MODE_UNIFORM) & 1
+        use_heights = (mode >> MODE_USE_HEIGHTS) & 1
+        avoiding = (mode >> MODE_AVOIDING) & 1
+        passable = cells
+        height, width = cells.shape
+        pass_id = next_pass_id(work_int)
+        stamp = work_int[3]
+        g = work_float[0]
+        heap_f = work_float[1]
+        heap_h = work_float[2]
+        parent = work_int[0]
+        heap_nodes = work_int[1]
+        heap_pos = work_int[2]
+        flags = 0
+        radius = height if height > width else width
+        if passable[sy, sx] == 0:
+            if snap == 0:
+                return QUERY_START_BLOCKED, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
+            found, nx, ny = nearest_with_label(cells, comps, sx, sy, 0, radius)
+            if found != 0:
+                return QUERY_START_BLOCKED, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
+            sx = nx
+            sy = ny
+            flags |= FLAG_START_SNAPPED
+        if passable[gy, gx] == 0:
+            if snap == 0:
+                return QUERY_GOAL_BLOCKED, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
+            found, nx, ny = nearest_with_label(cells, comps, gx, gy, 0, radius)
+            gx = nx
+            gy = ny
+            flags |= FLAG_GOAL_SNAPPED
+
+        # The target actually searched for: the goal, or with allow_partial and a goal in
+        # another component, the cell of the start's component nearest to the goal.
+        tx = gx
+        ty = gy
+        start_label = component_at(cells, comps, sx, sy)
+        if component_at(cells, comps, gx, gy) != start_label:
+            flags |= FLAG_OTHER_COMPONENT
+            if allow_partial == 0:
+                return QUERY_NO_PATH, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
+            found, tx, ty = nearest_with_label(cells, comps, gx, gy, start_label, radius)
+
+        reached = QUERY_FOUND if (tx == gx and ty == gy) else QUERY_PARTIAL
+        four = 1 if diagonal == DIAGONAL_NEVER else 0
+        out = answer_cells(work_int)
+        one_start = work_int[1, :0]  # jps_plus's sources: none, the search starts at (sx, sy)
+        corners = work_float[1].view(np.int64)  # pull_in_place's scratch: the heap's row, free after a search
+        if line_of_sight != 0:
+            if line_is_optimal(sx, sy, tx, ty, four, passable, cost_index, cost_table, uniform, heights, use_heights,
+                               max_climb, diagonal):
+                count = straight_line_into(out, sx, sy, tx, ty, four)
+                cost = path_cost(out[:count], cost_index, cost_table, uniform)
+                count = finish_in_place(out, count, smooth, corners, passable, cost_index, cost_table, uniform, heights,
+                                        use_heights, max_climb, diagonal)
+                return (
+                    reached, flags | FLAG_LINE_OF_SIGHT, count, cost, polyline_length(out[:count]), 0, sx, sy, gx, gy,
+                )
+
+        relaxed = avoiding & (mode >> MODE_RELAXED)
+        plus = algorithm == ALGORITHM_JPS and jump_table.shape[0] == height * width and work_float.shape[1] > height * width
+        # With avoided cells: other units stand somewhere on the map, mostly off this path.
+        # Searching the grid without them no path is dearer, so its path is the answer if it
+        # steps on none of their cells or detours of its own cost go round them
+        # (repair.mend); else the caller searches round all of them, under the overlay.
+        # Two call sites on purpose: with one, LLVM inlines jps_plus into this function and
+        # the search runs a third slower (measured with bench/profile.py: solve's fixed part
+        # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
+        # Under an overlay, plain_cells is the grid searched (the blocked one, or a
+        # relaxation); without one, jps_plus is compiled with none of the overlay's code.
+        # Each test on ``kind`` is a constant in a copy (see _solver): the first two words
+        # of each branch let numba drop the searches a copy never runs.
+        if (kind == SOLVE_PLUS or kind == SOLVE_ANY) and plus and overlay.shape[0] > 0:
+            status, end, expanded = jps_plus(
+                plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
+                bound_rows, bounds, jump_bits, overlay,
+            )
+        elif (kind == SOLVE_PLUS or kind == SOLVE_ANY) and plus and max_expansions > 0 and relaxed == 0:
+            status, end, expanded = jps_plus(
+                passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
+                bound_rows, bounds, None, None,
+            )
+        elif (kind == SOLVE_PLUS or kind == SOLVE_ANY) and plus:
+            status, end, expanded = jps_plus(
+                plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
+                bound_rows, bounds, None, None,
+            )
+        elif (kind == SOLVE_JPS or kind == SOLVE_ANY) and algorithm == ALGORITHM_JPS:
+            status, end, expanded = jps(
+                passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,
+                g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
+            )
+        else:
+            # A*'s heap: keys in heap_f's row, tags in heap_h's (8 bytes an entry as well).
+            status, end, expanded = a_star(
+                passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, tx, ty,
+                diagonal, heuristic, weight, max_expansions,
+                g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos, landmarks,
+            )
+        if relaxed != 0 and status != SEARCH_FOUND:
+            # No path (or a give-up budget reached, see the docstring): the caller decides.
+            return QUERY_UNMENDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
+        if (kind == SOLVE_ANY or kind == SOLVE_PLUS) and algorithm == ALGORITHM_JPS and status == SEARCH_NO_PATH \
+                and allow_partial != 0 and avoiding != 0:
+            # No way around the avoided cells. The partial answer ends on the reachable cell
+            # nearest the goal, which a search closing only jump points may not have seen:
+            # A* closes every one (without avoided cells the components answer this), in a
+            # pass of its own.
+            plus = False
+            pass_id = next_pass_id(work_int)
+            status, end, more = astar(
+                passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, tx, ty,
+                diagonal, heuristic, weight, max_expansions,
+                g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos, landmarks,
+            )
+            expanded += more
+        if status != SEARCH_FOUND:
+            if status == SEARCH_BUDGET:
+                flags |= FLAG_BUDGET_HIT
+            if allow_partial == 0:
+                if status == SEARCH_BUDGET:
+                    return QUERY_SEARCH_LIMIT, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
+                return QUERY_NO_PATH, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
+            reached = QUERY_PARTIAL
+        start_node = sy * width + sx
+        if (kind == SOLVE_PLUS or kind == SOLVE_ANY) and plus:
+            straight, diagonals = jump_path_steps(work_float, width, start_node, end)
+            count = straight + diagonals + 1
+            trace_jumps_into(out, work_float, width, start_node, end, count)
+            end_cost = jump_cost(work_float, end)
+        else:
+            straight, diagonals = path_steps(parent, width, start_node, end)
+            count = straight + diagonals + 1
+            trace_path_into(out, parent, width, start_node, end, count)
+            end_cost = g[end]  # before mend: its detours use g's row
+        if (kind == SOLVE_PLUS or kind == SOLVE_ANY) and relaxed != 0:
+            mended, closed = mend(out, count, passable, work_float, work_int, max_expansions)
+            expanded += closed
+            if mended == 0:
+                # The path, as far as mended, stays in out: where the caller blocks more.
+                return QUERY_UNMENDED, flags, count, 0.0, 0.0, expanded, sx, sy, gx, gy
+        if smooth == SMOOTH_NONE:
+            # Every cell: polyline_length's sum, from the jump points (not a pass over the cells).
+            length = straight + diagonals * SQRT2
+        else:
             count = finish_in_place(out, count, smooth, corners, passable, cost_index, cost_table, uniform, heights,
                                     use_heights, max_climb, diagonal)
-            return (
-                reached, flags | FLAG_LINE_OF_SIGHT, count, cost, polyline_length(out[:count]), 0, sx, sy, gx, gy,
-            )
+            length = polyline_length(out[:count])
+        return reached, flags, count, end_cost if end != start_node else 0.0, length, expanded, sx, sy, gx, gy
 
-    relaxed = avoiding & (mode >> MODE_RELAXED)
-    plus = algorithm == ALGORITHM_JPS and jump_table.shape[0] == height * width and work_float.shape[1] > height * width
-    # With avoided cells: other units stand somewhere on the map, mostly off this path.
-    # Searching the grid without them no path is dearer, so its path is the answer if it
-    # steps on none of their cells or detours of its own cost go round them
-    # (repair.mend); else the caller searches round all of them, under the overlay.
-    # Two call sites on purpose: with one, LLVM inlines jps_plus into this function and
-    # the search runs a third slower (measured with bench/profile.py: solve's fixed part
-    # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
-    # Under an overlay, plain_cells is the grid searched (the blocked one, or a
-    # relaxation); without one, jps_plus is compiled with none of the overlay's code.
-    if plus and overlay.shape[0] > 0:
-        status, end, expanded = jps_plus(
-            plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
-            bound_rows, bounds, jump_bits, overlay,
-        )
-    elif plus and max_expansions > 0 and relaxed == 0:
-        status, end, expanded = jps_plus(
-            passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
-            bound_rows, bounds, None, None,
-        )
-    elif plus:
-        status, end, expanded = jps_plus(
-            plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
-            bound_rows, bounds, None, None,
-        )
-    elif algorithm == ALGORITHM_JPS:
-        status, end, expanded = jps(
-            passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,
-            g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,
-        )
-    else:
-        # A*'s heap: keys in heap_f's row, tags in heap_h's (8 bytes an entry as well).
-        status, end, expanded = astar(
-            passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, tx, ty,
-            diagonal, heuristic, weight, max_expansions,
-            g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos, landmarks,
-        )
-    if relaxed != 0 and status != SEARCH_FOUND:
-        # No path (or a give-up budget reached, see the docstring): the caller decides.
-        return QUERY_UNMENDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
-    if algorithm == ALGORITHM_JPS and status == SEARCH_NO_PATH and allow_partial != 0 and avoiding != 0:
-        # No way around the avoided cells. The partial answer ends on the reachable cell
-        # nearest the goal, which a search closing only jump points may not have seen:
-        # A* closes every one (without avoided cells the components answer this), in a
-        # pass of its own.
-        plus = False
-        pass_id = next_pass_id(work_int)
-        status, end, more = astar(
-            passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, tx, ty,
-            diagonal, heuristic, weight, max_expansions,
-            g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos, landmarks,
-        )
-        expanded += more
-    if status != SEARCH_FOUND:
-        if status == SEARCH_BUDGET:
-            flags |= FLAG_BUDGET_HIT
-        if allow_partial == 0:
-            if status == SEARCH_BUDGET:
-                return QUERY_SEARCH_LIMIT, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
-            return QUERY_NO_PATH, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
-        reached = QUERY_PARTIAL
-    start_node = sy * width + sx
-    if plus:
-        straight, diagonals = jump_path_steps(work_float, width, start_node, end)
-        count = straight + diagonals + 1
-        trace_jumps_into(out, work_float, width, start_node, end, count)
-        end_cost = jump_cost(work_float, end)
-    else:
-        straight, diagonals = path_steps(parent, width, start_node, end)
-        count = straight + diagonals + 1
-        trace_path_into(out, parent, width, start_node, end, count)
-        end_cost = g[end]  # before mend: its detours use g's row
-    if relaxed != 0:
-        mended, closed = mend(out, count, passable, work_float, work_int, max_expansions)
-        expanded += closed
-        if mended == 0:
-            # The path, as far as mended, stays in out: where the caller blocks more.
-            return QUERY_UNMENDED, flags, count, 0.0, 0.0, expanded, sx, sy, gx, gy
-    if smooth == SMOOTH_NONE:
-        # Every cell: polyline_length's sum, from the jump points (not a pass over the cells).
-        length = straight + diagonals * SQRT2
-    else:
-        count = finish_in_place(out, count, smooth, corners, passable, cost_index, cost_table, uniform, heights,
-                                use_heights, max_climb, diagonal)
-        length = polyline_length(out[:count])
-    return reached, flags, count, end_cost if end != start_node else 0.0, length, expanded, sx, sy, gx, gy
+    solve.__name__ = solve.__qualname__ = name
+    return njit(cache=True, nogil=True, **NO_REFCOUNT)(solve)
 
+
+solve = _solver(SOLVE_ANY, "solve")
+solve_astar_uniform = _solver(SOLVE_ASTAR_UNIFORM, "solve_astar_uniform")
+solve_astar_weighted = _solver(SOLVE_ASTAR_WEIGHTED, "solve_astar_weighted")
+solve_astar_any = _solver(SOLVE_ASTAR_ANY, "solve_astar_any")
+solve_jps = _solver(SOLVE_JPS, "solve_jps")
+solve_plus = _solver(SOLVE_PLUS, "solve_plus")
+
+
+def solver(mode: int, jump_table, cells):
+    """The copy of :func:`solve` that answers a call with this ``mode`` and
+    ``jump_table`` on ``cells``, with the same answer: a first path compiles its own
+    search only. A* picks its loop as :func:`pathserver.core.astar.astar` does; JPS+ runs
+    where the table is built. Online JPS takes no avoided cells (the callers search round
+    them with A* or JPS+): ``solve`` answers such a call all the same."""
+    if (mode >> MODE_ALGORITHM) & 1 == ALGORITHM_JPS:
+        if jump_table.shape[0] == cells.shape[0] * cells.shape[1]:
+            return solve_plus
+        return solve if (mode >> MODE_AVOIDING) & 1 else solve_jps
+    if (mode >> MODE_AVOIDING) & (mode >> MODE_RELAXED) & 1:
+        return solve
+    if (mode >> MODE_USE_HEIGHTS) & 1 or (mode >> MODE_DIAGONAL) & 3 != DIAGONAL_NO_CORNER_CUTTING \
+            or (mode >> MODE_HEURISTIC) & 3 != HEURISTIC_OCTILE:
+        return solve_astar_any
+    return solve_astar_uniform if (mode >> MODE_UNIFORM) & 1 else solve_astar_weighted

@@ -19,7 +19,7 @@ from pathserver.core import status as st
 from pathserver.core.bounds import ROW as BOUNDS_ROW
 from pathserver.core.goals import snap_goals, solve_goals
 from pathserver.core.jit import bound
-from pathserver.core.query import answer_view, solve
+from pathserver.core.query import answer_view, solver
 from pathserver.errors import (
     GoalBlockedError,
     NonFiniteError,
@@ -265,7 +265,7 @@ class PreparedCall:
         """``solve`` bound to the types of ``args`` (this call's arrays, a workspace's and
         the endpoints as ints: the same types on every call), kept as the field
         ``kernel`` (None until the first call): see :func:`pathserver.core.jit.bound`."""
-        kernel = bound(solve, args)
+        kernel = bound(solver(args[13], args[3], args[0]), args)
         self.fields = self.fields[:-1] + (kernel,)
         return kernel
 
@@ -720,7 +720,7 @@ def _find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals
             gx, gy = cell_of(goal, "goal", gridmap) if goals is None else (-1, -1)
         elif len(targets) == 1:
             (gx, gy), = targets.tolist()
-            status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
+            status, flags, count, cost, length, expanded, sx, sy, gx, gy = solver(mode, jump_table, cells)(
                 cells, comps, jump_bits, jump_table, call_cells, cost_index, cost_table, heights, climb,
                 sx, sy, gx, gy, mode, weight, give_up or budget, ws.work_float, ws.work_int, landmarks, bound_rows,
                 bounds, _NO_OVERLAY,
@@ -776,7 +776,7 @@ def _round_the_cells(avoided: Avoided, call: PreparedCall, cells, gridmap: GridM
         if relaxation is None:
             break
         grid, bits, overlay = relaxation
-        status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
+        status, flags, count, cost, length, expanded, sx, sy, gx, gy = solver(mode, jump_table, cells)(
             cells, comps, bits, jump_table, grid, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
             mode, weight, budget, ws.work_float, ws.work_int, landmarks, _NO_BOUND_ROWS, _NO_BOUNDS, overlay,
         )
@@ -785,7 +785,8 @@ def _round_the_cells(avoided: Avoided, call: PreparedCall, cells, gridmap: GridM
             break
     if status == st.QUERY_UNMENDED:
         bits, overlay = avoided.overlay(jump_bits)
-        status, flags, count, cost, length, expanded, sx, sy, gx, gy = solve(
+        status, flags, count, cost, length, expanded, sx, sy, gx, gy = solver(mode & ~(1 << st.MODE_RELAXED),
+                                                                              jump_table, cells)(
             cells, comps, bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
             mode & ~(1 << st.MODE_RELAXED), weight, budget, ws.work_float, ws.work_int, landmarks,
             _NO_BOUND_ROWS, _NO_BOUNDS, overlay,

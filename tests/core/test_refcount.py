@@ -12,7 +12,9 @@ from pathserver.core.jit import NO_REFCOUNT
 
 #: The kernels every path query runs through (solve leaves its answer in the workspace).
 SEARCH_KERNELS = [
-    query.solve, jpsplus.jps_plus, jps.jps, astar.astar, astar._search_uniform, astar._search_weighted, astar._search_any,
+    query.solve, query.solve_astar_uniform, query.solve_astar_weighted, query.solve_astar_any, query.solve_jps,
+    query.solve_plus, jpsplus.jps_plus, jps.jps, astar.astar,
+    astar.search_uniform, astar.search_weighted, astar.search_any,
 ]
 
 
