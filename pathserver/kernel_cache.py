@@ -1,42 +1,26 @@
-"""Where numba keeps the compiled kernels: chosen by a program at its start, never on import.
+"""Where numba keeps the compiled kernels: one folder shared by the library and the CLI.
 
 numba's on-disk cache notices when a function's own file changes, not when a kernel it
-calls changes. So unless ``NUMBA_CACHE_DIR`` is set already, :func:`configure` points it
-at a folder named by a hash of the kernel sources (``pathserver/core/*.py``),
-``~/.cache/pathserver/numba-<hash>`` (``$XDG_CACHE_HOME`` instead of ``~/.cache`` when
-set): an upgraded or edited kernel never runs a stale caller.
+calls changes. So the kernels of ``pathserver.core`` are filed in a folder named by a
+hash of their sources, ``~/.cache/pathserver/numba-<hash>`` (``$XDG_CACHE_HOME``
+instead of ``~/.cache`` when set): an upgraded or edited kernel never runs a stale
+caller. :func:`install_default` files them there, with a numba cache locator of ours
+(:func:`install_locator`) that serves ``pathserver.core`` alone: no environment
+variable is set and numba's other users keep its own folders. ``pathserver.core.jit``
+calls it when the kernels are defined, so ``import pathserver`` in any program and
+``pathserver serve`` compile once, into the same place. ``NUMBA_CACHE_DIR``, when set,
+wins (the CI sets an empty one); :func:`configure` is what the entry points call to
+know the folder.
 
-A library must not change its user's environment on import, so nothing here runs by
-itself: the program entry points call :func:`configure` first (``pathserver``'s
-``cli.main``, the test suite's ``conftest.py``, the bench scripts). It sets the
-environment variable, which the program's child processes inherit. numba picks a
-kernel's cache folder when the kernel is defined, that is when its module in
-``pathserver.core`` is imported; so call it before anything imports them. A program that
-never calls it gets numba's own default (``__pycache__`` beside the sources).
-
-**The frozen server** (``pathserver bundle``, see the README's "Ship it in a game"). numba's
-own cache locators cannot serve it: a frozen app has no ``.py`` files where its code
-objects say (PyInstaller names them ``pathserver/core/astar.py``, relative), and numba
-files each kernel under a folder named by a hash of its source file's absolute path; for
-such a relative name that is the working directory's, so the same bundle started from
-another folder compiled again (tried: 46 kernels, 22 s). So a frozen app files the kernels with :func:`install_locator`:
-one flat folder, each index stamped with :func:`kernel_hash` (the content of the kernel
-sources, which the bundle carries as data), nothing derived from a path, a time or a user.
-The bundle ships a folder of kernels compiled at build time for a portable CPU target
-(``NUMBA_CPU_NAME=generic``: as fast as host-tuned code here, ``bench/cpu_target.py``)
-and a ``manifest.json`` saying what they were built for. At start, :func:`configure`
-reads it: when it fits this program (same kernels, numba, Python, OS and CPU family, no
-other CPU asked for) the kernels are copied, once, into the user's cache folder
-(``numba-<hash>/bundle``: the bundle itself is never written, it may be read-only or
-signed) and load from there in milliseconds; a later cache miss compiles into that
-writable copy. When it does not fit, the reason is kept (:func:`choice`; the server says
-it) and the kernels compile into that same user folder, once. With no writable user
-folder, a temporary one is used; with none at all, the bundle's folder is read as is.
-
-Today's bundles carry no numba at all: ``pathserver bundle`` compiles the kernels ahead of
-time into an extension module (``pathserver.aot``, ``pathserver.core.jit``), and in such a
-frozen app (:func:`ahead_of_time`) :func:`configure` only says where they are. What is
-above serves a frozen app that does carry numba.
+**The frozen server** (``pathserver bundle``, see docs/shipping.md). Today's bundles
+carry no numba: the kernels are compiled ahead of time into an extension module
+(``pathserver.aot``, ``pathserver.core.jit``), and in such a frozen app
+(:func:`ahead_of_time`) :func:`configure` only says where they are. A frozen app that
+does carry numba gets the bundle's compiled kernels instead (numba's own locators key
+on absolute source paths, which a frozen app does not have): the bundle ships them with
+a ``manifest.json`` saying what they were built for; when it fits this program they are
+copied once into ``numba-<hash>/bundle`` in the user's cache and load from there, else
+the kernels compile into that same folder (:func:`choice` keeps the reason).
 
 This module imports nothing of pathserver: it reads the kernels' files, it does not load
 them.
@@ -117,18 +101,35 @@ def choice() -> Choice | None:
 
 def configure() -> Path:
     """The folder numba caches the kernels in: ``NUMBA_CACHE_DIR`` when set, else
-    :func:`default_folder`, which is then set as ``NUMBA_CACHE_DIR`` for this process and
-    its children. Call it before ``pathserver.core`` is imported (kernels imported
-    earlier keep numba's default folder; a RuntimeWarning says so). In a frozen app, the
-    bundle's kernels and :func:`install_locator` as the module docstring says."""
+    :func:`default_folder` (see :func:`install_default`). In a frozen app, the bundle's
+    kernels as the module docstring says. Entry points call it first; a program that
+    does not gets the same folder when the kernels are imported."""
     if frozen():
         return _configure_frozen().folder
     chosen = os.environ.get("NUMBA_CACHE_DIR")
     if chosen:
         return Path(chosen)
-    folder = default_folder()
-    _set_numba_environment({"NUMBA_CACHE_DIR": str(folder)})
-    return folder
+    return install_default()
+
+
+def install_default() -> Path:
+    """File the ``pathserver.core`` kernels in :func:`default_folder`, unless a folder
+    was chosen already (``NUMBA_CACHE_DIR``, :func:`install_locator`, or a frozen app's,
+    which :func:`configure` decides); returns the folder kernels are filed in."""
+    if frozen() or os.environ.get("NUMBA_CACHE_DIR") or (_LOCATOR is not None and _LOCATOR.folder):
+        return folder()  # chosen already
+    chosen = default_folder()
+    install_locator(chosen, kernel_hash())
+    return chosen
+
+
+def folder() -> Path | None:
+    """Where the kernels are filed now: our locator's folder, else ``NUMBA_CACHE_DIR``,
+    else None (numba's default, beside the sources)."""
+    if _LOCATOR is not None and _LOCATOR.folder:
+        return Path(_LOCATOR.folder)
+    chosen = os.environ.get("NUMBA_CACHE_DIR")
+    return Path(chosen) if chosen else None
 
 
 def ahead_of_time() -> bool:
@@ -243,11 +244,11 @@ def seed(bundle: Path, user: Path) -> None:
     user.mkdir(parents=True, exist_ok=True)
     for source in sorted(bundle.iterdir()):
         if source.suffix in (".nbi", ".nbc"):
-            _copy_whole(source, user / source.name)
-    _copy_whole(bundle / MANIFEST, user / MANIFEST)
+            copy_whole(source, user / source.name)
+    copy_whole(bundle / MANIFEST, user / MANIFEST)
 
 
-def _copy_whole(source: Path, target: Path) -> None:
+def copy_whole(source: Path, target: Path) -> None:
     aside = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
         shutil.copyfile(source, aside)

@@ -171,6 +171,10 @@ def _uncompiled(qualified: str):
 
 
 if MODE == "jit":
+    from pathserver import kernel_cache
+
+    # Before any kernel is defined: numba picks a kernel's cache folder then.
+    kernel_cache.install_default()
     from numba import njit
     from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 else:
