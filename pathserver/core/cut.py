@@ -26,7 +26,7 @@ _DX8 = (1, 0, -1, 0, 1, -1, -1, 1)
 _DY8 = (0, 1, 0, -1, 1, 1, -1, -1)
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _fill_block(grid, x0, y0, bw, bh, n_dirs, stack):
     # Number the pieces of one block in place: grid holds 255 on standable cells not
     # numbered yet (0 elsewhere), on a (bh, bw) window at (x0, y0). Returns the count.
@@ -82,7 +82,7 @@ def block_pieces(cells, eight):
     return pieces, first
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _block_edges(pieces, first, b, per_row, n_nodes, n_dirs, keys):
     """The edges of block ``b``'s nodes (its rim cells' neighbours in other blocks) into
     ``keys`` as ``source * n_nodes + target``, sorted and without repeats; the count."""
@@ -267,7 +267,7 @@ def update_pieces(cells, old_cells, old_pieces, old_first, old_offsets, old_targ
     return pieces, first, offsets, targets, node_cells
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _reach(target, tx, ty, mine, owner, union, pending, queue, queue_x, queue_y, tail, active):
     # The search of set `mine` meets node `target` (a cell of it: tx, ty): claims it, or
     # joins the set that has. Returns the new (tail, active).
@@ -289,7 +289,7 @@ def _reach(target, tx, ty, mine, owner, union, pending, queue, queue_x, queue_y,
     return tail, active
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _label(block, fresh, affected, per_row, x, y):
     b = (y >> BLOCK_SHIFT) * per_row + (x >> BLOCK_SHIFT)
     a = affected[b]
@@ -298,7 +298,7 @@ def _label(block, fresh, affected, per_row, x, y):
     return block[y, x]
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _node(first, base, affected, per_row, x, y, local):
     b = (y >> BLOCK_SHIFT) * per_row + (x >> BLOCK_SHIFT)
     a = affected[b]
@@ -307,7 +307,7 @@ def _node(first, base, affected, per_row, x, y, local):
     return first[b] + local - 1
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _find(parent, i):
     while parent[i] != i:
         parent[i] = parent[parent[i]]

@@ -457,7 +457,7 @@ def _offer_goal(table, node, cell, ox, oy, k, d, g_turn, gx, gy, goal, width, ke
     return size
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _stop_at(bitmaps, width, height, x, y, d):
     """Where a straight scan from (x, y) in direction ``d`` first stops: its position
     along the line (x for a row, y for a column) of a blocked cell, a cell with a forced
@@ -475,7 +475,7 @@ def _stop_at(bitmaps, width, height, x, y, d):
     return _previous_stop(bitmaps, columns + _bitmap_words(width, height), first + y - 1) - first
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _scan(bitmaps, cells, width, height, x, y, d, gx, gy):
     """:func:`_steps` scanning the stop bitmaps instead of reading the table: how many
     steps a straight move from (x, y) in direction ``d`` takes to the jump point or the
@@ -497,14 +497,14 @@ def _scan(bitmaps, cells, width, height, x, y, d, gx, gy):
     return steps if open_stop else 0
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _clean_lines(overlay, at, first, last):
     """Whether none of the lines ``first..last`` at ``overlay[at]`` (the overlay's rows or
     columns, see :mod:`pathserver.core.relay`) holds a cell the overlay redid."""
     return overlay[at + last + 1] == overlay[at + first]
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _clean_ahead(overlay, at, count, line, position, forward):
     """Whether the overlay redid no cell of line ``line`` (of the ``count`` at
     ``overlay[at]``) past ``position`` in the direction of a scan from there."""
@@ -513,7 +513,7 @@ def _clean_ahead(overlay, at, count, line, position, forward):
     return overlay[at + count + 1 + line] >= position
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _straight_over(table, bitmaps, overlay, cells, node, x, y, d, gx, gy, width, height, turn):
     """:func:`_steps` on the blocked grid under the overlay, from ``node`` at (x, y): the
     table's answer where the overlay redid no cell ahead on the line, else the scan's.
@@ -532,7 +532,7 @@ def _straight_over(table, bitmaps, overlay, cells, node, x, y, d, gx, gy, width,
     return _distance(table, node, d, DIRECTION_Y[d] * width + DIRECTION_X[d]) if turn > 0 else 0
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _redone_stretch(overlay, cx, cy, dx, dy, reach, width, height):
     """Whether a row or a column of the diagonal stretch of ``reach`` steps from (cx, cy)
     holds a cell the overlay redid."""

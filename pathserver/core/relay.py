@@ -27,26 +27,26 @@ from pathserver.core.avoid import anchor_box
 from pathserver.core.jps import ONE, _bitmap_words
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _open(cells, width, height, x, y):
     """Whether (x, y) is in the grid and open."""
     return 0 <= x < width and 0 <= y < height and cells[y, x] != 0
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def overlay_rows(height, width):
     """Where an overlay's rows start, for an H x W grid: after a bit for each word of its
     jump bitmaps. Then H + 1 counts, H first positions, H ends."""
     return (4 * (_bitmap_words(height, width) + _bitmap_words(width, height)) + 63) >> 6
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def overlay_columns(height, width):
     """Where an overlay's columns start: W + 1 counts, W first positions, W ends."""
     return overlay_rows(height, width) + 3 * height + 1
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def overlay_size(height, width):
     """The words of an overlay for an H x W grid."""
     return overlay_columns(height, width) + 3 * width + 1
@@ -58,7 +58,7 @@ def new_overlay(height, width):
     return np.zeros(overlay_size(height, width), dtype=np.uint64)
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _mark(overlay, k, log, count):
     """Mark word ``k`` in ``overlay`` and note it in ``log``, once (past the log's end the
     count still grows: the caller then restores and clears everything). The new count."""
@@ -71,7 +71,7 @@ def _mark(overlay, k, log, count):
     return count
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _put(bitmaps, overlay, base, bit, on, log, count):
     """Set (``on``) or clear one bit of the bitmap at word ``base``, marking its word if
     that changes it. The new log count."""
@@ -85,7 +85,7 @@ def _put(bitmaps, overlay, base, bit, on, log, count):
     return count
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _restop(bitmaps, overlay, cells, width, height, x, y, rows, columns, log, count):
     """The four stop bits of cell (x, y) as ``cells`` is now (the rule of
     :func:`pathserver.core.jps.jump_bitmaps`). The new log count."""
@@ -112,7 +112,7 @@ def _restop(bitmaps, overlay, cells, width, height, x, y, rows, columns, log, co
     return _put(bitmaps, overlay, 4 * rows + columns, column_bit, north, log, count)
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _redo_line(overlay, at, count, line, first, last):
     """Note positions first..last of line ``line`` as redone, in the lines at
     ``overlay[at]`` (``count`` of them)."""
@@ -123,7 +123,7 @@ def _redo_line(overlay, at, count, line, first, last):
         overlay[at + 2 * count + 1 + line] = last + 1
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _start_lines(overlay, at, count, length):
     """No line redone: flags clear, first positions past the end, ends 0."""
     overlay[at:at + count + 1] = 0
@@ -131,7 +131,7 @@ def _start_lines(overlay, at, count, length):
     overlay[at + 2 * count + 1:at + 3 * count + 1] = 0
 
 
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
 def _count_lines(overlay, at, count):
     """The flags of the lines at ``overlay[at]`` to prefix counts."""
     total = np.uint64(0)
