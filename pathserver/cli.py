@@ -152,6 +152,7 @@ def _cmd_serve(args) -> int:
         args.maps, args.bind, threads=args.threads, curve_keys=args.curve_keys,
         allowed_clients_dir=args.allow, insecure=args.insecure,
         connect=args.connect, edits=args.edits, feed=args.feed, max_upload_cells=args.max_upload_cells,
+        exit_at_once=True,
     ) or 0
 
 

@@ -7,16 +7,21 @@ module decides what those are, in this order:
    loads (``pathserver.security``);
 2. the map registry, and for a worker (``--connect``) the broker's edit log around it
    (``pathserver.editlog``);
-3. signals: SIGINT/SIGTERM stop the server from here on, while maps load too;
-4. maps and kernels, said line by line on stderr (``pathserver.server.startup``);
-5. a worker replays the broker's edit log before it takes any request;
-6. bind (or connect), one ready line on stdout, serve until stopped, release everything.
+3. signals: SIGINT/SIGTERM stop the server from here on, at any stage;
+4. bind, and say the endpoint in the first line: a taken port is refused at once;
+5. a start-up thread loads the maps, then warms the kernels op by op
+   (``pathserver.server.startup``): requests are taken as soon as the maps are loaded,
+   and each waits only for the kernels it runs; the ready line on stdout once all are
+   warm. A worker (which binds nothing) connects only once warm and caught up with the
+   broker's edit log;
+6. serve until stopped, release everything.
 
-Steps 1, 2 and 6 may refuse: one line on stderr, exit status 2.
+Steps 1, 2 and 4 may refuse: one line on stderr, exit status 2.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -28,7 +33,7 @@ from pathserver.editlog import SharedEdits, edit_endpoints
 from pathserver.maps.registry import MapRegistry
 from pathserver.server import handlers
 from pathserver.server.loop import DEFAULT_QUEUE_LIMIT, Server
-from pathserver.server.startup import StartupLog, announce_kernels, warm_kernels
+from pathserver.server.startup import StartupLog, announce_kernels, end_second_processes, warm_kernels
 
 
 def serve(
@@ -46,12 +51,14 @@ def serve(
     edits: str | None = None,
     feed: str | None = None,
     max_upload_cells: int | None = None,
+    exit_at_once: bool = False,
 ) -> int:
     """Serve every map in ``maps_dir`` on ``bind`` until SIGINT/SIGTERM; returns an exit status.
 
-    Loads the maps, compiles the kernels, then binds and prints exactly one line,
-    ``pathserver ready on tcp://HOST:PORT (N maps)``, to ``out`` (stdout). A port of
-    ``0`` or ``*`` binds a free port and the line names the real one. ``threads``: search
+    Binds first (its first stderr line names the endpoint), loads the maps, then takes
+    requests while the kernels compile, and prints exactly one line, ``pathserver ready
+    on tcp://HOST:PORT (N maps)``, to ``out`` (stdout) once they are all compiled. A port
+    of ``0`` or ``*`` binds a free port and the lines name the real one. ``threads``: search
     threads (default one per core). Returns 0 after a clean stop, 2 when the address
     cannot be bound; a missing map folder raises MapLoadError.
 
@@ -67,6 +74,9 @@ def serve(
 
     ``max_upload_cells``: the bound on the total cells of maps uploaded with ``put_map``
     (default ``pathserver.maps.registry.DEFAULT_MAX_UPLOAD_CELLS``).
+
+    ``exit_at_once`` (the CLI's): a stop while kernels still compile ends the process
+    there and then (``os._exit``) instead of waiting for the compile in hand.
     """
     out = sys.stdout if out is None else out
     try:
@@ -90,49 +100,111 @@ def serve(
         shared = SharedEdits(registry, edits, feed, back=connect, build_upload=handlers.build_upload)
     server = Server(registry if shared is None else shared, bind, workers=threads, queue_limit=queue_limit,
                     curve=curve, connect=connect, identity=None if shared is None else shared.identity)
-    # Installed first, so a signal while maps load or kernels compile stops us too.
+    if not registry.folder.is_dir():
+        registry.load_all()  # raises the folder's MapLoadError before anything binds
+    # Installed first, so a signal at any stage stops us too.
     previous = _stop_on_signals(server)
+    starter = None
     try:
-        return _start_and_serve(server, registry, shared, bind, watch, out)
+        starter = _Starter(server, registry, shared, watch, out)
+        return starter.serve(bind)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        if starter is not None and starter.is_alive() and exit_at_once:
+            # A kernel compile cannot be interrupted, and tearing LLVM down under one
+            # aborts the interpreter: leave without finalizing.
+            registry.stop()
+            end_second_processes()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
         registry.stop()
+        if starter is not None and starter.is_alive():
+            starter.join()  # it stops at its next step
         server.close()
         if shared is not None:
             shared.close()
 
 
-def _start_and_serve(server: Server, registry: MapRegistry, shared: SharedEdits | None, bind: str, watch: bool,
-                     out) -> int:
-    """Steps 4 to 6 of the module docstring: 0 after a clean stop (also one while starting)."""
-    startup = StartupLog()
-    compiling = announce_kernels(startup)
-    startup.say(f"loading maps from {registry.folder}")
-    registry.load_all()
-    startup.say(f"{len(registry.names())} maps loaded ({startup.elapsed():.2f} s since start)")
-    warm_kernels(startup, compiling=compiling)
-    if server.stopping:
+class _Starter(threading.Thread):
+    """Steps 4 to 6 of the module docstring: the main thread binds and runs the loop, this
+    thread loads the maps and warms the kernels meanwhile, checking for a stop between
+    steps."""
+
+    def __init__(self, server: Server, registry: MapRegistry, shared: SharedEdits | None, watch: bool, out):
+        super().__init__(name="pathserver-start", daemon=True)
+        self.server, self.registry, self.shared, self.watch, self.out = server, registry, shared, watch, out
+        self.log = StartupLog()
+        self.failure: Exception | None = None
+        self.prepared = threading.Event()
+
+    def serve(self, bind: str) -> int:
+        server = self.server
+        if self.shared is None:
+            try:
+                endpoint = server.bind()
+            except zmq.ZMQError as exc:
+                return _refuse(f"cannot bind {bind}: {exc}")
+            self.log.say(f"listening on {endpoint} (process {os.getpid()}); loading maps from {self.registry.folder}")
+            server.hold(self.prepared)
+        self.start()
+        if self.shared is not None:
+            # A worker binds nothing a client waits on: it connects once warm and caught up.
+            while not self.prepared.wait(0.1):
+                if server.stopping or not self.is_alive():
+                    break
+            if server.stopping or self.failure is not None or not self.prepared.is_set():
+                return self._ended()
+            try:
+                endpoint = server.bind()
+            except zmq.ZMQError as exc:
+                return _refuse(f"cannot connect {bind}: {exc}")
+            print(f"pathserver worker {self.shared.identity} ready, connected to {endpoint} "
+                  f"({_maps(self.registry)})", file=self.out, flush=True)
+        server.run()
+        return self._ended()
+
+    def _ended(self) -> int:
+        if self.failure is not None and not self.prepared.is_set():
+            raise self.failure
         return 0
-    if shared is not None:
-        # Take no request before the edits made so far are applied here.
-        shared.start()
-        while not shared.caught_up.wait(0.1):
-            if server.stopping:
-                return 0
-    try:
-        endpoint = server.bind()
-    except zmq.ZMQError as exc:
-        return _refuse(f"cannot bind {bind}: {exc}")
-    if watch:
-        registry.start()
-    if shared is None:
-        print(f"pathserver ready on {endpoint} ({len(registry.names())} maps)", file=out, flush=True)
-    else:
-        print(f"pathserver worker {shared.identity} ready, connected to {endpoint} "
-              f"({len(registry.names())} maps)", file=out, flush=True)
-    server.run()
-    return 0
+
+    def run(self) -> None:
+        server, registry, log = self.server, self.registry, self.log
+        try:
+            if self.shared is not None:
+                log.say(f"loading maps from {registry.folder}")
+            compiling = announce_kernels(log)
+            registry.load_all()
+            log.say(f"{_maps(registry)} loaded ({log.elapsed():.2f} s since start)")
+            if self.shared is None:
+                self.prepared.set()  # requests are taken from here on
+            if self.watch:
+                registry.start()
+            if not warm_kernels(log, compiling=compiling, stopping=lambda: server.stopping):
+                return
+            if self.shared is not None:
+                # Take no request before the edits made so far are applied here.
+                self.shared.start()
+                while not self.shared.caught_up.wait(0.1):
+                    if server.stopping:
+                        return
+                self.prepared.set()
+            else:
+                server.warmed()
+                print(f"pathserver ready on {server.endpoint} ({_maps(registry)})", file=self.out, flush=True)
+        except Exception as exc:  # noqa: BLE001 - said, and re-raised by serve() when no request was taken
+            self.failure = exc
+            if self.prepared.is_set():
+                log.say(f"warming the kernels failed: {exc!r}; they compile on first use")
+            else:
+                server.stop()
+
+
+def _maps(registry: MapRegistry) -> str:
+    count = len(registry.names())
+    return f"{count} map{'' if count == 1 else 's'}"
 
 
 def _stop_on_signals(server: Server) -> dict:

@@ -167,6 +167,9 @@ class Server:
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._stopping = False
+        # While starting (see hold): no request before the maps load, no search on the loop.
+        self._hold: threading.Event | None = None
+        self._warming = False
         self._queued = 0
         self._seconds_per_unit = 0.001  # moving average of a queued request's run time
         self._started = time.monotonic()
@@ -221,6 +224,17 @@ class Server:
         self._threads.append(thread)
         return self.endpoint
 
+    def hold(self, until: threading.Event) -> None:
+        """While starting: take no request before ``until`` is set (the maps load), then
+        answer every search on a worker, never on the loop, until :meth:`warmed` (a
+        search there could stall the loop for a kernel's compile)."""
+        self._hold = until
+        self._warming = True
+
+    def warmed(self) -> None:
+        """Every kernel is compiled: short trips are answered on the loop again."""
+        self._warming = False
+
     def stop(self) -> None:
         """Ask ``run()`` to return (within one poll interval, 0.1 s). Thread- and signal-safe."""
         self._stop.set()
@@ -234,6 +248,9 @@ class Server:
         if self._router is None:
             self.bind()
         router, results = self._router, self._results
+        while self._hold is not None and not self._hold.wait(_POLL_MS / 1000.0):
+            if self._stop.is_set():
+                return
         poller = zmq.Poller()
         poller.register(router, zmq.POLLIN)
         poller.register(results, zmq.POLLIN)
@@ -334,7 +351,7 @@ class Server:
             reply, code = handlers.run(request, self.registry, stats)
             self._send(envelope, reply, received, code)
             return
-        if type(request) is PathRequest and self.inline_expansions > 0:
+        if type(request) is PathRequest and self.inline_expansions > 0 and not self._warming:
             answered = handlers.run_bounded(request, self.registry, self.inline_expansions, self.inline_distance)
             if answered is not None:
                 self._send(envelope, answered[0], received, answered[1])

@@ -1,23 +1,28 @@
 """What ``pathserver serve`` does before it is ready, said as it happens.
 
-On a machine whose numba cache is empty the kernels compile for about two minutes; a server that
-says nothing meanwhile looks hung. So every stage prints one line on stderr, each starting
+The first line names the endpoint; then one line a stage on stderr, each starting
 ``pathserver: `` (the ready line itself goes to stdout, alone, for programs that wait on
 it)::
 
-    pathserver: loading maps from /srv/maps
-    pathserver: 3 maps loaded in 0.21 s
-    pathserver: compiling the search kernels into /home/me/.cache/pathserver/numba-... (first start on this machine: about two minutes; later starts load them from there)
-    pathserver: kernels 1/6 ready (4.1 s)
+    pathserver: listening on tcp://127.0.0.1:5555 (process 4242); loading maps from /srv/maps
+    pathserver: compiling the search kernels into /home/me/.cache/pathserver/numba-... (...)
+    pathserver: 3 maps loaded (0.21 s since start)
+    pathserver: kernels 1/9 ready: paths (8.1 s)
     ...
-    pathserver: kernels ready in 19.2 s (46 compiled, 0 from the cache)
+    pathserver: kernels ready in 61.2 s since start (153 compiled, 0 from the cache)
 
-With a warm cache the middle lines become one ``loading the compiled kernels from ...``.
+Requests are answered from the "maps loaded" line on: each waits for the kernels it runs
+(the warm-up compiles the common ones first). A step that compiles anything says so, on a
+partly filled cache too; with a warm cache the steps load in milliseconds and say nothing.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,6 +30,10 @@ from pathserver import kernel_cache
 
 #: The prefix of every progress line; the Godot addon shows these lines as they come.
 PREFIX = "pathserver: "
+#: On a cold start with a second core, a second process compiles the steps from this one
+#: on (by name) into a folder of its own while this process compiles those before it;
+#: its kernels are then copied into the cache, and these steps load them.
+SECOND_PROCESS_FROM = "movement range, flow fields, steering, many goals, blockers, unit classes"
 
 
 class StartupLog:
@@ -46,9 +55,7 @@ def kernel_cache_dir() -> Path | None:
     in a bundle compiled ahead of time, the folder holding the kernels' extension."""
     if kernel_cache.ahead_of_time():
         return kernel_cache.choice().folder if kernel_cache.choice() else None
-    from numba.core import config
-
-    return Path(config.CACHE_DIR) if config.CACHE_DIR else None
+    return kernel_cache.folder()
 
 
 def kernels_cached(cache_dir: Path | None) -> bool:
@@ -187,26 +194,29 @@ def _warm_steps(costly=None):
         gridmap.layer_for(1, 1).wait_landmarks(120.0)
         find_path(gridmap, (0, 0), far)
 
-    def wire():
+    def encoders():
         out = np.empty(packed_points_bound(2), dtype=np.uint8)
         pack_int_points(np.zeros((2, 2), dtype=np.int32), out)
         pack_float_points(np.zeros((2, 2), dtype=np.uint64), out)
+
+    def pairs_reader():
         # A request's avoided cells as [x, y] pairs, as the server reads them (handlers._decode_map).
         avoid_pairs(np.frombuffer(b"\x81\xa5avoid\x81\xa5cells\x91\x92\x01\xcb" + bytes(8), dtype=np.uint8), 1,
                     np.empty((1, 2), dtype=np.float64), np.empty(3, dtype=np.int64))
 
     return [
+        # The first request of most games: a path on a map without terrain costs, and its
+        # reply encoded by a compiled kernel (core.wire).
+        ("paths", lambda: (search(uniform, (0, 2), (7, 0), 1, smooth="none")(), encoders())),
         ("A* with terrain costs", search(costly, (0, 0), (7, 3), 1, smooth="los")),
         ("larger units", search(costly, (0, 0), (7, 3), 2, smooth="corners", diagonal="always", algorithm="astar")),
         ("partial paths", search(costly, (0, 0), (7, 3), 1, diagonal="never", allow_partial=True, max_expansions=3)),
         ("jump point search", search(uniform, (0, 2), (7, 0), 1, algorithm="jps", line_of_sight=False, smooth="los")),
+        ("map edits", lambda: costly.edit(cells=[(0, 3)], solid=True)),
+        ("avoided cells sent as pairs", pairs_reader),
+        ("movement range, flow fields, steering, many goals, blockers, unit classes", queries),
         ("jump tables (JPS+)", jump_tables),
         ("landmarks (A* on terrain costs)", landmarks),
-        # Long paths are encoded for the wire by compiled kernels (pathserver.core.wire),
-        # and avoided cells sent as pairs read by one.
-        ("the reply encoder and the pairs reader", wire),
-        ("map edits", lambda: costly.edit(cells=[(0, 3)], solid=True)),
-        ("movement range, flow fields, steering, many goals, blockers, unit classes", queries),
     ]
 
 
@@ -226,26 +236,118 @@ def announce_kernels(log: StartupLog) -> bool:
         log.say(f"loading the bundle's compiled kernels from {where}{note}")
         return False
     if kernels_cached(cache_dir):
-        log.say(f"loading the compiled kernels from {where}")
+        log.say(f"loading the compiled kernels from {where} (any missing compile, said step by step)")
         return False
     why = f"; the bundle's own kernels do not fit: {decided.reason}" if decided is not None and decided.reason else ""
-    log.say(f"compiling the search kernels into {where} (first start on this machine: about two minutes; "
-            f"later starts load them from there){why}")
+    log.say(f"compiling the search kernels into {where} (first start on this machine: each op answers once "
+            f"its own kernels are compiled, within a minute or two; later starts load them){why}")
     return True
 
 
-def warm_kernels(log: StartupLog | None = None, *, compiling: bool = False) -> None:
-    """Compile (or load from numba's cache) every kernel a request can reach, so the
-    first real request is as fast as the next. With ``log``, a line when done and, while
-    ``compiling``, one a step."""
+def warm_kernels(log: StartupLog | None = None, *, compiling: bool = False, stopping=None) -> bool:
+    """Compile (or load from numba's cache) every kernel a request can reach, so that
+    each later request is as fast as the next. With ``log``, a line a step that compiled
+    anything (every step while ``compiling``) and one when done. ``stopping``: called
+    between steps; when it returns True the warm-up ends there and this returns False.
+    Compiling on a machine with a second core, :class:`SecondProcess` shares the work."""
     steps = _warm_steps()
     began = time.perf_counter()
-    for i, (name, step) in enumerate(steps, 1):
-        step()
-        if log is not None and compiling:
-            log.say(f"kernels {i}/{len(steps)} ready: {name} ({time.perf_counter() - began:.1f} s)")
+    helper = None
+    if compiling and (os.cpu_count() or 1) > 1 and not kernel_cache.frozen():
+        helper = SecondProcess([name for name, _ in steps].index(SECOND_PROCESS_FROM))
+    try:
+        for i, (name, step) in enumerate(steps, 1):
+            if helper is not None and i - 1 == helper.first:
+                while not helper.wait(0.1):
+                    if stopping is not None and stopping():
+                        return False
+                merged = helper.merge()
+                if log is not None:
+                    log.say(f"kernels {i}/{len(steps)} to {len(steps)}: {merged} ({time.perf_counter() - began:.1f} s)")
+            if stopping is not None and stopping():
+                return False
+            before = compile_counts()[0]
+            step()
+            if log is not None and (compiling or compile_counts()[0] > before):
+                log.say(f"kernels {i}/{len(steps)} ready: {name} ({time.perf_counter() - began:.1f} s)")
+    finally:
+        if helper is not None:
+            helper.close()
     if log is not None:
         compiled, loaded = compile_counts()
         how = (f"{loaded} compiled ahead of time" if kernel_cache.ahead_of_time()
                else f"{compiled} compiled, {loaded} from the cache")
         log.say(f"kernels ready in {log.elapsed():.2f} s since start ({how})")
+    return True
+
+
+class SecondProcess:
+    """``python -m pathserver.server.startup FIRST`` compiling the warm-up's steps from
+    index ``first`` on into a folder of its own (two processes writing one numba cache
+    could each overwrite the other's index), for :meth:`merge` to copy into ours."""
+
+    def __init__(self, first: int):
+        self.first = first
+        self.scratch = Path(tempfile.mkdtemp(prefix="pathserver-compile-"))
+        ours = kernel_cache.configure()
+        env = dict(os.environ)
+        if os.environ.get("NUMBA_CACHE_DIR"):
+            # numba's own locator: the same folders below the scratch as below ours.
+            env["NUMBA_CACHE_DIR"] = str(self.scratch)
+            self.theirs, self.ours = self.scratch, ours
+        else:
+            env["XDG_CACHE_HOME"] = str(self.scratch)
+            self.theirs, self.ours = self.scratch / ours.relative_to(kernel_cache.user_cache().parent), ours
+        self.process = subprocess.Popen([sys.executable, "-m", "pathserver.server.startup", str(first)], env=env,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE)
+        _running.add(self)
+
+    def wait(self, timeout: float) -> bool:
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def merge(self) -> str:
+        """Copy the kernels it compiled that our cache has no index of, each function's
+        data files before its index; says what happened."""
+        if self.process.returncode != 0:
+            why = self.process.stderr.read().decode(errors="replace").strip().splitlines()[-1:]
+            return f"the second process failed ({'; '.join(why) or self.process.returncode}): compiling them here"
+        copied = 0
+        for index in sorted(self.theirs.rglob("*.nbi")):
+            target = self.ours / index.relative_to(self.theirs)
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            for data in sorted(index.parent.glob(index.stem + ".*.nbc")):
+                kernel_cache.copy_whole(data, target.parent / data.name)
+            kernel_cache.copy_whole(index, target)
+            copied += 1
+        return f"{copied} kernels compiled by a second process"
+
+    def close(self) -> None:
+        _running.discard(self)
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process.stderr.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+_running: set[SecondProcess] = set()
+
+
+def end_second_processes() -> None:
+    """Kill any second process still compiling (a server stopping at once)."""
+    for helper in list(_running):
+        helper.close()
+
+
+if __name__ == "__main__":
+    # The second process of warm_kernels: the steps from sys.argv[1] on, nothing said.
+    kernel_cache.configure()
+    for _, each in _warm_steps()[int(sys.argv[1]):]:
+        each()
