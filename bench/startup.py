@@ -1,15 +1,23 @@
-"""How long ``pathserver serve`` takes to start, cold and warm, side by side in one run; and
-the bundle's server (``pathserver bundle``) moved to a new folder, beside it.
+"""How long ``pathserver`` takes to answer on a fresh machine, cold and warm, with each
+target printed against its figure; and the bundle's server (``pathserver bundle``) moved
+to a new folder, beside it.
 
-    python bench/startup.py                          # python -m pathserver: one cold start, 3 warm
+    python bench/startup.py                          # every python row and target below
     python bench/startup.py --bundle dist/server     # + a built bundle's rows
     python bench/startup.py --build-bundle           # + build one first (needs the bundle extra)
     python bench/startup.py --bundle-check DIR       # CI: the bundle's rows only; exit 1 on a missed target
     python bench/startup.py --warm-runs 5 --json startup.json
 
 python -m pathserver, cold: a fresh, empty numba cache folder (``NUMBA_CACHE_DIR``), as on
-a player's machine the first time: every kernel compiles. Warm: the same folder again, now
-filled.
+a player's machine the first time: every kernel compiles. The client connects to the
+endpoint the server's first line names, asks for a path at once, then for every other op
+in turn (``paths`` with ``goals``, ``reachable``, ``field``, ``next_steps``,
+``check_block``, ``put_map`` and a path on the upload): the targets are the first path
+within 30 s and every op within 120 s of starting. Warm: the same folder again, now
+filled; the ready line within 1 s. ``find_path`` cold: a new Python process with an empty
+cache loading ``maps/example.map`` and answering one path, within 20 s. Signals: SIGINT
+and SIGTERM sent while the kernels compile end the process within 1 s. A taken port: a
+second server on a port already bound is refused within 2 s, saying so.
 
 The bundle: the folder is copied to a new random folder (as a game install puts it
 somewhere the build never was), made read-only (an install folder may be), and its
@@ -22,10 +30,6 @@ cold start is repeated on ``--cold-runs`` new copies (3), each with a new HOME, 
 median shown. The bundle's targets: ready within ``--ready-target`` s (2)
 on the first run of a copy (the median), the folder within ``--size-target`` MB (150), and its first path answer
 equal to the in-process ``find_path`` answer to the same request.
-
-Each start is a new process serving the repository's sample maps on a free loopback port;
-the script records when the first progress line came (the server says what it is doing
-within a second), when the ready line came, and when the first path request was answered.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ import os
 import re
 import selectors
 import shutil
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -48,7 +54,29 @@ import zmq
 
 ROOT = Path(__file__).resolve().parent.parent
 READY = re.compile(r"^pathserver ready on (\S+) \(\d+ maps?\)$")
+#: The first line of ``serve``: it names the endpoint before anything loads.
+LISTENING = re.compile(r"^pathserver: listening on (\S+) ")
 REQUEST = {"id": 1, "op": "path", "map": "example", "start": [1, 1], "goal": [60, 60]}
+#: Every other op, asked in turn once the first path is answered (``put_map`` then a path on it).
+EVERY_OP = (
+    {"op": "paths", "map": "example", "requests": [{"start": [1, 1], "goals": [[60, 60], [30, 50]]}]},
+    {"op": "reachable", "map": "example", "start": [1, 1], "budget": 10},
+    {"op": "field", "map": "example", "goals": [[60, 60], [30, 50]]},
+    {"op": "next_steps", "map": "example", "goals": [[60, 60]], "positions": [[1.5, 1.25], [30, 50]]},
+    {"op": "check_block", "map": "example", "cells": [[50, 56]], "points": [[1, 1], [60, 60]]},
+    {"op": "put_map", "map": "startup_upload", "width": 4, "height": 3, "cells": [1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1]},
+    {"op": "path", "map": "startup_upload", "start": [0, 0], "goal": [3, 2]},
+)
+#: (name, target seconds) of the python rows, in the order the table prints them.
+TARGETS = (
+    ("serve, cold: first path answered", 30.0),
+    ("serve, cold: every op answered", 120.0),
+    ("serve, warm: ready line", 1.0),
+    ("find_path in a new process, cold", 20.0),
+    ("serve, cold: SIGINT while compiling -> exit", 1.0),
+    ("serve, cold: SIGTERM while compiling -> exit", 1.0),
+    ("serve on a taken port -> refused", 2.0),
+)
 EXECUTABLE = "pathserver-server" + (".exe" if os.name == "nt" else "")
 
 
@@ -107,14 +135,188 @@ def start_once(command: list[str], env: dict, cwd: Path, timeout: float) -> dict
             process.wait(10)
 
 
-def python_runs(maps: Path, warm_runs: int, timeout: float) -> tuple[dict, list[dict]]:
-    """``python -m pathserver serve``: one cold start into a new numba cache, then warm ones."""
-    command = [sys.executable, "-m", "pathserver", "serve", "--maps", str(maps), "--bind", "tcp://127.0.0.1:*"]
+def __init__(self, command: list[str], env: dict, cwd: Path):
+        self.began = time.perf_counter()
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        stdin=subprocess.DEVNULL, env=env, cwd=cwd)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.process.stdout, selectors.EVENT_READ)
+        self.selector.register(self.process.stderr, selectors.EVENT_READ)
+        self.said: list[tuple[float, str]] = []
+
+    def since(self) -> float:
+        return time.perf_counter() - self.began
+
+    def wait_for(self, pattern: re.Pattern, timeout: float) -> re.Match | None:
+        """The first line (already said or to come) matching ``pattern``; None when the
+        process ends or ``timeout`` s pass first."""
+        for _, line in self.said:
+            if match := pattern.match(line):
+                return match
+        deadline = time.perf_counter() + timeout
+        while (left := deadline - time.perf_counter()) > 0:
+            if not self.read(left):
+                return None
+            if match := pattern.match(self.said[-1][1]):
+                return match
+        return None
+
+    def read(self, timeout: float) -> bool:
+        """Read one line into ``said``; False at the end of both streams or on a timeout."""
+        for key, _ in self.selector.select(timeout):
+            line = key.fileobj.readline().decode()
+            if not line:
+                self.selector.unregister(key.fileobj)
+                return bool(self.selector.get_map())
+            self.said.append((self.since(), line.strip()))
+            return True
+        return False
+
+    def exited_within(self, timeout: float) -> float | None:
+        """Seconds from now until the process exits, or None past ``timeout``."""
+        began = time.perf_counter()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        return time.perf_counter() - began
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        for stream in (self.process.stdout, self.process.stderr):
+            stream.close()
+
+
+def ask(endpoint: str, request: dict, timeout: float) -> dict:
+    """One request, its reply (a timeout raises zmq.Again)."""
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.linger = 0
+    dealer.sndtimeo = dealer.rcvtimeo = int(timeout * 1000)
+    try:
+        dealer.connect(endpoint)
+        dealer.send_multipart([b"", msgpack.packb(request)])
+        return msgpack.unpackb(dealer.recv_multipart()[-1])
+    finally:
+        dealer.close(linger=0)
+
+
+def serve_command(maps: Path, bind: str = "tcp://127.0.0.1:*") -> list[str]:
+    return [sys.executable, "-m", "pathserver", "serve", "--maps", str(maps), "--bind", bind]
+
+
+def cache_env(cache_dir: str) -> dict:
+    return {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONUNBUFFERED": "1"}
+
+
+def cold_serve(maps: Path, cache_dir: str, timeout: float) -> dict:
+    """A cold start asked for a path at once, then for every other op: the seconds since
+    start of the first line, the first path's answer, the last op's and the ready line."""
+    started = Started(serve_command(maps), cache_env(cache_dir), ROOT)
+    try:
+        listening = started.wait_for(LISTENING, timeout)
+        if listening is None:
+            return {"error": "no line naming the endpoint", "said": [line for _, line in started.said]}
+        first_line = started.said[0][0]
+        endpoint = listening.group(1)
+        reply = ask(endpoint, {**REQUEST, "options": {"smooth": "none"}}, timeout)
+        first_path = started.since()
+        if reply.get("status") != "found":
+            return {"error": f"first path answered {reply!r}"}
+        for i, request in enumerate(EVERY_OP, 2):
+            reply = ask(endpoint, {"id": i, **request}, timeout)
+            if reply.get("ok") is False:
+                return {"error": f"{request['op']} answered {reply!r}"}
+        every_op = started.since()
+        ready = started.wait_for(READY, timeout)
+        return {"first_line_s": first_line, "first_path_s": first_path, "every_op_s": every_op,
+                "ready_s": started.since() if ready else None, "said": [line for _, line in started.said]}
+    finally:
+        started.stop()
+
+
+def cold_find_path(maps: Path, cache_dir: str, timeout: float) -> dict:
+    """A new Python process with an empty kernel cache: load a map, answer one path."""
+    code = ("from pathserver import GridMap, find_path; "
+            f"m = GridMap.load({str(maps / 'example.map')!r}); "
+            "r = find_path(m, (1, 1), (60, 60)); assert r.status == 'found', r.status")
+    began = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], env=cache_env(cache_dir), cwd=ROOT, capture_output=True,
+                          timeout=timeout)
+    seconds = time.perf_counter() - began
+    if done.returncode != 0:
+        return {"error": f"find_path failed: {done.stderr.decode().strip()[-300:]}"}
+    return {"seconds": seconds}
+
+
+def signal_while_compiling(maps: Path, signum: int, timeout: float) -> dict:
+    """Seconds from ``signum``, sent once the server says it compiles, to its exit."""
     with tempfile.TemporaryDirectory(prefix="pathserver-numba-") as cache_dir:
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONUNBUFFERED": "1"}
-        cold = start_once(command, env, ROOT, timeout)
-        warm = [start_once(command, env, ROOT, timeout) for _ in range(warm_runs)]
-    return cold, warm
+        started = Started(serve_command(maps), cache_env(cache_dir), ROOT)
+        try:
+            compiling = started.wait_for(re.compile(r"^pathserver: compiling "), timeout)
+            if compiling is None:
+                return {"error": "the server never said it compiles"}
+            time.sleep(2.0)  # well inside the compile
+            started.process.send_signal(signum)
+            seconds = started.exited_within(timeout)
+            if seconds is None:
+                return {"error": f"still running {timeout:.0f} s after {signal.Signals(signum).name}"}
+            return {"seconds": seconds, "status": started.process.returncode}
+        finally:
+            started.stop()
+
+
+def taken_port(maps: Path, timeout: float) -> dict:
+    """Seconds until a server asked to bind a port already bound exits, and what it said."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        with tempfile.TemporaryDirectory(prefix="pathserver-numba-") as cache_dir:
+            started = Started(serve_command(maps, f"tcp://127.0.0.1:{port}"), cache_env(cache_dir), ROOT)
+            try:
+                seconds = started.exited_within(timeout)
+                if seconds is not None:
+                    seconds = started.since()
+                while started.read(1.0):
+                    pass
+                said = " / ".join(line for _, line in started.said)
+                if seconds is None:
+                    return {"error": f"still running after {timeout:.0f} s: {said}"}
+                if started.process.returncode == 0 or "in use" not in said:
+                    return {"error": f"exit {started.process.returncode}, said: {said}"}
+                return {"seconds": seconds, "said": said}
+            finally:
+                started.stop()
+    finally:
+        holder.close()
+
+
+def python_targets(maps: Path, warm_runs: int, timeout: float) -> tuple[list, dict, list[str]]:
+    """The python rows: [(target name, target s, measured s or None)], the raw report, failures."""
+    report, failures = {}, []
+    with tempfile.TemporaryDirectory(prefix="pathserver-numba-") as cache_dir:
+        cold = cold_serve(maps, cache_dir, timeout)
+        warm = [start_once(serve_command(maps), cache_env(cache_dir), ROOT, timeout) for _ in range(warm_runs)]
+    with tempfile.TemporaryDirectory(prefix="pathserver-numba-") as cache_dir:
+        library = cold_find_path(maps, cache_dir, timeout)
+    sigint = signal_while_compiling(maps, signal.SIGINT, timeout)
+    sigterm = signal_while_compiling(maps, signal.SIGTERM, timeout)
+    taken = taken_port(maps, timeout)
+    report.update(cold_serve=cold, warm_runs=warm, cold_find_path=library, sigint=sigint, sigterm=sigterm,
+                  taken_port=taken)
+    for name, run in report.items():
+        for one in run if isinstance(run, list) else [run]:
+            if "error" in one:
+                failures.append(f"{name}: {one['error']}")
+    warm_ready = statistics.median(run["ready_s"] for run in warm) if all("ready_s" in run for run in warm) else None
+    measured = (cold.get("first_path_s"), cold.get("every_op_s"), warm_ready, library.get("seconds"),
+                sigint.get("seconds"), sigterm.get("seconds"), taken.get("seconds"))
+    rows = [(name, target, figure) for (name, target), figure in zip(TARGETS, measured)]
+    return rows, report, failures
 
 
 def player_env(home: Path) -> dict:
@@ -231,16 +433,13 @@ def main(argv=None) -> int:
     if args.bundle_check and (args.bundle or args.build_bundle):
         parser.error("--bundle-check times the given bundle alone")
 
-    rows, report, failures = [], {}, []
+    rows, report, failures, targets = [], {}, [], []
     scratch = tempfile.TemporaryDirectory(prefix="pathserver-bundle-bench-")
     try:
         if not args.bundle_check:
-            cold, warm_runs = python_runs(args.maps, args.warm_runs, args.timeout)
-            failures += [f"python -m pathserver: {run['error']}" for run in [cold, *warm_runs] if "error" in run]
-            if not failures:
-                rows.append(("python -m pathserver, cold (empty numba cache)", cold))
-                rows.append((f"python -m pathserver, warm (median of {len(warm_runs)})", median_run(warm_runs)))
-                report.update(python_cold=cold, python_warm_runs=warm_runs)
+            targets, python_report, python_failures = python_targets(args.maps, args.warm_runs, args.timeout)
+            failures += python_failures
+            report.update(python=python_report)
         bundle = args.bundle_check or args.bundle
         if args.build_bundle:
             bundle = Path(scratch.name) / "server"
@@ -250,14 +449,22 @@ def main(argv=None) -> int:
     finally:
         scratch.cleanup()
 
-    print(f"{'start':<66}{'first line s':>14}{'ready s':>10}{'first path s':>14}")
+    if targets:
+        print(f"{'target (python -m pathserver, empty numba cache unless warm)':<50}{'figure s':>10}{'target s':>10}")
+        for name, target, figure in targets:
+            verdict = "MISS" if figure is None or figure > target else "PASS"
+            shown = "-" if figure is None else f"{figure:.2f}"
+            print(f"{name:<50}{shown:>10}{target:>10.0f}  {verdict}")
+    if rows:
+        print(f"{'start':<66}{'first line s':>14}{'ready s':>10}{'first path s':>14}")
     for name, run in rows:
         print(f"{name:<66}{run['first_line_s']:>14.2f}{run['ready_s']:>10.2f}{run['first_answer_s']:>14.2f}")
     for line in report.get("notes", []):
         print(line)
     if args.json:
-        for run in [report.get("python_cold", {}), *report.get("python_warm_runs", [])]:
+        for run in report.get("python", {}).get("warm_runs", []):
             run.pop("reply", None)
+        report["targets"] = [{"name": name, "target_s": target, "figure_s": figure} for name, target, figure in targets]
         args.json.write_text(json.dumps(report, indent=2, default=str))
     if failures:
         print("startup bench failed: " + "; ".join(failures), file=sys.stderr)
