@@ -48,6 +48,7 @@ kernel_cache.configure()
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _movingai as movingai  # noqa: E402
 import _tcod as tcod_graph  # noqa: E402
+from _docs import add_argument as add_write_docs, write_section  # noqa: E402
 
 DEFAULT_MAPS = ("den520d", "Aftershock", "Boston_0_512", "32room_000", "maze512-1-0", "random512-10-0")
 
@@ -708,7 +709,8 @@ def main(argv=None) -> int:
                         help="warm-start processes, median reported (default: %(default)s)")
     parser.add_argument("--no-startup", action="store_true", help="skip the cold/warm start measurement")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the full results as JSON")
-    parser.add_argument("--markdown", action="store_true", help="also print a markdown table for the README")
+    parser.add_argument("--markdown", action="store_true", help="also print the markdown of docs/performance.md")
+    add_write_docs(parser)
     args = parser.parse_args(argv)
 
     available = movingai.find_maps(args.movingai)
@@ -766,6 +768,8 @@ def main(argv=None) -> int:
     print_text(report)
     if args.markdown:
         print("\n" + markdown(report))
+    if args.write_docs:
+        write_section("core", markdown(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, default=str))
     return 0

@@ -50,6 +50,7 @@ kernel_cache.configure()
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _movingai as movingai  # noqa: E402
+from _docs import add_argument as add_write_docs, write_section  # noqa: E402
 from _tcod import TCOD_DIAGONAL, TCOD_STRAIGHT  # noqa: E402
 
 from pathserver import GridMap, check_block, distance_field, find_path, find_paths, next_steps, reachable  # noqa: E402
@@ -531,6 +532,20 @@ def print_rows(rows: list[dict]) -> None:
             print(f"{'':<14}  {r['note']}")
 
 
+def markdown(rows: list[dict]) -> str:
+    """The rows as docs/performance.md's table: a row a target, its note under the query."""
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    lines = ["| map | query | pathserver | baseline | target | result |", "|---|---|---:|---:|---|---|"]
+    for r in rows:
+        query = cell(r["target"]) + (f" ({cell(r['note'])})" if r["note"] else "")
+        baseline = "" if r["baseline"] is None else f"{r['baseline']:.3f} {r['unit']} ({cell(r['baseline_name'])})"
+        lines.append(f"| {r['map']} | {query} | {r['figure']:.3f} {r['unit']} | {baseline} | {cell(r['need'])} "
+                     f"| {r['result']} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--maps", default=",".join(DEFAULT_MAPS), help="Moving AI map names, comma-separated")
@@ -540,6 +555,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer rounds; the find_paths baseline on 1,000 trips, scaled")
     parser.add_argument("--json", type=Path, help="write every row as JSON here")
     parser.add_argument("--only", help=f"run only these targets, comma-separated: {', '.join(TARGETS)}")
+    add_write_docs(parser)
     args = parser.parse_args(argv)
     maps = movingai.find_maps(args.movingai)
     if not maps:
@@ -579,6 +595,8 @@ def main(argv=None) -> int:
     print(f"\n{len(rows) - len(failed)} of {len(rows)} rows pass or have no target; {len(failed)} FAIL")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+    if args.write_docs:
+        write_section("queries", markdown(rows))
     return 1 if failed else 0
 
 

@@ -2,7 +2,7 @@
 
 1. throughput: a bare pyzmq ROUTER echo server vs pathserver answering short paths on
    ``den520d``, driven by the same closed-loop load (``pathserver.loadtest``) over loopback;
-   the ratio is what the README quotes (target >= 60% of the echo rate);
+   the ratio is what docs/performance.md quotes (target >= 60% of the echo rate);
 2. the seed design's scenario: 180 units on ``den520d`` asking at once from one client,
    as one ``paths`` call and as 180 pipelined ``path`` calls, end to end (target <= 16 ms,
    one 60 fps frame);
@@ -43,6 +43,9 @@ kernel_cache.configure()
 
 from pathserver.loadtest import LoadConfig, SpawnedServer, run_load  # noqa: E402
 from pathserver.maps.scen import load_scen  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _docs import add_argument as add_write_docs, write_section  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_MOVINGAI = REPO.parent / "shared" / "movingai"
@@ -272,6 +275,27 @@ def report(results: dict) -> str:
     return "\n".join(lines)
 
 
+def markdown(results: dict) -> str:
+    """The three measurements as docs/performance.md's table."""
+    t, u, r = results["throughput"], results["units"], results["reload"]
+    lines = ["| measurement | pathserver | reference | target | result |", "|---|---:|---:|---|---|"]
+    if t["ratio"] is not None:
+        lines.append(f"| short den520d paths, {t['clients']} clients × {t['inflight']} in flight, replies/s "
+                     f"| {t['pathserver']['throughput_rps']:,.0f} | {t['echo']['throughput_rps']:,.0f} (a bare pyzmq "
+                     f"ROUTER echo server) | ≥ {100 * TARGET_RATIO:.0f}% of the echo | {100 * t['ratio']:.0f}%: "
+                     f"{verdict(t['ratio'] >= TARGET_RATIO)} |")
+    for label, key in ((f"{u['units']} units on den520d, one `paths` call", "paths_call_ms"),
+                       (f"{u['units']} units on den520d, {u['units']} pipelined `path` calls", "pipelined_ms")):
+        s = u[key]
+        lines.append(f"| {label} (median of {u['rounds']} rounds) | {s['median']:.1f} ms | | ≤ {TARGET_FRAME_MS:g} ms "
+                     f"| {verdict(s['median'] <= TARGET_FRAME_MS)} |")
+    s = r["rename_to_served_ms"]
+    lines.append(f"| hot reload of a {r['size']} map, atomic rename to the new generation served (median; max) "
+                 f"| {s['median']:.0f} ms; {s['max']:.0f} ms | | ≤ {TARGET_RELOAD_MS:g} ms (max) "
+                 f"| {verdict(s['max'] <= TARGET_RELOAD_MS)} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--movingai", type=Path, default=DEFAULT_MOVINGAI, help="the Moving AI benchmark folder")
@@ -283,6 +307,7 @@ def main(argv=None) -> int:
     parser.add_argument("--unit", type=int, default=1, help="unit size in the 180-unit scenario (default 1)")
     parser.add_argument("--quick", action="store_true", help="1.5 s of load, 10 rounds, 5 reloads")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    add_write_docs(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.seconds, args.rounds, args.reloads = 1.5, 10, 5
@@ -323,6 +348,8 @@ def main(argv=None) -> int:
         print(json.dumps(results))
     else:
         print(report(results))
+    if args.write_docs:
+        write_section("server", markdown(results))
     return 0
 
 

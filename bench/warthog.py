@@ -59,6 +59,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _movingai as movingai  # noqa: E402
+from _docs import add_argument as add_write_docs, write_section  # noqa: E402
 
 MAPS = ("den520d", "brc202d", "Aftershock", "Boston_0_512", "32room_000", "maze512-32-0")
 WARTHOG_ALGORITHMS = ("jps2", "jps2+")
@@ -388,7 +389,7 @@ def print_report(report: dict) -> None:
 
 
 def markdown(report: dict) -> str:
-    """The README's table: each problem's fastest time over the rounds (steady on a busy
+    """docs/performance.md's table: each problem's fastest time over the rounds (steady on a busy
     machine), with the ratios of the lowest round means beside them."""
     lines = ["| map | Warthog jps2 (µs) | Warthog jps2+ (µs) | pathserver auto (µs) | auto / jps2 | auto / jps2+ "
              "| lowest round means: auto / jps2, auto / jps2+ |",
@@ -433,7 +434,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=10, help="rounds per engine (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="problem selection seed (default: %(default)s)")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
-    parser.add_argument("--markdown", action="store_true", help="also print the table for the README")
+    parser.add_argument("--markdown", action="store_true", help="also print the table of docs/performance.md")
+    add_write_docs(parser)
     parser.add_argument("--no-warm-up", action="store_true",
                         help="time pathserver's rounds straight after Warthog's process, caches cold")
     args = parser.parse_args(argv)
@@ -476,6 +478,8 @@ def main(argv=None) -> int:
     if args.markdown:
         print()
         print(markdown(report))
+    if args.write_docs:
+        write_section("warthog", markdown(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     failed = any(e["error"] or e["correct"] != m["queries"] for m in report["maps"] for e in m["engines"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -28,7 +29,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pathserver {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    path = commands.add_parser("path", help="find one path and print it")
+    path = commands.add_parser(
+        "path", help="find one path and print it",
+        description="Find one path on a map file and print it.",
+        epilog="exit status 0 when a path (or with --partial a partial one) is found, 1 when there is no path "
+               "(no_path), 2 for a bad map file or argument (one line on stderr)",
+    )
     path.add_argument("map", type=Path)
     for name in ("sx", "sy", "gx", "gy"):
         path.add_argument(name, type=float)
@@ -89,10 +95,13 @@ def _cmd_path(args) -> int:
 
     gridmap = GridMap.load(args.map)
     result = find_path(gridmap, (args.sx, args.sy), (args.gx, args.gy), **options.cli_values(args))
+    # result.algorithm is the engine chosen for the map; a straight line (a trip of no
+    # steps included) ran none of them.
+    algorithm = "none" if result.line_of_sight else result.algorithm
     if args.json:
         print(json.dumps({
             "status": result.status, "cost": result.cost, "length": result.length, "expanded": result.expanded,
-            "start": list(result.start), "goal": list(result.goal), "algorithm": result.algorithm,
+            "start": list(result.start), "goal": list(result.goal), "algorithm": algorithm,
             "path": result.path.tolist(),
         }))
         return 0 if result.status != "no_path" else 1
@@ -105,7 +114,7 @@ def _cmd_path(args) -> int:
         notes.append("straight line, no search")
     print(f"status: {result.status}" + (f" ({'; '.join(notes)})" if notes else ""))
     if result.status != "no_path":
-        print(f"cost: {result.cost:.6f}  length: {result.length:.6f}  expanded: {result.expanded}  algorithm: {result.algorithm}")
+        print(f"cost: {result.cost:.6f}  length: {result.length:.6f}  expanded: {result.expanded}  algorithm: {algorithm}")
         print("waypoints: " + " ".join(f"{x},{y}" for x, y in result.path.tolist()))
     return 0 if result.status != "no_path" else 1
 
@@ -215,9 +224,29 @@ def _cmd_bundle(args) -> int:
     return bundle.run(args)
 
 
+class _StderrLines(logging.Handler):
+    """The package's warnings as ``pathserver: ...`` lines on the stderr of the moment."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(f"pathserver: {self.format(record)}", file=sys.stderr, flush=True)
+        except Exception:  # noqa: BLE001 - logging's own rule: a handler never raises
+            self.handleError(record)
+
+
+def _warnings_to_stderr() -> None:
+    """Show the package's warnings (a map that failed to load, ...) like every other line
+    the command prints on stderr. Once per process: tests call main() many times."""
+    logger = logging.getLogger("pathserver")
+    if not any(isinstance(handler, _StderrLines) for handler in logger.handlers):
+        handler = _StderrLines(logging.WARNING)
+        logger.addHandler(handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     # First: numba picks a kernel's cache folder when the kernel's module is imported.
     kernel_cache.configure()
+    _warnings_to_stderr()
     from pathserver.errors import PathserverError
 
     args = _parser().parse_args(argv)

@@ -30,7 +30,8 @@ Each class carries, as class attributes:
   ``retryable`` field).
 - ``meaning``: the line ``docs/protocol.md``'s table of codes shows (wire codes only).
 
-Every instance has a ``message`` and an optional ``at``: the field path the error is
+Every instance has a ``message`` (where a number of more than 20 digits, one a request
+sent, is shortened to ``1.000e300``) and an optional ``at``: the field path the error is
 about, such as ``"start[0]"``. The server turns these into error replies in exactly one
 place (``pathserver.server.handlers``). :func:`all_errors` lists the classes (the drawing
 above is checked against it), :data:`WIRE_CODES` / :data:`RETRYABLE_CODES` the codes, and
@@ -38,6 +39,17 @@ above is checked against it), :data:`WIRE_CODES` / :data:`RETRYABLE_CODES` the c
 """
 
 from __future__ import annotations
+
+import re
+
+#: A run of digits longer than any count or size a message means to show: a value the
+#: caller sent (10**300, or 1e300 printed whole), shown shortened.
+_LONG_NUMBER = re.compile(r"\d{21,}")
+
+
+def _shortened(message: str) -> str:
+    """``message`` with each run of more than 20 digits written as ``1.234e300``."""
+    return _LONG_NUMBER.sub(lambda m: f"{m[0][0]}.{m[0][1:4]}e{len(m[0]) - 1}", message)
 
 
 class PathserverError(Exception):
@@ -49,6 +61,9 @@ class PathserverError(Exception):
     meaning = "a bug in the server, logged there; the server keeps serving"
 
     def __init__(self, message: str, *, at: str | None = None):
+        # Every message passes here: a huge number echoed from a request is shortened once,
+        # for the CLI, the logs and the wire alike.
+        message = _shortened(str(message))
         super().__init__(message)
         self.message = message
         self.at = at

@@ -72,7 +72,8 @@ class Option:
     ``pathserver path`` flag (None: none); ``ops`` the wire requests that take it;
     ``functions`` the Python functions that take it as a keyword (None: ``find_path`` when
     ``ops`` has ``path``); ``max`` the most points or entries of a ``points`` / ``cells``
-    value."""
+    value; ``cli_doc`` what the flag of a bool option that is on by default does (turn it
+    off: ``doc`` says what the option does when on)."""
 
     name: str
     kind: str
@@ -86,10 +87,13 @@ class Option:
     ops: tuple[str, ...] = ("path", "paths")
     functions: tuple[str, ...] | None = None
     max: int | None = None
+    cli_doc: str | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"option {self.name}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.kind == "bool" and self.cli and self.python_default is True and not self.cli_doc:
+            raise ValueError(f"option {self.name}: its flag {self.cli} turns it off; say what that does (cli_doc)")
         if self.functions is None:
             object.__setattr__(self, "functions", ("find_path",) if "path" in self.ops else ())
 
@@ -134,7 +138,8 @@ OPTIONS: tuple[Option, ...] = (
            python_default=False, wire_default=False, cli="--partial"),
     Option("snap", "bool", "a blocked start/goal moves to the nearest cell the unit fits",
            python_default=True, wire_default=True, cli="--no-snap", ops=_ALL_SEARCHES,
-           functions=("find_path", *_QUERIES, "check_block")),
+           functions=("find_path", *_QUERIES, "check_block"),
+           cli_doc="a blocked start/goal is an error (start_blocked, goal_blocked) instead of moving"),
     Option("max_expansions", "int", "node budget (see `search_limit`)",
            python_default=None, wire_default=None, min=1, default_doc="no limit", cli="--max-expansions"),
     Option("heuristic", "enum", "the search's estimate of the distance left",
@@ -153,7 +158,8 @@ OPTIONS: tuple[Option, ...] = (
            '"no_corner_cutting"` and the octile heuristic; `"auto"` picks it where it pays',
            python_default="auto", wire_default="auto", choices=("auto", "astar", "jps"), cli="--algorithm"),
     Option("line_of_sight", "bool", "take a clear straight line without searching",
-           python_default=True, wire_default=True, cli="--no-line-of-sight"),
+           python_default=True, wire_default=True, cli="--no-line-of-sight",
+           cli_doc="always search, even where the straight line is clear"),
     # The queries beyond one path, and what shapes one path beyond its endpoints.
     Option("goals", "points", "goals `[[x, y], ...]` instead of `goal`: the cheapest reachable one wins "
            "(`goal_index` says which); a field's goals", python_default=None, wire_default=None, min=1, max=MAX_GOALS,
@@ -434,10 +440,11 @@ def add_arguments(parser: argparse.ArgumentParser, names=None, defaults: dict | 
         default = (defaults or {}).get(option.name, option.python_default)
         shown = option.default_doc or _plain(default)
         if option.kind == "bool":
-            # The flag turns the default around: --partial, --no-snap.
+            # The flag turns the default around: --partial, --no-snap; its help says what it does.
+            does = (option.cli_doc or option.doc) if default else option.doc
             parser.add_argument(option.cli, dest=option.name, action="store_false" if default else "store_true",
                                 help=_argparse_text(f"{option.name}={_plain(not default)} (default "
-                                                    f"{_plain(default)}): {option.doc}"))
+                                                    f"{_plain(default)}): {does}"))
             continue
         kwargs = {"choices": option.choices} if option.choices else {"type": _CLI_TYPES[option.kind]}
         text = option.doc + (" (N or WxH)" if option.kind == "unit_size" else "")

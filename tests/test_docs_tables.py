@@ -1,4 +1,4 @@
-"""The tables in ``docs/protocol.md`` and ``README.md`` that are generated from a
+"""The tables in ``docs/protocol.md`` and ``docs/guide.md`` that are generated from a
 definition in the code must be what that definition generates now: a new option or error
 code changes the doc by running ``python tests/test_docs_tables.py --write``, never by
 hand.
@@ -21,13 +21,13 @@ from pathserver import errors, options
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOL_MD = ROOT / "docs" / "protocol.md"
-README_MD = ROOT / "README.md"
+GUIDE_MD = ROOT / "docs" / "guide.md"
 
 #: (file, region name) -> the function that writes the region's text.
 GENERATED = {
     (PROTOCOL_MD, "options"): options.markdown_table,
     (PROTOCOL_MD, "error codes"): errors.markdown_table,
-    (README_MD, "query options"): options.query_options_table,
+    (GUIDE_MD, "query options"): options.query_options_table,
 }
 
 

@@ -1,4 +1,4 @@
-"""The package's imports flow one way, as the README's Architecture section says (after
+"""The package's imports flow one way, as docs/design.md's Architecture section says (after
 STYLE.md: server -> protocol, server -> grid -> core, maps -> grid; core imports only numba
 and numpy; protocol imports no numba), and no module
 imports another that imports it back, directly or through others.
@@ -17,17 +17,17 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pathserver"
 
-README = PACKAGE.parent / "README.md"
-#: In the README's Architecture section: ``**`part`** (imports: a, b)`` or, for the
+DESIGN = PACKAGE.parent / "docs" / "design.md"
+#: In docs/design.md's Architecture section: ``**`part`** (imports: a, b)`` or, for the
 #: package's own ``__init__`` and ``__main__``, ``part (imports: ...)`` in the text.
 _RULE = re.compile(r"(?:\*\*`(\w+)`\*\*|`(pathserver|__main__)`[^(]*?) \(imports: ([^)]*)\)")
 
 
-def allowed_from_readme() -> dict[str, set[str]]:
+def allowed_from_design() -> dict[str, set[str]]:
     """Each part of the package (a subpackage, a top-level module, or "" for the package's
-    own ``__init__``) and the other parts it may import, as the README's Architecture
+    own ``__init__``) and the other parts it may import, as docs/design.md's Architecture
     section states them: that section is the rule this test enforces."""
-    text = README.read_text()
+    text = DESIGN.read_text()
     section = text[text.index("## Architecture"):]
     section = section[: section.index("\n## ", 1)] if "\n## " in section[1:] else section
     allowed = {}
@@ -39,7 +39,7 @@ def allowed_from_readme() -> dict[str, set[str]]:
     return allowed
 
 
-ALLOWED = allowed_from_readme()
+ALLOWED = allowed_from_design()
 
 #: Third-party packages a part may import besides the standard library; None: any.
 EXTERNAL = {"core": {"numba", "numpy"}}
@@ -102,7 +102,7 @@ GRAPH = internal_graph()
 
 def test_every_part_of_the_package_has_a_place_in_the_layers():
     unknown = sorted({part(module) for module in MODULES} - set(ALLOWED))
-    assert not unknown, f"give these parts of the package a line in the README's Architecture section: {unknown}"
+    assert not unknown, f"give these parts of the package a line in docs/design.md's Architecture section: {unknown}"
 
 
 def test_imports_between_parts_flow_one_way():

@@ -1,6 +1,6 @@
-"""The README shows what the product really does: every example that shows its output is
-run here against the sample maps in ``maps/`` and a real server, and must print what the
-README prints.
+"""The README and the guide (``docs/guide.md``) show what the product really does: every
+example that shows its output is run here against the sample maps in ``maps/`` and a real
+server, and must print what the page prints.
 
 - ```` ```pycon ```` blocks are doctests (ELLIPSIS for figures that vary, such as times);
   the client examples' endpoint ``tcp://127.0.0.1:5555`` is replaced by a server started
@@ -39,13 +39,24 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
-def blocks(path: Path, language: str) -> list[tuple[int, str]]:
-    """The fenced blocks of one language in a Markdown file, with their first line number."""
+#: The pages whose examples run here.
+PAGES = ("README.md", "docs/guide.md")
+
+
+def blocks(path: Path, language: str) -> list[tuple[str, str]]:
+    """The fenced blocks of one language in a Markdown file, each with where it starts
+    (``README.md:12``)."""
     text = path.read_text()
-    return [(text[: m.start()].count("\n") + 2, m.group(2)) for m in FENCE.finditer(text) if m.group(1) == language]
+    where = path.relative_to(ROOT)
+    return [(f"{where}:{text[: m.start()].count(chr(10)) + 2}", m.group(2))
+            for m in FENCE.finditer(text) if m.group(1) == language]
 
 
-README_BLOCKS = {language: blocks(ROOT / "README.md", language) for language in ("pycon", "console", "text")}
+PAGE_BLOCKS = {page: {language: blocks(ROOT / page, language) for language in ("pycon", "console", "text")}
+               for page in PAGES}
+#: Every page's blocks of each language, in page order.
+BLOCKS = {language: [block for page in PAGES for block in PAGE_BLOCKS[page][language]]
+                 for language in ("pycon", "console", "text")}
 
 
 @pytest.fixture(scope="module")
@@ -69,14 +80,16 @@ def in_repo(monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
-def test_the_readme_has_examples_with_output():
-    assert README_BLOCKS["pycon"] and README_BLOCKS["console"] and README_BLOCKS["text"]
+def test_the_readme_and_the_guide_have_examples_with_output():
+    assert PAGE_BLOCKS["README.md"]["pycon"] and PAGE_BLOCKS["README.md"]["console"]
+    assert all(PAGE_BLOCKS["docs/guide.md"][language] for language in ("pycon", "console", "text"))
 
 
-@pytest.mark.parametrize("line, source", README_BLOCKS["pycon"], ids=lambda v: f"line{v}" if isinstance(v, int) else "")
-def test_pycon_examples_print_what_the_readme_shows(line, source, sample_server, in_repo):
+@pytest.mark.parametrize("where, source", BLOCKS["pycon"], ids=[where for where, _ in BLOCKS["pycon"]])
+def test_pycon_examples_print_what_the_readme_shows(where, source, sample_server, in_repo):
     source = source.replace(README_ENDPOINT, sample_server)
-    test = doctest.DocTestParser().get_doctest(source, {}, f"README.md:{line}", "README.md", line)
+    page, line = where.rsplit(":", 1)
+    test = doctest.DocTestParser().get_doctest(source, {}, where, page, int(line))
     output = io.StringIO()
     runner = doctest.DocTestRunner(optionflags=FLAGS)
     runner.run(test, out=output.write)
@@ -94,7 +107,7 @@ def console_commands(source: str) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(
     "command, expected",
-    [pair for _, source in README_BLOCKS["console"] for pair in console_commands(source)],
+    [pair for _, source in BLOCKS["console"] for pair in console_commands(source)],
     ids=lambda v: v if v.startswith("pathserver") else "",
 )
 def test_console_examples_print_what_the_readme_shows(command, expected, in_repo):
@@ -169,7 +182,7 @@ def exchanges(source: str) -> list[tuple[dict, str]]:
 
 @pytest.mark.parametrize(
     "request_, shown",
-    [pair for _, source in README_BLOCKS["text"] if source.startswith("-> ") for pair in exchanges(source)],
+    [pair for _, source in BLOCKS["text"] if source.startswith("-> ") for pair in exchanges(source)],
     ids=lambda v: v.get("op", "") if isinstance(v, dict) else "",
 )
 def test_wire_examples_answer_what_the_readme_shows(request_, shown, sample_server):

@@ -83,7 +83,8 @@ class PathResult:
     start, goal: the endpoints after snapping; start_snapped / goal_snapped say whether
         snapping moved them. line_of_sight: the straight line was clear, no search ran.
         (All three read ``flags``, the kernel's FLAG_* bits.)
-    generation: the map generation the answer was computed on. algorithm: what ran.
+    generation: the map generation the answer was computed on. algorithm: the engine
+        chosen, ``"astar"``, ``"jps"`` or ``"jps+"``; with line_of_sight set none ran.
     goal_index: with ``goals``, the index of the goal the path leads to (the cheapest
         reachable; with a partial path the one it approaches), None when there is none;
         None for a single ``goal``.

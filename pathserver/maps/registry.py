@@ -131,11 +131,18 @@ class MapRegistry:
     # -- reading ------------------------------------------------------------------------
 
     def get(self, name: str) -> GridMap:
-        """The map served as ``name``. Only looks ``name`` up: it never touches the disk."""
+        """The map served as ``name``. Only looks ``name`` up: it never touches the disk.
+        UnknownMapError otherwise; when a file of that name failed to load, its message
+        says so and gives the reason (``last_error``)."""
         gridmap = self._maps.get(name) if isinstance(name, str) else None
         if gridmap is None:
             served = sorted(self._maps)
             shown = ", ".join(served[:_NAMES_IN_ERRORS]) + (", ..." if len(served) > _NAMES_IN_ERRORS else "")
+            entry = self._entries.get(name) if isinstance(name, str) else None
+            if entry is not None and entry.last_error:
+                # A file of that name is there but never loaded: the reason saves a look at `maps`.
+                raise UnknownMapError(f"map {name!r} failed to load: {entry.last_error}; served: {shown or 'none'}",
+                                      at="map")
             raise UnknownMapError(f"no map named {name!r:.80}; served: {shown or 'none'}", at="map")
         return gridmap
 
@@ -173,6 +180,9 @@ class MapRegistry:
     def load_all(self) -> None:
         """Load every map in the folder. A bad file is recorded (``info()``'s
         ``last_error``), never raised; a missing folder raises MapLoadError."""
+        if self.folder.is_file():
+            raise MapLoadError(f"{self.folder}: is a file, not a folder of maps; serve the folder that holds it "
+                               f"(--maps {self.folder.parent})")
         if not self.folder.is_dir():
             raise MapLoadError(f"{self.folder}: map folder does not exist")
         self.rescan()
@@ -486,7 +496,7 @@ class MapRegistry:
                 kept = entry.gridmap
                 self.stats["reloads_failed"] += 1
                 self._swap(name, kept, entry)
-            log.warning("map %r not (re)loaded: %s", name, error)
+            log.warning("map %r not (re)loaded: %s", name, message)
             self._emit("load_failed", name, winner, kept.generation if kept else None, error)
             return False
         with self._lock:
@@ -507,6 +517,8 @@ class MapRegistry:
             self.stats["reloads_ok"] += 1
             self._swap(name, gridmap, entry)
         log.info("map %r loaded from %s (generation %d, %.1f ms)", name, winner, generation, load_ms)
+        for note in notes:
+            log.warning("%s", note)
         self._emit("loaded", name, winner, generation, None)
         return True
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pathserver.errors import UnknownMapError
+from pathserver.errors import MapLoadError, UnknownMapError
 from pathserver.maps import MapRegistry
 from grids import movingai
 
@@ -362,3 +362,37 @@ def test_watch_same_size_same_mtime_write_still_reloads(watched, folder):
     # As if written within the same clock tick as the previous version.
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     wait_for(lambda: watched.get("a").walkable.all(), "the event to force a reload")
+
+
+# -- what a user is told -----------------------------------------------------------------------
+
+
+def test_a_map_file_given_as_the_folder_is_named_a_file(tmp_path):
+    map_file = write(tmp_path / "example.map", A)
+    with pytest.raises(MapLoadError) as caught:
+        MapRegistry(map_file).load_all()
+    message = str(caught.value)
+    assert "is a file, not a folder" in message and f"--maps {tmp_path}" in message
+    assert "does not exist" not in message
+
+
+def test_a_map_file_shadowed_by_another_of_the_same_name_is_logged(tmp_path, caplog):
+    write(tmp_path / "level.tmj", json.dumps(TILED))
+    Image.fromarray(np.full((3, 5), 255, np.uint8)).save(tmp_path / "level.png")
+    with caplog.at_level(logging.WARNING, logger="pathserver.maps"):
+        MapRegistry(tmp_path).load_all()
+    shadowed = [r.getMessage() for r in caplog.records if "level.png" in r.getMessage()]
+    assert shadowed and "not served" in shadowed[0] and "level.tmj" in shadowed[0]
+
+
+def test_a_request_for_a_map_that_failed_to_load_says_so_and_why(folder):
+    registry = MapRegistry(folder)
+    registry.load_all()
+    with pytest.raises(UnknownMapError) as caught:
+        registry.get("bad")
+    message = str(caught.value)
+    assert "failed to load" in message and "truncated" in message and "bad.map" in message
+    assert caught.value.code == "unknown_map"
+    with pytest.raises(UnknownMapError) as never_there:
+        registry.get("nothing")
+    assert "failed to load" not in str(never_there.value)

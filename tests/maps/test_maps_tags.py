@@ -322,9 +322,9 @@ def test_hot_reload_keeps_the_last_good_map_when_the_tags_go_bad(tmp_path):
     assert registry.get("river").tags.max() == 0
 
 
-def test_the_readme_sidecar_loads(tmp_path):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    sidecar = json.loads(readme.split("**Tags and unit classes.**")[1].split("```json")[1].split("```")[0])
+def test_the_guide_sidecar_loads(tmp_path):
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guide.md").read_text()
+    sidecar = json.loads(guide.split("**Tags and unit classes.**")[1].split("```json")[1].split("```")[0])
     write_file(tmp_path / "level.map", "type octile\nheight 1\nwidth 5\nmap\n.....\n")
     (tmp_path / "tags").mkdir()
     colours = [(0xC0, 0xA0, 0x60), (0x10, 0x30, 0xA0), (0x30, 0xA0, 0x30), (0, 0, 0), (0, 0, 0)]

@@ -1,0 +1,67 @@
+"""What the ``pathserver`` command tells its user: help texts, exit statuses, stderr lines."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from pathserver import cli, options
+from pathserver.maps import MapRegistry
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = str(ROOT / "maps" / "example.map")
+
+
+def help_of(capsys, *command: str) -> str:
+    with pytest.raises(SystemExit) as done:
+        cli.main([*command, "--help"])
+    assert done.value.code == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+def flag_help(text: str, flag: str) -> str:
+    """The help of one flag in ``text`` (whitespace normalised): up to the next flag."""
+    return re.search(rf"(?:^| ){re.escape(flag)} (.*?)(?= --|$)", text).group(1)
+
+
+def test_a_flag_that_turns_an_option_off_says_what_it_does(capsys):
+    text = help_of(capsys, "path")
+    assert "start_blocked" in flag_help(text, "--no-snap")
+    assert "moves to the nearest" not in flag_help(text, "--no-snap")
+    assert "always search" in flag_help(text, "--no-line-of-sight")
+    for option in options.OPTIONS:
+        if option.kind == "bool" and option.cli and option.python_default is True:
+            assert option.doc not in flag_help(text, option.cli), option.name
+
+
+def test_the_path_command_documents_its_exit_statuses(capsys):
+    text = help_of(capsys, "path")
+    assert "exit status 0" in text and "1 when there is no path (no_path)" in text and "2" in text
+    assert cli.main(["path", EXAMPLE, "1", "1", "60", "60", "--unit", "2"]) == 1
+    assert capsys.readouterr().out == "status: no_path\n"
+
+
+def test_an_answer_without_a_search_names_no_algorithm(tmp_path, capsys):
+    one_cell = tmp_path / "one.map"
+    one_cell.write_text("type octile\nheight 1\nwidth 1\nmap\n.\n")
+    for map_file, ends in ((one_cell, "0 0 0 0"), (EXAMPLE, "1 1 1 1"), (EXAMPLE, "1 1 5 1")):
+        assert cli.main(["path", str(map_file), *ends.split()]) == 0
+        out = capsys.readouterr().out
+        assert "straight line, no search" in out and "expanded: 0  algorithm: none" in out, out
+        assert cli.main(["path", str(map_file), *ends.split(), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["algorithm"] == "none"
+    assert cli.main(["path", EXAMPLE, "1", "1", "60", "60"]) == 0
+    assert "algorithm: jps" in capsys.readouterr().out
+
+
+def test_map_load_warnings_on_stderr_start_with_the_program_name(tmp_path, capsys):
+    (tmp_path / "broken.map").write_text("type octile\nheight 3\nwidth 4\nmap\n....\n")
+    assert cli.main(["options"]) == 0  # the command's stderr set up as every command's
+    capsys.readouterr()
+    MapRegistry(tmp_path).load_all()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines and all(line.startswith("pathserver: ") for line in lines), lines
+    assert "broken" in lines[0] and "truncated" in lines[0]
