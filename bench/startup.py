@@ -52,6 +52,9 @@ from pathlib import Path
 import msgpack
 import zmq
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _docs import add_argument as add_write_docs, write_section  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 READY = re.compile(r"^pathserver ready on (\S+) \(\d+ maps?\)$")
 #: The first line of ``serve``: it names the endpoint before anything loads.
@@ -135,7 +138,11 @@ def start_once(command: list[str], env: dict, cwd: Path, timeout: float) -> dict
             process.wait(10)
 
 
-def __init__(self, command: list[str], env: dict, cwd: Path):
+class Started:
+    """A process whose stdout and stderr lines are read as they come, each with the
+    seconds since its start."""
+
+    def __init__(self, command: list[str], env: dict, cwd: Path):
         self.began = time.perf_counter()
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         stdin=subprocess.DEVNULL, env=env, cwd=cwd)
@@ -429,6 +436,7 @@ def main(argv=None) -> int:
     parser.add_argument("--size-limit", type=float, default=None,
                         help="with --bundle-check: fail only above this many MB (default: --size-target)")
     parser.add_argument("--json", type=Path, help="write every figure as JSON here")
+    add_write_docs(parser)
     args = parser.parse_args(argv)
     if args.bundle_check and (args.bundle or args.build_bundle):
         parser.error("--bundle-check times the given bundle alone")
@@ -461,6 +469,8 @@ def main(argv=None) -> int:
         print(f"{name:<66}{run['first_line_s']:>14.2f}{run['ready_s']:>10.2f}{run['first_answer_s']:>14.2f}")
     for line in report.get("notes", []):
         print(line)
+    if args.write_docs:
+        write_section("startup", markdown(targets, rows, report.get("notes", [])))
     if args.json:
         for run in report.get("python", {}).get("warm_runs", []):
             run.pop("reply", None)
@@ -470,6 +480,24 @@ def main(argv=None) -> int:
         print("startup bench failed: " + "; ".join(failures), file=sys.stderr)
         return 1
     return 0
+
+
+def markdown(targets: list, rows: list, notes: list[str]) -> str:
+    """The tables of this run for docs/performance.md."""
+    lines = []
+    if targets:
+        lines += ["| python -m pathserver (empty numba cache unless warm) | figure | target | |",
+                  "|---|---:|---:|---|"]
+        for name, target, figure in targets:
+            verdict = "MISS" if figure is None or figure > target else "PASS"
+            lines.append(f"| {name} | {'-' if figure is None else f'{figure:.2f} s'} | {target:g} s | {verdict} |")
+    if rows:
+        lines += ["", "| start | first progress line | ready line | first path answered |", "|---|---:|---:|---:|"]
+        lines += [f"| {name} | {run['first_line_s']:.2f} s | {run['ready_s']:.2f} s | {run['first_answer_s']:.2f} s |"
+                  for name, run in rows]
+    if notes:
+        lines += [""] + [f"- {note.strip()}" for note in notes]
+    return "\n".join(lines)
 
 
 #: Must never be in a bundle: the load generator's plots and bar, the test tools.
