@@ -228,14 +228,16 @@ func _check_handshake_time() -> void:
 
 
 func _receive() -> void:
+	# Until the socket is empty: a large reply fills the socket buffer more than once, and
+	# whatever came is handed out in this poll rather than the next frame's.
 	var available := _tcp.get_available_bytes()
-	if available <= 0:
-		return
-	var got := _tcp.get_partial_data(available)
-	if got[0] != OK:
-		_fail("receive failed: %s" % error_string(got[0]))
-		return
-	_inbox.append_array(got[1])
+	while available > 0:
+		var got := _tcp.get_partial_data(available)
+		if got[0] != OK:
+			_fail("receive failed: %s" % error_string(got[0]))
+			return
+		_inbox.append_array(got[1])
+		available = _tcp.get_available_bytes()
 
 
 func _flush() -> void:
