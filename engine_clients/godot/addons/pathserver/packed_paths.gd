@@ -136,8 +136,8 @@ static func batch_columns(requests: Array, fields: Dictionary) -> Dictionary:
 		var goal: Variant = item[1]
 		if not (start is Vector2 or start is Vector2i) or not (goal is Vector2 or goal is Vector2i):
 			return {}
-		starts[i] = start
-		goals[i] = goal
+		starts[i] = Vector2(start)
+		goals[i] = Vector2(goal)
 	var grid: bool = fields.space == "grid"
 	if grid and not (_whole(starts) and _whole(goals)):
 		return {}
