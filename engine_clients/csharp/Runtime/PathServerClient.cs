@@ -1276,7 +1276,8 @@ namespace PathServer
         /// RequestTimeout) passes; asks for a packed answer, read straight into result.Path. Never
         /// throws for a failed request: the result's Status is then Failed and Error says why
         /// ("timeout", "disconnected", a wire code), with an empty Path. Raises no events. The
-        /// frame waits one round trip plus the search (see docs/protocol.md, "Packed answers").
+        /// calling frame waits one round trip plus the search: call it for a few units a frame,
+        /// and FindPathsPacked (one round trip for all of them) or FindPathAsync for more.
         /// </summary>
         public PathResult FindPath(PathPoint start, PathPoint goal, UnitSize unitSize, PathOptions options = null)
         {
