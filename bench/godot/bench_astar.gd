@@ -188,36 +188,37 @@ func run_astar_grid(jumping: bool) -> Dictionary:
 	for cell in blocked:
 		grid.set_point_solid(cell)
 	var setup_us := Time.get_ticks_usec() - t0
-	var paths := []
-	var times := PackedInt64Array()
-	for i in starts.size():
-		t0 = Time.get_ticks_usec()
-		paths.append(grid.get_id_path(starts[i], goals[i]))
-		times.append(Time.get_ticks_usec() - t0)
-	var elapsed := 0
-	for t in times:
-		elapsed += t
-	return {
-		"per_query_us": float(elapsed) / starts.size(),
-		"main_us": float(elapsed) / starts.size(),
-		"times_us": times,
-		"setup_us": setup_us,
-		"answers": paths,
-	}
+	var outcome := time_each(grid.get_id_path)
+	outcome["setup_us"] = setup_us
+	return outcome
 
 
-## One synchronous call per problem, each timed: the whole call is the main thread's.
+## One synchronous call per problem.
 func run_addon_sync() -> Dictionary:
+	var failures := []
+	var frames := Engine.get_process_frames()
+	var outcome := time_each(
+		func(start: Vector2i, goal: Vector2i) -> Array[Vector2i]:
+			var cells := client.find_id_path_sync(start, goal, Vector2i.ONE, options)
+			if cells.is_empty() and not client.get_last_sync_result().ok:
+				failures.append(client.get_last_sync_result())
+			return cells
+	)
+	if not failures.is_empty():
+		return {"error": "a path failed: %s" % failures[0]}
+	outcome["frames"] = Engine.get_process_frames() - frames
+	return outcome
+
+
+## Every problem answered by [param answer] (start, goal -> cells), timed one by one: the
+## whole call is the main thread's.
+func time_each(answer: Callable) -> Dictionary:
 	var paths := []
 	var times := PackedInt64Array()
-	var frames := Engine.get_process_frames()
 	for i in starts.size():
 		var t0 := Time.get_ticks_usec()
-		var cells := client.find_id_path_sync(starts[i], goals[i], Vector2i.ONE, options)
+		paths.append(answer.call(starts[i], goals[i]))
 		times.append(Time.get_ticks_usec() - t0)
-		if cells.is_empty() and not client.get_last_sync_result().ok:
-			return {"error": "a path failed: %s" % client.get_last_sync_result()}
-		paths.append(cells)
 	var elapsed := 0
 	for t in times:
 		elapsed += t
@@ -225,7 +226,6 @@ func run_addon_sync() -> Dictionary:
 		"per_query_us": float(elapsed) / starts.size(),
 		"main_us": float(elapsed) / starts.size(),
 		"times_us": times,
-		"frames": Engine.get_process_frames() - frames,
 		"answers": paths,
 	}
 

@@ -216,15 +216,10 @@ static func query_info(reply: Dictionary, op: String) -> Dictionary:
 	var problem := ""
 	match op:
 		"reachable":
-			var found: Variant = reply.get("cells")
-			var costs: Variant = reply.get("costs")
-			if not (found is PackedByteArray and costs is PackedByteArray):
-				problem = "cells and costs are not bins"
-			elif found.size() != costs.size() * 2:
-				problem = "%d bytes of cells for %d bytes of costs" % [found.size(), costs.size()]
-			else:
-				info["cells"] = cells(points(found, true))
-				info["costs"] = costs.to_float32_array()
+			problem = _pair_problem(reply, "cells", "costs")
+			if problem == "":
+				info["cells"] = cells(points(reply.cells, true))
+				info["costs"] = reply.costs.to_float32_array()
 		"field":
 			var cost: Variant = reply.get("cost")
 			var count := _to_int(reply.get("width")) * _to_int(reply.get("height"))
@@ -234,15 +229,10 @@ static func query_info(reply: Dictionary, op: String) -> Dictionary:
 				info["cost"] = cost.to_float32_array()
 				info["origin"] = Vector2i(plain_point(reply.get("origin")))
 		"next_steps":
-			var steps: Variant = reply.get("steps")
-			var remaining: Variant = reply.get("remaining")
-			if not (steps is PackedByteArray and remaining is PackedByteArray):
-				problem = "steps and remaining are not bins"
-			elif steps.size() != remaining.size() * 2:
-				problem = "%d bytes of steps for %d units" % [steps.size(), remaining.size() / 4]
-			else:
-				info["steps"] = points(steps, false)
-				info["remaining"] = remaining.to_float32_array()
+			problem = _pair_problem(reply, "steps", "remaining")
+			if problem == "":
+				info["steps"] = points(reply.steps, false)
+				info["remaining"] = reply.remaining.to_float32_array()
 		"check_block":
 			if not reply.get("disconnected") is Array:
 				problem = "disconnected is not an array"
@@ -291,6 +281,18 @@ static func map_info(reply: Dictionary) -> Dictionary:
 		else:
 			problem = "tags: not %d bytes of bin" % count
 	return {"info": info, "problem": problem}
+
+
+## What is wrong with a reply's bins [param points] (a pair a value) and [param values] (a
+## float32 a value), which go together; "" when nothing is.
+static func _pair_problem(reply: Dictionary, points_key: String, values_key: String) -> String:
+	var pairs: Variant = reply.get(points_key)
+	var values: Variant = reply.get(values_key)
+	if not (pairs is PackedByteArray and values is PackedByteArray):
+		return "%s and %s are not bins" % [points_key, values_key]
+	if pairs.size() != values.size() * 2:
+		return "%d bytes of %s for %d values" % [pairs.size(), points_key, values.size() / 4]
+	return ""
 
 
 static func _to_int(value: Variant) -> int:
