@@ -184,6 +184,19 @@ def server_times(maps_dir: Path, bodies: dict[str, list[bytes]], rounds: int) ->
     return figures
 
 
+#: Under the generated tables in docs/performance.md.
+LEGEND = [
+    "µs a path: AStarGrid2D's `get_id_path` and the addon's `find_id_path_sync`, the mean of each",
+    "problem's fastest call over the rounds; the other rows, the fastest round from the first request",
+    "to the last answer in hand, over the problems. Main-thread µs: what the game's own thread spends,",
+    "AStarGrid2D's whole query; for the addon, the request calls (encoding, sending) and the client's",
+    "time in `poll()` and in synchronous calls (reading, decoding, handing out). Server µs: the same",
+    "request bodies answered in one process by the server's pipeline (decode, search, encode the",
+    "reply), without ZeroMQ. Optimal: the returned cells' octile length is the scenario's; for the",
+    "string-pulled rows, the reply's cost is. The rows are described at the top of",
+    "`bench/godot/bench_astar.gd`.",
+]
+
 #: Which server figure stands beside each addon row.
 SERVER_ROW = {"addon, sync": "paths", "addon, all in flight": "paths", "addon, await each": "paths",
               "addon, one batch": "batch", "addon, batch, los": "batch, los"}
@@ -322,14 +335,16 @@ def main(argv=None) -> int:
         lines = summary(name, rows, checks)
         print(table + "\n\n" + "\n".join(lines) + "\n")
         markdown += lines + [""]
-    command = "python bench/godot_astar.py" + "".join(f" {arg}" for arg in (argv if argv is not None else sys.argv[1:]))
+    # The command as a reader would run it again: where the JSON went is beside the point.
+    shown = [arg for arg in (argv if argv is not None else sys.argv[1:]) if arg != str(args.json)]
+    command = " ".join(["python bench/godot_astar.py", *[arg for arg in shown if arg != "--json"]])
     if args.json:
         args.json.write_text(json.dumps({"command": command, "rows": all_rows, "targets": all_checks}, indent=1) + "\n")
     if args.write_docs:
         cores = os.cpu_count()
         intro = [f"`{command}` printed this on a machine with {cores} cores (Godot "
                  f"{godot_version(godot)}, its idle sleep between frames 0.25 ms; the server on loopback):", ""]
-        write_docs("\n".join(intro + markdown).rstrip("\n"))
+        write_docs("\n".join(intro + markdown + LEGEND).rstrip("\n"))
         print(f"wrote {DOCS.relative_to(REPO)}")
     failed = [check for check in all_checks if not check["ok"]]
     print(f"targets: {len(all_checks) - len(failed)} PASS, {len(failed)} FAIL")

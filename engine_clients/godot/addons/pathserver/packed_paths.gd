@@ -120,7 +120,8 @@ static func columns(reply: Dictionary, entries: int, grid: bool) -> Dictionary:
 
 ## A batch of [code][start, goal][/code] pairs as the packed [code]starts[/code] and
 ## [code]goals[/code] bins, or {} when it cannot go so (an entry with options of its own, many
-## goals, cells that are not whole in grid space, a packed reply not asked for).
+## goals, cells that are not whole or are negative in grid space, a packed reply not asked
+## for: those go as requests).
 static func batch_columns(requests: Array, fields: Dictionary) -> Dictionary:
 	if fields.get("packed") != true or fields.has("goals") or requests.is_empty():
 		return {}
@@ -139,19 +140,11 @@ static func batch_columns(requests: Array, fields: Dictionary) -> Dictionary:
 		starts[i] = Vector2(start)
 		goals[i] = Vector2(goal)
 	var grid: bool = fields.space == "grid"
-	if grid and not (_whole(starts) and _whole(goals)):
+	var columns := {"starts": to_bin(starts, grid), "goals": to_bin(goals, grid)}
+	# Cells that come back the same from their int32 pairs are whole and not negative.
+	if grid and (points(columns.starts, true) != starts or points(columns.goals, true) != goals):
 		return {}
-	return {
-		"starts": to_bin(starts, grid),
-		"goals": to_bin(goals, grid),
-	}
-
-
-static func _whole(values: PackedVector2Array) -> bool:
-	for point in values:
-		if point != point.floor():
-			return false
-	return true
+	return columns
 
 
 ## Every [code]avoid[/code] of [param body] (its own and, in a batch, each request's) with its

@@ -988,11 +988,12 @@ func _submit(op: String, fields: Dictionary, kind: Kind, options := {}) -> Pendi
 	pending.deadline_ms = Time.get_ticks_msec() + wait_ms
 	pending.timeout_ms = wait_ms
 	_pending[pending.result.id] = pending
-	# Sent at once when connected: only poll() hands replies out (a synchronous call, its own),
-	# so none comes before the caller awaits it. The poll at the end of this frame hands out
-	# the replies that came by then.
+	# Queued at once when connected, written by the poll at the end of this frame (the requests
+	# of a frame in one write), which also hands out the replies that came by then; a
+	# synchronous call writes at once. Only poll() hands replies out (a synchronous call, its
+	# own), so none comes before the caller awaits it.
 	if _dealer.is_ready():
-		pending.sent = _dealer.send([PackedByteArray(), pending.bytes])
+		pending.sent = _dealer.send([PackedByteArray(), pending.bytes], false)
 	if not _poll_queued:
 		_poll_queued = true
 		poll.call_deferred()

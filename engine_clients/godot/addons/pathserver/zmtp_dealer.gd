@@ -77,15 +77,18 @@ func is_ready() -> bool:
 	return state == State.READY
 
 
-## Queues one multipart message (an array of frames). Only valid in the READY state; returns
-## false otherwise, so the caller keeps the message to send after (re)connecting.
-func send(frames: Array) -> bool:
+## Queues one multipart message (an array of frames) and, with [param flush], hands what is
+## queued to the socket at once (else the next [method poll] does: many messages, one write).
+## Only valid in the READY state; returns false otherwise, so the caller keeps the message to
+## send after (re)connecting.
+func send(frames: Array, flush := true) -> bool:
 	if state != State.READY:
 		return false
 	for i in frames.size():
 		var more := i < frames.size() - 1
 		_outbox.append_array(encode_frame(frames[i], more, false))
-	_flush()
+	if flush:
+		_flush()
 	return true
 
 
