@@ -17,10 +17,6 @@ extends RefCounted
 
 ## Nesting deeper than this is refused when decoding (a hostile or corrupt reply).
 const MAX_DEPTH := 64
-## Short strings are kept encoded, up to this many: every request repeats its keys and most of
-## its values ("space", "grid", the map's name).
-const CACHED_STRINGS := 512
-const CACHED_STRING_LENGTH := 32
 ## Types written as a msgpack array.
 const SEQUENCE_TYPES: Array[int] = [
 	TYPE_ARRAY,
@@ -31,8 +27,6 @@ const SEQUENCE_TYPES: Array[int] = [
 	TYPE_PACKED_STRING_ARRAY,
 	TYPE_PACKED_VECTOR2_ARRAY,
 ]
-
-static var _encoded_strings := {}
 
 
 ## Returns [param value] as MessagePack bytes. Types outside the subset are encoded as nil and
@@ -72,17 +66,7 @@ static func _write(out: PackedByteArray, value: Variant) -> void:
 			raw.reverse()
 			out.append_array(raw)
 		TYPE_STRING, TYPE_STRING_NAME, TYPE_NODE_PATH:
-			var text := str(value)
-			var encoded: Variant = _encoded_strings.get(text)
-			if encoded == null:
-				encoded = PackedByteArray()
-				_write_str(encoded, text.to_utf8_buffer())
-				if (
-					text.length() <= CACHED_STRING_LENGTH
-					and _encoded_strings.size() < CACHED_STRINGS
-				):
-					_encoded_strings[text] = encoded
-			out.append_array(encoded)
+			_write_str(out, str(value).to_utf8_buffer())
 		TYPE_PACKED_BYTE_ARRAY:
 			_write_bin(out, value)
 		TYPE_VECTOR2:
