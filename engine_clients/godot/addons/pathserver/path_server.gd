@@ -22,8 +22,14 @@ extends Node
 ## a result with [member PathServerResult.ok] true. Only errors (a bad request, an unknown map,
 ## a timeout, ...) are [signal path_failed].
 ##
-## All network work happens in [method _process] and never blocks a frame. Coordinates are world
-## coordinates by default (the map's origin and cell size apply); pass
+## For code written for [AStarGrid2D], [method find_path_sync], [method find_id_path_sync] and
+## [method find_paths_sync] wait on the spot and return the answer, blocking the frame for the
+## round trip. Paths come packed (one bin of points, decoded by the engine's own conversions,
+## see [PathServerPacked]).
+##
+## Otherwise network work happens in [method poll] ([method _process] calls it, and once more
+## at the end of a frame in which a request was made) and never blocks a frame. Coordinates
+## are world coordinates by default (the map's origin and cell size apply); pass
 ## [code]{"space": "grid"}[/code] in [param options] for cells.
 ## [codeblock]
 ## func _ready() -> void:
