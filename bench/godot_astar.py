@@ -11,15 +11,16 @@ For each map it draws the same bucket-spread problems as ``bench/core.py`` (seed
 map, runs ``bench/godot/bench_astar.gd`` in headless Godot under ``timeout`` and prints its
 table (AStarGrid2D with and without jumping; the addon's synchronous call, one packed batch
 with every cell and string-pulled, every path in flight, one await after another: see the
-top of bench_astar.gd), then beside each addon row the server's own time for the same work:
-the same request bodies answered in this process by the server's pipeline
+top of bench_astar.gd), then beside each addon row the same requests' time without the
+addon: sent to the same server from a pyzmq DEALER (the server's loop and ZeroMQ), and the
+server's own time, answered in this process by its pipeline
 (``pathserver.server.handlers.respond``: decode, search, encode the reply), no transport.
 Last, the issue's targets against their figures, PASS or FAIL.
 
 ``--json FILE`` writes ``{"rows": [{"map", "engine", "us_per_path", "main_thread_us_per_path",
-"server_us_per_path", "optimal", "problems"}, ...], "targets": [...]}``; ``--write-docs``
-puts the tables into docs/performance.md between the marker comments (see ``DOCS_BEGIN``),
-with the command that printed them.
+"wire_us_per_path", "server_us_per_path", "optimal", "problems"}, ...], "targets": [...]}``;
+``--write-docs`` puts the tables into docs/performance.md between the marker comments (see
+``DOCS_BEGIN``), with the command that printed them.
 
 Godot: ``$GODOT`` (a command line, e.g. ``godot`` or a path), else the engine that
 ``engine_clients/godot/run_tests.sh install`` puts in a Debian sid tree (run through that
@@ -150,23 +151,15 @@ def request_bodies(map_name: str, problems: list) -> dict[str, list[bytes]]:
             "batch, los": [msgpack.packb(batch)]}
 
 
-def server_times(maps_dir: Path, bodies: dict[str, list[bytes]], rounds: int) -> dict[str, float]:
-    """The server's own time for the addon's requests, in this process: each body through
-    ``respond`` (decode, search, encode the reply), no ZeroMQ. In us a path: for the single
-    paths the mean of each body's fastest time over the rounds, for a batch its fastest."""
+def timed_bodies(bodies: dict[str, list[bytes]], rounds: int, answer) -> dict[str, float]:
+    """Each row's bodies through ``answer(body) -> reply bytes``, in us a path: for the single
+    paths the mean of each body's fastest time over the rounds, for a batch its fastest over
+    its entries. A refused request ends the run: the figures would be an error's."""
     import msgpack
 
-    from pathserver import kernel_cache
-
-    kernel_cache.configure()  # before the kernels are imported: numba picks their cache folder then
-    from pathserver.maps.registry import MapRegistry
-    from pathserver.server.handlers import respond
-
-    registry = MapRegistry(maps_dir)
-    registry.load_all()
     figures = {}
     for name, requests in bodies.items():
-        reply = msgpack.unpackb(respond(requests[0], registry), strict_map_key=False)
+        reply = msgpack.unpackb(answer(requests[0]), strict_map_key=False)
         if reply.get("ok") is not True:
             raise SystemExit(f"the server refused the addon's {name} request: {reply.get('error')}")
         fastest = [float("inf")] * len(requests)
@@ -175,7 +168,7 @@ def server_times(maps_dir: Path, bodies: dict[str, list[bytes]], rounds: int) ->
             try:
                 for i, body in enumerate(requests):
                     t0 = time.perf_counter_ns()
-                    respond(body, registry)
+                    answer(body)
                     fastest[i] = min(fastest[i], (time.perf_counter_ns() - t0) / 1000)
             finally:
                 gc.enable()
@@ -184,15 +177,50 @@ def server_times(maps_dir: Path, bodies: dict[str, list[bytes]], rounds: int) ->
     return figures
 
 
+def server_times(maps_dir: Path, bodies: dict[str, list[bytes]], rounds: int) -> dict[str, float]:
+    """The server's own time for the addon's requests: each body through ``respond`` in this
+    process (decode, search, encode the reply), no ZeroMQ."""
+    from pathserver import kernel_cache
+
+    kernel_cache.configure()  # before the kernels are imported: numba picks their cache folder then
+    from pathserver.maps.registry import MapRegistry
+    from pathserver.server.handlers import respond
+
+    registry = MapRegistry(maps_dir)
+    registry.load_all()
+    return timed_bodies(bodies, rounds, lambda body: respond(body, registry))
+
+
+def wire_times(endpoint: str, bodies: dict[str, list[bytes]], rounds: int) -> dict[str, float]:
+    """The same bodies to the running server from a pyzmq DEALER, one round trip at a time:
+    the server's loop and ZeroMQ on loopback, no GDScript."""
+    import zmq
+
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.setsockopt(zmq.RCVTIMEO, 60_000)
+    dealer.connect(endpoint)
+
+    def answer(body: bytes) -> bytes:
+        dealer.send_multipart([b"", body])
+        return dealer.recv_multipart()[-1]
+
+    try:
+        return timed_bodies(bodies, rounds, answer)
+    finally:
+        dealer.close(linger=0)
+
+
 #: Under the generated tables in docs/performance.md.
 LEGEND = [
     "µs a path: AStarGrid2D's `get_id_path` and the addon's `find_id_path_sync`, the mean of each",
     "problem's fastest call over the rounds; the other rows, the fastest round from the first request",
     "to the last answer in hand, over the problems. Main-thread µs: what the game's own thread spends,",
     "AStarGrid2D's whole query; for the addon, the request calls (encoding, sending) and the client's",
-    "time in `poll()` and in synchronous calls (reading, decoding, handing out). Server µs: the same",
-    "request bodies answered in one process by the server's pipeline (decode, search, encode the",
-    "reply), without ZeroMQ. Optimal: the returned cells' octile length is the scenario's; for the",
+    "time in `poll()` and in synchronous calls (reading, decoding, handing out). Wire µs: the same",
+    "request bodies sent to the same server from a Python DEALER (pyzmq), one round trip at a time:",
+    "the server's loop and ZeroMQ, no GDScript. Server µs: those bodies answered in one process by",
+    "the server's pipeline (decode, search, encode the reply), without ZeroMQ or its loop's threads.",
+    "Optimal: the returned cells' octile length is the scenario's; for the",
     "string-pulled rows, the reply's cost is. The rows are described at the top of",
     "`bench/godot/bench_astar.gd`.",
 ]
@@ -215,11 +243,13 @@ def run_map(godot: list[str], name: str, map_path: Path, args) -> tuple[list[dic
         shutil.copy(map_path, served / map_path.name)
         problems_file = scratch / "problems.txt"
         write_problems(problems_file, map_path, problems)
+        bodies = request_bodies(name, problems)
         server, endpoint = start_server(served)
         try:
             run = subprocess.run(["timeout", str(args.timeout), *godot, "--headless", "--path", str(PROJECT),
                                   "-s", "res://bench_astar.gd", "--", str(problems_file), endpoint, name,
                                   str(args.rounds)], capture_output=True, text=True)
+            wire_figures = wire_times(endpoint, bodies, args.rounds) if run.stdout.endswith("bench done\n") else {}
         finally:
             stop_server(server)
         log = PROJECT / ".last-run.log"
@@ -232,13 +262,14 @@ def run_map(godot: list[str], name: str, map_path: Path, args) -> tuple[list[dic
             print(f"no closing 'bench done' line (exit {run.returncode}); the whole output is in "
                   f"{log.relative_to(REPO)}", file=sys.stderr)
             return None
-        server_figures = server_times(served, request_bodies(name, problems), args.rounds)
+        server_figures = server_times(served, bodies, args.rounds)
     start = next((i for i, line in enumerate(lines) if line.startswith("AStarGrid2D against")), 0)
     table = [line for line in lines[start:-1] if not line.startswith(ROWS_PREFIX)]
     rows = json.loads(next(line for line in lines if line.startswith(ROWS_PREFIX))[len(ROWS_PREFIX):])
     for row in rows:
         row["map"] = name
         if row["engine"] in SERVER_ROW:
+            row["wire_us_per_path"] = round(wire_figures[SERVER_ROW[row["engine"]]], 2)
             row["server_us_per_path"] = round(server_figures[SERVER_ROW[row["engine"]]], 2)
     return rows, "\n".join(table)
 
@@ -266,12 +297,14 @@ def summary(name: str, rows: list[dict], checks: list[dict]) -> list[str]:
     """One map's rows with the server's figure beside them, then its targets, as Markdown."""
     astar = next(row["us_per_path"] for row in rows if row["engine"] == "AStarGrid2D")
     out = [f"**{name}**, {rows[0]['problems']} problems", "",
-           "| how the game asks | µs a path | × AStarGrid2D | main-thread µs a path | server µs a path | optimal |",
-           "| --- | ---: | ---: | ---: | ---: | ---: |"]
+           "| how the game asks | µs a path | × AStarGrid2D | main-thread µs a path | wire µs a path "
+           "| server µs a path | optimal |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for row in rows:
-        server = f"{row['server_us_per_path']:,.1f}" if "server_us_per_path" in row else "–"
+        wire, server = (f"{row[key]:,.1f}" if key in row else "–"
+                        for key in ("wire_us_per_path", "server_us_per_path"))
         out.append(f"| {row['engine']} | {row['us_per_path']:,.1f} | {astar / row['us_per_path']:.1f} | "
-                   f"{row['main_thread_us_per_path']:,.1f} | {server} | {row['optimal']}/{row['problems']} |")
+                   f"{row['main_thread_us_per_path']:,.1f} | {wire} | {server} | {row['optimal']}/{row['problems']} |")
     out += ["", "| target | figure | |", "| --- | ---: | --- |"]
     out += [f"| {c['target']} | {c['figure']} | {'PASS' if c['ok'] else 'FAIL'} |" for c in checks]
     return out
@@ -296,7 +329,8 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--movingai", type=Path, default=movingai.DEFAULT_MOVINGAI,
                         help="folder of Moving AI .map + .map.scen files (default: %(default)s)")
-    parser.add_argument("--map", default=DEFAULT_MAPS, help="map name, or names joined by commas (default: %(default)s)")
+    parser.add_argument("--map", default=DEFAULT_MAPS,
+                        help="map name, or names joined by commas (default: %(default)s)")
     parser.add_argument("--queries", type=int, default=200, help="problems (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per engine (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="problem selection seed (default: %(default)s)")
