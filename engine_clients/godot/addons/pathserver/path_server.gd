@@ -1046,15 +1046,10 @@ func _wait_now(pending: Pending) -> void:
 	_sync_id = outer
 	if not pending.done:
 		_pending.erase(pending.result.id)
-		var why := "connected" if _dealer.is_ready() else "not connected"
-		var message := (
-			"no reply from %s within %d ms (a synchronous call; %s)"
-			% [endpoint, pending.timeout_ms, why]
-		)
+		var message := "no reply from %s within %d ms, waited for" % [endpoint, pending.timeout_ms]
 		_complete(pending, _client_error("timeout", message, pending.result.id, true))
 	if outer != 0:
-		# A synchronous call made while another waited (from a signal handler): the outer
-		# one's reply may be among those held.
+		# Called from a handler while another call waited: the outer one's reply may be held.
 		var held := _held
 		_held = []
 		for reply in held:
@@ -1316,6 +1311,9 @@ func _fill_batch(pending: Pending, reply: Dictionary) -> void:
 	if problem != "":
 		_fill_error(result, _client_error("bad_reply", "a batch reply: " + problem, result.id))
 	result.ok = result.code == ""
+	if result.ok and not columns.is_empty():
+		_fill_packed_entries(pending, columns, reply)
+		return
 	var failure := (
 		reply if reply.has("error") else _client_error(result.code, result.message, result.id)
 	)
@@ -1324,36 +1322,40 @@ func _fill_batch(pending: Pending, reply: Dictionary) -> void:
 		item.id = result.id
 		if not result.ok:
 			_fill_error(item, failure)
-		elif columns.is_empty():
-			_fill_path_result(item, reply.results[i], _batch_request(body, i))
 		else:
-			_fill_packed_entry(item, columns, i, reply, body)
+			_fill_path_result(item, reply.results[i], _batch_request(body, i))
 		pending.batch.append(item)
 
 
-## Entry [param index] of a packed batch: its slice of the points, no per-point work.
-func _fill_packed_entry(
-	item: PathServerResult, columns: Dictionary, index: int, reply: Dictionary, body: Dictionary
-) -> void:
-	var code: int = columns.status[index]
-	if code >= PathServerPacked.ERROR_STATUS:
-		var error: Variant = columns.errors.get(index)
-		if not error is Dictionary:
-			error = {"code": "bad_reply", "message": "entry %d failed without an error" % index}
-		_fill_error(item, {"ok": false, "error": error, "retryable": false})
-		return
+## A packed batch's entries: each its slice of the points, no per-point work (the columns
+## read once, out of the loop: this is the batch's cost per entry).
+func _fill_packed_entries(pending: Pending, columns: Dictionary, reply: Dictionary) -> void:
+	var status: PackedByteArray = columns.status
 	var offset: PackedInt32Array = columns.offset
-	item.reply = reply
-	item.ok = true
-	item.status = PathServerPacked.STATUSES[code]
-	item.waypoints = columns.points.slice(offset[index], offset[index + 1])
-	item.info = {
-		"status": item.status,
-		"cost": columns.cost[index],
-		"gen": reply.get("gen"),
-		"map": body.get("map"),
-		"unit_size": body.get("unit_size"),
-	}
+	var points: PackedVector2Array = columns.points
+	var cost: PackedFloat32Array = columns.cost
+	var errors: Dictionary = columns.errors
+	var gen: Variant = reply.get("gen")
+	var map: Variant = pending.body.get("map")
+	var unit_size: Variant = pending.body.get("unit_size")
+	pending.batch.resize(status.size())
+	for i in status.size():
+		var item := PathServerResult.new()
+		item.id = pending.result.id
+		pending.batch[i] = item
+		if status[i] >= PathServerPacked.ERROR_STATUS:
+			var error: Variant = errors.get(i)
+			if not error is Dictionary:
+				error = {"code": "bad_reply", "message": "entry %d failed without an error" % i}
+			_fill_error(item, {"ok": false, "error": error, "retryable": false})
+			continue
+		item.reply = reply
+		item.ok = true
+		item.status = PathServerPacked.STATUSES[status[i]]
+		item.waypoints = points.slice(offset[i], offset[i + 1])
+		item.info = {
+			"status": item.status, "cost": cost[i], "gen": gen, "map": map, "unit_size": unit_size
+		}
 
 
 func _batch_request(body: Dictionary, index: int) -> Dictionary:
