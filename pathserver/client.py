@@ -21,6 +21,13 @@ application makes a new generation; the cells end up the same).
 Error replies raise :class:`ServerError`, whose ``code`` is the wire code. Neither class is
 thread-safe: use one client per thread (or per event loop).
 
+Packed answers: ``find_path(..., packed=True)`` returns the path as an (n, 2) numpy array
+(int32 cells in grid space, float32 points in world space), read from one bin of the
+reply; ``find_paths(..., packed=True)`` and ``find_paths_packed(map, starts, goals)`` (the
+batch itself sent as two bins) return a
+:class:`~pathserver.protocol.packed.PackedPaths`: ``status``, ``cost`` and ``count`` arrays,
+every entry's points in one array, ``path(i)`` / ``paths()`` to split them.
+
 The game's own world: ``put_map(name, array, ...)`` uploads a map from numpy arrays
 (indexed ``[y, x]``), ``get_map(name, region)`` reads one back (a
 :class:`~pathserver.protocol.cells.MapCells`: ``walkable``, ``cost``, ``heights``,
@@ -42,7 +49,9 @@ import zmq.asyncio
 
 from pathserver.errors import PathserverError
 from pathserver import arrays
+from pathserver.protocol import packed as packing
 from pathserver.protocol.cells import MapCells
+from pathserver.protocol.packed import PackedPaths
 from pathserver.security import client_curve_options
 from pathserver.transport import client_socket, send_request
 
@@ -117,6 +126,35 @@ def _compact(options: dict) -> dict:
         if cells.size and (cells.min() < _INT32_RANGE.min or cells.max() > _INT32_RANGE.max):
             return options
     return {**options, "avoid": {**avoid, "cells": arrays.to_bin(cells, arrays.INT32)}}
+
+
+def _path_reply(reply: dict, options: dict) -> dict:
+    """A ``path`` reply, its ``path`` as an (n, 2) array when it came packed."""
+    if options.get("packed"):
+        reply["path"] = packing.points_from_bin(reply["path"], options.get("space") or "grid", "path")
+    return reply
+
+
+def _paths_reply(reply: dict, options: dict):
+    """A ``paths`` reply's ``results``, or its packed columns as a PackedPaths."""
+    if options.get("packed"):
+        return PackedPaths.from_reply(reply, options.get("space") or "grid")
+    return reply["results"]
+
+
+def _columns_fields(map, starts, goals, unit_size, options) -> dict:
+    """A packed batch's fields: ``starts`` and ``goals`` as bins of ``space``'s pairs (grid
+    coordinates floored to their cells), the reply packed."""
+    space = options.get("space") or "grid"
+    dtype = packing.point_dtype(space)
+    ends = []
+    for points in (starts, goals):
+        points = np.asarray(points).reshape(-1, 2)
+        if space == "grid" and points.dtype.kind == "f":
+            points = np.floor(points)
+        ends.append(arrays.to_bin(points, dtype))
+    return {"map": map, "unit_size": unit_size, **_compact(options), "packed": True, "starts": ends[0],
+            "goals": ends[1]}
 
 
 def _query_fields(map, unit_size, options, **given) -> dict:
@@ -235,8 +273,9 @@ class Client:
     def find_path(self, map: str, start, goal=None, unit_size=1, **options) -> dict:
         """The ``path`` reply: ``status``, ``path``, ``cost``, ``start``, ``goal``, ``gen``...;
         with ``goals=[...]`` in place of ``goal``, the cheapest reachable of them
-        (``goal_index`` says which)."""
-        return self.request("path", **_path_fields(map, start, goal, unit_size, options))
+        (``goal_index`` says which). ``packed=True``: ``path`` is an (n, 2) array, int32
+        cells in grid space, float32 points in world space (read-only, from one bin)."""
+        return _path_reply(self.request("path", **_path_fields(map, start, goal, unit_size, options)), options)
 
     def reachable(self, map: str, start, budget, unit_size=1, **options) -> dict:
         """The movement range (``reachable``): the reply with ``cells`` int32 (n, 2) grid
@@ -262,11 +301,22 @@ class Client:
         return self.request("check_block", **_query_fields(map, unit_size, options, rects=rects, cells=cells,
                                                            points=points))
 
-    def find_paths(self, map: str, queries, unit_size=1, **options) -> list[dict]:
+    def find_paths(self, map: str, queries, unit_size=1, **options) -> list[dict] | PackedPaths:
         """One ``paths`` round trip. ``queries``: ``(start, goal)`` pairs or entry maps.
         Returns ``results``, one per query in order; a failed entry is
-        ``{"ok": False, "error": {...}}`` rather than an exception."""
-        return self.request("paths", **_paths_fields(map, queries, unit_size, options))["results"]
+        ``{"ok": False, "error": {...}}`` rather than an exception. ``packed=True``: the
+        answer as a :class:`~pathserver.protocol.packed.PackedPaths` instead (every entry
+        in the batch's ``space``)."""
+        return _paths_reply(self.request("paths", **_paths_fields(map, queries, unit_size, options)), options)
+
+    def find_paths_packed(self, map: str, starts, goals, unit_size=1, **options) -> PackedPaths:
+        """A packed batch: entry ``i`` from ``starts[i]`` to ``goals[i]`` ((n, 2) arrays of
+        ``(x, y)``, sent as two bins), every entry with ``unit_size`` and ``options``; the
+        answer as a :class:`~pathserver.protocol.packed.PackedPaths`. A failed entry has
+        status ``"error"`` and its error object in ``errors`` (``at``: ``starts[i]`` /
+        ``goals[i]``) rather than an exception."""
+        fields = _columns_fields(map, starts, goals, unit_size, options)
+        return PackedPaths.from_reply(self.request("paths", **fields), options.get("space") or "grid")
 
     def maps(self) -> list[dict]:
         return self.request("maps")["maps"]
@@ -426,7 +476,7 @@ class AsyncClient:
         self._pending: dict[int, list] = {}  # id -> [future, body, epoch sent on]
 
     async def find_path(self, map: str, start, goal=None, unit_size=1, **options) -> dict:
-        return await self.request("path", **_path_fields(map, start, goal, unit_size, options))
+        return _path_reply(await self.request("path", **_path_fields(map, start, goal, unit_size, options)), options)
 
     async def reachable(self, map: str, start, budget, unit_size=1, **options) -> dict:
         return _query_reply("reachable", await self.request(
@@ -444,8 +494,12 @@ class AsyncClient:
         return await self.request("check_block", **_query_fields(map, unit_size, options, rects=rects, cells=cells,
                                                                  points=points))
 
-    async def find_paths(self, map: str, queries, unit_size=1, **options) -> list[dict]:
-        return (await self.request("paths", **_paths_fields(map, queries, unit_size, options)))["results"]
+    async def find_paths(self, map: str, queries, unit_size=1, **options) -> list[dict] | PackedPaths:
+        return _paths_reply(await self.request("paths", **_paths_fields(map, queries, unit_size, options)), options)
+
+    async def find_paths_packed(self, map: str, starts, goals, unit_size=1, **options) -> PackedPaths:
+        fields = _columns_fields(map, starts, goals, unit_size, options)
+        return PackedPaths.from_reply(await self.request("paths", **fields), options.get("space") or "grid")
 
     async def maps(self) -> list[dict]:
         return (await self.request("maps"))["maps"]

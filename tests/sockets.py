@@ -59,7 +59,8 @@ class Dealer:
         return self.socket.recv_multipart()
 
     def recv(self, timeout_ms: int = RECV_TIMEOUT_MS) -> dict:
-        return msgpack.unpackb(self.recv_frames(timeout_ms)[-1])
+        # strict_map_key=False: a packed batch's "errors" is keyed by entry index (ints).
+        return msgpack.unpackb(self.recv_frames(timeout_ms)[-1], strict_map_key=False)
 
     def ask(self, request, timeout_ms: int = RECV_TIMEOUT_MS, **kwargs) -> dict:
         self.send(request, **kwargs)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pathserver import errors, options
+from pathserver.protocol import packed
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOL_MD = ROOT / "docs" / "protocol.md"
@@ -27,6 +28,7 @@ GUIDE_MD = ROOT / "docs" / "guide.md"
 GENERATED = {
     (PROTOCOL_MD, "options"): options.markdown_table,
     (PROTOCOL_MD, "error codes"): errors.markdown_table,
+    (PROTOCOL_MD, "packed statuses"): packed.markdown_table,
     (GUIDE_MD, "query options"): options.query_options_table,
 }
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from pathserver.errors import RETRYABLE_CODES
 from pathserver.protocol.codec import Packed, encode
+from pathserver.protocol.packed import points_bin
 
 
 #: Bumped only for an incompatible change; ``ping`` replies carry it.
@@ -128,19 +129,27 @@ class PathReplies:
         # Paths shorter than this go out as lists: without kernels, every path.
         self._pack_from = pack_min_points if kernels is not None else math.inf
 
-    def encode(self, request_id, answer: PathAnswer) -> bytes:
+    def encode(self, request_id, answer: PathAnswer, packed: bool = False) -> bytes:
         """The ``path`` reply's bytes."""
-        return encode(self.reply(request_id, answer))
+        return encode(self.reply(request_id, answer, packed))
 
-    def reply(self, request_id, answer: PathAnswer) -> dict:
-        """A ``path`` reply: ``id, ok``, then the answer's members. One literal rather than
-        ``ok_reply(rid, self.entry(...))``: this is the reply the server builds most often."""
+    def reply(self, request_id, answer: PathAnswer, packed: bool = False) -> dict:
+        """A ``path`` reply: ``id, ok``, then the answer's members; packed: ``path`` as one
+        bin of pairs (:func:`~pathserver.protocol.packed.points_bin`). One literal rather
+        than ``ok_reply(rid, self.entry(...))``: this is the reply the server builds most
+        often."""
         status, path, cost, length, expanded, start, goal, start_snapped, goal_snapped, gen, goal_index = answer
+        if packed:
+            points = points_bin(path)
+        elif path.shape[0] < self._pack_from:
+            points = path.tolist()
+        else:
+            points = self._packed(path)
         reply = {
             "id": request_id,
             "ok": True,
             "status": status,
-            "path": path.tolist() if path.shape[0] < self._pack_from else self._packed(path),
+            "path": points,
             "cost": cost,
             "length": length,
             "expanded": expanded,

@@ -24,6 +24,7 @@ from pathserver.errors import NonFiniteError, PathserverError, RequestError, Too
 from pathserver.options import BY_NAME, OPTIONS, PER_REQUEST, QUERY_OPS, number, number_rows, op_fields, quoted
 from pathserver.options import wire_defaults, wire_type
 from pathserver import arrays
+from pathserver.protocol import packed as packing
 from pathserver.protocol.cells import MapCells, check_side
 
 OPS = ("path", "paths", "maps", "update", "ping", "stats", "put_map", "drop_map", "get_map", *QUERY_OPS)
@@ -74,21 +75,40 @@ _PER_REQUEST = frozenset(PER_REQUEST)
 
 @dataclass(slots=True)
 class PathRequest:
-    """A ``path`` request. Treat as read-only (see PathQuery)."""
+    """A ``path`` request. Treat as read-only (see PathQuery). packed: the reply's ``path``
+    goes as one bin (:mod:`pathserver.protocol.packed`)."""
 
     id: int
     map: str
     query: PathQuery
+    packed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class PathsRequest:
     """``items`` holds a PathQuery per entry, or the RequestError that entry failed with
-    (its ``at`` already prefixed with ``requests[i].``): one bad entry fails only itself."""
+    (its ``at`` already prefixed with ``requests[i].``, or ``starts[i]``): one bad entry
+    fails only itself. packed: the reply carries the packed columns in place of
+    ``results``, every entry's points in ``space`` (the batch's). columns: the entries came
+    as the ``starts`` and ``goals`` bins rather than ``requests``."""
 
     id: int
     map: str
     items: tuple
+    packed: bool = False
+    space: str = "grid"
+    columns: bool = False
+
+    def entry_at(self, index: int, at: str | None) -> str | None:
+        """Where entry ``index``'s error whose own ``at`` is ``at`` points in the request:
+        ``requests[i].at``; for columns, ``starts[i]`` / ``goals[i]`` for its endpoints and
+        the batch's own field for the others."""
+        if not self.columns:
+            return f"requests[{index}]" + (f".{at}" if at else "")
+        for name in ("start", "goal"):
+            if at == name or at is not None and at.startswith(name + "["):
+                return f"{name}s[{index}]"
+        return at
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,8 +237,8 @@ _AVOID = BY_NAME["avoid"]
 #: The options a PathQuery keeps in ``options`` (find_path's keywords but unit_size).
 _OPTION_SET = frozenset(op_fields("path")) - {"unit_size", "space"}
 _QUERY_FIELDS = ("start", "goal") + op_fields("paths")
-_PATH_FIELDS = ("id", "op", "map", "start", "goal") + op_fields("path")
-_PATHS_FIELDS = ("id", "op", "map", "requests") + op_fields("paths")
+_PATH_FIELDS = ("id", "op", "map", "start", "goal") + op_fields("path") + ("packed",)
+_PATHS_FIELDS = ("id", "op", "map", "requests") + op_fields("paths") + ("packed", "starts")
 _UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost") + op_fields("update") + ("if_gen",)
 _PUT_MAP_FIELDS = ("id", "op", "map", "width", "height", "cells", "costs", "heights", "origin", "cell_size", "tags",
                    "tag_names", "classes")
@@ -240,7 +260,14 @@ _AS_SENT = frozenset(("points", "cells", "traversal"))
 def _parse_path(rid: int, obj: dict) -> PathRequest:
     _check_fields(obj, _PATH_FIELDS, "")
     name = _map_name(obj)
-    return PathRequest(rid, name, _query(obj, {}, ""))
+    return PathRequest(rid, name, _query(obj, {}, ""), _packed(obj))
+
+
+def _packed(obj: dict) -> bool:
+    value = obj.get("packed")
+    if value is not None and type(value) is not bool:
+        raise RequestError(f"'packed' must be a bool, got {wire_type(value)}", at="packed")
+    return bool(value)
 
 
 def parse_path_fast(obj: dict, max_depth: int = 8) -> PathRequest | None:
@@ -276,6 +303,7 @@ def parse_path_fast(obj: dict, max_depth: int = 8) -> PathRequest | None:
         return None
     unit_size = (1, 1)
     space = "grid"
+    packed = False
     options = dict(WIRE_DEFAULTS)
     if len(obj) != 5:
         for key, value in obj.items():
@@ -287,6 +315,11 @@ def parse_path_fast(obj: dict, max_depth: int = 8) -> PathRequest | None:
             check = _FAST_CHECKS.get(key)
             if check is None:
                 if key in _FAST_REQUIRED:
+                    continue
+                if key == "packed":
+                    if type(value) is not bool:
+                        return None
+                    packed = value
                     continue
                 if key != "avoid" or max_depth < 4:
                     return None
@@ -323,7 +356,7 @@ def parse_path_fast(obj: dict, max_depth: int = 8) -> PathRequest | None:
                 if type(value) is not str or value not in check:
                     return None
                 options[key] = value
-    return PathRequest(rid, name, PathQuery(start, goal, unit_size, space, options))
+    return PathRequest(rid, name, PathQuery(start, goal, unit_size, space, options), packed)
 
 
 def _plain_point(value) -> tuple | None:
@@ -378,14 +411,23 @@ _SPACE = _FAST_CHECKS["space"]
 def _parse_paths(rid: int, obj: dict) -> PathsRequest:
     _check_fields(obj, _PATHS_FIELDS, "")
     name = _map_name(obj)
-    # Batch-level options are defaults for every entry; validate them once, up front.
-    defaults = {key: obj[key] for key in op_fields("paths") if key in obj}
+    packed = _packed(obj)
+    columns = obj.get("starts") is not None
+    # Batch-level options are defaults for every entry; validate them once, up front. With
+    # columns, ``goals`` is the column of goals, not the option.
+    defaults = {key: obj[key] for key in op_fields("paths") if key in obj and not (columns and key == "goals")}
+    if type(defaults.get("goals")) is bytes:
+        raise RequestError("'goals' as a bin (one goal an entry) goes with 'starts', in place of 'requests'",
+                           at="goals")
     probe = {"start": [0, 0], **defaults}
     if probe.get("goals") is None:
         probe["goal"] = [0, 0]
-    _query(probe, {}, "")
+    shared = _query(probe, {}, "")
+    if columns:
+        return PathsRequest(rid, name, _columns(obj, shared), packed, shared.space, True)
     if "requests" not in obj:
-        raise RequestError("missing field 'requests' (a list of {start, goal, ...})", at="requests")
+        raise RequestError("missing field 'requests' (a list of {start, goal, ...}; or 'starts' and 'goals' as "
+                           "bins of pairs)", at="requests")
     entries = obj["requests"]
     if type(entries) is not list:
         raise RequestError(f"'requests' must be an array, got {wire_type(entries)}", at="requests")
@@ -398,10 +440,48 @@ def _parse_paths(rid: int, obj: dict) -> PathsRequest:
             if type(entry) is not dict:
                 raise RequestError(f"each entry must be a map {{start, goal, ...}}, got {wire_type(entry)}", at=prefix)
             _check_fields(entry, _QUERY_FIELDS, prefix + ".")
-            items.append(_query(entry, defaults, prefix + "."))
+            query = _query(entry, defaults, prefix + ".")
+            if packed and query.space != shared.space:
+                # One packed reply holds one space's points.
+                raise RequestError(f"a packed reply holds the batch's space's points ({shared.space!r}); this entry "
+                                   f"asks for {query.space!r}: set 'space' on the batch", at=prefix + ".space")
+            items.append(query)
         except RequestError as exc:
             items.append(exc)
-    return PathsRequest(rid, name, tuple(items))
+    return PathsRequest(rid, name, tuple(items), packed, shared.space)
+
+
+def _columns(obj: dict, shared: PathQuery) -> tuple:
+    """The entries of a batch sent as ``starts`` and ``goals`` bins of pairs (int32 in grid
+    space, float32 in world space), each with the batch's unit size and options; a
+    non-finite point fails its own entry, at ``starts[i]`` / ``goals[i]``."""
+    if obj.get("requests") is not None:
+        raise RequestError("pass 'requests' or 'starts' and 'goals', not both", at="requests")
+    space = shared.space
+    kind = f"a bin of {packing.point_dtype(space).name} x, y pairs ({space} space)"
+    ends = []
+    for key in ("starts", "goals"):
+        value = obj.get(key)
+        if value is None:
+            raise RequestError(f"missing field '{key}' ({kind}, one an entry)", at=key)
+        if type(value) is not bytes:
+            raise RequestError(f"with 'starts', '{key}' must be {kind}, got {wire_type(value)}", at=key)
+        ends.append(packing.points_from_bin(value, space, key))
+    starts, goals = ends
+    if len(starts) != len(goals):
+        raise RequestError(f"{len(starts)} starts and {len(goals)} goals: one goal a start", at="goals")
+    if len(starts) > MAX_BATCH:
+        raise TooLargeError(f"{len(starts)} entries in one batch; at most {MAX_BATCH}", at="starts")
+    unit_size, options = shared.unit_size, shared.options
+    items = [PathQuery(start, goal, unit_size, space, options)
+             for start, goal in zip(map(tuple, starts.tolist()), map(tuple, goals.tolist()))]
+    if space == "world":
+        finite = np.isfinite(starts).all(axis=1) & np.isfinite(goals).all(axis=1)
+        for i in np.flatnonzero(~finite).tolist():
+            key = "starts" if not np.isfinite(starts[i]).all() else "goals"
+            point = (starts if key == "starts" else goals)[i].tolist()
+            items[i] = NonFiniteError(f"{key}[{i}] must be finite, got {point}", at=f"{key}[{i}]")
+    return tuple(items)
 
 
 def _parse_update(rid: int, obj: dict) -> UpdateRequest:

@@ -67,9 +67,11 @@ from pathserver.protocol.replies import (
     PathAnswer,
     PathReplies,
     batch_error,
+    error_object,
     error_reply,
     ok_reply,
 )
+from pathserver.protocol import packed as packing
 from pathserver.protocol.requests import (
     DropMapRequest,
     GetMapRequest,
@@ -265,7 +267,8 @@ def handle_path(request: PathRequest, registry) -> dict:
     query = request.query
     unit, start, goal, options = _endpoints(gridmap, query)
     result = find_path(gridmap, start, goal, unit, **_avoid_arrays(options))
-    return _PATH_REPLIES.reply(request.id, _path_answer(gridmap, query.space, result, query.goal is None))
+    return _PATH_REPLIES.reply(request.id, _path_answer(gridmap, query.space, result, query.goal is None),
+                               request.packed)
 
 
 def run_many(requests: list, registry) -> list[tuple[bytes, str | None]]:
@@ -296,7 +299,7 @@ def run_many(requests: list, registry) -> list[tuple[bytes, str | None]]:
             else:
                 try:
                     answer = _path_answer(gridmap, query.space, result, query.goal is None)
-                    answers[i] = _PATH_REPLIES.encode(rid, answer), None
+                    answers[i] = _PATH_REPLIES.encode(rid, answer, requests[i].packed), None
                 except Exception as exc:
                     answers[i] = error_reply_bytes(rid, exc)
     return answers
@@ -337,16 +340,20 @@ def run_bounded(request: PathRequest, registry, budget: int, max_distance: int):
                 return None
             if result.status != "found" and options.get("allow_partial"):
                 return None  # the partial path to the nearest reachable cell is a search of its own
-        return _PATH_REPLIES.encode(request.id, _path_answer(gridmap, query.space, result, query.goal is None)), None
+        answer = _path_answer(gridmap, query.space, result, query.goal is None)
+        return _PATH_REPLIES.encode(request.id, answer, request.packed), None
     except Exception as exc:
         return error_reply_bytes(request.id, exc)
 
 
 def handle_paths(request: PathsRequest, registry) -> dict:
     """Entries with equal options share one ``find_paths`` call (spread over all cores);
-    a failing entry fails only its own slot, with ``at`` prefixed ``requests[i].``."""
+    a failing entry fails only its own slot, with ``at`` where the request gave it
+    (``requests[i].``, or ``starts[i]`` / ``goals[i]``). A packed request gets the packed
+    columns (:func:`pathserver.protocol.packed.batch_fields`) in place of ``results``."""
     gridmap = registry.get(request.map)
-    results: list = [None] * len(request.items)
+    # One outcome an entry: a PathAnswer, or the error object of an entry that failed.
+    outcomes: list = [None] * len(request.items)
     groups: dict[tuple, list] = {}
     for i, item in enumerate(request.items):
         if isinstance(item, PathQuery):
@@ -354,19 +361,23 @@ def handle_paths(request: PathsRequest, registry) -> dict:
             try:
                 endpoints = _endpoints(gridmap, item)
             except Exception as exc:
-                results[i] = _batch_failure(exc, i)
+                outcomes[i] = _entry_error(request, exc, i)
             else:
                 groups.setdefault(item.group_key(), []).append((i, *endpoints))
         else:
-            results[i] = _batch_failure(item, None)
+            outcomes[i] = _entry_error(request, item, None)
     for entries in groups.values():
         query = request.items[entries[0][0]]
         answers = _search(gridmap, entries)
         for (i, *_), answer in zip(entries, answers):
             if isinstance(answer, BaseException):
-                results[i] = _batch_failure(answer, i)
+                outcomes[i] = _entry_error(request, answer, i)
             else:
-                results[i] = _PATH_REPLIES.entry(_path_answer(gridmap, query.space, answer, query.goal is None))
+                outcomes[i] = _path_answer(gridmap, query.space, answer, query.goal is None)
+    if request.packed:
+        return ok_reply(request.id, {"gen": gridmap.generation, **packing.batch_fields(outcomes, request.space)})
+    results = [_PATH_REPLIES.entry(outcome) if type(outcome) is PathAnswer else batch_error(**outcome)
+               for outcome in outcomes]
     return ok_reply(request.id, {"gen": gridmap.generation, "results": results})
 
 
@@ -639,12 +650,13 @@ def _path_answer(gridmap, space: str, result, many: bool = False) -> PathAnswer:
                       None if not many else -1 if result.goal_index is None else result.goal_index)
 
 
-def _batch_failure(exc: BaseException, index: int | None) -> dict:
-    """One entry's error object; ``index`` given: prefix ``at`` with ``requests[i].``."""
+def _entry_error(request: PathsRequest, exc: BaseException, index: int | None) -> dict:
+    """One entry's error object; ``index`` given: ``at`` where the request gave the entry
+    (``PathsRequest.entry_at``)."""
     code, message, at = error_parts(exc)
     if index is not None and code != "internal":
-        at = f"requests[{index}]" + (f".{at}" if at else "")
-    return batch_error(code, message, at)
+        at = request.entry_at(index, at)
+    return error_object(code, message, at)
 
 
 _MAP_FIELDS = (

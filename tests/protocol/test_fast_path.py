@@ -43,8 +43,23 @@ def reference(body: bytes, limits: Limits = DEFAULT_LIMITS):
 
 
 def test_every_optional_field_has_a_fast_check_but_the_per_request_ones():
-    # goals, avoid, avoid_cost and traversal are the full validator's (arrays and maps).
-    assert _FAST_CHECKS.keys() == _FAST_OPTIONAL - set(PER_REQUEST)
+    # goals, avoid, avoid_cost and traversal are the full validator's (arrays and maps);
+    # packed, the reply's form, is no option and is checked on its own.
+    assert _FAST_CHECKS.keys() == _FAST_OPTIONAL - set(PER_REQUEST) - {"packed"}
+
+
+@pytest.mark.parametrize("packed", [True, False, None])
+def test_packed_takes_the_fast_path(packed):
+    obj = {**BASE, "packed": packed, "space": "world"}
+    fast = parse_path_fast(obj)
+    assert isinstance(fast, PathRequest) and fast == parse_request(obj) and fast.packed is bool(packed)
+
+
+@pytest.mark.parametrize("packed", [1, "true", [True], b"\x01"])
+def test_a_packed_that_is_no_bool_gets_the_full_validators_error(packed):
+    body = msgpack.packb({**BASE, "packed": packed}, use_bin_type=True)
+    assert parse_path_fast(msgpack.unpackb(body)) is None
+    assert read_request(body) == reference(body) and read_request(body)[2] == "invalid_request"
 
 
 @pytest.mark.parametrize("fields", [{"goals": [[1, 1]], "goal": None}, {"avoid_cost": 2}, {"traversal": {}},

@@ -28,6 +28,13 @@ VALID = [
     {"id": 10, "op": "next_steps", "map": "tiny", "goals": [[3, 2]], "positions": [[0.5, 0.5]], "space": "world"},
     {"id": 11, "op": "check_block", "map": "tiny", "cells": [[2, 1]], "rects": [[0, 1, 1, 1]],
      "points": [[0, 0], [3, 2]]},
+    # Packed answers, and a packed batch (starts and goals as bins of pairs).
+    {"id": 12, "op": "path", "map": "tiny", "start": [0, 0], "goal": [3, 2], "packed": True, "space": "world"},
+    {"id": 13, "op": "paths", "map": "tiny", "packed": True, "requests": [{"start": [0, 0], "goal": [3, 0]}]},
+    {"id": 14, "op": "paths", "map": "tiny", "packed": True, "smooth": "none",
+     "starts": struct.pack("<4i", 0, 0, 3, 0), "goals": struct.pack("<4i", 3, 2, 0, 2)},
+    {"id": 15, "op": "paths", "map": "tiny", "space": "world", "starts": struct.pack("<2f", 0.5, 0.5),
+     "goals": struct.pack("<2f", 3.5, 2.5)},
 ]
 
 values = st.recursive(
@@ -48,7 +55,7 @@ def registry(tmp_path_factory):
 
 
 def check(body: bytes, registry) -> dict:
-    reply = msgpack.unpackb(respond(body, registry))
+    reply = msgpack.unpackb(respond(body, registry), strict_map_key=False)
     assert list(reply)[:2] == ["id", "ok"]
     if not reply["ok"]:
         assert reply["error"]["code"] in WIRE_CODES
@@ -101,6 +108,10 @@ def test_extreme_numbers_in_the_queries(registry, value):
                     check(msgpack.packb({**request_, key: {part: [[value] * len(rows[0])]}}), registry)
     positions = struct.pack("<2f", value if abs(value) < 1e39 else math.inf, 0.0)
     check(msgpack.packb({**VALID[8], "positions": positions}), registry)
+    # A packed batch's points: float32 in world space, int32 (clamped to its range) in grid space.
+    check(msgpack.packb({**VALID[14], "starts": positions}), registry)
+    cell = int(min(max(value, -(2**31)), 2**31 - 1)) if math.isfinite(value) else -(2**31)
+    check(msgpack.packb({**VALID[13], "starts": struct.pack("<4i", cell, 0, 0, cell)}), registry)
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 2**64 - 1, -(2**63), 1e308, -1e308])

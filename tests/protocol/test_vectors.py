@@ -78,7 +78,7 @@ def test_map_op_request_vectors_are_what_the_encoder_writes():
 
 #: The session of the queries beyond one path, in order (docs/protocol.md).
 QUERY_SESSION = ("court-put", "goals", "reachable", "field", "next-steps", "check-block", "avoid", "avoid-cost",
-                 "moat-put", "traversal-class", "traversal-rules")
+                 "moat-put", "traversal-class", "traversal-rules", "packed-path", "packed-world-path", "packed-paths")
 
 
 def test_the_query_vectors_are_one_session_byte_for_byte(tmp_path):
@@ -121,3 +121,64 @@ def test_reply_keys_start_with_id_then_ok():
     for name in ("ping-reply", "malformed-reply", "invalid-reply", "put-map-reply", "get-map-reply",
                  "conflict-reply", "drop-map-reply"):
         assert list(msgpack.unpackb(VECTORS[name]))[:2] == ["id", "ok"]
+
+
+def test_the_packed_vectors_say_what_the_document_says():
+    def reply(name):
+        return msgpack.unpackb(VECTORS[f"{name}-reply"], strict_map_key=False)
+
+    trip = [[0, 0], [1, 0], [2, 0], [3, 1], [3, 2]]
+    assert np.frombuffer(reply("packed-path")["path"], "<i4").reshape(-1, 2).tolist() == trip
+    world = np.frombuffer(reply("packed-world-path")["path"], "<f4").reshape(-1, 2)
+    assert (world - 0.5).tolist() == trip
+    assert reply("packed-path")["cost"] == reply("packed-world-path")["cost"] == 3 + 2 ** 0.5
+    batch = reply("packed-paths")
+    assert list(batch) == ["id", "ok", "gen", "status", "cost", "count", "points", "errors"]
+    assert list(batch["status"]) == [0, 3, 0]
+    assert np.frombuffer(batch["cost"], "<f4").tolist() == [2, 0, 2]
+    assert np.frombuffer(batch["count"], "<u4").tolist() == [3, 0, 3]
+    points = np.frombuffer(batch["points"], "<i4").reshape(-1, 2).tolist()
+    assert points == [[0, 0], [0, 1], [0, 2], [3, 0], [3, 1], [3, 2]]
+    assert batch["errors"] == {1: {"code": "out_of_bounds", "message": "goal (9, 9) is outside the map (4x3)",
+                                   "at": "goals[1]"}}
+    request = decode_request(VECTORS["packed-paths-request"])
+    assert np.frombuffer(request["starts"], "<i4").tolist() == [0, 0, 0, 0, 3, 0]
+    assert np.frombuffer(request["goals"], "<i4").tolist() == [0, 2, 9, 9, 3, 2]
+
+
+def test_the_python_client_writes_and_reads_the_packed_vectors():
+    from pathserver.client import _columns_fields, _encode, _path_reply
+    from pathserver.protocol.packed import PackedPaths
+
+    starts, goals = np.array([[0, 0], [0, 0], [3, 0]]), np.array([[0, 2], [9, 9], [3, 2]])
+    fields = _columns_fields("court", starts, goals, 1, {"smooth": "none"})
+    assert _encode({"id": 14, "op": "paths", **fields}) == VECTORS["packed-paths-request"]
+    batch = PackedPaths.from_reply(msgpack.unpackb(VECTORS["packed-paths-reply"], strict_map_key=False))
+    assert batch.statuses == ["found", "error", "found"] and batch.gen == 1
+    assert [path.tolist() for path in batch.paths()] == [[[0, 0], [0, 1], [0, 2]], [], [[3, 0], [3, 1], [3, 2]]]
+    assert batch.errors[1]["at"] == "goals[1]"
+    world = _path_reply(msgpack.unpackb(VECTORS["packed-world-path-reply"]), {"space": "world", "packed": True})
+    assert world["path"].dtype == np.float32 and world["path"][-1].tolist() == [3.5, 2.5]
+
+
+def test_the_packed_vectors_answer_what_the_plain_forms_answer(tmp_path):
+    registry = MapRegistry(tmp_path)
+    registry.load_all()
+    assert respond(VECTORS["court-put-request"], registry) == VECTORS["court-put-reply"]
+
+    def plain(name, **changes):
+        request = {**decode_request(VECTORS[f"{name}-request"]), **changes}
+        request.pop("packed")
+        return msgpack.unpackb(respond(encode(request), registry), strict_map_key=False)
+
+    for name, dtype in (("packed-path", "<i4"), ("packed-world-path", "<f4")):
+        packed = msgpack.unpackb(VECTORS[f"{name}-reply"])
+        answer = plain(name)
+        assert np.frombuffer(packed.pop("path"), dtype).reshape(-1, 2).tolist() == answer.pop("path")
+        assert packed == answer
+    starts = np.frombuffer(decode_request(VECTORS["packed-paths-request"])["starts"], "<i4").reshape(-1, 2)
+    goals = np.frombuffer(decode_request(VECTORS["packed-paths-request"])["goals"], "<i4").reshape(-1, 2)
+    results = plain("packed-paths", starts=None, goals=None,
+                    requests=[{"start": s, "goal": g} for s, g in zip(starts.tolist(), goals.tolist())])["results"]
+    assert [entry.get("path") for entry in results] == [[[0, 0], [0, 1], [0, 2]], None, [[3, 0], [3, 1], [3, 2]]]
+    assert results[1]["error"]["at"] == "requests[1].goal"

@@ -30,6 +30,8 @@ FIELD_NAMES = (
     # The queries beyond one path, the options shaping one path, an upload's tag names.
     "goals", "avoid", "avoid_cost", "traversal", "budget", "max_cost", "positions", "lookahead", "points",
     "tag_names", "classes",
+    # Packed answers and packed batches.
+    "packed", "starts",
 )
 WORDS = (
     "path", "paths", "maps", "update", "ping", "stats", "put_map", "drop_map", "get_map", "grid", "world", "los",
@@ -143,6 +145,11 @@ def float32_bytes(values) -> bytes:
     return struct.pack(f"<{len(values)}f", *values)
 
 
+def int32_bytes(values) -> bytes:
+    """Values as int32, floored (a float grid coordinate's cell)."""
+    return struct.pack(f"<{len(values)}i", *(math.floor(v) for v in values))
+
+
 @st.composite
 def put_map_requests(draw, rid) -> dict:
     """A put_map of a small map: cells, and maybe costs, heights, tags, origin, cell size."""
@@ -193,10 +200,22 @@ def valid_requests(draw) -> dict:
                    **draw(search_options(op, name))}
         if "goals" in request:
             del request["goal"]  # goals in place of goal
+        if draw(st.booleans()):
+            request["packed"] = draw(st.booleans() | st.none())
         return request
     if op == "paths":
         name = draw(search_map)
         options = draw(search_options(op, name))
+        if draw(st.booleans()):
+            options["packed"] = draw(st.booleans() | st.none())
+        if draw(st.integers(0, 2)) == 0:
+            # A packed batch: starts and goals as bins of the batch's space's pairs.
+            options.pop("goals", None)
+            ends = draw(st.lists(st.tuples(point, point), max_size=6))
+            pack_points = float32_bytes if options.get("space") == "world" else int32_bytes
+            return {"id": rid, "op": op, "map": name, **options,
+                    "starts": pack_points([v for start, _ in ends for v in start]),
+                    "goals": pack_points([v for _, goal in ends for v in goal])}
         entries = draw(st.lists(st.fixed_dictionaries({"start": point}, optional={
             "goal": point, "goals": goals, "unit_size": unit_size, "smooth": st.sampled_from(["los", "none"]),
             "allow_partial": st.booleans(), "avoid": avoid, "avoid_cost": st.sampled_from([1, 3]),
@@ -392,6 +411,8 @@ ODD_VALUES = (
     {"cells": [[0, 0]], "rects": [[0, 0, 1, 1]]}, {"cells": [[math.nan, 0]]}, {"rects": [[0, 0, 0, 1]]},
     {"cells": 1}, {"water": None}, {"water": 0.5}, {"boat": {"water": None}}, {"": 1}, "boat", "cell",
     b"\x00" * 7, float32_bytes([math.nan, 0.0]), float32_bytes([1e30, 1e30]),
+    # Near misses of a packed batch's bins: a pair and a half, int32 extremes, three pairs.
+    b"\x00" * 12, struct.pack("<2i", 2**31 - 1, -(2**31)), struct.pack("<6i", 0, 0, 1, 0, 9, 4),
     {"cells": b"\x00" * 7}, {"cells": struct.pack("<2i", -(2**31), 2**31 - 1)},
 )
 GOOD_VALUES = {
@@ -433,6 +454,10 @@ GOOD_VALUES = {
                   [[2.5, 0.5], [0, 4], [63, 0]]),
     "points": ([[0, 0], [9, 4]], [[0, 0]], [], [[0, 0], [4, 0], [9, 4], [0, 4]], [[1, 0], [2, 0]]),
     "tag": (0, 0, 1, 2, 3, 255),
+    "packed": (True, False, None),
+    # A packed batch's starts and goals: int32 pairs (grid) or float32 pairs (world).
+    "starts": (struct.pack("<2i", 0, 0), struct.pack("<4i", 0, 0, 3, 2), float32_bytes([0.5, 0.5]), b""),
+    "column_goals": (struct.pack("<2i", 9, 4), struct.pack("<4i", 9, 4, 63, 63), float32_bytes([1.5, 2.5]), b""),
 }
 #: Ops by the genome's first byte (a zero genome is a ``path``).
 _OPS_ORDER = ("path", "paths", "update", "path", "ping", "maps", "stats", "path", "put_map", "get_map", "drop_map",
@@ -506,7 +531,13 @@ def genome_request(genome: bytes):
         for _ in range(c.below(4)):
             key = c.pick(_QUERY_OPTIONAL[op])
             request[key] = copy.deepcopy(c.pick(GOOD_VALUES[key]))
-    if op == "paths":
+    if op in ("path", "paths") and c.below(3) == 1:
+        request["packed"] = c.pick(GOOD_VALUES["packed"])
+    if op == "paths" and c.below(3) == 1:
+        # A packed batch: the columns in place of requests (goals a column, not the option).
+        request["starts"] = c.pick(GOOD_VALUES["starts"])
+        request["goals"] = c.pick(GOOD_VALUES["column_goals"])
+    elif op == "paths":
         request["requests"] = [
             {"start": list(c.pick(GOOD_VALUES["start"])), "goal": list(c.pick(GOOD_VALUES["goal"])),
              **({"unit_size": c.pick(GOOD_VALUES["unit_size"])} if c.below(3) == 1 else {})}

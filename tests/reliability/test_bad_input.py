@@ -48,6 +48,15 @@ def f32(*values) -> bytes:
     return struct.pack(f"<{len(values)}f", *values)
 
 
+def i32(*values) -> bytes:
+    return struct.pack(f"<{len(values)}i", *values)
+
+
+def columns(**fields):
+    """A packed batch of one entry, ``starts`` and ``goals`` as bins, ``fields`` changed."""
+    return {"op": "paths", "map": "arena", "starts": i32(0, 0), "goals": i32(9, 4), **fields}
+
+
 def duplicate_op_body(total: int) -> bytes:
     """``{"id": 3, "op": "put_map", "pad": bin, "op": "ping"}`` over 1 MiB: a decoder keeps
     the last ``op``, so the first must not open the upload limits."""
@@ -87,7 +96,8 @@ def padded_ping(total: int) -> bytes:
 
 
 # (name, request or raw body, code, at, where): where "reply" checks the reply's error,
-# "entry" the first result of a ``paths`` reply; at None: not checked.
+# "entry" the first result of a ``paths`` reply, "packed" the first entry's error of a
+# packed ``paths`` reply; at None: not checked.
 ROWS = [
     # -- out of bounds (grid and world; the edges, huge finite numbers) --
     ("goal-y-at-height", path(goal=[0, 5]), "out_of_bounds", "goal", "reply"),
@@ -258,6 +268,37 @@ ROWS = [
     ("update-if-gen-string", update(cells=[[0, 0]], solid=True, if_gen="7"), "invalid_request", "if_gen",
      "reply"),
     ("update-if-gen-float", update(cells=[[0, 0]], solid=True, if_gen=7.0), "invalid_request", "if_gen", "reply"),
+    # -- packed answers and packed batches --
+    ("packed-int", path(packed=1), "invalid_request", "packed", "reply"),
+    ("packed-string", path(packed="yes"), "invalid_request", "packed", "reply"),
+    ("batch-packed-list", paths({}, packed=[True]), "invalid_request", "packed", "reply"),
+    ("batch-entry-packed", paths({"packed": True}), "invalid_request", "requests[0].packed", "entry"),
+    ("packed-entry-other-space", paths({"space": "world"}, packed=True), "invalid_request", "requests[0].space",
+     "packed"),
+    ("packed-entry-out-of-bounds", paths({"goal": [0, 5]}, packed=True), "out_of_bounds", "requests[0].goal",
+     "packed"),
+    ("columns-and-requests", columns(requests=[]), "invalid_request", "requests", "reply"),
+    ("columns-starts-array", columns(starts=[[0, 0]]), "invalid_request", "starts", "reply"),
+    ("columns-starts-str", columns(starts="0,0"), "invalid_request", "starts", "reply"),
+    ("columns-goals-missing", columns(goals=None), "invalid_request", "goals", "reply"),
+    ("columns-goals-array", columns(goals=[[9, 4]]), "invalid_request", "goals", "reply"),
+    ("columns-starts-7-bytes", columns(starts=i32(0, 0)[:7]), "invalid_request", "starts", "reply"),
+    ("columns-goals-9-bytes", columns(goals=i32(9, 4) + b"\x00"), "invalid_request", "goals", "reply"),
+    ("columns-world-float64s", columns(space="world", starts=struct.pack("<2d", 0, 0)), "invalid_request", "goals",
+     "reply"),
+    ("columns-counts-differ", columns(goals=i32(9, 4, 1, 1)), "invalid_request", "goals", "reply"),
+    ("columns-goals-bin-alone", {"op": "paths", "map": "arena", "goals": i32(9, 4)}, "invalid_request", "goals",
+     "reply"),
+    ("columns-4097", columns(starts=i32(0, 0) * 4097, goals=i32(1, 1) * 4097), "too_large", "starts", "reply"),
+    ("columns-default-weight-nan", columns(weight=NAN), "non_finite", "weight", "reply"),
+    ("columns-world-nan", columns(map="hills", space="world", starts=f32(NAN, 2), goals=f32(0, 2)), "non_finite",
+     "starts[0]", "entry"),
+    ("columns-world-inf-packed", columns(map="hills", space="world", starts=f32(0, 2), goals=f32(0, INF),
+                                         packed=True), "non_finite", "goals[0]", "packed"),
+    ("columns-goal-outside", columns(goals=i32(0, 5), packed=True), "out_of_bounds", "goals[0]", "packed"),
+    ("columns-start-i32-min", columns(starts=i32(-(2**31), 0)), "out_of_bounds", "starts[0]", "entry"),
+    ("columns-unit-too-big", columns(unit_size=6, packed=True), "bad_unit_size", None, "packed"),
+    ("columns-unknown-map", columns(map="atlantis"), "unknown_map", "map", "reply"),
     # -- not a request at all --
     ("empty-body", b"", "malformed", None, "reply"),
     ("nil-body", b"\xc0", "malformed", None, "reply"),
@@ -310,6 +351,10 @@ def test_bad_input_gets_its_code(dealer, name, request_, code, at, where):
     if where == "entry":
         assert reply["ok"] is True, reply
         error = reply["results"][0]["error"]
+    elif where == "packed":
+        assert reply["ok"] is True and "results" not in reply, reply
+        assert reply["status"][0] == 3 and list(reply["errors"]) == [0], reply
+        error = reply["errors"][0]
     else:
         assert reply["ok"] is False, reply
         assert list(reply) == ["id", "ok", "error", "retryable"]

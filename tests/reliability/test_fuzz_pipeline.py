@@ -153,6 +153,7 @@ def test_every_op_and_option_reaches_the_fuzzers():
             seen.update((request["op"], key) for key in request)
     wanted = {(op, option.name) for option in OPTIONS for op in option.ops}
     wanted |= {(op, "map") for op in QUERY_OPS} | {("put_map", key) for key in ("tags", "tag_names", "classes")}
+    wanted |= {("path", "packed"), ("paths", "packed"), ("paths", "starts")}
     assert not wanted - seen, sorted(wanted - seen)
 
 

@@ -48,6 +48,29 @@ def test_numpy_inputs_are_sent_as_plain_numbers(client):
     assert reply["goal"] == [9, 4]
 
 
+def test_packed_answers_are_numpy_arrays_of_the_plain_answers(client):
+    np = pytest.importorskip("numpy")
+    for space, dtype in (("grid", np.int32), ("world", np.float32)):
+        plain = client.find_path("arena", (0, 0), (9, 4), space=space, smooth="none")
+        packed = client.find_path("arena", (0, 0), (9, 4), space=space, smooth="none", packed=True)
+        assert packed["path"].dtype == dtype and packed["path"].shape == (len(plain["path"]), 2)
+        assert packed["path"].tolist() == np.array(plain["path"], dtype=dtype).tolist()
+        assert {**packed, "path": None, "id": None} == {**plain, "path": None, "id": None}
+    queries = [((0, 0), (9, 0)), ((0, 0), (99, 0)), ((0, 4), (9, 4))]
+    results = client.find_paths("arena", queries, smooth="none")
+    batch = client.find_paths("arena", queries, smooth="none", packed=True)
+    assert batch.statuses == ["found", "error", "found"] and batch.count.tolist() == [10, 0, 10]
+    assert [path.tolist() for path in batch.paths()] == [results[0]["path"], [], results[2]["path"]]
+    assert batch.errors[1] == results[1]["error"]
+    # The batch itself as two bins: numpy arrays in, the same answers out.
+    starts, goals = np.array([q[0] for q in queries]), np.array([q[1] for q in queries], dtype=np.float64)
+    columns = client.find_paths_packed("arena", starts, goals, smooth="none")
+    assert columns.statuses == batch.statuses and columns.points.tolist() == batch.points.tolist()
+    assert columns.errors[1]["at"] == "goals[1]" and columns.gen == batch.gen
+    world = client.find_paths_packed("arena", starts + 0.5, goals + 0.5, smooth="none", space="world")
+    assert world.points.dtype == np.float32 and (world.points - 0.5).tolist() == batch.points.tolist()
+
+
 def test_pipelining_with_submit_and_result(client):
     ids = [client.submit("path", map="arena", start=[0, 0], goal=[x, 4]) for x in range(10)]
     answers = {rid: client.result(rid) for rid in reversed(ids)}
@@ -102,6 +125,12 @@ def test_the_async_client(server):
             replies = await asyncio.gather(*(c.find_path("arena", (0, 0), (x % 10, 4)) for x in range(20)))
             assert [r["goal"] for r in replies] == [[x % 10, 4] for x in range(20)]
             assert len(await c.find_paths("arena", [((0, 0), (9, 4))] * 3)) == 3
+            packed = await c.find_paths("arena", [((0, 0), (9, 4))] * 3, packed=True)
+            assert packed.statuses == ["found"] * 3
+            columns = await c.find_paths_packed("arena", [(0, 0)] * 3, [(9, 4)] * 3)
+            assert columns.points.tolist() == packed.points.tolist()
+            path = (await c.find_path("arena", (0, 0), (9, 4), packed=True))["path"]
+            assert path.tolist() == packed.path(2).tolist()
             gen = (await c.update("arena", rects=[(2, 4, 1, 1)], solid=True))["gen"]
             assert (await c.find_path("arena", (0, 4), (9, 4)))["gen"] == gen
             with pytest.raises(ServerError) as info:

@@ -12,16 +12,18 @@
 //
 // The file, in order (each part is a #region):
 //   1. Values: PathPoint, UnitSize, GridRect, CoordinateSpace, PathStatus, PathOptions,
-//      PathRequest, PathResult, MapInfo, MapData: what goes into a request and comes out of a
-//      reply. Uploaded maps: PutMapAsync, GetMapAsync (MapData), DropMapAsync, UpdateAsync's ifGen.
+//      PathRequest, PathResult, PackedPaths, PackedStatus, MapInfo, MapData: what goes into a
+//      request and comes out of a reply. Uploaded maps: PutMapAsync, GetMapAsync (MapData), DropMapAsync, UpdateAsync's ifGen.
 //   1b. Values of the queries beyond one path: AvoidSet, TraversalRules, Traversal, IndexPair,
 //      ReachableResult, DistanceField, NextStepsResult, CheckBlockResult (FindPathToAnyAsync,
 //      ReachableAsync, DistanceFieldAsync, NextStepsAsync, CheckBlockAsync: the client's region
 //      "Queries beyond one path").
 //   2. Errors: PathServerErrorCodes and PathServerException.
 //   3. Events: the EventArgs of PathFound, PathFailed and ConnectionChanged.
-//   4. PathServerClient: its public API; the main-thread event queue; requests (ids, timeouts,
-//      replies); the connection (reader and writer threads, handshake, heartbeats, reconnects).
+//   4. PathServerClient: its public API; packed answers and the synchronous calls (FindPath,
+//      FindPathsPacked: they block up to the timeout and return a result that says why it
+//      failed); the main-thread event queue; requests (ids, timeouts, replies); the connection
+//      (reader and writer threads, handshake, heartbeats, reconnects).
 //   5. Zmtp (internal): ZMTP 3.x framing with the NULL mechanism.
 //   6. MsgPack (internal): the msgpack encoder and decoder.
 //
@@ -52,6 +54,7 @@ using System.Globalization;
 using System.IO;
 using System.Net;
 using System.Net.Sockets;
+using System.Runtime.InteropServices;
 using System.Text;
 using System.Threading;
 using System.Threading.Tasks;
@@ -373,6 +376,61 @@ namespace PathServer
         public object State { get; internal set; }
 
         public bool HasPath { get { return Error == null && Path.Length > 0; } }
+    }
+
+    /// <summary>
+    /// A batch's packed answer (FindPathsPackedAsync, FindPathsPacked): one array an item, and
+    /// every entry's points in one PathPoint array, filled straight from the reply's bins (no
+    /// allocation per point or per entry). Entry i's points are Points[Offsets[i]] to
+    /// Points[Offsets[i + 1] - 1] (PathOf(i)); Status Failed entries have their error in Errors.
+    /// From the synchronous FindPathsPacked, a failure of the whole batch is Error, with Count 0.
+    /// </summary>
+    public sealed class PackedPaths
+    {
+        /// <summary>The request id.</summary>
+        public long Id { get; internal set; }
+        /// <summary>The map generation every answer was computed on.</summary>
+        public long Gen { get; internal set; }
+        /// <summary>Found, Partial, NoPath or Failed (the wire's status byte, see PackedStatus), one an entry.</summary>
+        public PathStatus[] Status { get; internal set; } = new PathStatus[0];
+        /// <summary>Each entry's path cost (float32 on the wire); 0 without a path.</summary>
+        public float[] Costs { get; internal set; } = new float[0];
+        /// <summary>The points of each entry's path, start and goal included.</summary>
+        public int[] Counts { get; internal set; } = new int[0];
+        /// <summary>Count + 1 items: where each entry's points start in Points, then the total.</summary>
+        public int[] Offsets { get; internal set; } = new int[1];
+        /// <summary>Every entry's points, in the requested space, one entry after the other.</summary>
+        public PathPoint[] Points { get; internal set; } = new PathPoint[0];
+        /// <summary>The errors of the entries that failed (Status Failed), by entry index.</summary>
+        public IDictionary<int, PathServerException> Errors { get; internal set; } = new Dictionary<int, PathServerException>();
+        /// <summary>Null, unless the whole batch failed (the synchronous FindPathsPacked only).</summary>
+        public PathServerException Error { get; internal set; }
+        /// <summary>The decoded reply, for fields newer than this client.</summary>
+        public IDictionary<string, object> Raw { get; internal set; }
+
+        public int Count { get { return Status.Length; } }
+
+        /// <summary>Entry index's points, a view of Points (no copy).</summary>
+        public ArraySegment<PathPoint> PathOf(int index)
+        {
+            return new ArraySegment<PathPoint>(Points, Offsets[index], Counts[index]);
+        }
+
+        /// <summary>Copies entry index's points into destination from offset; returns how many (destination must hold them).</summary>
+        public int CopyPath(int index, PathPoint[] destination, int offset = 0)
+        {
+            Array.Copy(Points, Offsets[index], destination, offset, Counts[index]);
+            return Counts[index];
+        }
+    }
+
+    /// <summary>The status byte of a packed answer (docs/protocol.md, "Packed answers").</summary>
+    public static class PackedStatus
+    {
+        public const byte Found = 0;
+        public const byte Partial = 1;
+        public const byte NoPath = 2;
+        public const byte Error = 3;
     }
 
     /// <summary>One served map, from MapsAsync.</summary>
@@ -814,6 +872,15 @@ namespace PathServer
         public TimeSpan HeartbeatTimeout { get; set; } = TimeSpan.FromSeconds(5);
         /// <summary>On "overloaded", wait retry_after_ms and send again while the timeout allows.</summary>
         public bool RetryOverloaded { get; set; } = true;
+        /// <summary>
+        /// Ask for packed answers (docs/protocol.md, "Packed answers"): FindPathAsync, RequestPath,
+        /// FindPathToAnyAsync and FindPathsAsync get their points as one bin, read straight into
+        /// the PathPoint arrays. The paths, statuses and costs are the same; a packed batch's results
+        /// carry no Length, Expanded, snapped flags or GoalIndex, and their Start and Goal are their
+        /// paths' ends. Off by default: a server older than packed answers refuses the field. The
+        /// synchronous calls and FindPathsPackedAsync always ask so.
+        /// </summary>
+        public bool PackedAnswers { get; set; }
         /// <summary>Queue events for DrainMainThreadQueue() (default) instead of raising them on a background thread.</summary>
         public bool DispatchEventsOnMainThread { get; set; } = true;
         /// <summary>Diagnostics (connects, disconnects, unmatched replies, dropped events); called from background threads.</summary>
@@ -963,9 +1030,13 @@ namespace PathServer
             }
             var body = new MsgPackMap { { "op", "paths" }, { "map", MapName(options) }, { "unit_size", unitSize.ToWire() } };
             options.WriteTo(body, "paths");
+            bool packed = PackedAnswers;
+            AddPacked(body, packed);
             body.Add("requests", items);
+            var space = options.Space;
             return SendAsync(body, options.Timeout, ct, (id, reply) =>
             {
+                if (packed) return PackedResults(ParsePackedPaths(reply, id, space, items.Length));
                 var results = MsgPack.Get(reply, "results") as object[];
                 if (results == null || results.Length != items.Length)
                     throw new PathServerException(PathServerErrorCodes.BadReply,
@@ -1193,6 +1264,237 @@ namespace PathServer
             var writer = _writerThread;
             if (reader != null && reader != Thread.CurrentThread) reader.Join(1000);
             if (writer != null && writer != Thread.CurrentThread) writer.Join(1000);
+        }
+
+        #endregion
+
+        #region Packed answers and the synchronous calls
+
+        /// <summary>
+        /// The synchronous path, for AStarGrid2D-style code: var result = client.FindPath(a, b, 1).
+        /// Blocks the calling thread until the answer arrives or the timeout (options.Timeout, else
+        /// RequestTimeout) passes; asks for a packed answer, read straight into result.Path. Never
+        /// throws for a failed request: the result's Status is then Failed and Error says why
+        /// ("timeout", "disconnected", a wire code), with an empty Path. Raises no events. The
+        /// calling frame waits one round trip plus the search: call it for a few units a frame,
+        /// and FindPathsPacked (one round trip for all of them) or FindPathAsync for more.
+        /// </summary>
+        public PathResult FindPath(PathPoint start, PathPoint goal, UnitSize unitSize, PathOptions options = null)
+        {
+            options = options ?? new PathOptions();
+            var space = options.Space;
+            var body = PathRequestBody(start, goal, null, unitSize, options, true);
+            var task = SendAsync(body, options.Timeout, CancellationToken.None, (id, reply) => ParsePathReply(reply, id, space));
+            return Wait(task, options.Timeout, error => new PathResult
+            {
+                Id = error.RequestId ?? 0, Status = PathStatus.Failed, StatusText = "failed", Error = error,
+            });
+        }
+
+        /// <summary>
+        /// Many paths in one round trip, sent and answered packed (op "paths" with "starts" and
+        /// "goals" bins): entry i from starts[i] to goals[i], every entry with unitSize and options.
+        /// The answer's arrays are filled straight from the reply's bins. A failed entry has Status
+        /// Failed and its error in Errors (At "starts[i]" / "goals[i]"); a failure of the whole
+        /// batch throws. Grid coordinates are floored to their cells.
+        /// </summary>
+        public Task<PackedPaths> FindPathsPackedAsync(IList<PathPoint> starts, IList<PathPoint> goals, UnitSize unitSize,
+            PathOptions options = null, CancellationToken ct = default(CancellationToken))
+        {
+            options = options ?? new PathOptions();
+            var body = PackedPathsBody(starts, goals, unitSize, options);
+            var space = options.Space;
+            int count = starts.Count;
+            return SendAsync(body, options.Timeout, ct, (id, reply) => ParsePackedPaths(reply, id, space, count));
+        }
+
+        /// <summary>
+        /// The synchronous FindPathsPackedAsync: blocks until the answer or the timeout. Never throws
+        /// for a failed request: the answer's Error says why, with Count 0.
+        /// </summary>
+        public PackedPaths FindPathsPacked(IList<PathPoint> starts, IList<PathPoint> goals, UnitSize unitSize, PathOptions options = null)
+        {
+            options = options ?? new PathOptions();
+            return Wait(FindPathsPackedAsync(starts, goals, unitSize, options), options.Timeout,
+                error => new PackedPaths { Id = error.RequestId ?? 0, Error = error });
+        }
+
+        // The request's own timer ends it at its timeout; the wait allows a little more, then gives up itself.
+        T Wait<T>(Task<T> task, TimeSpan? timeout, Func<PathServerException, T> failed)
+        {
+            var span = timeout ?? RequestTimeout;
+            try
+            {
+                if (task.Wait(span + TimeSpan.FromSeconds(1))) return task.Result;
+                return failed(new PathServerException(PathServerErrorCodes.Timeout,
+                    "no reply within " + span.TotalSeconds.ToString("0.0##", CultureInfo.InvariantCulture) + " s", null, true));
+            }
+            catch (AggregateException e)
+            {
+                var error = e.InnerException as PathServerException
+                    ?? new PathServerException(PathServerErrorCodes.BadReply, e.InnerException == null ? e.Message : e.InnerException.Message);
+                return failed(error);
+            }
+        }
+
+        // A packed batch's body, without its id: the key order of docs/protocol.md's packed-paths-request.
+        internal MsgPackMap PackedPathsBody(IList<PathPoint> starts, IList<PathPoint> goals, UnitSize unitSize, PathOptions options)
+        {
+            if (starts == null) throw new ArgumentNullException("starts");
+            if (goals == null) throw new ArgumentNullException("goals");
+            if (starts.Count != goals.Count)
+                throw new ArgumentException(starts.Count + " starts and " + goals.Count + " goals: one goal a start.", "goals");
+            var body = new MsgPackMap { { "op", "paths" }, { "map", MapName(options) }, { "unit_size", unitSize.ToWire() } };
+            options.WriteTo(body, "paths");
+            AddPacked(body, true);
+            body.Add("starts", PointsToBin(starts, options.Space));
+            body.Add("goals", PointsToBin(goals, options.Space));
+            return body;
+        }
+
+        // The bits of a float32 as an int and back, whatever this machine's byte order.
+        [StructLayout(LayoutKind.Explicit)]
+        struct FloatBits
+        {
+            [FieldOffset(0)] public int Int;
+            [FieldOffset(0)] public float Float;
+        }
+
+        // Points as the wire's bin of little-endian pairs: int32 cells (floored) in grid space, float32 in world space.
+        internal static byte[] PointsToBin(IList<PathPoint> points, CoordinateSpace space)
+        {
+            var bytes = new byte[points.Count * 8];
+            for (int i = 0; i < points.Count; i++)
+            {
+                var point = points[i];
+                WritePairItem(bytes, 8 * i, point.X, space);
+                WritePairItem(bytes, 8 * i + 4, point.Y, space);
+            }
+            return bytes;
+        }
+
+        static void WritePairItem(byte[] bytes, int at, float value, CoordinateSpace space)
+        {
+            int bits = space == CoordinateSpace.Grid ? (int)Math.Floor(value) : new FloatBits { Float = value }.Int;
+            bytes[at] = (byte)bits;
+            bytes[at + 1] = (byte)(bits >> 8);
+            bytes[at + 2] = (byte)(bits >> 16);
+            bytes[at + 3] = (byte)(bits >> 24);
+        }
+
+        // A bin of pairs as new points (one array: no allocation per point).
+        internal static PathPoint[] PointsFromBin(byte[] bytes, CoordinateSpace space, string field, long id)
+        {
+            if (bytes.Length % 8 != 0)
+                throw new PathServerException(PathServerErrorCodes.BadReply, "\"" + field + "\" is " + bytes.Length + " bytes, not 8 a point", null, false, null, id);
+            var points = new PathPoint[bytes.Length / 8];
+            ReadPoints(bytes, space, points, 0, points.Length);
+            return points;
+        }
+
+        // count pairs of bytes into points from index at.
+        static void ReadPoints(byte[] bytes, CoordinateSpace space, PathPoint[] points, int at, int count)
+        {
+            for (int i = 0, b = 0; i < count; i++, b += 8)
+            {
+                int x = bytes[b] | bytes[b + 1] << 8 | bytes[b + 2] << 16 | bytes[b + 3] << 24;
+                int y = bytes[b + 4] | bytes[b + 5] << 8 | bytes[b + 6] << 16 | bytes[b + 7] << 24;
+                points[at + i] = space == CoordinateSpace.Grid
+                    ? new PathPoint(x, y)
+                    : new PathPoint(new FloatBits { Int = x }.Float, new FloatBits { Int = y }.Float);
+            }
+        }
+
+        static uint UInt32At(byte[] bytes, int at)
+        {
+            return (uint)(bytes[at] | bytes[at + 1] << 8 | bytes[at + 2] << 16 | bytes[at + 3] << 24);
+        }
+
+        static byte[] BinField(IDictionary<string, object> reply, string key, int length, long id)
+        {
+            var bytes = MsgPack.Get(reply, key) as byte[];
+            if (bytes == null || (length >= 0 && bytes.Length != length))
+                throw new PathServerException(PathServerErrorCodes.BadReply, "packed \"paths\" reply: \"" + key + "\" is not "
+                    + (length >= 0 ? length + " bytes of " : "a ") + "bin", null, false, null, id);
+            return bytes;
+        }
+
+        // A packed "paths" reply of count entries, its points read as space's.
+        internal static PackedPaths ParsePackedPaths(IDictionary<string, object> reply, long id, CoordinateSpace space, int count)
+        {
+            var status = BinField(reply, "status", count, id);
+            var costs = BinField(reply, "cost", 4 * count, id);
+            var counts = BinField(reply, "count", 4 * count, id);
+            var answer = new PackedPaths { Id = id, Gen = GenOf(reply, id), Raw = reply, Status = new PathStatus[count],
+                Costs = new float[count], Counts = new int[count], Offsets = new int[count + 1] };
+            long total = 0;
+            for (int i = 0; i < count; i++)
+            {
+                switch (status[i])
+                {
+                    case PackedStatus.Found: answer.Status[i] = PathStatus.Found; break;
+                    case PackedStatus.Partial: answer.Status[i] = PathStatus.Partial; break;
+                    case PackedStatus.NoPath: answer.Status[i] = PathStatus.NoPath; break;
+                    case PackedStatus.Error: answer.Status[i] = PathStatus.Failed; break;
+                    default: answer.Status[i] = PathStatus.Unknown; break;
+                }
+                answer.Costs[i] = new FloatBits { Int = (int)UInt32At(costs, 4 * i) }.Float;
+                uint points = UInt32At(counts, 4 * i);
+                answer.Counts[i] = (int)points;
+                answer.Offsets[i] = (int)total;
+                total += points;
+                if (total > int.MaxValue / 8)
+                    throw new PathServerException(PathServerErrorCodes.BadReply, "packed \"paths\" reply: counts past any reply", null, false, null, id);
+            }
+            answer.Offsets[count] = (int)total;
+            var bin = BinField(reply, "points", 8 * (int)total, id);
+            answer.Points = new PathPoint[total];
+            ReadPoints(bin, space, answer.Points, 0, (int)total);
+            var errors = MsgPack.Get(reply, "errors") as IDictionary<string, object>;
+            if (errors != null)
+            {
+                foreach (var pair in errors)
+                {
+                    int index;
+                    if (!int.TryParse(pair.Key, NumberStyles.Integer, CultureInfo.InvariantCulture, out index) || index < 0 || index >= count)
+                        throw new PathServerException(PathServerErrorCodes.BadReply, "packed \"paths\" reply: an error of no entry, " + pair.Key, null, false, null, id);
+                    answer.Errors[index] = PathServerException.FromReply(new Dictionary<string, object> { { "error", pair.Value } }, id);
+                }
+            }
+            return answer;
+        }
+
+        // A packed answer as FindPathsAsync's results: one PathResult an entry, its Path a copy of its points.
+        internal static PathResult[] PackedResults(PackedPaths answer)
+        {
+            var results = new PathResult[answer.Count];
+            for (int i = 0; i < results.Length; i++)
+            {
+                var result = new PathResult { Id = answer.Id, Index = i, Status = answer.Status[i], Cost = answer.Costs[i],
+                    Gen = answer.Gen, Raw = answer.Raw, Path = new PathPoint[answer.Counts[i]] };
+                answer.CopyPath(i, result.Path);
+                PathServerException error;
+                if (answer.Errors.TryGetValue(i, out error)) result.Error = error;
+                result.StatusText = result.Status == PathStatus.Failed ? "failed" : StatusText(result.Status);
+                if (result.Path.Length > 0)
+                {
+                    result.Start = result.Path[0];
+                    result.Goal = result.Path[result.Path.Length - 1];
+                }
+                results[i] = result;
+            }
+            return results;
+        }
+
+        static string StatusText(PathStatus status)
+        {
+            switch (status)
+            {
+                case PathStatus.Found: return "found";
+                case PathStatus.Partial: return "partial";
+                case PathStatus.NoPath: return "no_path";
+                default: return "unknown";
+            }
         }
 
         #endregion
@@ -1565,15 +1867,27 @@ namespace PathServer
             return PathRequestBody(start, goal, null, unitSize, options);
         }
 
-        // With goals (not null) in place of goal. unit_size is left out when 1, the wire's default.
-        internal MsgPackMap PathRequestBody(PathPoint start, PathPoint goal, IList<PathPoint> goals, UnitSize unitSize, PathOptions options)
+        // With goals (not null) in place of goal. unit_size is left out when 1, the wire's default;
+        // packed comes last, and only when asked for.
+        internal MsgPackMap PathRequestBody(PathPoint start, PathPoint goal, IList<PathPoint> goals, UnitSize unitSize, PathOptions options,
+            bool packed = false)
         {
             var body = new MsgPackMap { { "op", "path" }, { "map", MapName(options) }, { "start", PointToWire(start) } };
             if (goals == null) body.Add("goal", PointToWire(goal));
             else body.Add("goals", PointsToWire(goals, "goals"));
             AddUnitSize(body, unitSize);
             options.WriteTo(body, "path");
+            AddPacked(body, packed);
             return body;
+        }
+
+        // "packed": true, unless the caller's Extra already says (a scenario sends the wire's fields as they are).
+        static void AddPacked(MsgPackMap body, bool packed)
+        {
+            if (!packed) return;
+            foreach (var pair in body)
+                if (pair.Key == "packed") return;
+            body.Add("packed", true);
         }
 
         static void AddUnitSize(MsgPackMap body, UnitSize unitSize)
@@ -1590,11 +1904,12 @@ namespace PathServer
             CancellationToken ct)
         {
             options = options ?? new PathOptions();
-            var body = PathRequestBody(start, goal, goals, unitSize, options);
+            var body = PathRequestBody(start, goal, goals, unitSize, options, PackedAnswers);
+            var space = options.Space;
             long id;
             var task = SendAsync(body, options.Timeout, ct, (replyId, reply) =>
             {
-                var result = ParsePathReply(reply, replyId);
+                var result = ParsePathReply(reply, replyId, space);
                 result.State = state;
                 RaiseEvent(() =>
                 {
@@ -1801,6 +2116,12 @@ namespace PathServer
 
         internal static PathResult ParsePathReply(IDictionary<string, object> reply, long id)
         {
+            return ParsePathReply(reply, id, null);
+        }
+
+        // space: the request's, for a packed path (a bin of int32 or float32 pairs); null refuses one.
+        internal static PathResult ParsePathReply(IDictionary<string, object> reply, long id, CoordinateSpace? space)
+        {
             var result = new PathResult { Id = id, Raw = reply };
             result.StatusText = MsgPack.Get(reply, "status") as string;
             switch (result.StatusText)
@@ -1816,6 +2137,13 @@ namespace PathServer
             {
                 result.Path = new PathPoint[path.Length];
                 for (int i = 0; i < path.Length; i++) result.Path[i] = PointFromWire(path[i], "path[" + i + "]");
+            }
+            var packedPath = MsgPack.Get(reply, "path") as byte[];
+            if (packedPath != null)
+            {
+                if (!space.HasValue)
+                    throw new PathServerException(PathServerErrorCodes.BadReply, "a packed path needs the request's space", null, false, null, id);
+                result.Path = PointsFromBin(packedPath, space.Value, "path", id);
             }
             object value;
             if (MsgPack.IsNumber(value = MsgPack.Get(reply, "cost"))) result.Cost = MsgPack.ToDouble(value);

@@ -104,6 +104,8 @@ static class Tests
         Run("server: world space is the grid path scaled and shifted", WorldPath);
         Run("server: 200 pipelined requests matched by id", PipelinedRequests);
         Run("server: a batch answers in order, one bad entry fails alone", Batch);
+        Run("server: packed answers are the plain ones (FindPath, FindPathsPacked, PackedAnswers; grid and world)", PackedAnswers);
+        Run("client: the synchronous FindPath returns Failed with the reason, never throws", SynchronousFailures);
         Run("server: error codes with their field", ErrorCodes);
         Run("server: events wait for DrainMainThreadQueue", Events);
         Run("server: no path is a result (NoPath, empty Path), awaited, by event and in a batch", NoPathIsAResult);
@@ -573,6 +575,7 @@ static class Tests
         Equal(1L, PathServerClient.GenOf((IDictionary<string, object>)MsgPack.Decode(vector("drop-map-reply")), 4), "drop-map-reply gen");
 
         GoldenQueryVectors(vector);
+        GoldenPackedVectors(vector);
 
         var unused = vectors.Keys.Where(name => !used.Contains(name)).ToList();
         Check(unused.Count == 0, "golden vectors this test does not check yet: " + string.Join(", ", unused));
@@ -675,6 +678,71 @@ static class Tests
                 path.Status + " " + string.Join(" ", path.Path) + " cost " + path.Cost.ToString(CultureInfo.InvariantCulture) + " gen " + path.Gen,
                 "traversal-rules-reply: wading at 2.5 times the cost");
         }
+    }
+
+    /// <summary>
+    /// Packed answers on the court (still generation 1): the client's own request builders byte for
+    /// byte (FindPath's packed body, FindPathsPackedAsync's), and the packed replies read by its
+    /// parsers straight into PathPoint arrays, grid (int32 pairs) and world (float32 pairs).
+    /// </summary>
+    static void GoldenPackedVectors(Func<string, byte[]> vector)
+    {
+        Func<MsgPackMap, long, byte[]> encoded = (body, id) =>
+        {
+            body.Insert(0, new KeyValuePair<string, object>("id", id));
+            return MsgPack.Encode(body);
+        };
+        Func<string, IDictionary<string, object>> reply = name => (IDictionary<string, object>)MsgPack.Decode(vector(name));
+        const string trip = "(0, 0) (1, 0) (2, 0) (3, 1) (3, 2)";
+        using (var client = new PathServerClient("tcp://127.0.0.1:1", "court"))
+        {
+            SameBytes(vector("packed-path-request"), encoded(client.PathRequestBody(new PathPoint(0, 0), new PathPoint(3, 2), null, 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Smooth = "none" }, true), 12), "packed-path-request (FindPath's body)");
+            var path = PathServerClient.ParsePathReply(reply("packed-path-reply"), 12, CoordinateSpace.Grid);
+            Equal("Found " + trip + " cost 4.414 gen 1", path.Status + " " + string.Join(" ", path.Path) + " cost "
+                + path.Cost.ToString("0.###", CultureInfo.InvariantCulture) + " gen " + path.Gen, "packed-path-reply");
+            Check(Throws(() => PathServerClient.ParsePathReply(reply("packed-path-reply"), 12)) == PathServerErrorCodes.BadReply,
+                "a packed path read without its request's space is refused");
+
+            SameBytes(vector("packed-world-path-request"), encoded(client.PathRequestBody(new PathPoint(0.5f, 0.5f), new PathPoint(3.5f, 2.5f), null, 1,
+                new PathOptions { Space = CoordinateSpace.World, Smooth = "none" }, true), 13), "packed-world-path-request (FindPath's body, world)");
+            var world = PathServerClient.ParsePathReply(reply("packed-world-path-reply"), 13, CoordinateSpace.World);
+            Equal(trip, string.Join(" ", world.Path.Select(p => new PathPoint(p.X - 0.5f, p.Y - 0.5f))), "packed-world-path-reply: the cell centres");
+
+            var starts = new[] { new PathPoint(0, 0), new PathPoint(0, 0), new PathPoint(3, 0) };
+            var goals = new[] { new PathPoint(0, 2), new PathPoint(9, 9), new PathPoint(3, 2) };
+            SameBytes(vector("packed-paths-request"), encoded(client.PackedPathsBody(starts, goals, 1,
+                new PathOptions { Space = CoordinateSpace.Grid, Smooth = "none" }), 14), "packed-paths-request (FindPathsPackedAsync's body)");
+            var batch = PathServerClient.ParsePackedPaths(reply("packed-paths-reply"), 14, CoordinateSpace.Grid, 3);
+            Equal("Found Failed Found; costs 2 0 2; counts 3 0 3; offsets 0 3 3 6; gen 1",
+                string.Join(" ", batch.Status) + "; costs " + string.Join(" ", batch.Costs) + "; counts " + string.Join(" ", batch.Counts)
+                + "; offsets " + string.Join(" ", batch.Offsets) + "; gen " + batch.Gen, "packed-paths-reply: the columns");
+            Equal("(0, 0) (0, 1) (0, 2) | (3, 0) (3, 1) (3, 2)", string.Join(" ", batch.PathOf(0)) + " | " + string.Join(" ", batch.PathOf(2)),
+                "packed-paths-reply: each entry's points");
+            Equal("out_of_bounds goals[1]", batch.Errors[1].Code + " " + batch.Errors[1].At, "packed-paths-reply: the failed entry's error");
+            // PackedStatus is the table of docs/protocol.md, byte for byte.
+            var table = Regex.Match(File.ReadAllText(_protocolDoc), "<!-- packed statuses:.*?<!-- end of packed statuses -->", RegexOptions.Singleline).Value;
+            var rows = Regex.Matches(table, @"\| `(\d+)` \| `(\w+)` \|").Cast<Match>().Select(m => m.Groups[2].Value + "=" + m.Groups[1].Value);
+            Equal("found=" + PackedStatus.Found + " partial=" + PackedStatus.Partial + " no_path=" + PackedStatus.NoPath + " error=" + PackedStatus.Error,
+                string.Join(" ", rows), "PackedStatus: the docs' table of packed statuses");
+            var results = PathServerClient.PackedResults(batch);
+            Equal("Found Failed Found; 3 0 3; " + (results[1].Error == null ? "no error" : results[1].Error.Code),
+                string.Join(" ", results.Select(r => r.Status)) + "; " + string.Join(" ", results.Select(r => r.Path.Length)) + "; "
+                + (results[1].Error == null ? "no error" : results[1].Error.Code), "packed-paths-reply as FindPathsAsync's results");
+        }
+    }
+
+    static string Throws(Action action)
+    {
+        try
+        {
+            action();
+        }
+        catch (PathServerException e)
+        {
+            return e.Code;
+        }
+        return null;
     }
 
     /// <summary>A decoded value as text with every number as a double: 2 and 2.0 compare equal.</summary>
@@ -944,6 +1012,79 @@ static class Tests
                     "point " + i + ": expected " + expected + ", got " + world.Path[i]);
             }
         }
+    }
+
+    static async Task PackedAnswers()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            var requests = RandomRequests(60, 7);
+            requests.Add(new PathRequest(Corner(0), new PathPoint(_map.Width + 5, 0)));  // off the map: one failed entry
+            foreach (var space in new[] { CoordinateSpace.Grid, CoordinateSpace.World })
+            {
+                Func<PathPoint, PathPoint> inSpace = p => space == CoordinateSpace.Grid ? p : new PathPoint(
+                    (float)(_map.Origin.X + (p.X + 0.5) * _map.CellSize), (float)(_map.Origin.Y + (p.Y + 0.5) * _map.CellSize));
+                var spaced = requests.Select(r => new PathRequest(inSpace(r.Start), inSpace(r.Goal))).ToList();
+                var options = Grid(o => { o.Space = space; o.Smooth = "none"; });
+                var plain = await client.FindPathsAsync(spaced, 1, options);
+                var starts = spaced.Select(r => r.Start).ToList();
+                var goals = spaced.Select(r => r.Goal).ToList();
+                var packed = client.FindPathsPacked(starts, goals, 1, options);
+                Check(packed.Error == null, "FindPathsPacked: " + packed.Error);
+                Equal(spaced.Count, packed.Count, space + ": entries");
+                client.PackedAnswers = true;
+                var packedResults = await client.FindPathsAsync(spaced, 1, options);
+                client.PackedAnswers = false;
+                for (int i = 0; i < spaced.Count; i++)
+                {
+                    string what = space + " entry " + i;
+                    Equal(plain[i].Status, packed.Status[i], what + " status");
+                    Equal(plain[i].Status, packedResults[i].Status, what + " status (PackedAnswers)");
+                    Equal(string.Join(" ", plain[i].Path), string.Join(" ", packed.PathOf(i)), what + " path");
+                    Equal(string.Join(" ", plain[i].Path), string.Join(" ", packedResults[i].Path), what + " path (PackedAnswers)");
+                    Equal((float)plain[i].Cost, packed.Costs[i], what + " cost");
+                    if (plain[i].Status == PathStatus.Failed)
+                        Equal(plain[i].Error.Code, packed.Errors[i].Code, what + " error");
+                    if (i % 6 != 0) continue;
+                    var alone = client.FindPath(spaced[i].Start, spaced[i].Goal, 1, options);
+                    if (plain[i].Status == PathStatus.Failed)
+                    {
+                        Equal(PathStatus.Failed, alone.Status, what + ": FindPath fails too");
+                        Equal(plain[i].Error.Code, alone.Error.Code, what + ": FindPath's error");
+                        continue;
+                    }
+                    SamePath(plain[i], alone, what + ": FindPath");
+                    Equal(plain[i].Cost, alone.Cost, what + ": FindPath's cost");
+                }
+                Console.WriteLine("     | " + space + ": " + packed.Count + " entries, " + packed.Points.Length + " points, "
+                    + packed.Errors.Count + " failed, the same as the plain batch");
+            }
+        }
+    }
+
+    static async Task SynchronousFailures()
+    {
+        await RequireServer();
+        using (var client = NewClient())
+        {
+            var result = client.FindPath(Corner(0), Corner(3), 1, Grid(o => o.Map = "no-such-map"));
+            Equal("Failed unknown_map map 0", result.Status + " " + result.Error.Code + " " + result.Error.At + " " + result.Path.Length,
+                "an unknown map, as a result");
+            var batch = client.FindPathsPacked(new[] { Corner(0) }, new[] { Corner(3) }, 1, Grid(o => o.Map = "no-such-map"));
+            Equal("unknown_map 0", batch.Error.Code + " " + batch.Count, "a batch on an unknown map, as a result");
+        }
+        using (var client = NewClient("tcp://127.0.0.1:" + FreePort()))
+        {
+            var clock = Stopwatch.StartNew();
+            var result = client.FindPath(new PathPoint(0, 0), new PathPoint(1, 1), 1, Grid(o => o.Timeout = TimeSpan.FromMilliseconds(300)));
+            Check(clock.ElapsedMilliseconds >= 250 && clock.ElapsedMilliseconds < 3000, "gave up after " + clock.ElapsedMilliseconds + " ms");
+            Equal(PathStatus.Failed, result.Status, "nothing listening: Failed");
+            Check(result.Error.Code == PathServerErrorCodes.Disconnected || result.Error.Code == PathServerErrorCodes.Timeout,
+                "the reason: " + result.Error.Code);
+            Console.WriteLine("     | " + result.Error.Message);
+        }
+        await Task.Yield();
     }
 
     static List<PathRequest> RandomRequests(int count, int seed)

@@ -47,6 +47,7 @@ const TILE_ROWS := [
 const TILE_MAP := "godot_tiles"
 const TILE_SIZE := 16
 const ExportPlugin := preload("res://addons/pathserver/export_plugin.gd")
+const PackedTests := preload("res://packed_tests.gd")
 ## The parameters of each query method the server defines as options (besides unit_size).
 const QUERY_PARAMETERS := {
 	"reachable": ["budget"],
@@ -90,6 +91,7 @@ func _run() -> void:
 	await test_golden_vectors_on_the_wire()
 	await test_pipelined_requests()
 	await test_batch()
+	await PackedTests.new(self).run()
 	await test_error_codes()
 	await test_no_path_is_an_answer()
 	await test_cancel()

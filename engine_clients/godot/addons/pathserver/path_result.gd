@@ -26,8 +26,9 @@ var id := 0
 var ok := false
 ## "found", "partial" or "no_path" when the server answered a path query; "" otherwise.
 var status := ""
-## The path in the requested space (world by default), start and goal included; empty for
-## "no_path" and on errors.
+## The path in the requested space (world by default), start and goal included, as
+## [method AStarGrid2D.get_point_path] gives one; empty for "no_path" and on errors. In grid
+## space, [method get_cells] gives the same as [Vector2i] cells.
 var waypoints := PackedVector2Array()
 ## "" when [member ok], else a snake_case error code.
 var code := ""
@@ -38,8 +39,15 @@ var retryable := false
 ## [Vector2], start_snapped, goal_snapped, gen, ...) plus the request's map and unit_size;
 ## "at" (the request field an error is about) on errors.
 var info := {}
-## The raw reply Dictionary (empty when the client failed the request itself).
+## The raw reply Dictionary (empty when the client failed the request itself); for an entry
+## of a packed batch, the batch's reply.
 var reply := {}
+
+
+## The path's cells, as [method AStarGrid2D.get_id_path] gives them: [member waypoints] as
+## [Vector2i], for a path asked in grid space ([code]{"space": "grid"}[/code]).
+func get_cells() -> Array[Vector2i]:
+	return PathServerPacked.cells(waypoints)
 
 
 func _to_string() -> String:

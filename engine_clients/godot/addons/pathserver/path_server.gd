@@ -22,8 +22,14 @@ extends Node
 ## a result with [member PathServerResult.ok] true. Only errors (a bad request, an unknown map,
 ## a timeout, ...) are [signal path_failed].
 ##
-## All network work happens in [method _process] and never blocks a frame. Coordinates are world
-## coordinates by default (the map's origin and cell size apply); pass
+## For code written for [AStarGrid2D], [method find_path_sync], [method find_id_path_sync] and
+## [method find_paths_sync] wait on the spot and return the answer, blocking the frame for the
+## round trip. Paths come packed (one bin of points, decoded by the engine's own conversions,
+## see [PathServerPacked]).
+##
+## Otherwise network work happens in [method poll] ([method _process] calls it, and once more
+## at the end of a frame in which a request was made) and never blocks a frame. Coordinates
+## are world coordinates by default (the map's origin and cell size apply); pass
 ## [code]{"space": "grid"}[/code] in [param options] for cells.
 ## [codeblock]
 ## func _ready() -> void:
@@ -185,6 +191,10 @@ const READY_LINE_PREFIX := "pathserver ready on "
 const SERVER_LOG_LINES := 20
 ## How often to ask whether the embedded server's process is still alive.
 const SERVER_CHECK_MS := 200
+## A synchronous call looks at the socket without pausing for this long (the answer usually
+## comes within it), then sleeps this long between looks.
+const SYNC_SPIN_USEC := 2000
+const SYNC_SLEEP_USEC := 100
 
 ## "tcp://HOST:PORT" of the server. Change it with [method connect_to_server]. With an
 ## embedded server, the endpoint its ready line names.
@@ -217,11 +227,18 @@ var _server_started_ms := 0
 var _server_check_ms := 0
 var _server_failure := ""
 var _server_hint := ""
-var _server_pipes: Array[ServerPipe] = []
+var _server_pipes: Array[PathServerPipe] = []
 var _server_log := PackedStringArray()
 var _local_replies: Array[Pending] = []
 var _steps_goals := PackedVector2Array()
 var _steps_goals_encoded := PathServerMsgPack.Encoded.new(PackedVector2Array())
+var _sync_result := PathServerResult.new()
+## The request a synchronous call waits for; replies to others are held meanwhile.
+var _sync_id := 0
+var _held: Array[Dictionary] = []
+var _poll_queued := false
+var _main_thread_usec := 0
+var _timing_depth := 0
 
 
 ## The value of a pathserver project setting, or its default when the project has none.
@@ -344,6 +361,45 @@ func find_paths_async(requests: Array, unit_size := Vector2i.ONE, options := {})
 	var pending := _find_paths(requests, unit_size, options)
 	await _completion(pending)
 	return pending.batch
+
+
+## [method find_path], waited for on the spot, as [method AStarGrid2D.get_point_path] answers:
+## [code]var path := PathServer.find_path_sync(a, b)[/code]. It blocks the frame for the round
+## trip, at most the request's timeout, and returns the waypoints (start and goal included):
+## empty for "no_path" and on errors, with [method get_last_sync_result] saying which. Replies
+## to other requests that come meanwhile are handed out after it, in the same frame.
+func find_path_sync(
+	start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}
+) -> PackedVector2Array:
+	var pending := _find_path(start, goal, unit_size, options)
+	_wait_now(pending)
+	return pending.result.waypoints
+
+
+## [method find_path_sync] between cells, as [method AStarGrid2D.get_id_path] answers: the
+## path's cells, start and goal included (grid space whatever [param options] say).
+func find_id_path_sync(
+	start: Vector2i, goal: Vector2i, unit_size := Vector2i.ONE, options := {}
+) -> Array[Vector2i]:
+	var grid := options.duplicate()
+	grid["space"] = "grid"
+	var pending := _find_path(Vector2(start), Vector2(goal), unit_size, grid)
+	_wait_now(pending)
+	return pending.result.get_cells()
+
+
+## [method find_paths], waited for on the spot (see [method find_path_sync]): an Array of
+## [PathServerResult], one per request in order.
+func find_paths_sync(requests: Array, unit_size := Vector2i.ONE, options := {}) -> Array:
+	var pending := _find_paths(requests, unit_size, options)
+	_wait_now(pending)
+	return pending.batch
+
+
+## The outcome of the last synchronous call ([method find_path_sync], ...): its status
+## ("found", "partial", "no_path") or, when not [member PathServerResult.ok], its error.
+func get_last_sync_result() -> PathServerResult:
+	return _sync_result
 
 
 ## Sends any other op ("maps", "stats", "ping", "update") with [param fields]; the reply comes
@@ -636,7 +692,14 @@ func cancel(id: int) -> void:
 ## Advances the connection and delivers replies. [method _process] calls it every frame; call it
 ## yourself only when this node is not in the scene tree.
 func poll() -> void:
+	var began := _timing_begin()
+	_poll_queued = false
 	var now := Time.get_ticks_msec()
+	if not _held.is_empty():
+		var held := _held
+		_held = []
+		for reply in held:
+			_on_reply(reply)
 	if not _local_replies.is_empty():
 		var answered := _local_replies
 		_local_replies = []
@@ -647,6 +710,15 @@ func poll() -> void:
 	if _active:
 		_poll_connection(now)
 	_expire(now)
+	_timing_end(began)
+
+
+## The time this client has spent in [method poll] and in synchronous calls since it started,
+## in microseconds: reading, decoding and handing out replies (with the signal handlers and
+## awaits they resume), waiting on the spot. With the time the request methods take to
+## encode and send, what pathserver costs the game's main thread.
+func get_main_thread_usec() -> int:
+	return _main_thread_usec
 
 
 ## Starts [code]pathserver serve --bind tcp://127.0.0.1:PORT [--maps DIR] [ARGS][/code] from
@@ -691,7 +763,7 @@ func start_embedded_server() -> int:
 		_on_server_failed("could not be run")
 		return -1
 	_server_pid = process.pid
-	_server_pipes = [ServerPipe.new(process.stdio), ServerPipe.new(process.stderr)]
+	_server_pipes = [PathServerPipe.new(process.stdio), PathServerPipe.new(process.stderr)]
 	print("PathServer: starting the embedded server: %s" % _server_command)
 	return _server_pid
 
@@ -732,6 +804,7 @@ func _find_path(start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dic
 		"goal": goal,
 		"unit_size": wire_unit_size(unit_size),
 		"space": CLIENT_DEFAULTS.space,
+		"packed": true,
 	}
 	if options.has("goals"):
 		# Many goals go in place of the one goal (the server refuses both).
@@ -740,6 +813,17 @@ func _find_path(start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dic
 
 
 func _find_paths(requests: Array, unit_size: Vector2i, options: Dictionary) -> Pending:
+	var fields := {
+		"map": options.get("map", map_name),
+		"unit_size": wire_unit_size(unit_size),
+		"space": CLIENT_DEFAULTS.space,
+		"packed": true,
+	}
+	fields = _with_options(fields, options)
+	var columns := PathServerPacked.batch_columns(requests, fields)
+	if not columns.is_empty():
+		fields.merge(columns)
+		return _submit("paths", fields, Kind.PATHS, options)
 	var wire_requests := []
 	for item: Variant in requests:
 		if item is Dictionary:
@@ -749,12 +833,9 @@ func _find_paths(requests: Array, unit_size: Vector2i, options: Dictionary) -> P
 		else:
 			push_error("PathServer.find_paths: each request is [start, goal] or a Dictionary")
 			wire_requests.append({"start": null, "goal": null})
-	var fields := {
-		"map": options.get("map", map_name),
-		"unit_size": wire_unit_size(unit_size),
-		"space": CLIENT_DEFAULTS.space,
-	}
-	fields = _with_options(fields, options)
+		if wire_requests[-1].get("space", fields.space) != fields.space:
+			# One packed reply holds one space's points.
+			fields.erase("packed")
 	fields["requests"] = wire_requests
 	return _submit("paths", fields, Kind.PATHS, options)
 
@@ -856,13 +937,7 @@ func _next_steps(
 	fields["goals"] = _steps_goals_encoded
 	# One bin of little-endian float32 pairs (every platform Godot runs on is little-endian):
 	# the compact form, and the reply's steps come back the same way.
-	var xy := PackedFloat32Array()
-	xy.resize(positions.size() * 2)
-	for i in positions.size():
-		var position := positions[i]
-		xy[2 * i] = position.x
-		xy[2 * i + 1] = position.y
-	fields["positions"] = xy.to_byte_array()
+	fields["positions"] = PathServerPacked.to_bin(positions, false)
 	return _submit("next_steps", _with_options(fields, options), Kind.QUERY, options)
 
 
@@ -889,60 +964,11 @@ func _query_fields(unit_size: Vector2i, options: Dictionary) -> Dictionary:
 
 ## A query's reply with its bins decoded into packed arrays (see each query's method).
 func _fill_query_result(result: PathServerResult, reply: Dictionary, op: String) -> void:
-	result.info = {}
-	for key: Variant in reply:
-		if key not in ["id", "ok"]:
-			result.info[key] = reply[key]
-	var problem := ""
-	match op:
-		"reachable":
-			var cells: Variant = reply.get("cells")
-			var costs: Variant = reply.get("costs")
-			if not (cells is PackedByteArray and costs is PackedByteArray):
-				problem = "cells and costs are not bins"
-			elif cells.size() != costs.size() * 2:
-				problem = "%d bytes of cells for %d bytes of costs" % [cells.size(), costs.size()]
-			else:
-				var xy: PackedInt32Array = cells.to_int32_array()
-				var points: Array[Vector2i] = []
-				points.resize(xy.size() / 2)
-				for i in points.size():
-					points[i] = Vector2i(xy[2 * i], xy[2 * i + 1])
-				result.info["cells"] = points
-				result.info["costs"] = costs.to_float32_array()
-		"field":
-			var cost: Variant = reply.get("cost")
-			var count := _to_int(reply.get("width")) * _to_int(reply.get("height"))
-			if not (cost is PackedByteArray and cost.size() == count * 4):
-				problem = "cost is not %d float32 of bin" % count
-			else:
-				result.info["cost"] = cost.to_float32_array()
-				var origin: Variant = reply.get("origin")
-				result.info["origin"] = (
-					Vector2i(_to_int(origin[0]), _to_int(origin[1]))
-					if origin is Array and origin.size() == 2
-					else Vector2i.ZERO
-				)
-		"next_steps":
-			var steps: Variant = reply.get("steps")
-			var remaining: Variant = reply.get("remaining")
-			if not (steps is PackedByteArray and remaining is PackedByteArray):
-				problem = "steps and remaining are not bins"
-			elif steps.size() != remaining.size() * 2:
-				problem = "%d bytes of steps for %d units" % [steps.size(), remaining.size() / 4]
-			else:
-				var xy: PackedFloat32Array = steps.to_float32_array()
-				var points := PackedVector2Array()
-				points.resize(xy.size() / 2)
-				for i in points.size():
-					points[i] = Vector2(xy[2 * i], xy[2 * i + 1])
-				result.info["steps"] = points
-				result.info["remaining"] = remaining.to_float32_array()
-		"check_block":
-			if not reply.get("disconnected") is Array:
-				problem = "disconnected is not an array"
-	if problem != "":
-		_fill_error(result, _client_error("bad_reply", "a %s reply: %s" % [op, problem], result.id))
+	var decoded := PathServerPacked.query_info(reply, op)
+	result.info = decoded.info
+	if decoded.problem != "":
+		var message := "a %s reply: %s" % [op, decoded.problem]
+		_fill_error(result, _client_error("bad_reply", message, result.id))
 
 
 func _with_options(fields: Dictionary, options: Dictionary) -> Dictionary:
@@ -961,66 +987,23 @@ func _submit(op: String, fields: Dictionary, kind: Kind, options := {}) -> Pendi
 	# "id" and "op" lead, as in every example of the protocol document.
 	var body := {"id": pending.result.id, "op": op}
 	body.merge(fields)
-	_compact_avoids(body)
+	PathServerPacked.compact_avoids(body)
 	pending.body = body
 	pending.bytes = PathServerMsgPack.encode(body)
 	var wait_ms: int = options.get("timeout_ms", timeout_ms)
 	pending.deadline_ms = Time.get_ticks_msec() + wait_ms
 	pending.timeout_ms = wait_ms
 	_pending[pending.result.id] = pending
-	# Sending waits for poll(): a reply can never arrive before the caller awaits it.
+	# Queued at once when connected, written by the poll at the end of this frame (the requests
+	# of a frame in one write), which also hands out the replies that came by then; a
+	# synchronous call writes at once. Only poll() hands replies out (a synchronous call, its
+	# own), so none comes before the caller awaits it.
+	if _dealer.is_ready():
+		pending.sent = _dealer.send([PackedByteArray(), pending.bytes], false)
+	if not _poll_queued:
+		_poll_queued = true
+		poll.call_deferred()
 	return pending
-
-
-## Every [code]avoid[/code] of [param body] (its own and, in a batch, each request's) with its
-## cells as the wire's compact bin ([method _wire_avoid]). Here, where every request passes, so
-## that no op (nor [method request]) sends them the slow way. The caller's dictionaries and
-## arrays are copied, never changed: they may be reused for the next request.
-static func _compact_avoids(body: Dictionary) -> void:
-	if body.has("avoid"):
-		body["avoid"] = _wire_avoid(body["avoid"])
-	var entries: Variant = body.get("requests")
-	if not entries is Array:
-		return
-	var wire_entries := []
-	wire_entries.resize(entries.size())
-	for i in entries.size():
-		var entry: Variant = entries[i]
-		if entry is Dictionary and entry.has("avoid"):
-			entry = entry.duplicate()
-			entry["avoid"] = _wire_avoid(entry["avoid"])
-		wire_entries[i] = entry
-	body["requests"] = wire_entries
-
-
-## [param avoid] with its [code]cells[/code] as one bin of little-endian int32 x, y pairs
-## (every platform Godot runs on is little-endian) when they are all whole cells: an Array of
-## [Vector2i] or a [PackedInt32Array] of x, y pairs. As an array, the encoder would write a
-## crowd's hundreds of cells one GDScript call at a time. Anything else goes as it is: floats
-## for the server to read as the cells they fall in, the rest for it to refuse with the field
-## it is about ([code]at: "avoid.cells[1]"[/code]), as it always has.
-static func _wire_avoid(avoid: Variant) -> Variant:
-	if not (avoid is Dictionary and avoid.has("cells")):
-		return avoid
-	var cells: Variant = avoid.cells
-	var xy := PackedInt32Array()
-	if cells is PackedInt32Array:
-		if cells.size() % 2 != 0:
-			return avoid
-		xy = cells
-	elif cells is Array:
-		xy.resize(cells.size() * 2)
-		for i in cells.size():
-			var cell: Variant = cells[i]
-			if not cell is Vector2i:
-				return avoid
-			xy[2 * i] = cell.x
-			xy[2 * i + 1] = cell.y
-	else:
-		return avoid
-	var wire: Dictionary = avoid.duplicate()
-	wire["cells"] = xy.to_byte_array()
-	return wire
 
 
 ## A request the client answers itself (a layer it cannot read): completed at the next
@@ -1039,6 +1022,54 @@ func _local_pending(kind: Kind) -> Pending:
 func _completion(pending: Pending) -> void:
 	if not pending.done:
 		await pending.finished
+
+
+## Waits for [param pending] on the spot, looking at the socket until its reply came or its
+## timeout passed: what the synchronous calls block on.
+func _wait_now(pending: Pending) -> void:
+	var timing := _timing_begin()
+	_sync_result = pending.result
+	var outer := _sync_id
+	_sync_id = pending.result.id
+	var began := Time.get_ticks_usec()
+	var deadline := began + pending.timeout_ms * 1000
+	while not pending.done:
+		var now := Time.get_ticks_usec()
+		if now >= deadline or not (_active or _server_state == ServerState.STARTING):
+			break
+		if now - began > SYNC_SPIN_USEC:
+			OS.delay_usec(SYNC_SLEEP_USEC)
+		if _server_pid > 0:
+			_poll_embedded_server(now / 1000)
+		if _active:
+			_poll_connection(now / 1000)
+	_sync_id = outer
+	if not pending.done:
+		_pending.erase(pending.result.id)
+		var message := "no reply from %s within %d ms, waited for" % [endpoint, pending.timeout_ms]
+		_complete(pending, _client_error("timeout", message, pending.result.id, true))
+	if outer != 0:
+		# Called from a handler while another call waited: the outer one's reply may be held.
+		var held := _held
+		_held = []
+		for reply in held:
+			_on_reply(reply)
+	elif not _held.is_empty() and not _poll_queued:
+		_poll_queued = true
+		poll.call_deferred()
+	_timing_end(timing)
+
+
+## Time spent inside another timed span (a handler polling) is counted once, by the outer one.
+func _timing_begin() -> int:
+	_timing_depth += 1
+	return Time.get_ticks_usec()
+
+
+func _timing_end(began: int) -> void:
+	_timing_depth -= 1
+	if _timing_depth == 0:
+		_main_thread_usec += Time.get_ticks_usec() - began
 
 
 func _poll_connection(now: int) -> void:
@@ -1190,7 +1221,14 @@ func _on_message(frames: Array) -> void:
 	if decoded[1] != "" or not reply is Dictionary:
 		push_warning("PathServer: unreadable reply ignored: %s" % decoded[1])
 		return
+	_on_reply(reply)
+
+
+func _on_reply(reply: Dictionary) -> void:
 	var id: Variant = reply.get("id")
+	if _sync_id != 0 and id != _sync_id:
+		_held.append(reply)
+		return
 	if not id is int or not _pending.has(id):
 		# A reply to a request that timed out or was cancelled, or one the server could not
 		# read (id nil: a client bug worth seeing).
@@ -1220,34 +1258,7 @@ func _complete(pending: Pending, reply: Dictionary) -> void:
 			else:
 				path_failed.emit(result.id, result.code, result.message)
 		Kind.PATHS:
-			_fill_error(result, reply)
-			var answers: Variant = reply.get("results")
-			if (
-				result.code == ""
-				and not (answers is Array and answers.size() == pending.body.requests.size())
-			):
-				_fill_error(
-					result,
-					_client_error(
-						"bad_reply", "a batch reply without one result per request", result.id
-					)
-				)
-			for i in pending.body.requests.size():
-				var item := PathServerResult.new()
-				item.id = result.id
-				if result.code != "":
-					_fill_error(
-						item,
-						(
-							reply
-							if reply.has("error")
-							else _client_error(result.code, result.message, result.id)
-						)
-					)
-				else:
-					_fill_path_result(item, answers[i], _batch_request(pending.body, i))
-				pending.batch.append(item)
-			result.ok = result.code == ""
+			_fill_batch(pending, reply)
 			if result.ok:
 				paths_completed.emit(result.id, pending.batch)
 			else:
@@ -1277,6 +1288,74 @@ func _complete(pending: Pending, reply: Dictionary) -> void:
 			_note_generation(reply, pending.body_map)
 			reply_received.emit(result.id, reply)
 	pending.finish()
+
+
+## A batch's results, one an entry in order: each entry's answer, or the batch's error on
+## each when the whole batch failed.
+func _fill_batch(pending: Pending, reply: Dictionary) -> void:
+	var result := pending.result
+	var body := pending.body
+	var entries: int = body.requests.size() if body.has("requests") else body.starts.size() / 8
+	_fill_error(result, reply)
+	var problem := ""
+	var columns := {}
+	if result.code == "" and reply.get("status") is PackedByteArray:
+		columns = PathServerPacked.columns(reply, entries, body.space == "grid")
+		problem = columns.get("problem", "")
+		_note_generation(reply, str(body.get("map")))
+	elif (
+		result.code == ""
+		and not (reply.get("results") is Array and reply.results.size() == entries)
+	):
+		problem = "no result per request"
+	if problem != "":
+		_fill_error(result, _client_error("bad_reply", "a batch reply: " + problem, result.id))
+	result.ok = result.code == ""
+	if result.ok and not columns.is_empty():
+		_fill_packed_entries(pending, columns, reply)
+		return
+	var failure := (
+		reply if reply.has("error") else _client_error(result.code, result.message, result.id)
+	)
+	for i in entries:
+		var item := PathServerResult.new()
+		item.id = result.id
+		if not result.ok:
+			_fill_error(item, failure)
+		else:
+			_fill_path_result(item, reply.results[i], _batch_request(body, i))
+		pending.batch.append(item)
+
+
+## A packed batch's entries: each its slice of the points, no per-point work (the columns
+## read once, out of the loop: this is the batch's cost per entry).
+func _fill_packed_entries(pending: Pending, columns: Dictionary, reply: Dictionary) -> void:
+	var status: PackedByteArray = columns.status
+	var offset: PackedInt32Array = columns.offset
+	var points: PackedVector2Array = columns.points
+	var cost: PackedFloat32Array = columns.cost
+	var errors: Dictionary = columns.errors
+	var gen: Variant = reply.get("gen")
+	var map: Variant = pending.body.get("map")
+	var unit_size: Variant = pending.body.get("unit_size")
+	pending.batch.resize(status.size())
+	for i in status.size():
+		var item := PathServerResult.new()
+		item.id = pending.result.id
+		pending.batch[i] = item
+		if status[i] >= PathServerPacked.ERROR_STATUS:
+			var error: Variant = errors.get(i)
+			if not error is Dictionary:
+				error = {"code": "bad_reply", "message": "entry %d failed without an error" % i}
+			_fill_error(item, {"ok": false, "error": error, "retryable": false})
+			continue
+		item.reply = reply
+		item.ok = true
+		item.status = PathServerPacked.STATUSES[status[i]]
+		item.waypoints = points.slice(offset[i], offset[i + 1])
+		item.info = {
+			"status": item.status, "cost": cost[i], "gen": gen, "map": map, "unit_size": unit_size
+		}
 
 
 func _batch_request(body: Dictionary, index: int) -> Dictionary:
@@ -1309,14 +1388,19 @@ func _fill_path_result(result: PathServerResult, reply: Variant, request_body: D
 	if reply.get("ok") != true:
 		return
 	result.status = str(reply.get("status", ""))
-	result.waypoints = _to_points(reply.get("path", []))
+	var path: Variant = reply.get("path", [])
+	result.waypoints = (
+		PathServerPacked.points(path, request_body.get("space") == "grid")
+		if path is PackedByteArray
+		else PathServerPacked.plain_points(path)
+	)
 	# Everything the reply says besides the path, so fields the server adds later show up too.
 	result.info = {}
 	for key: Variant in reply:
 		if key not in ["id", "ok", "path"]:
 			result.info[key] = reply[key]
-	result.info["start"] = _to_point(reply.get("start"))
-	result.info["goal"] = _to_point(reply.get("goal"))
+	result.info["start"] = PathServerPacked.plain_point(reply.get("start"))
+	result.info["goal"] = PathServerPacked.plain_point(reply.get("goal"))
 	result.info["map"] = request_body.get("map")
 	result.info["unit_size"] = request_body.get("unit_size")
 	_note_generation(reply, str(request_body.get("map")))
@@ -1330,51 +1414,11 @@ func _fill_path_result(result: PathServerResult, reply: Variant, request_body: D
 
 
 func _fill_map_result(result: PathServerResult, reply: Dictionary) -> void:
-	var size := Vector2i(_to_int(reply.get("width")), _to_int(reply.get("height")))
-	var region := Rect2i(Vector2i.ZERO, size)
-	var wire_region: Variant = reply.get("region")
-	if wire_region is Array and wire_region.size() == 4:
-		region = Rect2i(
-			_to_int(wire_region[0]),
-			_to_int(wire_region[1]),
-			_to_int(wire_region[2]),
-			_to_int(wire_region[3])
-		)
-	var count := region.size.x * region.size.y
-	result.info = {
-		"map": reply.get("map"),
-		"gen": reply.get("gen"),
-		"size": size,
-		"origin": _to_point(reply.get("origin")),
-		"cell_size": float(reply.get("cell_size", 1.0)),
-		"region": region,
-		"cells": reply.get("cells"),
-	}
-	var problem := ""
-	if not (reply.get("cells") is PackedByteArray and reply.cells.size() == count):
-		problem = "cells: not %d bytes of bin" % count
-	for key: String in ["costs", "heights"]:
-		if not reply.has(key):
-			continue
-		var raw: Variant = reply[key]
-		if raw is PackedByteArray and raw.size() == count * 4:
-			# Little-endian float32, as every platform Godot runs on stores them.
-			result.info[key] = raw.to_float32_array()
-		else:
-			problem = "%s: not %d float32 of bin" % [key, count]
-	if reply.has("tags"):
-		if reply.tags is PackedByteArray and reply.tags.size() == count:
-			result.info["tags"] = reply.tags
-		else:
-			problem = "tags: not %d bytes of bin" % count
-	if problem != "":
-		_fill_error(
-			result, _client_error("bad_reply", "a get_map reply with bad %s" % problem, result.id)
-		)
-
-
-static func _to_int(value: Variant) -> int:
-	return int(value) if value is int or value is float else 0
+	var decoded := PathServerPacked.map_info(reply)
+	result.info = decoded.info
+	if decoded.problem != "":
+		var message := "a get_map reply with bad %s" % decoded.problem
+		_fill_error(result, _client_error("bad_reply", message, result.id))
 
 
 func _note_generation(reply: Dictionary, map: String = "") -> void:
@@ -1388,20 +1432,6 @@ func _note_generation(reply: Dictionary, map: String = "") -> void:
 		_generations[map] = gen
 		if known >= 0:
 			map_generation_changed.emit(map, gen)
-
-
-static func _to_point(pair: Variant) -> Vector2:
-	if pair is Array and pair.size() == 2:
-		return Vector2(float(pair[0]), float(pair[1]))
-	return Vector2.ZERO
-
-
-static func _to_points(pairs: Variant) -> PackedVector2Array:
-	var points := PackedVector2Array()
-	if pairs is Array:
-		for pair: Variant in pairs:
-			points.append(_to_point(pair))
-	return points
 
 
 static func _client_error(code: String, message: String, id: int, retryable := false) -> Dictionary:
@@ -1452,34 +1482,3 @@ class Waiter:
 
 	var deadline_ms := 0
 	var timeout_ms := 0
-
-
-## One of the embedded server's output pipes, read without blocking, line by line.
-class ServerPipe:
-	extends RefCounted
-
-	var file: FileAccess
-	var partial := PackedByteArray()
-
-	func _init(pipe: FileAccess) -> void:
-		file = pipe
-
-	## The complete lines written since the last call; [param flush] also returns an
-	## unterminated last line (the process exited).
-	func read_lines(flush: bool) -> PackedStringArray:
-		# get_length() is what the pipe holds now (FIONREAD), so get_buffer() never waits.
-		var available := file.get_length()
-		if available > 0:
-			partial.append_array(file.get_buffer(available))
-		var lines := PackedStringArray()
-		var start := 0
-		var newline := partial.find(10)
-		while newline >= 0:
-			lines.append(partial.slice(start, newline).get_string_from_utf8().strip_edges(false))
-			start = newline + 1
-			newline = partial.find(10, start)
-		partial = partial.slice(start)
-		if flush and not partial.is_empty():
-			lines.append(partial.get_string_from_utf8().strip_edges(false))
-			partial.clear()
-		return lines

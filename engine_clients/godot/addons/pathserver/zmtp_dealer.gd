@@ -77,15 +77,18 @@ func is_ready() -> bool:
 	return state == State.READY
 
 
-## Queues one multipart message (an array of frames). Only valid in the READY state; returns
-## false otherwise, so the caller keeps the message to send after (re)connecting.
-func send(frames: Array) -> bool:
+## Queues one multipart message (an array of frames) and, with [param flush], hands what is
+## queued to the socket at once (else the next [method poll] does: many messages, one write).
+## Only valid in the READY state; returns false otherwise, so the caller keeps the message to
+## send after (re)connecting.
+func send(frames: Array, flush := true) -> bool:
 	if state != State.READY:
 		return false
 	for i in frames.size():
 		var more := i < frames.size() - 1
 		_outbox.append_array(encode_frame(frames[i], more, false))
-	_flush()
+	if flush:
+		_flush()
 	return true
 
 
@@ -228,14 +231,16 @@ func _check_handshake_time() -> void:
 
 
 func _receive() -> void:
+	# Until the socket is empty: a large reply fills the socket buffer more than once, and
+	# whatever came is handed out in this poll rather than the next frame's.
 	var available := _tcp.get_available_bytes()
-	if available <= 0:
-		return
-	var got := _tcp.get_partial_data(available)
-	if got[0] != OK:
-		_fail("receive failed: %s" % error_string(got[0]))
-		return
-	_inbox.append_array(got[1])
+	while available > 0:
+		var got := _tcp.get_partial_data(available)
+		if got[0] != OK:
+			_fail("receive failed: %s" % error_string(got[0]))
+			return
+		_inbox.append_array(got[1])
+		available = _tcp.get_available_bytes()
 
 
 func _flush() -> void:

@@ -1,0 +1,351 @@
+class_name PathServerPacked
+extends RefCounted
+## pathserver's packed forms, decoded and encoded with the engine's own array conversions:
+## no GDScript loop over points.
+##
+## A packed point is a little-endian pair, 8 bytes: int32 [code]x, y[/code] in grid space,
+## float32 in world space. A [code]path[/code] request with [code]"packed": true[/code] gets its
+## [code]path[/code] as one bin of them; a [code]paths[/code] request gets, in place of
+## [code]results[/code], one column an entry: [code]status[/code] (a byte: see
+## [constant STATUSES]), [code]cost[/code] (float32), [code]count[/code] (uint32, the points of
+## the entry's path), [code]points[/code] (every entry's points, one after the other) and
+## [code]errors[/code] (entry index -> error object). A batch may also be sent packed, as
+## [code]starts[/code] and [code]goals[/code] bins of pairs. See docs/protocol.md.
+## [codeblock]
+## var bin := PackedFloat32Array([1.5, 2.5, 3.5, 2.5]).to_byte_array()
+## print(PathServerPacked.points(bin, false))  # [(1.5, 2.5), (3.5, 2.5)]
+## [/codeblock]
+
+## The status of a packed batch entry, by the byte of its [code]status[/code] column.
+const STATUSES: Array[String] = ["found", "partial", "no_path", "error"]
+## The status byte of an entry that failed (its error object is in [code]errors[/code]).
+const ERROR_STATUS := 3
+## Bytes of one packed point.
+const POINT_BYTES := 8
+## 2^74 and 2^75: see [method points].
+const SCALE_UP_FIRST := Transform2D(
+	Vector2(1.8889465931478581e22, 0), Vector2(0, 1.8889465931478581e22), Vector2.ZERO
+)
+const SCALE_UP := Transform2D(
+	Vector2(3.7778931862957162e22, 0), Vector2(0, 3.7778931862957162e22), Vector2.ZERO
+)
+
+## Null until [method points] first decodes cells, then whether subnormal floats survive.
+static var _denormals_work: Variant = null
+
+
+## A bin of pairs as a [PackedVector2Array], start and goal included, as
+## [method AStarGrid2D.get_point_path] returns a path: float32 pairs (world space), or int32
+## pairs when [param grid] (cells, never negative, as whole-number [Vector2]s). Empty when the
+## bin is no whole number of pairs.
+static func points(pairs: PackedByteArray, grid: bool) -> PackedVector2Array:
+	if pairs.size() % POINT_BYTES != 0:
+		return PackedVector2Array()
+	var decoded := _as_vector2(pairs)
+	if not grid:
+		return decoded
+	if _denormals_work == null:
+		_denormals_work = _check_denormals()
+	if _denormals_work:
+		# Read as float32, a cell n >= 0 is the subnormal n * 2^-149: scaled back up by powers of
+		# two, exactly, in two steps (2^149 is past float32's range), the engine transforming
+		# every point in C++.
+		return SCALE_UP * (SCALE_UP_FIRST * decoded)
+	return PackedVector2Array(_cells_as_vector2(pairs.to_int32_array()))
+
+
+## Whole-number points as cells, as [method AStarGrid2D.get_id_path] returns a path.
+static func cells(from_points: PackedVector2Array) -> Array[Vector2i]:
+	var out: Array[Vector2i] = []
+	# A typed array converts each Vector2 to a Vector2i in C++.
+	out.assign(Array(from_points))
+	return out
+
+
+## [param from_points] as a bin of pairs: float32 (world space), or int32 when [param grid]
+## (cells: whole-number points; others lose their fraction).
+static func to_bin(from_points: PackedVector2Array, grid: bool) -> PackedByteArray:
+	var xy := _flat(from_points)
+	if grid:
+		return PackedInt32Array(Array(xy)).to_byte_array()
+	return xy.to_byte_array()
+
+
+## One packed [code]paths[/code] reply's columns, checked: [code]{"status": PackedByteArray,
+## "cost": PackedFloat32Array, "count": PackedInt32Array, "offset": PackedInt32Array (where
+## each entry's points begin; one more at the end), "points": PackedVector2Array,
+## "errors": Dictionary}[/code], or [code]{"problem": String}[/code] when the columns do not
+## agree with each other or with [param entries].
+static func columns(reply: Dictionary, entries: int, grid: bool) -> Dictionary:
+	var status: Variant = reply.get("status")
+	var cost: Variant = reply.get("cost")
+	var count: Variant = reply.get("count")
+	var pairs: Variant = reply.get("points")
+	var errors: Variant = reply.get("errors", {})
+	if not (
+		status is PackedByteArray
+		and cost is PackedByteArray
+		and count is PackedByteArray
+		and pairs is PackedByteArray
+	):
+		return {"problem": "status, cost, count and points are not all bins"}
+	if status.size() != entries or cost.size() != entries * 4 or count.size() != entries * 4:
+		return {
+			"problem":
+			(
+				"columns of %d, %d and %d bytes for %d entries"
+				% [status.size(), cost.size(), count.size(), entries]
+			)
+		}
+	var counts: PackedInt32Array = count.to_int32_array()
+	var offset := PackedInt32Array()
+	offset.resize(entries + 1)
+	var total := 0
+	for i in entries:
+		offset[i] = total
+		# A uint32 count above 2^31 reads as negative: no reply holds that many points.
+		total += counts[i] if counts[i] >= 0 else pairs.size()
+	offset[entries] = total
+	if total * POINT_BYTES != pairs.size():
+		return {"problem": "counts of %d points for %d bytes of points" % [total, pairs.size()]}
+	return {
+		"status": status,
+		"cost": cost.to_float32_array(),
+		"count": counts,
+		"offset": offset,
+		"points": points(pairs, grid),
+		"errors": errors if errors is Dictionary else {},
+	}
+
+
+## A batch of [code][start, goal][/code] pairs as the packed [code]starts[/code] and
+## [code]goals[/code] bins, or {} when it cannot go so (an entry with options of its own, many
+## goals, cells that are not whole or are negative in grid space, a packed reply not asked
+## for: those go as requests).
+static func batch_columns(requests: Array, fields: Dictionary) -> Dictionary:
+	if fields.get("packed") != true or fields.has("goals") or requests.is_empty():
+		return {}
+	var starts := PackedVector2Array()
+	var goals := PackedVector2Array()
+	starts.resize(requests.size())
+	goals.resize(requests.size())
+	for i in requests.size():
+		var item: Variant = requests[i]
+		if not (item is Array and item.size() == 2):
+			return {}
+		var start: Variant = item[0]
+		var goal: Variant = item[1]
+		if not (start is Vector2 or start is Vector2i) or not (goal is Vector2 or goal is Vector2i):
+			return {}
+		starts[i] = Vector2(start)
+		goals[i] = Vector2(goal)
+	var grid: bool = fields.space == "grid"
+	var columns := {"starts": to_bin(starts, grid), "goals": to_bin(goals, grid)}
+	# Cells that come back the same from their int32 pairs are whole and not negative.
+	if grid and (points(columns.starts, true) != starts or points(columns.goals, true) != goals):
+		return {}
+	return columns
+
+
+## Every [code]avoid[/code] of [param body] (its own and, in a batch, each request's) with its
+## cells as the wire's compact bin ([method wire_avoid]). Here, where every request passes, so
+## that no op (nor [method request]) sends them the slow way. The caller's dictionaries and
+## arrays are copied, never changed: they may be reused for the next request.
+static func compact_avoids(body: Dictionary) -> void:
+	if body.has("avoid"):
+		body["avoid"] = wire_avoid(body["avoid"])
+	var entries: Variant = body.get("requests")
+	if not entries is Array:
+		return
+	var wire_entries := []
+	wire_entries.resize(entries.size())
+	for i in entries.size():
+		var entry: Variant = entries[i]
+		if entry is Dictionary and entry.has("avoid"):
+			entry = entry.duplicate()
+			entry["avoid"] = wire_avoid(entry["avoid"])
+		wire_entries[i] = entry
+	body["requests"] = wire_entries
+
+
+## [param avoid] with its [code]cells[/code] as one bin of little-endian int32 x, y pairs
+## (every platform Godot runs on is little-endian) when they are all whole cells: an Array of
+## [Vector2i] or a [PackedInt32Array] of x, y pairs. As an array, the encoder would write a
+## crowd's hundreds of cells one GDScript call at a time. Anything else goes as it is: floats
+## for the server to read as the cells they fall in, the rest for it to refuse with the field
+## it is about ([code]at: "avoid.cells[1]"[/code]), as it always has.
+static func wire_avoid(avoid: Variant) -> Variant:
+	if not (avoid is Dictionary and avoid.has("cells")):
+		return avoid
+	var avoided: Variant = avoid.cells
+	var xy := PackedInt32Array()
+	if avoided is PackedInt32Array:
+		if avoided.size() % 2 != 0:
+			return avoid
+		xy = avoided
+	elif avoided is Array:
+		xy.resize(avoided.size() * 2)
+		for i in avoided.size():
+			var cell: Variant = avoided[i]
+			if not cell is Vector2i:
+				return avoid
+			xy[2 * i] = cell.x
+			xy[2 * i + 1] = cell.y
+	else:
+		return avoid
+	var wire: Dictionary = avoid.duplicate()
+	wire["cells"] = xy.to_byte_array()
+	return wire
+
+
+## A query reply's fields besides [code]id[/code] and [code]ok[/code], with its bins as packed
+## arrays (see each query's method of [PathServerClient]): [code]{"info": Dictionary,
+## "problem": String}[/code], the problem "" when the bins fit each other.
+static func query_info(reply: Dictionary, op: String) -> Dictionary:
+	var info := {}
+	for key: Variant in reply:
+		if key not in ["id", "ok"]:
+			info[key] = reply[key]
+	var problem := ""
+	match op:
+		"reachable":
+			problem = _pair_problem(reply, "cells", "costs")
+			if problem == "":
+				info["cells"] = cells(points(reply.cells, true))
+				info["costs"] = reply.costs.to_float32_array()
+		"field":
+			var cost: Variant = reply.get("cost")
+			var count := _to_int(reply.get("width")) * _to_int(reply.get("height"))
+			if not (cost is PackedByteArray and cost.size() == count * 4):
+				problem = "cost is not %d float32 of bin" % count
+			else:
+				info["cost"] = cost.to_float32_array()
+				info["origin"] = Vector2i(plain_point(reply.get("origin")))
+		"next_steps":
+			problem = _pair_problem(reply, "steps", "remaining")
+			if problem == "":
+				info["steps"] = points(reply.steps, false)
+				info["remaining"] = reply.remaining.to_float32_array()
+		"check_block":
+			if not reply.get("disconnected") is Array:
+				problem = "disconnected is not an array"
+	return {"info": info, "problem": problem}
+
+
+## A [code]get_map[/code] reply as [method PathServerClient.get_map_async] gives it:
+## [code]{"info": Dictionary, "problem": String}[/code], the problem "" when every bin holds
+## one value a cell of the region.
+static func map_info(reply: Dictionary) -> Dictionary:
+	var size := Vector2i(_to_int(reply.get("width")), _to_int(reply.get("height")))
+	var region := Rect2i(Vector2i.ZERO, size)
+	var wire_region: Variant = reply.get("region")
+	if wire_region is Array and wire_region.size() == 4:
+		region = Rect2i(
+			_to_int(wire_region[0]),
+			_to_int(wire_region[1]),
+			_to_int(wire_region[2]),
+			_to_int(wire_region[3])
+		)
+	var count := region.size.x * region.size.y
+	var info := {
+		"map": reply.get("map"),
+		"gen": reply.get("gen"),
+		"size": size,
+		"origin": plain_point(reply.get("origin")),
+		"cell_size": float(reply.get("cell_size", 1.0)),
+		"region": region,
+		"cells": reply.get("cells"),
+	}
+	var problem := ""
+	if not (reply.get("cells") is PackedByteArray and reply.cells.size() == count):
+		problem = "cells: not %d bytes of bin" % count
+	for key: String in ["costs", "heights"]:
+		if not reply.has(key):
+			continue
+		var raw: Variant = reply[key]
+		if raw is PackedByteArray and raw.size() == count * 4:
+			# Little-endian float32, as every platform Godot runs on stores them.
+			info[key] = raw.to_float32_array()
+		else:
+			problem = "%s: not %d float32 of bin" % [key, count]
+	if reply.has("tags"):
+		if reply.tags is PackedByteArray and reply.tags.size() == count:
+			info["tags"] = reply.tags
+		else:
+			problem = "tags: not %d bytes of bin" % count
+	return {"info": info, "problem": problem}
+
+
+## What is wrong with a reply's bins [param points] (a pair a value) and [param values] (a
+## float32 a value), which go together; "" when nothing is.
+static func _pair_problem(reply: Dictionary, points_key: String, values_key: String) -> String:
+	var pairs: Variant = reply.get(points_key)
+	var values: Variant = reply.get(values_key)
+	if not (pairs is PackedByteArray and values is PackedByteArray):
+		return "%s and %s are not bins" % [points_key, values_key]
+	if pairs.size() != values.size() * 2:
+		return "%d bytes of %s for %d values" % [pairs.size(), points_key, values.size() / 4]
+	return ""
+
+
+static func _to_int(value: Variant) -> int:
+	return int(value) if value is int or value is float else 0
+
+
+## A point in the plain form, [code][x, y][/code], as a [Vector2] ([constant Vector2.ZERO]
+## when it is none).
+static func plain_point(pair: Variant) -> Vector2:
+	if pair is Array and pair.size() == 2:
+		return Vector2(float(pair[0]), float(pair[1]))
+	return Vector2.ZERO
+
+
+## A path in the plain form, an array of [code][x, y][/code], point by point.
+static func plain_points(pairs: Variant) -> PackedVector2Array:
+	var out := PackedVector2Array()
+	if pairs is Array:
+		for pair: Variant in pairs:
+			out.append(plain_point(pair))
+	return out
+
+
+## Bytes of float32 pairs behind the header of the engine's binary serialization of a
+## [PackedVector2Array] (a type word and a count): decoded in one call.
+static func _as_vector2(pairs: PackedByteArray) -> PackedVector2Array:
+	var encoded := PackedByteArray()
+	encoded.resize(8)
+	encoded.encode_u32(0, TYPE_PACKED_VECTOR2_ARRAY)
+	encoded.encode_u32(4, pairs.size() / POINT_BYTES)
+	encoded.append_array(pairs)
+	return bytes_to_var(encoded)
+
+
+## Whether this CPU keeps subnormal floats (no flush to zero): checked once, on cells that
+## span every bit a cell may use.
+static func _check_denormals() -> bool:
+	var probe := PackedInt32Array([0, 1, 2, 3, 8388607, 4194304, 123457, 654321])
+	var scaled: PackedVector2Array = (
+		SCALE_UP * (SCALE_UP_FIRST * _as_vector2(probe.to_byte_array()))
+	)
+	return scaled == PackedVector2Array(_cells_as_vector2(probe))
+
+
+static func _cells_as_vector2(xy: PackedInt32Array) -> Array:
+	var out := []
+	out.resize(xy.size() / 2)
+	for i in out.size():
+		out[i] = Vector2(xy[2 * i], xy[2 * i + 1])
+	return out
+
+
+static func _flat(from_points: PackedVector2Array) -> PackedFloat32Array:
+	# A PackedVector2Array's bytes are its float32 pairs, unless the engine was built with
+	# double-precision vectors (then 16 bytes a point): then pair by pair.
+	if from_points.to_byte_array().size() == from_points.size() * POINT_BYTES:
+		return from_points.to_byte_array().to_float32_array()
+	var xy := PackedFloat32Array()
+	xy.resize(from_points.size() * 2)
+	for i in from_points.size():
+		xy[2 * i] = from_points[i].x
+		xy[2 * i + 1] = from_points[i].y
+	return xy
