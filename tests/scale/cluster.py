@@ -16,7 +16,7 @@ from grids import movingai
 BROKER_READY = re.compile(
     r"^pathserver broker ready on (tcp://\S+) \(back (tcp://\S+), edits (tcp://\S+), feed (tcp://\S+)\)$"
 )
-WORKER_READY = re.compile(r"^pathserver worker (\S+) ready, connected to (tcp://\S+) \((\d+) maps\)$")
+WORKER_READY = re.compile(r"^pathserver worker (\S+) ready, connected to (tcp://\S+) \((\d+) maps?\)$")
 #: A cold numba cache compiles the kernels first; warm, a process is up in about a second.
 START_TIMEOUT_S = 120
 

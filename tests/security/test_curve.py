@@ -90,7 +90,7 @@ def test_client_needs_both_keys(keys):
         Client("tcp://127.0.0.1:1", server_public_key=keys.server.public_file)
 
 
-READY = re.compile(r"^pathserver ready on (tcp://127\.0\.0\.1:\d+) \((\d+) maps\)$")
+READY = re.compile(r"^pathserver ready on (tcp://127\.0\.0\.1:\d+) \((\d+) maps?\)$")
 
 
 def test_serve_with_curve_end_to_end(maps_dir, keys):

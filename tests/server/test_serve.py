@@ -13,7 +13,7 @@ import pytest
 
 from sockets import bounded_socket
 
-READY = re.compile(r"^pathserver ready on (tcp://127\.0\.0\.1:\d+) \((\d+) maps\)$")
+READY = re.compile(r"^pathserver ready on (tcp://127\.0\.0\.1:\d+) \((\d+) maps?\)$")
 
 
 def read_line(process, timeout: float) -> str:
