@@ -431,3 +431,13 @@ func test_reply_in_the_next_frame() -> void:
 		)
 		spans.append(Engine.get_process_frames() - frame if result.ok else 99)
 	check(spans.min() <= 1, "an awaited path resumes within one frame", spans)
+	# Out of the poll that resumed the last await (its time holds what it resumes).
+	await suite.process_frame
+	var before := client.get_main_thread_usec()
+	var frame := Engine.get_process_frames()
+	client.find_path_sync(suite.center(Vector2i(1, 1)), suite.center(Vector2i(17, 9)))
+	var spent := client.get_main_thread_usec() - before
+	check(
+		spent > 0 and Engine.get_process_frames() == frame,
+		"get_main_thread_usec() counts a synchronous call's wait (%d us)" % spent
+	)
