@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from pathserver.core.jit import AOT_MODULE, AOT_TABLE
+from pathserver.core.query import COPIES
 
 #: The kernels Python calls (module, function); every other kernel is only ever
 #: called from these, inside the compiled code.
@@ -58,8 +59,7 @@ ENTRY_KERNELS = (
     ("goals", "snap_goals"), ("goals", "solve_goals"),
     ("jps", "jump_bitmaps"), ("jpsplus", "jump_table"), ("jpsplus", "update_jump_table"),
     ("landmarks", "landmark_table"),
-    ("query", "solve_astar_any"), ("query", "solve_astar_uniform"),
-    ("query", "solve_astar_weighted"), ("query", "solve_jps"), ("query", "solve_plus"),
+    *(("query", name) for name in COPIES),
     ("relay", "lay_avoided"), ("relay", "lift_avoided"), ("relay", "new_overlay"),
     ("repair", "relax"),
     ("steer", "next_steps"),

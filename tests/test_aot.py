@@ -216,4 +216,7 @@ def kernels_called_from_python() -> set:
 
 
 def test_every_kernel_python_calls_is_compiled_ahead_of_time():
-    assert kernels_called_from_python() == set(aot.ENTRY_KERNELS)
+    # query.solver hands Python one of the copies of solve, by name.
+    from pathserver.core.query import COPIES
+
+    assert kernels_called_from_python() | {("query", name) for name in COPIES} == set(aot.ENTRY_KERNELS)

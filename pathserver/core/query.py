@@ -331,6 +331,8 @@ solve_astar_weighted = _solver(SOLVE_ASTAR_WEIGHTED, "solve_astar_weighted")
 solve_astar_any = _solver(SOLVE_ASTAR_ANY, "solve_astar_any")
 solve_jps = _solver(SOLVE_JPS, "solve_jps")
 solve_plus = _solver(SOLVE_PLUS, "solve_plus")
+#: The copies :func:`solver` hands to Python callers, by name.
+COPIES = ("solve_astar_uniform", "solve_astar_weighted", "solve_astar_any", "solve_jps", "solve_plus")
 
 
 def solver(mode: int, jump_table, cells):
