@@ -5,11 +5,11 @@ module decides what those are, in this order:
 
 1. security: CURVE from ``--curve-keys``/``--allow`` and the bind policy, before anything
    loads (``pathserver.security``);
-2. the map registry, and for a worker (``--connect``) the broker's edit log around it
+2. the map registry, and with ``--state`` the shared state on Redis around it
    (``pathserver.editlog``);
 3. signals: SIGINT/SIGTERM stop the server from here on, while maps load too;
 4. maps and kernels, said line by line on stderr (``pathserver.server.startup``);
-5. a worker replays the broker's edit log before it takes any request;
+5. with ``--state``, the state's uploads and edits are applied before any request;
 6. bind (or connect), one ready line on stdout, serve until stopped, release everything.
 
 Steps 1, 2 and 6 may refuse: one line on stderr, exit status 2.
@@ -24,7 +24,7 @@ import threading
 import zmq
 
 from pathserver import security
-from pathserver.editlog import SharedEdits, edit_endpoints
+from pathserver.editlog import RedisState, check_url, default_identity
 from pathserver.maps.registry import MapRegistry
 from pathserver.server import handlers
 from pathserver.server.loop import DEFAULT_QUEUE_LIMIT, Server
@@ -43,8 +43,7 @@ def serve(
     allowed_clients_dir=None,
     insecure: bool = False,
     connect: str | None = None,
-    edits: str | None = None,
-    feed: str | None = None,
+    state: str | None = None,
     max_upload_cells: int | None = None,
 ) -> int:
     """Serve every map in ``maps_dir`` on ``bind`` until SIGINT/SIGTERM; returns an exit status.
@@ -61,9 +60,12 @@ def serve(
     anything loads, unless ``insecure``, which prints a warning line instead.
 
     Worker mode (``pathserver.broker``): with ``connect`` (the broker's back endpoint)
-    the server connects instead of binding, first replays the broker's edit log from
-    ``edits`` and follows its ``feed`` (default: the next two ports of ``connect``), and
-    prints ``pathserver worker HOST:PID ready, connected to ENDPOINT (N maps)``.
+    the server connects instead of binding and prints ``pathserver worker HOST:PID
+    ready, connected to ENDPOINT (N maps)``.
+
+    Shared state (docs/scaling.md): with ``state`` (``redis://HOST:PORT/DB``) uploads
+    and edits live in that Redis, and every server given it applies them in one order;
+    the server takes requests once it has applied what Redis holds.
 
     ``max_upload_cells``: the bound on the total cells of maps uploaded with ``put_map``
     (default ``pathserver.maps.registry.DEFAULT_MAX_UPLOAD_CELLS``).
@@ -77,19 +79,19 @@ def serve(
     for warning in warnings:
         print(warning, file=sys.stderr, flush=True)
     registry = MapRegistry(maps_dir, **({} if max_upload_cells is None else {"max_upload_cells": max_upload_cells}))
+    if connect is not None and curve is not None:
+        # A worker binds nothing: its clients' CURVE belongs on the broker's front.
+        return _refuse("--curve-keys/--allow secure a bound server; a worker (--connect) binds nothing: "
+                       "give them to `pathserver broker` for its front (docs/scaling.md)")
     shared = None
-    if connect is not None:
-        if curve is not None:
-            # A worker binds nothing: its clients' CURVE belongs on the broker's front.
-            return _refuse("--curve-keys/--allow secure a bound server; a worker (--connect) binds nothing: "
-                           "give them to `pathserver broker` for its front (docs/scaling.md)")
+    if state is not None:
         try:
-            edits, feed = edit_endpoints(connect, edits, feed)
+            shared = RedisState(registry, check_url(state), build_upload=handlers.build_upload)
         except ValueError as exc:
             return _refuse(exc)
-        shared = SharedEdits(registry, edits, feed, back=connect, build_upload=handlers.build_upload)
+    identity = None if connect is None else shared.identity if shared is not None else default_identity()
     server = Server(registry if shared is None else shared, bind, workers=threads, queue_limit=queue_limit,
-                    curve=curve, connect=connect, identity=None if shared is None else shared.identity)
+                    curve=curve, connect=connect, identity=identity, state=shared)
     # Installed first, so a signal while maps load or kernels compile stops us too.
     previous = _stop_on_signals(server)
     try:
@@ -103,7 +105,7 @@ def serve(
             shared.close()
 
 
-def _start_and_serve(server: Server, registry: MapRegistry, shared: SharedEdits | None, bind: str, watch: bool,
+def _start_and_serve(server: Server, registry: MapRegistry, shared: RedisState | None, bind: str, watch: bool,
                      out) -> int:
     """Steps 4 to 6 of the module docstring: 0 after a clean stop (also one while starting)."""
     startup = StartupLog()
@@ -115,7 +117,7 @@ def _start_and_serve(server: Server, registry: MapRegistry, shared: SharedEdits 
     if server.stopping:
         return 0
     if shared is not None:
-        # Take no request before the edits made so far are applied here.
+        # Take no request before the uploads and edits made so far are applied here.
         shared.start()
         while not shared.caught_up.wait(0.1):
             if server.stopping:
@@ -126,10 +128,10 @@ def _start_and_serve(server: Server, registry: MapRegistry, shared: SharedEdits 
         return _refuse(f"cannot bind {bind}: {exc}")
     if watch:
         registry.start()
-    if shared is None:
+    if server.identity is None:
         print(f"pathserver ready on {endpoint} ({len(registry.names())} maps)", file=out, flush=True)
     else:
-        print(f"pathserver worker {shared.identity} ready, connected to {endpoint} "
+        print(f"pathserver worker {server.identity} ready, connected to {endpoint} "
               f"({len(registry.names())} maps)", file=out, flush=True)
     server.run()
     return 0

@@ -71,6 +71,7 @@ from pathserver.protocol.replies import (
     ok_reply,
 )
 from pathserver.protocol.requests import (
+    After,
     DropMapRequest,
     GetMapRequest,
     MapsRequest,
@@ -85,6 +86,7 @@ from pathserver.protocol.requests import (
     UploadBody,
     parse_path_fast,
     parse_request,
+    parse_seq,
     request_id,
 )
 
@@ -133,6 +135,8 @@ def read_request(body: bytes, limits: Limits = DEFAULT_LIMITS, upload_limits: Li
     try:
         try:
             obj = _decode_map(body, limits)
+            if "after" in obj:
+                return _read_after(obj, limits), None, None
             if limits.max_depth >= 2:
                 request = parse_path_fast(obj, limits.max_depth)
                 if request is not None:
@@ -151,6 +155,16 @@ def read_request(body: bytes, limits: Limits = DEFAULT_LIMITS, upload_limits: Li
     except Exception as exc:
         reply, code = error_reply_bytes(rid, exc)
         return None, reply, code
+
+
+def _read_after(obj: dict, limits: Limits) -> After:
+    """A request sent with ``after``: the request without it, wrapped in :class:`After`."""
+    rid = request_id(obj)
+    after = obj.pop("after")
+    check_structure(obj, limits)
+    request = parse_request(obj)
+    seq = parse_seq(after)
+    return After(rid, seq, after, request)
 
 
 #: Bodies of at least this many bytes are looked through for ``avoid.cells`` sent as
@@ -198,6 +212,7 @@ def read_upload(upload: UploadBody, limits: Limits = UPLOAD_LIMITS) -> PutMapReq
 
 
 def _parse_upload(upload: UploadBody, obj: dict) -> PutMapRequest:
+    obj.pop("after", None)  # checked and waited for by the caller
     request = parse_request(obj)
     if type(request) is not PutMapRequest:
         # top_level_op vouched for the op; a decoder that disagreed must not let another
@@ -212,15 +227,36 @@ def run(request, registry, stats: dict | None = None) -> tuple[bytes, str | None
     or None)``. Never raises."""
     rid = request.id
     try:
+        if type(request) is After:
+            _wait_for(registry, request.seq, request.text)
+            request = request.request
         if type(request) is UploadBody:
             started = time.perf_counter()
             obj = decode_request(request.body, UPLOAD_LIMITS)
             rid = request_id(obj)  # also when the id is not the body's first key
+            if "after" in obj:
+                _wait_for(registry, parse_seq(obj["after"]), obj["after"])
             request = _parse_upload(request, obj)
             return encode(handle_put_map(request, registry, started)), None
         return encode(handle(request, registry, stats)), None
     except Exception as exc:
         return error_reply_bytes(rid, exc)
+
+
+def _wait_for(registry, seq: tuple, text: str) -> None:
+    """Block until ``registry`` (a shared state, ``pathserver.editlog``) applied entry
+    ``seq``; AfterTimeoutError past its bound. A registry without shared state has
+    applied every edit it answered: nothing to wait for."""
+    wait = getattr(registry, "wait_applied", None)
+    if wait is not None:
+        wait(seq, text)
+
+
+def _committed(registry) -> dict:
+    """``{"seq": id}`` of the change this thread just made through a shared state, else
+    nothing (a server without ``--state``)."""
+    committed = getattr(registry, "committed_seq", None)
+    return {} if committed is None else {"seq": committed()}
 
 
 def respond(body: bytes, registry, stats: dict | None = None, limits: Limits = DEFAULT_LIMITS) -> bytes:
@@ -252,7 +288,8 @@ def handle(request, registry, stats: dict | None = None) -> dict:
     if kind is PutMapRequest:
         return handle_put_map(request, registry)
     if kind is DropMapRequest:
-        return ok_reply(request.id, {"map": request.map, "gen": registry.drop_map(request.map)})
+        generation = registry.drop_map(request.map)
+        return ok_reply(request.id, {"map": request.map, "gen": generation, **_committed(registry)})
     if kind is GetMapRequest:
         return handle_get_map(request, registry)
     if kind is QueryRequest:
@@ -489,7 +526,7 @@ def handle_update(request: UpdateRequest, registry) -> dict:
         cells.append((cx, cy))
     edited = registry.apply_edit(request.map, rects=rects, cells=cells, solid=request.solid, cost=request.cost,
                                  if_gen=request.if_gen)
-    return ok_reply(request.id, {"map": request.map, "gen": edited.generation})
+    return ok_reply(request.id, {"map": request.map, "gen": edited.generation, **_committed(registry)})
 
 
 def handle_put_map(request: PutMapRequest, registry, started: float | None = None) -> dict:
@@ -507,7 +544,7 @@ def handle_put_map(request: PutMapRequest, registry, started: float | None = Non
     log.info("put_map %r %dx%d: %.1f ms in all (clearance %.1f ms, components %.1f ms)", request.map,
              request.width, request.height, load_ms, timings["clearance_ms"], timings["components_ms"])
     return ok_reply(request.id, {"map": request.map, "gen": stored.generation, "width": request.width,
-                                 "height": request.height})
+                                 "height": request.height, **_committed(registry)})
 
 
 def build_map(request: PutMapRequest) -> tuple[GridMap, dict]:
