@@ -101,11 +101,6 @@ def seq_of(text) -> tuple[int, int]:
     return int(ms), int(number or 0)
 
 
-def default_identity() -> str:
-    """``host:pid``: unique among running servers, and says where to look."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 def shown_url(url: str) -> str:
     """``url`` without a password, for logs and ``stats``."""
     head, at, tail = url.rpartition("@")
@@ -199,7 +194,7 @@ class RedisState:
     Redis at ``url`` and reach every server that shares it. Everything but
     ``apply_edit``, ``put_map`` and ``drop_map`` is the wrapped registry's.
 
-    ``start()`` starts the reader; ``caught_up`` is set once it has applied what Redis
+    ``identity`` names this server in tokens and logs. ``start()`` starts the reader; ``caught_up`` is set once it has applied what Redis
     held. ``build_upload(fields)`` makes the GridMap of a put_map's fields (the server's
     ``handlers.build_upload``). For the socket loop: ``reached(seq)``, ``wake_socket``
     (readable when an entry was applied while ``notify_applied`` is set), ``drain_wake()``;
@@ -210,7 +205,7 @@ class RedisState:
                  after_timeout_s: float = AFTER_TIMEOUT_S, compact_entries: int = COMPACT_ENTRIES):
         self.registry = registry
         self.url = check_url(url)
-        self.identity = identity or default_identity()
+        self.identity = identity or f"pid {os.getpid()}"
         self.build_upload = build_upload
         self.after_timeout_s = float(after_timeout_s)
         self.compact_entries = int(compact_entries)
@@ -240,7 +235,7 @@ class RedisState:
         self._tokens = itertools.count()
         self._token_head = f"{self.identity}/{secrets.token_hex(4)}/"
         self._local = threading.local()
-        self._counts = {"applied": 0, "failed": 0, "skipped": 0, "refused": 0, "resyncs": 0, "compactions": 0}
+        self._counts = {"changes": 0, "failed": 0, "skipped": 0, "refused": 0, "resyncs": 0, "compactions": 0}
         self._lags: collections.deque = collections.deque(maxlen=LAG_WINDOW)
         self._crcs: dict[str, tuple] = {}
         self._refused_at = -1e9
@@ -360,7 +355,7 @@ class RedisState:
         except OSError:
             pass
 
-    def stats(self) -> dict:
+    def state_stats(self) -> dict:
         """For ``stats``: where the state is, whether Redis answers, the last entry applied
         here (equal on two servers: the same changes applied), counts, the lag from an
         entry's writer to this server applying it (ms), and a CRC of each shared map."""
@@ -482,7 +477,7 @@ class RedisState:
                     result = self._apply_drop(name, seq)
                 else:
                     raise ValueError(f"unknown op {op!r}")
-                self._counts["applied"] += 1
+                self._counts["changes"] += 1
             except Exception as exc:
                 result = exc
                 self._counts["failed"] += 1

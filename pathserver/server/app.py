@@ -17,14 +17,15 @@ Steps 1, 2 and 6 may refuse: one line on stderr, exit status 2.
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 import sys
 import threading
 
 import zmq
 
 from pathserver import security
-from pathserver.editlog import RedisState, check_url, default_identity
 from pathserver.maps.registry import MapRegistry
 from pathserver.server import handlers
 from pathserver.server.loop import DEFAULT_QUEUE_LIMIT, Server
@@ -83,13 +84,16 @@ def serve(
         # A worker binds nothing: its clients' CURVE belongs on the broker's front.
         return _refuse("--curve-keys/--allow secure a bound server; a worker (--connect) binds nothing: "
                        "give them to `pathserver broker` for its front (docs/scaling.md)")
+    # host:pid: unique among running workers, and says where to look.
+    identity = None if connect is None else f"{socket.gethostname()}:{os.getpid()}"
     shared = None
     if state is not None:
+        from pathserver.editlog import RedisState, check_url  # Redis's client: imported for --state only
+
         try:
-            shared = RedisState(registry, check_url(state), build_upload=handlers.build_upload)
+            shared = RedisState(registry, check_url(state), identity=identity, build_upload=handlers.build_upload)
         except ValueError as exc:
             return _refuse(exc)
-    identity = None if connect is None else shared.identity if shared is not None else default_identity()
     server = Server(registry if shared is None else shared, bind, workers=threads, queue_limit=queue_limit,
                     curve=curve, connect=connect, identity=identity, state=shared)
     # Installed first, so a signal while maps load or kernels compile stops us too.
@@ -105,8 +109,7 @@ def serve(
             shared.close()
 
 
-def _start_and_serve(server: Server, registry: MapRegistry, shared: RedisState | None, bind: str, watch: bool,
-                     out) -> int:
+def _start_and_serve(server: Server, registry: MapRegistry, shared, bind: str, watch: bool, out) -> int:
     """Steps 4 to 6 of the module docstring: 0 after a clean stop (also one while starting)."""
     startup = StartupLog()
     compiling = announce_kernels(startup)

@@ -549,7 +549,7 @@ class Server:
     def _worker_stats(self) -> dict:
         """Behind a broker: which worker answered; with shared state: its reader's figures."""
         worker = {} if self.identity is None else {"worker": self.identity}
-        return worker | ({} if self.state is None else {"state": self.state.stats()})
+        return worker | ({} if self.state is None else {"state": self.state.state_stats()})
 
 
 _OP_NAMES = {

@@ -234,5 +234,5 @@ def settled(states, seq: str, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not all(state.reached(seq_of(seq)) for state in states):
         if time.monotonic() > deadline:
-            raise AssertionError(f"not settled at {seq}: {[state.stats()['applied'] for state in states]}")
+            raise AssertionError(f"not settled at {seq}: {[state.state_stats()['applied'] for state in states]}")
         time.sleep(0.005)

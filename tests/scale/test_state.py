@@ -65,8 +65,8 @@ def test_concurrent_conflicting_edits_leave_every_server_with_the_same_cells(joi
     settled(states, max(seqs, key=seq_of))
     late = join()
     assert crcs(states[0]) == crcs(states[1]) == crcs(late)
-    assert states[0].stats()["crc"] == states[1].stats()["crc"] == late.stats()["crc"]
-    assert all(s.stats()["failed"] == 0 for s in states)
+    assert states[0].state_stats()["crc"] == states[1].state_stats()["crc"] == late.state_stats()["crc"]
+    assert all(s.state_stats()["failed"] == 0 for s in states)
 
 
 def test_a_put_reaches_every_server_and_a_later_one_and_a_drop_removes_it(join, redis_server):
@@ -79,7 +79,7 @@ def test_a_put_reaches_every_server_and_a_later_one_and_a_drop_removes_it(join, 
     for state in (first, second):
         assert np.array_equal(state.get("world").walkable, walkable)
         assert np.array_equal(state.get("world").cost[walkable], cost[walkable])
-    assert first.stats()["skipped"] == 0 and first.stats()["failed"] == 0
+    assert first.state_stats()["skipped"] == 0 and first.state_stats()["failed"] == 0
     late = join()
     assert np.array_equal(late.get("world").walkable, walkable)
     assert late.info()[-1]["source"] == "upload"
@@ -149,8 +149,8 @@ def test_compaction_trims_the_stream_and_a_later_server_still_gets_every_cell(jo
         writer.apply_edit("rooms", **random_edit(rng))
     writer.apply_edit("keep", cells=[(0, 0)], solid=True)
     deadline = time.monotonic() + 10
-    while writer.stats()["compactions"] < 2:  # housekeeping runs about once a second
-        assert time.monotonic() < deadline, writer.stats()
+    while writer.state_stats()["compactions"] < 2:  # housekeeping runs about once a second
+        assert time.monotonic() < deadline, writer.state_stats()
         writer.apply_edit("rooms", **random_edit(rng))
         time.sleep(0.05)
     with redis_server.client() as client:
@@ -167,14 +167,14 @@ def test_a_server_left_behind_by_a_trim_reloads_from_the_snapshot(join, redis_se
     lagging._thread.join(5)
     rng = random.Random(11)
     deadline = time.monotonic() + 15
-    while writer.stats()["compactions"] < 3:
-        assert time.monotonic() < deadline, writer.stats()
+    while writer.state_stats()["compactions"] < 3:
+        assert time.monotonic() < deadline, writer.state_stats()
         writer.apply_edit("rooms", **random_edit(rng))
         time.sleep(0.02)
     lagging._stop.clear()
     lagging.start()
     settled([lagging], writer.committed_seq())
-    assert lagging.stats()["resyncs"] >= 1
+    assert lagging.state_stats()["resyncs"] >= 1
     assert crcs(lagging) == crcs(writer)
 
 
@@ -210,7 +210,7 @@ def test_while_redis_is_down_edits_are_refused_at_once_and_maps_keep_serving(joi
         except StateUnavailableError:
             assert time.monotonic() < deadline
             time.sleep(0.1)
-    assert state.stats()["connected"] and state.stats()["refused"] >= 1
+    assert state.state_stats()["connected"] and state.state_stats()["refused"] >= 1
     assert not state.get("rooms").walkable[2, 5]
 
 
