@@ -92,7 +92,21 @@ _UNLOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
-_PENDING = object()
+
+
+class _Waiter:
+    """A handler thread waiting for its own change: set by the reader with what applying
+    it gave (one event per change: a batch wakes only the threads whose change it held)."""
+
+    __slots__ = ("applied", "result")
+
+    def __init__(self):
+        self.applied = threading.Event()
+        self.result = None
+
+    def set(self, result) -> None:
+        self.result = result
+        self.applied.set()
 
 
 def seq_of(text) -> tuple[int, int]:
@@ -227,7 +241,7 @@ class RedisState:
         self._applied, self._applied_text = (0, 0), "0-0"
         self._progress = threading.Condition()
         self._lock = threading.RLock()  # one change at a time: the reader's, a reload's re-application
-        self._results: dict[str, object] = {}  # token -> what applying our own change gave
+        self._results: dict[str, _Waiter] = {}  # token -> the handler thread waiting for that change
         self._prebuilt: dict[str, tuple] = {}  # token -> (GridMap, load_ms) of our own put
         self._overlays: dict[str, Overlay] = {}
         self._bases: dict[str, str] = {}  # uploaded map -> the stream id of its put
@@ -299,7 +313,7 @@ class RedisState:
     def _commit(self, token: str, write):
         """Run ``write`` (one command appending a change carrying ``token``), then wait for
         the reader to apply it; returns what applying it gave, or raises what it raised."""
-        self._results[token] = _PENDING
+        waiter = self._results[token] = _Waiter()
         try:
             try:
                 seq = write()
@@ -307,13 +321,12 @@ class RedisState:
                 self._refuse(exc)
             seq = seq.decode() if isinstance(seq, bytes) else str(seq)
             self._local.seq = seq
-            with self._progress:
-                if not self._progress.wait_for(lambda: self._results[token] is not _PENDING, self.after_timeout_s):
-                    raise AfterTimeoutError(
-                        f"the change was accepted as {seq} but not applied here within {self.after_timeout_s:g} s "
-                        f"(applied up to {self._applied_text}); it will be: ask again with after {seq}",
-                        retry_after_ms=100)
-            result = self._results[token]
+            if not waiter.applied.wait(self.after_timeout_s):
+                raise AfterTimeoutError(
+                    f"the change was accepted as {seq} but not applied here within {self.after_timeout_s:g} s "
+                    f"(applied up to {self._applied_text}); it will be: ask again with after {seq}",
+                    retry_after_ms=100)
+            result = waiter.result
         finally:
             self._results.pop(token, None)
         if isinstance(result, BaseException):
@@ -445,11 +458,21 @@ class RedisState:
         returns how many came."""
         reply = self._reader.xread({STREAM: self._applied_text}, count=READ_COUNT,
                                    block=READ_BLOCK_MS if block else None)
-        count = 0
-        for _, entries in reply or ():
-            for entry_id, fields in entries:
-                self._apply_entry(entry_id.decode(), fields)
-                count += 1
+        entries = [(entry_id.decode(), fields) for _, batch in reply or () for entry_id, fields in batch]
+        start = 0
+        while start < len(entries):
+            # A run of edits of one map is applied as one edit of it (one copy of its arrays).
+            end = start + 1
+            op, name = entries[start][1].get(b"op"), entries[start][1].get(b"map")
+            while op == b"edit" and end < len(entries) and entries[end][1].get(b"op") == op \
+                    and entries[end][1].get(b"map") == name:
+                end += 1
+            if end - start > 1:
+                self._apply_edits(entries[start:end])
+            else:
+                self._apply_entry(*entries[start])
+            start = end
+        count = len(entries)
         if count:
             with self._progress:
                 self._progress.notify_all()
@@ -484,21 +507,64 @@ class RedisState:
                 if token not in self._results:
                     log.warning("entry %s (%s of %r) not applied here: %s", text, op, name, exc)
             self._applied, self._applied_text = seq, text
-        if token in self._results:
-            self._results[token] = result
+        waiter = self._results.get(token)
+        if waiter is not None:
+            waiter.set(result)
+        self._note_lag(time.time(), fields)
+
+    def _apply_edits(self, run: list) -> None:
+        """Apply a run of edit entries of one map as one edit; entry by entry if that fails."""
+        name = run[0][1][b"map"].decode()
+        stand = self._stand.get(name, (0, 0))
+        fresh = [(text, fields) for text, fields in run if seq_of(text) > stand]
+        if len(fresh) < len(run):
+            for text, fields in run:
+                self._apply_entry(text, fields)
+            return
+        changes = []
+        for _, fields in run:
+            change = msgpack.unpackb(fields[b"body"], raw=False)
+            changes.append((edit_boxes(change.get("rects") or (), change.get("cells") or ()), change.get("solid"),
+                            change.get("cost")))
+        with self._lock:
+            try:
+                edited = self.registry.apply_edits(name, changes)
+            except Exception:
+                edited = None
+            else:
+                overlay = self._overlay(name, edited)
+                overlay.record(edited, [box for boxes, _, _ in changes for box in boxes])
+                self._counts["changes"] += len(run)
+                self._applied, self._applied_text = seq_of(run[-1][0]), run[-1][0]
+        if edited is None:
+            for text, fields in run:
+                self._apply_entry(text, fields)
+            return
+        now = time.time()
+        for _, fields in run:
+            token = fields.get(b"token", b"").decode()
+            waiter = self._results.get(token)
+            if waiter is not None:
+                waiter.set(edited)
+            self._note_lag(now, fields)
+
+    def _note_lag(self, now: float, fields: dict) -> None:
         try:
-            self._lags.append(time.time() - float(fields[b"t"]))
+            self._lags.append(now - float(fields[b"t"]))
         except (KeyError, ValueError):
             pass
+
+    def _overlay(self, name: str, gridmap: GridMap) -> Overlay:
+        overlay = self._overlays.get(name)
+        if overlay is None:
+            overlay = self._overlays[name] = Overlay.empty(gridmap.height, gridmap.width, self._bases.get(name, ""))
+        return overlay
 
     def _apply_edit(self, name: str, change: dict) -> GridMap:
         rects, cells = change.get("rects") or (), change.get("cells") or ()
         edited = self.registry.apply_edit(name, rects=rects, cells=cells, solid=change.get("solid"),
                                           cost=change.get("cost"))
-        overlay = self._overlays.get(name)
-        if overlay is None:
-            overlay = self._overlays[name] = Overlay.empty(edited.height, edited.width, self._bases.get(name, ""))
-        overlay.record(edited, edit_boxes(rects, cells))
+        self._overlay(name, edited).record(edited, edit_boxes(rects, cells))
         return edited
 
     def _apply_put(self, name: str, text: str, token: str) -> GridMap:

@@ -218,12 +218,23 @@ class MapRegistry:
         return the new map. The file is not written: a later change of it wins.
         ``if_gen``: edit only if the map's generation is this one, else ConflictError
         (carrying the current generation)."""
-        with self._lock:
-            current = self.get(name)
+
+        def edit(current: GridMap) -> GridMap:
             if if_gen is not None and current.generation != if_gen:
                 raise ConflictError(f"map {name!r} is at generation {current.generation}, not {if_gen} (if_gen): "
                                     "read it again and retry", gen=current.generation, at="if_gen")
-            edited = current.edit(rects, cells, solid=solid, cost=cost)
+            return current.edit(rects, cells, solid=solid, cost=cost)
+
+        return self._edit(name, edit)
+
+    def apply_edits(self, name, changes) -> GridMap:
+        """Replace map ``name`` with ``gridmap.edit_many(changes)`` (see
+        :meth:`GridMap.edit_many`): many edits, one new generation; returns the new map."""
+        return self._edit(name, lambda current: current.edit_many(changes))
+
+    def _edit(self, name: str, edit) -> GridMap:
+        with self._lock:
+            edited = edit(self.get(name))
             generation = self._generation + 1
             if edited.generation != generation:
                 edited = edited.with_generation(generation)

@@ -99,6 +99,10 @@ DEFAULT_QUEUE_LIMIT = 4096
 #: kernel, dominates a short search, and threads only add GIL hand-offs to it.
 INLINE_EXPANSIONS = 256
 INLINE_DISTANCE = 32
+#: Threads taking ``update`` and ``drop_map`` on a server with shared state: each waits for
+#: Redis and then for its own reader, so edits in flight need threads of their own, not
+#: the search threads.
+EDIT_THREADS = 16
 #: Replies kept for the latency percentiles in ``stats``.
 LATENCY_WINDOW = 8192
 
@@ -109,6 +113,7 @@ UPLOAD_QUEUE_BYTES = 256 << 20
 UPLOAD_RETRY_AFTER_MS = 1000
 
 _INLINE = (PingRequest, StatsRequest, MapsRequest)
+_EDITS = (UpdateRequest, DropMapRequest)
 _UPLOADS = (PutMapRequest, UploadBody)
 #: Worker -> loop: when the request arrived, its queue weight (0: an upload), the seconds
 #: it took, the upload's bytes; then the error code (ASCII, empty when ok).
@@ -174,6 +179,8 @@ class Server:
         self._inproc = f"inproc://pathserver-results-{os.getpid()}-{next(_instance)}"
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._uploads: queue.SimpleQueue = queue.SimpleQueue()
+        # With shared state: updates and drops, which mostly wait for Redis and the reader.
+        self._edits: queue.SimpleQueue = queue.SimpleQueue()
         self._upload_bytes = 0  # bodies queued or being built on the upload thread
         # Path requests of the current burst, by (map, options), until _dispatch_pending.
         self._pending: dict[tuple, list] = {}
@@ -232,6 +239,11 @@ class Server:
         thread = threading.Thread(target=self._work, args=(self._uploads,), name="pathserver-upload", daemon=True)
         thread.start()
         self._threads.append(thread)
+        for i in range(EDIT_THREADS if self.state is not None else 0):
+            thread = threading.Thread(target=self._work, args=(self._edits,), name=f"pathserver-edit-{i}",
+                                      daemon=True)
+            thread.start()
+            self._threads.append(thread)
         return self.endpoint
 
     def stop(self) -> None:
@@ -275,6 +287,7 @@ class Server:
         self._stopping = True
         for _ in self._threads:
             self._jobs.put(None)
+            self._edits.put(None)
         self._uploads.put(None)
         deadline = time.monotonic() + timeout
         alive = []
@@ -426,7 +439,8 @@ class Server:
             key = (request.map, request.query.group_key())
             self._pending.setdefault(key, []).append((request, envelope, received, weight))
         else:
-            self._jobs.put((request, envelope, received, weight))
+            edit = self.state is not None and type(request) in _EDITS
+            (self._edits if edit else self._jobs).put((request, envelope, received, weight))
 
     def _queue_upload(self, request, envelope: list, body: bytes, received: float) -> None:
         size = len(body)
