@@ -121,14 +121,58 @@ def shown_url(url: str) -> str:
     return f"{url.split('://', 1)[0]}://***@{tail}" if at else url
 
 
+SENTINEL = "redis+sentinel://"
+
+
 def check_url(url: str) -> str:
-    """``url`` if Redis's client can use it (``redis://HOST:PORT/DB``, ``rediss://``,
-    ``unix://``), else ValueError with a message for the command line."""
+    """``url`` if :func:`connect` can use it, else ValueError with a message for the
+    command line."""
     try:
-        redis.connection.parse_url(url)
+        if url.startswith(SENTINEL):
+            _sentinel_parts(url)
+        else:
+            redis.connection.parse_url(url)
     except ValueError as exc:
-        raise ValueError(f"--state {url!r}: {exc} (expected redis://HOST:PORT/DB)") from None
+        raise ValueError(f"--state {url!r}: {exc} (expected redis://HOST:PORT/DB or "
+                         f"{SENTINEL}HOST:PORT[,HOST:PORT...]/SERVICE/DB)") from None
     return url
+
+
+def _sentinel_parts(url: str) -> tuple[list, str, int, str | None]:
+    """``redis+sentinel://[:PASSWORD@]HOST:PORT[,HOST:PORT...]/SERVICE[/DB]`` ->
+    (sentinels, service, db, password)."""
+    rest = url[len(SENTINEL):]
+    password = None
+    if "@" in rest:
+        credentials, rest = rest.rsplit("@", 1)
+        password = credentials.split(":", 1)[-1] or None
+    hosts, _, path = rest.partition("/")
+    service, _, db = path.partition("/")
+    sentinels = []
+    for host in hosts.split(","):
+        name, _, port = host.rpartition(":")
+        if not name or not port.isdigit():
+            raise ValueError(f"a sentinel is HOST:PORT, got {host!r}")
+        sentinels.append((name, int(port)))
+    if not service or (db and not db.isdigit()):
+        raise ValueError("name the master's service after the sentinels, and the database number after that")
+    return sentinels, service, int(db or 0), password
+
+
+def connect(url: str, socket_timeout: float) -> redis.Redis:
+    """A client of the Redis at ``url``: ``redis://``, ``rediss://``, ``unix://``, or
+    ``redis+sentinel://`` (the master the sentinels name, found again after a failover).
+    No retries: a command that fails raises at once, after ``socket_timeout`` at most."""
+    options = {"socket_timeout": socket_timeout, "socket_connect_timeout": CONNECT_TIMEOUT_S,
+               "retry": Retry(NoBackoff(), 0)}
+    if not url.startswith(SENTINEL):
+        return redis.Redis.from_url(url, **options)
+    from redis.sentinel import Sentinel
+
+    sentinels, service, db, password = _sentinel_parts(url)
+    watch = Sentinel(sentinels, sentinel_kwargs={"socket_timeout": CONNECT_TIMEOUT_S,
+                                                 "socket_connect_timeout": CONNECT_TIMEOUT_S})
+    return watch.master_for(service, db=db, password=password, **options)
 
 
 def edit_boxes(rects, cells) -> list[tuple[int, int, int, int]]:
@@ -223,10 +267,8 @@ class RedisState:
         self.build_upload = build_upload
         self.after_timeout_s = float(after_timeout_s)
         self.compact_entries = int(compact_entries)
-        options = {"socket_connect_timeout": CONNECT_TIMEOUT_S, "retry": Retry(NoBackoff(), 0)}
-        self._writer = redis.Redis.from_url(url, socket_timeout=COMMAND_TIMEOUT_S, **options)
-        self._reader = redis.Redis.from_url(url, socket_timeout=READ_BLOCK_MS / 1000.0 + COMMAND_TIMEOUT_S,
-                                            **options)
+        self._writer = connect(url, COMMAND_TIMEOUT_S)
+        self._reader = connect(url, READ_BLOCK_MS / 1000.0 + COMMAND_TIMEOUT_S)
         self._put_script = self._writer.register_script(_PUT)
         self._drop_script = self._writer.register_script(_DROP)
         self._unlock_script = self._reader.register_script(_UNLOCK)

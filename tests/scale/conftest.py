@@ -43,10 +43,10 @@ def join(maps_dir, redis_server):
     Redis (uploads built with the server's own ``build_upload``), closed at the end."""
     made = []
 
-    def make(folder=None, **options) -> RedisState:
+    def make(folder=None, url=None, **options) -> RedisState:
         registry = MapRegistry(folder or maps_dir)
         registry.load_all()
-        state = RedisState(registry, redis_server.url, identity=f"test-{len(made)}", build_upload=build_upload,
+        state = RedisState(registry, url or redis_server.url, identity=f"test-{len(made)}", build_upload=build_upload,
                            **options)
         made.append(state)
         state.start()

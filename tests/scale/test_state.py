@@ -2,18 +2,20 @@
 stand in for servers (no request path involved)."""
 
 import random
+import subprocess
 import threading
 import time
 
 import numpy as np
 import pytest
+import redis
 
 from pathserver import find_path
 from pathserver.editlog import STREAM, map_crc, seq_of
 from pathserver.errors import AfterTimeoutError, ConflictError, StateUnavailableError, UnknownMapError
 from pathserver.protocol.cells import MapCells
 from pathserver.server.handlers import build_upload
-from scale.cluster import ROOMS, movingai, settled
+from scale.cluster import ROOMS, free_ports, movingai, settled
 
 
 def random_edit(rng: random.Random) -> dict:
@@ -222,3 +224,32 @@ def test_waiting_for_an_entry_not_applied_here_ends_at_the_bound(join):
     assert 0.15 < time.monotonic() - started < 2.0
     state.apply_edit("rooms", cells=[(1, 1)], solid=True)
     state.wait_applied(seq_of(state.committed_seq()), state.committed_seq())  # at once
+
+
+def test_a_state_found_through_sentinel_takes_edits(join, redis_server, tmp_path):
+    port = free_ports(1)
+    config = tmp_path / "sentinel.conf"
+    config.write_text(f"port {port}\nbind 127.0.0.1\ndir {tmp_path}\n"
+                      f"sentinel monitor pathserver 127.0.0.1 {redis_server.port} 1\n")
+    sentinel = subprocess.Popen(["redis-server", str(config), "--sentinel"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        probe = redis.Redis(port=port, socket_timeout=1.0)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                if probe.sentinel_get_master_addr_by_name("pathserver"):
+                    break
+            except redis.RedisError:
+                pass
+            assert time.monotonic() < deadline, "the sentinel never named the master"
+            time.sleep(0.05)
+        probe.close()
+        through = join(url=f"redis+sentinel://127.0.0.1:{port}/pathserver/0")
+        direct = join()
+        through.apply_edit("rooms", cells=[(5, 2)], solid=True)
+        settled([direct], through.committed_seq())
+        assert not direct.get("rooms").walkable[2, 5]
+    finally:
+        sentinel.kill()
+        sentinel.wait(5)
