@@ -592,6 +592,16 @@ def _build_cost_index(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return table, _readonly(index)
 
 
+def check_edit(solid: bool | None, cost: float | None) -> None:
+    """RequestError unless an edit's ``solid`` / ``cost`` make an edit (see GridMap.edit)."""
+    from pathserver.errors import RequestError
+
+    if solid is None and cost is None:
+        raise RequestError("an edit needs solid or cost", at="solid")
+    if cost is not None and not (math.isfinite(cost) and cost >= 1.0):
+        raise RequestError("cost must be finite and >= 1", at="cost")
+
+
 def _edit_cost_index(cost: np.ndarray, table: np.ndarray, index: np.ndarray, box) -> tuple[np.ndarray, np.ndarray]:
     """(cost_table, cost_index) for ``cost``, which differs from the grid ``table[index]``
     describes only inside ``box = (x0, y0, x1, y1)``: the box is re-indexed, and a cost
@@ -1023,10 +1033,7 @@ class GridMap:
         from pathserver.errors import RequestError
 
         for _, solid, cost in changes:
-            if solid is None and cost is None:
-                raise RequestError("an edit needs solid or cost", at="solid")
-            if cost is not None and not (math.isfinite(cost) and cost >= 1.0):
-                raise RequestError("cost must be finite and >= 1", at="cost")
+            check_edit(solid, cost)
         walkable = self.walkable.copy()
         costed = any(cost is not None for _, _, cost in changes)
         new_cost = None if (not costed and self.uniform_cost) else self.cost.copy()
