@@ -454,8 +454,8 @@ class RedisState:
         token = fields.get(b"token", b"").decode()
         with self._lock:
             try:
-                if seq <= self._stand.get(name, (0, 0)):
-                    self._counts["skipped"] += 1
+                skipped = seq <= self._stand.get(name, (0, 0))
+                if skipped:
                     result = self.registry.get(name) if op != "drop" else None
                 elif op == "edit":
                     result = self._apply_edit(name, msgpack.unpackb(fields[b"body"], raw=False))
@@ -465,7 +465,9 @@ class RedisState:
                     result = self._apply_drop(name, seq)
                 else:
                     raise ValueError(f"unknown op {op!r}")
-                self._counts["changes"] += 1
+                self._counts["skipped" if skipped else "changes"] += 1
+            except redis.RedisError:
+                raise  # not applied: the reader reads this entry again once Redis answers
             except Exception as exc:
                 result = exc
                 self._counts["failed"] += 1
