@@ -134,6 +134,7 @@ def test_puts_edits_and_drops_from_two_servers_converge(join):
     for thread in threads:
         thread.join(60)
     put(states[0], "shared", np.ones((8, 12), dtype=bool))
+    settled([states[1]], states[0].committed_seq())
     states[1].apply_edit("shared", rects=[(3, 3, 2, 2)], solid=True)
     late = join()
     settled([*states, late], states[1].committed_seq())
