@@ -38,6 +38,7 @@ import collections
 import itertools
 import logging
 import os
+import queue
 import secrets
 import socket
 import threading
@@ -102,9 +103,22 @@ class _Waiter:
         self.applied = threading.Event()
         self.result = None
 
-    def set(self, result) -> None:
+    def set(self, result, seq: str | None) -> None:
         self.result = result
         self.applied.set()
+
+
+class _Submitted:
+    """An edit the socket loop handed over without waiting (:meth:`RedisState.submit_edit`):
+    once applied here, or refused, ``(context, outcome, seq)`` joins ``done``."""
+
+    __slots__ = ("context", "deadline", "done")
+
+    def __init__(self, context, deadline: float, done: collections.deque):
+        self.context, self.deadline, self.done = context, deadline, done
+
+    def set(self, result, seq: str | None) -> None:
+        self.done.append((self.context, result, seq))
 
 
 def seq_of(text) -> tuple[int, int]:
@@ -209,7 +223,12 @@ class RedisState:
         self._applied, self._applied_text = (0, 0), "0-0"
         self._progress = threading.Condition()
         self._lock = threading.RLock()  # one change at a time: the reader's, a reload's re-application
-        self._results: dict[str, _Waiter] = {}  # token -> the handler thread waiting for that change
+        self._results: dict[str, object] = {}  # token -> who waits for that change (_Waiter, _Submitted)
+        # Edits the socket loop submitted: (token, stream fields) for the writer thread, and
+        # (token, deadline) in submission order; what became of them, for finished().
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._submitted: collections.deque = collections.deque()
+        self._done: collections.deque = collections.deque()
         self._prebuilt: dict[str, tuple] = {}  # token -> (GridMap, load_ms) of our own put
         self._overlays: dict[str, Overlay] = {}
         self._bases: dict[str, str] = {}  # uploaded map -> the stream id of its put
@@ -223,6 +242,7 @@ class RedisState:
         self._refused_at = -1e9
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._writer_thread: threading.Thread | None = None
         self._chained = registry.on_event
         registry.on_event = self._on_registry_event
 
@@ -236,6 +256,42 @@ class RedisState:
     def apply_edit(self, name, rects=(), cells=(), *, solid=None, cost=None, if_gen=None) -> GridMap:
         """Append the edit to the stream, wait until it is applied here; returns the new
         map. ``if_gen`` is checked against this server's map (generations are per server)."""
+        token, fields = self._edit_entry(name, rects, cells, solid, cost, if_gen)
+        return self._commit(token, lambda: self._writer.xadd(STREAM, fields))
+
+    def submit_edit(self, name, rects=(), cells=(), *, solid=None, cost=None, if_gen=None, context=None) -> None:
+        """:meth:`apply_edit` without waiting: checked here (raising as it does), written by
+        the writer thread with others in one round trip; ``(context, outcome, seq)`` comes
+        out of :meth:`finished` once it is applied here (``outcome``: the new map) or
+        failed (``outcome``: the error; ``state_unavailable``, ``after_timeout``...)."""
+        token, fields = self._edit_entry(name, rects, cells, solid, cost, if_gen)
+        deadline = time.monotonic() + self.after_timeout_s
+        self._results[token] = _Submitted(context, deadline, self._done)
+        self._submitted.append((token, deadline))
+        self._outbox.put((token, fields))
+
+    def finished(self) -> list:
+        """The submitted edits done since the last call, ``(context, outcome, seq)`` each,
+        those still waiting past their bound among them (``after_timeout``)."""
+        now = time.monotonic()
+        while self._submitted and (self._submitted[0][0] not in self._results or self._submitted[0][1] <= now):
+            token, _ = self._submitted.popleft()
+            late = self._results.pop(token, None)
+            if late is not None:
+                late.set(AfterTimeoutError(f"the edit was not applied here within {self.after_timeout_s:g} s "
+                                           f"(applied up to {self._applied_text}); it may still be: read the map "
+                                           "again before sending it again", retry_after_ms=100), None)
+        done = []
+        while self._done:
+            done.append(self._done.popleft())
+        return done
+
+    def outstanding(self) -> int:
+        """Submitted edits not yet finished."""
+        return len(self._submitted)
+
+    def _edit_entry(self, name, rects, cells, solid, cost, if_gen) -> tuple[str, dict]:
+        """Check an edit against this server's map; its token and stream fields."""
         current = self.registry.get(name)
         if if_gen is not None and current.generation != if_gen:
             raise ConflictError(f"map {name!r} is at generation {current.generation}, not {if_gen} (if_gen): "
@@ -245,8 +301,7 @@ class RedisState:
                               "cells": [[int(v) for v in cell] for cell in cells],
                               "solid": solid, "cost": None if cost is None else float(cost)}, use_bin_type=True)
         token = self._token()
-        return self._commit(token, lambda: self._writer.xadd(
-            STREAM, {"op": "edit", "map": name, "token": token, "t": repr(time.time()), "body": body}))
+        return token, {"op": "edit", "map": name, "token": token, "t": repr(time.time()), "body": body}
 
     def put_map(self, name, gridmap, *, load_ms: float = 0.0, wire=None, bounded: bool = True) -> GridMap:
         """Store the upload's fields ``wire`` under ``name`` with its entry, wait until it
@@ -299,6 +354,10 @@ class RedisState:
         return result
 
     def _refuse(self, exc: Exception):
+        raise self._refusal(exc) from None
+
+    def _refusal(self, exc: Exception) -> StateUnavailableError:
+        """The error an edit Redis did not take gets; the outage logged once a burst."""
         self._counts["refused"] += 1
         now = time.monotonic()
         if now - self._refused_at > 5.0:  # one line per outage burst, not one per edit
@@ -306,8 +365,8 @@ class RedisState:
             log.warning("shared state %s did not take an edit (%s: %s); edits are refused with state_unavailable "
                         "until it does, paths are answered on the maps as they are", shown_url(self.url),
                         type(exc).__name__, exc)
-        raise StateUnavailableError(f"the shared state ({shown_url(self.url)}) is unreachable: nothing was applied; "
-                                    f"retry after {RETRY_AFTER_MS} ms", retry_after_ms=RETRY_AFTER_MS) from None
+        return StateUnavailableError(f"the shared state ({shown_url(self.url)}) is unreachable: nothing was "
+                                     f"applied; retry after {RETRY_AFTER_MS} ms", retry_after_ms=RETRY_AFTER_MS)
 
     # -- what the socket loop and the handlers ask -------------------------------------
 
@@ -365,15 +424,53 @@ class RedisState:
         """Start the reader thread (see ``caught_up``)."""
         self._thread = threading.Thread(target=self._run, name="pathserver-state", daemon=True)
         self._thread.start()
+        self._writer_thread = threading.Thread(target=self._write, name="pathserver-state-writer", daemon=True)
+        self._writer_thread.start()
 
     def close(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(READ_BLOCK_MS / 1000.0 + COMMAND_TIMEOUT_S + 1.0)
+        self._outbox.put(None)
+        for thread in (self._thread, self._writer_thread):
+            if thread is not None:
+                thread.join(READ_BLOCK_MS / 1000.0 + COMMAND_TIMEOUT_S + 1.0)
         for client in (self._writer, self._reader):
             client.close()
         self.wake_socket.close()
         self._wake_send.close()
+
+    # -- the writer thread: submitted edits, many to a round trip -------------------------
+
+    def _write(self) -> None:
+        while not self._stop.is_set():
+            batch = [self._outbox.get()]
+            while batch[-1] is not None and len(batch) < READ_COUNT:
+                try:
+                    batch.append(self._outbox.get_nowait())
+                except queue.Empty:
+                    break
+            batch = [item for item in batch if item is not None]
+            if not batch:
+                continue
+            pipe = self._writer.pipeline(transaction=False)
+            for _, fields in batch:
+                pipe.xadd(STREAM, fields)
+            try:
+                written = pipe.execute(raise_on_error=False)
+            except redis.RedisError as exc:
+                written = [exc] * len(batch)
+            for (token, _), outcome in zip(batch, written):
+                if isinstance(outcome, Exception):
+                    waiting = self._results.pop(token, None)
+                    if waiting is not None:
+                        waiting.set(self._refusal(outcome), None)
+            if self._done:
+                self._wake()
+
+    def _wake(self) -> None:
+        try:
+            self._wake_send.send(b"\0")
+        except OSError:
+            pass  # the buffer is full: the loop is waking anyway
 
     # -- the reader thread -------------------------------------------------------------
 
@@ -441,11 +538,8 @@ class RedisState:
         if count:
             with self._progress:
                 self._progress.notify_all()
-            if self.notify_applied:
-                try:
-                    self._wake_send.send(b"\0")
-                except OSError:
-                    pass  # the buffer is full: the loop is waking anyway
+            if self.notify_applied or self._done:
+                self._wake()
         return count
 
     def _apply_entry(self, text: str, fields: dict) -> None:
@@ -474,9 +568,9 @@ class RedisState:
                 if token not in self._results:
                     log.warning("entry %s (%s of %r) not applied here: %s", text, op, name, exc)
             self._applied, self._applied_text = seq, text
-        waiter = self._results.get(token)
+        waiter = self._results.pop(token, None)
         if waiter is not None:
-            waiter.set(result)
+            waiter.set(result, text)
         self._note_lag(time.time(), fields)
 
     def _apply_edits(self, run: list) -> None:
@@ -508,11 +602,10 @@ class RedisState:
                 self._apply_entry(text, fields)
             return
         now = time.time()
-        for _, fields in run:
-            token = fields.get(b"token", b"").decode()
-            waiter = self._results.get(token)
+        for text, fields in run:
+            waiter = self._results.pop(fields.get(b"token", b"").decode(), None)
             if waiter is not None:
-                waiter.set(edited)
+                waiter.set(edited, text)
             self._note_lag(now, fields)
 
     def _note_lag(self, now: float, fields: dict) -> None:

@@ -508,7 +508,32 @@ def handle_maps(request: MapsRequest, registry) -> dict:
 
 
 def handle_update(request: UpdateRequest, registry) -> dict:
-    gridmap = registry.get(request.map)
+    rects, cells = update_cells(request, registry.get(request.map))
+    edited = registry.apply_edit(request.map, rects=rects, cells=cells, solid=request.solid, cost=request.cost,
+                                 if_gen=request.if_gen)
+    return ok_reply(request.id, {"map": request.map, "gen": edited.generation, **_committed(registry)})
+
+
+def submit_update(request: UpdateRequest, state, context) -> None:
+    """Hand an ``update`` to the shared state without waiting (the socket loop's way):
+    ``state.submit_edit`` appends it, and :func:`update_reply` makes the reply once it is
+    applied here. Raises what :func:`handle_update` raises before anything is written."""
+    rects, cells = update_cells(request, state.get(request.map))
+    state.submit_edit(request.map, rects, cells, solid=request.solid, cost=request.cost, if_gen=request.if_gen,
+                      context=context)
+
+
+def update_reply(rid, name: str, outcome, seq: str) -> tuple[bytes, str | None]:
+    """The reply to an ``update`` the shared state applied (``outcome``: the new map) or
+    failed (``outcome``: the exception)."""
+    if isinstance(outcome, BaseException):
+        return error_reply_bytes(rid, outcome)
+    return encode(ok_reply(rid, {"map": name, "gen": outcome.generation, "seq": seq})), None
+
+
+def update_cells(request: UpdateRequest, gridmap) -> tuple[list, list]:
+    """An ``update``'s rectangles and cells as grid cells of ``gridmap``: ``(x, y, w, h)``
+    rectangles clipped to the map, ``(x, y)`` cells; OutOfBoundsError for one off the map."""
     if request.space == "world":
         ox, oy = gridmap.origin
         scale = gridmap.cell_size
@@ -524,9 +549,7 @@ def handle_update(request: UpdateRequest, registry) -> dict:
             raise OutOfBoundsError(f"cell ({cx}, {cy}) is outside the map ({gridmap.width}x{gridmap.height})",
                                    at=f"cells[{i}]")
         cells.append((cx, cy))
-    edited = registry.apply_edit(request.map, rects=rects, cells=cells, solid=request.solid, cost=request.cost,
-                                 if_gen=request.if_gen)
-    return ok_reply(request.id, {"map": request.map, "gen": edited.generation, **_committed(registry)})
+    return rects, cells
 
 
 def handle_put_map(request: PutMapRequest, registry, started: float | None = None) -> dict:

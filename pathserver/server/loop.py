@@ -39,7 +39,9 @@ Worker mode (``connect=``, behind ``pathserver broker``): the request socket is 
 connected to the broker's back end instead of a bound ROUTER. It receives the same
 ``[client id, (""), body]`` frames, so everything above applies unchanged.
 
-Shared state (``state=``, ``pathserver.editlog.RedisState``): a request sent with
+Shared state (``state=``, ``pathserver.editlog.RedisState``): an ``update`` is checked on
+the loop and handed to the state's writer thread (which sends many to Redis in one round
+trip); the loop answers it once the state's reader has applied it here. A request sent with
 ``after`` waits on the loop, parked, until the state has applied that entry (its reader
 thread wakes the loop through ``state.wake_socket``), then goes on as any other; one
 still waiting after ``state.after_timeout_s`` is answered ``after_timeout``. Without
@@ -99,10 +101,6 @@ DEFAULT_QUEUE_LIMIT = 4096
 #: kernel, dominates a short search, and threads only add GIL hand-offs to it.
 INLINE_EXPANSIONS = 256
 INLINE_DISTANCE = 32
-#: Threads taking ``update`` and ``drop_map`` on a server with shared state: each waits for
-#: Redis and then for its own reader, so edits in flight need threads of their own, not
-#: the search threads.
-EDIT_THREADS = 16
 #: Replies kept for the latency percentiles in ``stats``.
 LATENCY_WINDOW = 8192
 
@@ -113,7 +111,6 @@ UPLOAD_QUEUE_BYTES = 256 << 20
 UPLOAD_RETRY_AFTER_MS = 1000
 
 _INLINE = (PingRequest, StatsRequest, MapsRequest)
-_EDITS = (UpdateRequest, DropMapRequest)
 _UPLOADS = (PutMapRequest, UploadBody)
 #: Worker -> loop: when the request arrived, its queue weight (0: an upload), the seconds
 #: it took, the upload's bytes; then the error code (ASCII, empty when ok).
@@ -179,8 +176,6 @@ class Server:
         self._inproc = f"inproc://pathserver-results-{os.getpid()}-{next(_instance)}"
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._uploads: queue.SimpleQueue = queue.SimpleQueue()
-        # With shared state: updates and drops, which mostly wait for Redis and the reader.
-        self._edits: queue.SimpleQueue = queue.SimpleQueue()
         self._upload_bytes = 0  # bodies queued or being built on the upload thread
         # Path requests of the current burst, by (map, options), until _dispatch_pending.
         self._pending: dict[tuple, list] = {}
@@ -239,11 +234,6 @@ class Server:
         thread = threading.Thread(target=self._work, args=(self._uploads,), name="pathserver-upload", daemon=True)
         thread.start()
         self._threads.append(thread)
-        for i in range(EDIT_THREADS if self.state is not None else 0):
-            thread = threading.Thread(target=self._work, args=(self._edits,), name=f"pathserver-edit-{i}",
-                                      daemon=True)
-            thread.start()
-            self._threads.append(thread)
         return self.endpoint
 
     def stop(self) -> None:
@@ -278,6 +268,8 @@ class Server:
                 self._serve_requests()
             if self._parked:
                 self._release_parked()
+            if wake is not None:
+                self._finish_edits()
 
     def close(self, timeout: float = 0.5) -> None:
         """Stop the workers (queued jobs are abandoned), close every socket with LINGER 0."""
@@ -287,7 +279,6 @@ class Server:
         self._stopping = True
         for _ in self._threads:
             self._jobs.put(None)
-            self._edits.put(None)
         self._uploads.put(None)
         deadline = time.monotonic() + timeout
         alive = []
@@ -408,8 +399,29 @@ class Server:
         self.state.notify_applied = bool(waiting)
         self._dispatch_pending()
 
+    def _submit_update(self, request: UpdateRequest, envelope: list, received: float) -> None:
+        """Hand an ``update`` to the shared state; answered by :meth:`_finish_edits`."""
+        if self.state.outstanding() >= self.queue_limit:
+            overloaded = OverloadedError(f"{self.state.outstanding()} edits wait for the shared state already; "
+                                         "retry after 50 ms", retry_after_ms=50)
+            self._send_error(envelope, received, overloaded, request.id)
+            return
+        try:
+            handlers.submit_update(request, self.state, (envelope, received, request.id, request.map))
+        except Exception as exc:
+            self._send_error(envelope, received, exc, request.id)
+
+    def _finish_edits(self) -> None:
+        """Answer the updates the shared state has applied here (or failed) since last time."""
+        for (envelope, received, rid, name), outcome, seq in self.state.finished():
+            reply, code = handlers.update_reply(rid, name, outcome, seq)
+            self._send(envelope, reply, received, code)
+
     def _dispatch(self, request, envelope: list, body: bytes, received: float) -> None:
         """Answer a validated request inline or queue it (see the module docstring)."""
+        if self.state is not None and type(request) is UpdateRequest:
+            self._submit_update(request, envelope, received)
+            return
         if isinstance(request, _UPLOADS):
             self._queue_upload(request, envelope, body, received)
             return
@@ -439,8 +451,7 @@ class Server:
             key = (request.map, request.query.group_key())
             self._pending.setdefault(key, []).append((request, envelope, received, weight))
         else:
-            edit = self.state is not None and type(request) in _EDITS
-            (self._edits if edit else self._jobs).put((request, envelope, received, weight))
+            self._jobs.put((request, envelope, received, weight))
 
     def _queue_upload(self, request, envelope: list, body: bytes, received: float) -> None:
         size = len(body)
