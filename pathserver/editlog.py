@@ -265,6 +265,8 @@ class RedisState:
         out of :meth:`finished` once it is applied here (``outcome``: the new map) or
         failed (``outcome``: the error; ``state_unavailable``, ``after_timeout``...)."""
         token, fields = self._edit_entry(name, rects, cells, solid, cost, if_gen)
+        if not self.connected:
+            raise self._refusal(ConnectionError("the reader is not connected"))
         deadline = time.monotonic() + self.after_timeout_s
         self._results[token] = _Submitted(context, deadline, self._done)
         self._submitted.append((token, deadline))
@@ -333,6 +335,8 @@ class RedisState:
     def _commit(self, token: str, write):
         """Run ``write`` (one command appending a change carrying ``token``), then wait for
         the reader to apply it; returns what applying it gave, or raises what it raised."""
+        if not self.connected:  # the reader lost Redis: refused at once, not after a timeout
+            raise self._refusal(ConnectionError("the reader is not connected"))
         waiter = self._results[token] = _Waiter()
         try:
             try:
@@ -448,7 +452,8 @@ class RedisState:
                     batch.append(self._outbox.get_nowait())
                 except queue.Empty:
                     break
-            batch = [item for item in batch if item is not None]
+            # One answered meanwhile (past its bound) is not written: its client was told so.
+            batch = [item for item in batch if item is not None and item[0] in self._results]
             if not batch:
                 continue
             pipe = self._writer.pipeline(transaction=False)
@@ -484,6 +489,7 @@ class RedisState:
                     self._load()
                     while self._read(block=False) == READ_COUNT:
                         pass
+                    self._note_connected(True)
                     self.caught_up.set()
                 elif not self.connected:
                     self._check_trimmed()  # back after an outage: is our position still in the stream?
