@@ -10,11 +10,13 @@ What lives in Redis (keys under ``pathserver:``)::
     snapshot     a hash: "id" -> the stream id it reflects; "map:NAME" -> the map's overlay
     compactor    a short lock: one server at a time writes the snapshot and trims
 
-The writer (a handler thread) appends a change and waits until the reader of this very
-server has applied it, so its reply (``"seq"``: the entry's id) is true here too. A put's
-body and its entry are written by one script, a drop removes the body with its entry:
-Redis accepts both or neither. While Redis does not answer, a change is refused with
-``state_unavailable`` and nothing is queued.
+A change is appended by the server that took it, which answers only once its own reader
+has applied it, so its reply (``"seq"``: the entry's id) is true there too. An ``update``
+is submitted by the socket loop (:meth:`RedisState.submit_edit`) and written by the writer
+thread, many to a round trip; ``put_map`` and ``drop_map`` are written by the handler
+thread that waits. A put's body and its entry are written by one script, a drop removes
+the body with its entry: Redis accepts both or neither. While Redis does not answer, a
+change is refused with ``state_unavailable`` and nothing is queued.
 
 The reader (one thread) loads the snapshot and the uploads, then reads the stream from the
 snapshot's id with blocking reads (XREAD BLOCK) and applies each entry in order. Every
@@ -22,14 +24,15 @@ entry carries the map's name, and ``_stand`` remembers, per name, up to which id
 was loaded whole (an upload newer than the snapshot): older entries of that name are
 skipped, as a put replaces a map whole.
 
-An overlay (:class:`Overlay`) is what the edits of one map have set: a mask of the cells
+An overlay (``pathserver.grid.overlay``) is what the edits of one map have set: a mask of the cells
 they touched and the values (walkable, cost) those cells hold now. Every server keeps one
 per edited map as it applies edits; a compaction writes them all into the snapshot with
 the id they reflect, then trims the stream to the previous snapshot's id (XTRIM MINID),
 never past what a server that reads the newest snapshot needs. A server that finds the
 stream trimmed past its own position (the first entry left is newer than the last one it
-applied) reloads from the snapshot. A map file that reloads gets its overlay put back on top: edited cells keep their
-edited values, every other cell comes from the new file (docs/scaling.md).
+applied) reloads from the snapshot. A map file that reloads gets its overlay put back on
+top: edited cells keep their edited values, every other cell comes from the new file
+(docs/scaling.md).
 """
 
 from __future__ import annotations
