@@ -64,7 +64,8 @@ STREAM, UPLOADS, UPLOAD_IDS, SNAPSHOT, COMPACTOR = (PREFIX + key for key in
 #: How long a request's ``after`` (and a server's own change) waits to be applied here (s).
 AFTER_TIMEOUT_S = 1.0
 #: A command to Redis that takes longer than this fails the edit (s); connecting likewise.
-COMMAND_TIMEOUT_S = 1.0
+#: With AFTER_TIMEOUT_S, below the clients' own timeout (2 s in ``pathserver.client``).
+COMMAND_TIMEOUT_S = 0.5
 CONNECT_TIMEOUT_S = 0.5
 #: The ``retry_after_ms`` of a ``state_unavailable`` reply.
 RETRY_AFTER_MS = 500
@@ -270,7 +271,8 @@ class RedisState:
         token, fields = self._edit_entry(name, rects, cells, solid, cost, if_gen)
         if not self.connected:
             raise self._refusal(ConnectionError("the reader is not connected"))
-        deadline = time.monotonic() + self.after_timeout_s
+        # Its write may take COMMAND_TIMEOUT_S before it fails as state_unavailable.
+        deadline = time.monotonic() + COMMAND_TIMEOUT_S + self.after_timeout_s
         self._results[token] = _Submitted(context, deadline, self._done)
         self._submitted.append((token, deadline))
         self._outbox.put((token, fields))
