@@ -63,9 +63,12 @@ STREAM, UPLOADS, UPLOAD_IDS, SNAPSHOT, COMPACTOR = (PREFIX + key for key in
                                                      ("edits", "uploads", "upload_ids", "snapshot", "compactor"))
 #: How long a request's ``after`` (and a server's own change) waits to be applied here (s).
 AFTER_TIMEOUT_S = 1.0
-#: A command to Redis that takes longer than this fails the edit (s); connecting likewise.
-#: With AFTER_TIMEOUT_S, below the clients' own timeout (2 s in ``pathserver.client``).
-COMMAND_TIMEOUT_S = 0.5
+#: A command to Redis that takes longer than this fails the edit (s). Room for a slow
+#: fsync under ``appendfsync always``; an edit waits this and AFTER_TIMEOUT_S at most.
+COMMAND_TIMEOUT_S = 1.0
+#: The reader takes Redis for gone (and edits are refused at once) when a blocking read
+#: gets no answer this long past its block time (s).
+READ_GRACE_S = 2.0
 CONNECT_TIMEOUT_S = 0.5
 #: The ``retry_after_ms`` of a ``state_unavailable`` reply.
 RETRY_AFTER_MS = 500
@@ -212,7 +215,7 @@ class RedisState:
         self.after_timeout_s = float(after_timeout_s)
         self.compact_entries = int(compact_entries)
         self._writer = connect(url, COMMAND_TIMEOUT_S)
-        self._reader = connect(url, READ_BLOCK_MS / 1000.0 + COMMAND_TIMEOUT_S)
+        self._reader = connect(url, READ_BLOCK_MS / 1000.0 + READ_GRACE_S)
         self._put_script = self._writer.register_script(_PUT)
         self._drop_script = self._writer.register_script(_DROP)
         self._unlock_script = self._reader.register_script(_UNLOCK)
@@ -441,7 +444,7 @@ class RedisState:
         self._outbox.put(None)
         for thread in (self._thread, self._writer_thread):
             if thread is not None:
-                thread.join(READ_BLOCK_MS / 1000.0 + COMMAND_TIMEOUT_S + 1.0)
+                thread.join(READ_BLOCK_MS / 1000.0 + 1.0)
         for client in (self._writer, self._reader):
             client.close()
         self.wake_socket.close()
