@@ -268,7 +268,7 @@ class Server:
                 self._serve_requests()
             if self._parked:
                 self._release_parked()
-            if wake is not None:
+            if wake is not None and self.state.outstanding():
                 self._finish_edits()
 
     def close(self, timeout: float = 0.5) -> None:
