@@ -20,6 +20,11 @@ The handlers read maps through a registry (``get``, ``info``, ``apply_edit``,
 ``check_put``, ``put_map``, ``drop_map``, ``stats``; see ``pathserver.maps.registry``).
 Each search runs on the one immutable GridMap that ``get`` returned, and its reply's
 ``gen`` names that generation.
+
+A request sent with ``after`` reads as an ``After`` around the request. With shared state
+(``pathserver.editlog``) an ``update`` is split in two for the loop: ``submit_update``
+checks and hands it over, ``update_reply`` answers it once applied; edit replies carry the
+entry's ``seq``.
 """
 
 from __future__ import annotations
