@@ -5,16 +5,25 @@
    rounds that take turns so a slow spell on the machine lands on every setup; two
    workloads: the load generator's default game mix (30% trips across the map, the rest
    within 24 cells) and long trips only;
+   and 2 workers sharing their state on Redis (``serve --state``), whose path throughput
+   should be the 2 workers' without it;
 2. the cost of one proxy hop: ``ping`` and a short ``path`` with one request in flight,
    straight to a server vs through the broker to one worker;
-3. edit propagation: ``update``s through the broker; how long until the other worker
-   applied each one (its ``stats``' ``edit_feed.lag_ms``);
+3. the shared state: small ``update``s a second through the broker to 2 workers on one
+   Redis (closed loop, pipelined), and the lag from an edit's acceptance by Redis to each
+   worker applying it (its ``stats``' ``state.lag_ms``, over the last 4096 entries): an
+   upper bound on the lag from the edit's reply, which comes after the acceptance; the
+   targets are printed beside the figures;
 4. failover: under load, one of three workers is SIGKILLed, or frozen with SIGSTOP; the
    driver resends a request that got no reply within 0.5 s (as ``Client`` does), and
    counts those first attempts and when they were sent.
 
-    python bench/scale.py                 # about 3 minutes
+    python bench/scale.py                 # about 4 minutes
     python bench/scale.py --quick --json  # shorter, one JSON object on stdout
+
+Section 3 starts its own ``redis-server`` (Debian's package) on a free loopback port, its
+append-only file fsynced as ``--appendfsync`` says (default ``everysec``), in a temporary
+folder.
 
 The map is den520d from the Moving AI folder (``--movingai``, default ../shared/movingai
 beside the repo), copied into a temporary folder; without it, the repository's sample maps.
@@ -34,6 +43,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -56,7 +66,7 @@ from pathserver.loadtest import LoadConfig, SpawnedServer, TripSource, run_load 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_MOVINGAI = REPO.parent / "shared" / "movingai"
 DEN = Path("dao") / "den520d.map"
-BROKER_READY = re.compile(r"pathserver broker ready on (\S+) \(back (\S+), edits (\S+), feed ([^)]+)\)")
+BROKER_READY = re.compile(r"pathserver broker ready on (\S+) \(back ([^)]+)\)")
 WORKER_READY = re.compile(r"pathserver worker (\S+) ready, connected to")
 START_TIMEOUT_S = 120
 RECEIVE_TIMEOUT_MS = 10_000
@@ -64,6 +74,11 @@ WORKER_COUNTS = (1, 2, 4)
 #: (name, share of trips across the whole map, unit sizes): the load generator's default
 #: game mix, and long trips for units of 1 to 3 cells (more time in the search kernels).
 WORKLOADS = (("game mix", 0.3, (1,)), ("long, 1-3", 1.0, (1, 2, 3)))
+#: The issue's targets for the shared state (section 3).
+TARGET_UPDATES_PER_S = 5000
+TARGET_LAG_P99_MS = 10.0
+#: Updates of section 3's paced run: more than the 4096 a worker's lag figures cover.
+PACED_UPDATES = 5000
 
 
 # -- processes ---------------------------------------------------------------------------------
@@ -108,23 +123,58 @@ class Child:
                 self.process.wait(5)
 
 
-class Cluster:
-    """``pathserver.broker`` on free loopback ports and ``n`` workers (``serve(connect=...)``)."""
+class RedisServer:
+    """``redis-server`` on a free loopback port, AOF in ``folder`` fsynced per ``fsync``."""
 
-    def __init__(self, folder: Path, n_workers: int):
+    def __init__(self, folder: Path, fsync: str):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(folder),
+             "--appendonly", "yes", "--appendfsync", fsync, "--save", ""],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        import redis
+
+        client = redis.Redis(port=self.port, socket_timeout=1.0)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.RedisError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("redis-server did not answer within 10 s") from None
+                time.sleep(0.05)
+        client.close()
+
+    def __enter__(self) -> "RedisServer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+class Cluster:
+    """``pathserver.broker`` on free loopback ports and ``n`` workers (``serve(connect=...)``),
+    sharing their state on the Redis at ``state`` if given."""
+
+    def __init__(self, folder: Path, n_workers: int, state: str | None = None):
         self.folder = folder
         self.n_workers = n_workers
+        self.state = state
         self.workers: list[Child] = []
         self.broker: Child | None = None
         self.front = None
 
     def __enter__(self) -> "Cluster":
-        self.broker = Child([sys.executable, "-m", "pathserver.broker"]
-                            + [arg for role in ("front", "back", "edits", "feed")
-                               for arg in (f"--{role}", "tcp://127.0.0.1:0")])
-        self.front, back, edits, feed = self.broker.wait_for(BROKER_READY).groups()
+        self.broker = Child([sys.executable, "-m", "pathserver.broker", "--front", "tcp://127.0.0.1:0",
+                             "--back", "tcp://127.0.0.1:0"])
+        self.front, back = self.broker.wait_for(BROKER_READY).groups()
         code = ("import sys; from pathserver.server import serve; "
-                f"sys.exit(serve({str(self.folder)!r}, watch=False, connect={back!r}, edits={edits!r}, feed={feed!r}))")
+                f"sys.exit(serve({str(self.folder)!r}, watch=False, connect={back!r}, state={self.state!r}))")
         self.workers = [Child([sys.executable, "-c", code]) for _ in range(self.n_workers)]
         for worker in self.workers:
             worker.wait_for(WORKER_READY)
@@ -233,31 +283,106 @@ def hop_latency(direct: str, brokered: str, maps: list, n: int) -> dict:
     return out
 
 
-# -- 3. edit propagation ---------------------------------------------------------------------------
+# -- 3. the shared state ---------------------------------------------------------------------------
 
 
-def edit_propagation(endpoint: str, maps: list, n: int) -> dict:
-    """``n`` updates (a 2x2 door closed, then opened again) 5 ms apart through the broker,
-    then each worker's stats: the feed's lag and the edit number it reached."""
+def edit_throughput(endpoint: str, maps: list, seconds: float, clients: int = 4, inflight: int = 16) -> dict:
+    """Closed loop of one-cell ``update``s (alternately solid and free, on cells spread over
+    the map) through the broker: ``clients`` DEALERs with ``inflight`` each outstanding,
+    for ``seconds``; then every worker's ``stats``: its state's lag and what it applied."""
     name, width, height = maps[0]["name"], maps[0]["width"], maps[0]["height"]
+    counts, errors, reply_ms = [0] * clients, [0] * clients, [[] for _ in range(clients)]
+    stop_at = time.monotonic() + seconds
+
+    def drive(k: int) -> None:
+        with zmq.Context() as context, context.socket(zmq.DEALER) as sock:
+            sock.linger = 0
+            sock.connect(endpoint)
+            sent_at = {}
+            rid = k << 32
+            for _ in range(inflight):
+                rid += 1
+                sent_at[rid] = _send_update(sock, rid, name, width, height)
+            while sent_at:
+                if not sock.poll(RECEIVE_TIMEOUT_MS, zmq.POLLIN):
+                    raise RuntimeError("an update got no reply within 10 s")
+                reply = msgpack.unpackb(sock.recv_multipart()[-1], raw=False)
+                began = sent_at.pop(reply["id"])
+                if reply.get("ok"):
+                    counts[k] += 1
+                    reply_ms[k].append((time.perf_counter() - began) * 1000.0)
+                else:
+                    errors[k] += 1
+                if time.monotonic() < stop_at:
+                    rid += 1
+                    sent_at[rid] = _send_update(sock, rid, name, width, height)
+
+    began = time.perf_counter()
+    drivers = [threading.Thread(target=drive, args=(k,)) for k in range(clients)]
+    for driver in drivers:
+        driver.start()
+    for driver in drivers:
+        driver.join()
+    elapsed = time.perf_counter() - began
+    time.sleep(0.3)
+    workers = {}
     with zmq.Context() as context, context.socket(zmq.DEALER) as sock:
         sock.linger = 0
         sock.connect(endpoint)
-        update_ms = []
-        for i in range(n):
-            rect = [(i * 7) % (width - 2), (i * 13) % (height - 2), 2, 2]
-            began = time.perf_counter()
-            _ask(sock, {"id": i, "op": "update", "map": name, "rects": [rect], "solid": i % 2 == 0})
-            update_ms.append((time.perf_counter() - began) * 1000.0)
-            time.sleep(0.005)
-        time.sleep(0.2)
+        for i in range(50):
+            reply = _ask(sock, {"id": i, "op": "stats"})
+            workers[reply["worker"]] = reply["state"]
+    latencies = np.concatenate([np.asarray(ms) for ms in reply_ms if ms]) if sum(counts) else np.zeros(1)
+    return {
+        "updates": sum(counts), "errors": sum(errors), "seconds": round(elapsed, 3), "clients": clients,
+        "inflight": inflight, "updates_per_s": round(sum(counts) / elapsed, 1),
+        "reply_p50_ms": round(float(np.percentile(latencies, 50)), 3),
+        "reply_p99_ms": round(float(np.percentile(latencies, 99)), 3),
+        "workers": {w: {"applied": s["applied"], "lag_p50_ms": s["lag_ms"]["p50"], "lag_p99_ms": s["lag_ms"]["p99"],
+                        "lag_max_ms": s["lag_ms"]["max"], "crc": s["crc"].get(name)}
+                    for w, s in sorted(workers.items())},
+    }
+
+
+def paced_lag(endpoint: str, maps: list, rate: float, count: int) -> dict:
+    """``count`` one-cell ``update``s sent at ``rate`` a second (open loop: each goes out
+    on time whatever the replies do), then every worker's ``stats``: the lag of these
+    entries when the state is not saturated (``count`` >= the 4096 the lag covers)."""
+    name, width, height = maps[0]["name"], maps[0]["width"], maps[0]["height"]
+    errors = 0
+    with zmq.Context() as context, context.socket(zmq.DEALER) as sock:
+        sock.linger = 0
+        sock.connect(endpoint)
+        began = time.perf_counter()
+        sent = answered = 0
+        while answered < count:
+            due = began + sent / rate
+            if sent < count and time.perf_counter() >= due:
+                _send_update(sock, (1 << 40) + sent, name, width, height)
+                sent += 1
+                continue
+            wait_ms = max(0, int((due - time.perf_counter()) * 1000)) if sent < count else RECEIVE_TIMEOUT_MS
+            if sock.poll(wait_ms, zmq.POLLIN):
+                reply = msgpack.unpackb(sock.recv_multipart()[-1], raw=False)
+                answered += 1
+                errors += not reply.get("ok")
+            elif sent >= count:
+                raise RuntimeError("an update got no reply within 10 s")
+        elapsed = time.perf_counter() - began
+        time.sleep(0.3)
         workers = {}
         for i in range(50):
-            reply = _ask(sock, {"id": n + i, "op": "stats"})
-            workers[reply["worker"]] = reply["edit_feed"]
-    return {"updates": n, "update_p50_ms": round(float(np.median(update_ms)), 3),
-            "workers": {w: {"seq": s["seq"], "lag_p50_ms": s["lag_ms"]["p50"], "lag_max_ms": s["lag_ms"]["max"],
-                            "applied": s["applied"], "sent": s["sent"]} for w, s in sorted(workers.items())}}
+            reply = _ask(sock, {"id": i, "op": "stats"})
+            workers[reply["worker"]] = reply["state"]["lag_ms"]
+    return {"rate": rate, "updates": count, "errors": errors, "achieved_per_s": round(count / elapsed, 1),
+            "workers": {w: lag for w, lag in sorted(workers.items())}}
+
+
+def _send_update(sock, rid: int, name: str, width: int, height: int) -> float:
+    cell = [(rid * 7919) % width, (rid * 104729) % height]
+    sock.send_multipart([b"", msgpack.packb({"id": rid, "op": "update", "map": name, "cells": [cell],
+                                             "solid": rid % 2 == 0})])
+    return time.perf_counter()
 
 
 # -- 4. failover ---------------------------------------------------------------------------------
@@ -335,15 +460,25 @@ def failover(folder: Path, maps: list, signum: int, before_s: float, after_s: fl
 
 
 def report(results: dict) -> str:
-    lines = [results["machine"], ""]
+    lines = [results["machine"]]
+    if "throughput" in results:
+        lines += _report_paths(results)
+    lines += _report_state(results)
+    if "failover" in results:
+        lines += _report_failover(results)
+    return "\n".join(lines)
+
+
+def _report_paths(results: dict) -> list:
+    lines = [""]
     t = results["throughput_config"]
     lines.append(f"1. throughput: closed loop, {t['clients']} clients x {t['inflight']} in flight "
                  f"({t['threads']} load threads), {t['rounds']} rounds of {t['seconds']:g} s per setup, taking turns")
-    lines.append(f"   {'workload':<11} {'setup':<20} {'replies/s':>10} {'rounds min..max':>16} {'vs plain':>9} "
+    lines.append(f"   {'workload':<11} {'setup':<28} {'replies/s':>10} {'rounds min..max':>16} {'vs plain':>9} "
                  f"{'p50 ms':>7} {'p99 ms':>7}  lost")
     for row in results["throughput"]:
         low, high = row["rounds_min_max"]
-        lines.append(f"   {row['workload']:<11} {row['setup']:<20} {row['replies_per_s']:>10,.0f} "
+        lines.append(f"   {row['workload']:<11} {row['setup']:<28} {row['replies_per_s']:>10,.0f} "
                      f"{f'{low:,}..{high:,}':>16} {row['vs_plain']:>9.2f} {row['p50_ms']:>7.2f} "
                      f"{row['p99_ms']:>7.2f}  {row['lost']}")
     hop = results["hop"]
@@ -352,20 +487,49 @@ def report(results: dict) -> str:
         d, b = row["direct"], row["broker"]
         lines.append(f"   {kind:<5} direct p50 {d['p50']:.3f} p99 {d['p99']:.3f} | via broker p50 {b['p50']:.3f} "
                      f"p99 {b['p99']:.3f} | extra at p50 {row['extra_p50_ms']:+.3f}")
+    return lines
+
+
+def _report_state(results: dict) -> list:
+    lines = []
     edits = results["edits"]
-    lines += ["", f"3. edits: {edits['updates']} updates through the broker (2 workers), update p50 "
-                  f"{edits['update_p50_ms']:.2f} ms"]
+    lines += ["", f"3. shared state on Redis (appendfsync {results['appendfsync']}): one-cell updates through the "
+                  f"broker to 2 workers, {edits['clients']} clients x {edits['inflight']} in flight for "
+                  f"{edits['seconds']:g} s",
+              f"   {edits['updates_per_s']:,.0f} updates/s (target >= {TARGET_UPDATES_PER_S:,}: "
+              f"{'met' if edits['updates_per_s'] >= TARGET_UPDATES_PER_S else 'NOT met'}), {edits['errors']} errors, "
+              f"reply p50 {edits['reply_p50_ms']:.2f} ms, p99 {edits['reply_p99_ms']:.2f} ms"]
+    worst = max((row["lag_p99_ms"] for row in edits["workers"].values()), default=float("nan"))
     for worker, row in edits["workers"].items():
-        lines.append(f"   {worker}: at edit {row['seq']}, sent {row['sent']}, applied from others {row['applied']}, "
-                     f"feed lag p50 {row['lag_p50_ms']:.2f} ms, max {row['lag_max_ms']:.2f} ms")
-    lines += ["", "4. failover: 3 workers, 8 x 4 in flight, resend after 0.5 s without a reply"]
+        lines.append(f"   {worker}: applied up to {row['applied']}, lag from acceptance p50 {row['lag_p50_ms']:.2f} "
+                     f"ms, p99 {row['lag_p99_ms']:.2f} ms, max {row['lag_max_ms']:.2f} ms, map crc {row['crc']}")
+    lines.append(f"   lag p99 at saturation, the slower worker: {worst:.2f} ms (target <= {TARGET_LAG_P99_MS:g} ms: "
+                 f"{'met' if worst <= TARGET_LAG_P99_MS else 'NOT met'})")
+    paced = results["edits_paced"]
+    worst_paced = max(lag["p99"] for lag in paced["workers"].values())
+    lines.append(f"   at {paced['rate']:,.0f} updates/s ({paced['updates']:,} sent, {paced['errors']} errors), lag from "
+                 "acceptance: " + "; ".join(f"{w} p50 {lag['p50']:.2f} ms, p99 {lag['p99']:.2f} ms"
+                                            for w, lag in paced["workers"].items()))
+    lines.append(f"   lag p99 at that rate, the slower worker: {worst_paced:.2f} ms (target <= {TARGET_LAG_P99_MS:g} ms: "
+                 f"{'met' if worst_paced <= TARGET_LAG_P99_MS else 'NOT met'})")
+    shared = {row["workload"]: row for row in results.get("throughput", ()) if row["setup"].endswith("(--state)")}
+    for workload, row in shared.items():
+        plain = next(r for r in results["throughput"] if r["workload"] == workload and r["setup"] == "broker + 2 workers")
+        lines.append(f"   paths, {workload}: {row['replies_per_s']:,.0f} replies/s with --state, "
+                     f"{plain['replies_per_s']:,.0f} without ({row['replies_per_s'] / plain['replies_per_s']:.2f}x; "
+                     "target: unchanged within noise)")
+    return lines
+
+
+def _report_failover(results: dict) -> list:
+    lines = ["", "4. failover: 3 workers, 8 x 4 in flight, resend after 0.5 s without a reply"]
     for row in results["failover"]:
         window = row["resent_window_s"]
         shown = f"sent {window[0]:+.3f} .. {window[1]:+.3f} s from the signal" if window else "none"
         lines.append(f"   {row['signal']:<8} resent {row['resent']:>4} ({shown}); lost {row['lost']}; replies/s "
                      f"{row['replies_per_s_before']:,.0f} before, {row['replies_per_s_after']:,.0f} after; "
                      f"max latency {row['max_latency_ms']:.0f} ms")
-    return "\n".join(lines)
+    return lines
 
 
 def main(argv=None) -> int:
@@ -379,9 +543,15 @@ def main(argv=None) -> int:
     parser.add_argument("--hops", type=int, default=2000, help="round trips per endpoint and kind (default 2000)")
     parser.add_argument("--quick", action="store_true", help="1 round of 1.5 s, 500 hops")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    parser.add_argument("--appendfsync", choices=("always", "everysec", "no"), default="everysec",
+                        help="Redis's AOF fsync policy for section 3 (default everysec)")
+    parser.add_argument("--edit-seconds", type=float, default=5.0, help="seconds of updates in section 3 (default 5)")
+    parser.add_argument("--paced-rate", type=float, default=1000.0,
+                        help="updates a second of section 3's paced run, whose lag is read (default 1000)")
+    parser.add_argument("--state-only", action="store_true", help="section 3 alone (without its path comparison)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.seconds, args.rounds, args.hops = 1.5, 1, 500
+        args.seconds, args.rounds, args.hops, args.edit_seconds = 1.5, 1, 500, 2.0
 
     import pathserver
 
@@ -392,6 +562,7 @@ def main(argv=None) -> int:
                               "rounds": args.rounds,
                               "seconds": args.seconds},
         "hop_n": args.hops,
+        "appendfsync": args.appendfsync,
     }
     with tempfile.TemporaryDirectory(prefix="pathserver-scale-") as tmp:
         folder = Path(tmp) / "maps"
@@ -402,17 +573,30 @@ def main(argv=None) -> int:
         else:
             print(f"bench/scale.py: {den} not found, using the sample maps", file=sys.stderr)
             shutil.copy(REPO / "maps" / "example.map", folder / "example.map")
+        redis_dir = Path(tmp) / "redis"
+        redis_dir.mkdir()
+        if args.state_only:
+            with RedisServer(redis_dir, args.appendfsync) as state, Cluster(folder, 2, state.url) as cluster:
+                maps = fetch_maps(cluster.front)
+                results["edits"] = edit_throughput(cluster.front, maps, args.edit_seconds)
+                results["edits_paced"] = paced_lag(cluster.front, maps, args.paced_rate, PACED_UPDATES)
+            print(json.dumps(results) if args.json else report(results))
+            return 0
         with ExitStack() as stack:
             plain = stack.enter_context(SpawnedServer(folder))
             endpoints = {"plain server": plain.endpoint}
             for n in WORKER_COUNTS:
                 cluster = stack.enter_context(Cluster(folder, n))
                 endpoints[f"broker + {n} worker" + ("s" if n > 1 else "")] = cluster.front
+            state = stack.enter_context(RedisServer(redis_dir, args.appendfsync))
+            endpoints["broker + 2 workers (--state)"] = stack.enter_context(Cluster(folder, 2, state.url)).front
             maps = fetch_maps(plain.endpoint)
             results["throughput"] = throughput(endpoints, maps, args.seconds, args.rounds, args.clients, args.inflight,
                                                args.threads)
             results["hop"] = hop_latency(plain.endpoint, endpoints["broker + 1 worker"], maps, args.hops)
-            results["edits"] = edit_propagation(endpoints["broker + 2 workers"], maps, 200)
+            results["edits"] = edit_throughput(endpoints["broker + 2 workers (--state)"], maps, args.edit_seconds)
+            results["edits_paced"] = paced_lag(endpoints["broker + 2 workers (--state)"], maps, args.paced_rate,
+                                               PACED_UPDATES)
         results["failover"] = [failover(folder, maps, signal.SIGKILL, 1.5, 3.0),
                                failover(folder, maps, signal.SIGSTOP, 1.5, 4.5)]
     if args.json:

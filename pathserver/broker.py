@@ -1,14 +1,13 @@
 """Scale out: ``pathserver broker`` forwards requests between clients and worker processes
-(``pathserver serve --connect``), and numbers the map edits every worker applies.
+(``pathserver serve --connect``). It forwards only: the maps clients change are shared by
+the workers through Redis (``serve --state``, ``pathserver.editlog``), not through here.
 
 ::
 
                        ┌─────────────────────── pathserver broker ───────────────────────┐
     clients ──────────►│ front ROUTER ══ forwarding thread (poll loop) ══ back DEALER    │◄── worker A (DEALER)
     (DEALER/REQ,       │            └─ requests no worker can take yet wait here (1 s)   │◄── worker B ...
-     unchanged)        │ edits ROUTER ◄── each worker's DEALER: its own edits, "fetch"   │
-                       │     └─► sequencer thread: number, keep a log ──► feed PUB ──────│──► every worker's SUB
-                       └─────────────────────────────────────────────────────────────────┘
+     unchanged)        └─────────────────────────────────────────────────────────────────┘
 
 Requests. The front ROUTER prefixes each request with the client's routing id; the
 forwarding thread hands ``[client id, (""), body]`` to the back DEALER, which deals
@@ -27,12 +26,6 @@ a core at 100 % for as long as no worker connects, and it cannot answer such a r
 Our loop polls the back for "can send" only while requests wait, so an idle broker sleeps
 in ``zmq_poll``, with or without workers.
 
-Edits. Workers send their edits, uploads (``put_map``) and drops to the edits ROUTER;
-the sequencer thread numbers them in one :class:`pathserver.editlog.EditLog` (which keeps
-only the newest upload of each map name), answers a worker's catch-up from it and
-publishes each on the feed PUB. The messages, the endpoints (``edit_endpoints``: the
-back's next two ports) and the workers' side (``SharedEdits``) are in ``pathserver.editlog``.
-
 Stopping: ``stop()`` (any thread, or a signal) ends the forwarding thread through an
 inproc control socket; requests still waiting for a worker are answered ``overloaded``.
 """
@@ -50,16 +43,6 @@ import time
 import zmq
 
 from pathserver import security
-from pathserver.editlog import (
-    DROP,
-    EDIT,
-    EDIT_LOG_LIMIT,
-    FEED_HWM,
-    UPLOAD,
-    EditLog,
-    edit_endpoints,
-    read_worker_message,
-)
 from pathserver.errors import BrokerError, OverloadedError, PathserverError
 from pathserver.protocol.codec import decode_request, peek_id
 from pathserver.protocol.requests import request_id
@@ -99,6 +82,9 @@ _BURST = 256
 _POLLIN = int(zmq.POLLIN)
 _POLLOUT = int(zmq.POLLOUT)
 _TERMINATE = b"TERMINATE"
+#: What ``--edits``/``--feed``/``--edit-log`` (the broker's edit log, gone) are answered.
+GONE_EDIT_LOG = ("--edits, --feed and --edit-log are gone: the workers share uploads and edits through Redis, "
+                 "start each with `serve --connect BACK --state redis://HOST:PORT/DB` (docs/scaling.md)")
 
 
 
@@ -118,12 +104,9 @@ def _relay(back: zmq.Socket, front: zmq.Socket) -> None:
 
 
 class Broker:
-    """Forwards requests between ``front`` (clients) and ``back`` (workers), and runs the
-    edit sequencer on ``edits`` / ``feed``.
+    """Forwards requests between ``front`` (clients) and ``back`` (workers).
 
-    ``edits`` and ``feed`` default to :func:`edit_endpoints` of ``back`` (ValueError when
-    they cannot be derived). ``bind()`` returns the real endpoints (a port of 0 or ``*``
-    picks a free one); ``run()`` forwards until ``stop()``, which any thread or a signal
+    ``bind()`` returns the real endpoints (a port of 0 or ``*`` picks a free one); ``run()`` forwards until ``stop()``, which any thread or a signal
     handler may call, then closes everything with LINGER 0. ``worker_wait_s``: how long a
     request waits for a worker that can take it before it is answered ``overloaded``.
     """
@@ -132,18 +115,13 @@ class Broker:
         self,
         front: str = DEFAULT_FRONT,
         back: str = DEFAULT_BACK,
-        edits: str | None = None,
-        feed: str | None = None,
         *,
-        edit_log: int = EDIT_LOG_LIMIT,
         worker_wait_s: float = WORKER_WAIT_S,
         back_heartbeat_ivl_ms: int = BACK_HEARTBEAT_IVL_MS,
         back_heartbeat_timeout_ms: int = BACK_HEARTBEAT_TIMEOUT_MS,
         curve=None,
     ):
-        self._derived = {role for role, given in (("edits", edits), ("feed", feed)) if given is None}
-        edits, feed = edit_endpoints(back, edits, feed, bind=True)
-        self.addresses = {"front": front, "back": back, "edits": edits, "feed": feed}
+        self.addresses = {"front": front, "back": back}
         self.worker_wait_s = max(0.0, float(worker_wait_s))
         # The forwarding thread's alone: requests no worker could take yet, as
         # (deadline, frames), oldest first, and their bytes.
@@ -154,11 +132,6 @@ class Broker:
         self.curve = curve
         self._authenticator = None
         self.endpoints: dict[str, str] = {}
-        # The sequencer thread's alone, once it runs.
-        self._log = EditLog(edit_log)
-        self.edit_log = self._log.limit
-        #: Changes with every broker run, so workers notice a restart (numbering from 1).
-        self.epoch = self._log.epoch
         self._back_heartbeat = (int(back_heartbeat_ivl_ms), int(back_heartbeat_timeout_ms))
         self._context = zmq.Context()
         self._sockets: dict[str, zmq.Socket] = {}
@@ -168,10 +141,10 @@ class Broker:
     # -- lifecycle ---------------------------------------------------------------------
 
     def bind(self) -> dict[str, str]:
-        """Create and bind the four sockets; returns their endpoints by role."""
+        """Create and bind the two sockets; returns their endpoints by role."""
         if self.curve is not None:
             # Clients only: the ZAP handler admits the allow-listed CURVE keys on the
-            # front, and NULL peers (the workers) on the loopback back, edits and feed.
+            # front, and NULL peers (the workers) on the loopback back.
             self._authenticator = self.curve.start_authenticator(self._context)
         context, back_heartbeat = self._context, self._back_heartbeat
         self._sockets = {
@@ -180,20 +153,14 @@ class Broker:
             # front never blocks the loop.
             "front": server_socket(context, zmq.ROUTER, max_bytes=max_message_bytes(), curve=self.curve),
             "back": server_socket(context, zmq.DEALER, heartbeat=back_heartbeat),
-            # Our own loop sends here, with NOBLOCK: a reply to a worker that has gone fails
-            # at once instead of vanishing.
-            "edits": server_socket(context, zmq.ROUTER, heartbeat=back_heartbeat, mandatory=True),
-            "feed": server_socket(context, zmq.PUB, heartbeat=back_heartbeat),
         }
-        self._sockets["feed"].setsockopt(zmq.SNDHWM, FEED_HWM)
         for role, sock in self._sockets.items():
             address = self.addresses[role]
             try:
                 self.endpoints[role] = bind_socket(sock, address)
             except zmq.ZMQError as exc:
                 self.close()
-                hint = " (back's port + 1 and + 2; choose others with --edits/--feed)" if role in self._derived else ""
-                raise BrokerError(f"cannot bind {role} endpoint {address}: {exc}{hint}") from None
+                raise BrokerError(f"cannot bind {role} endpoint {address}: {exc}") from None
         return dict(self.endpoints)
 
     def stop(self) -> None:
@@ -201,7 +168,7 @@ class Broker:
         self._stop.set()
 
     def run(self) -> None:
-        """Forward requests and sequence edits until ``stop()``; then close everything."""
+        """Forward requests until ``stop()``; then close everything."""
         if not self.endpoints:
             self.bind()
         control = self._context.socket(zmq.PAIR)
@@ -215,9 +182,7 @@ class Broker:
         # libzmq asks for when a socket changes threads.
         forwarder = threading.Thread(target=self._forward, args=(listener,), name="pathserver-broker-forward",
                                      daemon=True)
-        sequencer = threading.Thread(target=self._sequence, name="pathserver-broker-edits", daemon=True)
         forwarder.start()
-        sequencer.start()
         try:
             while not self._stop.wait(0.2):
                 if not forwarder.is_alive():
@@ -230,7 +195,6 @@ class Broker:
             except zmq.ZMQError:
                 pass
             forwarder.join(1.0)
-            sequencer.join(1.0)
             control.close(linger=0)
             self._sockets.clear()
             self.close()
@@ -366,41 +330,6 @@ class Broker:
         except Exception:
             log.exception("cannot answer a request no worker took")
 
-    def _sequence(self) -> None:
-        edits, feed = self._sockets["edits"], self._sockets["feed"]
-        try:
-            while not self._stop.is_set():
-                if not edits.poll(_POLL_MS, zmq.POLLIN):
-                    continue
-                for _ in range(_BURST):
-                    try:
-                        frames = edits.recv_multipart(zmq.NOBLOCK)
-                    except zmq.Again:
-                        break
-                    self._on_edits_message(edits, feed, frames)
-        except zmq.ContextTerminated:
-            pass
-        finally:
-            edits.close(linger=0)
-            feed.close(linger=0)
-
-    def _on_edits_message(self, edits: zmq.Socket, feed: zmq.Socket, frames: list) -> None:
-        message = read_worker_message(frames[1:])
-        if message is None:
-            kind = frames[1] if len(frames) > 1 else b""
-            log.warning("ignoring a %d-frame message of kind %r on the edits endpoint", len(frames), kind[:16])
-        elif message[0] == EDIT:
-            feed.send_multipart(self._log.append(message[1]))  # PUB never blocks; it drops
-        elif message[0] == UPLOAD:
-            feed.send_multipart(self._log.append_upload(*message[1:]))
-        elif message[0] == DROP:
-            feed.send_multipart(self._log.append_drop(*message[1:]))
-        else:
-            try:
-                edits.send_multipart([frames[0], *self._log.catch_up(message[1])], zmq.NOBLOCK)
-            except zmq.ZMQError as exc:
-                log.info("catch-up reply not sent (the worker has gone?): %s", exc)
-
 
 # -- the command line ----------------------------------------------------------------------
 
@@ -410,14 +339,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--front", default=DEFAULT_FRONT, help=f"endpoint clients connect to (default {DEFAULT_FRONT})")
     parser.add_argument("--back", default=DEFAULT_BACK,
                         help=f"endpoint workers (serve --connect) connect to (default {DEFAULT_BACK})")
-    parser.add_argument("--edits", default=None,
-                        help="endpoint workers send their map edits to and catch up from (default: --back's port + 1, "
-                             "where `serve --connect` looks for it; a free port when --back's port is 0 or *)")
-    parser.add_argument("--feed", default=None,
-                        help="endpoint the broker publishes the numbered edits on (default: --back's port + 2, "
-                             "likewise)")
-    parser.add_argument("--edit-log", type=int, default=EDIT_LOG_LIMIT,
-                        help=f"edits kept for workers that join later (default {EDIT_LOG_LIMIT})")
+    for gone in ("--edits", "--feed", "--edit-log"):  # refused with GONE_EDIT_LOG
+        parser.add_argument(gone, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--worker-wait", type=float, default=WORKER_WAIT_S, metavar="SECONDS",
                         help="how long a request waits for a worker that can take it (none connected, or all busy) "
                              f"before it is answered `overloaded` (default {WORKER_WAIT_S:g})")
@@ -428,23 +351,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out=None) -> int:
     """Bind, print one ready line, forward until SIGINT/SIGTERM. 0 after a clean stop, 2
-    when the edit endpoints cannot be derived from ``--back``, ``--worker-wait`` is out of
-    range, or an endpoint cannot be bound or is refused by the bind policy of
+    when ``--worker-wait`` is out of range, an option of the edit log that is gone is
+    given, or an endpoint cannot be bound or is refused by the bind policy of
     docs/security.md: with ``--curve-keys`` / ``--allow`` the front may face the network;
-    the workers' endpoints (back, edits, feed) have no CURVE, so off loopback they need
-    ``--insecure``.
-
-    When the bound edits and feed are not the back's next two ports (a wildcard back,
-    explicit ``--edits``/``--feed``), a second line on stderr gives the worker's options."""
+    the workers' endpoint (back) has no CURVE, so off loopback it needs ``--insecure``."""
     out = sys.stdout if out is None else out
+    if any(getattr(args, gone, None) is not None for gone in ("edits", "feed", "edit_log")):
+        print(f"pathserver broker: {GONE_EDIT_LOG}", file=sys.stderr, flush=True)
+        return 2
     try:
         curve = security.curve_from_arguments(getattr(args, "curve_keys", None), getattr(args, "allow", None))
     except security.SecurityError as exc:
-        print(f"pathserver broker: {exc}", file=sys.stderr, flush=True)
-        return 2
-    try:
-        edits, feed = edit_endpoints(args.back, args.edits, args.feed, bind=True)
-    except ValueError as exc:
         print(f"pathserver broker: {exc}", file=sys.stderr, flush=True)
         return 2
     worker_wait = getattr(args, "worker_wait", WORKER_WAIT_S)
@@ -452,7 +369,7 @@ def run(args: argparse.Namespace, out=None) -> int:
         print(f"pathserver broker: --worker-wait {worker_wait:g} is not between 0 and 3600 seconds",
               file=sys.stderr, flush=True)
         return 2
-    addresses = {"front": args.front, "back": args.back, "edits": edits, "feed": feed}
+    addresses = {"front": args.front, "back": args.back}
     warnings = []
     for role, endpoint in addresses.items():
         secured = curve is not None and role == "front"
@@ -460,15 +377,14 @@ def run(args: argparse.Namespace, out=None) -> int:
             warnings += security.check_bind(endpoint, curve=secured, insecure=args.insecure)
         except security.SecurityError:
             what = "the broker has no CURVE without --curve-keys" if role == "front" else \
-                "the workers' endpoints have no CURVE"
+                "the workers' endpoint has no CURVE"
             print(f"pathserver broker: refusing to bind {role} {endpoint}: not a loopback address, and {what}; "
                   "pass --insecure on a network you control (docs/scaling.md, Security)",
                   file=sys.stderr, flush=True)
             return 2
     for warning in dict.fromkeys(warnings):
         print(warning, file=sys.stderr, flush=True)
-    broker = Broker(args.front, args.back, edits, feed, edit_log=args.edit_log, worker_wait_s=worker_wait,
-                    curve=curve)
+    broker = Broker(args.front, args.back, worker_wait_s=worker_wait, curve=curve)
     previous = {}
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -479,16 +395,7 @@ def run(args: argparse.Namespace, out=None) -> int:
         except BrokerError as exc:
             print(f"pathserver broker: {exc}", file=sys.stderr, flush=True)
             return 2
-        print(f"pathserver broker ready on {endpoints['front']} (back {endpoints['back']}, "
-              f"edits {endpoints['edits']}, feed {endpoints['feed']})", file=out, flush=True)
-        try:
-            derived = edit_endpoints(endpoints["back"])
-        except ValueError:
-            derived = None
-        if derived != (endpoints["edits"], endpoints["feed"]):
-            # `serve --connect BACK` alone would look for the edit log elsewhere.
-            print(f"pathserver broker: start workers with --connect {endpoints['back']} --edits {endpoints['edits']} "
-                  f"--feed {endpoints['feed']}", file=sys.stderr, flush=True)
+        print(f"pathserver broker ready on {endpoints['front']} (back {endpoints['back']})", file=out, flush=True)
         broker.run()
     finally:
         for signum, handler in previous.items():

@@ -59,11 +59,11 @@ def _parser() -> argparse.ArgumentParser:
 
     serve.add_argument("--connect", default=None, metavar="ENDPOINT",
                        help="run as a worker behind `pathserver broker`: connect to its --back endpoint instead of binding")
-    serve.add_argument("--edits", default=None, metavar="ENDPOINT",
-                       help="with --connect: the broker's edits endpoint (default: --connect's port + 1, where the "
-                            "broker binds it unless given --edits; else copy it from the broker's ready line)")
-    serve.add_argument("--feed", default=None, metavar="ENDPOINT",
-                       help="with --connect: the broker's feed endpoint (default: --connect's port + 2, likewise)")
+    serve.add_argument("--state", default=None, metavar="redis://HOST:PORT/DB",
+                       help="keep uploads and edits in this Redis, shared by every server given it, in one order "
+                            "(docs/scaling.md); default: in this process only")
+    for gone in ("--edits", "--feed"):  # the broker's edit log: refused with a pointer to --state
+        serve.add_argument(gone, default=None, help=argparse.SUPPRESS)
 
     kernels = commands.add_parser(
         "kernels", help="compile (or load) every kernel a request can reach into numba's cache, and say where"
@@ -155,13 +155,16 @@ def _cmd_options(args) -> int:
 
 
 def _cmd_serve(args) -> int:
+    from pathserver.broker import GONE_EDIT_LOG
     from pathserver.server import serve
 
+    if args.edits is not None or args.feed is not None:
+        print(f"pathserver: {GONE_EDIT_LOG}", file=sys.stderr)
+        return 2
     return serve(
         args.maps, args.bind, threads=args.threads, curve_keys=args.curve_keys,
         allowed_clients_dir=args.allow, insecure=args.insecure,
-        connect=args.connect, edits=args.edits, feed=args.feed, max_upload_cells=args.max_upload_cells,
-        exit_at_once=True,
+        connect=args.connect, state=args.state, max_upload_cells=args.max_upload_cells, exit_at_once=True,
     ) or 0
 
 

@@ -1,604 +1,788 @@
-"""The edit log shared by the broker and its workers (the ZeroMQ Guide's Clone pattern):
-the messages, the sequencer's numbered log (:class:`EditLog`, kept by ``pathserver
-broker``) and the worker's side (:class:`SharedEdits`, in ``pathserver serve --connect``).
+"""The maps clients change, shared through Redis (``pathserver serve --state redis://...``):
+the writer a server's handlers call and the reader thread that applies every change.
 
-A worker applies an ``update``, ``put_map`` or ``drop_map`` at once (so its own reply and
-its next answers see it) and sends it to the broker's edits ROUTER; the sequencer numbers
-it, keeps it in a bounded log and publishes it on the feed. Every worker, the sender included, applies the
-feed in that one order; a worker that applied its own edit early applies it again when it
-comes back if anything was applied in between (see :class:`SharedEdits`), so all workers
-that saw the whole feed hold the same cells. A gap in the numbers (a slow or reconnecting
-subscriber) is filled from the log, and a worker that joins later replays the log before
-it takes requests. The broker's epoch (random, per broker run) tells workers that the
-broker restarted and its numbering began again. ``docs/scaling.md`` states the
-consistency model.
+What lives in Redis (keys under ``pathserver:``)::
 
-Uploads. A ``put_map`` travels as an entry like any edit, carrying the whole map, so the
-log holds only the newest upload of each name: a later put or drop of the name replaces
-the older put's body with a stub (``stub``, a few bytes that keep its sender's
-bookkeeping), and trimming the log keeps the newest uploads whatever their age. A worker
-that joins later gets those first (seq below the log's oldest entry: a snapshot, as in the
-Clone pattern), then the log. The log's memory for uploads is thus one body per uploaded
-name, bounded by the workers' ``--max-upload-cells``.
+    edits        a Stream: one entry per update, put_map and drop_map, in the one order
+                 every server applies them ({op, map, token, t, body})
+    uploads      a hash: map name -> the put_map's fields (msgpack), stored once
+    upload_ids   a hash: map name -> the stream id of that put
+    snapshot     a hash: "id" -> the stream id it reflects; "map:NAME" -> the map's overlay
+    compactor    a short lock: one server at a time writes the snapshot and trims
 
-The messages (internal to broker and workers, never seen by clients)::
+A change is appended by the server that took it, which answers only once its own reader
+has applied it, so its reply (``"seq"``: the entry's id) is true there too. An ``update``
+is submitted by the socket loop (:meth:`RedisState.submit_edit`) and written by the writer
+thread, many to a round trip; ``put_map`` and ``drop_map`` are written by the handler
+thread that waits. A put's body and its entry are written by one script, a drop removes
+the body with its entry: Redis accepts both or neither. While Redis does not answer, a
+change is refused with ``state_unavailable`` and nothing is queued.
 
-    worker -> edits ROUTER:  [b"edit", body]            body: msgpack map, opaque to the broker
-                             [b"upload", name, body, stub]   a put_map of map `name`
-                             [b"drop", name, body]      a drop_map of map `name`
-                             [b"fetch", SEQ(since)]     "every entry after `since`"
-    edits ROUTER -> worker:  [b"log", LOG(epoch, oldest kept, newest), ENTRY, body, ENTRY, body...]
-                             (the newest uploads older than `oldest kept` first, then the log)
-    feed PUB -> workers:     [b"edit", ENTRY(epoch, seq, broker time), body]
+The reader (one thread) loads the snapshot and the uploads, then reads the stream from the
+snapshot's id with blocking reads (XREAD BLOCK) and applies each entry in order. Every
+entry carries the map's name, and ``_stand`` remembers, per name, up to which id its state
+was loaded whole (an upload newer than the snapshot): older entries of that name are
+skipped, as a put replaces a map whole.
 
-A body is ``{"origin": worker, "oseq": its own number, "kind": "edit" | "put" | "drop" |
-"superseded", "map": name, ...}``: an edit's fields (``rects``, ``cells``, ``solid``,
-``cost``), a put's request fields under ``"put"``.
-
-Endpoints. The edits and feed endpoints default to the back endpoint's next two ports,
-derived by :func:`edit_endpoints` on both sides, so ``broker --back B`` and
-``serve --connect B`` agree without more options.
-
-Why not two ``zmq.proxy`` (XSUB/XPUB) for the edits: a forwarder passes messages without
-numbering them, so a worker could neither notice a dropped edit nor tell where a joining
-worker's catch-up ends and the live feed begins. The fan-out is still libzmq's PUB.
+An overlay (``pathserver.grid.overlay``) is what the edits of one map have set: a mask of the cells
+they touched and the values (walkable, cost) those cells hold now. Every server keeps one
+per edited map as it applies edits; a compaction writes them all into the snapshot with
+the id they reflect, then trims the stream to the previous snapshot's id (XTRIM MINID),
+never past what a server that reads the newest snapshot needs. A server that finds the
+stream trimmed past its own position (the first entry left is newer than the last one it
+applied) reloads from the snapshot. A map file that reloads gets its overlay put back on
+top: edited cells keep their edited values, every other cell comes from the new file
+(docs/scaling.md).
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import os
 import queue
 import secrets
 import socket
-import struct
 import threading
 import time
 
 import msgpack
-import zmq
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
-from pathserver.transport import BACK_HEARTBEAT_IVL_MS, BACK_HEARTBEAT_TIMEOUT_MS, server_socket
+from pathserver.errors import AfterTimeoutError, ConflictError, StateUnavailableError, UnknownMapError
+from pathserver.grid.gridmap import GridMap, check_edit
+from pathserver.grid.overlay import Overlay, edit_boxes, map_crc
 
-log = logging.getLogger("pathserver.editlog")
+log = logging.getLogger("pathserver.state")
 
-#: Edits kept for catch-up (at least this many; trimmed in halves).
-EDIT_LOG_LIMIT = 100_000
-#: Log entries per catch-up reply; a worker asks again until it has them all.
-FETCH_BATCH = 1000
-#: A catch-up reply stops adding entries once their bodies hold this many bytes (uploads).
-FETCH_BYTES = 64 << 20
-#: Feed messages a slow subscriber may lag behind before PUB drops (gaps are refetched).
-FEED_HWM = 10_000
-#: A worker asks the log for anything newer at least this often (s): a gap shows only when
-#: a later edit arrives, so an edit the feed dropped while nothing followed it (a
-#: subscription not yet active at start, a reconnect) would otherwise go unnoticed.
-RESYNC_S = 1.0
+PREFIX = "pathserver:"
+STREAM, UPLOADS, UPLOAD_IDS, SNAPSHOT, COMPACTOR = (PREFIX + key for key in
+                                                     ("edits", "uploads", "upload_ids", "snapshot", "compactor"))
+#: How long a request's ``after`` (and a server's own change) waits to be applied here (s).
+AFTER_TIMEOUT_S = 1.0
+#: A command to Redis that takes longer than this fails the edit (s). Room for a slow
+#: fsync under ``appendfsync always``; an edit waits this and AFTER_TIMEOUT_S at most.
+COMMAND_TIMEOUT_S = 1.0
+#: The reader takes Redis for gone (and edits are refused at once) when a blocking read
+#: gets no answer this long past its block time (s).
+READ_GRACE_S = 2.0
+CONNECT_TIMEOUT_S = 0.5
+#: The ``retry_after_ms`` of a ``state_unavailable`` reply.
+RETRY_AFTER_MS = 500
+#: The reader's blocking read: entries per read, and how long one waits when none come.
+READ_COUNT = 512
+READ_BLOCK_MS = 500
+#: The stream is compacted (snapshot, then trim) once it holds more entries than this.
+COMPACT_ENTRIES = 10_000
+#: How often (s) the reader looks at the stream's length and how far it was trimmed.
+HOUSEKEEPING_S = 1.0
+#: A ``stats`` request's lag figures cover this many applied entries.
+LAG_WINDOW = 4096
 
-EDIT, FETCH, LOG, UPLOAD, DROP = b"edit", b"fetch", b"log", b"upload", b"drop"
-_SEQ = struct.Struct("<Q")
-_LOG = struct.Struct("<QQQ")
-_ENTRY = struct.Struct("<QQd")
-_POLL_MS = 100
-_BURST = 256
-
-
-def edit_endpoints(back: str, edits: str | None = None, feed: str | None = None, *,
-                   bind: bool = False) -> tuple[str, str]:
-    """The broker's ``(edits, feed)`` endpoints: ``edits`` and ``feed`` where given, else
-    derived from the back endpoint: same host, the next two ports (``tcp://h:5556`` ->
-    ``tcp://h:5557``, ``tcp://h:5558``). The broker (``bind=True``) and every worker call
-    this one function, so ``broker --back B`` and ``serve --connect B`` meet.
-
-    A wildcard back port (``0`` or ``*``) has no next port until it is bound: the broker
-    then binds edits and feed on free ports too (its ready line names them), and a worker
-    must be given them. Raises ValueError, with a message for the command line, when the
-    endpoints cannot be derived (a worker's wildcard, not ``tcp://host:port``, a port past
-    65533).
-    """
-    if edits is not None and feed is not None:
-        return edits, feed
-    head, sep, port = back.rpartition(":")
-    tcp = back.startswith("tcp://") and bool(sep) and len(head) > len("tcp://")
-    if tcp and bind and (port == "*" or (port.isdigit() and int(port) == 0)):
-        return edits or f"{head}:*", feed or f"{head}:*"
-    if not tcp or not port.isdigit() or not 0 < int(port) <= 65533:
-        raise ValueError(f"cannot derive the broker's edits and feed endpoints from {back!r}: they are its port + 1 "
-                         "and + 2 only for tcp://HOST:PORT (PORT 1 to 65533); pass --edits and --feed (to a worker: "
-                         "those the broker's ready line names)")
-    return edits or f"{head}:{int(port) + 1}", feed or f"{head}:{int(port) + 2}"
-
-
-def read_worker_message(message: list) -> tuple | None:
-    """A worker's message to the edits ROUTER (after the routing id): ``(EDIT, body)``,
-    ``(UPLOAD, name, body, stub)``, ``(DROP, name, body)``, ``(FETCH, since)``, or None
-    when it is none of them."""
-    kind = message[0] if message else b""
-    if kind == EDIT and len(message) == 2:
-        return EDIT, message[1]
-    if kind == UPLOAD and len(message) == 4:
-        return UPLOAD, bytes(message[1]), message[2], message[3]
-    if kind == DROP and len(message) == 3:
-        return DROP, bytes(message[1]), message[2]
-    if kind == FETCH and len(message) == 2 and len(message[1]) == _SEQ.size:
-        return FETCH, _SEQ.unpack(message[1])[0]
-    return None
+_PUT = """
+local id = redis.call('XADD', KEYS[1], '*', 'op', 'put', 'map', ARGV[1], 'token', ARGV[2], 't', ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
+redis.call('HSET', KEYS[3], ARGV[1], id)
+return id
+"""
+_DROP = """
+local id = redis.call('XADD', KEYS[1], '*', 'op', 'drop', 'map', ARGV[1], 'token', ARGV[2], 't', ARGV[3])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+return id
+"""
+_UNLOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 
-# -- the sequencer's side (pathserver broker) ------------------------------------------------
+class _Waiter:
+    """A handler thread waiting for its own change: set by the reader with what applying
+    it gave (one event per change: a batch wakes only the threads whose change it held)."""
+
+    __slots__ = ("applied", "result")
+
+    def __init__(self):
+        self.applied = threading.Event()
+        self.result = None
+
+    def set(self, result, seq: str | None) -> None:
+        self.result = result
+        self.applied.set()
 
 
-class EditLog:
-    """The broker's numbered log: each edit gets the next number of this ``epoch`` in
-    arrival order; the newest ``limit`` (at least; trimmed in halves) are kept for
-    workers that catch up, and besides them the newest upload of each map name (see the
-    module docstring). Used by one thread (the broker's sequencer)."""
+class _Submitted:
+    """An edit the socket loop handed over without waiting (:meth:`RedisState.submit_edit`):
+    once applied here, or refused, ``(context, outcome, seq)`` joins ``done``."""
 
-    def __init__(self, limit: int = EDIT_LOG_LIMIT, epoch: int | None = None):
-        self.limit = max(1, int(limit))
-        #: Changes with every broker run, so workers notice a restart (numbering from 1).
-        self.epoch = secrets.randbits(63) + 1 if epoch is None else int(epoch)
-        self.seq = 0
-        # [ENTRY header, body, upload's map name or None, upload's stub or None], oldest first.
-        self._entries: list[list] = []
-        self._uploads: dict[bytes, int] = {}  # map name -> seq of its newest upload, while not dropped
-        self._kept: dict[bytes, tuple[int, bytes, bytes]] = {}  # those trimmed from _entries: (seq, header, body)
+    __slots__ = ("context", "deadline", "done")
 
-    def append(self, body: bytes) -> list[bytes]:
-        """Number an edit's ``body``; returns the feed message that publishes it."""
-        return self._append(body, None, None)
+    def __init__(self, context, deadline: float, done: collections.deque):
+        self.context, self.deadline, self.done = context, deadline, done
 
-    def append_upload(self, name: bytes, body: bytes, stub: bytes) -> list[bytes]:
-        """Number a ``put_map`` of map ``name``; it replaces the name's older upload in the
-        log by that one's stub."""
-        self._supersede(name)
-        message = self._append(body, name, stub)
-        self._uploads[name] = self.seq
-        return message
-
-    def append_drop(self, name: bytes, body: bytes) -> list[bytes]:
-        """Number a ``drop_map`` of map ``name``; the name's upload is no longer kept."""
-        self._supersede(name)
-        return self._append(body, None, None)
-
-    def upload_bytes(self) -> int:
-        """Bytes of the upload bodies the log holds."""
-        held = sum(len(entry[1]) for entry in self._entries if entry[3] is not None)
-        return held + sum(len(body) for _, _, body in self._kept.values())
-
-    def _append(self, body: bytes, name: bytes | None, stub: bytes | None) -> list[bytes]:
-        self.seq += 1
-        header = _ENTRY.pack(self.epoch, self.seq, time.time())
-        self._entries.append([header, body, name, stub])
-        if len(self._entries) >= 2 * self.limit:
-            cut = len(self._entries) - self.limit
-            oldest = self.seq - len(self._entries) + 1
-            for offset, (old_header, old_body, old_name, _) in enumerate(self._entries[:cut]):
-                if old_name is not None and self._uploads.get(old_name) == oldest + offset:
-                    self._kept[old_name] = (oldest + offset, old_header, old_body)
-            del self._entries[:cut]
-        return [EDIT, header, body]
-
-    def _supersede(self, name: bytes) -> None:
-        seq = self._uploads.pop(name, None)
-        if seq is None:
-            return
-        if self._kept.pop(name, None) is not None:
-            return
-        entry = self._entries[seq - (self.seq - len(self._entries) + 1)]
-        entry[1], entry[3] = entry[3], None
-
-    def catch_up(self, since: int) -> list[bytes]:
-        """The reply to ``fetch(since)``: the log's span, then the kept uploads older than
-        the log's oldest entry and newer than ``since``, then the log's entries after
-        ``since``: up to FETCH_BATCH entries or FETCH_BYTES of bodies (one at least)."""
-        oldest = self.seq - len(self._entries) + 1
-        start = max(0, since + 1 - oldest)
-        reply = [LOG, _LOG.pack(self.epoch, oldest, self.seq)]
-        snapshot = sorted(kept for kept in self._kept.values() if kept[0] > since)
-        pairs = [(header, body) for _, header, body in snapshot]
-        pairs += ((entry[0], entry[1]) for entry in self._entries[start:start + FETCH_BATCH])
-        size = 0
-        for count, (header, body) in enumerate(pairs):
-            if count == FETCH_BATCH or (count and size + len(body) > FETCH_BYTES):
-                break
-            reply += (header, body)
-            size += len(body)
-        return reply
+    def set(self, result, seq: str | None) -> None:
+        self.done.append((self.context, result, seq))
 
 
-# -- the worker's side (pathserver serve --connect) ------------------------------------------
+def seq_of(text) -> tuple[int, int]:
+    """A stream id (``"1718000000000-3"``, str or bytes) as ``(1718000000000, 3)``."""
+    ms, _, number = (text.decode() if isinstance(text, bytes) else text).partition("-")
+    return int(ms), int(number or 0)
 
 
-def default_identity() -> str:
-    """``host:pid``: unique among running workers, and says where to look."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+def shown_url(url: str) -> str:
+    """``url`` without a password, for logs and ``stats``."""
+    head, at, tail = url.rpartition("@")
+    return f"{url.split('://', 1)[0]}://***@{tail}" if at else url
 
 
-class SharedEdits:
-    """A map registry (anything with ``apply_edit``, ``put_map``, ``drop_map``; see
-    ``pathserver.maps.registry``) whose edits and uploads reach every worker behind a
-    broker. Everything else is the wrapped registry's.
+SENTINEL = "redis+sentinel://"
 
-    ``apply_edit``, ``put_map`` and ``drop_map`` (a handler thread, for a client's
-    ``update``, ``put_map``, ``drop_map``) apply the change here at once and queue it for
-    the broker. A feed thread applies the broker's numbered changes in order, its own ones
-    included, and fetches any it missed from the broker's log. ``build_upload(fields)``
-    makes the GridMap of another worker's ``put_map`` from its request fields (the
-    server's ``handlers.build_upload``); without it, uploads from the feed fail here.
 
-    Why this converges: an edit sets cells (walkable, cost) of one map to values, a put
-    replaces a map whole and a drop removes it, so a sequence of them leaves each map's
-    cells as their last writers in the sequence left them. Every worker applies the
-    broker's order. A worker also applied its own pending changes (sent, not back yet)
-    early; whenever it applies a change of map M from the feed it marks its pending changes
-    of M, and a marked change is applied again when it comes back, after whatever the feed
-    put before it. So once nothing is pending, every cell's last writer here is its last
-    writer in the broker's order: the same on every worker that saw the whole feed.
+def check_url(url: str) -> str:
+    """``url`` if :func:`connect` can use it, else ValueError with a message for the
+    command line."""
+    try:
+        if url.startswith(SENTINEL):
+            _sentinel_parts(url)
+        else:
+            redis.connection.parse_url(url)
+    except ValueError as exc:
+        raise ValueError(f"--state {url!r}: {exc} (expected redis://HOST:PORT/DB or "
+                         f"{SENTINEL}HOST:PORT[,HOST:PORT...]/SERVICE/DB)") from None
+    return url
 
-    Uploads from the feed are applied whatever this worker's ``--max-upload-cells``: the
-    worker that took the put checked it, and every worker must hold the same maps. (Two
-    workers taking large puts at the same moment can so pass the bound by one map each.)
+
+def _sentinel_parts(url: str) -> tuple[list, str, int, str | None]:
+    """``redis+sentinel://[:PASSWORD@]HOST:PORT[,HOST:PORT...]/SERVICE[/DB]`` ->
+    (sentinels, service, db, password)."""
+    rest = url[len(SENTINEL):]
+    password = None
+    if "@" in rest:
+        credentials, rest = rest.rsplit("@", 1)
+        password = credentials.split(":", 1)[-1] or None
+    hosts, _, path = rest.partition("/")
+    service, _, db = path.partition("/")
+    sentinels = []
+    for host in hosts.split(","):
+        name, _, port = host.rpartition(":")
+        if not name or not port.isdigit():
+            raise ValueError(f"a sentinel is HOST:PORT, got {host!r}")
+        sentinels.append((name, int(port)))
+    if not service or (db and not db.isdigit()):
+        raise ValueError("name the master's service after the sentinels, and the database number after that")
+    return sentinels, service, int(db or 0), password
+
+
+def connect(url: str, socket_timeout: float) -> redis.Redis:
+    """A client of the Redis at ``url``: ``redis://``, ``rediss://``, ``unix://``, or
+    ``redis+sentinel://`` (the master the sentinels name, found again after a failover).
+    No retries: a command that fails raises at once, after ``socket_timeout`` at most."""
+    options = {"socket_timeout": socket_timeout, "socket_connect_timeout": CONNECT_TIMEOUT_S,
+               "retry": Retry(NoBackoff(), 0)}
+    if not url.startswith(SENTINEL):
+        return redis.Redis.from_url(url, **options)
+    from redis.sentinel import Sentinel
+
+    sentinels, service, db, password = _sentinel_parts(url)
+    watch = Sentinel(sentinels, sentinel_kwargs={"socket_timeout": CONNECT_TIMEOUT_S,
+                                                 "socket_connect_timeout": CONNECT_TIMEOUT_S})
+    return watch.master_for(service, db=db, password=password, **options)
+
+
+class RedisState:
+    """A map registry (see ``pathserver.maps.registry``) whose uploads and edits live in
+    Redis at ``url`` and reach every server that shares it. Everything but
+    ``apply_edit``, ``put_map`` and ``drop_map`` is the wrapped registry's.
+
+    ``identity`` names this server in tokens and logs. ``start()`` starts the reader; ``caught_up`` is set once it has applied what Redis
+    held. ``build_upload(fields)`` makes the GridMap of a put_map's fields (the server's
+    ``handlers.build_upload``). For the socket loop: ``reached(seq)``, ``wake_socket``
+    (readable when an entry was applied while ``notify_applied`` is set), ``drain_wake()``;
+    for the handlers: ``wait_applied(seq, text)``, ``committed_seq()``.
     """
 
-    def __init__(
-        self,
-        registry,
-        edits: str,
-        feed: str,
-        *,
-        identity: str | None = None,
-        back: str | None = None,
-        heartbeat_ivl_ms: int = BACK_HEARTBEAT_IVL_MS,
-        heartbeat_timeout_ms: int = BACK_HEARTBEAT_TIMEOUT_MS,
-        build_upload=None,
-    ):
+    def __init__(self, registry, url: str, *, identity: str | None = None, build_upload=None,
+                 after_timeout_s: float = AFTER_TIMEOUT_S, compact_entries: int = COMPACT_ENTRIES):
         self.registry = registry
+        self.url = check_url(url)
+        self.identity = identity or f"pid {os.getpid()}"
         self.build_upload = build_upload
-        self.identity = identity or default_identity()
-        self.edits_endpoint = edits
-        self.feed_endpoint = feed
-        #: The broker's back endpoint this worker connects to, when known: named in the
-        #: warning while the edit log does not answer.
-        self.back_endpoint = back
-        #: Set once the broker's log has been replayed; serve() takes requests after that.
+        self.after_timeout_s = float(after_timeout_s)
+        self.compact_entries = int(compact_entries)
+        self._writer = connect(url, COMMAND_TIMEOUT_S)
+        self._reader = connect(url, READ_BLOCK_MS / 1000.0 + READ_GRACE_S)
+        self._put_script = self._writer.register_script(_PUT)
+        self._drop_script = self._writer.register_script(_DROP)
+        self._unlock_script = self._reader.register_script(_UNLOCK)
+        #: Set once the reader has applied everything Redis held when it started.
         self.caught_up = threading.Event()
-        self._heartbeat = (int(heartbeat_ivl_ms), int(heartbeat_timeout_ms))
-        self._context = zmq.Context()
-        self._lock = threading.Lock()  # one edit at a time, local or from the feed
-        self._outbox: queue.SimpleQueue = queue.SimpleQueue()  # local changes' messages for the feed thread
-        # Wakes the feed thread's poll when a handler thread queues an edit.
-        self._wake_recv, self._wake_send = socket.socketpair()
-        self._wake_recv.setblocking(False)
-        self._wake_send.setblocking(False)
-        self._pending: collections.deque = collections.deque()  # [own seq, apply again?, map], oldest first
-        self._own_seq = 0
-        self._epoch: int | None = None
-        self._applied = 0  # the last broker number applied
-        self._early: dict[int, tuple[float, bytes]] = {}  # entries that came before a gap was filled
-        self._fetch_wanted = True
-        self._fetch_sent: float | None = None
-        self._synced_at = 0.0  # when the last catch-up reply arrived (monotonic)
+        #: Set by the socket loop while requests wait for an ``after``.
+        self.notify_applied = False
+        self.wake_socket, self._wake_send = socket.socketpair()
+        for end in (self.wake_socket, self._wake_send):
+            end.setblocking(False)
+        self.connected = False
+        self._applied, self._applied_text = (0, 0), "0-0"
+        self._progress = threading.Condition()
+        self._lock = threading.RLock()  # one change at a time: the reader's, a reload's re-application
+        self._results: dict[str, object] = {}  # token -> who waits for that change (_Waiter, _Submitted)
+        # Edits the socket loop submitted: (token, stream fields) for the writer thread, and
+        # (token, deadline) in submission order; what became of them, for finished().
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._submitted: collections.deque = collections.deque()
+        self._done: collections.deque = collections.deque()
+        self._prebuilt: dict[str, tuple] = {}  # token -> (GridMap, load_ms) of our own put
+        self._overlays: dict[str, Overlay] = {}
+        self._bases: dict[str, str] = {}  # uploaded map -> the stream id of its put
+        self._stand: dict[str, tuple] = {}  # map -> the id up to which it was loaded whole
+        self._tokens = itertools.count()
+        self._token_head = f"{self.identity}/{secrets.token_hex(4)}/"
+        self._local = threading.local()
+        self._counts = {"changes": 0, "failed": 0, "skipped": 0, "refused": 0, "resyncs": 0, "compactions": 0}
+        self._lags: collections.deque = collections.deque(maxlen=LAG_WINDOW)
+        self._crcs: dict[str, tuple] = {}
+        self._refused_at = -1e9
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._counts = {"sent": 0, "applied": 0, "reapplied": 0, "failed": 0, "unconfirmed": 0, "missed": 0}
-        self._lags: collections.deque = collections.deque(maxlen=1024)
-        self._lags_lock = threading.Lock()
+        self._writer_thread: threading.Thread | None = None
+        self._chained = registry.on_event
+        registry.on_event = self._on_registry_event
 
     def __getattr__(self, name):
         if name == "registry":
             raise AttributeError(name)
         return getattr(self.registry, name)
 
-    # -- the registry API --------------------------------------------------------------
+    # -- the registry API: changes go through Redis ------------------------------------
 
-    def apply_edit(self, name, rects=(), cells=(), *, solid=None, cost=None, if_gen=None):
-        """Apply the edit here now (returns the new map) and send it to the broker.
-        ``if_gen`` is checked against this worker's map (generations are per worker); the
-        other workers apply the edit as it is."""
-        with self._lock:
-            edited = self.registry.apply_edit(name, rects=rects, cells=cells, solid=solid, cost=cost, if_gen=if_gen)
-            self._queue(name, EDIT, {"kind": "edit", "rects": [list(r) for r in rects],
-                                     "cells": [list(c) for c in cells], "solid": solid, "cost": cost})
-        self._wake()
-        return edited
+    def apply_edit(self, name, rects=(), cells=(), *, solid=None, cost=None, if_gen=None) -> GridMap:
+        """Append the edit to the stream, wait until it is applied here; returns the new
+        map. ``if_gen`` is checked against this server's map (generations are per server)."""
+        token, fields = self._edit_entry(name, rects, cells, solid, cost, if_gen)
+        return self._commit(token, lambda: self._writer.xadd(STREAM, fields))
 
-    def put_map(self, name, gridmap, *, load_ms: float = 0.0, wire=None, bounded: bool = True):
-        """Serve the upload here now (returns the stored map) and send its request fields
-        ``wire`` to the broker."""
-        with self._lock:
-            stored = self.registry.put_map(name, gridmap, load_ms=load_ms, bounded=bounded)
-            self._queue(name, UPLOAD, {"kind": "put", "put": wire})
-        self._wake()
-        return stored
+    def submit_edit(self, name, rects=(), cells=(), *, solid=None, cost=None, if_gen=None, context=None) -> None:
+        """:meth:`apply_edit` without waiting: checked here (raising as it does), written by
+        the writer thread with others in one round trip; ``(context, outcome, seq)`` comes
+        out of :meth:`finished` once it is applied here (``outcome``: the new map) or
+        failed (``outcome``: the error; ``state_unavailable``, ``after_timeout``...)."""
+        token, fields = self._edit_entry(name, rects, cells, solid, cost, if_gen)
+        if not self.connected:
+            raise self._refusal(ConnectionError("the reader is not connected"))
+        # Its write may take COMMAND_TIMEOUT_S before it fails as state_unavailable.
+        deadline = time.monotonic() + COMMAND_TIMEOUT_S + self.after_timeout_s
+        self._results[token] = _Submitted(context, deadline, self._done)
+        self._submitted.append((token, deadline))
+        self._outbox.put((token, fields))
 
-    def drop_map(self, name):
-        """Drop the upload here now (returns the generation dropped) and tell the broker."""
-        with self._lock:
-            generation = self.registry.drop_map(name)
-            self._queue(name, DROP, {"kind": "drop"})
-        self._wake()
-        return generation
+    def finished(self) -> list:
+        """The submitted edits done since the last call, ``(context, outcome, seq)`` each,
+        those still waiting past their bound among them (``after_timeout``)."""
+        now = time.monotonic()
+        while self._submitted and (self._submitted[0][0] not in self._results or self._submitted[0][1] <= now):
+            token, _ = self._submitted.popleft()
+            late = self._results.pop(token, None)
+            if late is not None:
+                late.set(AfterTimeoutError(f"the edit was not applied here within {self.after_timeout_s:g} s "
+                                           f"(applied up to {self._applied_text}); it may still be: read the map "
+                                           "again before sending it again", retry_after_ms=100), None)
+        done = []
+        while self._done:
+            done.append(self._done.popleft())
+        return done
 
-    def _queue(self, name: str, kind: bytes, fields: dict) -> None:
-        """Number a local change and queue its message for the feed thread; caller holds
-        ``_lock``, so the broker receives our changes in own-seq order."""
-        self._own_seq += 1
-        self._pending.append([self._own_seq, False, name])
-        head = {"origin": self.identity, "oseq": self._own_seq, "map": name}
-        body = msgpack.packb({**head, **fields}, use_bin_type=True)
-        if kind == EDIT:
-            self._outbox.put([EDIT, body])
-        elif kind == UPLOAD:
-            stub = msgpack.packb({**head, "kind": "superseded"}, use_bin_type=True)
-            self._outbox.put([UPLOAD, name.encode(), body, stub])
-        else:
-            self._outbox.put([DROP, name.encode(), body])
+    def outstanding(self) -> int:
+        """Submitted edits not yet finished."""
+        return len(self._submitted)
+
+    def _edit_entry(self, name, rects, cells, solid, cost, if_gen) -> tuple[str, dict]:
+        """Check an edit against this server's map; its token and stream fields."""
+        current = self.registry.get(name)
+        if if_gen is not None and current.generation != if_gen:
+            raise ConflictError(f"map {name!r} is at generation {current.generation}, not {if_gen} (if_gen): "
+                                "read it again and retry", gen=current.generation, at="if_gen")
+        check_edit(solid, cost)  # refused here, before Redis holds it
+        body = msgpack.packb({"rects": [[int(v) for v in rect] for rect in rects],
+                              "cells": [[int(v) for v in cell] for cell in cells],
+                              "solid": solid, "cost": None if cost is None else float(cost)}, use_bin_type=True)
+        token = self._token()
+        return token, {"op": "edit", "map": name, "token": token, "t": repr(time.time()), "body": body}
+
+    def put_map(self, name, gridmap, *, load_ms: float = 0.0, wire=None, bounded: bool = True) -> GridMap:
+        """Store the upload's fields ``wire`` under ``name`` with its entry, wait until it
+        is applied here (with ``gridmap``, not built again); returns the stored map."""
+        body = msgpack.packb(wire, use_bin_type=True)
+        token = self._token()
+        self._prebuilt[token] = (gridmap, load_ms)
+        try:
+            return self._commit(token, lambda: self._put_script(
+                keys=[STREAM, UPLOADS, UPLOAD_IDS], args=[name, token, repr(time.time()), body]))
+        finally:
+            self._prebuilt.pop(token, None)
+
+    def drop_map(self, name) -> int:
+        """Remove the upload ``name`` from Redis with its entry; returns the generation
+        dropped here."""
+        self.registry.check_drop(name)
+        token = self._token()
+        return self._commit(token, lambda: self._drop_script(
+            keys=[STREAM, UPLOADS, UPLOAD_IDS], args=[name, token, repr(time.time())]))
+
+    def committed_seq(self) -> str:
+        """The stream id of the change this thread made last (a reply's ``seq``)."""
+        return self._local.seq
+
+    def _token(self) -> str:
+        return self._token_head + str(next(self._tokens))
+
+    def _commit(self, token: str, write):
+        """Run ``write`` (one command appending a change carrying ``token``), then wait for
+        the reader to apply it; returns what applying it gave, or raises what it raised."""
+        if not self.connected:  # the reader lost Redis: refused at once, not after a timeout
+            raise self._refusal(ConnectionError("the reader is not connected"))
+        waiter = self._results[token] = _Waiter()
+        try:
+            try:
+                seq = write()
+            except redis.RedisError as exc:
+                self._refuse(exc)
+            seq = seq.decode() if isinstance(seq, bytes) else str(seq)
+            self._local.seq = seq
+            if not waiter.applied.wait(self.after_timeout_s):
+                raise AfterTimeoutError(
+                    f"the change was accepted as {seq} but not applied here within {self.after_timeout_s:g} s "
+                    f"(applied up to {self._applied_text}); it will be: ask again with after {seq}",
+                    retry_after_ms=100)
+            result = waiter.result
+        finally:
+            self._results.pop(token, None)
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _refuse(self, exc: Exception):
+        raise self._refusal(exc) from None
+
+    def _refusal(self, exc: Exception) -> StateUnavailableError:
+        """The error an edit Redis did not take gets; the outage logged once a burst."""
+        self._counts["refused"] += 1
+        now = time.monotonic()
+        if now - self._refused_at > 5.0:  # one line per outage burst, not one per edit
+            self._refused_at = now
+            log.warning("shared state %s did not take an edit (%s: %s); edits are refused with state_unavailable "
+                        "until it does, paths are answered on the maps as they are", shown_url(self.url),
+                        type(exc).__name__, exc)
+        return StateUnavailableError(f"the shared state ({shown_url(self.url)}) is unreachable: nothing was "
+                                     f"applied; retry after {RETRY_AFTER_MS} ms", retry_after_ms=RETRY_AFTER_MS)
+
+    # -- what the socket loop and the handlers ask -------------------------------------
+
+    def reached(self, seq: tuple) -> bool:
+        """Whether the entry ``seq`` (``(ms, n)``) is applied here."""
+        return self._applied >= seq
+
+    def applied_text(self) -> str:
+        return self._applied_text
+
+    def wait_applied(self, seq: tuple, text: str) -> None:
+        """Block until entry ``seq`` is applied here; AfterTimeoutError past the bound."""
+        with self._progress:
+            if not self._progress.wait_for(lambda: self._applied >= seq, self.after_timeout_s):
+                raise AfterTimeoutError(f"entry {text} not applied here within {self.after_timeout_s:g} s (applied "
+                                        f"up to {self._applied_text}); retry after 100 ms", retry_after_ms=100,
+                                        at="after")
+
+    def drain_wake(self) -> None:
+        try:
+            while self.wake_socket.recv(4096):
+                pass
+        except OSError:
+            pass
+
+    def state_stats(self) -> dict:
+        """For ``stats``: where the state is, whether Redis answers, the last entry applied
+        here (equal on two servers: the same changes applied), counts, the lag from an
+        entry's writer to this server applying it (ms), and a CRC of each shared map."""
+        lags = sorted(self._lags)
+
+        def at(q: float) -> float:
+            return round(lags[min(len(lags) - 1, int(q * len(lags)))] * 1000.0, 3) if lags else 0.0
+
+        return {"url": shown_url(self.url), "connected": self.connected, "caught_up": self.caught_up.is_set(),
+                "applied": self._applied_text, **self._counts,
+                "lag_ms": {"p50": at(0.5), "p99": at(0.99), "max": at(1.0)}, "crc": self._map_crcs()}
+
+    def _map_crcs(self) -> dict:
+        crcs = {}
+        for name in sorted(set(self._overlays) | set(self._bases)):
+            try:
+                gridmap = self.registry.get(name)
+            except UnknownMapError:
+                continue
+            cached = self._crcs.get(name)
+            if cached is None or cached[0] is not gridmap:
+                cached = self._crcs[name] = (gridmap, f"{map_crc(gridmap):08x}")
+            crcs[name] = cached[1]
+        return crcs
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the reader thread (see ``caught_up``)."""
+        self._thread = threading.Thread(target=self._run, name="pathserver-state", daemon=True)
+        self._thread.start()
+        self._writer_thread = threading.Thread(target=self._write, name="pathserver-state-writer", daemon=True)
+        self._writer_thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._outbox.put(None)
+        for thread in (self._thread, self._writer_thread):
+            if thread is not None:
+                thread.join(READ_BLOCK_MS / 1000.0 + 1.0)
+        for client in (self._writer, self._reader):
+            client.close()
+        self.wake_socket.close()
+        self._wake_send.close()
+
+    # -- the writer thread: submitted edits, many to a round trip -------------------------
+
+    def _write(self) -> None:
+        while not self._stop.is_set():
+            batch = [self._outbox.get()]
+            while batch[-1] is not None and len(batch) < READ_COUNT:
+                try:
+                    batch.append(self._outbox.get_nowait())
+                except queue.Empty:
+                    break
+            # One answered meanwhile (past its bound) is not written: its client was told so.
+            batch = [item for item in batch if item is not None and item[0] in self._results]
+            if not batch:
+                continue
+            pipe = self._writer.pipeline(transaction=False)
+            for _, fields in batch:
+                pipe.xadd(STREAM, fields)
+            try:
+                written = pipe.execute(raise_on_error=False)
+            except redis.RedisError as exc:
+                written = [exc] * len(batch)
+            for (token, _), outcome in zip(batch, written):
+                if isinstance(outcome, Exception):
+                    waiting = self._results.pop(token, None)
+                    if waiting is not None:
+                        waiting.set(self._refusal(outcome), None)
+            if self._done:
+                self._wake()
 
     def _wake(self) -> None:
         try:
             self._wake_send.send(b"\0")
         except OSError:
-            pass  # the wake-up buffer is full: the thread is waking anyway
+            pass  # the buffer is full: the loop is waking anyway
 
-    # -- lifecycle ---------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Connect and start replaying the broker's log (see ``caught_up``)."""
-        self._thread = threading.Thread(target=self._run, name="pathserver-edit-feed", daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(2.0)
-            if self._thread.is_alive():
-                # Still inside an edit of a huge map; terminating the context would wait
-                # for it. The thread is a daemon: the process exit ends it.
-                log.warning("the edit feed thread is still busy at shutdown")
-                return
-        self._wake_recv.close()
-        self._wake_send.close()
-        self._context.term()
-
-    def feed_stats(self) -> dict:
-        """For ``stats``: the broker epoch and the last number applied (equal numbers on
-        two workers of one epoch mean the same edits), counts, and the feed's lag (ms from
-        the broker numbering an edit to this worker applying it; across machines this
-        includes their clock offset)."""
-        with self._lags_lock:
-            lags = sorted(self._lags)
-        return {
-            "epoch": self._epoch,
-            "seq": self._applied,
-            "caught_up": self.caught_up.is_set(),
-            **self._counts,
-            "pending": len(self._pending),
-            "lag_ms": {
-                "p50": round(lags[len(lags) // 2] * 1000.0, 3) if lags else 0.0,
-                "max": round(lags[-1] * 1000.0, 3) if lags else 0.0,
-            },
-        }
-
-    # -- the feed thread ---------------------------------------------------------------
+    # -- the reader thread -------------------------------------------------------------
 
     def _run(self) -> None:
-        dealer = server_socket(self._context, zmq.DEALER, heartbeat=self._heartbeat)
-        sub = server_socket(self._context, zmq.SUB, heartbeat=self._heartbeat)
-        sub.setsockopt(zmq.RCVHWM, FEED_HWM)
-        sub.setsockopt(zmq.SUBSCRIBE, EDIT)
-        dealer.connect(self.edits_endpoint)
-        sub.connect(self.feed_endpoint)
-        poller = zmq.Poller()
-        poller.register(dealer, zmq.POLLIN)
-        poller.register(sub, zmq.POLLIN)
-        poller.register(self._wake_recv, zmq.POLLIN)
-        started = last_note = time.monotonic()
-        try:
-            while not self._stop.is_set():
-                self._maybe_fetch(dealer)
-                events = dict(poller.poll(_POLL_MS))
-                if self._wake_recv in events:
-                    try:
-                        while self._wake_recv.recv(4096):
-                            pass
-                    except OSError:
+        backoff = 0.05
+        checked = 0.0
+        waited_since = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                if not self.caught_up.is_set():
+                    self._load()
+                    while self._read(block=False) == READ_COUNT:
                         pass
-                self._send_outbox(dealer)
-                if sub in events:
-                    self._drain(sub, self._on_feed)
-                if dealer in events:
-                    self._drain(dealer, self._on_log)
-                now = time.monotonic()
-                if not self.caught_up.is_set() and now - last_note > 5.0:
-                    last_note = now
-                    log.warning("%s", self._unreachable_note(now - started))
-        except zmq.ContextTerminated:
-            pass
-        finally:
-            dealer.close(linger=0)
-            sub.close(linger=0)
-
-    def _unreachable_note(self, waited: float) -> str:
-        note = (f"waited {waited:.0f} s for the broker's edit log: no answer from edits {self.edits_endpoint} "
-                f"(feed {self.feed_endpoint}); ")
-        try:
-            derived = self.back_endpoint is not None and \
-                edit_endpoints(self.back_endpoint) == (self.edits_endpoint, self.feed_endpoint)
-        except ValueError:
-            derived = False
-        if derived:
-            return note + (f"is the broker running with --back {self.back_endpoint}? Start it so, or pass --edits "
-                           "and --feed matching the broker's ready line")
-        return note + "is the broker running? Pass --edits and --feed matching the broker's ready line"
-
-    def _drain(self, sock: zmq.Socket, handle) -> None:
-        for _ in range(_BURST):
-            try:
-                frames = sock.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            try:
-                handle(frames)
+                    self._note_connected(True)
+                    self.caught_up.set()
+                elif not self.connected:
+                    self._check_trimmed()  # back after an outage: is our position still in the stream?
+                self._note_connected(True)
+                backoff = 0.05
+                if time.monotonic() - checked > HOUSEKEEPING_S:
+                    # Before reading on: a server that stalled finds out here whether the
+                    # stream was trimmed past it meanwhile.
+                    checked = time.monotonic()
+                    self._housekeeping()
+                self._read(block=True)
+            except redis.RedisError as exc:
+                self._note_connected(False, exc)
+                if not self.caught_up.is_set() and time.monotonic() - waited_since > 5.0:
+                    waited_since = time.monotonic()
+                    log.warning("still waiting for the shared state at %s before taking requests: %s",
+                                shown_url(self.url), exc)
+                self._stop.wait(backoff)
+                backoff = min(1.0, backoff * 2)
             except Exception:
-                # A bad message must not stop the feed: later edits still have to apply.
-                log.exception("edit feed: cannot handle a message")
+                log.exception("the shared state's reader failed; retrying")
+                self._stop.wait(0.5)
 
-    def _send_outbox(self, dealer: zmq.Socket) -> None:
-        while True:
-            try:
-                message = self._outbox.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                dealer.send_multipart(message, zmq.NOBLOCK)
-                self._counts["sent"] += 1
-            except zmq.Again:
-                # Its high-water mark is full: the broker has been unreachable for a long
-                # time. The edit stays here and is counted unconfirmed when a later one returns.
-                log.warning("edit not sent: the broker at %s is not taking edits", self.edits_endpoint)
+    def _note_connected(self, connected: bool, exc: Exception | None = None) -> None:
+        if connected and not self.connected:
+            log.info("shared state %s reachable; applied up to %s", shown_url(self.url), self._applied_text)
+        elif not connected and (self.connected or self._counts["resyncs"] == 0 and not self.caught_up.is_set()):
+            log.warning("shared state %s unreachable (%s: %s): edits are refused, paths are answered on the maps "
+                        "as they are, until it is back", shown_url(self.url), type(exc).__name__, exc)
+        self.connected = connected
 
-    def _maybe_fetch(self, dealer: zmq.Socket) -> None:
-        now = time.monotonic()
-        if not self._fetch_wanted:
-            if now - self._synced_at < RESYNC_S:
-                return
-            self._fetch_wanted = True
-        if self._fetch_sent is not None and now - self._fetch_sent < 2.0:
-            return
-        try:
-            dealer.send_multipart([FETCH, _SEQ.pack(self._applied)], zmq.NOBLOCK)
-        except zmq.Again:
-            return
-        self._fetch_sent = now
+    def _read(self, *, block: bool) -> int:
+        """Apply the next entries (waiting up to READ_BLOCK_MS for one when ``block``);
+        returns how many came."""
+        reply = self._reader.xread({STREAM: self._applied_text}, count=READ_COUNT,
+                                   block=READ_BLOCK_MS if block else None)
+        entries = [(entry_id.decode(), fields) for _, batch in reply or () for entry_id, fields in batch]
+        start = 0
+        while start < len(entries):
+            # A run of edits of one map is applied as one edit of it (one copy of its arrays).
+            end = start + 1
+            op, name = entries[start][1].get(b"op"), entries[start][1].get(b"map")
+            while op == b"edit" and end < len(entries) and entries[end][1].get(b"op") == op \
+                    and entries[end][1].get(b"map") == name:
+                end += 1
+            if end - start > 1:
+                self._apply_edits(entries[start:end])
+            else:
+                self._apply_entry(*entries[start])
+            start = end
+        count = len(entries)
+        if count:
+            with self._progress:
+                self._progress.notify_all()
+            if self.notify_applied or self._done:
+                self._wake()
+        return count
 
-    def _on_log(self, frames: list) -> None:
-        if len(frames) < 2 or frames[0] != LOG or len(frames[1]) != _LOG.size or len(frames) % 2:
-            log.warning("edit feed: ignoring a malformed catch-up reply")
-            return
-        epoch, oldest, newest = _LOG.unpack(frames[1])
-        self._fetch_sent = None
-        self._synced_at = time.monotonic()
-        if epoch != self._epoch:
-            self._new_epoch(epoch)
-        # Entries numbered below the log's oldest are the newest uploads it kept: applied
-        # first, in order. Until a reply holds none of them newer than what is applied
-        # here (the broker sends them before the log's own entries), there may be more.
-        entries = [(frames[i], frames[i + 1]) for i in range(2, len(frames), 2)]
-        snapshot = [entry for entry in entries if _ENTRY.unpack(entry[0])[1] < oldest]
-        rest = entries[len(snapshot):]
-        took_snapshot = False
-        for header, body in snapshot:
-            seq = _ENTRY.unpack(header)[1]
-            if seq > self._applied:
-                self._skip_to(seq - 1)
-                self._on_entry(header, body, live=False)
-                took_snapshot = True
-        if took_snapshot and not rest:
-            self._fetch_wanted = True
-            return
-        if oldest > self._applied + 1:
-            missed = self._skip_to(oldest - 1)
-            log.warning("the broker's log no longer holds %d edits this worker missed; its maps may differ "
-                        "from the other workers' until those cells are edited again", missed)
-        for header, body in rest:
-            self._on_entry(header, body, live=False)
-        self._fetch_wanted = self._applied < newest or bool(self._early)
-        if self._applied >= newest:
-            self.caught_up.set()
-
-    def _skip_to(self, seq: int) -> int:
-        """Count the entries up to ``seq`` that are no longer in the log as missed (trimmed
-        edits, and uploads a later one of their name replaced), and go past them."""
-        missed = max(0, seq - self._applied)
-        self._counts["missed"] += missed
-        self._applied = max(self._applied, seq)
-        self._early = {early: entry for early, entry in self._early.items() if early > self._applied}
-        return missed
-
-    def _on_feed(self, frames: list) -> None:
-        if len(frames) != 3 or frames[0] != EDIT or len(frames[1]) != _ENTRY.size:
-            log.warning("edit feed: ignoring a malformed message")
-            return
-        self._on_entry(frames[1], frames[2], live=True)
-
-    def _new_epoch(self, epoch: int) -> None:
-        if self._epoch is not None:
-            log.warning("the broker restarted: edits are numbered afresh, and those made before are not "
-                        "replayed to workers that join from now on")
-        self._epoch = epoch
-        self._applied = 0
-        self._early.clear()
-        self._fetch_wanted = True
-        self._fetch_sent = None
-
-    def _on_entry(self, header: bytes, body: bytes, *, live: bool) -> None:
-        epoch, seq, stamped = _ENTRY.unpack(header)
-        if epoch != self._epoch:
-            self._new_epoch(epoch)
-        if seq <= self._applied:
-            return  # already applied (a catch-up reply overlapping the feed)
-        if seq > self._applied + 1:
-            if len(self._early) < FEED_HWM:
-                self._early[seq] = (stamped, body)
-            self._fetch_wanted = True
-            return
-        self._apply(seq, body)
-        if live:
-            with self._lags_lock:
-                self._lags.append(time.time() - stamped)
-        while self._applied + 1 in self._early:
-            _, early = self._early.pop(self._applied + 1)
-            self._apply(self._applied + 1, early)
-
-    def _apply(self, seq: int, body: bytes) -> None:
-        try:
-            change = msgpack.unpackb(body, raw=False)
-            name, origin, own_seq = change["map"], change["origin"], change["oseq"]
-            kind = change.get("kind", "edit")
-        except Exception:
-            self._counts["failed"] += 1
-            log.warning("edit %d is unreadable; skipped", seq)
-            self._applied = seq
-            return
+    def _apply_entry(self, text: str, fields: dict) -> None:
+        seq = seq_of(text)
+        op, name = fields.get(b"op", b"").decode(), fields.get(b"map", b"").decode()
+        token = fields.get(b"token", b"").decode()
         with self._lock:
-            again = True
-            own = origin == self.identity
-            if own:
-                while self._pending and self._pending[0][0] < own_seq:
-                    self._pending.popleft()  # sent before this one and never numbered: lost
-                    self._counts["unconfirmed"] += 1
-                if self._pending and self._pending[0][0] == own_seq:
-                    again = self._pending.popleft()[1]
-        if again and kind != "superseded":
             try:
-                self._apply_change(kind, name, change)
+                skipped = seq <= self._stand.get(name, (0, 0))
+                if skipped:
+                    result = self.registry.get(name) if op != "drop" else None
+                elif op == "edit":
+                    result = self._apply_edit(name, msgpack.unpackb(fields[b"body"], raw=False))
+                elif op == "put":
+                    result = self._apply_put(name, text, token)
+                elif op == "drop":
+                    result = self._apply_drop(name, seq)
+                else:
+                    raise ValueError(f"unknown op {op!r}")
+                self._counts["skipped" if skipped else "changes"] += 1
+            except redis.RedisError:
+                raise  # not applied: the reader reads this entry again once Redis answers
             except Exception as exc:
+                result = exc
                 self._counts["failed"] += 1
-                log.warning("edit %d from %s not applied here: %s", seq, origin, exc)
-            else:
-                self._counts["reapplied" if own else "applied"] += 1
-        self._applied = seq
+                if token not in self._results:
+                    log.warning("entry %s (%s of %r) not applied here: %s", text, op, name, exc)
+            self._applied, self._applied_text = seq, text
+        waiter = self._results.pop(token, None)
+        if waiter is not None:
+            waiter.set(result, text)
+        self._note_lag(time.time(), fields)
 
-    def _apply_change(self, kind: str, name: str, change: dict) -> None:
-        gridmap = None
-        if kind == "put":
-            if self.build_upload is None:
-                raise RuntimeError("this worker cannot build uploaded maps (no build_upload)")
-            # Outside the lock: a put replaces the map whole, whatever came before it here.
-            started = time.perf_counter()
-            gridmap = self.build_upload(change["put"])
-            load_ms = (time.perf_counter() - started) * 1000.0
+    def _apply_edits(self, run: list) -> None:
+        """Apply a run of edit entries of one map as one edit; entry by entry if that fails."""
+        name = run[0][1][b"map"].decode()
+        stand = self._stand.get(name, (0, 0))
+        fresh = [(text, fields) for text, fields in run if seq_of(text) > stand]
+        if len(fresh) < len(run):
+            for text, fields in run:
+                self._apply_entry(text, fields)
+            return
+        changes = []
+        for _, fields in run:
+            change = msgpack.unpackb(fields[b"body"], raw=False)
+            changes.append((edit_boxes(change.get("rects") or (), change.get("cells") or ()), change.get("solid"),
+                            change.get("cost")))
         with self._lock:
-            if kind == "put":
-                self.registry.put_map(name, gridmap, load_ms=load_ms, bounded=False)
-            elif kind == "drop":
-                self.registry.drop_map(name)
+            try:
+                edited = self.registry.apply_edits(name, changes)
+            except Exception:
+                edited = None
             else:
-                self.registry.apply_edit(name, rects=change.get("rects") or (), cells=change.get("cells") or (),
-                                         solid=change.get("solid"), cost=change.get("cost"))
-            # Our pending changes of this map were applied before this one; they go again after it.
-            for pending in self._pending:
-                if pending[2] == name:
-                    pending[1] = True
+                overlay = self._overlay(name, edited)
+                overlay.record(edited, [box for boxes, _, _ in changes for box in boxes])
+                self._counts["changes"] += len(run)
+                self._applied, self._applied_text = seq_of(run[-1][0]), run[-1][0]
+        if edited is None:
+            for text, fields in run:
+                self._apply_entry(text, fields)
+            return
+        now = time.time()
+        for text, fields in run:
+            waiter = self._results.pop(fields.get(b"token", b"").decode(), None)
+            if waiter is not None:
+                waiter.set(edited, text)
+            self._note_lag(now, fields)
+
+    def _note_lag(self, now: float, fields: dict) -> None:
+        try:
+            self._lags.append(now - float(fields[b"t"]))
+        except (KeyError, ValueError):
+            pass
+
+    def _overlay(self, name: str, gridmap: GridMap) -> Overlay:
+        overlay = self._overlays.get(name)
+        if overlay is None:
+            overlay = self._overlays[name] = Overlay.empty(gridmap.height, gridmap.width, self._bases.get(name, ""))
+        return overlay
+
+    def _apply_edit(self, name: str, change: dict) -> GridMap:
+        rects, cells = change.get("rects") or (), change.get("cells") or ()
+        edited = self.registry.apply_edit(name, rects=rects, cells=cells, solid=change.get("solid"),
+                                          cost=change.get("cost"))
+        self._overlay(name, edited).record(edited, edit_boxes(rects, cells))
+        return edited
+
+    def _apply_put(self, name: str, text: str, token: str) -> GridMap:
+        pipe = self._reader.pipeline(transaction=True)
+        pipe.hget(UPLOADS, name)
+        pipe.hget(UPLOAD_IDS, name)
+        body, stored = pipe.execute()
+        if body is None or stored is None:
+            self._stand[name] = seq_of(text)
+            raise UnknownMapError(f"map {name!r} was dropped before its upload {text} was applied here", at="map")
+        stored = stored.decode()
+        prebuilt = self._prebuilt.get(token) if stored == text else None
+        return self._serve_upload(name, stored, body, prebuilt)
+
+    def _serve_upload(self, name: str, stored: str, body: bytes, prebuilt=None) -> GridMap:
+        """Serve the upload stored as ``stored`` (its put's id): built from ``body``
+        unless ``prebuilt`` holds it; entries of ``name`` up to ``stored`` are then skipped."""
+        if prebuilt is None:
+            if self.build_upload is None:
+                raise RuntimeError("this server cannot build uploaded maps (no build_upload)")
+            started = time.perf_counter()
+            gridmap = self.build_upload(msgpack.unpackb(body, raw=False))
+            load_ms = (time.perf_counter() - started) * 1000.0
+        else:
+            gridmap, load_ms = prebuilt
+        self._overlays.pop(name, None)
+        stored_map = self.registry.put_map(name, gridmap, load_ms=load_ms, bounded=False)
+        self._bases[name] = stored
+        self._stand[name] = seq_of(stored)
+        return stored_map
+
+    def _apply_drop(self, name: str, seq: tuple) -> int | None:
+        # The overlay first: a map file of that name loads as the upload goes, without it.
+        self._overlays.pop(name, None)
+        self._bases.pop(name, None)
+        self._stand[name] = seq
+        return self.registry.drop_map(name)
+
+    def _load(self) -> None:
+        """Load the snapshot and the stored uploads (at one moment: one transaction) and
+        stand where they do; the stream is read from the snapshot's id on."""
+        pipe = self._reader.pipeline(transaction=True)
+        pipe.hgetall(SNAPSHOT)
+        pipe.hgetall(UPLOADS)
+        pipe.hgetall(UPLOAD_IDS)
+        snapshot, uploads, upload_ids = pipe.execute()
+        since = (snapshot.get(b"id") or b"0-0").decode()
+        ids = {name.decode(): value.decode() for name, value in upload_ids.items()}
+        with self._lock:
+            served = {row["name"] for row in self.registry.info() if row["source"] == "upload"}
+            for name in sorted(served - set(ids)):
+                self._apply_drop(name, seq_of(since))
+            for raw_name, body in uploads.items():
+                name = raw_name.decode()
+                if name in ids and self._bases.get(name) != ids[name]:
+                    try:
+                        self._serve_upload(name, ids[name], body)
+                    except Exception as exc:
+                        log.warning("stored upload %r not served here: %s", name, exc)
+            for key, value in snapshot.items():
+                if not key.startswith(b"map:"):
+                    continue
+                name, overlay = key[4:].decode(), Overlay.from_bytes(value)
+                if overlay.base != ids.get(name, ""):
+                    continue  # edits of an upload replaced since: its entries follow
+                self._overlays[name] = overlay
+                if overlay.base:
+                    self._stand[name] = max(self._stand.get(name, (0, 0)), seq_of(since))
+                self._put_back(name)
+            if seq_of(since) > self._applied:
+                self._applied, self._applied_text = seq_of(since), since
+
+    def _put_back(self, name: str) -> None:
+        """Serve map ``name`` with its overlay's cells set (caller holds ``_lock``)."""
+        overlay = self._overlays.get(name)
+        if overlay is None:
+            return
+        try:
+            self.registry.replace(name, overlay.apply_to)
+        except UnknownMapError:
+            pass  # its file is not (yet) here: put back when it loads
+
+    def _on_registry_event(self, event: dict) -> None:
+        """A map file (re)loaded: its edits go back on top of it."""
+        if event["event"] == "loaded" and event["name"] in self._overlays:
+            with self._lock:
+                if self._bases.get(event["name"]) is None:
+                    self._put_back(event["name"])
+        if self._chained is not None:
+            self._chained(event)
+
+    def _check_trimmed(self) -> bool:
+        """Reload from the snapshot if the stream was trimmed past what is applied here."""
+        try:
+            info = self._reader.xinfo_stream(STREAM)
+        except redis.ResponseError:
+            return False  # no stream yet
+        # A trim removes the oldest entries; the entry applied last here is gone with them
+        # when the first one left is newer (the newest snapshot is never trimmed past).
+        first = info.get("recorded-first-entry-id") or b"0-0"
+        if info.get("entries-added", 0) <= info.get("length", 0) or seq_of(first) <= self._applied:
+            return False
+        log.warning("the shared state's stream was trimmed past what this server applied (%s, the stream now "
+                    "starts at %s): reloading from its snapshot", self._applied_text, first.decode())
+        self._counts["resyncs"] += 1
+        self._load()
+        return True
+
+    def _housekeeping(self) -> None:
+        if self._check_trimmed():
+            return
+        try:
+            length = self._reader.xlen(STREAM)
+        except redis.ResponseError:
+            return
+        if length > self.compact_entries:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Write every overlay with the id they reflect as the snapshot, then trim the
+        stream to the previous snapshot's id: a server that loaded that one, or applied
+        past it, still finds its next entry. One server at a time (the compactor lock)."""
+        owner = self._token()
+        if not self._reader.set(COMPACTOR, owner, nx=True, px=30_000):
+            return
+        try:
+            with self._lock:
+                since = self._applied_text
+                blobs = {f"map:{name}": overlay.to_bytes() for name, overlay in self._overlays.items()}
+            with self._reader.pipeline(transaction=True) as pipe:
+                pipe.watch(SNAPSHOT)
+                previous = pipe.hget(SNAPSHOT, "id")
+                if previous is not None and seq_of(previous) >= seq_of(since):
+                    return
+                pipe.multi()
+                pipe.delete(SNAPSHOT)
+                pipe.hset(SNAPSHOT, mapping={"id": since, **blobs})
+                pipe.execute()
+            if previous is not None:
+                self._reader.xtrim(STREAM, minid=previous.decode(), approximate=False)
+            self._counts["compactions"] += 1
+            log.info("shared state compacted: snapshot at %s (%d maps), stream trimmed before %s", since,
+                     len(blobs), previous.decode() if previous else "nothing")
+        except redis.WatchError:
+            pass  # another server wrote a snapshot meanwhile
+        finally:
+            self._unlock_script(keys=[COMPACTOR], args=[owner])

@@ -2,24 +2,26 @@
 
 ::
 
-    PathserverError              internal
-     +-- MapLoadError            map_load_error   (local)
-     +-- RequestError            invalid_request
-     |    +-- MalformedError     malformed
-     |    +-- TooLargeError      too_large
-     |    +-- UnknownOpError     unknown_op
-     |    +-- UnknownMapError    unknown_map
-     |    +-- OutOfBoundsError   out_of_bounds
-     |    +-- NonFiniteError     non_finite
-     |    +-- BadUnitSizeError   bad_unit_size
-     |    +-- StartBlockedError  start_blocked
-     |    +-- GoalBlockedError   goal_blocked
-     |    +-- ConflictError      conflict
-     +-- SearchLimitError        search_limit
-     +-- OverloadedError         overloaded       (retryable)
-     +-- SecurityError           security         (local)
-     |    +-- BindRefusedError   bind_refused     (local)
-     +-- BrokerError             broker           (local)
+    PathserverError                  internal
+     +-- MapLoadError                map_load_error     (local)
+     +-- RequestError                invalid_request
+     |    +-- MalformedError         malformed
+     |    +-- TooLargeError          too_large
+     |    +-- UnknownOpError         unknown_op
+     |    +-- UnknownMapError        unknown_map
+     |    +-- OutOfBoundsError       out_of_bounds
+     |    +-- NonFiniteError         non_finite
+     |    +-- BadUnitSizeError       bad_unit_size
+     |    +-- StartBlockedError      start_blocked
+     |    +-- GoalBlockedError       goal_blocked
+     |    +-- ConflictError          conflict
+     +-- SearchLimitError            search_limit
+     +-- OverloadedError             overloaded         (retryable)
+     |    +-- StateUnavailableError  state_unavailable  (retryable)
+     |    +-- AfterTimeoutError      after_timeout      (retryable)
+     +-- SecurityError               security           (local)
+     |    +-- BindRefusedError       bind_refused       (local)
+     +-- BrokerError                 broker             (local)
 
 Each class carries, as class attributes:
 
@@ -162,6 +164,24 @@ class OverloadedError(PathserverError):
         self.retry_after_ms = retry_after_ms
 
 
+class StateUnavailableError(OverloadedError):
+    """The shared state (``serve --state``, Redis) did not take an edit: it is unreachable
+    or did not answer in time. Nothing was queued; sending the edit again is safe (an edit
+    sets cells, so one that did reach Redis before the error is merely set twice)."""
+
+    code = "state_unavailable"
+    meaning = ("`update`, `put_map` or `drop_map` on a server with shared state (`--state`) that cannot reach "
+               "it now; nothing was applied or queued, retry after `retry_after_ms`")
+
+
+class AfterTimeoutError(OverloadedError):
+    """The server had not applied the shared state's entry a request's ``after`` names
+    within its wait bound."""
+
+    code = "after_timeout"
+    meaning = "the server had not yet applied the edit `after` names within its wait bound; retry after `retry_after_ms`"
+
+
 class SecurityError(PathserverError):
     """A key file or allow-list folder is missing or unusable."""
 
@@ -208,7 +228,7 @@ def tree() -> str:
     def row(label: str, cls: type) -> str:
         flag = "" if cls.wire else "(local)"
         flag = flag or ("(retryable)" if cls.retryable else "")
-        return f"{label:<29}{cls.code:<17}{flag}".rstrip()
+        return f"{label:<33}{cls.code:<19}{flag}".rstrip()
 
     def draw(cls: type, indent: str) -> None:
         subs = _subclasses(cls)

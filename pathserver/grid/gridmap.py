@@ -592,6 +592,16 @@ def _build_cost_index(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return table, _readonly(index)
 
 
+def check_edit(solid: bool | None, cost: float | None) -> None:
+    """RequestError unless an edit's ``solid`` / ``cost`` make an edit (see GridMap.edit)."""
+    from pathserver.errors import RequestError
+
+    if solid is None and cost is None:
+        raise RequestError("an edit needs solid or cost", at="solid")
+    if cost is not None and not (math.isfinite(cost) and cost >= 1.0):
+        raise RequestError("cost must be finite and >= 1", at="cost")
+
+
 def _edit_cost_index(cost: np.ndarray, table: np.ndarray, index: np.ndarray, box) -> tuple[np.ndarray, np.ndarray]:
     """(cost_table, cost_index) for ``cost``, which differs from the grid ``table[index]``
     describes only inside ``box = (x0, y0, x1, y1)``: the box is re-indexed, and a cost
@@ -1012,28 +1022,40 @@ class GridMap:
         the region the edit can influence (up and left of it, as far as the largest
         square that can reach it).
         """
+        boxes = [tuple(int(v) for v in r) for r in rects] + [(int(x), int(y), 1, 1) for x, y in cells]
+        return self.edit_many([(boxes, solid, cost)])
+
+    def edit_many(self, changes) -> "GridMap":
+        """One new generation holding the edits ``changes``, ``(boxes, solid, cost)`` each
+        with ``boxes`` cell rectangles ``(x, y, w, h)``, applied in order: the cells end
+        as :meth:`edit` called once per change leaves them (a cell made solid costs 1, as
+        the constructor has it), for one copy of the arrays and one clearance update."""
         from pathserver.errors import RequestError
 
-        if solid is None and cost is None:
-            raise RequestError("an edit needs solid or cost", at="solid")
-        if cost is not None and not (math.isfinite(cost) and cost >= 1.0):
-            raise RequestError("cost must be finite and >= 1", at="cost")
-        boxes = [tuple(int(v) for v in r) for r in rects] + [(int(x), int(y), 1, 1) for x, y in cells]
+        for _, solid, cost in changes:
+            check_edit(solid, cost)
         walkable = self.walkable.copy()
-        new_cost = None if (cost is None and self.uniform_cost) else self.cost.copy()
+        costed = any(cost is not None for _, _, cost in changes)
+        new_cost = None if (not costed and self.uniform_cost) else self.cost.copy()
         x0, y0, x1, y1 = self.width, self.height, 0, 0
-        for bx, by, bw, bh in boxes:
-            if bw < 1 or bh < 1:
-                raise RequestError(f"rectangle {bx, by, bw, bh} has no area", at="rects")
-            cx0, cy0 = max(bx, 0), max(by, 0)
-            cx1, cy1 = min(bx + bw, self.width), min(by + bh, self.height)
-            if cx0 >= cx1 or cy0 >= cy1:
-                continue
-            if solid is not None:
-                walkable[cy0:cy1, cx0:cx1] = not solid
-            if cost is not None:
-                new_cost[cy0:cy1, cx0:cx1] = cost
-            x0, y0, x1, y1 = min(x0, cx0), min(y0, cy0), max(x1, cx1), max(y1, cy1)
+        for boxes, solid, cost in changes:
+            for bx, by, bw, bh in boxes:
+                if bw < 1 or bh < 1:
+                    raise RequestError(f"rectangle {bx, by, bw, bh} has no area", at="rects")
+                cx0, cy0 = max(bx, 0), max(by, 0)
+                cx1, cy1 = min(bx + bw, self.width), min(by + bh, self.height)
+                if cx0 >= cx1 or cy0 >= cy1:
+                    continue
+                box = slice(cy0, cy1), slice(cx0, cx1)
+                if solid is not None:
+                    walkable[box] = not solid
+                if new_cost is not None:
+                    if cost is not None:
+                        new_cost[box] = cost
+                    # What the constructor does between two single edits: blocked cells cost 1.
+                    new_cost[box] = np.where(walkable[box], new_cost[box], 1.0)
+                x0, y0, x1, y1 = min(x0, cx0), min(y0, cy0), max(x1, cx1), max(y1, cy1)
+        solid = all(change[1] is True for change in changes)  # only walls added: landmarks stay valid
         clearance = self.clearance.copy()
         if x0 < x1:
             # A square reaching into the edited box starts at most `reach` cells up/left.

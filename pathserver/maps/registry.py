@@ -228,12 +228,23 @@ class MapRegistry:
         return the new map. The file is not written: a later change of it wins.
         ``if_gen``: edit only if the map's generation is this one, else ConflictError
         (carrying the current generation)."""
-        with self._lock:
-            current = self.get(name)
+
+        def edit(current: GridMap) -> GridMap:
             if if_gen is not None and current.generation != if_gen:
                 raise ConflictError(f"map {name!r} is at generation {current.generation}, not {if_gen} (if_gen): "
                                     "read it again and retry", gen=current.generation, at="if_gen")
-            edited = current.edit(rects, cells, solid=solid, cost=cost)
+            return current.edit(rects, cells, solid=solid, cost=cost)
+
+        return self._edit(name, edit)
+
+    def apply_edits(self, name, changes) -> GridMap:
+        """Replace map ``name`` with ``gridmap.edit_many(changes)`` (see
+        :meth:`GridMap.edit_many`): many edits, one new generation; returns the new map."""
+        return self._edit(name, lambda current: current.edit_many(changes))
+
+    def _edit(self, name: str, edit) -> GridMap:
+        with self._lock:
+            edited = edit(self.get(name))
             generation = self._generation + 1
             if edited.generation != generation:
                 edited = edited.with_generation(generation)
@@ -242,6 +253,21 @@ class MapRegistry:
             self._swap(name, edited, entry)
         self._emit("edited", name, entry.file, generation, None)
         return edited
+
+    def replace(self, name: str, transform) -> GridMap:
+        """Serve ``transform(current, generation)`` (a new GridMap with that generation)
+        as map ``name``, whatever its source; returns it. How the shared state
+        (``pathserver.editlog``) puts its edited cells back onto a reloaded file or a
+        joining worker's maps. UnknownMapError when nothing serves ``name``."""
+        with self._lock:
+            current = self.get(name)
+            generation = self._generation + 1
+            changed = transform(current, generation)
+            self._generation = generation
+            entry = replace(self._entries[name], gridmap=changed, walkable_share=_walkable_share(changed))
+            self._swap(name, changed, entry)
+        self._emit("edited", name, entry.file, generation, None)
+        return changed
 
     # -- uploads ------------------------------------------------------------------------
 
@@ -258,7 +284,7 @@ class MapRegistry:
         generation. ConflictError when a map file serves ``name``; TooLargeError when the
         uploads would pass ``max_upload_cells`` (unless not ``bounded``: a put that another
         worker accepted, see ``pathserver.editlog``). ``load_ms``: the build time ``maps``
-        reports. ``wire``: the request's layers (used by ``SharedEdits``; ignored here)."""
+        reports. ``wire``: the request's layers (stored by ``RedisState``; ignored here)."""
         cells = gridmap.width * gridmap.height
         with self._lock:
             old = self._check_put(name, cells if bounded else 0)
@@ -280,17 +306,27 @@ class MapRegistry:
         self._emit("uploaded", name, None, generation, None)
         return gridmap
 
+    def check_drop(self, name: str) -> None:
+        """What :meth:`drop_map` would refuse: UnknownMapError for a name nothing serves,
+        ConflictError for one a map file serves."""
+        with self._lock:
+            self._check_drop(name)
+
+    def _check_drop(self, name: str) -> _Entry:
+        entry = self._entries.get(name) if isinstance(name, str) else None
+        if entry is None:
+            self.get(name)  # raises UnknownMapError listing the served names
+        if entry.source != UPLOAD:
+            raise ConflictError(f"map {name!r} is served from the file {entry.file.name}; only uploaded "
+                                "maps can be dropped (delete the file instead)", at="map")
+        return entry
+
     def drop_map(self, name: str) -> int:
         """Stop serving the uploaded map ``name``; returns the generation dropped. Searches
-        already running on it finish on it. UnknownMapError for a name nothing serves,
-        ConflictError for one a map file serves. A map file of that name is loaded then."""
+        already running on it finish on it. Refuses as :meth:`check_drop`. A map file of
+        that name is loaded then."""
         with self._lock:
-            entry = self._entries.get(name) if isinstance(name, str) else None
-            if entry is None:
-                self.get(name)  # raises UnknownMapError listing the served names
-            if entry.source != UPLOAD:
-                raise ConflictError(f"map {name!r} is served from the file {entry.file.name}; only uploaded "
-                                    "maps can be dropped (delete the file instead)", at="map")
+            entry = self._check_drop(name)
             generation = entry.gridmap.generation
             self._upload_cells -= entry.gridmap.width * entry.gridmap.height
             self._swap(name, None, None)

@@ -202,6 +202,37 @@ class StatsRequest:
     id: int
 
 
+@dataclass(frozen=True, slots=True)
+class After:
+    """Any request sent with ``"after": SEQ``: answer ``request`` once the server has
+    applied the shared state's entry ``seq`` (``serve --state``; see docs/scaling.md).
+    ``seq``: the entry's stream id as ``(milliseconds, sequence)``, which orders as the
+    ids do; ``text``: the id as sent."""
+
+    id: int
+    seq: tuple
+    text: str
+    request: object
+
+
+#: Longest ``after`` accepted: two 64-bit numbers and a dash.
+MAX_SEQ_LEN = 41
+
+
+def parse_seq(value, at: str = "after") -> tuple:
+    """A stream entry id as a reply's ``seq`` carries it (``"1718000000000-3"``) ->
+    ``(1718000000000, 3)``; RequestError (at ``at``) for anything else."""
+    if type(value) is not str:
+        raise RequestError(f"{quoted(at)} must be a string, the 'seq' of an edit's reply, got {wire_type(value)}",
+                           at=at)
+    ms, dash, number = value.partition("-")
+    if len(value) > MAX_SEQ_LEN or not dash or not ms.isdigit() or not number.isdigit() \
+            or not ms.isascii() or not number.isascii():
+        raise RequestError(f"{quoted(at)} must be the 'seq' of an edit's reply, such as \"1718000000000-0\"; "
+                           f"got {value[:48]!r}", at=at)
+    return int(ms), int(number)
+
+
 def request_id(obj):
     """The ``id`` a reply to ``obj`` should carry: the request's int id, else None."""
     if isinstance(obj, dict):

@@ -5,15 +5,15 @@ module decides what those are, in this order:
 
 1. security: CURVE from ``--curve-keys``/``--allow`` and the bind policy, before anything
    loads (``pathserver.security``);
-2. the map registry, and for a worker (``--connect``) the broker's edit log around it
+2. the map registry, and with ``--state`` the shared state on Redis around it
    (``pathserver.editlog``);
 3. signals: SIGINT/SIGTERM stop the server from here on, at any stage;
 4. bind, and say the endpoint in the first line: a taken port is refused at once;
-5. a start-up thread loads the maps, then warms the kernels op by op
-   (``pathserver.server.startup``): requests are taken as soon as the maps are loaded,
-   and each waits only for the kernels it runs; the ready line on stdout once all are
-   warm. A worker (which binds nothing) connects only once warm and caught up with the
-   broker's edit log;
+5. a start-up thread loads the maps, applies what the shared state holds (``--state``),
+   then warms the kernels op by op (``pathserver.server.startup``): requests are taken
+   from then on, each waiting only for the kernels it runs; the ready line on stdout
+   once all are warm. A worker (``--connect``, which binds nothing) connects only once
+   warm;
 6. serve until stopped, release everything.
 
 Steps 1, 2 and 4 may refuse: one line on stderr, exit status 2.
@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import threading
 
 import zmq
 
 from pathserver import security
-from pathserver.editlog import SharedEdits, edit_endpoints
 from pathserver.maps.registry import MapRegistry
 from pathserver.server import handlers
 from pathserver.server.loop import DEFAULT_QUEUE_LIMIT, Server
@@ -48,8 +48,7 @@ def serve(
     allowed_clients_dir=None,
     insecure: bool = False,
     connect: str | None = None,
-    edits: str | None = None,
-    feed: str | None = None,
+    state: str | None = None,
     max_upload_cells: int | None = None,
     exit_at_once: bool = False,
 ) -> int:
@@ -68,9 +67,12 @@ def serve(
     anything loads, unless ``insecure``, which prints a warning line instead.
 
     Worker mode (``pathserver.broker``): with ``connect`` (the broker's back endpoint)
-    the server connects instead of binding, first replays the broker's edit log from
-    ``edits`` and follows its ``feed`` (default: the next two ports of ``connect``), and
-    prints ``pathserver worker HOST:PID ready, connected to ENDPOINT (N maps)``.
+    the server connects instead of binding and prints ``pathserver worker HOST:PID
+    ready, connected to ENDPOINT (N maps)``.
+
+    Shared state (docs/scaling.md): with ``state`` (``redis://HOST:PORT/DB``) uploads
+    and edits live in that Redis, and every server given it applies them in one order;
+    the server takes requests once it has applied what Redis holds.
 
     ``max_upload_cells``: the bound on the total cells of maps uploaded with ``put_map``
     (default ``pathserver.maps.registry.DEFAULT_MAX_UPLOAD_CELLS``).
@@ -87,19 +89,22 @@ def serve(
     for warning in warnings:
         print(warning, file=sys.stderr, flush=True)
     registry = MapRegistry(maps_dir, **({} if max_upload_cells is None else {"max_upload_cells": max_upload_cells}))
+    if connect is not None and curve is not None:
+        # A worker binds nothing: its clients' CURVE belongs on the broker's front.
+        return _refuse("--curve-keys/--allow secure a bound server; a worker (--connect) binds nothing: "
+                       "give them to `pathserver broker` for its front (docs/scaling.md)")
+    # host:pid: unique among running workers, and says where to look.
+    identity = None if connect is None else f"{socket.gethostname()}:{os.getpid()}"
     shared = None
-    if connect is not None:
-        if curve is not None:
-            # A worker binds nothing: its clients' CURVE belongs on the broker's front.
-            return _refuse("--curve-keys/--allow secure a bound server; a worker (--connect) binds nothing: "
-                           "give them to `pathserver broker` for its front (docs/scaling.md)")
+    if state is not None:
+        from pathserver.editlog import RedisState, check_url  # Redis's client: imported for --state only
+
         try:
-            edits, feed = edit_endpoints(connect, edits, feed)
+            shared = RedisState(registry, check_url(state), identity=identity, build_upload=handlers.build_upload)
         except ValueError as exc:
             return _refuse(exc)
-        shared = SharedEdits(registry, edits, feed, back=connect, build_upload=handlers.build_upload)
     server = Server(registry if shared is None else shared, bind, workers=threads, queue_limit=queue_limit,
-                    curve=curve, connect=connect, identity=None if shared is None else shared.identity)
+                    curve=curve, connect=connect, identity=identity, state=shared)
     if not registry.folder.is_dir():
         registry.load_all()  # raises the folder's MapLoadError before anything binds
     # Installed first, so a signal at any stage stops us too.
@@ -132,16 +137,17 @@ class _Starter(threading.Thread):
     thread loads the maps and warms the kernels meanwhile, checking for a stop between
     steps."""
 
-    def __init__(self, server: Server, registry: MapRegistry, shared: SharedEdits | None, watch: bool, out):
+    def __init__(self, server: Server, registry: MapRegistry, shared, watch: bool, out):
         super().__init__(name="pathserver-start", daemon=True)
         self.server, self.registry, self.shared, self.watch, self.out = server, registry, shared, watch, out
+        self.worker = server.connect_address is not None
         self.log = StartupLog()
         self.failure: Exception | None = None
         self.prepared = threading.Event()
 
     def serve(self, bind: str) -> int:
         server = self.server
-        if self.shared is None:
+        if not self.worker:
             try:
                 endpoint = server.bind()
             except zmq.ZMQError as exc:
@@ -149,7 +155,7 @@ class _Starter(threading.Thread):
             self.log.say(f"listening on {endpoint} (process {os.getpid()}); loading maps from {self.registry.folder}")
             server.hold(self.prepared)
         self.start()
-        if self.shared is not None:
+        if self.worker:
             # A worker binds nothing a client waits on: it connects once warm and caught up.
             while not self.prepared.wait(0.1):
                 if server.stopping or not self.is_alive():
@@ -160,7 +166,7 @@ class _Starter(threading.Thread):
                 endpoint = server.bind()
             except zmq.ZMQError as exc:
                 return _refuse(f"cannot connect {bind}: {exc}")
-            print(f"pathserver worker {self.shared.identity} ready, connected to {endpoint} "
+            print(f"pathserver worker {server.identity} ready, connected to {endpoint} "
                   f"({_maps(self.registry)})", file=self.out, flush=True)
         server.run()
         return self._ended()
@@ -173,23 +179,24 @@ class _Starter(threading.Thread):
     def run(self) -> None:
         server, registry, log = self.server, self.registry, self.log
         try:
-            if self.shared is not None:
+            if self.worker:
                 log.say(f"loading maps from {registry.folder}")
             compiling = announce_kernels(log)
             registry.load_all()
             log.say(f"{_maps(registry)} loaded ({log.elapsed():.2f} s since start)")
-            if self.shared is None:
+            if self.shared is not None:
+                # Take no request before the uploads and edits made so far are applied here.
+                self.shared.start()
+                while not self.shared.caught_up.wait(0.1):
+                    if server.stopping:
+                        return
+            if not self.worker:
                 self.prepared.set()  # requests are taken from here on
             if self.watch:
                 registry.start()
             if not warm_kernels(log, compiling=compiling, stopping=lambda: server.stopping):
                 return
-            if self.shared is not None:
-                # Take no request before the edits made so far are applied here.
-                self.shared.start()
-                while not self.shared.caught_up.wait(0.1):
-                    if server.stopping:
-                        return
+            if self.worker:
                 self.prepared.set()
             else:
                 server.warmed()

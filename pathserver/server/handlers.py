@@ -20,6 +20,11 @@ The handlers read maps through a registry (``get``, ``info``, ``apply_edit``,
 ``check_put``, ``put_map``, ``drop_map``, ``stats``; see ``pathserver.maps.registry``).
 Each search runs on the one immutable GridMap that ``get`` returned, and its reply's
 ``gen`` names that generation.
+
+A request sent with ``after`` reads as an ``After`` around the request. With shared state
+(``pathserver.editlog``) an ``update`` is split in two for the loop: ``submit_update``
+checks and hands it over, ``update_reply`` answers it once applied; edit replies carry the
+entry's ``seq``.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ from pathserver.protocol.replies import (
 )
 from pathserver.protocol import packed as packing
 from pathserver.protocol.requests import (
+    After,
     DropMapRequest,
     GetMapRequest,
     MapsRequest,
@@ -87,6 +93,7 @@ from pathserver.protocol.requests import (
     UploadBody,
     parse_path_fast,
     parse_request,
+    parse_seq,
     request_id,
 )
 
@@ -135,6 +142,8 @@ def read_request(body: bytes, limits: Limits = DEFAULT_LIMITS, upload_limits: Li
     try:
         try:
             obj = _decode_map(body, limits)
+            if "after" in obj:
+                return _read_after(obj, limits), None, None
             if limits.max_depth >= 2:
                 request = parse_path_fast(obj, limits.max_depth)
                 if request is not None:
@@ -153,6 +162,16 @@ def read_request(body: bytes, limits: Limits = DEFAULT_LIMITS, upload_limits: Li
     except Exception as exc:
         reply, code = error_reply_bytes(rid, exc)
         return None, reply, code
+
+
+def _read_after(obj: dict, limits: Limits) -> After:
+    """A request sent with ``after``: the request without it, wrapped in :class:`After`."""
+    rid = request_id(obj)
+    after = obj.pop("after")
+    check_structure(obj, limits)
+    request = parse_request(obj)
+    seq = parse_seq(after)
+    return After(rid, seq, after, request)
 
 
 #: Bodies of at least this many bytes are looked through for ``avoid.cells`` sent as
@@ -200,6 +219,7 @@ def read_upload(upload: UploadBody, limits: Limits = UPLOAD_LIMITS) -> PutMapReq
 
 
 def _parse_upload(upload: UploadBody, obj: dict) -> PutMapRequest:
+    obj.pop("after", None)  # checked and waited for by the caller
     request = parse_request(obj)
     if type(request) is not PutMapRequest:
         # top_level_op vouched for the op; a decoder that disagreed must not let another
@@ -214,15 +234,36 @@ def run(request, registry, stats: dict | None = None) -> tuple[bytes, str | None
     or None)``. Never raises."""
     rid = request.id
     try:
+        if type(request) is After:
+            _wait_for(registry, request.seq, request.text)
+            request = request.request
         if type(request) is UploadBody:
             started = time.perf_counter()
             obj = decode_request(request.body, UPLOAD_LIMITS)
             rid = request_id(obj)  # also when the id is not the body's first key
+            if "after" in obj:
+                _wait_for(registry, parse_seq(obj["after"]), obj["after"])
             request = _parse_upload(request, obj)
             return encode(handle_put_map(request, registry, started)), None
         return encode(handle(request, registry, stats)), None
     except Exception as exc:
         return error_reply_bytes(rid, exc)
+
+
+def _wait_for(registry, seq: tuple, text: str) -> None:
+    """Block until ``registry`` (a shared state, ``pathserver.editlog``) applied entry
+    ``seq``; AfterTimeoutError past its bound. A registry without shared state has
+    applied every edit it answered: nothing to wait for."""
+    wait = getattr(registry, "wait_applied", None)
+    if wait is not None:
+        wait(seq, text)
+
+
+def _committed(registry) -> dict:
+    """``{"seq": id}`` of the change this thread just made through a shared state, else
+    nothing (a server without ``--state``)."""
+    committed = getattr(registry, "committed_seq", None)
+    return {} if committed is None else {"seq": committed()}
 
 
 def respond(body: bytes, registry, stats: dict | None = None, limits: Limits = DEFAULT_LIMITS) -> bytes:
@@ -254,7 +295,8 @@ def handle(request, registry, stats: dict | None = None) -> dict:
     if kind is PutMapRequest:
         return handle_put_map(request, registry)
     if kind is DropMapRequest:
-        return ok_reply(request.id, {"map": request.map, "gen": registry.drop_map(request.map)})
+        generation = registry.drop_map(request.map)
+        return ok_reply(request.id, {"map": request.map, "gen": generation, **_committed(registry)})
     if kind is GetMapRequest:
         return handle_get_map(request, registry)
     if kind is QueryRequest:
@@ -482,7 +524,32 @@ def handle_maps(request: MapsRequest, registry) -> dict:
 
 
 def handle_update(request: UpdateRequest, registry) -> dict:
-    gridmap = registry.get(request.map)
+    rects, cells = update_cells(request, registry.get(request.map))
+    edited = registry.apply_edit(request.map, rects=rects, cells=cells, solid=request.solid, cost=request.cost,
+                                 if_gen=request.if_gen)
+    return ok_reply(request.id, {"map": request.map, "gen": edited.generation, **_committed(registry)})
+
+
+def submit_update(request: UpdateRequest, state, context) -> None:
+    """Hand an ``update`` to the shared state without waiting (the socket loop's way):
+    ``state.submit_edit`` appends it, and :func:`update_reply` makes the reply once it is
+    applied here. Raises what :func:`handle_update` raises before anything is written."""
+    rects, cells = update_cells(request, state.get(request.map))
+    state.submit_edit(request.map, rects, cells, solid=request.solid, cost=request.cost, if_gen=request.if_gen,
+                      context=context)
+
+
+def update_reply(rid, name: str, outcome, seq: str) -> tuple[bytes, str | None]:
+    """The reply to an ``update`` the shared state applied (``outcome``: the new map) or
+    failed (``outcome``: the exception)."""
+    if isinstance(outcome, BaseException):
+        return error_reply_bytes(rid, outcome)
+    return encode(ok_reply(rid, {"map": name, "gen": outcome.generation, "seq": seq})), None
+
+
+def update_cells(request: UpdateRequest, gridmap) -> tuple[list, list]:
+    """An ``update``'s rectangles and cells as grid cells of ``gridmap``: ``(x, y, w, h)``
+    rectangles clipped to the map, ``(x, y)`` cells; OutOfBoundsError for one off the map."""
     if request.space == "world":
         ox, oy = gridmap.origin
         scale = gridmap.cell_size
@@ -498,9 +565,7 @@ def handle_update(request: UpdateRequest, registry) -> dict:
             raise OutOfBoundsError(f"cell ({cx}, {cy}) is outside the map ({gridmap.width}x{gridmap.height})",
                                    at=f"cells[{i}]")
         cells.append((cx, cy))
-    edited = registry.apply_edit(request.map, rects=rects, cells=cells, solid=request.solid, cost=request.cost,
-                                 if_gen=request.if_gen)
-    return ok_reply(request.id, {"map": request.map, "gen": edited.generation})
+    return rects, cells
 
 
 def handle_put_map(request: PutMapRequest, registry, started: float | None = None) -> dict:
@@ -518,7 +583,7 @@ def handle_put_map(request: PutMapRequest, registry, started: float | None = Non
     log.info("put_map %r %dx%d: %.1f ms in all (clearance %.1f ms, components %.1f ms)", request.map,
              request.width, request.height, load_ms, timings["clearance_ms"], timings["components_ms"])
     return ok_reply(request.id, {"map": request.map, "gen": stored.generation, "width": request.width,
-                                 "height": request.height})
+                                 "height": request.height, **_committed(registry)})
 
 
 def build_map(request: PutMapRequest) -> tuple[GridMap, dict]:

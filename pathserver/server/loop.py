@@ -38,6 +38,14 @@ Sends never block: ``ROUTER_MANDATORY`` plus ``NOBLOCK``; a reply to a peer that
 Worker mode (``connect=``, behind ``pathserver broker``): the request socket is a DEALER
 connected to the broker's back end instead of a bound ROUTER. It receives the same
 ``[client id, (""), body]`` frames, so everything above applies unchanged.
+
+Shared state (``state=``, ``pathserver.editlog.RedisState``): an ``update`` is checked on
+the loop and handed to the state's writer thread (which sends many to Redis in one round
+trip); the loop answers it once the state's reader has applied it here. A request sent with
+``after`` waits on the loop, parked, until the state has applied that entry (its reader
+thread wakes the loop through ``state.wake_socket``), then goes on as any other; one
+still waiting after ``state.after_timeout_s`` is answered ``after_timeout``. Without
+shared state nothing is waited for: every edit this server answered is applied.
 """
 
 from __future__ import annotations
@@ -54,9 +62,10 @@ import time
 import numpy as np
 import zmq
 
-from pathserver.errors import MalformedError, OverloadedError
+from pathserver.errors import AfterTimeoutError, MalformedError, OverloadedError
 from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, peek_id
 from pathserver.protocol.requests import (
+    After,
     DropMapRequest,
     GetMapRequest,
     MapsRequest,
@@ -137,8 +146,14 @@ class Server:
         curve=None,
         connect: str | None = None,
         identity: str | None = None,
+        state=None,
     ):
         self.registry = registry
+        #: The shared state (``pathserver.editlog.RedisState``) whose entries ``after``
+        #: waits for, or None.
+        self.state = state
+        # Requests waiting for their ``after``: (deadline, After, envelope, body, received).
+        self._parked: list[tuple] = []
         #: Worker mode (behind ``pathserver broker``): connect a DEALER to the broker's
         #: back end instead of binding a ROUTER; ``identity`` names this worker in ``stats``.
         self.connect_address = connect
@@ -254,12 +269,24 @@ class Server:
         poller = zmq.Poller()
         poller.register(router, zmq.POLLIN)
         poller.register(results, zmq.POLLIN)
+        wake = None if self.state is None else self.state.wake_socket
+        if wake is not None:
+            poller.register(wake, zmq.POLLIN)
         while not self._stop.is_set():
-            events = dict(poller.poll(_POLL_MS))
+            timeout_ms = _POLL_MS
+            if self._parked:
+                timeout_ms = min(timeout_ms, max(0, int((self._parked[0][0] - time.monotonic()) * 1000.0) + 1))
+            events = dict(poller.poll(timeout_ms))
+            if wake is not None and wake in events:
+                self.state.drain_wake()
             if results in events:
                 self._forward_results()
             if router in events:
                 self._serve_requests()
+            if self._parked:
+                self._release_parked()
+            if wake is not None and self.state.outstanding():
+                self._finish_edits()
 
     def close(self, timeout: float = 0.5) -> None:
         """Stop the workers (queued jobs are abandoned), close every socket with LINGER 0."""
@@ -342,7 +369,76 @@ class Server:
             self._count_op(None)
             self._send(envelope, reply, received, code)
             return
-        self._count_op(request)
+        if type(request) is After:
+            self._count_op(request.request)
+            if self.state is not None and not self.state.reached(request.seq):
+                self._park(request, envelope, body, received)
+                return
+            request = request.request
+        else:
+            self._count_op(request)
+        self._dispatch(request, envelope, body, received)
+
+    def _park(self, request: After, envelope: list, body: bytes, received: float) -> None:
+        """Hold ``request`` until the state applied its ``after`` (or its bound passed)."""
+        if len(self._parked) >= self.queue_limit:
+            overloaded = OverloadedError(f"{len(self._parked)} requests wait for their 'after' already; retry "
+                                         "after 50 ms", retry_after_ms=50)
+            self._send_error(envelope, received, overloaded, request.id)
+            return
+        # Deadlines grow with arrival: the list stays sorted by deadline.
+        self._parked.append((time.monotonic() + self.state.after_timeout_s, request, envelope, body, received))
+        # Asked after appending: an entry applied from now on wakes the loop, and one
+        # applied before shows in reached() below.
+        self.state.notify_applied = True
+        self._release_parked()
+
+    def _release_parked(self) -> None:
+        """Dispatch the parked requests whose entry is applied; answer those past their bound."""
+        now = time.monotonic()
+        waiting = []
+        for parked in self._parked:
+            deadline, request, envelope, body, received = parked
+            if self.state.reached(request.seq):
+                try:
+                    self._dispatch(request.request, envelope, body, received)
+                except Exception as exc:
+                    self._send_error(envelope, received, exc, request.id)
+            elif deadline <= now:
+                late = AfterTimeoutError(
+                    f"entry {request.text} not applied here within {self.state.after_timeout_s:g} s (this server "
+                    f"has applied up to {self.state.applied_text()}); retry after 100 ms", retry_after_ms=100,
+                    at="after")
+                self._send_error(envelope, received, late, request.id)
+            else:
+                waiting.append(parked)
+        self._parked = waiting
+        self.state.notify_applied = bool(waiting)
+        self._dispatch_pending()
+
+    def _submit_update(self, request: UpdateRequest, envelope: list, received: float) -> None:
+        """Hand an ``update`` to the shared state; answered by :meth:`_finish_edits`."""
+        if self.state.outstanding() >= self.queue_limit:
+            overloaded = OverloadedError(f"{self.state.outstanding()} edits wait for the shared state already; "
+                                         "retry after 50 ms", retry_after_ms=50)
+            self._send_error(envelope, received, overloaded, request.id)
+            return
+        try:
+            handlers.submit_update(request, self.state, (envelope, received, request.id, request.map))
+        except Exception as exc:
+            self._send_error(envelope, received, exc, request.id)
+
+    def _finish_edits(self) -> None:
+        """Answer the updates the shared state has applied here (or failed) since last time."""
+        for (envelope, received, rid, name), outcome, seq in self.state.finished():
+            reply, code = handlers.update_reply(rid, name, outcome, seq)
+            self._send(envelope, reply, received, code)
+
+    def _dispatch(self, request, envelope: list, body: bytes, received: float) -> None:
+        """Answer a validated request inline or queue it (see the module docstring)."""
+        if self.state is not None and type(request) is UpdateRequest:
+            self._submit_update(request, envelope, received)
+            return
         if isinstance(request, _UPLOADS):
             self._queue_upload(request, envelope, body, received)
             return
@@ -493,11 +589,9 @@ class Server:
         } | self._worker_stats()
 
     def _worker_stats(self) -> dict:
-        """Behind a broker: which worker answered, and its edit feed (see pathserver.broker)."""
-        if self.identity is None:
-            return {}
-        feed_stats = getattr(self.registry, "feed_stats", None)
-        return {"worker": self.identity, **({"edit_feed": feed_stats()} if feed_stats else {})}
+        """Behind a broker: which worker answered; with shared state: its reader's figures."""
+        worker = {} if self.identity is None else {"worker": self.identity}
+        return worker | ({} if self.state is None else {"state": self.state.state_stats()})
 
 
 _OP_NAMES = {

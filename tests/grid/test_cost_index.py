@@ -151,3 +151,26 @@ def test_stale_costs_are_dropped_when_the_table_outgrows_its_index():
     assert m.cost_index.dtype == np.uint8
     assert len(m.cost_table) < 256 and {2.0, 302.0} <= set(m.cost_table.tolist())
     assert find_path(m, (2, 3), (3, 3)).cost == 302.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_run_of_edits_at_once_leaves_the_cells_the_edits_one_by_one_leave(seed):
+    rng = np.random.default_rng(seed)
+    walkable = rng.random((12, 16)) > 0.2
+    cost = None if seed % 2 else rng.integers(1, 5, walkable.shape).astype(float)
+    one_by_one = batched = GridMap(walkable, cost)
+    changes = []
+    for _ in range(25):
+        x, y = int(rng.integers(-2, 16)), int(rng.integers(-2, 12))
+        boxes = [(x, y, int(rng.integers(1, 5)), int(rng.integers(1, 4)))]
+        solid = [None, True, False][int(rng.integers(3))]
+        new_cost = float(rng.integers(1, 6)) if solid is None or rng.random() < 0.3 else None
+        changes.append((boxes, solid, new_cost))
+        one_by_one = one_by_one.edit(rects=boxes, solid=solid, cost=new_cost)
+    batched = batched.edit_many(changes)
+    assert np.array_equal(batched.walkable, one_by_one.walkable)
+    assert np.array_equal(batched.cost, one_by_one.cost)
+    assert np.array_equal(batched.clearance, one_by_one.clearance)
+    assert batched.uniform_cost == one_by_one.uniform_cost
+    if not batched.uniform_cost:
+        assert_index_matches(batched)

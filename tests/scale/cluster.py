@@ -1,21 +1,23 @@
 """Helpers for the scale tests: a broker and worker processes on random loopback ports,
-whose ready lines are read with a deadline, their CPU time from /proc, and a small map of
-two rooms and a door."""
+whose ready lines are read with a deadline, their CPU time from /proc, a real
+``redis-server`` for the shared state, and a small map of two rooms and a door."""
 
 import os
 import random
 import re
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+
+import redis
+
 from grids import movingai
 
-BROKER_READY = re.compile(
-    r"^pathserver broker ready on (tcp://\S+) \(back (tcp://\S+), edits (tcp://\S+), feed (tcp://\S+)\)$"
-)
+BROKER_READY = re.compile(r"^pathserver broker ready on (tcp://\S+) \(back (tcp://\S+)\)$")
 WORKER_READY = re.compile(r"^pathserver worker (\S+) ready, connected to (tcp://\S+) \((\d+) maps?\)$")
 #: A cold numba cache compiles the kernels first; warm, a process is up in about a second.
 START_TIMEOUT_S = 120
@@ -103,26 +105,87 @@ class Process:
         return self.popen.stderr.read().decode(errors="replace")
 
 
-class Cluster:
-    """``pathserver.broker`` and ``serve(connect=...)`` worker processes."""
+class RedisServer:
+    """A real ``redis-server`` on a free loopback port, its append-only file (fsync on
+    every write) in ``folder``: ``start``, ``stop`` (SIGTERM), ``kill`` (SIGKILL), and
+    ``pause``/``resume`` (SIGSTOP/SIGCONT: connections stay open and nothing answers)."""
 
-    def __init__(self, maps_dir):
+    def __init__(self, folder):
+        self.folder = folder
+        self.port = free_ports(1)
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.popen: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 10.0) -> "RedisServer":
+        self.popen = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
+             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        client = redis.Redis(port=self.port, socket_timeout=1.0, socket_connect_timeout=0.2)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    if client.ping():
+                        return self
+                except redis.RedisError:
+                    pass
+                if time.monotonic() > deadline or self.popen.poll() is not None:
+                    raise RuntimeError(f"redis-server on port {self.port} did not answer within {timeout} s")
+                time.sleep(0.02)
+        finally:
+            client.close()
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port, socket_timeout=2.0, socket_connect_timeout=1.0)
+
+    def stop(self) -> None:
+        if self.popen is not None and self.popen.poll() is None:
+            self.popen.terminate()
+            self.popen.wait(10)
+
+    def kill(self) -> None:
+        if self.popen is not None and self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.wait(10)
+
+    def pause(self) -> None:
+        self.popen.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.popen.send_signal(signal.SIGCONT)
+
+
+def redis_server_or_skip(folder) -> RedisServer:
+    """A started :class:`RedisServer`, or the test skipped saying why."""
+    import pytest
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server not installed (apt-get install redis-server; .ci/run installs it)")
+    return RedisServer(folder).start()
+
+
+class Cluster:
+    """``pathserver.broker`` and ``serve(connect=..., state=...)`` worker processes."""
+
+    def __init__(self, maps_dir, state: str | None = None):
         self.maps_dir = maps_dir
+        self.state = state
         self.processes: list[Process] = []
-        self.front = self.back = self.edits = self.feed = None
+        self.front = self.back = None
         self.broker: Process | None = None
 
-    def start_broker(self, *options: str) -> Process:
-        """Start the broker on free loopback ports, with ``options`` added to its command line."""
-        return self.launch_broker("--front", "tcp://127.0.0.1:0", "--back", "tcp://127.0.0.1:0",
-                                  "--edits", "tcp://127.0.0.1:0", "--feed", "tcp://127.0.0.1:0", *options)
+    def start_broker(self, *options: str, front: str = "tcp://127.0.0.1:0",
+                     back: str = "tcp://127.0.0.1:0") -> Process:
+        """Start the broker (on free loopback ports unless given), with ``options`` added."""
+        return self.launch_broker("--front", front, "--back", back, *options)
 
     def launch_broker(self, *arguments: str) -> Process:
         """``pathserver broker ARGUMENTS`` as a user types it; waits for its ready line and
         keeps the endpoints it names. The process stays in ``broker`` (the last one started)."""
         self.broker = self._spawn([sys.executable, "-m", "pathserver", "broker", *arguments])
         match = self.broker.wait_line(BROKER_READY, START_TIMEOUT_S)
-        self.front, self.back, self.edits, self.feed = match.groups()
+        self.front, self.back = match.groups()
         return self.broker
 
     def launch_worker(self, *arguments: str) -> Process:
@@ -130,10 +193,10 @@ class Cluster:
         return self._spawn([sys.executable, "-m", "pathserver", "serve", "--maps", str(self.maps_dir), *arguments])
 
     def spawn_worker(self, threads: int = 1) -> Process:
-        """Start a worker; call ``wait_ready`` on it (several can start at once)."""
+        """Start a worker on the shared state; call ``wait_line`` on it (several can start at once)."""
         code = ("import sys; from pathserver.server import serve; "
                 f"sys.exit(serve({str(self.maps_dir)!r}, threads={threads}, watch=False, "
-                f"connect={self.back!r}, edits={self.edits!r}, feed={self.feed!r}))")
+                f"connect={self.back!r}, state={self.state!r}))")
         return self._spawn([sys.executable, "-c", code])
 
     def start_workers(self, n: int, threads: int = 1) -> list[Process]:
@@ -164,14 +227,12 @@ def worker_identity(process: Process) -> str:
     return WORKER_READY.match(process.ready_line).group(1)
 
 
-def settled(workers, seq: int, timeout: float = 10.0) -> None:
-    """Wait until every worker (SharedEdits) applied the broker's edits up to ``seq`` and
-    has none pending."""
+def settled(states, seq: str, timeout: float = 10.0) -> None:
+    """Wait until every RedisState in ``states`` applied the stream up to ``seq``."""
+    from pathserver.editlog import seq_of
+
     deadline = time.monotonic() + timeout
-    while True:
-        states = [w.feed_stats() for w in workers]
-        if all(s["seq"] >= seq and s["pending"] == 0 for s in states):
-            return
+    while not all(state.reached(seq_of(seq)) for state in states):
         if time.monotonic() > deadline:
-            raise AssertionError(f"not settled at seq {seq}: {states}")
-        time.sleep(0.01)
+            raise AssertionError(f"not settled at {seq}: {[state.state_stats()['applied'] for state in states]}")
+        time.sleep(0.005)

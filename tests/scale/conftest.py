@@ -1,14 +1,13 @@
-"""Fixtures: the two-room map in a temporary folder, and a Cluster killed at the end."""
-
-import threading
+"""Fixtures: the two-room map in a temporary folder, a real redis-server (AOF in a temp
+folder, stopped at the end), a Cluster of processes on it, and RedisStates over map
+registries standing in for servers in this process."""
 
 import pytest
 
-from pathserver.broker import Broker
-from pathserver.editlog import SharedEdits
+from pathserver.editlog import RedisState
 from pathserver.maps.registry import MapRegistry
 from pathserver.server.handlers import build_upload
-from scale.cluster import ROOMS, Cluster, movingai
+from scale.cluster import ROOMS, Cluster, movingai, redis_server_or_skip
 
 
 @pytest.fixture
@@ -20,48 +19,40 @@ def maps_dir(tmp_path):
 
 
 @pytest.fixture
-def cluster(maps_dir):
-    made = Cluster(maps_dir)
+def redis_server(tmp_path):
+    """A redis-server on a free loopback port (skipped, saying why, when not installed)."""
+    folder = tmp_path / "redis"
+    folder.mkdir()
+    server = redis_server_or_skip(folder)
+    yield server
+    if server.popen.poll() is None:
+        server.resume()  # a test that paused it: SIGKILL ends it either way, this lets it go at once
+    server.kill()
+
+
+@pytest.fixture
+def cluster(maps_dir, redis_server):
+    made = Cluster(maps_dir, state=redis_server.url)
     yield made
     made.close()
 
 
 @pytest.fixture
-def broker():
-    """``broker(**options)`` -> a Broker on free loopback ports, forwarding in a thread
-    until the test ends."""
+def join(maps_dir, redis_server):
+    """``join(**options)`` -> a RedisState over a registry of ``maps_dir`` caught up with
+    Redis (uploads built with the server's own ``build_upload``), closed at the end."""
     made = []
 
-    def start(**options) -> Broker:
-        running = Broker(*["tcp://127.0.0.1:0"] * 4, **options)
-        running.bind()
-        thread = threading.Thread(target=running.run, name="test-broker", daemon=True)
-        thread.start()
-        made.append((running, thread))
-        return running
-
-    yield start
-    for running, thread in made:
-        running.stop()
-        thread.join(5)
-
-
-@pytest.fixture
-def join(maps_dir):
-    """``join(broker)`` -> a SharedEdits worker registry on ``maps_dir`` caught up with the
-    broker's log (uploads rebuilt with the server's own ``build_upload``), closed at the end."""
-    made = []
-
-    def make(running: Broker) -> SharedEdits:
-        registry = MapRegistry(maps_dir)
+    def make(folder=None, url=None, **options) -> RedisState:
+        registry = MapRegistry(folder or maps_dir)
         registry.load_all()
-        shared = SharedEdits(registry, running.endpoints["edits"], running.endpoints["feed"],
-                             identity=f"test-{len(made)}", build_upload=build_upload)
-        made.append(shared)
-        shared.start()
-        assert shared.caught_up.wait(10), "no catch-up reply from the broker"
-        return shared
+        state = RedisState(registry, url or redis_server.url, identity=f"test-{len(made)}", build_upload=build_upload,
+                           **options)
+        made.append(state)
+        state.start()
+        assert state.caught_up.wait(10), "the state never caught up with Redis"
+        return state
 
     yield make
-    for shared in made:
-        shared.close()
+    for state in made:
+        state.close()

@@ -1,10 +1,12 @@
-"""A broker and worker processes on loopback, driven through the unchanged client."""
+"""A broker and worker processes on loopback sharing their state on a real Redis, driven
+through the unchanged client."""
 
 import signal
 import threading
 import time
 
 import msgpack
+import numpy as np
 import zmq
 
 import sockets
@@ -12,6 +14,7 @@ import sockets
 from scale.cluster import DOOR, EAST, WEST, WORKER_READY, worker_identity
 from pathserver.broker import main as broker_main
 from pathserver.client import Client, ClientTimeoutError
+from pathserver.editlog import seq_of
 
 
 def stats_by_worker(client: Client, identities, attempts: int = 40) -> dict:
@@ -64,22 +67,16 @@ def test_a_killed_worker_loses_no_request_and_a_new_worker_gets_traffic(cluster)
     assert worker_identity(doomed) not in seen
 
 
-def test_an_update_through_the_broker_reaches_every_worker_and_later_joiners(cluster):
+def test_an_update_read_with_after_is_on_every_worker_and_later_joiners(cluster):
     cluster.start_broker()
     first, second = cluster.start_workers(2)
-    identities = [worker_identity(first), worker_identity(second)]
-    with Client(cluster.front, timeout=1.0) as client:
+    with Client(cluster.front, timeout=2.0) as client:
         assert all(client.find_path("rooms", WEST, EAST)["status"] == "found" for _ in range(4))
-        client.update("rooms", cells=[DOOR], solid=True)
-        deadline = time.monotonic() + 5
-        while True:
-            seen = stats_by_worker(client, identities)
-            if all(s["edit_feed"]["seq"] >= 1 for s in seen.values()):
-                break
-            assert time.monotonic() < deadline, seen
-        # Both workers have it: whichever answers, the door is closed.
-        assert all(client.find_path("rooms", WEST, EAST)["status"] == "no_path" for _ in range(6))
-        # A worker started now replays the edit before it takes requests; with the other
+        reply = client.update("rooms", cells=[DOOR], solid=True)
+        seq = reply["seq"]
+        # Whichever worker answers, with after it has the door closed.
+        assert all(client.find_path("rooms", WEST, EAST, after=seq)["status"] == "no_path" for _ in range(6))
+        # A worker started now loads the edit before it takes requests; with the other
         # two gone, it answers everything.
         (late,) = cluster.start_workers(1)
         first.kill()
@@ -88,8 +85,30 @@ def test_an_update_through_the_broker_reaches_every_worker_and_later_joiners(clu
         assert [r["status"] for r in replies] == ["no_path"] * 4
         late_stats = client.stats()
     assert late_stats["worker"] == worker_identity(late)
-    assert late_stats["edit_feed"]["seq"] == 1
-    assert late_stats["edit_feed"]["applied"] == 1
+    assert late_stats["state"]["applied"] == seq
+
+
+def test_an_upload_through_the_broker_is_served_by_every_worker_and_a_later_one(cluster):
+    cluster.start_broker()
+    first, second = cluster.start_workers(2)
+    walkable = np.ones((20, 30), dtype=bool)
+    walkable[:, 15] = False
+    walkable[10, 15] = True  # one door
+    with Client(cluster.front, timeout=5.0) as client:
+        reply = client.put_map("uploaded", walkable)
+        assert reply["width"] == 30 and reply["height"] == 20 and reply["seq"]
+        answers = [client.find_path("uploaded", [0, 0], [29, 19], after=reply["seq"]) for _ in range(6)]
+        assert {a["status"] for a in answers} == {"found"}
+        assert len({a["cost"] for a in answers}) == 1
+        (late,) = cluster.start_workers(1)
+        first.kill()
+        second.kill()
+        assert client.find_path("uploaded", [0, 0], [29, 19])["cost"] == answers[0]["cost"]
+        assert np.array_equal(client.get_map("uploaded").walkable, walkable)
+        assert client.stats()["worker"] == worker_identity(late)
+        dropped = client.drop_map("uploaded")
+        assert seq_of(dropped["seq"]) > seq_of(reply["seq"])
+        assert "uploaded" not in [entry["name"] for entry in client.maps()]
 
 
 def test_the_broker_stops_at_once_even_with_a_request_and_no_worker(cluster):

@@ -64,11 +64,11 @@ def test_curve_front_may_face_the_network(keys, capsys, monkeypatch):
     bound = {}
 
     class Stub:
-        def __init__(self, front, back, edits, feed, **kwargs):
+        def __init__(self, front, back, **kwargs):
             bound.update(front=front, curve=kwargs.get("curve"))
 
         def bind(self):
-            return {"front": bound["front"], "back": "b", "edits": "e", "feed": "f"}
+            return {"front": bound["front"], "back": "b"}
 
         def run(self):
             pass

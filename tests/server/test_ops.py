@@ -142,6 +142,8 @@ BAD_REQUESTS = [
     ("out_of_bounds", "rects[0]", {"op": "update", "map": "arena", "rects": [[20, 20, 2, 2]], "solid": True}),
     ("invalid_request", "solid", {"op": "update", "map": "arena", "cells": [[0, 0]]}),
     ("conflict", "map", {"op": "put_map", "map": "arena", "width": 1, "height": 1, "cells": b"\x01"}),
+    ("invalid_request", "after", {"op": "ping", "after": 17}),
+    ("invalid_request", "after", {"op": "path", "map": "arena", "start": [0, 0], "goal": [1, 1], "after": "17-x"}),
 ]
 
 
@@ -185,8 +187,18 @@ def test_a_bug_becomes_internal_and_the_server_stays_up(dealer, monkeypatch, cap
 
 
 def test_every_code_is_exercised():
-    tested = {code for code, _, _ in BAD_REQUESTS} | {"too_large", "internal", "overloaded"}
+    # The shared state's own codes need a Redis: tests/scale/test_state.py and test_reliability.py.
+    shared_state = {"state_unavailable", "after_timeout"}
+    tested = {code for code, _, _ in BAD_REQUESTS} | {"too_large", "internal", "overloaded"} | shared_state
     assert tested == set(WIRE_CODES)
+
+
+def test_without_shared_state_a_request_with_after_is_answered_at_once(dealer):
+    # Every edit this server answered is applied here: there is nothing to wait for.
+    reply = ask(dealer, op="path", map="arena", start=[0, 0], goal=[9, 4], after="1718000000000-0")
+    assert reply["ok"] and reply["status"] == "found"
+    update = ask(dealer, op="update", map="arena", cells=[[5, 0]], solid=False)
+    assert update["ok"] and "seq" not in update
 
 
 def test_answers_on_the_loop_and_on_the_workers_agree(start_server, make_dealer):
