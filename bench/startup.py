@@ -67,7 +67,7 @@ EVERY_OP = (
     {"op": "field", "map": "example", "goals": [[60, 60], [30, 50]]},
     {"op": "next_steps", "map": "example", "goals": [[60, 60]], "positions": [[1.5, 1.25], [30, 50]]},
     {"op": "check_block", "map": "example", "cells": [[50, 56]], "points": [[1, 1], [60, 60]]},
-    {"op": "put_map", "map": "startup_upload", "width": 4, "height": 3, "cells": [1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1]},
+    {"op": "put_map", "map": "startup_upload", "width": 4, "height": 3, "cells": bytes([1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1])},
     {"op": "path", "map": "startup_upload", "start": [0, 0], "goal": [3, 2]},
 )
 #: (name, target seconds) of the python rows, in the order the table prints them.
@@ -227,7 +227,7 @@ def cold_serve(maps: Path, cache_dir: str, timeout: float) -> dict:
             return {"error": "no line naming the endpoint", "said": [line for _, line in started.said]}
         first_line = started.said[0][0]
         endpoint = listening.group(1)
-        reply = ask(endpoint, {**REQUEST, "options": {"smooth": "none"}}, timeout)
+        reply = ask(endpoint, {**REQUEST, "smooth": "none"}, timeout)
         first_path = started.since()
         if reply.get("status") != "found":
             return {"error": f"first path answered {reply!r}"}

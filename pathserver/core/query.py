@@ -241,8 +241,9 @@ def _solver(kind, name):
         # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
         # Under an overlay, plain_cells is the grid searched (the blocked one, or a
         # relaxation); without one, jps_plus is compiled with none of the overlay's code.
-        # Each test on ``kind`` is a constant in a copy (see _solver): the first two words
-        # of each branch let numba drop the searches a copy never runs.
+        # Each test on ``kind`` is a constant in a copy (see _solver): numba drops a branch
+        # whose test is false, and every branch after one whose test is true, so each copy
+        # types its own search alone.
         if (kind == SOLVE_PLUS or kind == SOLVE_ANY) and plus and overlay.shape[0] > 0:
             status, end, expanded = jps_plus(
                 plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
@@ -253,12 +254,12 @@ def _solver(kind, name):
                 passable, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
                 bound_rows, bounds, None, None,
             )
-        elif (kind == SOLVE_PLUS or kind == SOLVE_ANY) and plus:
+        elif kind == SOLVE_PLUS or (kind == SOLVE_ANY and plus):
             status, end, expanded = jps_plus(
                 plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
                 bound_rows, bounds, None, None,
             )
-        elif (kind == SOLVE_JPS or kind == SOLVE_ANY) and algorithm == ALGORITHM_JPS:
+        elif kind == SOLVE_JPS or (kind == SOLVE_ANY and algorithm == ALGORITHM_JPS):
             status, end, expanded = jps(
                 passable, jump_bits, sx, sy, tx, ty, weight, max_expansions,
                 g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos,

@@ -72,15 +72,20 @@ def _general_answer(gridmap, start, goal, options):
     return names[status], round(cost, 9), ws.answer[:count].tolist()
 
 
-def test_a_first_path_compiles_its_own_search_only(tmp_path):
+@pytest.mark.parametrize("algorithm, unused", [
+    ("astar", "query.solve query.solve_jps query.solve_plus jps.jps jpsplus.jps_plus astar.search_weighted "
+              "astar.search_any"),
+    ("jps", "query.solve query.solve_astar_uniform query.solve_plus jpsplus.jps_plus astar.astar "
+            "astar.search_uniform astar.search_weighted astar.search_any"),
+])
+def test_a_first_path_compiles_its_own_search_only(tmp_path, algorithm, unused):
     code = (
         "import numpy as np\n"
         "from pathserver import GridMap, find_path\n"
         "from pathserver.core import astar, jps, jpsplus, query\n"
         "gridmap = GridMap(np.ones((8, 8), dtype=bool))\n"
-        "find_path(gridmap, (0, 0), (7, 5), algorithm='astar', line_of_sight=False)\n"
-        "print([k.__name__ for k in (query.solve, query.solve_jps, query.solve_plus, jps.jps, jpsplus.jps_plus,\n"
-        "                            astar.search_weighted, astar.search_any) if k.signatures])\n"
+        f"find_path(gridmap, (0, 0), (7, 5), algorithm={algorithm!r}, line_of_sight=False)\n"
+        f"print([name for name in {unused.split()!r} if eval(name).signatures])\n"
     )
     done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)},
                           capture_output=True, text=True, timeout=110)
