@@ -89,8 +89,6 @@ SOLVE_ANY = 5
 def _solver(kind, name):
     """A copy of :func:`solve` compiled for one ``kind`` of search: numba prunes the
     branches on ``kind`` before typing, so a copy compiles only its own search."""
-    a_star = {SOLVE_ASTAR_UNIFORM: search_uniform, SOLVE_ASTAR_WEIGHTED: search_weighted,
-              SOLVE_ASTAR_ANY: search_any}.get(kind, astar)
 
     def solve(
         cells,
@@ -266,11 +264,21 @@ def _solver(kind, name):
             )
         else:
             # A*'s heap: keys in heap_f's row, tags in heap_h's (8 bytes an entry as well).
-            status, end, expanded = a_star(
+            loop_args = (
                 passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, tx, ty,
                 diagonal, heuristic, weight, max_expansions,
                 g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos, landmarks,
             )
+            # The loop by name, not held in the closure: numba keys its cache on what a
+            # closure holds, and a dispatcher pickles differently in every process.
+            if kind == SOLVE_ASTAR_UNIFORM:
+                status, end, expanded = search_uniform(*loop_args)
+            elif kind == SOLVE_ASTAR_WEIGHTED:
+                status, end, expanded = search_weighted(*loop_args)
+            elif kind == SOLVE_ASTAR_ANY:
+                status, end, expanded = search_any(*loop_args)
+            else:
+                status, end, expanded = astar(*loop_args)
         if relaxed != 0 and status != SEARCH_FOUND:
             # No path (or a give-up budget reached, see the docstring): the caller decides.
             return QUERY_UNMENDED, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
