@@ -5,7 +5,7 @@ A player's machine has no Python. The bundle is one folder: an executable
 and options as ``python -m pathserver`` (``serve``, ``--version``, ``--help``, ...), a
 ``_internal`` folder with the frozen interpreter and packages, the sample maps, and the
 kernels compiled ahead of time for a portable CPU into one extension module, so a first
-start loads them in milliseconds instead of compiling for about two minutes, and the folder
+start loads them in milliseconds instead of compiling for about a minute, and the folder
 needs neither numba nor LLVM. ``docs/shipping.md`` says what is in it
 and what it weighs; ``pathserver.aot`` how the kernels are compiled, and
 ``pathserver.core.jit`` how the frozen server calls them.
