@@ -1,5 +1,6 @@
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from pathserver import kernel_cache
 # the folder pathserver's own entry points use (or NUMBA_CACHE_DIR, as CI sets it).
 kernel_cache.configure()
 
+_SECOND_PROCESS = pytest.StashKey()
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 MOVINGAI = ROOT.parent / "shared" / "movingai"
@@ -18,6 +20,30 @@ MOVINGAI = ROOT.parent / "shared" / "movingai"
 SLOW_TIMEOUT_S = 600
 
 sys.path.insert(0, str(TESTS))
+
+
+def pytest_sessionstart(session):
+    """On an empty kernel cache (as in CI) and a second core, a second process compiles the
+    second half of the server's warm-up while the tests compile what they need, as
+    ``pathserver serve`` does; its kernels are merged into the cache as soon as it ends."""
+    from pathserver.server import startup
+
+    if startup.kernels_cached(startup.kernel_cache_dir()) or (os.cpu_count() or 1) < 2:
+        return
+    helper = startup.SecondProcess(startup.second_half())
+
+    def merge_when_done():
+        helper.wait(None)
+        helper.merge()
+
+    threading.Thread(target=merge_when_done, name="kernels-second-process", daemon=True).start()
+    session.config.stash[_SECOND_PROCESS] = helper
+
+
+def pytest_sessionfinish(session):
+    helper = session.config.stash.get(_SECOND_PROCESS, None)
+    if helper is not None:
+        helper.close()
 
 
 def pytest_addoption(parser):

@@ -254,7 +254,7 @@ def warm_kernels(log: StartupLog | None = None, *, compiling: bool = False, stop
     began = time.perf_counter()
     helper = None
     if compiling and (os.cpu_count() or 1) > 1 and not kernel_cache.frozen():
-        helper = SecondProcess([name for name, _ in steps].index(SECOND_PROCESS_FROM))
+        helper = SecondProcess(second_half(steps))
     try:
         for i, (name, step) in enumerate(steps, 1):
             if helper is not None and i - 1 == helper.first:
@@ -281,6 +281,11 @@ def warm_kernels(log: StartupLog | None = None, *, compiling: bool = False, stop
     return True
 
 
+def second_half(steps=None) -> int:
+    """The index of the first warm-up step a second process compiles."""
+    return [name for name, _ in (steps or _warm_steps())].index(SECOND_PROCESS_FROM)
+
+
 class SecondProcess:
     """``python -m pathserver.server.startup FIRST`` compiling the warm-up's steps from
     index ``first`` on into a folder of its own (two processes writing one numba cache
@@ -298,9 +303,11 @@ class SecondProcess:
         else:
             env["XDG_CACHE_HOME"] = str(self.scratch)
             self.theirs, self.ours = self.scratch / ours.relative_to(kernel_cache.user_cache().parent), ours
-        self.process = subprocess.Popen([sys.executable, "-m", "pathserver.server.startup", str(first)], env=env,
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE)
+        # Into a file: a pipe nobody reads while it compiles could fill and stop it.
+        self.said = self.scratch / "stderr.txt"
+        with open(self.said, "wb") as said:
+            self.process = subprocess.Popen([sys.executable, "-m", "pathserver.server.startup", str(first)], env=env,
+                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=said)
         _running.add(self)
 
     def wait(self, timeout: float) -> bool:
@@ -312,9 +319,16 @@ class SecondProcess:
 
     def merge(self) -> str:
         """Copy the kernels it compiled that our cache has no index of, each function's
-        data files before its index; says what happened."""
+        data files before its index; says what happened. Done holding numba's compiler
+        lock: no kernel of this process is saved into the cache meanwhile."""
+        from numba.core.compiler_lock import global_compiler_lock
+
+        with global_compiler_lock:
+            return self._merge()
+
+    def _merge(self) -> str:
         if self.process.returncode != 0:
-            why = self.process.stderr.read().decode(errors="replace").strip().splitlines()[-1:]
+            why = self.said.read_text(errors="replace").strip().splitlines()[-1:]
             return f"the second process failed ({'; '.join(why) or self.process.returncode}): compiling them here"
         copied = 0
         for index in sorted(self.theirs.rglob("*.nbi")):
@@ -333,7 +347,6 @@ class SecondProcess:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-        self.process.stderr.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
