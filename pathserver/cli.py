@@ -161,11 +161,16 @@ def _cmd_serve(args) -> int:
     if args.edits is not None or args.feed is not None:
         print(f"pathserver: {GONE_EDIT_LOG}", file=sys.stderr)
         return 2
-    return serve(
+    status = serve(
         args.maps, args.bind, threads=args.threads, curve_keys=args.curve_keys,
         allowed_clients_dir=args.allow, insecure=args.insecure,
         connect=args.connect, state=args.state, max_upload_cells=args.max_upload_cells, exit_at_once=True,
     ) or 0
+    # Every socket is closed and every line said: end here, not after the interpreter has
+    # waited for the background table builds and torn numba down (most of a second).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def _cmd_kernels(args) -> int:

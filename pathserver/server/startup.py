@@ -214,8 +214,8 @@ def _warm_steps(costly=None):
         ("jump point search", search(uniform, (0, 2), (7, 0), 1, algorithm="jps", line_of_sight=False, smooth="los")),
         ("map edits", lambda: costly.edit(cells=[(0, 3)], solid=True)),
         ("avoided cells sent as pairs", pairs_reader),
-        ("movement range, flow fields, steering, many goals, blockers, unit classes", queries),
         ("jump tables (JPS+)", jump_tables),
+        ("movement range, flow fields, steering, many goals, blockers, unit classes", queries),
         ("landmarks (A* on terrain costs)", landmarks),
     ]
 
