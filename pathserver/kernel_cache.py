@@ -118,8 +118,9 @@ def install_default() -> Path:
     which :func:`configure` decides); returns the folder kernels are filed in."""
     if frozen() or os.environ.get("NUMBA_CACHE_DIR") or (_LOCATOR is not None and _LOCATOR.folder):
         return folder()  # chosen already
-    chosen = default_folder()
-    install_locator(chosen, kernel_hash())
+    stamp = kernel_hash()  # read once: the folder's name and the index stamp
+    chosen = user_cache() / f"numba-{stamp}"
+    install_locator(chosen, stamp)
     return chosen
 
 

@@ -30,7 +30,7 @@ def pytest_sessionstart(session):
 
     if startup.kernels_cached(startup.kernel_cache_dir()) or (os.cpu_count() or 1) < 2:
         return
-    helper = startup.SecondProcess(startup.second_half())
+    helper = startup.SecondProcess()
 
     def merge_when_done():
         helper.wait(None)

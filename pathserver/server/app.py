@@ -116,15 +116,14 @@ def serve(
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        registry.stop()
         if starter is not None and starter.is_alive() and exit_at_once:
             # A kernel compile cannot be interrupted, and tearing LLVM down under one
             # aborts the interpreter: leave without finalizing.
-            registry.stop()
             end_second_processes()
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
-        registry.stop()
         if starter is not None and starter.is_alive():
             starter.join()  # it stops at its next step
         server.close()

@@ -254,10 +254,10 @@ def warm_kernels(log: StartupLog | None = None, *, compiling: bool = False, stop
     began = time.perf_counter()
     helper = None
     if compiling and (os.cpu_count() or 1) > 1 and not kernel_cache.frozen():
-        helper = SecondProcess(second_half(steps))
+        helper = SecondProcess()
     try:
         for i, (name, step) in enumerate(steps, 1):
-            if helper is not None and i - 1 == helper.first:
+            if helper is not None and name == SECOND_PROCESS_FROM:
                 while not helper.wait(0.1):
                     if stopping is not None and stopping():
                         return False
@@ -281,18 +281,12 @@ def warm_kernels(log: StartupLog | None = None, *, compiling: bool = False, stop
     return True
 
 
-def second_half(steps=None) -> int:
-    """The index of the first warm-up step a second process compiles."""
-    return [name for name, _ in (steps or _warm_steps())].index(SECOND_PROCESS_FROM)
-
-
 class SecondProcess:
-    """``python -m pathserver.server.startup FIRST`` compiling the warm-up's steps from
-    index ``first`` on into a folder of its own (two processes writing one numba cache
-    could each overwrite the other's index), for :meth:`merge` to copy into ours."""
+    """``python -m pathserver.server.startup`` compiling the warm-up's steps from
+    SECOND_PROCESS_FROM on into a folder of its own (two processes writing one numba
+    cache could each overwrite the other's index), for :meth:`merge` to copy into ours."""
 
-    def __init__(self, first: int):
-        self.first = first
+    def __init__(self):
         self.scratch = Path(tempfile.mkdtemp(prefix="pathserver-compile-"))
         ours = kernel_cache.configure()
         env = dict(os.environ)
@@ -306,7 +300,7 @@ class SecondProcess:
         # Into a file: a pipe nobody reads while it compiles could fill and stop it.
         self.said = self.scratch / "stderr.txt"
         with open(self.said, "wb") as said:
-            self.process = subprocess.Popen([sys.executable, "-m", "pathserver.server.startup", str(first)], env=env,
+            self.process = subprocess.Popen([sys.executable, "-m", "pathserver.server.startup"], env=env,
                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=said)
         _running.add(self)
 
@@ -360,7 +354,9 @@ def end_second_processes() -> None:
 
 
 if __name__ == "__main__":
-    # The second process of warm_kernels: the steps from sys.argv[1] on, nothing said.
+    # The second process of warm_kernels: the steps from SECOND_PROCESS_FROM on, nothing said.
     kernel_cache.configure()
-    for _, each in _warm_steps()[int(sys.argv[1]):]:
+    steps = _warm_steps()
+    names = [name for name, _ in steps]
+    for _, each in steps[names.index(SECOND_PROCESS_FROM):]:
         each()
