@@ -46,7 +46,7 @@ from pathserver import security
 from pathserver.errors import BrokerError, OverloadedError, PathserverError
 from pathserver.protocol.codec import decode_request, peek_id
 from pathserver.protocol.requests import request_id
-from pathserver.server.handlers import error_reply_bytes
+from pathserver.server.failures import error_reply_bytes
 from pathserver.transport import (
     BACK_HEARTBEAT_IVL_MS,
     BACK_HEARTBEAT_TIMEOUT_MS,

@@ -201,7 +201,7 @@ class RedisState:
 
     ``identity`` names this server in tokens and logs. ``start()`` starts the reader; ``caught_up`` is set once it has applied what Redis
     held. ``build_upload(fields)`` makes the GridMap of a put_map's fields (the server's
-    ``handlers.build_upload``). For the socket loop: ``reached(seq)``, ``wake_socket``
+    ``map_ops.build_upload``). For the socket loop: ``reached(seq)``, ``wake_socket``
     (readable when an entry was applied while ``notify_applied`` is set), ``drain_wake()``;
     for the handlers: ``wait_applied(seq, text)``, ``committed_seq()``.
     """

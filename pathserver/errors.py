@@ -35,7 +35,7 @@ Each class carries, as class attributes:
 Every instance has a ``message`` (where a number of more than 20 digits, one a request
 sent, is shortened to ``1.000e300``) and an optional ``at``: the field path the error is
 about, such as ``"start[0]"``. The server turns these into error replies in exactly one
-place (``pathserver.server.handlers``). :func:`all_errors` lists the classes (the drawing
+place (``pathserver.server.failures``). :func:`all_errors` lists the classes (the drawing
 above is checked against it), :data:`WIRE_CODES` / :data:`RETRYABLE_CODES` the codes, and
 :func:`markdown_table` writes the table of codes in ``docs/protocol.md``.
 """

@@ -353,7 +353,7 @@ def cell_rows(value, at: str):
     little-endian int32 ``x, y`` pairs, the compact form engines send, as an int32 (n, 2)
     array (read-only, no copy), or an (n, 2) array that :func:`plain_number_array` passes,
     as it is (the server reads plain pairs into a float64 one:
-    ``server.handlers._decode_map``); else RequestError at ``at``."""
+    ``protocol.reading.BodyDecoder``); else RequestError at ``at``."""
     if type(value) is bytes:
         return arrays.pairs(value, arrays.INT32, at)
     if plain_number_array(value, 2):

@@ -13,7 +13,7 @@ import pytest
 
 from pathserver import GridMap, cli, find_path
 from pathserver.errors import RequestError
-from pathserver.protocol.requests import parse_request
+from pathserver.server.ops import parse_request
 
 #: Values at and around each option's edges (its range, its type, values of another type
 #: that compare equal to valid ones), as msgpack can carry them: lists, not tuples.

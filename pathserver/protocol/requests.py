@@ -21,13 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathserver.errors import NonFiniteError, PathserverError, RequestError, TooLargeError, UnknownOpError
-from pathserver.options import BY_NAME, OPTIONS, PER_REQUEST, QUERY_OPS, number, number_rows, op_fields, quoted
+from pathserver.options import BY_NAME, OPTIONS, PER_REQUEST, number, number_rows, op_fields, quoted
 from pathserver.options import wire_defaults, wire_type
 from pathserver import arrays
 from pathserver.protocol import packed as packing
 from pathserver.protocol.cells import MapCells, check_side
-
-OPS = ("path", "paths", "maps", "update", "ping", "stats", "put_map", "drop_map", "get_map", *QUERY_OPS)
 
 #: Wire defaults that differ from ``find_path``'s Python defaults (``smooth="none"`` there).
 WIRE_DEFAULTS = wire_defaults()
@@ -242,8 +240,9 @@ def request_id(obj):
     return None
 
 
-def parse_request(obj: dict):
-    """A decoded request map -> a typed request. Raises RequestError (with ``at``)."""
+def parse_request(obj: dict, parsers: dict):
+    """A decoded request map -> a typed request, by ``parsers[op](id, obj)`` (the server's
+    table of ops, ``pathserver.server.ops``). Raises RequestError (with ``at``)."""
     if "id" not in obj:
         raise RequestError("missing field 'id' (an int the reply will echo)", at="id")
     rid = obj["id"]
@@ -254,9 +253,9 @@ def parse_request(obj: dict):
     op = obj["op"]
     if type(op) is not str:
         raise RequestError(f"'op' must be a string, got {wire_type(op)}", at="op")
-    parser = _PARSERS.get(op)
+    parser = parsers.get(op)
     if parser is None:
-        raise UnknownOpError(f"unknown op {quoted(op)}; expected one of {', '.join(OPS)}", at="op")
+        raise UnknownOpError(f"unknown op {quoted(op)}; expected one of {', '.join(parsers)}", at="op")
     return parser(rid, obj)
 
 
@@ -288,7 +287,7 @@ _QUERY_FIELDS_OF = {op: ("id", "op", "map", *own) + op_fields(op) for op, (own, 
 _AS_SENT = frozenset(("points", "cells", "traversal"))
 
 
-def _parse_path(rid: int, obj: dict) -> PathRequest:
+def parse_path(rid: int, obj: dict) -> PathRequest:
     _check_fields(obj, _PATH_FIELDS, "")
     name = _map_name(obj)
     return PathRequest(rid, name, _query(obj, {}, ""), _packed(obj))
@@ -439,7 +438,7 @@ _FAST_CHECKS = {option.name: _fast_check(option) for option in OPTIONS
 _SPACE = _FAST_CHECKS["space"]
 
 
-def _parse_paths(rid: int, obj: dict) -> PathsRequest:
+def parse_paths(rid: int, obj: dict) -> PathsRequest:
     _check_fields(obj, _PATHS_FIELDS, "")
     name = _map_name(obj)
     packed = _packed(obj)
@@ -515,7 +514,7 @@ def _columns(obj: dict, shared: PathQuery) -> tuple:
     return tuple(items)
 
 
-def _parse_update(rid: int, obj: dict) -> UpdateRequest:
+def parse_update(rid: int, obj: dict) -> UpdateRequest:
     _check_fields(obj, _UPDATE_FIELDS, "")
     name = _map_name(obj)
     space = _SPACE_OPTION.check(obj.get("space")) or "grid"
@@ -541,7 +540,7 @@ def _parse_update(rid: int, obj: dict) -> UpdateRequest:
     return UpdateRequest(rid, name, rects, cells, solid, None if cost is None else float(cost), space, if_gen)
 
 
-def _parse_put_map(rid: int, obj: dict) -> PutMapRequest:
+def parse_put_map(rid: int, obj: dict) -> PutMapRequest:
     _check_fields(obj, _PUT_MAP_FIELDS, "")
     name = _map_name(obj)
     width = check_side(obj.get("width"), "width")
@@ -571,12 +570,12 @@ def _parse_put_map(rid: int, obj: dict) -> PutMapRequest:
     return PutMapRequest(rid, name, width, height, cells, origin, cell_size, wire)
 
 
-def _parse_drop_map(rid: int, obj: dict) -> DropMapRequest:
+def parse_drop_map(rid: int, obj: dict) -> DropMapRequest:
     _check_fields(obj, _DROP_MAP_FIELDS, "")
     return DropMapRequest(rid, _map_name(obj))
 
 
-def _parse_get_map(rid: int, obj: dict) -> GetMapRequest:
+def parse_get_map(rid: int, obj: dict) -> GetMapRequest:
     _check_fields(obj, _GET_MAP_FIELDS, "")
     name = _map_name(obj)
     region = obj.get("region")
@@ -592,7 +591,7 @@ def _parse_get_map(rid: int, obj: dict) -> GetMapRequest:
     return GetMapRequest(rid, name, region)
 
 
-def _parse_query(rid: int, obj: dict) -> QueryRequest:
+def parse_query(rid: int, obj: dict) -> QueryRequest:
     op = obj["op"]
     _check_fields(obj, _QUERY_FIELDS_OF[op], "")
     name = _map_name(obj)
@@ -656,26 +655,14 @@ def _positions(value) -> tuple[np.ndarray, bool]:
     return xy, packed
 
 
-def _parse_bare(cls):
+def parse_bare(cls):
+    """The parser of an op with no fields but ``id`` and ``op`` (``maps``, ``ping``, ``stats``)."""
+
     def parse(rid: int, obj: dict):
         _check_fields(obj, _BARE_FIELDS, "")
         return cls(rid)
 
     return parse
-
-
-_PARSERS = {
-    "path": _parse_path,
-    "paths": _parse_paths,
-    "maps": _parse_bare(MapsRequest),
-    "update": _parse_update,
-    "ping": _parse_bare(PingRequest),
-    "stats": _parse_bare(StatsRequest),
-    "put_map": _parse_put_map,
-    "drop_map": _parse_drop_map,
-    "get_map": _parse_get_map,
-    **{op: _parse_query for op in QUERY_OPS},
-}
 
 
 # -- fields --------------------------------------------------------------------------

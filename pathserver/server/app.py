@@ -31,7 +31,7 @@ import zmq
 
 from pathserver import security
 from pathserver.maps.registry import MapRegistry
-from pathserver.server import handlers
+from pathserver.server import map_ops
 from pathserver.server.loop import DEFAULT_QUEUE_LIMIT, Server
 from pathserver.server.startup import StartupLog, announce_kernels, end_second_processes, warm_kernels
 
@@ -100,7 +100,7 @@ def serve(
         from pathserver.editlog import RedisState, check_url  # Redis's client: imported for --state only
 
         try:
-            shared = RedisState(registry, check_url(state), identity=identity, build_upload=handlers.build_upload)
+            shared = RedisState(registry, check_url(state), identity=identity, build_upload=map_ops.build_upload)
         except ValueError as exc:
             return _refuse(exc)
     server = Server(registry if shared is None else shared, bind, workers=threads, queue_limit=queue_limit,

@@ -15,7 +15,7 @@ Only the loop thread touches the ROUTER. A ``path`` is first tried on the loop w
 budget of INLINE_EXPANSIONS node expansions when start and goal are at most
 INLINE_DISTANCE cells apart (bounded work, and no thread hand-off for the short trips
 that dominate a game's traffic), with other units' cells too (at most
-``handlers.INLINE_AVOID_CELLS``, no rectangles) when the path without them mends round
+``path_ops.INLINE_AVOID_CELLS``, no rectangles) when the path without them mends round
 them; any other is queued, so long searches use every core. Workers run
 the longer searches, batches and edits (the kernels release the GIL) and push
 ``[meta, envelope..., reply]`` to the loop over inproc, which both wakes the loop and
@@ -23,7 +23,7 @@ carries the reply. The loop's turn is poll with timeout -> replies out -> reques
 as in the ZeroMQ Guide's brokers.
 
 Uploads. A ``put_map`` goes to one upload thread of its own, which decodes (a body over the
-default limits reaches it undecoded: ``handlers.UploadBody``), validates and builds the map
+default limits reaches it undecoded: ``requests.UploadBody``), validates and builds the map
 (clearance, components) while the loop keeps answering everyone else, and the search
 workers keep searching. Uploads are built one at a time, in arrival order; while more than
 UPLOAD_QUEUE_BYTES of them wait, another is answered ``overloaded``.
@@ -64,20 +64,9 @@ import zmq
 
 from pathserver.errors import AfterTimeoutError, MalformedError, OverloadedError
 from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, peek_id
-from pathserver.protocol.requests import (
-    After,
-    DropMapRequest,
-    GetMapRequest,
-    MapsRequest,
-    PathRequest,
-    PathsRequest,
-    PingRequest,
-    PutMapRequest,
-    StatsRequest,
-    UpdateRequest,
-    UploadBody,
-)
-from pathserver.server import handlers
+from pathserver.protocol.requests import After, PathRequest, PathsRequest, StatsRequest, UpdateRequest
+from pathserver.server import handlers, map_ops, ops, path_ops
+from pathserver.server.failures import error_reply_bytes
 from pathserver.transport import (
     HANDSHAKE_MS,
     HEARTBEAT_IVL_MS,
@@ -110,8 +99,6 @@ UPLOAD_QUEUE_BYTES = 256 << 20
 #: The ``retry_after_ms`` of that reply: a large map takes a second or so to build.
 UPLOAD_RETRY_AFTER_MS = 1000
 
-_INLINE = (PingRequest, StatsRequest, MapsRequest)
-_UPLOADS = (PutMapRequest, UploadBody)
 #: Worker -> loop: when the request arrived, its queue weight (0: an upload), the seconds
 #: it took, the upload's bytes; then the error code (ASCII, empty when ok).
 _META = struct.Struct("<dIdQ")
@@ -424,14 +411,14 @@ class Server:
             self._send_error(envelope, received, overloaded, request.id)
             return
         try:
-            handlers.submit_update(request, self.state, (envelope, received, request.id, request.map))
+            map_ops.submit_update(request, self.state, (envelope, received, request.id, request.map))
         except Exception as exc:
             self._send_error(envelope, received, exc, request.id)
 
     def _finish_edits(self) -> None:
         """Answer the updates the shared state has applied here (or failed) since last time."""
         for (envelope, received, rid, name), outcome, seq in self.state.finished():
-            reply, code = handlers.update_reply(rid, name, outcome, seq)
+            reply, code = map_ops.update_reply(rid, name, outcome, seq)
             self._send(envelope, reply, received, code)
 
     def _dispatch(self, request, envelope: list, body: bytes, received: float) -> None:
@@ -439,16 +426,17 @@ class Server:
         if self.state is not None and type(request) is UpdateRequest:
             self._submit_update(request, envelope, received)
             return
-        if isinstance(request, _UPLOADS):
+        runs = ops.of(request).runs
+        if runs == ops.UPLOAD:
             self._queue_upload(request, envelope, body, received)
             return
-        if isinstance(request, _INLINE):
+        if runs == ops.LOOP:
             stats = self.stats() if type(request) is StatsRequest else None
             reply, code = handlers.run(request, self.registry, stats)
             self._send(envelope, reply, received, code)
             return
         if type(request) is PathRequest and self.inline_expansions > 0 and not self._warming:
-            answered = handlers.run_bounded(request, self.registry, self.inline_expansions, self.inline_distance)
+            answered = path_ops.run_bounded(request, self.registry, self.inline_expansions, self.inline_distance)
             if answered is not None:
                 self._send(envelope, answered[0], received, answered[1])
                 return
@@ -499,7 +487,7 @@ class Server:
             self._send(frames[1:-1], frames[-1], received, code)
 
     def _send_error(self, envelope, received: float, exc: Exception, rid) -> None:
-        reply, code = handlers.error_reply_bytes(rid, exc)
+        reply, code = error_reply_bytes(rid, exc)
         self._send(envelope, reply, received, code)
 
     def _send(self, envelope: list, reply: bytes, received: float, code: str | None) -> None:
@@ -519,7 +507,7 @@ class Server:
         self._latency_count += 1
 
     def _count_op(self, request) -> None:
-        op = "invalid" if request is None else _OP_NAMES.get(type(request)) or getattr(request, "op", "?")
+        op = "invalid" if request is None else ops.of(request).name
         self._ops[op] = self._ops.get(op, 0) + 1
 
     # -- workers -----------------------------------------------------------------------
@@ -540,7 +528,7 @@ class Server:
                 request, envelope, received, weight = job
                 started = time.perf_counter()
                 if type(request) is list:
-                    answers = handlers.run_many(request, self.registry)
+                    answers = path_ops.run_many(request, self.registry)
                     seconds = (time.perf_counter() - started) / len(request)
                     for (reply, code), one_envelope, one_received in zip(answers, envelope, received):
                         meta = _META.pack(one_received, 1, seconds, 0) + (code or "").encode("ascii")
@@ -592,20 +580,6 @@ class Server:
         """Behind a broker: which worker answered; with shared state: its reader's figures."""
         worker = {} if self.identity is None else {"worker": self.identity}
         return worker | ({} if self.state is None else {"state": self.state.state_stats()})
-
-
-_OP_NAMES = {
-    PathRequest: "path",
-    PathsRequest: "paths",
-    MapsRequest: "maps",
-    UpdateRequest: "update",
-    PingRequest: "ping",
-    StatsRequest: "stats",
-    PutMapRequest: "put_map",
-    UploadBody: "put_map",
-    DropMapRequest: "drop_map",
-    GetMapRequest: "get_map",
-}
 
 
 def _bad_envelope(frame_count: int) -> Exception:

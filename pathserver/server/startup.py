@@ -200,7 +200,7 @@ def _warm_steps(costly=None):
         pack_float_points(np.zeros((2, 2), dtype=np.uint64), out)
 
     def pairs_reader():
-        # A request's avoided cells as [x, y] pairs, as the server reads them (handlers._decode_map).
+        # A request's avoided cells as [x, y] pairs, as the server reads them (protocol.reading.BodyDecoder).
         avoid_pairs(np.frombuffer(b"\x81\xa5avoid\x81\xa5cells\x91\x92\x01\xcb" + bytes(8), dtype=np.uint8), 1,
                     np.empty((1, 2), dtype=np.float64), np.empty(3, dtype=np.int64))
 

@@ -120,7 +120,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from pathserver.core.wire import PAIRS_FOUND, PAIRS_NONE, avoid_pairs  # noqa: E402
 from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, decode_map  # noqa: E402
-from pathserver.server.handlers import PAIRS_FROM_BYTES, _decode_map  # noqa: E402
+from pathserver.protocol.reading import PAIRS_FROM_BYTES  # noqa: E402
+from pathserver.server.handlers import BODIES  # noqa: E402
 
 _NUMBERS = (int, float)
 
@@ -288,7 +289,7 @@ def test_random_bodies_and_their_mutations_read_as_the_reference_says(obj, singl
 
 def plain_decode(body: bytes, limits: Limits = DEFAULT_LIMITS):
     """decode_map's answer (or its error), avoid's cells as float64 rows where
-    _decode_map reads them."""
+    BODIES.decode reads them."""
     try:
         return decode_map(body, limits)
     except Exception as exc:  # noqa: BLE001
@@ -297,7 +298,7 @@ def plain_decode(body: bytes, limits: Limits = DEFAULT_LIMITS):
 
 def fast_decode(body: bytes, limits: Limits = DEFAULT_LIMITS):
     try:
-        return _decode_map(body, limits)
+        return BODIES.decode(body, limits)
     except Exception as exc:  # noqa: BLE001
         return type(exc), str(exc)
 
@@ -335,7 +336,7 @@ def test_the_server_reads_200_plain_pairs_with_the_kernel():
     cells = [[x, 2 * x + 1] for x in range(200)]
     body = body_of({"op": "path", "id": 1, "map": "m", "start": [0, 0], "goal": [5, 5], "avoid": {"cells": cells}})
     assert len(body) >= PAIRS_FROM_BYTES
-    decoded = _decode_map(body, DEFAULT_LIMITS)
+    decoded = BODIES.decode(body, DEFAULT_LIMITS)
     assert isinstance(decoded["avoid"]["cells"], np.ndarray)
     assert same_decoding(decoded, decode_map(body))
 

@@ -18,10 +18,11 @@ from pathserver.protocol.requests import (
     PathQuery,
     PathRequest,
     parse_path_fast,
-    parse_request,
     request_id,
 )
-from pathserver.server.handlers import error_reply_bytes, read_request
+from pathserver.server.failures import error_reply_bytes
+from pathserver.server.handlers import read_request
+from pathserver.server.ops import parse_request
 
 BASE = {"id": 1, "op": "path", "map": "m", "start": [0, 0], "goal": [3, 4]}
 

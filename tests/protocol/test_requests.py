@@ -11,8 +11,8 @@ from pathserver.protocol.requests import (
     PathsRequest,
     PingRequest,
     UpdateRequest,
-    parse_request,
 )
+from pathserver.server.ops import parse_request
 
 
 def path(**fields):

@@ -29,9 +29,9 @@ from pathserver.errors import PathserverError
 from pathserver.maps.registry import MapRegistry
 from pathserver.options import OPTIONS, QUERY_OPS
 from pathserver.protocol.codec import peek_id
-from pathserver.protocol.requests import (OPS, DropMapRequest, PathRequest, PutMapRequest, StatsRequest,
+from pathserver.protocol.requests import (DropMapRequest, PathRequest, PutMapRequest, StatsRequest,
                                           UpdateRequest)
-from pathserver.server import handlers
+from pathserver.server import handlers, ops, path_ops
 from pathserver.server.loop import INLINE_DISTANCE, INLINE_EXPANSIONS
 from reliability.helpers import Dealer, check_reply, env_int, record
 
@@ -71,7 +71,7 @@ def through_pipeline(body: bytes, registry) -> dict:
         return check_reply(body, reply)
     before = map_state(request, registry)
     if type(request) is PathRequest:
-        bounded = handlers.run_bounded(request, registry, INLINE_EXPANSIONS, INLINE_DISTANCE)
+        bounded = path_ops.run_bounded(request, registry, INLINE_EXPANSIONS, INLINE_DISTANCE)
         full, _ = handlers.run(request, registry)
         if bounded is not None:
             assert bounded[0] == full, (msgpack.unpackb(bounded[0]), msgpack.unpackb(full))
@@ -141,7 +141,7 @@ def test_every_op_and_option_reaches_the_fuzzers():
     socket runs); the structured strategies draw from the same option lists (their
     ``search_options`` asserts it has a value for every option of the op). Mutations then
     reach them: each option is a field name the mutations set, and has good values."""
-    assert set(OPS) <= set(strategies._OPS_ORDER)
+    assert set(ops.NAMES) <= set(strategies._OPS_ORDER)
     names = {option.name for option in OPTIONS}
     assert names <= set(strategies.FIELD_NAMES) and names <= set(strategies.GOOD_VALUES)
     assert {"tags", "tag_names", "classes", "positions", "points"} <= set(strategies.FIELD_NAMES)

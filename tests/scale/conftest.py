@@ -6,7 +6,7 @@ import pytest
 
 from pathserver.editlog import RedisState
 from pathserver.maps.registry import MapRegistry
-from pathserver.server.handlers import build_upload
+from pathserver.server.map_ops import build_upload
 from scale.cluster import ROOMS, Cluster, movingai, redis_server_or_skip
 
 

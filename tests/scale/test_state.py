@@ -14,7 +14,7 @@ from pathserver import find_path
 from pathserver.editlog import STREAM, map_crc, seq_of
 from pathserver.errors import AfterTimeoutError, ConflictError, StateUnavailableError, UnknownMapError
 from pathserver.protocol.cells import MapCells
-from pathserver.server.handlers import build_upload
+from pathserver.server.map_ops import build_upload
 from scale.cluster import ROOMS, free_ports, movingai, settled
 
 

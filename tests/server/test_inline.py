@@ -1,4 +1,4 @@
-"""The loop's own answers to short ``path`` trips (handlers.run_bounded): with avoided
+"""The loop's own answers to short ``path`` trips (path_ops.run_bounded): with avoided
 cells too, when the path without them mends round them within the budget, and then with
 the very reply a worker gives; never when the search would need more."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from pathserver.grid.gridmap import GridMap
 from pathserver.maps.registry import MapRegistry
-from pathserver.server import handlers
+from pathserver.server import handlers, path_ops
 from pathserver.server.loop import INLINE_DISTANCE, INLINE_EXPANSIONS
 
 
@@ -32,7 +32,7 @@ def both(registry, **fields):
     body = msgpack.packb({"id": 3, "op": "path", "map": "open", "line_of_sight": False, **fields})
     request, _, _ = handlers.read_request(body)
     assert request is not None
-    inline = handlers.run_bounded(request, registry, INLINE_EXPANSIONS, INLINE_DISTANCE)
+    inline = path_ops.run_bounded(request, registry, INLINE_EXPANSIONS, INLINE_DISTANCE)
     full, _ = handlers.run(request, registry)
     return None if inline is None else inline[0], full
 

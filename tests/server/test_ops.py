@@ -6,7 +6,7 @@ import msgpack
 import pytest
 
 from pathserver.errors import WIRE_CODES
-from pathserver.server import handlers
+from pathserver.server import handlers, path_ops
 
 
 def ask(dealer, **request):
@@ -178,7 +178,7 @@ def test_a_bug_becomes_internal_and_the_server_stays_up(dealer, monkeypatch, cap
     def broken(*args, **kwargs):
         raise ZeroDivisionError("secret detail")
 
-    monkeypatch.setattr(handlers, "find_path", broken)
+    monkeypatch.setattr(path_ops, "find_path", broken)
     reply = ask(dealer, op="path", map="arena", start=[0, 0], goal=[9, 4])
     assert error(reply) == ("internal", None)
     assert "secret" not in reply["error"]["message"]
