@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import msgpack
 import zmq
 
+from pathserver.client import Client, ClientTimeoutError, ServerError
 from pathserver.loadtest.plan import OP_PATH, OP_UPDATE, Doors, LoadConfig, LoadTestError, TripSource
 from pathserver.loadtest.report import summarize
 from pathserver.loadtest.spawn import Rewriter
@@ -38,23 +39,21 @@ _UNSENT, _PENDING, _ANSWERED = 0, 1, 2
 #: the reply maps straight back to the driver's request index.
 _ID_SHIFT = 40
 _POLL_CAP_S = 0.05
+#: What the summary keeps of the server's ``stats`` reply.
+_SERVER_STATS = ("requests", "replies", "dropped_replies", "errors", "queue_depth", "workers", "latency_ms",
+                 "reloads_ok", "reloads_failed")
 
 
 def fetch_maps(context: zmq.Context, endpoint: str, timeout: float) -> list[dict]:
-    """The server's ``maps`` reply entries; LoadTestError when it does not answer in time."""
-    sock = context.socket(zmq.DEALER)
-    sock.linger = 0
+    """The server's ``maps`` reply entries; LoadTestError when it does not answer in time
+    or refuses."""
     try:
-        sock.connect(endpoint)
-        sock.send(msgpack.packb({"id": 0, "op": "maps"}))
-        if not sock.poll(int(timeout * 1000), zmq.POLLIN):
-            raise LoadTestError(f"no reply from {endpoint} within {timeout:g} s: is a pathserver running there?")
-        reply = msgpack.unpackb(sock.recv_multipart()[-1], raw=False)
-    finally:
-        sock.close(linger=0)
-    if not isinstance(reply, dict) or not reply.get("ok"):
-        raise LoadTestError(f"the server refused the maps request: {reply!r}")
-    return list(reply.get("maps") or [])
+        with Client(endpoint, timeout=timeout, retries=0, context=context) as client:
+            return client.maps()
+    except ClientTimeoutError:
+        raise LoadTestError(f"no reply from {endpoint} within {timeout:g} s: is a pathserver running there?") from None
+    except ServerError as exc:
+        raise LoadTestError(f"the server refused the maps request: {exc.reply!r}") from None
 
 
 @dataclass
@@ -308,7 +307,7 @@ def run_load(config: LoadConfig, maps: list[dict] | None = None, context: zmq.Co
         summary = summarize([d.records for d in drivers], config)
         if rewriter is not None:
             time.sleep(0.5)  # let the last rewrite's reload land before counting reloads
-        summary["server"] = _server_stats(context, config.endpoint, 5000 if rewriter is not None else 1000)
+        summary["server"] = _server_stats(context, config.endpoint, 5.0 if rewriter is not None else 1.0)
         if rewriter is not None:
             server = summary["server"] or {}
             summary["rewrites"] = {"written": rewriter.written, "reloads_ok": server.get("reloads_ok"),
@@ -357,23 +356,11 @@ def _watch(drivers: list, config: LoadConfig, t0: float) -> None:
             bar.close()
 
 
-def _server_stats(context: zmq.Context, endpoint: str, timeout_ms: int = 1000) -> dict | None:
+def _server_stats(context: zmq.Context, endpoint: str, timeout: float) -> dict | None:
     """The server's own ``stats`` after the run (dropped replies, queue), if it answers."""
-    sock = context.socket(zmq.DEALER)
-    sock.linger = 0
     try:
-        sock.connect(endpoint)
-        sock.send(msgpack.packb({"id": 0, "op": "stats"}))
-        if not sock.poll(timeout_ms, zmq.POLLIN):
-            return None
-        reply = msgpack.unpackb(sock.recv_multipart()[-1], raw=False)
+        with Client(endpoint, timeout=timeout, retries=0, context=context) as client:
+            reply = client.stats()
     except Exception:  # noqa: BLE001 - a fake or foreign server: no stats, not an error
         return None
-    finally:
-        sock.close(linger=0)
-    if not isinstance(reply, dict) or not reply.get("ok"):
-        return None
-    keys = ("requests", "replies", "dropped_replies", "errors", "queue_depth", "workers", "latency_ms",
-            "reloads_ok", "reloads_failed")
-    return {k: reply[k] for k in keys if k in reply}
-
+    return {k: reply[k] for k in _SERVER_STATS if k in reply}

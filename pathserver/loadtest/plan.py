@@ -18,9 +18,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from pathserver.client import DEFAULT_ENDPOINT
 from pathserver.errors import PathserverError
 
-DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 #: Kinds of request, as a driver records them for each reply.
 OP_PATH, OP_UPDATE = 0, 1
 OP_NAMES = ("path", "update")
