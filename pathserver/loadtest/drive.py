@@ -32,6 +32,7 @@ from pathserver.client import Client, ClientTimeoutError, ServerError
 from pathserver.loadtest.plan import OP_PATH, OP_UPDATE, Doors, LoadConfig, LoadTestError, TripSource
 from pathserver.loadtest.report import summarize
 from pathserver.loadtest.spawn import Rewriter
+from pathserver.protocol.codec import encode
 
 #: Request states, one byte per request id.
 _UNSENT, _PENDING, _ANSWERED = 0, 1, 2
@@ -134,13 +135,12 @@ class Driver(threading.Thread):
 
     def _send(self, sock, client: int, body: dict, due: float, op: int) -> None:
         k = len(self.state)
-        body["id"] = self.base_id + k
         self.due.append(due)
         self.client_of.append(client)
         self.op_of.append(op)
         self.state.append(_PENDING)
         try:
-            sock.send(msgpack.packb(body), zmq.NOBLOCK)
+            sock.send(encode({"id": self.base_id + k, **body}), zmq.NOBLOCK)
         except zmq.Again:
             # No high-water mark is set, so this only happens when the connection is
             # gone; the request is then lost and counted as such.
