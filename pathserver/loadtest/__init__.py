@@ -77,6 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace, endpoint: str) -> LoadConfig:
+    """The :class:`LoadConfig` for parsed ``args`` against ``endpoint``, with the CLI's
+    defaults: ``--duration 10`` without ``--requests``, ``--inflight 4`` without ``--rate``."""
     duration = args.duration
     if duration is None and args.requests is None:
         duration = 10.0
@@ -139,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``pathserver loadtest`` with ``argv`` (None: the command line); the exit code."""
     parser = argparse.ArgumentParser(prog="pathserver loadtest", description=__doc__.splitlines()[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -83,8 +83,6 @@ class LoadConfig:
             raise LoadTestError("--rewrites-per-s rewrites the served files: use it with --spawn")
 
 
-
-
 def read_scen(path: Path) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
     """Problems of a Moving AI ``.scen`` file as ``(map name, start, goal)``; the map name
     is the stem of the file the problem names (``maps/dao/den520d.map`` -> ``den520d``)."""
