@@ -19,10 +19,11 @@ FAKE_MAPS = [{"name": "fake", "width": 32, "height": 32, "gen": 0}]
 class FakeServer:
     """A ROUTER on a random loopback port answering ``maps`` and ``path``: it drops the
     reply to the ``drop``-th path request, sends the ``duplicate``-th twice, and before
-    answering the ``stall_at``-th one stops reading for ``stall_s`` seconds."""
+    answering the ``stall_at``-th one stops reading for ``stall_s`` seconds; with
+    ``refuse_maps`` it answers ``maps`` with an error."""
 
-    def __init__(self, drop=None, duplicate=None, stall_at=None, stall_s=0.0):
-        self.drop, self.duplicate = drop, duplicate
+    def __init__(self, drop=None, duplicate=None, stall_at=None, stall_s=0.0, refuse_maps=False):
+        self.drop, self.duplicate, self.refuse_maps = drop, duplicate, refuse_maps
         self.stall_at, self.stall_s = stall_at, stall_s
         self.paths = 0
         self.context = zmq.Context()
@@ -48,7 +49,7 @@ class FakeServer:
                 continue
             frames = self.router.recv_multipart()
             envelope, request = frames[:-1], msgpack.unpackb(frames[-1], raw=False)
-            if request["op"] == "maps":
+            if request["op"] == "maps" and not self.refuse_maps:
                 reply = {"id": request["id"], "ok": True, "maps": FAKE_MAPS}
             elif request["op"] == "path":
                 self.paths += 1
@@ -113,6 +114,11 @@ def test_no_server_is_a_clear_error():
         endpoint = unused.getsockopt_string(zmq.LAST_ENDPOINT)
     with pytest.raises(LoadTestError, match="no reply"):
         run_load(LoadConfig(endpoint=endpoint, inflight=1, requests=1, connect_timeout=0.3))
+
+
+def test_a_refused_maps_request_is_a_clear_error():
+    with FakeServer(refuse_maps=True) as server, pytest.raises(LoadTestError, match="refused the maps request"):
+        run_load(LoadConfig(endpoint=server.endpoint, inflight=1, requests=1, connect_timeout=2))
 
 
 def test_unknown_map_names_are_refused_before_the_run():
