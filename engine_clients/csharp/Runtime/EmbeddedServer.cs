@@ -1,8 +1,8 @@
 // EmbeddedServer.cs: runs pathserver as a child process of the game and says where it listens.
 //
-// The companion of PathServerClient.cs (which does not need it): base class library only, no
-// engine assembly, so the same file serves Unity, Godot .NET and console programs. It starts
-// the server the way the Godot addon does:
+// The companion of the client, PathServerClient*.cs (which does not need it): base class
+// library only, no engine assembly, so the same file serves Unity, Godot .NET and console
+// programs. It starts the server the way the Godot addon does:
 //
 //   1. a bundle built by `pathserver bundle OUT_DIR` on the platform it is for, its folder
 //      copied to BundleRoot/<platform>/ so that the executable is

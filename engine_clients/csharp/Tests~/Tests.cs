@@ -2303,7 +2303,7 @@ static class Tests
             Check(spaces.Contains(space.ToString().ToLowerInvariant()), "CoordinateSpace." + space + " is one of the server's spaces");
 
         // The choices each property's summary lists ("los", "corners" or "none") are the server's.
-        var source = File.ReadAllText(PackageFile("Runtime", "PathServerClient.cs"));
+        var source = File.ReadAllText(PackageFile("Runtime", "PathServerClient.Options.cs"));
         var optionsClass = Regex.Match(source, @"public sealed class PathOptions\b(.*?)internal void WriteTo", RegexOptions.Singleline).Groups[1].Value;
         int listed = 0;
         foreach (Match documented in Regex.Matches(optionsClass, @"/// <summary>(.*?)</summary>\s*public \S+ (\w+) \{ get; set; \}", RegexOptions.Singleline))
