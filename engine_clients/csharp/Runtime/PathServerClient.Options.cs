@@ -15,69 +15,50 @@ namespace PathServer
     /// </summary>
     public sealed class PathOptions
     {
-        /// <summary>
-        /// What a request gets for each option left null, by wire name: the client's own default
-        /// for "space" (game positions are world coordinates; the server's default is "grid"), the
-        /// server's for the others (null: no limit, or the server chooses). Tests.cs checks every
-        /// name and value against the server's one definition, `pathserver options --json`.
-        /// </summary>
-        public static readonly IReadOnlyDictionary<string, object> Defaults = new Dictionary<string, object>
+        static readonly string[] PathOps = { "path", "paths" };
+        static readonly string[] SearchOps = { "path", "paths", "reachable", "field", "next_steps" };
+        static readonly string[] EveryOp = { "path", "paths", "reachable", "field", "next_steps", "check_block" };
+
+        // The options, one row each, in the order a request writes them: the wire name, the
+        // requests (wire ops) that take it, what a request gets when it is left null (the
+        // server's default, but for "space"), and how a PathOptions writes it (null when unset).
+        // Rows without a writer are the methods' parameters, which the request builders write.
+        static readonly Option[] Table =
         {
-            { "space", "world" },
-            { "smooth", "los" },
-            { "diagonal", "no_corner_cutting" },
-            { "snap", true },
-            { "allow_partial", false },
-            { "max_expansions", null },
-            { "heuristic", null },
-            { "weight", 1.0 },
-            { "max_climb", null },
-            { "algorithm", "auto" },
-            { "line_of_sight", true },
-            { "max_cost", null },
-            { "region", null },
-            { "lookahead", "cell" },
-            { "avoid", null },
-            { "avoid_cost", null },
-            { "traversal", null },
+            Option.Parameter("unit_size", EveryOp),
+            new Option("space", EveryOp, "world", o => o.Space == CoordinateSpace.World ? "world" : null),
+            new Option("smooth", PathOps, "los", o => o.Smooth),
+            new Option("allow_partial", PathOps, false, o => o.AllowPartial),
+            new Option("snap", EveryOp, true, o => o.Snap),
+            new Option("max_expansions", PathOps, null, o => o.MaxExpansions.HasValue ? (object)(long)o.MaxExpansions.Value : null),
+            new Option("heuristic", PathOps, null, o => o.Heuristic),
+            new Option("diagonal", EveryOp, "no_corner_cutting", o => o.Diagonal),
+            new Option("max_climb", SearchOps, null, o => o.MaxClimb),
+            new Option("algorithm", PathOps, "auto", o => o.Algorithm),
+            new Option("weight", PathOps, 1.0, o => o.Weight),
+            new Option("line_of_sight", PathOps, true, o => o.LineOfSight),
+            Option.Parameter("goals", new[] { "path", "paths", "field", "next_steps" }),
+            Option.Parameter("budget", new[] { "reachable" }),
+            new Option("max_cost", new[] { "field", "next_steps" }, null, o => o.MaxCost),
+            new Option("region", new[] { "field" }, null, o => o.Region.HasValue ? PathServerClient.RectToWire(o.Region.Value) : null),
+            new Option("lookahead", new[] { "next_steps" }, "cell", o => o.Lookahead),
+            new Option("avoid", SearchOps, null, o => o.Avoid != null ? o.Avoid.ToWire() : null),
+            new Option("avoid_cost", SearchOps, null, o => o.AvoidCost),
+            new Option("traversal", EveryOp, null, o => o.Traversal != null ? o.Traversal.ToWire() : null),
         };
 
-        static readonly IReadOnlyList<string> PathOps = Array.AsReadOnly(new[] { "path", "paths" });
-        static readonly IReadOnlyList<string> SearchOps = Array.AsReadOnly(new[] { "path", "paths", "reachable", "field", "next_steps" });
-        static readonly IReadOnlyList<string> EveryOp = Array.AsReadOnly(new[] { "path", "paths", "reachable", "field", "next_steps", "check_block" });
+        /// <summary>
+        /// What a request gets for each option left null, by wire name: the server's default
+        /// (null: no limit, or the server chooses), but for "space", this client's own: "world".
+        /// </summary>
+        public static readonly IReadOnlyDictionary<string, object> Defaults = DefaultsOf(Table);
 
         /// <summary>
-        /// The requests (wire ops) each option goes with, by wire name, as this client sends them:
-        /// the PathOptions properties, and the options the methods take as parameters ("unit_size":
-        /// unitSize; "goals": FindPathToAnyAsync's, DistanceFieldAsync's and NextStepsAsync's goals,
-        /// a PathRequest's Goals; "budget": ReachableAsync's budget). A property set for a request
-        /// that does not take it throws ArgumentException before anything is sent. Tests.cs checks
-        /// this table, op by op, against the server's (`pathserver options --json`, each option's
-        /// "ops"); "update" takes "space" there, and UpdateAsync sends grid cells (GridRect) only.
+        /// The requests (wire ops) each option goes with, by wire name: the properties' options
+        /// and the methods' parameters ("unit_size", "goals", "budget"). A property set for a
+        /// request that does not take it throws ArgumentException before anything is sent.
         /// </summary>
-        public static readonly IReadOnlyDictionary<string, IReadOnlyList<string>> Requests = new Dictionary<string, IReadOnlyList<string>>
-        {
-            { "unit_size", EveryOp },
-            { "space", EveryOp },
-            { "smooth", PathOps },
-            { "allow_partial", PathOps },
-            { "snap", EveryOp },
-            { "max_expansions", PathOps },
-            { "heuristic", PathOps },
-            { "weight", PathOps },
-            { "diagonal", EveryOp },
-            { "max_climb", SearchOps },
-            { "algorithm", PathOps },
-            { "line_of_sight", PathOps },
-            { "goals", Array.AsReadOnly(new[] { "path", "paths", "field", "next_steps" }) },
-            { "budget", Array.AsReadOnly(new[] { "reachable" }) },
-            { "max_cost", Array.AsReadOnly(new[] { "field", "next_steps" }) },
-            { "region", Array.AsReadOnly(new[] { "field" }) },
-            { "lookahead", Array.AsReadOnly(new[] { "next_steps" }) },
-            { "avoid", SearchOps },
-            { "avoid_cost", SearchOps },
-            { "traversal", EveryOp },
-        };
+        public static readonly IReadOnlyDictionary<string, IReadOnlyList<string>> Requests = RequestsOf(Table);
 
         /// <summary>Map name; null means the client's DefaultMap. Not a wire option.</summary>
         public string Map { get; set; }
@@ -120,43 +101,61 @@ namespace PathServer
         /// <summary>Extra request fields sent as they are, for options newer than this client.</summary>
         public IDictionary<string, object> Extra { get; set; }
 
-        // Writes the options set, for request op. "space" is left out when Grid, the wire's default
-        // (so the requests of docs/protocol.md's golden vectors come out byte for byte).
+        // Writes the options set, for request op, then Extra. "space" is left out when Grid, the
+        // wire's default (so the requests of docs/protocol.md's golden vectors come out byte for byte).
         internal void WriteTo(MsgPackMap body, string op)
         {
-            if (Space == CoordinateSpace.World) body.Add("space", "world");
-            Put(body, op, "smooth", Smooth);
-            Put(body, op, "allow_partial", AllowPartial);
-            Put(body, op, "snap", Snap);
-            Put(body, op, "max_expansions", MaxExpansions.HasValue ? (object)(long)MaxExpansions.Value : null);
-            Put(body, op, "heuristic", Heuristic);
-            Put(body, op, "diagonal", Diagonal);
-            Put(body, op, "max_climb", MaxClimb);
-            Put(body, op, "algorithm", Algorithm);
-            Put(body, op, "weight", Weight);
-            Put(body, op, "line_of_sight", LineOfSight);
-            Put(body, op, "max_cost", MaxCost);
-            Put(body, op, "region", Region.HasValue ? PathServerClient.RectToWire(Region.Value) : null);
-            Put(body, op, "lookahead", Lookahead);
-            Put(body, op, "avoid", Avoid != null ? Avoid.ToWire() : null);
-            Put(body, op, "avoid_cost", AvoidCost);
-            Put(body, op, "traversal", Traversal != null ? Traversal.ToWire() : null);
+            foreach (var option in Table)
+            {
+                if (option.Write == null) continue;
+                object value = option.Write(this);
+                if (value == null) continue;
+                if (Array.IndexOf(option.Ops, op) < 0)
+                    throw new ArgumentException("PathOptions' \"" + option.Name + "\" is not an option of \"" + op + "\" requests; it goes with "
+                        + string.Join(", ", option.Ops) + ".", "options");
+                body.Add(option.Name, value);
+            }
             if (Extra != null)
             {
                 foreach (var pair in Extra) body.Add(pair.Key, pair.Value);
             }
         }
 
-        static void Put(MsgPackMap body, string op, string name, object value)
+        static IReadOnlyDictionary<string, object> DefaultsOf(Option[] table)
         {
-            if (value == null) return;
-            var ops = Requests[name];
-            bool taken = false;
-            for (int i = 0; i < ops.Count && !taken; i++) taken = ops[i] == op;
-            if (!taken)
-                throw new ArgumentException("PathOptions' \"" + name + "\" is not an option of \"" + op + "\" requests; it goes with "
-                    + string.Join(", ", Requests[name]) + ".", "options");
-            body.Add(name, value);
+            var defaults = new Dictionary<string, object>();
+            foreach (var option in table)
+                if (option.Write != null) defaults.Add(option.Name, option.Default);
+            return defaults;
+        }
+
+        static IReadOnlyDictionary<string, IReadOnlyList<string>> RequestsOf(Option[] table)
+        {
+            var requests = new Dictionary<string, IReadOnlyList<string>>();
+            foreach (var option in table) requests.Add(option.Name, Array.AsReadOnly(option.Ops));
+            return requests;
+        }
+
+        // A row of Table.
+        sealed class Option
+        {
+            public readonly string Name;
+            public readonly string[] Ops;
+            public readonly object Default;
+            public readonly Func<PathOptions, object> Write;
+
+            public Option(string name, string[] ops, object defaultValue, Func<PathOptions, object> write)
+            {
+                Name = name;
+                Ops = ops;
+                Default = defaultValue;
+                Write = write;
+            }
+
+            public static Option Parameter(string name, string[] ops)
+            {
+                return new Option(name, ops, null, null);
+            }
         }
     }
 }
