@@ -129,6 +129,7 @@ static class Tests
         Run("client: heartbeats keep an idle connection", HeartbeatKeepsIdleConnection);
         RunConformance();
         Run("options: PathOptions names and defaults, and the requests each option goes with, are the server's (pathserver options --json)", OptionsMatchTheServer);
+        Run("options: each PathOptions property writes its own field, of the server's kind, for each request that takes it", OptionsWriteTheirOwnFields);
         Run("options: each option goes out with each request the client sends it for, and is refused before sending for the others", OptionsPerRequestOnTheWire);
 
         Run("package: package.json, the asmdef, a .meta with a unique GUID for each file and folder Unity imports", PackageLayout);
@@ -2267,11 +2268,7 @@ static class Tests
     static async Task OptionsMatchTheServer()
     {
         await Task.Yield();
-        Check(_optionsFile != null && File.Exists(_optionsFile),
-            "the server's options are needed (--options: the output of `pathserver options --json`); got " + (_optionsFile ?? "none"));
-        var server = new Dictionary<string, Dictionary<string, object>>();
-        foreach (Dictionary<string, object> option in (List<object>)((Dictionary<string, object>)Json.Parse(File.ReadAllText(_optionsFile)))["options"])
-            server[(string)option["name"]] = option;
+        var server = ServerOptions();
         var clientSide = new HashSet<string> { "Map", "Timeout", "Extra" };
         var properties = typeof(PathOptions).GetProperties().Where(p => !clientSide.Contains(p.Name)).ToList();
         var names = properties.Select(p => SnakeCase(p.Name)).ToList();
@@ -2697,15 +2694,7 @@ static class Tests
     static async Task OptionsPerRequestOnTheWire()
     {
         await RequireServer();
-        var samples = new Dictionary<string, Action<PathOptions>>
-        {
-            { "smooth", o => o.Smooth = "los" }, { "allow_partial", o => o.AllowPartial = true }, { "snap", o => o.Snap = true },
-            { "max_expansions", o => o.MaxExpansions = 100000 }, { "heuristic", o => o.Heuristic = "octile" }, { "weight", o => o.Weight = 1.5 },
-            { "diagonal", o => o.Diagonal = "never" }, { "max_climb", o => o.MaxClimb = 1 }, { "algorithm", o => o.Algorithm = "astar" },
-            { "line_of_sight", o => o.LineOfSight = false }, { "max_cost", o => o.MaxCost = 50 }, { "region", o => o.Region = new GridRect(0, 0, 2, 2) },
-            { "lookahead", o => o.Lookahead = "los" }, { "avoid", o => o.Avoid = new AvoidSet().AddCell(5, 5) }, { "avoid_cost", o => o.AvoidCost = 2 },
-            { "traversal", o => o.Traversal = new TraversalRules { { "water", null } } },
-        };
+        var samples = OptionSamples;
         var names = typeof(PathOptions).GetProperties().Select(p => SnakeCase(p.Name))
             .Where(name => PathOptions.Defaults.ContainsKey(name) && name != "space").OrderBy(n => n).ToList();
         Equal(string.Join(",", names), string.Join(",", samples.Keys.OrderBy(n => n)), "a sample value for every option property");
@@ -2740,6 +2729,91 @@ static class Tests
             }
         }
         Console.WriteLine("     | " + sent + " option and request pairs sent, " + refused + " refused by the client");
+    }
+
+    /// <summary>A valid value for each PathOptions property that is a wire option (but Space), by wire name.</summary>
+    static readonly Dictionary<string, Action<PathOptions>> OptionSamples = new Dictionary<string, Action<PathOptions>>
+    {
+        { "smooth", o => o.Smooth = "los" }, { "allow_partial", o => o.AllowPartial = true }, { "snap", o => o.Snap = true },
+        { "max_expansions", o => o.MaxExpansions = 100000 }, { "heuristic", o => o.Heuristic = "octile" }, { "weight", o => o.Weight = 1.5 },
+        { "diagonal", o => o.Diagonal = "never" }, { "max_climb", o => o.MaxClimb = 1 }, { "algorithm", o => o.Algorithm = "astar" },
+        { "line_of_sight", o => o.LineOfSight = false }, { "max_cost", o => o.MaxCost = 50 }, { "region", o => o.Region = new GridRect(0, 0, 2, 2) },
+        { "lookahead", o => o.Lookahead = "los" }, { "avoid", o => o.Avoid = new AvoidSet().AddCell(5, 5) }, { "avoid_cost", o => o.AvoidCost = 2 },
+        { "traversal", o => o.Traversal = new TraversalRules { { "water", null } } },
+    };
+
+    /// <summary>
+    /// PathOptions' option table, row by row, against the server's list: each property set alone
+    /// writes one field, named as the server names that option, for each request that takes it,
+    /// with a value of the server's kind (a bool, an int, a float, one of the choices, a
+    /// rectangle, cells, a traversal); Space writes "space": "world" for World and nothing for
+    /// Grid. A row that wrote another property, or under another name, would show here.
+    /// </summary>
+    static async Task OptionsWriteTheirOwnFields()
+    {
+        await Task.Yield();
+        var server = ServerOptions();
+        int written = 0;
+        foreach (var sample in OptionSamples)
+        {
+            string name = sample.Key;
+            Check(server.ContainsKey(name), "the server has the option " + name);
+            foreach (var op in PathOptions.Requests[name])
+            {
+                var options = new PathOptions { Space = CoordinateSpace.Grid };
+                sample.Value(options);
+                var body = new MsgPackMap();
+                options.WriteTo(body, op);
+                Equal(name, string.Join(",", body.Select(pair => pair.Key)), "the fields PathOptions writes for \"" + op + "\" with only its " + name + " set");
+                string why = WireKindProblem(server[name], body[0].Value);
+                Check(why == null, name + " is written as the server's " + (string)server[name]["kind"] + ": " + why);
+                written++;
+            }
+        }
+        var world = new MsgPackMap();
+        new PathOptions().WriteTo(world, "path");
+        Equal("space: \"world\"", string.Join(", ", world.Select(pair => pair.Key + ": " + MsgPack.ToDebugString(pair.Value))), "what a new PathOptions writes");
+        Check(((List<object>)server["space"]["choices"]).Contains("world"), "world is one of the server's spaces");
+        var grid = new MsgPackMap();
+        new PathOptions { Space = CoordinateSpace.Grid }.WriteTo(grid, "path");
+        Equal(0, grid.Count, "fields a PathOptions with Space Grid and nothing else writes");
+        Console.WriteLine("     | " + written + " option and request pairs written, each its own field");
+    }
+
+    /// <summary>Why value is not of option's kind (the server's "kind": bool, int, float, enum, rect, cells, traversal); null when it is.</summary>
+    static string WireKindProblem(Dictionary<string, object> option, object value)
+    {
+        string kind = (string)option["kind"];
+        switch (kind)
+        {
+            case "bool": return value is bool ? null : "not a bool: " + Show(value);
+            case "int": return value is long ? null : "not an int: " + Show(value);
+            case "float": return value is double ? null : "not a float64: " + Show(value);
+            case "enum":
+                var choices = ((List<object>)option["choices"]).Cast<string>().ToList();
+                return value is string && choices.Contains((string)value) ? null : Show(value) + " is not one of " + string.Join(", ", choices);
+            case "rect":
+                var rect = value as object[];
+                return rect != null && rect.Length == 4 && rect.All(v => v is long) ? null : "not [x, y, w, h] ints: " + MsgPack.ToDebugString(value);
+            case "cells":
+                var cells = value as MsgPackMap;
+                return cells != null && cells.Count > 0 && cells.All(pair => pair.Key == "cells" || pair.Key == "rects") ? null
+                    : "not a map of cells and rects: " + MsgPack.ToDebugString(value);
+            case "traversal":
+                return value is string || value is MsgPackMap ? null : "not a unit class or a map of rules: " + MsgPack.ToDebugString(value);
+            default: return "a kind this test does not know";
+        }
+    }
+
+    /// <summary>The server's options by name, from --options (the output of `pathserver options --json`).</summary>
+    static Dictionary<string, Dictionary<string, object>> ServerOptions()
+    {
+        Check(_optionsFile != null && File.Exists(_optionsFile),
+            "the server's options are needed (--options: the output of `pathserver options --json`); got " + (_optionsFile ?? "none"));
+        var server = new Dictionary<string, Dictionary<string, object>>();
+        foreach (Dictionary<string, object> option in (List<object>)((Dictionary<string, object>)Json.Parse(File.ReadAllText(_optionsFile)))["options"])
+            server[(string)option["name"]] = option;
+        return server;
     }
 
     static Func<Task> SendFor(PathServerClient client, string op, PathOptions options)
