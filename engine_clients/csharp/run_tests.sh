@@ -8,8 +8,9 @@
 # directory it compiles, as Unity compiles the package:
 #   PathServer.Client.dll        every .cs under Runtime/ (Runtime/PathServer.Client.asmdef's
 #                                assembly), alone;
-#   PathServer.Client.Tests.exe  Tests~/Tests.cs against it (Runtime/AssemblyInfo.cs shows it
-#                                the internals), and Demo.exe, Tests~/Demo.cs;
+#   PathServer.Client.Tests.exe  the test program, Tests~/Tests*.cs, against it
+#                                (Runtime/AssemblyInfo.cs shows it the internals), and Demo.exe,
+#                                Tests~/Demo.cs;
 #   Sample.dll                   the package's samples (Samples~/*/) against it and a stub of the
 #                                few UnityEngine types they use (Tests~/UnityEngineStub.cs);
 #   PathServerClient.dll         the Runtime/PathServerClient*.cs files on their own (the client's
@@ -57,8 +58,8 @@ trap 'rm -rf "$build"' EXIT
 mapfile -t runtime < <(find "$here/Runtime" \( -name '.*' -o -name '*~' \) -prune -o -name '*.cs' -print | sort)
 mcs -nologo -warn:4 -target:library -out:"$build/PathServer.Client.dll" "${runtime[@]}" >&2 \
     || fail "the package's assembly (Runtime/) does not compile"
-mcs -nologo -warn:4 -out:"$build/PathServer.Client.Tests.exe" -r:"$build/PathServer.Client.dll" "$here/Tests~/Tests.cs" >&2 \
-    || fail "Tests~/Tests.cs does not compile against the package's assembly"
+mcs -nologo -warn:4 -out:"$build/PathServer.Client.Tests.exe" -r:"$build/PathServer.Client.dll" "$here"/Tests~/Tests*.cs >&2 \
+    || fail "the tests, Tests~/Tests*.cs, do not compile against the package's assembly"
 mcs -nologo -warn:4 -out:"$build/Demo.exe" -r:"$build/PathServer.Client.dll" "$here/Tests~/Demo.cs" >&2 \
     || fail "Tests~/Demo.cs does not compile against the package's assembly"
 mcs -nologo -warn:4 -target:library -out:"$build/Sample.dll" -r:"$build/PathServer.Client.dll" \
