@@ -7,11 +7,9 @@ using System.Collections.Generic;
 namespace PathServer
 {
     /// <summary>
-    /// Optional settings of a request (a path, a batch or one of the queries beyond one path).
-    /// Null members are left out of the request, so the server's defaults apply (Defaults lists
-    /// them); Space goes out as "world" unless set to Grid (the wire's default). Requests says
-    /// which requests take each option; one set for a request that does not take it throws
-    /// ArgumentException before anything is sent.
+    /// Optional settings of a request: null members are not sent, so the server's defaults apply
+    /// (Defaults lists them); Space goes out as "world" unless Grid. An option set for a request
+    /// that does not take it (Requests) throws ArgumentException before anything is sent.
     /// </summary>
     public sealed class PathOptions
     {

@@ -15,13 +15,10 @@ namespace PathServer
         #region Packed answers and the synchronous calls
 
         /// <summary>
-        /// The synchronous path, for AStarGrid2D-style code: var result = client.FindPath(a, b, 1).
-        /// Blocks the calling thread until the answer arrives or the timeout (options.Timeout, else
-        /// RequestTimeout) passes; asks for a packed answer, read straight into result.Path. Never
-        /// throws for a failed request: the result's Status is then Failed and Error says why
-        /// ("timeout", "disconnected", a wire code), with an empty Path. Raises no events. The
-        /// calling frame waits one round trip plus the search: call it for a few units a frame,
-        /// and FindPathsPacked (one round trip for all of them) or FindPathAsync for more.
+        /// The synchronous path: var result = client.FindPath(a, b, 1). Blocks until the answer or
+        /// the timeout (options.Timeout, else RequestTimeout). Never throws for a failed request:
+        /// Status is then Failed and Error says why. Raises no events. For many units a frame, use
+        /// FindPathsPacked (one round trip) or FindPathAsync.
         /// </summary>
         public PathResult FindPath(PathPoint start, PathPoint goal, UnitSize unitSize, PathOptions options = null)
         {
@@ -36,11 +33,9 @@ namespace PathServer
         }
 
         /// <summary>
-        /// Many paths in one round trip, sent and answered packed (op "paths" with "starts" and
-        /// "goals" bins): entry i from starts[i] to goals[i], every entry with unitSize and options.
-        /// The answer's arrays are filled straight from the reply's bins. A failed entry has Status
-        /// Failed and its error in Errors (At "starts[i]" / "goals[i]"); a failure of the whole
-        /// batch throws. Grid coordinates are floored to their cells.
+        /// Many paths in one round trip, sent and answered packed: entry i from starts[i] to
+        /// goals[i], all with unitSize and options. A failed entry has Status Failed and its error in
+        /// Errors; a failure of the whole batch throws. Grid coordinates are floored to their cells.
         /// </summary>
         public Task<PackedPaths> FindPathsPackedAsync(IList<PathPoint> starts, IList<PathPoint> goals, UnitSize unitSize,
             PathOptions options = null, CancellationToken ct = default(CancellationToken))
@@ -247,9 +242,8 @@ namespace PathServer
 
         /// <summary>
         /// One search for the cheapest of several goals (op "path" with "goals", 1 to 4096): the
-        /// result's GoalIndex says which goal was reached (null when none is: NoPath, or Partial
-        /// with AllowPartial). Goals snap like a goal; one in another component is skipped.
-        /// Otherwise as FindPathAsync, PathFound / PathFailed included.
+        /// result's GoalIndex says which was reached (null when none is). Otherwise as FindPathAsync,
+        /// PathFound / PathFailed included.
         /// </summary>
         public Task<PathResult> FindPathToAnyAsync(PathPoint start, IList<PathPoint> goals, UnitSize unitSize,
             PathOptions options = null, CancellationToken ct = default(CancellationToken))
@@ -293,15 +287,10 @@ namespace PathServer
 
 #if !PATHSERVER_NO_SPAN
         /// <summary>
-        /// Steers many units of one size toward the nearest of goals (op "next_steps"): positions
-        /// holds x, y of each unit (2 * count floats, in options.Space units), sent as one float32
-        /// bin. The answer is written into the caller's arrays: steps[2 * i], steps[2 * i + 1] where
-        /// unit i heads next, remaining[i] its cost to a goal (+infinity: unreachable). Reuse the
-        /// same arrays every frame; they are written on the client's thread just before the task
-        /// completes, so read them only after it has. Lookahead "los" gives the farthest turn in
-        /// clear sight instead of the next cell. The server keeps the field per map generation,
-        /// goals, unit size and options, so the next frame's call costs a lookup per unit.
-        /// (Define PATHSERVER_NO_SPAN where System.Span is missing; the array overloads remain.)
+        /// Steers many units toward the nearest of goals (op "next_steps"): positions holds x, y of
+        /// each unit. Writes steps[2 * i], steps[2 * i + 1] (where unit i heads next) and remaining[i]
+        /// (its cost to a goal, +infinity: none); reuse the arrays each frame, read them once the task
+        /// completes. Without System.Span, define PATHSERVER_NO_SPAN and use the array overloads.
         /// </summary>
         public Task<NextStepsResult> NextStepsAsync(IList<PathPoint> goals, UnitSize unitSize, ReadOnlySpan<float> positions,
             float[] steps, float[] remaining, PathOptions options = null, CancellationToken ct = default(CancellationToken))
@@ -342,10 +331,9 @@ namespace PathServer
         }
 
         /// <summary>
-        /// Would making cells and rects solid (as UpdateAsync would; in options.Space units, like
-        /// points) cut any of points off from each other for this unit size (op "check_block")?
-        /// The map is not changed. Cheap enough for every mouse move while placing a building.
-        /// Give rects, cells or both (otherwise the server answers "invalid_request" at "rects").
+        /// Would making cells and rects solid (in options.Space units) cut any of points off from
+        /// each other for this unit size (op "check_block")? The map is not changed. Give rects,
+        /// cells or both.
         /// </summary>
         public Task<CheckBlockResult> CheckBlockAsync(IList<PathPoint> points, IList<GridRect> rects, IList<PathPoint> cells,
             UnitSize unitSize, PathOptions options = null, CancellationToken ct = default(CancellationToken))

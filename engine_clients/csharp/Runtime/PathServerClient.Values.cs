@@ -171,11 +171,9 @@ namespace PathServer
     }
 
     /// <summary>
-    /// A batch's packed answer (FindPathsPackedAsync, FindPathsPacked): one array an item, and
-    /// every entry's points in one PathPoint array, filled straight from the reply's bins (no
-    /// allocation per point or per entry). Entry i's points are Points[Offsets[i]] to
-    /// Points[Offsets[i + 1] - 1] (PathOf(i)); Status Failed entries have their error in Errors.
-    /// From the synchronous FindPathsPacked, a failure of the whole batch is Error, with Count 0.
+    /// A batch's packed answer (FindPathsPackedAsync, FindPathsPacked): one array an item, every
+    /// entry's points in one PathPoint array; entry i's are PathOf(i). Failed entries have their
+    /// error in Errors; from FindPathsPacked, a failure of the whole batch is Error, with Count 0.
     /// </summary>
     public sealed class PackedPaths
     {
@@ -245,11 +243,9 @@ namespace PathServer
     }
 
     /// <summary>
-    /// A map's cells as GetMapAsync returns them: Cells covers Region, row-major from its top-left
-    /// (index y * Region.Width + x): 0 blocked, else the terrain cost rounded to 1..255. Costs
-    /// (the exact costs, 0 on blocked cells) when the map has a cost that is not a whole number
-    /// from 1 to 255, Heights when it has a height layer, Tags when it has tags; null otherwise.
-    /// Width and Height are the whole map's.
+    /// A map's cells as GetMapAsync returns them: Cells covers Region, row-major (index
+    /// y * Region.Width + x), 0 blocked, else the cost rounded to 1..255. Costs (exact), Heights
+    /// and Tags when the map has them, else null. Width and Height are the whole map's.
     /// </summary>
     public sealed class MapData
     {
@@ -279,12 +275,9 @@ namespace PathServer
     #region Values of the queries beyond one path
 
     /// <summary>
-    /// Grid cells one request treats as solid (PathOptions.Avoid): other units standing still, say.
-    /// The shared map is untouched. One set can serve frame after frame (Clear, then Add...).
-    /// AddCell takes one cell, AddCells every x, y pair of an array the game already keeps for
-    /// its units; the cells go out as one msgpack bin of little-endian int32 x, y pairs (8 bytes
-    /// a cell, docs/protocol.md's compact form), the rectangles as [x, y, w, h] arrays.
-    /// The server takes at most 65 536 cells and rectangles together.
+    /// Grid cells one request treats as solid (PathOptions.Avoid), such as other units standing
+    /// still; the shared map is untouched. Reuse one frame after frame: Clear, then AddCell,
+    /// AddCells or AddRect. The server takes at most 65 536 cells and rectangles together.
     /// </summary>
     public sealed class AvoidSet
     {
@@ -491,10 +484,9 @@ namespace PathServer
     }
 
     /// <summary>
-    /// NextStepsAsync's answer for Count units: Steps[2 * i], Steps[2 * i + 1] is where unit i
-    /// heads next (in the request's Space), Remaining[i] its cost to the nearest goal (+infinity:
-    /// it cannot reach one; it then gets its own cell as its step). Steps and Remaining are the
-    /// arrays the caller passed (or new ones); only their first 2 * Count and Count items are set.
+    /// NextStepsAsync's answer for Count units: Steps[2 * i], Steps[2 * i + 1] is where unit i heads
+    /// next, Remaining[i] its cost to the nearest goal (+infinity: none; its step is then its own
+    /// cell). They are the caller's arrays (or new ones); only the first Count units' items are set.
     /// </summary>
     public sealed class NextStepsResult
     {

@@ -132,8 +132,8 @@ namespace PathServer
                         throw new TimeoutException("connecting to " + Endpoint + " timed out");
                     }
                     // Nagle's algorithm would hold a small request until the server ACKs the
-                    // previous segment, which it delays by up to 40 ms: the first request after
-                    // connecting waited that long. Set on the connected socket.
+                    // previous segment, an ACK the server delays: the first request after
+                    // connecting waited for it. Set on the connected socket.
                     tcp.Client.NoDelay = true;
                     var connection = new Connection { Tcp = tcp, Stream = tcp.GetStream() };
                     Handshake(connection);

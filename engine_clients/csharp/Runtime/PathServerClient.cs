@@ -88,12 +88,10 @@ namespace PathServer
         /// <summary>On "overloaded", wait retry_after_ms and send again while the timeout allows.</summary>
         public bool RetryOverloaded { get; set; } = true;
         /// <summary>
-        /// Ask for packed answers (docs/protocol.md, "Packed answers"): FindPathAsync, RequestPath,
-        /// FindPathToAnyAsync and FindPathsAsync get their points as one bin, read straight into
-        /// the PathPoint arrays. The paths, statuses and costs are the same; a packed batch's results
-        /// carry no Length, Expanded, snapped flags or GoalIndex, and their Start and Goal are their
-        /// paths' ends. Off by default: a server older than packed answers refuses the field. The
-        /// synchronous calls and FindPathsPackedAsync always ask so.
+        /// Ask for packed answers (docs/protocol.md): paths come as one bin, read straight into the
+        /// PathPoint arrays; a packed batch's results lack Length, Expanded, the snapped flags and
+        /// GoalIndex. Off by default (older servers refuse it); the synchronous calls and
+        /// FindPathsPackedAsync always ask.
         /// </summary>
         public bool PackedAnswers { get; set; }
         /// <summary>Queue events for DrainMainThreadQueue() (default) instead of raising them on a background thread.</summary>
@@ -102,11 +100,9 @@ namespace PathServer
         public Action<string> Log { get; set; }
 
         /// <summary>
-        /// The most events (and Posted actions) the main-thread queue holds, DefaultEventQueueCapacity
-        /// (4096) unless set; at least 1. When it is full, queuing one more drops the oldest: a game
-        /// that drains late still gets the newest answers and the current connection state, and
-        /// memory stays bounded when nothing drains. Each drop is counted in DroppedEventCount and
-        /// logged (once until the next drain). Awaited tasks never go through the queue.
+        /// The most events (and Posted actions) the main-thread queue holds: DefaultEventQueueCapacity
+        /// unless set, at least 1. When it is full the oldest is dropped, counted in DroppedEventCount
+        /// and logged. Awaited tasks never go through the queue.
         /// </summary>
         public int EventQueueCapacity
         {
@@ -292,11 +288,9 @@ namespace PathServer
         }
 
         /// <summary>
-        /// A live obstacle edit (op "update"): makes the cells of rects solid or open (solid), sets
-        /// their cost, or both (solid false and a cost: open with that cost). Returns the map's new
-        /// generation. Idempotent, so a re-send after a reconnect is harmless. With ifGen the edit
-        /// applies only while the map is at that generation; otherwise it throws a
-        /// PathServerException with Code "conflict" and Gen the current generation.
+        /// A live obstacle edit (op "update", idempotent): makes rects' cells solid or open, sets their
+        /// cost, or both (solid false and a cost); returns the map's new generation. With ifGen it
+        /// applies only at that generation, else throws "conflict" with Gen the current one.
         /// </summary>
         public Task<long> UpdateAsync(string map, IEnumerable<GridRect> rects, bool? solid = null, double? cost = null,
             CancellationToken ct = default(CancellationToken), long? ifGen = null)
@@ -313,18 +307,13 @@ namespace PathServer
             return SendAsync(body, null, ct, (id, reply) => GenOf(reply, id));
         }
 
+        // tagNames and classes come after ct so that earlier positional calls keep compiling.
         /// <summary>
-        /// Uploads a map of width x height cells under name (op "put_map") and returns its generation;
-        /// from the reply on, every request can use it. An uploaded name is replaced (a higher
-        /// generation); the name of a map file the server serves throws "conflict".
-        /// cells: one byte per cell, row-major from the top-left (index y * width + x): 0 blocked,
-        /// 1..255 walkable with that terrain cost. costs (exact costs >= 1 on walkable cells, overriding
-        /// the bytes) and heights go out as little-endian float32, tags as bytes; every array holds
-        /// width * height items, which the server checks ("invalid_request" at "cells", "costs", ...).
-        /// origin is the world position of the grid's top-left corner (default 0, 0), cellSize the
-        /// world units of a cell (default 1). tagNames names the values of tags (1..255) for
-        /// PathOptions.Traversal; classes are the map's unit classes, each TraversalRules over those
-        /// names, used as Traversal = "boat" (after ct so that earlier positional calls keep working).
+        /// Uploads a map of width x height cells under name (op "put_map"); returns its generation.
+        /// cells: a byte a cell, row-major (y * width + x), 0 blocked, 1..255 the terrain cost; costs,
+        /// heights and tags are optional layers of width * height; origin and cellSize place it in
+        /// the world; tagNames and classes name tags and unit classes for PathOptions.Traversal.
+        /// Uploading a name again replaces the map; a map file's name throws "conflict".
         /// </summary>
         public Task<long> PutMapAsync(string name, int width, int height, byte[] cells, float[] costs = null,
             float[] heights = null, byte[] tags = null, PathPoint? origin = null, double? cellSize = null,
