@@ -8,12 +8,13 @@
 # directory it compiles, as Unity compiles the package:
 #   PathServer.Client.dll        every .cs under Runtime/ (Runtime/PathServer.Client.asmdef's
 #                                assembly), alone;
-#   PathServer.Client.Tests.exe  Tests~/Tests.cs against it (Runtime/AssemblyInfo.cs shows it
-#                                the internals), and Demo.exe, Tests~/Demo.cs;
+#   PathServer.Client.Tests.exe  the test program, Tests~/Tests*.cs, against it
+#                                (Runtime/AssemblyInfo.cs shows it the internals), and Demo.exe,
+#                                Tests~/Demo.cs;
 #   Sample.dll                   the package's samples (Samples~/*/) against it and a stub of the
 #                                few UnityEngine types they use (Tests~/UnityEngineStub.cs);
-#   PathServerClient.dll         Runtime/PathServerClient.cs on its own (the one file a project
-#                                can drop in without the package);
+#   PathServerClient.dll         the Runtime/PathServerClient*.cs files on their own (the client's
+#                                files, which a project can drop in without the package);
 # then runs the tests under `timeout` and prints "csharp: N passed, N failed" as its last line.
 # Exits non-zero on any failure, including a build failure or a test program that dies without
 # its closing line.
@@ -57,17 +58,18 @@ trap 'rm -rf "$build"' EXIT
 mapfile -t runtime < <(find "$here/Runtime" \( -name '.*' -o -name '*~' \) -prune -o -name '*.cs' -print | sort)
 mcs -nologo -warn:4 -target:library -out:"$build/PathServer.Client.dll" "${runtime[@]}" >&2 \
     || fail "the package's assembly (Runtime/) does not compile"
-mcs -nologo -warn:4 -out:"$build/PathServer.Client.Tests.exe" -r:"$build/PathServer.Client.dll" "$here/Tests~/Tests.cs" >&2 \
-    || fail "Tests~/Tests.cs does not compile against the package's assembly"
+mcs -nologo -warn:4 -out:"$build/PathServer.Client.Tests.exe" -r:"$build/PathServer.Client.dll" "$here"/Tests~/Tests*.cs >&2 \
+    || fail "the tests, Tests~/Tests*.cs, do not compile against the package's assembly"
 mcs -nologo -warn:4 -out:"$build/Demo.exe" -r:"$build/PathServer.Client.dll" "$here/Tests~/Demo.cs" >&2 \
     || fail "Tests~/Demo.cs does not compile against the package's assembly"
 mcs -nologo -warn:4 -target:library -out:"$build/Sample.dll" -r:"$build/PathServer.Client.dll" \
     "$here"/Samples~/*/*.cs "$here/Tests~/UnityEngineStub.cs" >&2 \
     || fail "the samples (Samples~/) do not compile against the package's assembly and the UnityEngine stub"
 mkdir "$build/single"
-mcs -nologo -warn:4 -target:library -out:"$build/single/PathServerClient.dll" "$here/Runtime/PathServerClient.cs" >&2 \
-    || fail "Runtime/PathServerClient.cs does not compile on its own"
-echo "csharp: compiled the package's assembly (${#runtime[@]} files), its tests, the demo, the samples and the lone client" >&2
+client=("$here"/Runtime/PathServerClient*.cs)
+mcs -nologo -warn:4 -target:library -out:"$build/single/PathServerClient.dll" "${client[@]}" >&2 \
+    || fail "the Runtime/PathServerClient*.cs files do not compile on their own"
+echo "csharp: compiled the package's assembly (${#runtime[@]} files), its tests, the demo, the samples and the lone client (${#client[@]} files)" >&2
 
 shared=(--protocol-doc "$repo/docs/protocol.md" --conformance "$here/../conformance.json" --package "$here")
 [[ -n "${PATHSERVER_OPTIONS:-}" ]] && shared+=(--options "$PATHSERVER_OPTIONS")

@@ -1,8 +1,8 @@
 // EmbeddedServer.cs: runs pathserver as a child process of the game and says where it listens.
 //
-// The companion of PathServerClient.cs (which does not need it): base class library only, no
-// engine assembly, so the same file serves Unity, Godot .NET and console programs. It starts
-// the server the way the Godot addon does:
+// The companion of the client, PathServerClient*.cs (which does not need it): base class
+// library only, no engine assembly, so the same file serves Unity, Godot .NET and console
+// programs. It starts the server the way the Godot addon does:
 //
 //   1. a bundle built by `pathserver bundle OUT_DIR` on the platform it is for, its folder
 //      copied to BundleRoot/<platform>/ so that the executable is
@@ -83,8 +83,7 @@ namespace PathServer
         public IDictionary<string, string> Environment { get; } = new Dictionary<string, string>();
         /// <summary>
         /// How long to wait for the ready line (default 300 s, as the Godot addon: a first
-        /// `python -m pathserver` compiles its kernels for about two minutes here, longer on a slow machine; a bundle
-        /// carries them compiled and starts in about 2 s).
+        /// `python -m pathserver` compiles its kernels; a bundle carries them compiled).
         /// </summary>
         public TimeSpan StartTimeout { get; set; } = TimeSpan.FromSeconds(300);
         /// <summary>Receives each line the server prints (stdout and stderr) and what this helper decides; called from background threads.</summary>
@@ -190,11 +189,9 @@ namespace PathServer
         int _disposed;
 
         /// <summary>
-        /// Starts the server (see the file's overview for which command) and completes once its
-        /// ready line came: Endpoint is set. Throws PathServerException ("embedded_server_failed")
-        /// when it cannot be run, exits first or prints no ready line within StartTimeout (then it
-        /// is stopped), and OperationCanceledException when <paramref name="cancellationToken"/>
-        /// is cancelled first. Awaited on Unity's main thread, it resumes there.
+        /// Starts the server (the file's overview says which command) and completes once it is ready,
+        /// Endpoint set. Throws PathServerException "embedded_server_failed" when it cannot run, exits
+        /// or is not ready within StartTimeout; OperationCanceledException when cancelled first.
         /// </summary>
         public static async Task<EmbeddedServer> StartAsync(EmbeddedServerOptions options,
             CancellationToken cancellationToken = default(CancellationToken))

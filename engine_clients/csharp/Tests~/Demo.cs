@@ -1,6 +1,6 @@
 // Demo.cs: the C# client from a console, the way a game would use it.
 //
-//     mcs -out:Demo.exe Runtime/PathServerClient.cs 'Tests~/Demo.cs'      (from engine_clients/csharp)
+//     mcs -out:Demo.exe Runtime/PathServerClient*.cs 'Tests~/Demo.cs'      (from engine_clients/csharp)
 //     mono Demo.exe [tcp://127.0.0.1:5555] [MAP]
 //
 // 1. await one path per unit size (async/await style);
