@@ -21,6 +21,8 @@ SLOW_TIMEOUT_S = 600
 
 sys.path.insert(0, str(TESTS))
 
+from reliability.helpers import FIGURES  # noqa: E402  (the suite's figures, printed at the end)
+
 
 def pytest_sessionstart(session):
     """On an empty kernel cache (as in CI) and a second core, a second process compiles the
@@ -28,6 +30,8 @@ def pytest_sessionstart(session):
     ``pathserver serve`` does; its kernels are merged into the cache as soon as it ends."""
     from pathserver.server import startup
 
+    if hasattr(session.config, "workerinput"):
+        return  # a pytest-xdist worker: the controller started the second process
     if startup.kernels_cached(startup.kernel_cache_dir()) or (os.cpu_count() or 1) < 2:
         return
     helper = startup.SecondProcess()
@@ -44,6 +48,24 @@ def pytest_sessionfinish(session):
     helper = session.config.stash.get(_SECOND_PROCESS, None)
     if helper is not None:
         helper.close()
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: its figures go to the controller
+        workeroutput["figures"] = FIGURES
+
+
+def pytest_testnodedown(node, error):
+    """pytest-xdist: a worker's figures, for the controller's summary."""
+    for section, lines in getattr(node, "workeroutput", {}).get("figures", {}).items():
+        FIGURES.setdefault(section, []).extend(lines)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not FIGURES:
+        return
+    terminalreporter.section("reliability figures")
+    for section, lines in FIGURES.items():
+        for line in lines:
+            terminalreporter.write_line(f"{section:>14}: {line}")
 
 
 def pytest_addoption(parser):

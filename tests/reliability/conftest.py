@@ -5,7 +5,7 @@ measured figures printed at the end of the run (also without ``-s``)."""
 import pytest
 import zmq
 
-from reliability.helpers import FIGURES, ServerProcess, record, small_maps
+from reliability.helpers import ServerProcess, record, small_maps
 from pathserver.server.startup import warm_kernels
 
 
@@ -47,11 +47,3 @@ def context():
     yield ctx
     ctx.destroy(linger=0)
 
-
-def pytest_terminal_summary(terminalreporter):
-    if not FIGURES:
-        return
-    terminalreporter.section("reliability figures")
-    for section, lines in FIGURES.items():
-        for line in lines:
-            terminalreporter.write_line(f"{section:>14}: {line}")
