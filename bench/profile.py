@@ -55,7 +55,7 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
         jps_plus = None
     from pathserver.core.astar import next_pass_id
     from pathserver.core.query import solve
-    from pathserver.grid import search
+    from pathserver.grid import prepared
 
     walkable = movingai.read_walkable(path)
     problems = movingai.bucket_spread(movingai.read_scenarios(path, walkable), queries, seed)
@@ -67,7 +67,7 @@ def profile_map(name: str, path: Path, queries: int, rounds: int, seed: int) -> 
             wait()
     find_path(gridmap, (problems[0].sx, problems[0].sy), (problems[0].gx, problems[0].gy))
     call = next(c for c in gridmap.layers.prepared_calls() if c.size == (1, 1))
-    ws = search.workspace(call.n)
+    ws = prepared.workspace(call.n)
     fields = dict(zip(call.FIELDS, call.fields))
     fixed = tuple(fields[name] for name in call.FIELDS[call.FIELDS.index("cells"):call.FIELDS.index("mode")])
     one_start = np.zeros(0, dtype=np.int32)  # jps_plus's sources: none, one start

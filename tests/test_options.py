@@ -208,11 +208,11 @@ def test_the_tables_list_each_option_with_the_requests_taking_it():
             assert f"| `{option.name}` |" in query_options_table()
 
 def test_the_kernel_codes_name_exactly_the_choices():
-    from pathserver.grid import search
+    from pathserver.grid import prepared
     from pathserver.options import BY_NAME
 
-    for name, table in (("smooth", search.SMOOTHING), ("diagonal", search.DIAGONALS),
-                        ("heuristic", search.HEURISTICS)):
+    for name, table in (("smooth", prepared.SMOOTHING), ("diagonal", prepared.DIAGONALS),
+                        ("heuristic", prepared.HEURISTICS)):
         assert set(table) == set(BY_NAME[name].choices), name
 
 

@@ -7,7 +7,7 @@ A :class:`~pathserver.grid.gridmap.GridMap` owns one (``gridmap.layers``). It ke
   keyed ``(unit_w, unit_h)``, or ``(unit_w, unit_h, rules)`` under a rule set;
 - the map as each of the last :data:`TERRAINS_LIMIT` rule sets sees it (its walkable
   cells, clearance and costs: what the rule set's layers are built from);
-- ``find_path``'s prepared calls (``pathserver.grid.search.PreparedCall``), keyed by the
+- ``find_path``'s prepared calls (``pathserver.grid.prepared.PreparedCall``), keyed by the
   raw options of a call: each holds the arrays of one layer, so every eviction drops
   them all, and none outlives its layer in the cache;
 - the distance fields ``next_steps`` steers on, the last :data:`FIELDS_LIMIT` (and at most

@@ -34,7 +34,7 @@ from pathserver.errors import (
 )
 from pathserver.grid.avoid import Avoided, blocker_boxes
 from pathserver.grid.gridmap import GridMap, python_value
-from pathserver.grid.search import (
+from pathserver.grid.prepared import (
     avoid_boxes,
     cell_of,
     cells_of,

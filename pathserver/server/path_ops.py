@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathserver.core import wire as wire_kernels
 from pathserver.errors import PathserverError, SearchLimitError
 from pathserver.grid.avoid import as_arrays
-from pathserver.grid.search import find_path, find_path_within, find_paths
+from pathserver.grid.avoid_search import find_path_within
+from pathserver.grid.search import find_path, find_paths
 from pathserver.options import PER_REQUEST, cell_rows
 from pathserver.protocol import packed as packing
 from pathserver.protocol.replies import PathAnswer, PathReplies, batch_error, error_object, ok_reply

@@ -10,7 +10,7 @@ from pathserver.core.clearance import compute_clearance, footprint_cost, index_c
 from pathserver.core.components import block_labels, component_at, label_components, nearest_with_label
 from pathserver.core.lines import line_is_optimal, segment_clear, straight_grid_path
 from pathserver.grid.gridmap import GridMap, _global_labels
-from pathserver.grid.search import DIAGONALS
+from pathserver.grid.prepared import DIAGONALS
 
 NO_HEIGHTS = np.zeros((1, 1), dtype=np.float32)
 # What uniform maps pass for cost_index / cost_table (never read when uniform is 1).

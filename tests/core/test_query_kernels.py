@@ -17,7 +17,7 @@ from pathserver.core.avoid import (
 from pathserver.core.cut import block_pieces
 from pathserver.core.dijkstra import _field_buckets, _field_heap, field_whole, ring_size
 from pathserver.core.goals import goal_boxes
-from pathserver.grid.search import workspace
+from pathserver.grid.prepared import workspace
 
 
 def _boxes(rng, width, height, count):

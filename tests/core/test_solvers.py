@@ -10,7 +10,7 @@ import pytest
 
 from pathserver import GridMap, find_path
 from pathserver.core import query, status as st
-from pathserver.grid.search import prepared_call, workspace
+from pathserver.grid.prepared import prepared_call, workspace
 from naive import random_grid
 
 

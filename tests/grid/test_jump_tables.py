@@ -270,7 +270,7 @@ def test_avoided_cells_as_arrays_take_the_quick_way_to_the_general_ways_answers(
     # layer's after each.
     from pathserver.grid import avoid as avoid_module
     from pathserver.grid.avoid import Avoided
-    from pathserver.grid.search import find_path_within
+    from pathserver.grid.avoid_search import find_path_within
 
     laid = {"quick": 0, "refused": 0, "last": False}
     real = Avoided.laid.__func__

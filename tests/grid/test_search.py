@@ -354,7 +354,7 @@ def test_option_values_that_compare_equal_to_valid_ones_are_still_refused():
 
 
 def test_pass_ids_wrap_before_the_int32_stamps_overflow():
-    import pathserver.grid.search as search
+    import pathserver.grid.prepared as prepared
     from pathserver.core.astar import PASS_ID_LIMIT
 
     m = GridMap.from_ascii("""
@@ -364,7 +364,7 @@ def test_pass_ids_wrap_before_the_int32_stamps_overflow():
         ........
     """)
     expected = find_path(m, (0, 2), (7, 2), line_of_sight=False)
-    work_int = search._local.workspace.work_int
+    work_int = prepared.thread_local.workspace.work_int
     last = work_int.shape[1] - 1
     # Stale stamps that would read as "open" or "closed" for the pass ids after the wrap.
     work_int[3, :last] = 3
