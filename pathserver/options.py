@@ -361,8 +361,45 @@ def cell_rows(value, at: str):
     return number_rows(value, 2, at, "[x, y]")
 
 
-def _check_cells(option: Option, value, at: str):
-    # Returns (cells, rects), each the rows given (or () for none).
+@dataclass(frozen=True, slots=True, eq=False)
+class Avoid:
+    """A checked ``avoid``: ``cells`` float64 (n, 2) ``[x, y]`` and ``rects`` float64 (m, 4)
+    ``[x, y, w, h]``, read-only and C-ordered, every number finite, each rectangle's
+    ``w, h > 0``, ``n + m`` within the option's maximum. The option's check makes it, once;
+    the searches take it as it is (grid cells, whatever the request's ``space``)."""
+
+    cells: np.ndarray
+    rects: np.ndarray
+
+    @classmethod
+    def of_rows(cls, cells, rects) -> "Avoid":
+        """The Avoid of rows checked already (``[x, y]`` and ``[x, y, w, h]``)."""
+        return cls(_float_rows(cells, 2), _float_rows(rects, 4))
+
+    def key(self) -> tuple:
+        """A hashable key equal for equal cells and rectangles (for caches)."""
+        return self.cells.tobytes(), self.rects.tobytes()
+
+    def __eq__(self, other) -> bool:
+        return (type(other) is Avoid and np.array_equal(self.cells, other.cells)
+                and np.array_equal(self.rects, other.rects))
+
+    __hash__ = None  # equal by value, as the dict it stands for
+
+
+def _float_rows(rows, width: int) -> np.ndarray:
+    """Checked rows as a read-only C float64 (n, width) array (no copy when already one)."""
+    if type(rows) is np.ndarray and rows.dtype == np.float64 and rows.flags.c_contiguous:
+        array = rows.view() if rows.flags.writeable else rows
+    else:
+        array = np.array(rows, dtype=np.float64).reshape(-1, width)
+    array.setflags(write=False)
+    return array
+
+
+def _check_cells(option: Option, value, at: str) -> Avoid:
+    if type(value) is Avoid:
+        return value  # checked when it was made
     if type(value) is not dict:
         raise RequestError(f"'{option.name}' must be a map {{cells: [[x, y], ...], rects: [[x, y, w, h], ...]}}, "
                            f"got {wire_type(value)}", at=at)
@@ -372,14 +409,17 @@ def _check_cells(option: Option, value, at: str):
     cells = value.get("cells")
     rects = value.get("rects")
     cells = () if cells is None else cell_rows(cells, f"{at}.cells")
-    rects = () if rects is None else number_rows(rects, 4, f"{at}.rects", "[x, y, w, h]")
+    if rects is None:
+        rects = ()
+    elif not plain_number_array(rects, 4):
+        rects = number_rows(rects, 4, f"{at}.rects", "[x, y, w, h]")
     if len(cells) + len(rects) > option.max:
         raise TooLargeError(f"{len(cells) + len(rects)} cells and rectangles in '{option.name}'; at most "
                             f"{option.max}", at=at)
     for i, (_, _, w, h) in enumerate(rects):
         if w <= 0 or h <= 0:
             raise RequestError(f"rectangle width and height must be > 0, got {w} x {h}", at=f"{at}.rects[{i}]")
-    return cells, rects
+    return Avoid.of_rows(cells, rects)
 
 
 def _check_traversal(option: Option, value, at: str):

@@ -23,40 +23,22 @@ import numpy as np
 from pathserver.core.avoid import block_anchors, boxes_from, lay_cells, price_anchors, restore_anchors
 from pathserver.core.relay import lay_avoided, lift_avoided, new_overlay
 from pathserver.core.repair import MANY_CUTS, RELAX_FULL, RELAX_RADIUS, relax
-from pathserver.grid.gridmap import number_array
-from pathserver.options import cell_rows
+from pathserver.options import Avoid
 
 #: How many layers' copies one thread keeps (least recently used dropped).
 SCRATCH_LIMIT = 4
 
 _NO_BOXES = np.zeros((0, 4), dtype=np.int64)
-_NO_CELLS = np.zeros((0, 2), dtype=np.float64)
-_NO_RECTS = np.zeros((0, 4), dtype=np.float64)
 
 
-#: The numbers in a row of each of ``avoid``'s arrays.
-ROW_WIDTHS = {"cells": 2, "rects": 4}
-
-
-def as_arrays(avoid: dict) -> dict:
-    """An ``avoid`` value already checked (by :mod:`pathserver.options`) with its rows as
-    float64 arrays, which the searches take without walking them again (200 cells as
-    lists: 25 µs a query); ``cells`` may be the wire's bin (:func:`~pathserver.options.cell_rows`)."""
-    return {key: number_array(cell_rows(rows, key) if type(rows) is bytes else rows, ROW_WIDTHS[key])
-            for key, rows in avoid.items() if rows is not None}
-
-
-def blocker_boxes(gridmap, checked) -> np.ndarray:
-    """``(cells, rects)`` as :mod:`pathserver.options` checks an ``avoid`` value, as int64
-    (K, 4) boxes ``x0, y0, x1, y1`` (ends excluded) clipped to the map, empty ones left
-    out. Float coordinates cover the cells they touch: a cell ``(x, y)`` is the cell the
-    point falls in, a rectangle every cell it overlaps."""
-    cells, rects = checked
-    if not len(cells) and not len(rects):
+def blocker_boxes(gridmap, avoid: Avoid) -> np.ndarray:
+    """A checked ``avoid`` as int64 (K, 4) boxes ``x0, y0, x1, y1`` (ends excluded)
+    clipped to the map, empty ones left out. Float coordinates cover the cells they
+    touch: a cell ``(x, y)`` is the cell the point falls in, a rectangle every cell it
+    overlaps."""
+    if not len(avoid.cells) and not len(avoid.rects):
         return _NO_BOXES
-    return boxes_from(number_array(cells, ROW_WIDTHS["cells"]) if len(cells) else _NO_CELLS,
-                      number_array(rects, ROW_WIDTHS["rects"]) if len(rects) else _NO_RECTS,
-                      float(gridmap.width), float(gridmap.height))
+    return boxes_from(avoid.cells, avoid.rects, float(gridmap.width), float(gridmap.height))
 
 
 class _Scratch:
@@ -117,23 +99,6 @@ def _readonly_view(array: np.ndarray) -> np.ndarray:
     view = array.view()
     view.setflags(write=False)
     return view
-
-
-_NO_ROWS = {key: _readonly(np.zeros((0, width), dtype=np.float64)) for key, width in ROW_WIDTHS.items()}
-
-
-def laid_rows(rows, key: str) -> np.ndarray | None:
-    """``avoid``'s ``key`` rows as :meth:`Avoided.laid` takes them, read-only C float64:
-    None given, none; a numpy (n, width) array of numbers, converted if need be (its
-    numbers not yet checked finite); anything else None (the general way checks it)."""
-    width = ROW_WIDTHS[key]
-    if rows is None:
-        return _NO_ROWS[key]
-    if type(rows) is not np.ndarray or rows.ndim != 2 or rows.shape[1] != width or rows.dtype.kind not in "iuf":
-        return None
-    if rows.dtype != np.float64 or not rows.flags.c_contiguous:
-        rows = np.ascontiguousarray(rows, dtype=np.float64)
-    return _readonly_view(rows) if rows.flags.writeable else rows
 
 
 _local = threading.local()
@@ -253,15 +218,16 @@ class Avoided:
         self._relaxed = None
 
     @classmethod
-    def laid(cls, cells, cost_index, cost_table, uniform, unit_w, unit_h, rows, rects, start, goal) -> "Avoided | None":
-        """The quick way in: the avoided cells ``rows`` and rectangles ``rects`` (from
-        :func:`laid_rows`: read-only C float64, their numbers not yet checked) blocked for a
-        unit going from ``start`` to ``goal`` by one kernel call
+    def laid(cls, cells, cost_index, cost_table, uniform, unit_w, unit_h, avoid: Avoid, start,
+             goal) -> "Avoided | None":
+        """The quick way in: a checked ``avoid``'s cells and rectangles blocked for a unit
+        going from ``start`` to ``goal`` by one kernel call
         (:func:`pathserver.core.avoid.lay_cells`), the start freed (as :meth:`release`
-        does): an Avoided whose ``with`` finds them laid, or None (nothing laid) where a
-        number is not finite, a rectangle is empty, the goal is not free with them laid or
-        none is on the map (the caller's general way checks, snaps and lays then)."""
+        does): an Avoided whose ``with`` finds them laid, or None (nothing laid) where the
+        goal is not free with them laid or none is on the map (the caller's general way
+        snaps and lays then)."""
         scratch = _scratch(cells)
+        rows, rects = avoid.cells, avoid.rects
         boxes = _lay_boxes(rows.shape[0] + rects.shape[0])
         count = lay_cells(scratch.cells, cells, rows, rects, unit_w, unit_h, *start, *goal, boxes)
         if count <= 0:  # refused, or all off the map: the general way searches as without them

@@ -9,8 +9,8 @@ import numpy as np
 from pathserver.core import status as st
 from pathserver.core.goals import snap_goals, solve_goals
 from pathserver.core.query import solver
-from pathserver.errors import GoalBlockedError, RequestError
-from pathserver.grid.avoid import Avoided, laid_rows
+from pathserver.errors import GoalBlockedError, PathserverError, RequestError
+from pathserver.grid.avoid import Avoided
 from pathserver.grid.gridmap import GridMap, python_value
 from pathserver.grid.prepared import (
     CALL_DEFAULTS,
@@ -31,7 +31,7 @@ from pathserver.grid.prepared import (
     traversal_rules,
     workspace,
 )
-from pathserver.options import BY_NAME
+from pathserver.options import BY_NAME, Avoid
 
 _GOALS = BY_NAME["goals"]
 _AVOID = BY_NAME["avoid"]
@@ -57,9 +57,15 @@ def find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals,
     laid on (``avoid`` alone as numpy rows: :func:`_find_path_avoiding` first). give_up >
     0: see :func:`find_path_within`."""
     if avoid is not None and goals is None and avoid_cost is None and traversal is None:
-        answer = _find_path_avoiding(gridmap, start, goal, unit_size, given, avoid, give_up)
-        if answer is not _GENERAL:
-            return answer
+        if type(avoid) is not Avoid:
+            try:
+                avoid = checked(_AVOID, avoid)
+            except PathserverError:
+                pass  # refused below, after the checks of the rest
+        if type(avoid) is Avoid:
+            answer = _find_path_avoiding(gridmap, start, goal, unit_size, given, avoid, give_up)
+            if answer is not _GENERAL:
+                return answer
     if goals is not None and goal is not None:
         raise RequestError("pass goal or goals, not both", at="goals")
     if goals is None and goal is None:
@@ -196,7 +202,6 @@ def _round_the_cells(avoided: Avoided, call: PreparedCall, cells, gridmap: GridM
 #: :func:`_find_path_avoiding`'s answer where the general way must answer.
 _GENERAL = object()
 
-_AVOID_KEYS = frozenset(("cells", "rects"))
 _AVOID_MODE = 1 << st.MODE_AVOIDING | 1 << st.MODE_RELAXED
 
 
@@ -211,11 +216,7 @@ def _find_path_avoiding(gridmap: GridMap, start, goal, unit_size, given: dict, a
     (:func:`_round_the_cells`): the general way's answer, without its checks in Python.
     Anything else: :data:`_GENERAL`. give_up: as :func:`find_path_within` (None past
     it)."""
-    if type(avoid) is not dict or not avoid.keys() <= _AVOID_KEYS:
-        return _GENERAL
-    cells = laid_rows(avoid.get("cells"), "cells")
-    rects = laid_rows(avoid.get("rects"), "rects")
-    if cells is None or rects is None or not 0 < len(cells) + len(rects) <= _AVOID.max:
+    if not len(avoid.cells) + len(avoid.rects):
         return _GENERAL
     call = prepared_call(gridmap, unit_size, None, given, prepare=False)
     if call is None:
@@ -232,8 +233,8 @@ def _find_path_avoiding(gridmap: GridMap, start, goal, unit_size, given: dict, a
     if (type(sx) is not int or type(sy) is not int or type(gx) is not int or type(gy) is not int
             or not (0 <= sx < width and 0 <= sy < height and 0 <= gx < width and 0 <= gy < height)):
         return _GENERAL
-    avoided = Avoided.laid(call_cells, cost_index, cost_table, (mode >> st.MODE_UNIFORM) & 1, unit_w, unit_h, cells,
-                           rects, (sx, sy), (gx, gy))
+    avoided = Avoided.laid(call_cells, cost_index, cost_table, (mode >> st.MODE_UNIFORM) & 1, unit_w, unit_h, avoid,
+                           (sx, sy), (gx, gy))
     if avoided is None:
         return _GENERAL
     ws = workspace(n)

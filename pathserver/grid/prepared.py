@@ -61,6 +61,8 @@ NO_BOUNDS.setflags(write=False)
 #: No overlay: JPS+ reads its table alone (see pathserver.core.relay).
 NO_OVERLAY = np.zeros(0, dtype=np.uint64)
 NO_OVERLAY.setflags(write=False)
+NO_BOXES = np.zeros((0, 4), dtype=np.int64)
+NO_BOXES.setflags(write=False)
 
 
 @dataclass(slots=True)
@@ -154,27 +156,18 @@ def workspace(n: int) -> Workspace:
 
 
 def _plain_arrays(option, value):
-    """``value`` when it is an array option's value given as numpy arrays that pass as
-    they are (points, or avoided cells and rectangles), else None: checked without walking
-    them number by number. Anything else, refusals included, goes the general way."""
+    """``value`` when it is a points option's value given as a numpy array that passes as
+    it is, else None: checked without walking it number by number. Anything else,
+    refusals included, goes the general way (``avoid``'s own check takes numpy arrays)."""
     if option.kind == "points":
         if plain_number_array(value, 2) and option.min <= len(value) <= option.max:
             return value
-    elif option.kind == "cells" and type(value) is dict and value.keys() <= {"cells", "rects"}:
-        cells = value.get("cells")
-        rects = value.get("rects")
-        if ((cells is None or plain_number_array(cells, 2)) and (rects is None or plain_number_array(rects, 4))
-                and (cells is not None or rects is not None)):
-            cells = () if cells is None else cells
-            rects = () if rects is None else rects
-            if len(cells) + len(rects) <= option.max and (not len(rects) or bool((rects[:, 2:] > 0).all())):
-                return cells, rects
     return None
 
 
 def checked(option, value):
     """``option.check(value)`` with numpy values counting as the Python values they hold:
-    arrays of points or of avoided cells pass as they are when plainly valid, another
+    arrays of points pass as they are when plainly valid, another
     array is converted first, anything else only when the plain check refuses it (the
     conversion walks the value, which for 100 goals costs more than searching them)."""
     if isinstance(value, (np.ndarray, dict)):
@@ -464,5 +457,5 @@ def traversal_rules(gridmap: GridMap, traversal) -> tuple | None:
 def avoid_boxes(gridmap: GridMap, avoid) -> np.ndarray:
     """``avoid`` checked by the options' rule, as boxes clipped to the map (maybe none)."""
     value = checked(_AVOID, avoid)
-    return blocker_boxes(gridmap, value if value is not None else ((), ()))
+    return NO_BOXES if value is None else blocker_boxes(gridmap, value)
 

@@ -35,6 +35,7 @@ from pathserver.errors import (
 from pathserver.grid.avoid import Avoided, blocker_boxes
 from pathserver.grid.gridmap import GridMap, python_value
 from pathserver.grid.prepared import (
+    NO_BOXES,
     avoid_boxes,
     cell_of,
     cells_of,
@@ -43,7 +44,7 @@ from pathserver.grid.prepared import (
     traversal_rules,
     workspace,
 )
-from pathserver.options import BY_NAME, MAX_AVOID, MAX_GOALS, number_rows
+from pathserver.options import BY_NAME, MAX_AVOID, MAX_GOALS, Avoid, number_rows
 
 _BUDGET = BY_NAME["budget"]
 _GOALS = BY_NAME["goals"]
@@ -387,7 +388,7 @@ def next_steps(
     units = _positions(gridmap, positions)
     call = grids.call
     key = ("steer", call.layer_key, call.mode, call.climb, tuple(map(tuple, goals)),
-           None if avoid_checked is None else tuple(tuple(map(tuple, part)) for part in avoid_checked), avoid_cost,
+           None if avoid_checked is None else avoid_checked.key(), avoid_cost,
            max_cost)
     entry = gridmap.layers.field(key)
     if entry is None:
@@ -403,7 +404,7 @@ def next_steps(
 
 def _steering_field(gridmap, grids: _Grids, goals, avoid_checked, avoid_cost, max_cost) -> SteeringField:
     call = grids.call
-    boxes = blocker_boxes(gridmap, avoid_checked if avoid_checked is not None else ((), ()))
+    boxes = NO_BOXES if avoid_checked is None else blocker_boxes(gridmap, avoid_checked)
     goal_cells = cells_of(goals, "goals", gridmap)
     out = np.full((gridmap.height, gridmap.width), np.inf)
     # Each cell's step, where the field's search records it (the rest worked out on use).
@@ -485,7 +486,7 @@ def check_block(
         snap_goals(call.cells, call.comps, spots, 1, snapped)
         # No cell holds the unit at all: nothing is connected, nothing can be cut.
         spots = np.where(snapped >= 0, snapped, spots)
-    boxes = blocker_boxes(gridmap, (cells_rows, rect_rows))
+    boxes = blocker_boxes(gridmap, Avoid.of_rows(cells_rows, rect_rows))
     before = np.zeros(len(spots), dtype=np.int64)
     pieces = np.empty(len(spots), dtype=np.int64)
     unit_w, unit_h = call.size

@@ -283,8 +283,9 @@ _QUERY_OWN = {
     "check_block": (("points", "cells", "rects"), ("points",)),
 }
 _QUERY_FIELDS_OF = {op: ("id", "op", "map", *own) + op_fields(op) for op, (own, _) in _QUERY_OWN.items()}
-#: Options whose values the Python functions take as sent (arrays, maps), after the check.
-_AS_SENT = frozenset(("points", "cells", "traversal"))
+#: Options whose values the Python functions take as sent (arrays, maps), after the check;
+#: ``avoid`` goes on as the check's :class:`~pathserver.options.Avoid`.
+_AS_SENT = frozenset(("points", "traversal"))
 
 
 def parse_path(rid: int, obj: dict) -> PathRequest:
@@ -354,12 +355,11 @@ def parse_path_fast(obj: dict, max_depth: int = 8) -> PathRequest | None:
                 if key != "avoid" or max_depth < 4:
                     return None
                 # Other units' cells, a game's common extra: checked by C loops over
-                # the arrays (the option's own check), kept as sent like _query keeps it.
+                # the arrays (the option's own check), kept as its Avoid like _query keeps it.
                 try:
-                    _AVOID.check(value, "")
+                    options[key] = _AVOID.check(value, "")
                 except PathserverError:
                     return None
-                options[key] = value
                 continue
             if check is _SPACE:
                 if type(value) is not str or value not in _SPACE:

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathserver.core import wire as wire_kernels
 from pathserver.errors import PathserverError, SearchLimitError
-from pathserver.grid.avoid import as_arrays
 from pathserver.grid.avoid_search import find_path_within
 from pathserver.grid.search import find_path, find_paths
-from pathserver.options import PER_REQUEST, cell_rows
+from pathserver.options import PER_REQUEST
 from pathserver.protocol import packed as packing
 from pathserver.protocol.replies import PathAnswer, PathReplies, batch_error, error_object, ok_reply
 from pathserver.protocol.requests import PathQuery, PathRequest, PathsRequest
@@ -26,7 +25,7 @@ def handle_path(request: PathRequest, registry) -> dict:
     gridmap = registry.get(request.map)
     query = request.query
     unit, start, goal, options = _endpoints(gridmap, query)
-    result = find_path(gridmap, start, goal, unit, **_avoid_arrays(options))
+    result = find_path(gridmap, start, goal, unit, **options)
     return _PATH_REPLIES.reply(request.id, path_answer(gridmap, query.space, result, query.goal is None),
                                request.packed)
 
@@ -87,7 +86,7 @@ def run_bounded(request: PathRequest, registry, budget: int, max_distance: int):
         own_budget = options.get("max_expansions")
         if per_request:
             # Other units' cells: the worker's own search, given up past the budget.
-            result = find_path_within(gridmap, start, goal, unit, budget, **_avoid_arrays(options))
+            result = find_path_within(gridmap, start, goal, unit, budget, **options)
             if result is None:
                 return None
         elif own_budget is not None and own_budget <= budget:
@@ -152,17 +151,7 @@ def _inline_avoid(options: dict, per_request) -> bool:
     if len(per_request) != 1 or "avoid" not in per_request:
         return False
     avoid = options["avoid"]
-    cells = avoid.get("cells")
-    if type(cells) is bytes:
-        cells = cell_rows(cells, "avoid.cells")  # a view: no copy
-    return not avoid.get("rects") and (cells is None or len(cells) <= INLINE_AVOID_CELLS)
-
-
-def _avoid_arrays(options: dict) -> dict:
-    """``options`` with ``avoid``'s lists or bin (checked when the request was parsed) as
-    arrays (``grid.avoid.as_arrays``); made once for a group of queries."""
-    avoid = options.get("avoid")
-    return {**options, "avoid": as_arrays(avoid)} if avoid else options
+    return not len(avoid.rects) and len(avoid.cells) <= INLINE_AVOID_CELLS
 
 
 def _search(gridmap, entries: list) -> list:
@@ -170,7 +159,6 @@ def _search(gridmap, entries: list) -> list:
     options)`` of equal unit and options: one ``find_paths`` call, spread over all cores,
     or with ``goals`` (which ``find_paths`` has no slot for) one ``find_path`` each."""
     _, unit, _, _, options = entries[0]
-    options = _avoid_arrays(options)
     if "goals" not in options:
         return find_paths(gridmap, [entry[2] for entry in entries], [entry[3] for entry in entries], unit,
                           errors="return", **options)
