@@ -98,7 +98,7 @@ _values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=5)
 _keys = st.sampled_from(["op", "id", "map", "cells", "costs"]) | st.text(max_size=4)
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(st.dictionaries(_keys, _values, max_size=8), st.booleans())
 def test_top_level_op_agrees_with_msgpack(obj, single_float):
     """What the header scan reads is what a full decode finds: the op of a map with one

@@ -18,7 +18,7 @@ from pathserver.broker import WORKER_WAIT_S
 
 #: "Idle" means this share of one core at most, measured over IDLE_WINDOW_S.
 IDLE_CPU_SHARE = 0.02
-IDLE_WINDOW_S = 10.0
+IDLE_WINDOW_S = 4.0
 
 
 @pytest.fixture
