@@ -169,5 +169,5 @@ def test_no_module_imports_itself_back_through_others():
 def test_the_reader_sees_the_imports_it_is_checking():
     """The parser itself: the edges STYLE.md names are found, a function-level import too."""
     assert "pathserver.grid.gridmap" in GRAPH["pathserver.maps.formats"]
-    assert "pathserver.core.query" in GRAPH["pathserver.grid.search"]
+    assert "pathserver.core.query" in GRAPH["pathserver.grid.prepared"]
     assert "pathserver.grid.search" in GRAPH["pathserver.render"]  # imported inside run()
