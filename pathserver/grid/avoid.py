@@ -23,7 +23,7 @@ import numpy as np
 from pathserver.core.avoid import block_anchors, boxes_from, lay_cells, price_anchors, restore_anchors
 from pathserver.core.relay import lay_avoided, lift_avoided, new_overlay
 from pathserver.core.repair import MANY_CUTS, RELAX_FULL, RELAX_RADIUS, relax
-from pathserver.grid.gridmap import number_array
+from pathserver.grid.values import number_array
 from pathserver.options import cell_rows
 
 #: How many layers' copies one thread keeps (least recently used dropped).

@@ -27,7 +27,6 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -42,8 +41,9 @@ from pathserver.core.jps import jump_bitmaps
 from pathserver.core.jpsplus import fits as jump_table_fits
 from pathserver.core.jpsplus import jump_table, update_jump_table
 from pathserver.core.landmarks import LANDMARKS, LEAST_SCALE, landmark_table
-from pathserver.errors import BadUnitSizeError, MapLoadError, OutOfBoundsError, RequestError
+from pathserver.errors import MapLoadError, RequestError
 from pathserver.grid.cache import LayerCache
+from pathserver.grid.values import check_edit, floor_cell, footprint_offsets, normalize_unit_size
 from pathserver.options import BY_NAME, quoted
 
 #: Maps larger than this many cells are refused before anything is allocated.
@@ -104,80 +104,6 @@ def _file_formats(verb: str):
             f"GridMap.{verb} needs the map file formats: import pathserver.maps first "
             "(`from pathserver import GridMap` does)"
         ) from None
-
-
-def footprint_offsets(unit_w: int, unit_h: int) -> tuple[int, int]:
-    """How far the footprint reaches left and up from the unit's cell."""
-    return (unit_w - 1) // 2, (unit_h - 1) // 2
-
-
-_PLAIN = frozenset((int, float, bool, str, type(None)))
-_SEQUENCES = frozenset((tuple, list))
-
-
-def python_value(value):
-    """numpy scalars and arrays as the Python values they hold (``.tolist()``), in a tuple,
-    list or dict too; anything else as it is. The Python API takes numpy values wherever
-    the wire takes numbers, bools or strings, and then checks them by the wire's rules."""
-    if isinstance(value, (np.generic, np.ndarray)):
-        return value.tolist()
-    if type(value) is tuple or type(value) is list:
-        # Points and rectangles of plain numbers, the common case, are checked by C loops
-        # over type sets: walking 100 goals one by one cost more than searching them.
-        kinds = set(map(type, value))
-        if kinds <= _PLAIN:
-            return value
-        if kinds <= _SEQUENCES and set(map(type, (v for row in value for v in row))) <= _PLAIN:
-            return value
-        return type(value)(map(python_value, value))
-    if type(value) is dict:
-        return {key: python_value(item) for key, item in value.items()}
-    return value
-
-
-def number_array(rows, width: int) -> np.ndarray:
-    """float64 (n, width) of ``rows`` (a numpy array, or rows of ``width`` numbers as
-    :func:`pathserver.options.number_rows` checks them); numbers past float's range become
-    +-1e300, off any map. (``np.fromiter`` over the flattened rows takes half the time of
-    ``np.asarray`` on a sequence of tuples.)"""
-    if isinstance(rows, np.ndarray):
-        return rows.astype(np.float64, copy=False).reshape(-1, width)
-    try:
-        return np.fromiter(chain.from_iterable(rows), dtype=np.float64, count=len(rows) * width).reshape(-1, width)
-    except OverflowError:
-        return np.array([[min(max(v, -1e300), 1e300) for v in row] for row in rows], dtype=np.float64).reshape(
-            -1, width)
-
-
-def floor_cell(x, y, at: str | None = None) -> tuple[int, int]:
-    """The cell that the point ``(x, y)`` (Python ints or floats, in grid units) falls
-    in: each coordinate floored. OutOfBoundsError (at ``at``) for a non-finite one, which
-    only a far-off world point brings here: the callers refuse NaN and infinities."""
-    try:
-        return math.floor(x), math.floor(y)
-    except (OverflowError, ValueError):  # infinite, NaN
-        raise OutOfBoundsError("coordinates are too far outside the map", at=at) from None
-
-
-_UNIT_SIZE = BY_NAME["unit_size"]
-
-
-def normalize_unit_size(unit_size, width: int | None = None, height: int | None = None) -> tuple[int, int]:
-    """``unit_size`` as ``(w, h)``: an int ``k`` means ``(k, k)``; None means 1.
-
-    Checked by the wire's rule (:mod:`pathserver.options`: ints >= 1, whole floats, numpy
-    values as the numbers they hold), which raises RequestError for a value of the wrong
-    type and BadUnitSizeError for a size below 1 or not whole; and, given the map's size,
-    BadUnitSizeError for a footprint larger than the map.
-    """
-    if type(unit_size) is int and unit_size >= 1 and (width is None or unit_size <= min(width, height)):
-        return unit_size, unit_size
-    w, h = _UNIT_SIZE.check(python_value(unit_size)) or (1, 1)
-    if width is not None and height is not None and (w > width or h > height):
-        raise BadUnitSizeError(
-            f"unit_size {w}x{h} is larger than the map ({width}x{height})", at="unit_size"
-        )
-    return w, h
 
 
 @dataclass(frozen=True)
@@ -590,16 +516,6 @@ def _build_cost_index(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     index = np.empty(cost.shape, dtype=_index_dtype(table.shape[0]))
     index_costs(cost, table, index, 0, 0, cost.shape[1], cost.shape[0])
     return table, _readonly(index)
-
-
-def check_edit(solid: bool | None, cost: float | None) -> None:
-    """RequestError unless an edit's ``solid`` / ``cost`` make an edit (see GridMap.edit)."""
-    from pathserver.errors import RequestError
-
-    if solid is None and cost is None:
-        raise RequestError("an edit needs solid or cost", at="solid")
-    if cost is not None and not (math.isfinite(cost) and cost >= 1.0):
-        raise RequestError("cost must be finite and >= 1", at="cost")
 
 
 def _edit_cost_index(cost: np.ndarray, table: np.ndarray, index: np.ndarray, box) -> tuple[np.ndarray, np.ndarray]:
@@ -1030,8 +946,6 @@ class GridMap:
         with ``boxes`` cell rectangles ``(x, y, w, h)``, applied in order: the cells end
         as :meth:`edit` called once per change leaves them (a cell made solid costs 1, as
         the constructor has it), for one copy of the arrays and one clearance update."""
-        from pathserver.errors import RequestError
-
         for _, solid, cost in changes:
             check_edit(solid, cost)
         walkable = self.walkable.copy()

@@ -33,7 +33,7 @@ from pathserver.errors import (
     TooLargeError,
 )
 from pathserver.grid.avoid import Avoided, blocker_boxes
-from pathserver.grid.gridmap import GridMap, python_value
+from pathserver.grid.gridmap import GridMap
 from pathserver.grid.search import (
     avoid_boxes,
     cell_of,
@@ -43,6 +43,7 @@ from pathserver.grid.search import (
     traversal_rules,
     workspace,
 )
+from pathserver.grid.values import python_value
 from pathserver.options import BY_NAME, MAX_AVOID, MAX_GOALS, number_rows
 
 _BUDGET = BY_NAME["budget"]
