@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import weakref
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -120,6 +121,31 @@ def _check_tags(tags, tag_names, classes, shape) -> tuple:
     return tags, names, checked
 
 
+class EditSeeds(NamedTuple):
+    """What :meth:`GridMap.edit_many` hands the generation it makes (a map made with one
+    is an edit: it gets no goal bounds, see :data:`~pathserver.grid.layers.
+    BOUNDS_MAX_CELLS`), so that it redoes only what the edit reached.
+
+    clearance: the new clearance, recomputed only where the edit can reach.
+    cost_edit: on a map with terrain costs, ``(cost_table, cost_index, box)`` of the
+        previous generation and the box ``(x0, y0, x1, y1)`` the edit touched (None: no
+        cell); None on a uniform one.
+    jump: the JPS+ tables of the previous generation by layer key, as ``(cells,
+        table)``: a layer's table is then updated where the edit reached instead of built
+        from scratch.
+    pieces: likewise check_block's pieces, as ``(cells, {eight: pieces})``.
+    landmarks: A*'s landmarks, handed on as they are by an edit that only blocks cells
+        (no cost falls, no move is added: every bound they give stays a consistent lower
+        bound); empty after any other edit.
+    """
+
+    clearance: np.ndarray
+    cost_edit: tuple | None
+    jump: dict
+    pieces: dict
+    landmarks: dict
+
+
 class GridMap:
     """An immutable grid map snapshot.
 
@@ -154,12 +180,7 @@ class GridMap:
         tags=None,
         tag_names: dict | None = None,
         classes: dict | None = None,
-        _clearance: np.ndarray | None = None,
-        _cost_edit: tuple | None = None,
-        _jump_seeds: dict | None = None,
-        _piece_seeds: dict | None = None,
-        _landmark_seeds: dict | None = None,
-        _edited: bool = False,
+        _edit: EditSeeds | None = None,
     ):
         walkable = np.asarray(walkable)
         if walkable.ndim != 2 or walkable.shape[0] < 1 or walkable.shape[1] < 1:
@@ -183,10 +204,10 @@ class GridMap:
             self.uniform_cost = bool(np.all(cost == 1.0))
         if self.uniform_cost:
             self.cost_index, self.cost_table = UNIFORM_COST_INDEX, UNIFORM_COST_TABLE
-        elif _cost_edit is not None:
+        elif _edit is not None and _edit.cost_edit is not None:
             # An edit of a map with terrain costs: its previous table, index and the box
             # the edit touched.
-            table, index, box = _cost_edit
+            table, index, box = _edit.cost_edit
             if box is None:
                 self.cost_table, self.cost_index = table, index
             else:
@@ -210,26 +231,25 @@ class GridMap:
         self.name = name
         self.generation = int(generation)
         self._walkable_u8 = readonly(self.walkable.view(np.uint8))
-        if _clearance is None:
+        if _edit is None:
             clearance = np.zeros(self.walkable.shape, dtype=np.uint16)
             compute_clearance(self._walkable_u8, clearance, 0, 0, self.width, self.height)
         else:
-            clearance = _clearance
+            clearance = _edit.clearance
         self.clearance = readonly(clearance)
         self.tags, self.tag_names, self.classes = _check_tags(tags, tag_names, classes, self.walkable.shape)
         #: The layers of the unit sizes used lately and find_path's prepared calls.
         self.layers = LayerCache(cache_sizes)
-        # The JPS+ tables of the generation this one was edited from, by layer key, as
-        # (cells, table): a layer's table is then updated where the edit reached instead
-        # of built from scratch.
-        self._jump_seeds = dict(_jump_seeds or {})
-        # Likewise check_block's pieces, as (cells, {eight: pieces}); and A*'s landmarks,
-        # handed on as they are by an edit that only blocks cells (no cost falls, no move
-        # is added: every bound they give stays a consistent lower bound).
-        self._piece_seeds = dict(_piece_seeds or {})
-        self._landmark_seeds = dict(_landmark_seeds or {})
-        # Made by edit(): no goal bounds (see pathserver.grid.layers.BOUNDS_MAX_CELLS).
-        self._edited = _edited
+        # What the generation this one was edited from handed on (see EditSeeds), by
+        # layer key; each seed is used once.
+        if _edit is None:
+            self._jump_seeds, self._piece_seeds, self._landmark_seeds = {}, {}, {}
+        else:
+            self._jump_seeds = dict(_edit.jump)
+            self._piece_seeds = dict(_edit.pieces)
+            self._landmark_seeds = dict(_edit.landmarks)
+        # Made by edit(): no goal bounds (see EditSeeds).
+        self._edited = _edit is not None
 
     # -- construction helpers -------------------------------------------------------
 
@@ -475,13 +495,14 @@ class GridMap:
             tags=self.tags,
             tag_names=self.tag_names,
             classes=self.classes,
-            _clearance=clearance,
-            _cost_edit=cost_edit,
-            _jump_seeds=self._seeds_for_edit(self._jump_seeds, UnitLayer.table_seed),
-            _landmark_seeds=self._seeds_for_edit(self._landmark_seeds, UnitLayer.landmarks) if solid else None,
-            _piece_seeds=self._seeds_for_edit(
-                {key: seed for key, seed in self._piece_seeds.items() if seed[1]}, UnitLayer.pieces_seed),
-            _edited=True,
+            _edit=EditSeeds(
+                clearance,
+                cost_edit,
+                jump=self._seeds_for_edit(self._jump_seeds, UnitLayer.table_seed),
+                pieces=self._seeds_for_edit(
+                    {key: seed for key, seed in self._piece_seeds.items() if seed[1]}, UnitLayer.pieces_seed),
+                landmarks=self._seeds_for_edit(self._landmark_seeds, UnitLayer.landmarks) if solid else {},
+            ),
         )
 
     def with_generation(self, generation: int) -> "GridMap":
