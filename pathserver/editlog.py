@@ -53,8 +53,9 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from pathserver.errors import AfterTimeoutError, ConflictError, StateUnavailableError, UnknownMapError
-from pathserver.grid.gridmap import GridMap, check_edit
+from pathserver.grid.gridmap import GridMap
 from pathserver.grid.overlay import Overlay, edit_boxes, map_crc
+from pathserver.grid.values import check_edit
 
 log = logging.getLogger("pathserver.state")
 

@@ -37,7 +37,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 from pathserver import options
 from pathserver.errors import PathserverError
-from pathserver.grid.gridmap import GridMap, footprint_offsets, normalize_unit_size
+from pathserver.grid.gridmap import GridMap
+from pathserver.grid.values import footprint_offsets, normalize_unit_size
 
 WALL = (38, 38, 46)
 FLOOR = (240, 237, 228)

@@ -11,7 +11,8 @@ from pathserver.core.goals import snap_goals, solve_goals
 from pathserver.core.query import solver
 from pathserver.errors import GoalBlockedError, PathserverError, RequestError
 from pathserver.grid.avoid import Avoided
-from pathserver.grid.gridmap import GridMap, python_value
+from pathserver.grid.gridmap import GridMap
+from pathserver.grid.values import python_value
 from pathserver.grid.prepared import (
     CALL_DEFAULTS,
     NO_BOUND_ROWS,

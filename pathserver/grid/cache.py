@@ -2,7 +2,7 @@
 
 A :class:`~pathserver.grid.gridmap.GridMap` owns one (``gridmap.layers``). It keeps
 
-- the :class:`~pathserver.grid.gridmap.UnitLayer` of each unit size (and traversal rule
+- the :class:`~pathserver.grid.layers.UnitLayer` of each unit size (and traversal rule
   set) used lately, at most ``limit`` of them, the least recently used evicted first;
   keyed ``(unit_w, unit_h)``, or ``(unit_w, unit_h, rules)`` under a rule set;
 - the map as each of the last :data:`TERRAINS_LIMIT` rule sets sees it (its walkable

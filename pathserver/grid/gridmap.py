@@ -15,74 +15,44 @@ Unit classes. An optional tag layer (uint8, 0 = untagged) names kinds of ground
 None, "forest": 3.0}``: None blocks the tag, a number >= 1 multiplies its cells' cost) or
 one of the map's named rule sets (``classes``: ``{"boat": {"land": None}}``) make the unit
 see another map. Each rule set gets its own walkable cells, clearance and costs
-(:class:`Terrain`) and per-unit-size layers, cached like the map's own.
+(:class:`~pathserver.grid.layers.Terrain`) and per-unit-size layers, cached like the
+map's own.
+
+The layers and what they are built from are in :mod:`pathserver.grid.layers`, the tables
+they build in the background in :mod:`pathserver.grid.builds`, and the checks of request
+values (unit sizes, points, edits) in :mod:`pathserver.grid.values`.
 """
 
 from __future__ import annotations
 
-import atexit
 import math
-import os
-import threading
-import time
 import weakref
-from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-from pathserver.core.bounds import MAX_SIDE as BOUNDS_MAX_SIDE
-from pathserver.core.bounds import ROW as BOUNDS_ROW
-from pathserver.core.bounds import bound_rows, fill_bounds, legal_moves
-from pathserver.core.clearance import compute_clearance, footprint_cost, footprint_passable, index_costs
-from pathserver.core.components import BLOCK, BLOCK_SHIFT, block_labels, label_components
-from pathserver.core.cut import block_pieces, piece_graph, update_pieces
-from pathserver.core.jps import jump_bitmaps
-from pathserver.core.jpsplus import fits as jump_table_fits
-from pathserver.core.jpsplus import jump_table, update_jump_table
-from pathserver.core.landmarks import LANDMARKS, LEAST_SCALE, landmark_table
-from pathserver.errors import BadUnitSizeError, MapLoadError, OutOfBoundsError, RequestError
+from pathserver.core.clearance import compute_clearance
+from pathserver.errors import MapLoadError, RequestError
 from pathserver.grid.cache import LayerCache
+from pathserver.grid.layers import (
+    UNIFORM_COST_INDEX,
+    UNIFORM_COST_TABLE,
+    Terrain,
+    UnitLayer,
+    build_cost_index,
+    build_layer,
+    build_terrain,
+    edit_cost_index,
+    readonly,
+)
+from pathserver.grid.values import check_edit, floor_cell, normalize_unit_size
 from pathserver.options import BY_NAME, quoted
 
 #: Maps larger than this many cells are refused before anything is allocated.
 MAX_CELLS = 64 * 1024 * 1024
 #: How many unit sizes one map generation keeps cached (least recently used evicted).
 DEFAULT_CACHE_SIZES = 8
-#: Maps of more cells than this get no JPS+ jump table (8 bytes a cell and unit size:
-#: 32 MB at this size); their searches scan online.
-JUMP_TABLE_MAX_CELLS = 4 * 1024 * 1024
-#: Nor do maps of fewer cells than this: their searches take microseconds anyway, and
-#: their answers stay those of the first query (a table landing mid-session may pick
-#: another of several equally short paths).
-JUMP_TABLE_MIN_CELLS = 128 * 128
-#: The maps whose layers with terrain costs get A*'s landmarks: not the small ones, where
-#: A* is quick anyway, nor past 512 x 512 cells (128 bytes a cell: 32 MiB a layer there,
-#: each cached unit size its own).
-LANDMARK_MIN_CELLS = 128 * 128
-LANDMARK_MAX_CELLS = 512 * 512
-#: JPS+'s goal bounds (:mod:`pathserver.core.bounds`) take a flood of the map from each
-#: jump point: built where that is at most this many cells in all, about 30 ns each on one
-#: core (den520d: 888 jump points times 28,178 passable cells, 0.6 s; 32room_000: 814
-#: times 240,671, 6 s), on maps of up to
-#: BOUNDS_MAX_CELLS cells that get a jump table, as loaded: an edited map's generations
-#: get none (any edit may change where shortest paths start). One build runs at a time
-#: (see _BoundsBuilds).
-BOUNDS_MAX_WORK = 1 << 28
-BOUNDS_MAX_CELLS = 1024 * 1024
-#: A build checks between floods of about this many cells whether its layer is still in
-#: use, and stops if not.
-BOUNDS_CHUNK_WORK = 1 << 21
-
-# What uniform-cost maps pass as cost_index / cost_table: the kernels never read them
-# there. Read-only and of the common dtypes (uint8 index, float64 table) like the real
-# ones, so numba compiles one specialisation of the kernels for both kinds of map.
-_UNIFORM_COST_INDEX = np.zeros((1, 1), dtype=np.uint8)
-_UNIFORM_COST_INDEX.setflags(write=False)
-_UNIFORM_COST_TABLE = np.ones(1, dtype=np.float64)
-_UNIFORM_COST_TABLE.setflags(write=False)
-
 
 # The map file formats (pathserver.maps) build GridMaps, so they sit above the model, and
 # the model imports none of them, not even lazily: GridMap.load / save reach them through
@@ -106,536 +76,6 @@ def _file_formats(verb: str):
         ) from None
 
 
-def footprint_offsets(unit_w: int, unit_h: int) -> tuple[int, int]:
-    """How far the footprint reaches left and up from the unit's cell."""
-    return (unit_w - 1) // 2, (unit_h - 1) // 2
-
-
-_PLAIN = frozenset((int, float, bool, str, type(None)))
-_SEQUENCES = frozenset((tuple, list))
-
-
-def python_value(value):
-    """numpy scalars and arrays as the Python values they hold (``.tolist()``), in a tuple,
-    list or dict too; anything else as it is. The Python API takes numpy values wherever
-    the wire takes numbers, bools or strings, and then checks them by the wire's rules."""
-    if isinstance(value, (np.generic, np.ndarray)):
-        return value.tolist()
-    if type(value) is tuple or type(value) is list:
-        # Points and rectangles of plain numbers, the common case, are checked by C loops
-        # over type sets: walking 100 goals one by one cost more than searching them.
-        kinds = set(map(type, value))
-        if kinds <= _PLAIN:
-            return value
-        if kinds <= _SEQUENCES and set(map(type, (v for row in value for v in row))) <= _PLAIN:
-            return value
-        return type(value)(map(python_value, value))
-    if type(value) is dict:
-        return {key: python_value(item) for key, item in value.items()}
-    return value
-
-
-def number_array(rows, width: int) -> np.ndarray:
-    """float64 (n, width) of ``rows`` (a numpy array, or rows of ``width`` numbers as
-    :func:`pathserver.options.number_rows` checks them); numbers past float's range become
-    +-1e300, off any map. (``np.fromiter`` over the flattened rows takes half the time of
-    ``np.asarray`` on a sequence of tuples.)"""
-    if isinstance(rows, np.ndarray):
-        return rows.astype(np.float64, copy=False).reshape(-1, width)
-    try:
-        return np.fromiter(chain.from_iterable(rows), dtype=np.float64, count=len(rows) * width).reshape(-1, width)
-    except OverflowError:
-        return np.array([[min(max(v, -1e300), 1e300) for v in row] for row in rows], dtype=np.float64).reshape(
-            -1, width)
-
-
-def floor_cell(x, y, at: str | None = None) -> tuple[int, int]:
-    """The cell that the point ``(x, y)`` (Python ints or floats, in grid units) falls
-    in: each coordinate floored. OutOfBoundsError (at ``at``) for a non-finite one, which
-    only a far-off world point brings here: the callers refuse NaN and infinities."""
-    try:
-        return math.floor(x), math.floor(y)
-    except (OverflowError, ValueError):  # infinite, NaN
-        raise OutOfBoundsError("coordinates are too far outside the map", at=at) from None
-
-
-_UNIT_SIZE = BY_NAME["unit_size"]
-
-
-def normalize_unit_size(unit_size, width: int | None = None, height: int | None = None) -> tuple[int, int]:
-    """``unit_size`` as ``(w, h)``: an int ``k`` means ``(k, k)``; None means 1.
-
-    Checked by the wire's rule (:mod:`pathserver.options`: ints >= 1, whole floats, numpy
-    values as the numbers they hold), which raises RequestError for a value of the wrong
-    type and BadUnitSizeError for a size below 1 or not whole; and, given the map's size,
-    BadUnitSizeError for a footprint larger than the map.
-    """
-    if type(unit_size) is int and unit_size >= 1 and (width is None or unit_size <= min(width, height)):
-        return unit_size, unit_size
-    w, h = _UNIT_SIZE.check(python_value(unit_size)) or (1, 1)
-    if width is not None and height is not None and (w > width or h > height):
-        raise BadUnitSizeError(
-            f"unit_size {w}x{h} is larger than the map ({width}x{height})", at="unit_size"
-        )
-    return w, h
-
-
-@dataclass(frozen=True)
-class UnitLayer:
-    """What one footprint size needs, built once per map generation.
-
-    cells, comps: the 4-connected components of the cells where the unit can stand (its
-        whole footprint walkable) in block-local form (see
-        :mod:`pathserver.core.components`): uint8 (H, W), 0 where the unit cannot
-        stand, else the cell's component among those of its 16 x 16 block, plus a small
-        int32 table to the global ids. These are the components under both the
-        no-corner-cutting and the 4-connected rules, and the kernels read ``cells`` as
-        the passability grid too (nonzero = the unit can stand there): one byte a cell
-        answers both. :attr:`labels` expands it to one global id a cell.
-    cost_index: unsigned integer (H, W), the highest terrain cost under the footprint at
-        each cell as an index into cost_table (the map's own index grid for 1x1 units);
-        uint8 unless the map has more than 256 distinct costs. On uniform maps both are
-        (1, 1) / (1,) placeholders the kernels never read. See :attr:`cost`.
-    cost_table: float64 (K,), the map's distinct costs, sorted ascending (shared).
-    uniform: every cost is 1.
-    open_share: the share of passable cells whose eight neighbours are all passable; JPS
-        pays off where this is high (open ground), not on clutter or 1-wide corridors.
-    rules: the traversal rule set the layer is built under (see
-        :meth:`GridMap.traversal_rules`), None for the map's own terrain; ``key`` is its
-        key in the map's :class:`~pathserver.grid.cache.LayerCache`.
-    """
-
-    unit_w: int
-    unit_h: int
-    cells: np.ndarray
-    comps: np.ndarray
-    n_components: int
-    n_passable: int
-    cost_index: np.ndarray
-    cost_table: np.ndarray
-    uniform: bool
-    open_share: float
-    _cells8: list
-    _jump_bits: list
-    rules: tuple | None = None
-    _pieces: dict = field(default_factory=dict)
-    _table: "_Background" = field(default_factory=lambda: _Background())
-    _landmarks: "_Background" = field(default_factory=lambda: _Background())
-    _bounds: "_Background" = field(default_factory=lambda: _Background())
-
-    @property
-    def key(self) -> tuple:
-        return (self.unit_w, self.unit_h) if self.rules is None else (self.unit_w, self.unit_h, self.rules)
-
-    @property
-    def cost(self) -> np.ndarray:
-        """float64 (H, W): the terrain cost the unit pays to enter each cell, the highest
-        under its footprint (a new read-only array on each call: the layer keeps indices)."""
-        if self.uniform:
-            return _readonly(np.ones(self.cells.shape, dtype=np.float64))
-        return _readonly(self.cost_table[self.cost_index])
-
-    @property
-    def passable(self) -> np.ndarray:
-        """uint8 (H, W): 1 where the unit can stand (a new array on each call)."""
-        return (self.cells != 0).view(np.uint8)
-
-    @property
-    def labels(self) -> np.ndarray:
-        """int32 (H, W): the global component id of each cell (1..n_components), 0 where
-        the unit cannot stand. A new array on each call: the layer keeps the one-byte
-        block-local form."""
-        return _global_labels(self.cells, self.comps)
-
-    def jump_bits(self) -> np.ndarray:
-        """The bitmaps JPS scans (about a byte a cell), built on first use."""
-        if not self._jump_bits:
-            bits = jump_bitmaps(self.cells)
-            bits.setflags(write=False)
-            self._jump_bits.append(bits)
-        return self._jump_bits[0]
-
-    def jump_table(self) -> np.ndarray | None:
-        """The JPS+ jump distances of :attr:`cells` (:func:`pathserver.core.jpsplus.
-        jump_table`, int8 (H * W, 8)) once built, else None (see
-        :meth:`start_jump_table`)."""
-        return self._table.table
-
-    def start_jump_table(self, on_built=None, seed: tuple | None = None) -> bool:
-        """Start building the jump table on a background thread, once (later calls do
-        nothing): the online search answers meanwhile. ``on_built()`` runs on that thread
-        once the table is in place. ``seed``: ``(cells, table)`` of an earlier generation
-        of this layer, from which only what changed is redone. False when this layer
-        gets no table (a map of fewer than :data:`JUMP_TABLE_MIN_CELLS` or more than
-        :data:`JUMP_TABLE_MAX_CELLS` cells)."""
-        height, width = self.cells.shape
-        if not JUMP_TABLE_MIN_CELLS <= height * width <= JUMP_TABLE_MAX_CELLS or not jump_table_fits(height, width):
-            return False
-        cells = self.cells
-        self._table.start(lambda: _jump_table_of(cells, seed), on_built, "pathserver-jump-table")
-        return True
-
-    def wait_jump_table(self, timeout: float | None = None) -> bool:
-        """Block until the jump table is built (True), or ``timeout`` seconds pass or no
-        build was started (False)."""
-        return self._table.wait(timeout)
-
-    def landmarks(self) -> np.ndarray | None:
-        """A*'s landmarks on this layer's graph (:func:`pathserver.core.landmarks.
-        landmark_table`, float32 (H * W, 2 * LANDMARKS)) once built, else None (see
-        :meth:`start_landmarks`)."""
-        return self._landmarks.table
-
-    def start_landmarks(self, on_built=None, seed: np.ndarray | None = None) -> bool:
-        """Start picking landmarks and measuring their costs on a background thread, once:
-        A* answers without them meanwhile. ``on_built()`` runs on that thread once they
-        are in place. ``seed``: the landmarks of an earlier generation of this layer that
-        an edit which only blocked cells left valid, taken as they are. False when this
-        layer gets none: uniform cost (JPS answers there), or fewer than
-        :data:`LANDMARK_MIN_CELLS` or more than :data:`LANDMARK_MAX_CELLS` cells."""
-        if self.uniform or not LANDMARK_MIN_CELLS <= self.cells.size <= LANDMARK_MAX_CELLS:
-            return False
-        self._landmarks.start((lambda: seed) if seed is not None else (lambda: _landmarks_of(self)), on_built,
-                              "pathserver-landmarks")
-        return True
-
-    def wait_landmarks(self, timeout: float | None = None) -> bool:
-        """Block until the landmarks are in place (True), or ``timeout`` seconds pass, none
-        are kept or no build was started (False)."""
-        return self._landmarks.wait(timeout)
-
-    def bounds(self) -> tuple | None:
-        """JPS+'s goal bounds on this layer's cells, ``(rows, boxes)`` of
-        :mod:`pathserver.core.bounds`, once built, else None (see :meth:`start_bounds`)."""
-        return self._bounds.table
-
-    def start_bounds(self, on_built=None) -> bool:
-        """Start building the goal bounds on a background thread (at a lower priority),
-        once: JPS+ answers without them meanwhile. ``on_built()`` runs on that thread once
-        they are in place; while another layer's build runs, this one waits its turn (see
-        :class:`_BoundsBuilds`). False when this layer gets none: terrain costs, or a map
-        outside the jump table's sizes or past :data:`BOUNDS_MAX_CELLS` (the build itself
-        keeps none past :data:`BOUNDS_MAX_WORK`)."""
-        height, width = self.cells.shape
-        if (not self.uniform or not JUMP_TABLE_MIN_CELLS <= height * width <= BOUNDS_MAX_CELLS
-                or max(height, width) > BOUNDS_MAX_SIDE):
-            return False
-        _bounds_builds.ask(self, on_built)
-        return True
-
-    def _build_bounds(self, on_built) -> bool:
-        """Start the goal bounds build (see :class:`_BoundsBuilds`); False if it was."""
-        cells = self.cells
-        alive = weakref.ref(self)  # the build holds no reference that keeps the layer
-        return self._bounds.start(lambda: _bounds_of(cells, alive), on_built, "pathserver-goal-bounds")
-
-    def wait_bounds(self, timeout: float | None = None) -> bool:
-        """Block until the goal bounds are in place (True), or ``timeout`` seconds pass,
-        none are kept or no build was asked for (False). A build waiting its turn is
-        waited for."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._bounds.started and _bounds_builds.waiting(self):
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-            time.sleep(0.01)
-        return self._bounds.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
-
-    def pieces(self, eight: int, seed: tuple | None = None) -> tuple:
-        """``(pieces, first, offsets, targets, cells)``: :func:`pathserver.core.cut.
-        block_pieces` of the cells the unit can stand on, 4-connected (8-connected with
-        ``eight``), and their :func:`~pathserver.core.cut.piece_graph`, built on first use
-        (what ``check_block`` searches). ``seed``: ``(cells, pieces)`` of this layer in an
-        earlier generation, from which only the blocks an edit changed are redone."""
-        if eight not in self._pieces:
-            if seed is not None:
-                arrays = update_pieces(self.cells, seed[0], *seed[1], eight)
-            else:
-                pieces, first = block_pieces(self.cells, eight)
-                arrays = (pieces, first, *piece_graph(pieces, first, eight))
-            self._pieces[eight] = tuple(_readonly(a) for a in arrays)
-        return self._pieces[eight]
-
-    def cells8(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(cells, comps)`` for the components when diagonals may cut corners
-        (8-connected), built on first use."""
-        if not self._cells8:
-            cells, comps, _ = _components(self.passable, eight=1)
-            self._cells8.append((cells, comps))
-        return self._cells8[0]
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes this size holds of its own (the map's cost index and table are shared,
-        not counted)."""
-        # Sizes above 1x1 on a map with terrain costs hold their own footprint cost index.
-        own_cost = self.cost_index.nbytes if (self.unit_w * self.unit_h > 1 and not self.uniform) else 0
-        lazy = sum(c.nbytes + t.nbytes for c, t in self._cells8) + sum(a.nbytes for a in self._jump_bits)
-        lazy += sum(a.nbytes for arrays in self._pieces.values() for a in arrays)
-        for table in (self._table.table, self._landmarks.table, *(self._bounds.table or ())):
-            if table is not None:
-                lazy += table.nbytes
-        return self.cells.nbytes + self.comps.nbytes + own_cost + lazy
-
-
-class _Background:
-    """One table of a layer (its JPS+ jump distances, its landmarks) and its one build on
-    a background thread.
-
-    table: None until built (then read-only; a build may also yield None: nothing to
-    keep). The build thread sets it, then calls ``on_built`` (which hands it to the map's
-    prepared calls waiting for it)."""
-
-    __slots__ = ("table", "_started", "_done", "_lock")
-
-    def __init__(self):
-        self.table = None
-        self._started = False
-        self._done = threading.Event()
-        self._lock = threading.Lock()
-
-    @property
-    def started(self) -> bool:
-        return self._started
-
-    def start(self, build, on_built, name: str) -> bool:
-        """Run ``build()`` (returning the table, a tuple of arrays, or None) on a new
-        thread, once: False when it was started before."""
-        with self._lock:
-            if self._started:
-                return False
-            self._started = True
-        # Not a daemon: a build that is compiling its kernel when the program ends is
-        # waited for (LLVM torn down under a compile aborts the interpreter).
-        threading.Thread(target=self._build, args=(build, on_built), name=name).start()
-        return True
-
-    def _build(self, build, on_built) -> None:
-        try:
-            table = build()
-            if table is not None:
-                for array in table if isinstance(table, tuple) else (table,):
-                    array.setflags(write=False)
-                self.table = table
-                if on_built is not None:
-                    on_built()
-        finally:
-            self._done.set()
-
-    def wait(self, timeout: float | None) -> bool:
-        if not self._started:
-            return False
-        return self._done.wait(timeout) and self.table is not None
-
-
-def _jump_table_of(cells: np.ndarray, seed) -> np.ndarray:
-    if seed is not None and seed[0].shape == cells.shape:
-        table, _ = update_jump_table(cells, seed[0], seed[1])
-        return table
-    return jump_table(cells)
-
-
-# Set as the interpreter starts to exit (before it joins the threads left running): a goal
-# bounds build then stops at its next check instead of holding the exit up for seconds.
-_exiting = threading.Event()
-# threading's own hook (concurrent.futures uses it); atexit's runs only after the join.
-getattr(threading, "_register_atexit", atexit.register)(_exiting.set)
-
-
-class _BoundsBuilds:
-    """The goal bounds builds of the process, one at a time (each takes seconds of a
-    core): a layer asking while another's runs waits its turn, first come first served,
-    and is passed over if it is no longer in use by then. Holds layers by weak reference
-    only."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._running = False
-        self._waiting: list = []
-
-    def ask(self, layer: UnitLayer, on_built) -> None:
-        with self._lock:
-            if layer._bounds.started or any(ref() is layer for ref, _ in self._waiting):
-                return
-            if self._running:
-                self._waiting.append((weakref.ref(layer), on_built))
-                return
-            self._running = self._start(layer, on_built)
-
-    def waiting(self, layer: UnitLayer) -> bool:
-        """Whether ``layer``'s build is waiting its turn."""
-        with self._lock:
-            return any(ref() is layer for ref, _ in self._waiting)
-
-    def done(self) -> None:
-        """A build ended (on its thread): start the next waiting layer still in use."""
-        with self._lock:
-            self._running = False
-            while self._waiting and not self._running:
-                ref, on_built = self._waiting.pop(0)
-                layer = ref()
-                if layer is not None:
-                    self._running = self._start(layer, on_built)
-
-    @staticmethod
-    def _start(layer: UnitLayer, on_built) -> bool:
-        # Under the lock: a layer is waiting or started, never neither in between. The
-        # build thread takes the lock only as it ends.
-        return layer._build_bounds(on_built)
-
-
-_bounds_builds = _BoundsBuilds()
-
-
-def _bounds_of(cells: np.ndarray, alive) -> tuple | None:
-    """The goal bounds of ``cells`` (``(rows, boxes)``), or None: too much work, the
-    layer (``alive()``) no longer in use, or the program exiting. Starts the next build
-    waiting when it ends."""
-    try:
-        try:  # behind the queries: this thread alone, on Linux
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-        except (AttributeError, OSError):
-            pass
-        n = cells.size
-        rows = np.empty(n, dtype=np.int32)
-        nodes = np.empty(n, dtype=np.int32)
-        count = int(bound_rows(cells, rows, nodes))
-        passable = int(np.count_nonzero(cells))
-        if count == 0 or count * passable > BOUNDS_MAX_WORK:
-            return None
-        boxes = np.empty((count, BOUNDS_ROW), dtype=np.int16)
-        moves = np.empty(n, dtype=np.uint8)
-        legal_moves(cells, moves)
-        steps = np.empty(n, dtype=np.int64)
-        marks = np.zeros(n, dtype=np.int32)
-        buckets = np.empty((3, n + 1), dtype=np.int32)
-        chunk = max(1, BOUNDS_CHUNK_WORK // max(passable, 1))
-        for lo in range(0, count, chunk):
-            if alive() is None or _exiting.is_set():
-                return None
-            fill_bounds(moves, cells.shape[1], nodes, lo, min(lo + chunk, count), boxes, steps, marks, buckets)
-        return rows, boxes
-    finally:
-        _bounds_builds.done()
-
-
-def _landmarks_of(layer: "UnitLayer") -> np.ndarray | None:
-    standable = np.flatnonzero(layer.cells.ravel())
-    if not len(standable):
-        return None
-    # A workspace of its own: the build runs beside the searches.
-    n = layer.cells.size
-    work_float = np.zeros((5, n + 1), dtype=np.float64)
-    work_int = np.zeros((4, n + 1), dtype=np.int32)
-    table = np.empty((n, 2 * LANDMARKS), dtype=np.float32)
-    # Seeded in the largest component: the landmarks serve the most cells there.
-    labels = layer.labels.ravel()
-    largest = np.bincount(labels[standable]).argmax()
-    seed = int(standable[np.argmax(labels[standable] == largest)])
-    _, scale = landmark_table(layer.cells, layer.cost_index, layer.cost_table, int(layer.uniform), seed, LANDMARKS,
-                              table, work_float, work_int)
-    return table if scale >= LEAST_SCALE else None
-
-
-def _components(passable: np.ndarray, eight: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(cells, comps, count)``: the components of ``passable`` in block-local form,
-    read-only."""
-    labels = np.empty(passable.shape, dtype=np.int32)
-    count = int(label_components(passable, eight, labels))
-    cells = np.empty(passable.shape, dtype=np.uint8)
-    comps = block_labels(labels, count, cells)
-    return _readonly(cells), _readonly(comps), count
-
-
-def _global_labels(cells: np.ndarray, comps: np.ndarray) -> np.ndarray:
-    height, width = cells.shape
-    per_row = (width + BLOCK - 1) >> BLOCK_SHIFT
-    block = (np.arange(height) >> BLOCK_SHIFT)[:, None] * per_row + (np.arange(width) >> BLOCK_SHIFT)[None, :]
-    local = cells.astype(np.int64)
-    slot = np.where(local > 0, comps[block] + local - 1, 0)
-    return np.where(local > 0, comps[slot], 0).astype(np.int32)
-
-
-def _open_share(passable: np.ndarray, n_passable: int) -> float:
-    if n_passable == 0:
-        return 0.0
-    padded = np.pad(passable, 1)
-    height, width = passable.shape
-    interior = passable.astype(bool)
-    for dy in (0, 1, 2):
-        for dx in (0, 1, 2):
-            interior &= padded[dy : dy + height, dx : dx + width].astype(bool)
-    return float(interior.sum()) / n_passable
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.setflags(write=False)
-    return array
-
-
-def _index_dtype(distinct: int):
-    """The narrowest unsigned dtype indexing a table of ``distinct`` entries. Costs stay
-    exact: more than 256 distinct costs widen the index (a second compiled version of
-    the kernels) rather than quantise them."""
-    if distinct <= 1 << 8:
-        return np.uint8
-    if distinct <= 1 << 16:
-        return np.uint16
-    return np.uint32
-
-
-def _build_cost_index(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(cost_table, cost_index) for a whole float64 cost grid, both read-only."""
-    # Read-only before the call, as in _edit_cost_index: one compiled index_costs.
-    table = _readonly(np.unique(cost))
-    index = np.empty(cost.shape, dtype=_index_dtype(table.shape[0]))
-    index_costs(cost, table, index, 0, 0, cost.shape[1], cost.shape[0])
-    return table, _readonly(index)
-
-
-def check_edit(solid: bool | None, cost: float | None) -> None:
-    """RequestError unless an edit's ``solid`` / ``cost`` make an edit (see GridMap.edit)."""
-    from pathserver.errors import RequestError
-
-    if solid is None and cost is None:
-        raise RequestError("an edit needs solid or cost", at="solid")
-    if cost is not None and not (math.isfinite(cost) and cost >= 1.0):
-        raise RequestError("cost must be finite and >= 1", at="cost")
-
-
-def _edit_cost_index(cost: np.ndarray, table: np.ndarray, index: np.ndarray, box) -> tuple[np.ndarray, np.ndarray]:
-    """(cost_table, cost_index) for ``cost``, which differs from the grid ``table[index]``
-    describes only inside ``box = (x0, y0, x1, y1)``: the box is re-indexed, and a cost
-    the table lacks is merged in (shifting the indices above it). Entries no cell uses
-    any more stay until the table outgrows its dtype, when it is rebuilt from scratch."""
-    x0, y0, x1, y1 = box
-    new_values = np.setdiff1d(np.unique(cost[y0:y1, x0:x1]), table, assume_unique=True)
-    if new_values.size:
-        merged = np.union1d(table, new_values)
-        if merged.shape[0] > np.iinfo(index.dtype).max + 1:
-            return _build_cost_index(cost)
-        remap = np.searchsorted(merged, table).astype(index.dtype)
-        index = remap[index]
-        table = _readonly(merged)
-    else:
-        index = index.copy()
-    index_costs(cost, table, index, x0, y0, x1, y1)
-    return table, _readonly(index)
-
-
-@dataclass(frozen=True)
-class Terrain:
-    """The map as one traversal rule set sees it: uint8 (H, W) ``walkable`` (the map's,
-    less the cells of blocked tags), uint16 ``clearance`` of it, and the costs
-    (``cost_index`` / ``cost_table`` / ``uniform`` as on :class:`GridMap`, multiplied per
-    tag). What that rule set's unit layers are built from."""
-
-    walkable: np.ndarray
-    clearance: np.ndarray
-    cost_index: np.ndarray
-    cost_table: np.ndarray
-    uniform: bool
-
-
 def _check_tags(tags, tag_names, classes, shape) -> tuple:
     """``(tags, tag_names, classes)`` checked for a map of ``shape``: tags uint8 (H, W)
     read-only or None; tag_names ``{name: value}``, values 1..255 and distinct; classes
@@ -646,7 +86,7 @@ def _check_tags(tags, tag_names, classes, shape) -> tuple:
             raise MapLoadError(f"tags has shape {tags.shape}, walkable has {shape}", at="tags")
         if tags.dtype.kind not in "biu" or (tags.size and (tags.min() < 0 or tags.max() > 255)):
             raise MapLoadError("tags must be integers 0..255 (0: untagged)", at="tags")
-        tags = _readonly(np.ascontiguousarray(tags, dtype=np.uint8))
+        tags = readonly(np.ascontiguousarray(tags, dtype=np.uint8))
     names = {}
     if tag_names is not None and not isinstance(tag_names, dict):
         raise MapLoadError(f"tag_names must map names to values 1..255, got {type(tag_names).__name__}",
@@ -679,6 +119,31 @@ def _check_tags(tags, tag_names, classes, shape) -> tuple:
                                    f"got {multiplier!r}", at=f"classes.{unit_class}.{tag}")
         checked[unit_class] = {tag: None if m is None else float(m) for tag, m in rules.items()}
     return tags, names, checked
+
+
+class EditSeeds(NamedTuple):
+    """What :meth:`GridMap.edit_many` hands the generation it makes (a map made with one
+    is an edit: it gets no goal bounds, see :data:`~pathserver.grid.layers.
+    BOUNDS_MAX_CELLS`), so that it redoes only what the edit reached.
+
+    clearance: the new clearance, recomputed only where the edit can reach.
+    cost_edit: on a map with terrain costs, ``(cost_table, cost_index, box)`` of the
+        previous generation and the box ``(x0, y0, x1, y1)`` the edit touched (None: no
+        cell); None on a uniform one.
+    jump: the JPS+ tables of the previous generation by layer key, as ``(cells,
+        table)``: a layer's table is then updated where the edit reached instead of built
+        from scratch.
+    pieces: likewise check_block's pieces, as ``(cells, {eight: pieces})``.
+    landmarks: A*'s landmarks, handed on as they are by an edit that only blocks cells
+        (no cost falls, no move is added: every bound they give stays a consistent lower
+        bound); empty after any other edit.
+    """
+
+    clearance: np.ndarray
+    cost_edit: tuple | None
+    jump: dict
+    pieces: dict
+    landmarks: dict
 
 
 class GridMap:
@@ -715,22 +180,17 @@ class GridMap:
         tags=None,
         tag_names: dict | None = None,
         classes: dict | None = None,
-        _clearance: np.ndarray | None = None,
-        _cost_edit: tuple | None = None,
-        _jump_seeds: dict | None = None,
-        _piece_seeds: dict | None = None,
-        _landmark_seeds: dict | None = None,
-        _edited: bool = False,
+        _edit: EditSeeds | None = None,
     ):
         walkable = np.asarray(walkable)
         if walkable.ndim != 2 or walkable.shape[0] < 1 or walkable.shape[1] < 1:
             raise MapLoadError(f"walkable must be a non-empty 2-D array, got shape {walkable.shape}")
         if walkable.size > MAX_CELLS:
             raise MapLoadError(f"map of {walkable.shape[1]}x{walkable.shape[0]} cells exceeds {MAX_CELLS} cells")
-        self.walkable = _readonly(np.ascontiguousarray(walkable, dtype=bool))
+        self.walkable = readonly(np.ascontiguousarray(walkable, dtype=bool))
         self.height, self.width = self.walkable.shape
         if cost is None:
-            self.cost = _readonly(np.ones(self.walkable.shape, dtype=np.float64))
+            self.cost = readonly(np.ones(self.walkable.shape, dtype=np.float64))
             self.uniform_cost = True
         else:
             cost = np.ascontiguousarray(cost, dtype=np.float64)
@@ -740,20 +200,20 @@ class GridMap:
             if not np.all(np.isfinite(relevant)) or (relevant.size and relevant.min() < 1.0):
                 raise MapLoadError("terrain costs of walkable cells must be finite and >= 1")
             cost = np.where(self.walkable, cost, 1.0)
-            self.cost = _readonly(cost)
+            self.cost = readonly(cost)
             self.uniform_cost = bool(np.all(cost == 1.0))
         if self.uniform_cost:
-            self.cost_index, self.cost_table = _UNIFORM_COST_INDEX, _UNIFORM_COST_TABLE
-        elif _cost_edit is not None:
+            self.cost_index, self.cost_table = UNIFORM_COST_INDEX, UNIFORM_COST_TABLE
+        elif _edit is not None and _edit.cost_edit is not None:
             # An edit of a map with terrain costs: its previous table, index and the box
             # the edit touched.
-            table, index, box = _cost_edit
+            table, index, box = _edit.cost_edit
             if box is None:
                 self.cost_table, self.cost_index = table, index
             else:
-                self.cost_table, self.cost_index = _edit_cost_index(self.cost, table, index, box)
+                self.cost_table, self.cost_index = edit_cost_index(self.cost, table, index, box)
         else:
-            self.cost_table, self.cost_index = _build_cost_index(self.cost)
+            self.cost_table, self.cost_index = build_cost_index(self.cost)
         if heights is None:
             self.heights = None
         else:
@@ -762,7 +222,7 @@ class GridMap:
                 raise MapLoadError(f"heights has shape {heights.shape}, walkable has {self.walkable.shape}")
             if not np.all(np.isfinite(heights)):
                 raise MapLoadError("heights must be finite")
-            self.heights = _readonly(heights)
+            self.heights = readonly(heights)
         ox, oy = origin
         self.origin = (float(ox), float(oy))
         self.cell_size = float(cell_size)
@@ -770,27 +230,26 @@ class GridMap:
             raise MapLoadError("cell_size must be finite and > 0, origin finite")
         self.name = name
         self.generation = int(generation)
-        self._walkable_u8 = _readonly(self.walkable.view(np.uint8))
-        if _clearance is None:
+        self._walkable_u8 = readonly(self.walkable.view(np.uint8))
+        if _edit is None:
             clearance = np.zeros(self.walkable.shape, dtype=np.uint16)
             compute_clearance(self._walkable_u8, clearance, 0, 0, self.width, self.height)
         else:
-            clearance = _clearance
-        self.clearance = _readonly(clearance)
+            clearance = _edit.clearance
+        self.clearance = readonly(clearance)
         self.tags, self.tag_names, self.classes = _check_tags(tags, tag_names, classes, self.walkable.shape)
         #: The layers of the unit sizes used lately and find_path's prepared calls.
         self.layers = LayerCache(cache_sizes)
-        # The JPS+ tables of the generation this one was edited from, by layer key, as
-        # (cells, table): a layer's table is then updated where the edit reached instead
-        # of built from scratch.
-        self._jump_seeds = dict(_jump_seeds or {})
-        # Likewise check_block's pieces, as (cells, {eight: pieces}); and A*'s landmarks,
-        # handed on as they are by an edit that only blocks cells (no cost falls, no move
-        # is added: every bound they give stays a consistent lower bound).
-        self._piece_seeds = dict(_piece_seeds or {})
-        self._landmark_seeds = dict(_landmark_seeds or {})
-        # Made by edit(): no goal bounds (see BOUNDS_MAX_WORK).
-        self._edited = _edited
+        # What the generation this one was edited from handed on (see EditSeeds), by
+        # layer key; each seed is used once.
+        if _edit is None:
+            self._jump_seeds, self._piece_seeds, self._landmark_seeds = {}, {}, {}
+        else:
+            self._jump_seeds = dict(_edit.jump)
+            self._piece_seeds = dict(_edit.pieces)
+            self._landmark_seeds = dict(_edit.landmarks)
+        # Made by edit(): no goal bounds (see EditSeeds).
+        self._edited = _edit is not None
 
     # -- construction helpers -------------------------------------------------------
 
@@ -902,20 +361,7 @@ class GridMap:
         return self.layers.terrain(rules, self._build_terrain)
 
     def _build_terrain(self, rules: tuple) -> Terrain:
-        blocked = [value for value, multiplier in rules if multiplier is None]
-        multipliers = np.ones(256, dtype=np.float64)
-        for value, multiplier in rules:
-            if multiplier is not None:
-                multipliers[value] = multiplier
-        walkable = self.walkable & ~np.isin(self.tags, blocked) if blocked else self.walkable
-        walkable_u8 = _readonly(np.ascontiguousarray(walkable).view(np.uint8))
-        clearance = np.zeros(self.walkable.shape, dtype=np.uint16)
-        compute_clearance(walkable_u8, clearance, 0, 0, self.width, self.height)
-        cost = np.where(walkable, self.cost * multipliers[self.tags], 1.0)
-        if bool(np.all(cost == 1.0)):
-            return Terrain(walkable_u8, _readonly(clearance), _UNIFORM_COST_INDEX, _UNIFORM_COST_TABLE, True)
-        table, index = _build_cost_index(cost)
-        return Terrain(walkable_u8, _readonly(clearance), index, table, False)
+        return build_terrain(self.walkable, self.cost, self.tags, rules)
 
     def start_jump_table(self, layer: UnitLayer) -> bool:
         """Start building ``layer``'s JPS+ table in the background (once; from the
@@ -978,39 +424,12 @@ class GridMap:
                 seeds[layer.key] = seed
         return dict(list(seeds.items())[-self.layers.limit:])
 
-    @staticmethod
-    def _table_seed(layer: UnitLayer) -> tuple | None:
-        table = layer.jump_table()
-        return None if table is None else (layer.cells, table)
-
-    @staticmethod
-    def _landmarks_seed(layer: UnitLayer) -> np.ndarray | None:
-        return layer.landmarks()
-
-    @staticmethod
-    def _pieces_seed(layer: UnitLayer) -> tuple | None:
-        return (layer.cells, dict(layer._pieces)) if layer._pieces else None
-
     def cached_sizes(self) -> list[tuple[int, int]]:
         """The unit sizes whose layers are cached, least recently used first."""
         return self.layers.sizes()
 
     def _build_layer(self, unit_w: int, unit_h: int, rules: tuple | None = None) -> UnitLayer:
-        terrain = self.terrain(rules)
-        off_x, off_y = footprint_offsets(unit_w, unit_h)
-        passable = np.empty(self.walkable.shape, dtype=np.uint8)
-        n_passable = footprint_passable(terrain.clearance, unit_w, unit_h, off_x, off_y, passable)
-        cells, comps, n_components = _components(passable, eight=0)
-        if (unit_w == 1 and unit_h == 1) or terrain.uniform:
-            cost_index = terrain.cost_index
-        else:
-            cost_index = np.empty(self.walkable.shape, dtype=terrain.cost_index.dtype)
-            footprint_cost(terrain.cost_index, unit_w, unit_h, off_x, off_y, cost_index)
-            _readonly(cost_index)
-        return UnitLayer(
-            unit_w, unit_h, cells, comps, n_components, int(n_passable),
-            cost_index, terrain.cost_table, terrain.uniform, _open_share(passable, n_passable), [], [], rules,
-        )
+        return build_layer(self.terrain(rules), unit_w, unit_h, rules)
 
     # -- edits ------------------------------------------------------------------------
 
@@ -1030,8 +449,6 @@ class GridMap:
         with ``boxes`` cell rectangles ``(x, y, w, h)``, applied in order: the cells end
         as :meth:`edit` called once per change leaves them (a cell made solid costs 1, as
         the constructor has it), for one copy of the arrays and one clearance update."""
-        from pathserver.errors import RequestError
-
         for _, solid, cost in changes:
             check_edit(solid, cost)
         walkable = self.walkable.copy()
@@ -1078,13 +495,14 @@ class GridMap:
             tags=self.tags,
             tag_names=self.tag_names,
             classes=self.classes,
-            _clearance=clearance,
-            _cost_edit=cost_edit,
-            _jump_seeds=self._seeds_for_edit(self._jump_seeds, self._table_seed),
-            _landmark_seeds=self._seeds_for_edit(self._landmark_seeds, self._landmarks_seed) if solid else None,
-            _piece_seeds=self._seeds_for_edit(
-                {key: seed for key, seed in self._piece_seeds.items() if seed[1]}, self._pieces_seed),
-            _edited=True,
+            _edit=EditSeeds(
+                clearance,
+                cost_edit,
+                jump=self._seeds_for_edit(self._jump_seeds, UnitLayer.table_seed),
+                pieces=self._seeds_for_edit(
+                    {key: seed for key, seed in self._piece_seeds.items() if seed[1]}, UnitLayer.pieces_seed),
+                landmarks=self._seeds_for_edit(self._landmark_seeds, UnitLayer.landmarks) if solid else {},
+            ),
         )
 
     def with_generation(self, generation: int) -> "GridMap":

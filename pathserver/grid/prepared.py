@@ -25,7 +25,8 @@ from pathserver.errors import (
     StartBlockedError,
 )
 from pathserver.grid.avoid import blocker_boxes
-from pathserver.grid.gridmap import GridMap, floor_cell, normalize_unit_size, number_array, python_value
+from pathserver.grid.gridmap import GridMap
+from pathserver.grid.values import floor_cell, normalize_unit_size, number_array, python_value
 from pathserver.options import BY_NAME, SEARCH_OPTIONS, plain_number_array
 
 # The kernel's code for each choice of the enum options (tests/test_options.py checks

@@ -33,7 +33,7 @@ from pathserver.errors import (
     TooLargeError,
 )
 from pathserver.grid.avoid import Avoided, blocker_boxes
-from pathserver.grid.gridmap import GridMap, python_value
+from pathserver.grid.gridmap import GridMap
 from pathserver.grid.prepared import (
     NO_BOXES,
     avoid_boxes,
@@ -44,6 +44,7 @@ from pathserver.grid.prepared import (
     traversal_rules,
     workspace,
 )
+from pathserver.grid.values import python_value
 from pathserver.options import BY_NAME, MAX_AVOID, MAX_GOALS, Avoid, number_rows
 
 _BUDGET = BY_NAME["budget"]

@@ -13,7 +13,8 @@ import time
 import numpy as np
 
 from pathserver.errors import MapLoadError, OutOfBoundsError, RequestError
-from pathserver.grid.gridmap import GridMap, floor_cell
+from pathserver.grid.gridmap import GridMap
+from pathserver.grid.values import floor_cell
 from pathserver.protocol.cells import MapCells
 from pathserver.protocol.codec import UPLOAD_OP, encode
 from pathserver.protocol.replies import ok_reply

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from pathserver.errors import OutOfBoundsError
-from pathserver.grid.gridmap import floor_cell
+from pathserver.grid.values import floor_cell
 from pathserver.protocol.replies import PathAnswer
 
 

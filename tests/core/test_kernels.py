@@ -9,7 +9,8 @@ import naive
 from pathserver.core.clearance import compute_clearance, footprint_cost, index_costs
 from pathserver.core.components import block_labels, component_at, label_components, nearest_with_label
 from pathserver.core.lines import line_is_optimal, segment_clear, straight_grid_path
-from pathserver.grid.gridmap import GridMap, _global_labels
+from pathserver.grid.gridmap import GridMap
+from pathserver.grid.layers import global_labels
 from pathserver.grid.prepared import DIAGONALS
 
 NO_HEIGHTS = np.zeros((1, 1), dtype=np.float32)
@@ -145,7 +146,7 @@ def test_block_labels_round_trip_to_the_global_ids():
         label_components(passable, 0, labels)
         cells, comps = block_form(labels)
         assert ((cells != 0) == (passable != 0)).all()
-        assert (_global_labels(cells, comps) == labels).all()
+        assert (global_labels(cells, comps) == labels).all()
         height, width = labels.shape
         for y in range(height):
             for x in range(width):

@@ -9,12 +9,12 @@ import pytest
 
 import naive
 from pathserver import GridMap, find_path
-from pathserver.grid import gridmap as gridmap_module
+from pathserver.grid import builds, layers
 
 
 @pytest.fixture(autouse=True)
 def small_maps_get_tables(monkeypatch):
-    monkeypatch.setattr(gridmap_module, "JUMP_TABLE_MIN_CELLS", 0)
+    monkeypatch.setattr(layers, "JUMP_TABLE_MIN_CELLS", 0)
 
 
 def _rooms(rng, width, height):
@@ -91,7 +91,7 @@ def test_an_edited_map_gets_none_and_a_layer_too_costly_none():
 
 
 def test_a_layer_past_the_work_limit_keeps_none(monkeypatch):
-    monkeypatch.setattr(gridmap_module, "BOUNDS_MAX_WORK", 10)
+    monkeypatch.setattr(builds, "BOUNDS_MAX_WORK", 10)
     m = _rooms(np.random.default_rng(3), 40, 40)
     layer, _ = _ready(m)
     assert not layer.wait_bounds(60)
@@ -101,7 +101,7 @@ def test_a_layer_past_the_work_limit_keeps_none(monkeypatch):
 def test_builds_run_one_at_a_time_in_turn_and_skip_layers_no_longer_used(monkeypatch):
     rng = np.random.default_rng(4)
     first, second, third = (_rooms(rng, 40, 40) for _ in range(3))
-    gate = gridmap_module._bounds_builds
+    gate = builds.bounds_builds
     with gate._lock:  # hold the builds: each map's first query queues its layer
         gate._running = True
     try:
@@ -130,8 +130,8 @@ def test_a_build_running_at_exit_does_not_hold_the_program_up(tmp_path):
         import time
         import numpy as np
         from pathserver import GridMap, find_path
-        from pathserver.grid import gridmap
-        gridmap.BOUNDS_MAX_WORK = 1 << 40
+        from pathserver.grid import builds
+        builds.BOUNDS_MAX_WORK = 1 << 40
         walkable = np.random.default_rng(0).random((384, 384)) > 0.2
         m = GridMap(walkable)
         find_path(m, (0, 0), (383, 383))

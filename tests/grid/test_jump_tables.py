@@ -9,7 +9,7 @@ import pytest
 import naive
 from pathserver import GridMap, find_path
 from pathserver.core.jpsplus import jump_table
-from pathserver.grid import gridmap as gridmap_module
+from pathserver.grid import layers
 
 OPEN = """
 ..............................
@@ -29,7 +29,7 @@ OPEN = """
 def small_maps_get_tables(monkeypatch):
     """These tests' maps are small: let them have tables (the default spares maps below
     128 x 128, where a table gains little)."""
-    monkeypatch.setattr(gridmap_module, "JUMP_TABLE_MIN_CELLS", 0)
+    monkeypatch.setattr(layers, "JUMP_TABLE_MIN_CELLS", 0)
 
 
 def built(m, unit=1):
@@ -94,13 +94,13 @@ def test_no_table_is_built_for_astar_or_a_map_too_small_or_too_large(monkeypatch
     find_path(m, (0, 0), (29, 9), algorithm="astar")
     assert not m.layer(1).wait_jump_table(timeout=0)
     for limit in ("JUMP_TABLE_MIN_CELLS", "JUMP_TABLE_MAX_CELLS"):
-        monkeypatch.setattr(gridmap_module, limit, 1000 if limit.endswith("MIN_CELLS") else 10)
+        monkeypatch.setattr(layers, limit, 1000 if limit.endswith("MIN_CELLS") else 10)
         m = GridMap.from_ascii(OPEN)
         assert find_path(m, (0, 0), (29, 9)).algorithm == "jps"
         assert not m.layer(1).wait_jump_table(timeout=0)
         monkeypatch.undo()
-        monkeypatch.setattr(gridmap_module, "JUMP_TABLE_MIN_CELLS", 0)
-    monkeypatch.setattr(gridmap_module, "JUMP_TABLE_MAX_CELLS", 10)
+        monkeypatch.setattr(layers, "JUMP_TABLE_MIN_CELLS", 0)
+    monkeypatch.setattr(layers, "JUMP_TABLE_MAX_CELLS", 10)
     m = GridMap.from_ascii(OPEN)
     assert find_path(m, (0, 0), (29, 9)).algorithm == "jps"
     assert not m.layer(1).wait_jump_table(timeout=0)

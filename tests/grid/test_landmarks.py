@@ -8,12 +8,12 @@ import pytest
 import naive
 from pathserver import GridMap, find_path
 from pathserver.core.landmarks import LANDMARKS
-from pathserver.grid import gridmap as gridmap_module
+from pathserver.grid import layers
 
 
 @pytest.fixture(autouse=True)
 def small_maps_get_landmarks(monkeypatch):
-    monkeypatch.setattr(gridmap_module, "LANDMARK_MIN_CELLS", 0)
+    monkeypatch.setattr(layers, "LANDMARK_MIN_CELLS", 0)
 
 
 def _weighted(rng, width, height, heights=False):

@@ -554,11 +554,11 @@ def test_check_block_matches_a_flood_fill_on_random_grids():
 def test_check_block_after_edits_updates_the_pieces_it_built_before(monkeypatch):
     # Each generation's pieces come from the one before where that built them: equal to
     # a fresh build's, and the answers to a flood fill's.
-    from pathserver.grid import gridmap as gridmap_module
+    from pathserver.grid import layers
 
     updates = []
-    update = gridmap_module.update_pieces
-    monkeypatch.setattr(gridmap_module, "update_pieces", lambda *args: updates.append(1) or update(*args))
+    update = layers.update_pieces
+    monkeypatch.setattr(layers, "update_pieces", lambda *args: updates.append(1) or update(*args))
     rng = np.random.default_rng(16)
     for _ in range(20):
         width, height = int(rng.integers(3, 50)), int(rng.integers(3, 50))
