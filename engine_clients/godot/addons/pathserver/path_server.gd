@@ -185,12 +185,6 @@ const CLIENT_DEFAULTS := {"space": "world"}
 const CLIENT_OPTIONS := ["map", "timeout_ms"]
 const RECONNECT_MIN_MS := 100
 const RECONNECT_MAX_MS := 2000
-## The one line the server prints on stdout once it listens, followed by its endpoint.
-const READY_LINE_PREFIX := "pathserver ready on "
-## How many of the embedded server's last output lines a failure report quotes.
-const SERVER_LOG_LINES := 20
-## How often to ask whether the embedded server's process is still alive.
-const SERVER_CHECK_MS := 200
 ## A synchronous call looks at the socket without pausing for this long (the answer usually
 ## comes within it), then sleeps this long between looks.
 const SYNC_SPIN_USEC := 2000
@@ -220,15 +214,7 @@ var _reconnect_at_ms := 0
 var _backoff_ms := RECONNECT_MIN_MS
 var _generations := {}
 var _waiters: Array[Waiter] = []
-var _server_pid := -1
-var _server_state := ServerState.NONE
-var _server_command := ""
-var _server_started_ms := 0
-var _server_check_ms := 0
-var _server_failure := ""
-var _server_hint := ""
-var _server_pipes: Array[PathServerPipe] = []
-var _server_log := PackedStringArray()
+var _server := PathServerProcess.new()
 var _local_replies: Array[Pending] = []
 var _steps_goals := PackedVector2Array()
 var _steps_goals_encoded := PathServerMsgPack.Encoded.new(PackedVector2Array())
@@ -244,6 +230,11 @@ var _timing_depth := 0
 ## The value of a pathserver project setting, or its default when the project has none.
 static func setting(name: String) -> Variant:
 	return ProjectSettings.get_setting(name, SETTINGS[name])
+
+
+func _init() -> void:
+	_server.started.connect(_on_server_started)
+	_server.failed.connect(_on_server_failed)
 
 
 func _ready() -> void:
@@ -307,7 +298,7 @@ func is_connected_to_server() -> bool:
 func wait_connected(max_wait_ms := -1) -> bool:
 	if is_connected_to_server():
 		return true
-	if _server_state == ServerState.FAILED and not _active:
+	if _server.state == ServerState.FAILED and not _active:
 		return false
 	var waiter := Waiter.new()
 	waiter.timeout_ms = timeout_ms if max_wait_ms < 0 else max_wait_ms
@@ -705,8 +696,8 @@ func poll() -> void:
 		_local_replies = []
 		for pending in answered:
 			_complete(pending, pending.local_reply)
-	if _server_pid > 0:
-		_poll_embedded_server(now)
+	if _server.pid > 0:
+		_server.poll(now)
 	if _active:
 		_poll_connection(now)
 	_expire(now)
@@ -728,68 +719,28 @@ func get_main_thread_usec() -> int:
 ## client connects when its ready line names the endpoint, and requests made meanwhile wait
 ## for it. Returns the process id, or -1 (then [signal embedded_server_failed] says why).
 func start_embedded_server() -> int:
-	stop_embedded_server()
-	var mode: String = setting(SETTING_EMBEDDED_MODE)
-	var launch := PathServerBundle.server_launch(mode, setting(SETTING_EMBEDDED_COMMAND))
-	var port: int = setting(SETTING_EMBEDDED_PORT)
-	var bind := "tcp://127.0.0.1:%s" % (str(port) if port > 0 else "*")
-	var arguments := PackedStringArray(launch.get("arguments", []))
-	arguments.append_array(["serve", "--bind", bind])
-	var maps_dir: String = setting(SETTING_EMBEDDED_MAPS_DIR)
-	if maps_dir != "":
-		arguments.append_array(["--maps", ProjectSettings.globalize_path(maps_dir)])
-	arguments.append_array(PackedStringArray(setting(SETTING_EMBEDDED_ARGUMENTS)))
-	var program: String = launch.get("program", "")
-	var shown := PackedStringArray([program if program != "" else "(%s mode)" % mode])
-	shown.append_array(arguments)
-	_server_command = " ".join(shown)
-	var runs_python := PackedStringArray(launch.get("arguments", [])).has("-m")
-	_server_hint = (
-		"Check %s (a Python with pathserver installed)" % SETTING_EMBEDDED_COMMAND
-		if runs_python
-		else "Check %s, the bundle (`pathserver bundle`)" % SETTING_EMBEDDED_MODE
-	)
-	_server_hint += " and the other embedded_server settings."
-	_server_log.clear()
-	_server_state = ServerState.STARTING
-	_server_started_ms = Time.get_ticks_msec()
-	_server_check_ms = _server_started_ms + SERVER_CHECK_MS
-	if launch.has("error"):
-		_on_server_failed("cannot start: %s" % launch.error)
-		return -1
-	# Non-blocking pipes: each frame reads what the server has written so far, never waits.
-	var process := OS.execute_with_pipe(program, arguments, false)
-	if process.is_empty():
-		_on_server_failed("could not be run")
-		return -1
-	_server_pid = process.pid
-	_server_pipes = [PathServerPipe.new(process.stdio), PathServerPipe.new(process.stderr)]
-	print("PathServer: starting the embedded server: %s" % _server_command)
-	return _server_pid
+	return _server.start()
 
 
 ## Stops the embedded server, if this client started one. Requests in flight wait (within
 ## their timeout) for a server to come back.
 func stop_embedded_server() -> void:
-	if _server_pid > 0:
-		OS.kill(_server_pid)
-	_close_server()
-	_server_state = ServerState.NONE
+	_server.stop()
 
 
 ## The id of the embedded server's process, or -1.
 func get_embedded_server_pid() -> int:
-	return _server_pid
+	return _server.pid
 
 
 ## Whether the embedded server is starting, running or failed; see [enum ServerState].
 func get_embedded_server_state() -> ServerState:
-	return _server_state
+	return _server.state
 
 
 ## The embedded server's last output lines (stdout and stderr, as they came).
 func get_embedded_server_log() -> PackedStringArray:
-	return _server_log
+	return _server.output
 
 
 ## The unit size as the wire wants it: an int for square units, else [w, h].
@@ -1035,12 +986,12 @@ func _wait_now(pending: Pending) -> void:
 	var deadline := began + pending.timeout_ms * 1000
 	while not pending.done:
 		var now := Time.get_ticks_usec()
-		if now >= deadline or not (_active or _server_state == ServerState.STARTING):
+		if now >= deadline or not (_active or _server.state == ServerState.STARTING):
 			break
 		if now - began > SYNC_SPIN_USEC:
 			OS.delay_usec(SYNC_SLEEP_USEC)
-		if _server_pid > 0:
-			_poll_embedded_server(now / 1000)
+		if _server.pid > 0:
+			_server.poll(now / 1000)
 		if _active:
 			_poll_connection(now / 1000)
 	_sync_id = outer
@@ -1091,69 +1042,24 @@ func _poll_connection(now: int) -> void:
 		_reconnect_at_ms = now + _backoff_ms
 
 
-func _poll_embedded_server(now: int) -> void:
-	for pipe in _server_pipes:
-		for line in pipe.read_lines(false):
-			_on_server_line(line, pipe == _server_pipes[0])
-	if _server_pid <= 0 or now < _server_check_ms:
-		return
-	_server_check_ms = now + SERVER_CHECK_MS
-	if not OS.is_process_running(_server_pid):
-		for pipe in _server_pipes:
-			for line in pipe.read_lines(true):
-				_on_server_line(line, pipe == _server_pipes[0])
-		var code := OS.get_process_exit_code(_server_pid)
-		var when := " before it was ready" if _server_state == ServerState.STARTING else ""
-		_on_server_failed("exited with code %d%s" % [code, when])
-	elif _server_state == ServerState.STARTING:
-		var limit: int = setting(SETTING_EMBEDDED_START_TIMEOUT_MS)
-		if now - _server_started_ms > limit:
-			OS.kill(_server_pid)
-			_on_server_failed("printed no ready line within %d s; stopped" % (limit / 1000))
+## The embedded server's ready line came: what waited for it gets its whole timeout from now.
+func _on_server_started(server_endpoint: String) -> void:
+	var now := Time.get_ticks_msec()
+	for pending: Pending in _pending.values():
+		pending.deadline_ms = maxi(pending.deadline_ms, now + pending.timeout_ms)
+	for waiter in _waiters:
+		waiter.deadline_ms = maxi(waiter.deadline_ms, now + waiter.timeout_ms)
+	embedded_server_started.emit(server_endpoint)
+	connect_to_server(server_endpoint)
 
 
-func _on_server_line(line: String, from_stdout: bool) -> void:
-	# The server's progress lines ("pathserver: ...") go to the game's output as they come.
-	print(line)
-	_server_log.append(line)
-	if _server_log.size() > SERVER_LOG_LINES:
-		_server_log = _server_log.slice(_server_log.size() - SERVER_LOG_LINES)
-	if not from_stdout or _server_state != ServerState.STARTING:
-		return
-	if line.begins_with(READY_LINE_PREFIX):
-		var server_endpoint := line.trim_prefix(READY_LINE_PREFIX).get_slice(" ", 0)
-		_server_state = ServerState.RUNNING
-		# Requests and waits made while the server started: their timeout starts now.
-		var now := Time.get_ticks_msec()
-		for pending: Pending in _pending.values():
-			pending.deadline_ms = maxi(pending.deadline_ms, now + pending.timeout_ms)
-		for waiter in _waiters:
-			waiter.deadline_ms = maxi(waiter.deadline_ms, now + waiter.timeout_ms)
-		embedded_server_started.emit(server_endpoint)
-		connect_to_server(server_endpoint)
-
-
-func _on_server_failed(how: String) -> void:
-	_server_failure = "the embedded server (%s) %s." % [_server_command, how]
-	if _server_log.is_empty():
-		_server_failure += " It printed nothing."
-	else:
-		_server_failure += " Its last lines:\n  " + "\n  ".join(_server_log)
-	_server_failure += "\n" + _server_hint
-	_close_server()
-	_server_state = ServerState.FAILED
-	push_error("PathServer: " + _server_failure)
-	# Nothing listens any more: stop reconnecting, fail what waits for this server.
+## Nothing listens any more: stop reconnecting, fail what waits for this server.
+func _on_server_failed(message: String) -> void:
 	_active = false
 	_dealer.close()
 	_on_connection_lost("the embedded server failed")
-	embedded_server_failed.emit(_server_failure)
+	embedded_server_failed.emit(message)
 	_expire(Time.get_ticks_msec())
-
-
-func _close_server() -> void:
-	_server_pid = -1
-	_server_pipes.clear()
 
 
 func _finish_waiters(ok: bool) -> void:
@@ -1184,10 +1090,10 @@ func _send_unsent(now: int) -> void:
 
 
 func _expire(now: int) -> void:
-	if _server_state == ServerState.STARTING:
+	if _server.state == ServerState.STARTING:
 		# Requests wait for the embedded server's ready line; their timeout starts then.
 		return
-	var failed := _server_state == ServerState.FAILED and not _active
+	var failed := _server.state == ServerState.FAILED and not _active
 	var expired: Array[Pending] = []
 	for pending: Pending in _pending.values():
 		if failed or now >= pending.deadline_ms:
@@ -1195,7 +1101,7 @@ func _expire(now: int) -> void:
 	for pending in expired:
 		_pending.erase(pending.result.id)
 		if failed:
-			var error := _client_error("embedded_server_failed", _server_failure, pending.result.id)
+			var error := _client_error("embedded_server_failed", _server.failure, pending.result.id)
 			_complete(pending, error)
 			continue
 		var why := "waiting for the connection" if not pending.sent else "after sending"
