@@ -2592,9 +2592,11 @@ func same_value(wanted: Variant, value: Variant) -> bool:
 	return typeof(wanted) == typeof(value) and wanted == value
 
 
-## The options this client documents and applies, checked against the server's one definition
-## (`pathserver options --json`, which engine_clients/test.sh writes): every name must be the
-## server's, every default its wire_default but the client's own, declared in CLIENT_DEFAULTS.
+## The client's one table of options, [constant PathServerOptions.TABLE], checked against the
+## server's (`pathserver options --json`, which engine_clients/test.sh writes): the same names,
+## each with the server's ops (but where a method takes it as a parameter), each default the
+## server's wire_default but the client's own (CLIENT_DEFAULTS); and the views by op,
+## PATH_OPTIONS and QUERY_OPTIONS, with each query's parameters, are the server's per op.
 func test_options_match_the_server() -> void:
 	var path := OS.get_environment("PATHSERVER_OPTIONS")
 	var parsed: Variant = (
@@ -2610,8 +2612,31 @@ func test_options_match_the_server() -> void:
 	var server := {}
 	for option: Dictionary in parsed.options:
 		server[option.name] = option
-	# Per op: the options the server's path and paths take are PATH_OPTIONS; each query's are
-	# QUERY_OPTIONS[op] and the parameters of the query's method.
+	var table := PathServerOptions.TABLE
+	var is_parameter := func(name: String, op: String) -> bool:
+		return name in QUERY_PARAMETERS.get(op, [])
+	var wrong_ops := []
+	for name: String in server:
+		if name == "unit_size":
+			continue
+		var expected: Array = server[name].ops.filter(
+			func(op: String) -> bool:
+				return op in PathServerOptions.EVERY_OP and not is_parameter.call(name, op)
+		)
+		var ops: Array = table[name].ops if table.has(name) else []
+		expected.sort()
+		ops = ops.duplicate()
+		ops.sort()
+		if ops != expected:
+			wrong_ops.append([name, ops, expected])
+	var unknown := table.keys().filter(func(name: String) -> bool: return not server.has(name))
+	check(
+		unknown.is_empty() and wrong_ops.is_empty(),
+		"PathServerOptions.TABLE: the server's options, each with the ops the server gives it",
+		[unknown, wrong_ops]
+	)
+	# Per op, the views: the options the server's path and paths take are PATH_OPTIONS; each
+	# query's are QUERY_OPTIONS[op] and the parameters of the query's method.
 	var documented := PathServerClient.PATH_OPTIONS
 	var by_op := {"path": documented.keys(), "paths": documented.keys()}
 	for op: String in PathServerClient.QUERY_OPTIONS:
@@ -2621,25 +2646,22 @@ func test_options_match_the_server() -> void:
 		var server_names := server.keys().filter(
 			func(name: String) -> bool: return name != "unit_size" and op in server[name].ops
 		)
-		var unknown := client_names.filter(
+		var unknown_here := client_names.filter(
 			func(name: String) -> bool: return name not in server_names
 		)
 		var missing := server_names.filter(
 			func(name: String) -> bool: return name not in client_names
 		)
 		check(
-			unknown.is_empty() and missing.is_empty(),
+			unknown_here.is_empty() and missing.is_empty(),
 			"the client's options of %s are the server's" % op,
-			"not the server's: %s, missing: %s" % [unknown, missing]
+			"not the server's: %s, missing: %s" % [unknown_here, missing]
 		)
-	var all_options := documented.duplicate()
-	for op: String in PathServerClient.QUERY_OPTIONS:
-		all_options.merge(PathServerClient.QUERY_OPTIONS[op])
 	var unknown_anywhere := server.keys().filter(
 		func(name: String) -> bool:
 			return (
 				name != "unit_size"
-				and not all_options.has(name)
+				and not table.has(name)
 				and not QUERY_PARAMETERS.values().any(
 					func(names: Array) -> bool: return name in names
 				)
@@ -2649,11 +2671,11 @@ func test_options_match_the_server() -> void:
 		unknown_anywhere.is_empty(), "the client knows every option of the server", unknown_anywhere
 	)
 	var wrong := []
-	for name: String in all_options:
+	for name: String in table:
 		if not server.has(name):
 			continue
 		var option: Dictionary = server[name]
-		var value: Variant = all_options[name]
+		var value: Variant = table[name].default
 		if PathServerClient.CLIENT_DEFAULTS.has(name):
 			# The client's own default: sent on every request, so it must be a valid choice.
 			var choices: Array = option.choices if option.get("choices") is Array else [value]
@@ -2663,11 +2685,22 @@ func test_options_match_the_server() -> void:
 			wrong.append([name, value, option.wire_default])
 	check(
 		wrong.is_empty() and PathServerClient.CLIENT_DEFAULTS.keys() == ["space"],
-		(
-			"PATH_OPTIONS' and QUERY_OPTIONS' defaults are the server's wire_default (space: the"
-			+ " client's own, world)"
-		),
+		"the table's defaults are the server's wire_default (space: the client's own, world)",
 		wrong
+	)
+	var arguments := {}
+	for method: Dictionary in client.get_script().get_script_method_list():
+		arguments[method.name] = method.args.map(func(arg: Dictionary) -> String: return arg.name)
+	var methods := {"reachable": "reachable", "field": "distance_field", "next_steps": "next_steps"}
+	var not_arguments := []
+	for op: String in methods:
+		for name: String in QUERY_PARAMETERS[op]:
+			if name not in arguments.get(methods[op], []):
+				not_arguments.append([methods[op], name])
+	check(
+		not_arguments.is_empty() and QUERY_PARAMETERS.check_block.is_empty(),
+		"the queries' parameters the server counts as options are their methods' arguments",
+		not_arguments
 	)
 	var defaults := {}
 	for method: Dictionary in client.get_script().get_script_method_list():

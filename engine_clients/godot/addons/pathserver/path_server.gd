@@ -108,87 +108,28 @@ const SETTINGS := {
 ## bundle when there is one, else (in the editor only) Python; "bundle" the bundle only;
 ## "python" [code]COMMAND -m pathserver[/code] only. See [method PathServerBundle.server_launch].
 const EMBEDDED_MODES := ["auto", "bundle", "python"]
-## The options of [method find_path] and [method find_paths] (fields of the server's
-## [code]path[/code] op), each with what a request gets when [param options] leave it out:
-## the client's own default for "space" (see [constant CLIENT_DEFAULTS]), the server's for the
-## rest (null: no limit, or the server chooses). The engine tests check every name and default
-## here against the server's one definition, [code]pathserver options --json[/code].
-const PATH_OPTIONS := {
-	"space": "world",
-	"smooth": "los",
-	"diagonal": "no_corner_cutting",
-	"snap": true,
-	"allow_partial": false,
-	"max_expansions": null,
-	"heuristic": null,
-	"weight": 1.0,
-	"max_climb": null,
-	"algorithm": "auto",
-	"line_of_sight": true,
-	"goals": null,
-	"avoid": null,
-	"avoid_cost": null,
-	"traversal": null,
-}
-## The options of the queries beyond one path, by op ([method reachable], [method distance_field],
-## [method next_steps], [method check_block]), with their defaults as in [constant PATH_OPTIONS]
-## (null: none, no limit, the whole map). The methods' own parameters (unit_size, start,
-## budget, goals, positions, cells, rects, points) are not options. The engine tests check
-## these names per op against the server's [code]pathserver options --json[/code].
-const QUERY_OPTIONS := {
-	"reachable":
-	{
-		"space": "world",
-		"snap": true,
-		"diagonal": "no_corner_cutting",
-		"max_climb": null,
-		"avoid": null,
-		"avoid_cost": null,
-		"traversal": null,
-	},
-	"field":
-	{
-		"space": "world",
-		"snap": true,
-		"diagonal": "no_corner_cutting",
-		"max_climb": null,
-		"max_cost": null,
-		"region": null,
-		"avoid": null,
-		"avoid_cost": null,
-		"traversal": null,
-	},
-	"next_steps":
-	{
-		"space": "world",
-		"snap": true,
-		"diagonal": "no_corner_cutting",
-		"max_climb": null,
-		"max_cost": null,
-		"lookahead": "cell",
-		"avoid": null,
-		"avoid_cost": null,
-		"traversal": null,
-	},
-	"check_block":
-	{
-		"space": "world",
-		"snap": true,
-		"diagonal": "no_corner_cutting",
-		"traversal": null,
-	},
-}
-## Defaults this client applies and always sends, where they differ from the server's on
-## purpose: positions in a game are world coordinates (the server's default is "grid").
-const CLIENT_DEFAULTS := {"space": "world"}
+## Defaults this client applies and always sends where they differ from the server's:
+## positions in a game are world coordinates.
+const CLIENT_DEFAULTS := PathServerOptions.CLIENT_DEFAULTS
 ## Options read by the client itself and never sent to the server.
-const CLIENT_OPTIONS := ["map", "timeout_ms"]
+const CLIENT_OPTIONS := PathServerOptions.CLIENT_OPTIONS
 const RECONNECT_MIN_MS := 100
 const RECONNECT_MAX_MS := 2000
 ## A synchronous call looks at the socket without pausing for this long (the answer usually
 ## comes within it), then sleeps this long between looks.
 const SYNC_SPIN_USEC := 2000
 const SYNC_SLEEP_USEC := 100
+
+## The options of [method find_path] and [method find_paths], each with what a request gets
+## when [param options] leave it out (null: no limit, or the server chooses). A view of
+## [constant PathServerOptions.TABLE], the one definition.
+# gdlint:ignore = class-variable-name
+static var PATH_OPTIONS := PathServerOptions.of_op("path")
+## The options of [method reachable], [method distance_field], [method next_steps] and
+## [method check_block], by op ("reachable", "field", "next_steps", "check_block"), as
+## [member PATH_OPTIONS]. The methods' own parameters are not options.
+# gdlint:ignore = class-variable-name
+static var QUERY_OPTIONS := PathServerOptions.of_queries()
 
 ## "tcp://HOST:PORT" of the server. Change it with [method connect_to_server]. With an
 ## embedded server, the endpoint its ready line names.
@@ -315,7 +256,7 @@ func get_pending_count() -> int:
 ## Asks for a path from [param start] to [param goal] for a unit whose footprint is
 ## [param unit_size] cells, fire and forget. Returns the request id; the answer comes as
 ## [signal path_found] (found, partial or no_path) or [signal path_failed] (an error) with
-## that id. [param options] may hold any of [constant PATH_OPTIONS] (the server's
+## that id. [param options] may hold any of [member PATH_OPTIONS] (the server's
 ## [code]path[/code] fields), plus "map" and "timeout_ms". With [code]"goals"[/code] (an
 ## array of points) [param goal] is ignored: see [method find_path_to_any]. [code]"avoid"[/code]
 ## ([code]{"cells": [Vector2i, ...], "rects": [Rect2i, ...]}[/code], always grid cells) blocks
@@ -563,7 +504,7 @@ func find_path_to_any_async(
 ## [signal reply_received]; awaited ([method reachable_async]) the result's [code]info[/code]
 ## holds [code]cells[/code] (an [code]Array[Vector2i][/code] of grid cells, whatever the space),
 ## [code]costs[/code] ([PackedFloat32Array], one a cell) and [code]gen[/code].
-## [param options]: [constant QUERY_OPTIONS].reachable ([code]avoid[/code],
+## [param options]: [member QUERY_OPTIONS].reachable ([code]avoid[/code],
 ## [code]traversal[/code], ...), "map", "timeout_ms".
 func reachable(start: Vector2, budget: float, unit_size := Vector2i.ONE, options := {}) -> int:
 	return _reachable(start, budget, unit_size, options).result.id
