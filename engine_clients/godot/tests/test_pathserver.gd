@@ -3294,16 +3294,15 @@ func test_query_golden_vectors() -> void:
 		"the caller's avoid is left as it was (the bin goes in a copy)"
 	)
 	builder.queue_free()
-	# The autoload: this test runs before the main connection is made (no request is sent).
-	var decoder := root.get_node("PathServer") as PathServerClient
+	var decoder := PathServerReplies.new()
 	var answers := {}
 	for op: String in ["reachable", "field", "next_steps", "check_block"]:
 		var name := op.replace("_", "-") + "-reply"
 		var result := PathServerResult.new()
-		decoder._fill_query_result(result, PathServerMsgPack.decode(golden[name])[0], op)
+		decoder.read_query(result, PathServerMsgPack.decode(golden[name])[0], op)
 		answers[op] = result
 	var goals_result := PathServerResult.new()
-	decoder._fill_path_result(goals_result, PathServerMsgPack.decode(golden["goals-reply"])[0], {})
+	decoder.read_path(goals_result, PathServerMsgPack.decode(golden["goals-reply"])[0], {})
 	var field_cost: PackedFloat32Array = answers.field.info.cost
 	check_equal(
 		[
@@ -3340,7 +3339,7 @@ func test_query_golden_vectors() -> void:
 	var paths := []
 	for name: String in ["avoid", "avoid-cost", "traversal-class", "traversal-rules"]:
 		var path := PathServerResult.new()
-		decoder._fill_path_result(path, PathServerMsgPack.decode(golden[name + "-reply"])[0], {})
+		decoder.read_path(path, PathServerMsgPack.decode(golden[name + "-reply"])[0], {})
 		paths.append([path.ok, path.status, Array(path.waypoints), path.info.cost, path.info.gen])
 	var round_the_wall := [[0, 0], [1, 0], [2, 0], [2, 1], [2, 2], [1, 2], [0, 2]].map(
 		func(xy: Array) -> Vector2: return Vector2(xy[0], xy[1])

@@ -153,9 +153,9 @@ var _was_ready := false
 var _active := false
 var _reconnect_at_ms := 0
 var _backoff_ms := RECONNECT_MIN_MS
-var _generations := {}
 var _waiters: Array[Waiter] = []
 var _server := PathServerProcess.new()
+var _replies := PathServerReplies.new()
 var _local_replies: Array[Pending] = []
 var _steps_goals := PackedVector2Array()
 var _steps_goals_encoded := PathServerMsgPack.Encoded.new(PackedVector2Array())
@@ -176,6 +176,7 @@ static func setting(name: String) -> Variant:
 func _init() -> void:
 	_server.started.connect(_on_server_started)
 	_server.failed.connect(_on_server_failed)
+	_replies.map_generation_changed.connect(map_generation_changed.emit)
 
 
 func _ready() -> void:
@@ -617,7 +618,8 @@ func cancel(id: int) -> void:
 	if pending == null:
 		return
 	_pending.erase(id)
-	_fill_error(pending.result, _client_error("cancelled", "cancelled by the caller", id))
+	var cancelled := PathServerReplies.client_error("cancelled", "cancelled by the caller", id)
+	PathServerReplies.read_error(pending.result, cancelled)
 	pending.finish()
 
 
@@ -758,7 +760,9 @@ func _put_tilemap(name: String, layer: TileMapLayer, options: Dictionary) -> Pen
 	var grid := PathServerTileMapReader.read(layer, reader_options)
 	if grid.error != "":
 		var pending := _local_pending(Kind.RAW)
-		var error := _client_error("invalid_request", grid.error, pending.result.id)
+		var error := PathServerReplies.client_error(
+			"invalid_request", grid.error, pending.result.id
+		)
 		error.error.at = grid.at
 		pending.local_reply = error
 		return pending
@@ -854,15 +858,6 @@ func _query_fields(unit_size: Vector2i, options: Dictionary) -> Dictionary:
 	}
 
 
-## A query's reply with its bins decoded into packed arrays (see each query's method).
-func _fill_query_result(result: PathServerResult, reply: Dictionary, op: String) -> void:
-	var decoded := PathServerPacked.query_info(reply, op)
-	result.info = decoded.info
-	if decoded.problem != "":
-		var message := "a %s reply: %s" % [op, decoded.problem]
-		_fill_error(result, _client_error("bad_reply", message, result.id))
-
-
 func _with_options(fields: Dictionary, options: Dictionary) -> Dictionary:
 	for key: Variant in options:
 		if key not in CLIENT_OPTIONS:
@@ -939,7 +934,8 @@ func _wait_now(pending: Pending) -> void:
 	if not pending.done:
 		_pending.erase(pending.result.id)
 		var message := "no reply from %s within %d ms, waited for" % [endpoint, pending.timeout_ms]
-		_complete(pending, _client_error("timeout", message, pending.result.id, true))
+		var timeout := PathServerReplies.client_error("timeout", message, pending.result.id, true)
+		_complete(pending, timeout)
 	if outer != 0:
 		# Called from a handler while another call waited: the outer one's reply may be held.
 		var held := _held
@@ -1042,14 +1038,17 @@ func _expire(now: int) -> void:
 	for pending in expired:
 		_pending.erase(pending.result.id)
 		if failed:
-			var error := _client_error("embedded_server_failed", _server.failure, pending.result.id)
+			var error := PathServerReplies.client_error(
+				"embedded_server_failed", _server.failure, pending.result.id
+			)
 			_complete(pending, error)
 			continue
 		var why := "waiting for the connection" if not pending.sent else "after sending"
 		if not _dealer.is_ready() and _dealer.last_error != "":
 			why += " (%s)" % _dealer.last_error
 		var message := "no reply from %s within %d ms, %s" % [endpoint, pending.timeout_ms, why]
-		_complete(pending, _client_error("timeout", message, pending.result.id, true))
+		var timeout := PathServerReplies.client_error("timeout", message, pending.result.id, true)
+		_complete(pending, timeout)
 	var waiting: Array[Waiter] = []
 	var timed_out: Array[Waiter] = []
 	for waiter in _waiters:
@@ -1099,195 +1098,30 @@ func _complete(pending: Pending, reply: Dictionary) -> void:
 	var result := pending.result
 	match pending.kind:
 		Kind.PATH:
-			_fill_path_result(result, reply, pending.body)
+			_replies.read_path(result, reply, pending.body)
 			if result.ok:
 				path_found.emit(result.id, result.waypoints, result.info)
 			else:
 				path_failed.emit(result.id, result.code, result.message)
 		Kind.PATHS:
-			_fill_batch(pending, reply)
+			_replies.read_batch(result, pending.batch, pending.body, reply)
 			if result.ok:
 				paths_completed.emit(result.id, pending.batch)
 			else:
 				path_failed.emit(result.id, result.code, result.message)
 		Kind.RAW:
-			_fill_error(result, reply)
-			result.ok = reply.get("ok") == true
-			if result.ok:
-				for key: Variant in reply:
-					if key not in ["id", "ok"]:
-						result.info[key] = reply[key]
-				result.info.merge(pending.extra_info)
-			_note_generation(reply, pending.body_map)
+			_replies.read_fields(result, reply, pending.extra_info)
+			_replies.note_generation(reply, pending.body_map)
 			reply_received.emit(result.id, reply)
 		Kind.MAP:
-			_fill_error(result, reply)
-			result.ok = reply.get("ok") == true
-			if result.ok:
-				_fill_map_result(result, reply)
-			_note_generation(reply, pending.body_map)
+			_replies.read_map(result, reply)
+			_replies.note_generation(reply, pending.body_map)
 			reply_received.emit(result.id, reply)
 		Kind.QUERY:
-			_fill_error(result, reply)
-			result.ok = reply.get("ok") == true
-			if result.ok:
-				_fill_query_result(result, reply, pending.body.op)
-			_note_generation(reply, pending.body_map)
+			_replies.read_query(result, reply, pending.body.op)
+			_replies.note_generation(reply, pending.body_map)
 			reply_received.emit(result.id, reply)
 	pending.finish()
-
-
-## A batch's results, one an entry in order: each entry's answer, or the batch's error on
-## each when the whole batch failed.
-func _fill_batch(pending: Pending, reply: Dictionary) -> void:
-	var result := pending.result
-	var body := pending.body
-	var entries: int = body.requests.size() if body.has("requests") else body.starts.size() / 8
-	_fill_error(result, reply)
-	var problem := ""
-	var columns := {}
-	if result.code == "" and reply.get("status") is PackedByteArray:
-		columns = PathServerPacked.columns(reply, entries, body.space == "grid")
-		problem = columns.get("problem", "")
-		_note_generation(reply, str(body.get("map")))
-	elif (
-		result.code == ""
-		and not (reply.get("results") is Array and reply.results.size() == entries)
-	):
-		problem = "no result per request"
-	if problem != "":
-		_fill_error(result, _client_error("bad_reply", "a batch reply: " + problem, result.id))
-	result.ok = result.code == ""
-	if result.ok and not columns.is_empty():
-		_fill_packed_entries(pending, columns, reply)
-		return
-	var failure := (
-		reply if reply.has("error") else _client_error(result.code, result.message, result.id)
-	)
-	for i in entries:
-		var item := PathServerResult.new()
-		item.id = result.id
-		if not result.ok:
-			_fill_error(item, failure)
-		else:
-			_fill_path_result(item, reply.results[i], _batch_request(body, i))
-		pending.batch.append(item)
-
-
-## A packed batch's entries: each its slice of the points, no per-point work (the columns
-## read once, out of the loop: this is the batch's cost per entry).
-func _fill_packed_entries(pending: Pending, columns: Dictionary, reply: Dictionary) -> void:
-	var status: PackedByteArray = columns.status
-	var offset: PackedInt32Array = columns.offset
-	var points: PackedVector2Array = columns.points
-	var cost: PackedFloat32Array = columns.cost
-	var errors: Dictionary = columns.errors
-	var gen: Variant = reply.get("gen")
-	var map: Variant = pending.body.get("map")
-	var unit_size: Variant = pending.body.get("unit_size")
-	pending.batch.resize(status.size())
-	for i in status.size():
-		var item := PathServerResult.new()
-		item.id = pending.result.id
-		pending.batch[i] = item
-		if status[i] >= PathServerPacked.ERROR_STATUS:
-			var error: Variant = errors.get(i)
-			if not error is Dictionary:
-				error = {"code": "bad_reply", "message": "entry %d failed without an error" % i}
-			_fill_error(item, {"ok": false, "error": error, "retryable": false})
-			continue
-		item.reply = reply
-		item.ok = true
-		item.status = PathServerPacked.STATUSES[status[i]]
-		item.waypoints = points.slice(offset[i], offset[i + 1])
-		item.info = {
-			"status": item.status, "cost": cost[i], "gen": gen, "map": map, "unit_size": unit_size
-		}
-
-
-func _batch_request(body: Dictionary, index: int) -> Dictionary:
-	var merged := body.duplicate()
-	merged.merge(body.requests[index], true)
-	return merged
-
-
-func _fill_error(result: PathServerResult, reply: Dictionary) -> void:
-	result.reply = reply
-	if reply.get("ok") == true:
-		return
-	var error: Variant = reply.get("error")
-	if not error is Dictionary:
-		error = {"code": "bad_reply", "message": "a failed reply without an error: %s" % reply}
-	result.code = str(error.get("code", "bad_reply"))
-	result.message = str(error.get("message", ""))
-	result.retryable = reply.get("retryable") == true
-	result.info["at"] = error.get("at")
-	if reply.get("gen") is int:
-		# A "conflict" from update's if_gen names the map's current generation.
-		result.info["gen"] = reply.gen
-	result.ok = false
-
-
-func _fill_path_result(result: PathServerResult, reply: Variant, request_body: Dictionary) -> void:
-	if not reply is Dictionary:
-		reply = _client_error("bad_reply", "a path reply that is not a map: %s" % reply, result.id)
-	_fill_error(result, reply)
-	if reply.get("ok") != true:
-		return
-	result.status = str(reply.get("status", ""))
-	var path: Variant = reply.get("path", [])
-	result.waypoints = (
-		PathServerPacked.points(path, request_body.get("space") == "grid")
-		if path is PackedByteArray
-		else PathServerPacked.plain_points(path)
-	)
-	# Everything the reply says besides the path, so fields the server adds later show up too.
-	result.info = {}
-	for key: Variant in reply:
-		if key not in ["id", "ok", "path"]:
-			result.info[key] = reply[key]
-	result.info["start"] = PathServerPacked.plain_point(reply.get("start"))
-	result.info["goal"] = PathServerPacked.plain_point(reply.get("goal"))
-	result.info["map"] = request_body.get("map")
-	result.info["unit_size"] = request_body.get("unit_size")
-	_note_generation(reply, str(request_body.get("map")))
-	# "no_path" is an answer like the others: ok, with empty waypoints.
-	result.ok = result.status in ["found", "partial", "no_path"]
-	if not result.ok:
-		_fill_error(
-			result,
-			_client_error("bad_reply", "a path reply with status '%s'" % result.status, result.id)
-		)
-
-
-func _fill_map_result(result: PathServerResult, reply: Dictionary) -> void:
-	var decoded := PathServerPacked.map_info(reply)
-	result.info = decoded.info
-	if decoded.problem != "":
-		var message := "a get_map reply with bad %s" % decoded.problem
-		_fill_error(result, _client_error("bad_reply", message, result.id))
-
-
-func _note_generation(reply: Dictionary, map: String = "") -> void:
-	if map == "":
-		map = str(reply.get("map", ""))
-	var gen: Variant = reply.get("gen")
-	if map == "" or not gen is int:
-		return
-	var known: int = _generations.get(map, -1)
-	if gen > known:
-		_generations[map] = gen
-		if known >= 0:
-			map_generation_changed.emit(map, gen)
-
-
-static func _client_error(code: String, message: String, id: int, retryable := false) -> Dictionary:
-	return {
-		"id": id,
-		"ok": false,
-		"error": {"code": code, "message": message, "at": null},
-		"retryable": retryable,
-	}
 
 
 ## A request waiting for its reply.
