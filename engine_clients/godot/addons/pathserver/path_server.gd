@@ -155,10 +155,9 @@ var _reconnect_at_ms := 0
 var _backoff_ms := RECONNECT_MIN_MS
 var _waiters: Array[Waiter] = []
 var _server := PathServerProcess.new()
+var _requests := PathServerRequests.new()
 var _replies := PathServerReplies.new()
 var _local_replies: Array[Pending] = []
-var _steps_goals := PackedVector2Array()
-var _steps_goals_encoded := PathServerMsgPack.Encoded.new(PackedVector2Array())
 var _sync_result := PathServerResult.new()
 ## The request a synchronous call waits for; replies to others are held meanwhile.
 var _sync_id := 0
@@ -688,76 +687,28 @@ func get_embedded_server_log() -> PackedStringArray:
 
 ## The unit size as the wire wants it: an int for square units, else [w, h].
 static func wire_unit_size(unit_size: Vector2i) -> Variant:
-	return unit_size.x if unit_size.x == unit_size.y else [unit_size.x, unit_size.y]
+	return PathServerRequests.wire_unit_size(unit_size)
 
 
 func _find_path(start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dictionary) -> Pending:
-	var fields := {
-		"map": options.get("map", map_name),
-		"start": start,
-		"goal": goal,
-		"unit_size": wire_unit_size(unit_size),
-		"space": CLIENT_DEFAULTS.space,
-		"packed": true,
-	}
-	if options.has("goals"):
-		# Many goals go in place of the one goal (the server refuses both).
-		fields.erase("goal")
-	return _submit("path", _with_options(fields, options), Kind.PATH, options)
+	var fields := PathServerRequests.path(map_name, start, goal, unit_size, options)
+	return _submit("path", fields, Kind.PATH, options)
 
 
 func _find_paths(requests: Array, unit_size: Vector2i, options: Dictionary) -> Pending:
-	var fields := {
-		"map": options.get("map", map_name),
-		"unit_size": wire_unit_size(unit_size),
-		"space": CLIENT_DEFAULTS.space,
-		"packed": true,
-	}
-	fields = _with_options(fields, options)
-	var columns := PathServerPacked.batch_columns(requests, fields)
-	if not columns.is_empty():
-		fields.merge(columns)
-		return _submit("paths", fields, Kind.PATHS, options)
-	var wire_requests := []
-	for item: Variant in requests:
-		if item is Dictionary:
-			wire_requests.append(item)
-		elif item is Array and item.size() == 2:
-			wire_requests.append({"start": item[0], "goal": item[1]})
-		else:
-			push_error("PathServer.find_paths: each request is [start, goal] or a Dictionary")
-			wire_requests.append({"start": null, "goal": null})
-		if wire_requests[-1].get("space", fields.space) != fields.space:
-			# One packed reply holds one space's points.
-			fields.erase("packed")
-	fields["requests"] = wire_requests
+	var fields := PathServerRequests.paths(map_name, requests, unit_size, options)
 	return _submit("paths", fields, Kind.PATHS, options)
 
 
 func _put_grid(
 	name: String, size: Vector2i, cells: PackedByteArray, options: Dictionary
 ) -> Pending:
-	# Keys in the order of the protocol's put_map; options the server does not know go out too,
-	# for it to refuse (invalid_request), as with find_path.
-	var fields := {"map": name, "width": size.x, "height": size.y, "cells": cells}
-	var keys := ["costs", "heights", "origin", "cell_size", "tags", "tag_names", "classes"]
-	keys.append_array(options.keys().filter(func(key: Variant) -> bool: return key not in keys))
-	for key: Variant in keys:
-		if options.has(key) and key not in CLIENT_OPTIONS:
-			var value: Variant = options[key]
-			fields[key] = value.to_byte_array() if value is PackedFloat32Array else value
+	var fields := PathServerRequests.put_map(name, size, cells, options)
 	return _submit("put_map", fields, Kind.RAW, options)
 
 
 func _put_tilemap(name: String, layer: TileMapLayer, options: Dictionary) -> Pending:
-	var reader_options := {}
-	var client_options := {}
-	for key: Variant in options:
-		if PathServerTileMapReader.OPTIONS.has(key):
-			reader_options[key] = options[key]
-		else:
-			client_options[key] = options[key]
-	var grid := PathServerTileMapReader.read(layer, reader_options)
+	var grid := PathServerRequests.read_tilemap(layer, options)
 	if grid.error != "":
 		var pending := _local_pending(Kind.RAW)
 		var error := PathServerReplies.client_error(
@@ -766,34 +717,17 @@ func _put_tilemap(name: String, layer: TileMapLayer, options: Dictionary) -> Pen
 		error.error.at = grid.at
 		pending.local_reply = error
 		return pending
-	client_options["origin"] = grid.origin
-	client_options["cell_size"] = grid.cell_size
-	if not grid.costs.is_empty():
-		client_options["costs"] = grid.costs
-	if not grid.tags.is_empty():
-		client_options["tags"] = grid.tags
-		if not grid.tag_names.is_empty():
-			client_options["tag_names"] = grid.tag_names
-	var uploaded := _put_grid(name, grid.size, grid.cells, client_options)
+	var uploaded := _put_grid(name, grid.size, grid.cells, grid.upload)
 	uploaded.extra_info = {"rect": grid.rect}
 	return uploaded
 
 
 func _get_map(name: String, region: Rect2i, options: Dictionary) -> Pending:
-	var fields := {"map": name}
-	if region.has_area():
-		fields["region"] = [region.position.x, region.position.y, region.size.x, region.size.y]
-	return _submit("get_map", _with_options(fields, options), Kind.MAP, options)
+	return _submit("get_map", PathServerRequests.get_map(name, region, options), Kind.MAP, options)
 
 
 func _update_map(name: String, fields: Dictionary, if_gen: int) -> Pending:
-	var body := {"map": name}
-	for key: Variant in fields:
-		if key not in CLIENT_OPTIONS:
-			body[key] = fields[key]
-	if if_gen >= 0:
-		body["if_gen"] = if_gen
-	return _submit("update", body, Kind.RAW, fields)
+	return _submit("update", PathServerRequests.update(name, fields, if_gen), Kind.RAW, fields)
 
 
 func _find_path_to_any(
@@ -805,18 +739,15 @@ func _find_path_to_any(
 
 
 func _reachable(start: Vector2, budget: float, unit_size: Vector2i, options: Dictionary) -> Pending:
-	var fields := _query_fields(unit_size, options)
-	fields["start"] = start
-	fields["budget"] = budget
-	return _submit("reachable", _with_options(fields, options), Kind.QUERY, options)
+	var fields := PathServerRequests.reachable(map_name, start, budget, unit_size, options)
+	return _submit("reachable", fields, Kind.QUERY, options)
 
 
 func _distance_field(
 	goals: PackedVector2Array, unit_size: Vector2i, options: Dictionary
 ) -> Pending:
-	var fields := _query_fields(unit_size, options)
-	fields["goals"] = goals
-	return _submit("field", _with_options(fields, options), Kind.QUERY, options)
+	var fields := PathServerRequests.field(map_name, goals, unit_size, options)
+	return _submit("field", fields, Kind.QUERY, options)
 
 
 func _next_steps(
@@ -825,44 +756,15 @@ func _next_steps(
 	unit_size: Vector2i,
 	options: Dictionary
 ) -> Pending:
-	var fields := _query_fields(unit_size, options)
-	# The same goals every frame: encoded once (a crowd's goal area may hold thousands).
-	if goals != _steps_goals:
-		_steps_goals = goals
-		_steps_goals_encoded = PathServerMsgPack.Encoded.new(goals)
-	fields["goals"] = _steps_goals_encoded
-	# One bin of little-endian float32 pairs (every platform Godot runs on is little-endian):
-	# the compact form, and the reply's steps come back the same way.
-	fields["positions"] = PathServerPacked.to_bin(positions, false)
-	return _submit("next_steps", _with_options(fields, options), Kind.QUERY, options)
+	var fields := _requests.next_steps(map_name, goals, positions, unit_size, options)
+	return _submit("next_steps", fields, Kind.QUERY, options)
 
 
 func _check_block(
 	cells: Array, rects: Array, points: PackedVector2Array, unit_size: Vector2i, options: Dictionary
 ) -> Pending:
-	var fields := _query_fields(unit_size, options)
-	if not cells.is_empty():
-		fields["cells"] = cells
-	if not rects.is_empty():
-		fields["rects"] = rects
-	fields["points"] = points
-	return _submit("check_block", _with_options(fields, options), Kind.QUERY, options)
-
-
-## The fields every query leads with: the map, the unit's size and the client's space.
-func _query_fields(unit_size: Vector2i, options: Dictionary) -> Dictionary:
-	return {
-		"map": options.get("map", map_name),
-		"unit_size": wire_unit_size(unit_size),
-		"space": CLIENT_DEFAULTS.space,
-	}
-
-
-func _with_options(fields: Dictionary, options: Dictionary) -> Dictionary:
-	for key: Variant in options:
-		if key not in CLIENT_OPTIONS:
-			fields[key] = options[key]
-	return fields
+	var fields := PathServerRequests.check_block(map_name, cells, rects, points, unit_size, options)
+	return _submit("check_block", fields, Kind.QUERY, options)
 
 
 func _submit(op: String, fields: Dictionary, kind: Kind, options := {}) -> Pending:
@@ -871,12 +773,8 @@ func _submit(op: String, fields: Dictionary, kind: Kind, options := {}) -> Pendi
 	pending.result.id = _next_id
 	_next_id += 1
 	pending.body_map = str(fields.get("map", ""))
-	# "id" and "op" lead, as in every example of the protocol document.
-	var body := {"id": pending.result.id, "op": op}
-	body.merge(fields)
-	PathServerPacked.compact_avoids(body)
-	pending.body = body
-	pending.bytes = PathServerMsgPack.encode(body)
+	pending.body = PathServerRequests.body(pending.result.id, op, fields)
+	pending.bytes = PathServerMsgPack.encode(pending.body)
 	var wait_ms: int = options.get("timeout_ms", timeout_ms)
 	pending.deadline_ms = Time.get_ticks_msec() + wait_ms
 	pending.timeout_ms = wait_ms
