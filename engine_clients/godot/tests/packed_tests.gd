@@ -182,9 +182,9 @@ func test_golden_vectors() -> void:
 
 ## A request of [param kind] whose body was [param request], completed with [param reply] on
 ## a client of its own (no signal reaches the tests).
-func completed(kind: int, request: Dictionary, reply: Dictionary) -> PathServerClient.Pending:
+func completed(kind: int, request: Dictionary, reply: Dictionary) -> PathServerConnection.Pending:
 	var own := PathServerClient.new()
-	var pending := PathServerClient.Pending.new()
+	var pending := PathServerConnection.Pending.new()
 	pending.kind = kind
 	pending.body = request.duplicate()
 	pending.body["space"] = request.get("space", "grid")
@@ -214,7 +214,7 @@ func test_packed_requests() -> void:
 		"find_path and find_paths ask for packed answers; pairs go as starts and goals bins",
 		[path.body, batch.body, dictionaries.body]
 	)
-	for pending: PathServerClient.Pending in [path, batch, dictionaries, plain]:
+	for pending: PathServerConnection.Pending in [path, batch, dictionaries, plain]:
 		client.cancel(pending.result.id)
 	await suite.process_frame
 

@@ -132,8 +132,8 @@ func _run() -> void:
 	)
 	# The server sends ZMTP PINGs every few seconds and drops peers that do not answer.
 	check(
-		client._dealer.pings_answered > 0,
-		"the server's heartbeats were answered (%d)" % client._dealer.pings_answered
+		client._connection.dealer.pings_answered > 0,
+		"the server's heartbeats were answered (%d)" % client._connection.dealer.pings_answered
 	)
 	_finish()
 
@@ -618,7 +618,11 @@ func test_first_path_latency() -> void:
 		fresh.map_name = MAP
 		root.add_child(fresh)
 		if not await fresh.wait_connected():
-			check(false, "a fresh client connects for the latency test", fresh._dealer.last_error)
+			check(
+				false,
+				"a fresh client connects for the latency test",
+				fresh._connection.dealer.last_error
+			)
 			fresh.queue_free()
 			return
 		var began := Time.get_ticks_usec()
@@ -637,7 +641,7 @@ func test_first_path_latency() -> void:
 
 func test_ping_and_maps() -> void:
 	var connected := await wait_until(client.is_connected_to_server, 10.0)
-	check(connected, "connects to %s" % endpoint, client._dealer.last_error)
+	check(connected, "connects to %s" % endpoint, client._connection.dealer.last_error)
 	var ping := await client.request_async("ping")
 	check(ping.ok, "ping", ping.reply)
 	var maps := await client.request_async("maps")
@@ -1493,7 +1497,7 @@ func test_upload_encoding() -> void:
 	}
 	var wrong := []
 	for id: int in expected:
-		var got: String = offline._pending[id].bytes.hex_encode()
+		var got: String = offline._connection.pending[id].bytes.hex_encode()
 		if got != expected[id]:
 			wrong.append([id, got])
 	check(
@@ -1523,7 +1527,7 @@ func test_upload_encoding() -> void:
 	]
 	var results := {}
 	for step: Array in session:
-		var pending: Variant = yard._pending[step[1]]
+		var pending: Variant = yard._connection.pending[step[1]]
 		results[step[1]] = pending.result
 		check_equal(
 			pending.bytes.hex_encode(),
@@ -1531,7 +1535,7 @@ func test_upload_encoding() -> void:
 			"golden %s encoded by the client" % step[0]
 		)
 	for reply: String in ["put-map-reply", "get-map-reply", "conflict-reply", "drop-map-reply"]:
-		yard._on_message([golden[reply]])
+		yard._connection.receive([golden[reply]])
 	var put: PathServerResult = results[session[0][1]]
 	var got: PathServerResult = results[session[1][1]]
 	var conflict: PathServerResult = results[session[2][1]]
@@ -1586,7 +1590,7 @@ func test_avoid_encoding() -> void:
 	]
 	var sent := []
 	for id: int in ids:
-		var wire: Dictionary = PathServerMsgPack.decode(offline._pending[id].bytes)[0]
+		var wire: Dictionary = PathServerMsgPack.decode(offline._connection.pending[id].bytes)[0]
 		sent.append(wire.avoid)
 	var expected := []
 	expected.resize(ids.size())
@@ -1598,7 +1602,9 @@ func test_avoid_encoding() -> void:
 	)
 	var entry := {"start": point, "goal": point, "avoid": {"cells": pairs}}
 	var batch_id := offline.find_paths([entry, [point, point], {"start": point, "goal": point}])
-	var entries: Array = PathServerMsgPack.decode(offline._pending[batch_id].bytes)[0].requests
+	var entries: Array = (
+		PathServerMsgPack.decode(offline._connection.pending[batch_id].bytes)[0].requests
+	)
 	check_equal(
 		[entries[0].avoid, entries[1].has("avoid"), entries[2].has("avoid"), entry.avoid.cells],
 		[{"cells": bin}, false, false, pairs],
@@ -1615,7 +1621,7 @@ func test_avoid_encoding() -> void:
 	var unchanged := []
 	for avoid: Variant in as_given:
 		var id := offline.find_path(point, point, Vector2i.ONE, {"avoid": avoid})
-		unchanged.append(is_same(offline._pending[id].body.avoid, avoid))
+		unchanged.append(is_same(offline._connection.pending[id].body.avoid, avoid))
 	check(
 		not unchanged.has(false),
 		"avoid goes as given when its cells are not all whole cells (floats, odd pairs, no map)",
@@ -2288,7 +2294,7 @@ func test_embedded_server_and_reconnect() -> void:
 	for i in 5:
 		await process_frame
 	check(
-		embedded._pending[id].sent and not answers.has(id),
+		embedded._connection.pending[id].sent and not answers.has(id),
 		"a request is in flight to a frozen server"
 	)
 	embedded.stop_embedded_server()
@@ -3279,8 +3285,8 @@ func test_query_golden_vectors() -> void:
 	var cost_id := builder.request("path", cost_fields)
 	check_equal(
 		[
-			builder._pending[avoid_id].bytes.hex_encode(),
-			builder._pending[cost_id].bytes.hex_encode(),
+			builder._connection.pending[avoid_id].bytes.hex_encode(),
+			builder._connection.pending[cost_id].bytes.hex_encode(),
 		],
 		[
 			golden.get("avoid-request", PackedByteArray()).hex_encode(),
@@ -3367,13 +3373,13 @@ func test_query_golden_vectors() -> void:
 	}
 	var moat_cells := PackedByteArray([1, 1, 1, 1, 1, 1])
 	var put_id := moat.put_grid("moat", Vector2i(3, 2), moat_cells, moat_options)
-	var put: Variant = moat._pending[put_id]
+	var put: Variant = moat._connection.pending[put_id]
 	check_equal(
 		put.bytes.hex_encode(),
 		golden["moat-put-request"].hex_encode(),
 		"golden moat-put-request encoded by put_grid (tags, tag_names, classes)"
 	)
-	moat._on_message([golden["moat-put-reply"]])
+	moat._connection.receive([golden["moat-put-reply"]])
 	check(
 		put.result.ok and put.result.info.gen == 2 and put.result.info.map == "moat",
 		"golden moat-put-reply read as a result (gen 2)",

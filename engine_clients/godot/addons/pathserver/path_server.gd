@@ -113,8 +113,6 @@ const EMBEDDED_MODES := ["auto", "bundle", "python"]
 const CLIENT_DEFAULTS := PathServerOptions.CLIENT_DEFAULTS
 ## Options read by the client itself and never sent to the server.
 const CLIENT_OPTIONS := PathServerOptions.CLIENT_OPTIONS
-const RECONNECT_MIN_MS := 100
-const RECONNECT_MAX_MS := 2000
 ## A synchronous call looks at the socket without pausing for this long (the answer usually
 ## comes within it), then sleeps this long between looks.
 const SYNC_SPIN_USEC := 2000
@@ -146,22 +144,13 @@ var embedded_server: bool = setting(SETTING_EMBEDDED)
 ## ready); when false, call [method connect_to_server] yourself.
 var auto_connect := true
 
-var _dealer := PathServerZmtpDealer.new()
-var _pending := {}
-var _next_id := 1
-var _was_ready := false
-var _active := false
-var _reconnect_at_ms := 0
-var _backoff_ms := RECONNECT_MIN_MS
-var _waiters: Array[Waiter] = []
+var _connection := PathServerConnection.new()
 var _server := PathServerProcess.new()
 var _requests := PathServerRequests.new()
 var _replies := PathServerReplies.new()
-var _local_replies: Array[Pending] = []
+var _next_id := 1
+var _local_replies: Array[PathServerConnection.Pending] = []
 var _sync_result := PathServerResult.new()
-## The request a synchronous call waits for; replies to others are held meanwhile.
-var _sync_id := 0
-var _held: Array[Dictionary] = []
 var _poll_queued := false
 var _main_thread_usec := 0
 var _timing_depth := 0
@@ -172,7 +161,15 @@ static func setting(name: String) -> Variant:
 	return ProjectSettings.get_setting(name, SETTINGS[name])
 
 
+## The unit size as the wire wants it: an int for square units, else [w, h].
+static func wire_unit_size(unit_size: Vector2i) -> Variant:
+	return PathServerRequests.wire_unit_size(unit_size)
+
+
 func _init() -> void:
+	_connection.connected.connect(connected.emit)
+	_connection.disconnected.connect(disconnected.emit)
+	_connection.completed.connect(_complete)
 	_server.started.connect(_on_server_started)
 	_server.failed.connect(_on_server_failed)
 	_replies.map_generation_changed.connect(map_generation_changed.emit)
@@ -193,7 +190,7 @@ func _process(_delta: float) -> void:
 
 
 func _exit_tree() -> void:
-	_dealer.close()
+	_connection.dealer.close()
 	stop_embedded_server()
 
 
@@ -206,25 +203,19 @@ func _notification(what: int) -> void:
 ## handshake completes.
 func connect_to_server(to_endpoint: String = endpoint) -> void:
 	endpoint = to_endpoint
-	_active = true
-	_backoff_ms = RECONNECT_MIN_MS
-	_reconnect_at_ms = 0
-	_dealer.close()
-	_on_connection_lost("reconnecting to %s" % endpoint)
+	_connection.open(endpoint)
 
 
 ## Closes the connection. Requests in flight stay pending until their timeout or a new
 ## [method connect_to_server].
 func disconnect_from_server() -> void:
-	_active = false
-	_dealer.close()
-	_on_connection_lost("closed by the client")
-	_finish_waiters(false)
+	_connection.stop("closed by the client")
+	_connection.finish_waiters(false)
 
 
 ## True once the ZeroMQ handshake with the server has completed.
 func is_connected_to_server() -> bool:
-	return _dealer.is_ready()
+	return _connection.dealer.is_ready()
 
 
 ## Waits for the connection: [code]await PathServer.wait_connected()[/code] returns true at once
@@ -239,18 +230,18 @@ func is_connected_to_server() -> bool:
 func wait_connected(max_wait_ms := -1) -> bool:
 	if is_connected_to_server():
 		return true
-	if _server.state == ServerState.FAILED and not _active:
+	if _server.state == ServerState.FAILED and not _connection.active:
 		return false
-	var waiter := Waiter.new()
+	var waiter := PathServerConnection.Waiter.new()
 	waiter.timeout_ms = timeout_ms if max_wait_ms < 0 else max_wait_ms
 	waiter.deadline_ms = Time.get_ticks_msec() + waiter.timeout_ms
-	_waiters.append(waiter)
+	_connection.waiters.append(waiter)
 	return await waiter.finished
 
 
 ## How many requests are waiting for a reply.
 func get_pending_count() -> int:
-	return _pending.size()
+	return _connection.pending.size()
 
 
 ## Asks for a path from [param start] to [param goal] for a unit whose footprint is
@@ -613,10 +604,10 @@ func check_block_async(
 ## Forgets a request made with [method find_path], [method find_paths] or [method request]:
 ## no signal is emitted for it and a late reply is ignored.
 func cancel(id: int) -> void:
-	var pending: Pending = _pending.get(id)
+	var pending: PathServerConnection.Pending = _connection.pending.get(id)
 	if pending == null:
 		return
-	_pending.erase(id)
+	_connection.pending.erase(id)
 	var cancelled := PathServerReplies.client_error("cancelled", "cancelled by the caller", id)
 	PathServerReplies.read_error(pending.result, cancelled)
 	pending.finish()
@@ -628,11 +619,7 @@ func poll() -> void:
 	var began := _timing_begin()
 	_poll_queued = false
 	var now := Time.get_ticks_msec()
-	if not _held.is_empty():
-		var held := _held
-		_held = []
-		for reply in held:
-			_on_reply(reply)
+	_connection.release_held()
 	if not _local_replies.is_empty():
 		var answered := _local_replies
 		_local_replies = []
@@ -640,8 +627,8 @@ func poll() -> void:
 			_complete(pending, pending.local_reply)
 	if _server.pid > 0:
 		_server.poll(now)
-	if _active:
-		_poll_connection(now)
+	if _connection.active:
+		_connection.poll(now, endpoint)
 	_expire(now)
 	_timing_end(began)
 
@@ -685,67 +672,72 @@ func get_embedded_server_log() -> PackedStringArray:
 	return _server.output
 
 
-## The unit size as the wire wants it: an int for square units, else [w, h].
-static func wire_unit_size(unit_size: Vector2i) -> Variant:
-	return PathServerRequests.wire_unit_size(unit_size)
-
-
-func _find_path(start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dictionary) -> Pending:
+func _find_path(
+	start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dictionary
+) -> PathServerConnection.Pending:
 	var fields := PathServerRequests.path(map_name, start, goal, unit_size, options)
 	return _submit("path", fields, Kind.PATH, options)
 
 
-func _find_paths(requests: Array, unit_size: Vector2i, options: Dictionary) -> Pending:
+func _find_paths(
+	requests: Array, unit_size: Vector2i, options: Dictionary
+) -> PathServerConnection.Pending:
 	var fields := PathServerRequests.paths(map_name, requests, unit_size, options)
 	return _submit("paths", fields, Kind.PATHS, options)
 
 
 func _put_grid(
 	name: String, size: Vector2i, cells: PackedByteArray, options: Dictionary
-) -> Pending:
+) -> PathServerConnection.Pending:
 	var fields := PathServerRequests.put_map(name, size, cells, options)
 	return _submit("put_map", fields, Kind.RAW, options)
 
 
-func _put_tilemap(name: String, layer: TileMapLayer, options: Dictionary) -> Pending:
+func _put_tilemap(
+	name: String, layer: TileMapLayer, options: Dictionary
+) -> PathServerConnection.Pending:
 	var grid := PathServerRequests.read_tilemap(layer, options)
 	if grid.error != "":
-		var pending := _local_pending(Kind.RAW)
+		# Answered at the next poll, so that its signal comes after the caller has its id.
+		var pending := _new_pending(Kind.RAW)
 		var error := PathServerReplies.client_error(
 			"invalid_request", grid.error, pending.result.id
 		)
 		error.error.at = grid.at
 		pending.local_reply = error
+		_local_replies.append(pending)
 		return pending
 	var uploaded := _put_grid(name, grid.size, grid.cells, grid.upload)
 	uploaded.extra_info = {"rect": grid.rect}
 	return uploaded
 
 
-func _get_map(name: String, region: Rect2i, options: Dictionary) -> Pending:
+func _get_map(name: String, region: Rect2i, options: Dictionary) -> PathServerConnection.Pending:
 	return _submit("get_map", PathServerRequests.get_map(name, region, options), Kind.MAP, options)
 
 
-func _update_map(name: String, fields: Dictionary, if_gen: int) -> Pending:
+func _update_map(name: String, fields: Dictionary, if_gen: int) -> PathServerConnection.Pending:
 	return _submit("update", PathServerRequests.update(name, fields, if_gen), Kind.RAW, fields)
 
 
 func _find_path_to_any(
 	start: Vector2, goals: PackedVector2Array, unit_size: Vector2i, options: Dictionary
-) -> Pending:
+) -> PathServerConnection.Pending:
 	var with_goals := options.duplicate()
 	with_goals["goals"] = goals
 	return _find_path(start, Vector2.ZERO, unit_size, with_goals)
 
 
-func _reachable(start: Vector2, budget: float, unit_size: Vector2i, options: Dictionary) -> Pending:
+func _reachable(
+	start: Vector2, budget: float, unit_size: Vector2i, options: Dictionary
+) -> PathServerConnection.Pending:
 	var fields := PathServerRequests.reachable(map_name, start, budget, unit_size, options)
 	return _submit("reachable", fields, Kind.QUERY, options)
 
 
 func _distance_field(
 	goals: PackedVector2Array, unit_size: Vector2i, options: Dictionary
-) -> Pending:
+) -> PathServerConnection.Pending:
 	var fields := PathServerRequests.field(map_name, goals, unit_size, options)
 	return _submit("field", fields, Kind.QUERY, options)
 
@@ -755,92 +747,84 @@ func _next_steps(
 	positions: PackedVector2Array,
 	unit_size: Vector2i,
 	options: Dictionary
-) -> Pending:
+) -> PathServerConnection.Pending:
 	var fields := _requests.next_steps(map_name, goals, positions, unit_size, options)
 	return _submit("next_steps", fields, Kind.QUERY, options)
 
 
 func _check_block(
 	cells: Array, rects: Array, points: PackedVector2Array, unit_size: Vector2i, options: Dictionary
-) -> Pending:
+) -> PathServerConnection.Pending:
 	var fields := PathServerRequests.check_block(map_name, cells, rects, points, unit_size, options)
 	return _submit("check_block", fields, Kind.QUERY, options)
 
 
-func _submit(op: String, fields: Dictionary, kind: Kind, options := {}) -> Pending:
-	var pending := Pending.new()
-	pending.kind = kind
-	pending.result.id = _next_id
-	_next_id += 1
+func _submit(
+	op: String, fields: Dictionary, kind: Kind, options := {}
+) -> PathServerConnection.Pending:
+	var pending := _new_pending(kind)
 	pending.body_map = str(fields.get("map", ""))
 	pending.body = PathServerRequests.body(pending.result.id, op, fields)
 	pending.bytes = PathServerMsgPack.encode(pending.body)
 	var wait_ms: int = options.get("timeout_ms", timeout_ms)
 	pending.deadline_ms = Time.get_ticks_msec() + wait_ms
 	pending.timeout_ms = wait_ms
-	_pending[pending.result.id] = pending
 	# Queued at once when connected, written by the poll at the end of this frame (the requests
 	# of a frame in one write), which also hands out the replies that came by then; a
 	# synchronous call writes at once. Only poll() hands replies out (a synchronous call, its
 	# own), so none comes before the caller awaits it.
-	if _dealer.is_ready():
-		pending.sent = _dealer.send([PackedByteArray(), pending.bytes], false)
+	_connection.add(pending)
 	if not _poll_queued:
 		_poll_queued = true
 		poll.call_deferred()
 	return pending
 
 
-## A request the client answers itself (a layer it cannot read): completed at the next
-## [method poll], so that its signal comes after the caller has its id.
-func _local_pending(kind: Kind) -> Pending:
-	var pending := Pending.new()
+func _new_pending(kind: Kind) -> PathServerConnection.Pending:
+	var pending := PathServerConnection.Pending.new()
 	pending.kind = kind
 	pending.result.id = _next_id
 	_next_id += 1
-	_local_replies.append(pending)
 	return pending
 
 
 ## Resumes when [param pending] completed (at once when it already has): what the
 ## [code]_async[/code] methods await.
-func _completion(pending: Pending) -> void:
+func _completion(pending: PathServerConnection.Pending) -> void:
 	if not pending.done:
 		await pending.finished
 
 
 ## Waits for [param pending] on the spot, looking at the socket until its reply came or its
 ## timeout passed: what the synchronous calls block on.
-func _wait_now(pending: Pending) -> void:
+func _wait_now(pending: PathServerConnection.Pending) -> void:
 	var timing := _timing_begin()
 	_sync_result = pending.result
-	var outer := _sync_id
-	_sync_id = pending.result.id
+	var outer := _connection.hold_for
+	_connection.hold_for = pending.result.id
 	var began := Time.get_ticks_usec()
 	var deadline := began + pending.timeout_ms * 1000
 	while not pending.done:
 		var now := Time.get_ticks_usec()
-		if now >= deadline or not (_active or _server.state == ServerState.STARTING):
+		if now >= deadline or not (_connection.active or _server.state == ServerState.STARTING):
 			break
 		if now - began > SYNC_SPIN_USEC:
 			OS.delay_usec(SYNC_SLEEP_USEC)
 		if _server.pid > 0:
 			_server.poll(now / 1000)
-		if _active:
-			_poll_connection(now / 1000)
-	_sync_id = outer
+		if _connection.active:
+			_connection.poll(now / 1000, endpoint)
+	_connection.hold_for = outer
 	if not pending.done:
-		_pending.erase(pending.result.id)
+		_connection.pending.erase(pending.result.id)
 		var message := "no reply from %s within %d ms, waited for" % [endpoint, pending.timeout_ms]
-		var timeout := PathServerReplies.client_error("timeout", message, pending.result.id, true)
-		_complete(pending, timeout)
+		_complete(
+			pending, PathServerReplies.client_error("timeout", message, pending.result.id, true)
+		)
 	if outer != 0:
 		# Called from a handler while another call waited: the outer one's reply may be held.
-		var held := _held
-		_held = []
-		for reply in held:
-			_on_reply(reply)
-	elif not _held.is_empty() and not _poll_queued:
+		_connection.release_held()
+	elif not _connection.held.is_empty() and not _poll_queued:
 		_poll_queued = true
 		poll.call_deferred()
 	_timing_end(timing)
@@ -858,141 +842,29 @@ func _timing_end(began: int) -> void:
 		_main_thread_usec += Time.get_ticks_usec() - began
 
 
-func _poll_connection(now: int) -> void:
-	if _dealer.state == PathServerZmtpDealer.State.CLOSED and now >= _reconnect_at_ms:
-		_dealer.open(endpoint)
-		_reconnect_at_ms = now + _backoff_ms
-		_backoff_ms = mini(_backoff_ms * 2, RECONNECT_MAX_MS)
-	for message: Array in _dealer.poll():
-		_on_message(message)
-	if _dealer.is_ready():
-		if not _was_ready:
-			_was_ready = true
-			_backoff_ms = RECONNECT_MIN_MS
-			connected.emit()
-			_finish_waiters(true)
-		_send_unsent(now)
-	elif _was_ready and _dealer.state == PathServerZmtpDealer.State.CLOSED:
-		_on_connection_lost(_dealer.last_error)
-		_reconnect_at_ms = now + _backoff_ms
-
-
 ## The embedded server's ready line came: what waited for it gets its whole timeout from now.
 func _on_server_started(server_endpoint: String) -> void:
-	var now := Time.get_ticks_msec()
-	for pending: Pending in _pending.values():
-		pending.deadline_ms = maxi(pending.deadline_ms, now + pending.timeout_ms)
-	for waiter in _waiters:
-		waiter.deadline_ms = maxi(waiter.deadline_ms, now + waiter.timeout_ms)
+	_connection.restart_deadlines(Time.get_ticks_msec())
 	embedded_server_started.emit(server_endpoint)
 	connect_to_server(server_endpoint)
 
 
 ## Nothing listens any more: stop reconnecting, fail what waits for this server.
 func _on_server_failed(message: String) -> void:
-	_active = false
-	_dealer.close()
-	_on_connection_lost("the embedded server failed")
+	_connection.stop("the embedded server failed")
 	embedded_server_failed.emit(message)
 	_expire(Time.get_ticks_msec())
-
-
-func _finish_waiters(ok: bool) -> void:
-	var waiters := _waiters
-	_waiters = []
-	for waiter in waiters:
-		waiter.finished.emit(ok)
-
-
-func _on_connection_lost(reason: String) -> void:
-	_mark_unsent()
-	if _was_ready:
-		_was_ready = false
-		disconnected.emit(reason)
-
-
-func _mark_unsent() -> void:
-	for pending: Pending in _pending.values():
-		pending.sent = false
-
-
-func _send_unsent(now: int) -> void:
-	for pending: Pending in _pending.values():
-		if not pending.sent and now >= pending.retry_at_ms:
-			if not _dealer.send([PackedByteArray(), pending.bytes]):
-				return
-			pending.sent = true
 
 
 func _expire(now: int) -> void:
 	if _server.state == ServerState.STARTING:
 		# Requests wait for the embedded server's ready line; their timeout starts then.
 		return
-	var failed := _server.state == ServerState.FAILED and not _active
-	var expired: Array[Pending] = []
-	for pending: Pending in _pending.values():
-		if failed or now >= pending.deadline_ms:
-			expired.append(pending)
-	for pending in expired:
-		_pending.erase(pending.result.id)
-		if failed:
-			var error := PathServerReplies.client_error(
-				"embedded_server_failed", _server.failure, pending.result.id
-			)
-			_complete(pending, error)
-			continue
-		var why := "waiting for the connection" if not pending.sent else "after sending"
-		if not _dealer.is_ready() and _dealer.last_error != "":
-			why += " (%s)" % _dealer.last_error
-		var message := "no reply from %s within %d ms, %s" % [endpoint, pending.timeout_ms, why]
-		var timeout := PathServerReplies.client_error("timeout", message, pending.result.id, true)
-		_complete(pending, timeout)
-	var waiting: Array[Waiter] = []
-	var timed_out: Array[Waiter] = []
-	for waiter in _waiters:
-		if failed or now >= waiter.deadline_ms:
-			timed_out.append(waiter)
-		else:
-			waiting.append(waiter)
-	_waiters = waiting
-	for waiter in timed_out:
-		waiter.finished.emit(false)
+	var failed := _server.state == ServerState.FAILED and not _connection.active
+	_connection.expire(now, endpoint, _server.failure if failed else "")
 
 
-func _on_message(frames: Array) -> void:
-	var decoded := PathServerMsgPack.decode(frames[-1])
-	var reply: Variant = decoded[0]
-	if decoded[1] != "" or not reply is Dictionary:
-		push_warning("PathServer: unreadable reply ignored: %s" % decoded[1])
-		return
-	_on_reply(reply)
-
-
-func _on_reply(reply: Dictionary) -> void:
-	var id: Variant = reply.get("id")
-	if _sync_id != 0 and id != _sync_id:
-		_held.append(reply)
-		return
-	if not id is int or not _pending.has(id):
-		# A reply to a request that timed out or was cancelled, or one the server could not
-		# read (id nil: a client bug worth seeing).
-		if id == null:
-			push_warning("PathServer: the server could not read a request: %s" % reply)
-		return
-	var pending: Pending = _pending[id]
-	var error: Dictionary = reply.get("error", {}) if reply.get("error") is Dictionary else {}
-	var retry_ms: int = reply.get("retry_after_ms", 0) if reply.get("retry_after_ms") is int else 0
-	var now := Time.get_ticks_msec()
-	if error.get("code") == "overloaded" and now + retry_ms < pending.deadline_ms:
-		# The server asked to come back later; the deadline still bounds the wait.
-		pending.sent = false
-		pending.retry_at_ms = now + retry_ms
-		return
-	_pending.erase(id)
-	_complete(pending, reply)
-
-
-func _complete(pending: Pending, reply: Dictionary) -> void:
+func _complete(pending: PathServerConnection.Pending, reply: Dictionary) -> void:
 	var result := pending.result
 	match pending.kind:
 		Kind.PATH:
@@ -1020,44 +892,3 @@ func _complete(pending: Pending, reply: Dictionary) -> void:
 			_replies.note_generation(reply, pending.body_map)
 			reply_received.emit(result.id, reply)
 	pending.finish()
-
-
-## A request waiting for its reply.
-class Pending:
-	extends RefCounted
-
-	## Emitted once, when the request completed (answered, failed, timed out or cancelled).
-	signal finished
-
-	var result := PathServerResult.new()
-	var kind := 0
-	var body := {}
-	var bytes := PackedByteArray()
-	var deadline_ms := 0
-	var timeout_ms := 0
-	var sent := false
-	## When the server answered "overloaded": not before this time.
-	var retry_at_ms := 0
-	## PATHS only: one PathServerResult per request, filled on completion.
-	var batch: Array[PathServerResult] = []
-	var done := false
-	## The request's "map" field, for the generation its reply names.
-	var body_map := ""
-	## What the client answers itself, without sending (see _local_pending).
-	var local_reply := {}
-	## Added to a successful result's info (put_tilemap: the layer's rect).
-	var extra_info := {}
-
-	func finish() -> void:
-		done = true
-		finished.emit()
-
-
-## A [method wait_connected] call waiting for the connection.
-class Waiter:
-	extends RefCounted
-
-	signal finished(ok: bool)
-
-	var deadline_ms := 0
-	var timeout_ms := 0
