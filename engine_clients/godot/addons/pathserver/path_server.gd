@@ -1,36 +1,20 @@
-# gdlint: disable=max-public-methods,max-file-lines
+# gdlint: disable=max-public-methods
+# (Games call every public method here: the client's API is one class, as AStarGrid2D's is.)
 class_name PathServerClient
 extends Node
 ## A client for pathserver, the grid pathfinding service. The plugin registers one as the
 ## autoload [code]PathServer[/code]; more can be created with [code]PathServerClient.new()[/code].
 ##
-## Each request has two forms. To wait for the answer, [code]await[/code] the
-## [code]_async[/code] method: [method find_path_async], [method find_paths_async],
-## [method request_async] return a [PathServerResult] (an Array of them for a batch); this is
-## the one way to await. To fire and forget, the plain method ([method find_path],
-## [method find_paths], [method request]) returns the request id at once, and the answer comes
-## as a signal with that id. Replies are matched by id, in whatever order the server finishes
-## them; every request emits its signal, awaited or not.
+## Each request has two forms: [code]await[/code] the [code]_async[/code] method for its
+## [PathServerResult] (an Array of them for a batch), or call the plain method, which returns
+## the request id at once; the answer then comes as a signal with that id, awaited or not.
+## The [code]_sync[/code] methods wait on the spot instead, blocking the frame.
 ##
-## The game's own world: [method put_grid] and [method put_tilemap] upload a map (a
-## [TileMapLayer] as it is), [method get_map] reads one back, [method drop_map] drops it,
-## [method update_map] edits one live (with [code]if_gen[/code]); each with its
-## [code]_async[/code] twin. [PathServerTileMapSync] keeps an uploaded layer in sync.
-##
-## A path query that finds no path is an answer, not a failure (like [AStarGrid2D]'s empty
-## path): [signal path_found] with empty waypoints and [code]info.status == "no_path"[/code],
-## a result with [member PathServerResult.ok] true. Only errors (a bad request, an unknown map,
-## a timeout, ...) are [signal path_failed].
-##
-## For code written for [AStarGrid2D], [method find_path_sync], [method find_id_path_sync] and
-## [method find_paths_sync] wait on the spot and return the answer, blocking the frame for the
-## round trip. Paths come packed (one bin of points, decoded by the engine's own conversions,
-## see [PathServerPacked]).
-##
-## Otherwise network work happens in [method poll] ([method _process] calls it, and once more
-## at the end of a frame in which a request was made) and never blocks a frame. Coordinates
-## are world coordinates by default (the map's origin and cell size apply); pass
-## [code]{"space": "grid"}[/code] in [param options] for cells.
+## A path query that finds no path is an answer, not a failure: [signal path_found] with empty
+## waypoints and [code]info.status == "no_path"[/code]. Positions are world coordinates; pass
+## [code]{"space": "grid"}[/code] in [param options] for cells. Network work happens in
+## [method poll], once a frame; a dropped connection is reopened with back-off and what was in
+## flight sent again.
 ## [codeblock]
 ## func _ready() -> void:
 ##     var result := await PathServer.find_path_async(Vector2(2.5, 2.5), Vector2(60.5, 60.5))
@@ -42,17 +26,11 @@ extends Node
 ## func _on_path_found(id: int, waypoints: PackedVector2Array, info: Dictionary) -> void:
 ##     print(id, " ", info.status, " ", waypoints, " cost ", info.cost)
 ## [/codeblock]
-## When the connection drops, the client reconnects with back-off and sends again whatever was
-## in flight. A request with no answer within its timeout fails with the code "timeout".
-## [code]await PathServer.wait_connected()[/code] waits for the connection (it returns at once
-## when there is one).
 
 ## Emitted for every completed [method find_path] query: [code]info.status[/code] is "found",
-## "partial" (with [code]allow_partial[/code]) or "no_path" ([param waypoints] empty, like
-## [AStarGrid2D]'s empty path: the goal cannot be reached). Errors are [signal path_failed].
-## [param info] holds the reply's fields besides the path (status, cost, length, expanded,
-## start and goal as [Vector2], start_snapped, goal_snapped, gen, ...) plus the request's map
-## and unit_size.
+## "partial" (with [code]allow_partial[/code]) or "no_path" ([param waypoints] empty). [param info]
+## holds the reply's fields besides the path (status, cost, length, expanded, start and goal
+## as [Vector2], start_snapped, goal_snapped, gen, ...) plus the request's map and unit_size.
 signal path_found(id: int, waypoints: PackedVector2Array, info: Dictionary)
 ## A request failed: [param code] is a server error code ("unknown_map", "out_of_bounds", ...)
 ## or the client's own "timeout", "bad_reply" or "embedded_server_failed". Never "no_path":
@@ -149,6 +127,7 @@ var _server := PathServerProcess.new()
 var _requests := PathServerRequests.new()
 var _replies := PathServerReplies.new()
 var _next_id := 1
+## Requests the client answers itself, completed at the next poll.
 var _local_replies: Array[PathServerConnection.Pending] = []
 var _sync_result := PathServerResult.new()
 var _poll_queued := false
@@ -218,15 +197,10 @@ func is_connected_to_server() -> bool:
 	return _connection.dealer.is_ready()
 
 
-## Waits for the connection: [code]await PathServer.wait_connected()[/code] returns true at once
-## when the client is connected, else when it connects. It returns false when
-## [param max_wait_ms] (default [member timeout_ms]) passes first, when the embedded server
-## fails, or on [method disconnect_from_server]. As for requests, the time an embedded server
-## spends starting does not count: the wait starts when it is ready.
-## [codeblock]
-## if not await PathServer.wait_connected():
-##     push_warning("no pathserver at %s" % PathServer.endpoint)
-## [/codeblock]
+## Waits for the connection: [code]await PathServer.wait_connected()[/code] is true at once
+## when connected, else when it connects; false when [param max_wait_ms] (default
+## [member timeout_ms], not counting an embedded server's start) passes first, when the
+## embedded server fails, or on [method disconnect_from_server].
 func wait_connected(max_wait_ms := -1) -> bool:
 	if is_connected_to_server():
 		return true
@@ -245,17 +219,13 @@ func get_pending_count() -> int:
 
 
 ## Asks for a path from [param start] to [param goal] for a unit whose footprint is
-## [param unit_size] cells, fire and forget. Returns the request id; the answer comes as
-## [signal path_found] (found, partial or no_path) or [signal path_failed] (an error) with
-## that id. [param options] may hold any of [member PATH_OPTIONS] (the server's
-## [code]path[/code] fields), plus "map" and "timeout_ms". With [code]"goals"[/code] (an
-## array of points) [param goal] is ignored: see [method find_path_to_any]. [code]"avoid"[/code]
-## ([code]{"cells": [Vector2i, ...], "rects": [Rect2i, ...]}[/code], always grid cells) blocks
-## cells for this request only, or prices them with [code]"avoid_cost"[/code]; its cells may
-## also be a [PackedInt32Array] of x, y pairs, and either way go out as one compact bin of
-## int32 pairs (the other ops' [code]avoid[/code] and each [method find_paths] request's too);
-## [code]"traversal"[/code] names a unit class of the map or gives its rules
-## ([code]{"water": null, "forest": 3.0}[/code]).
+## [param unit_size] cells; returns the request id. The answer comes as [signal path_found] or
+## [signal path_failed]. [param options]: any of [member PATH_OPTIONS], "map", "timeout_ms";
+## with [code]"goals"[/code], [param goal] is ignored (see [method find_path_to_any]).
+## [code]"avoid"[/code] ([code]{"cells": [Vector2i, ...], "rects": [Rect2i, ...]}[/code], cells
+## also as a [PackedInt32Array] of x, y pairs) blocks grid cells for this request only, or
+## prices them with [code]"avoid_cost"[/code]; [code]"traversal"[/code] names a unit class of
+## the map or gives its rules ([code]{"water": null, "forest": 3.0}[/code]).
 func find_path(start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}) -> int:
 	return _find_path(start, goal, unit_size, options).result.id
 
@@ -286,11 +256,9 @@ func find_paths_async(requests: Array, unit_size := Vector2i.ONE, options := {})
 	return pending.batch
 
 
-## [method find_path], waited for on the spot, as [method AStarGrid2D.get_point_path] answers:
-## [code]var path := PathServer.find_path_sync(a, b)[/code]. It blocks the frame for the round
-## trip, at most the request's timeout, and returns the waypoints (start and goal included):
-## empty for "no_path" and on errors, with [method get_last_sync_result] saying which. Replies
-## to other requests that come meanwhile are handed out after it, in the same frame.
+## [method find_path], waited for on the spot (blocking the frame, at most the timeout), as
+## [method AStarGrid2D.get_point_path] answers: the waypoints, empty for "no_path" and on
+## errors ([method get_last_sync_result] says which). Other replies wait until it returns.
 func find_path_sync(
 	start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}
 ) -> PackedVector2Array:
@@ -339,30 +307,14 @@ func request_async(op: String, fields := {}) -> PathServerResult:
 	return pending.result
 
 
-## Uploads a map of [param size] cells under [param name], fire and forget (op
-## [code]put_map[/code]); the answer comes as [signal reply_received] with the returned id. A
-## name already uploaded is replaced (with a higher generation); the name of a map file the
-## server serves is refused with the code "conflict".
-## [br][param cells]: one byte per cell, row-major from the top-left (index y * width + x):
-## 0 blocked, 1..255 walkable with that terrain cost (1 plain). Sent as msgpack bin.
-## [br][param options]: [code]costs[/code] ([PackedFloat32Array], one exact cost >= 1 per
-## cell, overriding the bytes on walkable cells), [code]heights[/code]
-## ([PackedFloat32Array]), [code]tags[/code] ([PackedByteArray], a byte a cell: kinds of
-## ground, 0 untagged), [code]tag_names[/code] ([code]{name: value 1..255}[/code], for requests'
-## [code]traversal[/code]), [code]classes[/code] (the map's unit classes,
-## [code]{"boat": {"land": null, "shallows": 2.0}}[/code]: a request's
-## [code]{"traversal": "boat"}[/code] applies them; null blocks a tag, a number >= 1 multiplies
-## its cost), [code]origin[/code]
-## ([Vector2], the world position of the grid's top-left corner, default (0, 0)),
-## [code]cell_size[/code] (world units a cell, default 1), and [code]timeout_ms[/code]. Float
-## arrays go out as bin of little-endian float32 ([method PackedFloat32Array.to_byte_array]:
-## every platform Godot runs on is little-endian). The server checks the sizes: a wrong one
-## is the error "invalid_request" at "cells" (or "costs", ...).
-## [codeblock]
-## var cells := PackedByteArray([1, 1, 1, 0, 0, 1, 1, 1, 1])
-## var result := await PathServer.put_grid_async("room", Vector2i(3, 3), cells, {"cell_size": 16.0})
-## print(result.ok, " gen ", result.info.gen)
-## [/codeblock]
+## Uploads a map of [param size] cells as [param name] (op [code]put_map[/code]), replacing
+## an upload of that name; returns the request id, answered by [signal reply_received].
+## [param cells]: a byte a cell, row-major: 0 blocked, 1..255 walkable with that cost.
+## [param options]: [code]costs[/code] and [code]heights[/code] ([PackedFloat32Array], a value
+## a cell), [code]tags[/code] ([PackedByteArray]), [code]tag_names[/code]
+## ([code]{name: 1..255}[/code]), [code]classes[/code] (unit classes,
+## [code]{"boat": {"land": null, "shallows": 2.0}}[/code]), [code]origin[/code] ([Vector2]),
+## [code]cell_size[/code], [code]timeout_ms[/code].
 func put_grid(name: String, size: Vector2i, cells: PackedByteArray, options := {}) -> int:
 	return _put_grid(name, size, cells, options).result.id
 
@@ -377,20 +329,11 @@ func put_grid_async(
 	return pending.result
 
 
-## Uploads a [TileMapLayer] as the map [param name] (see [method put_grid]): walkability and
-## cost come from its TileSet's custom data layers [code]walkable[/code] and [code]cost[/code],
-## else from the tiles' physics polygons (blocked) and navigation polygons (walkable); empty
-## cells are blocked ([PathServerTileMapReader] has the rules). The grid covers the layer's
-## used rect, in the layer's global coordinates: positions of nodes beside the layer go
-## straight into path requests. Square tiles only.
-## [br][param options]: [code]walkable_layer[/code], [code]cost_layer[/code] (the custom data
-## layers' names), [code]tag_layer[/code] (the custom data layer of the tiles' tags, default
-## "tag": see [PathServerTileMapReader]), [code]classes[/code] (the map's unit classes, as
-## [method put_grid]'s), [code]empty_walkable[/code] (bool), [code]rect[/code] (a [Rect2i] of layer
-## cells instead of the used rect), [code]timeout_ms[/code]. A layer that cannot be read
-## (no TileSet, no tiles, tiles that are not squares) fails at once, without a request:
-## [code]code[/code] "invalid_request", [code]info.at[/code] "layer", and a message saying why.
-## On success [code]info[/code] also holds [code]rect[/code], the layer cells uploaded.
+## Uploads a [TileMapLayer]'s used rect as the map [param name] (see [method put_grid]), in
+## the layer's global coordinates; [PathServerTileMapReader] has the rules and the
+## [param options] besides [code]classes[/code] and [code]timeout_ms[/code]. A layer that
+## cannot be read fails at once with "invalid_request" at "layer". On success
+## [code]info.rect[/code] is the layer cells uploaded.
 func put_tilemap(name: String, layer: TileMapLayer, options := {}) -> int:
 	return _put_tilemap(name, layer, options).result.id
 
@@ -402,24 +345,17 @@ func put_tilemap_async(name: String, layer: TileMapLayer, options := {}) -> Path
 	return pending.result
 
 
-## Asks for the cells of the map [param name] (op [code]get_map[/code]): the whole map, or the
-## cells of [param region] (grid cells; it must lie inside the map, else "out_of_bounds"). Works
-## for uploaded and file maps alike, live edits included. The answer comes as
-## [signal reply_received]; awaited ([method get_map_async]) the result's [code]info[/code]
-## holds [code]map[/code], [code]gen[/code], [code]size[/code] ([Vector2i], the whole map's),
-## [code]origin[/code] ([Vector2]), [code]cell_size[/code], [code]region[/code] ([Rect2i]),
-## [code]cells[/code] ([PackedByteArray] of the region, row-major: 0 blocked, else the cost
-## rounded and clamped to 1..255) and, when the map has them, [code]costs[/code] and
-## [code]heights[/code] ([PackedFloat32Array]) and [code]tags[/code] ([PackedByteArray]).
+## Asks for the cells of the map [param name] (op [code]get_map[/code]): the whole map, or
+## [param region] (grid cells inside the map). Awaited ([method get_map_async]),
+## [code]info[/code] holds [code]map[/code], [code]gen[/code], [code]size[/code],
+## [code]origin[/code], [code]cell_size[/code], [code]region[/code], [code]cells[/code]
+## ([PackedByteArray]) and, when the map has them, [code]costs[/code], [code]heights[/code]
+## and [code]tags[/code].
 func get_map(name: String, region := Rect2i(), options := {}) -> int:
 	return _get_map(name, region, options).result.id
 
 
 ## [method get_map], awaited.
-## [codeblock]
-## var room := await PathServer.get_map_async("room")
-## print(room.info.size, " ", room.info.cells)  # (3, 3) [1, 1, 1, 0, 0, 1, 1, 1, 1]
-## [/codeblock]
 func get_map_async(name: String, region := Rect2i(), options := {}) -> PathServerResult:
 	var pending := _get_map(name, region, options)
 	await _completion(pending)
@@ -440,11 +376,9 @@ func drop_map_async(name: String, options := {}) -> PathServerResult:
 
 
 ## A live edit of the map [param name] (op [code]update[/code]): [param fields] are the op's
-## ([code]rects[/code] or [code]cells[/code] ([Array] of [Vector2i] work), [code]solid[/code]
-## and/or [code]cost[/code], [code]space[/code]), plus [code]timeout_ms[/code]. With
-## [param if_gen] >= 0 the edit applies only if the map's generation is still that one; else
-## the result is the error "conflict" and [code]info.gen[/code] the current generation. The
-## reply's new [code]gen[/code] emits [signal map_generation_changed].
+## ([code]rects[/code] or [code]cells[/code], [code]solid[/code] and/or [code]cost[/code],
+## [code]space[/code]) plus [code]timeout_ms[/code]. With [param if_gen] >= 0 it applies only
+## at that generation, else the result is "conflict" with the current [code]info.gen[/code].
 func update_map(name: String, fields: Dictionary, if_gen := -1) -> int:
 	return _update_map(name, fields, if_gen).result.id
 
@@ -465,10 +399,8 @@ func update_map_async(name: String, fields: Dictionary, if_gen := -1) -> PathSer
 # -- queries beyond one path ------------------------------------------------------------------
 
 
-## [method find_path] to the cheapest of many goals ([param goals], 1 to 4096 points), in one
-## search: [code]info.goal_index[/code] says which goal the path reaches (null when none is
-## reached: "no_path"). The same as [method find_path] with [code]"goals"[/code] in
-## [param options].
+## [method find_path] to the cheapest of [param goals] (1 to 4096 points) in one search:
+## [code]info.goal_index[/code] says which goal the path reaches (null for "no_path").
 func find_path_to_any(
 	start: Vector2, goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
 ) -> int:
@@ -476,11 +408,6 @@ func find_path_to_any(
 
 
 ## [method find_path_to_any], awaited.
-## [codeblock]
-## var goals := PackedVector2Array([Vector2(60.5, 60.5), Vector2(40.5, 5.5)])
-## var nearest := await PathServer.find_path_to_any_async(Vector2(1.5, 1.5), goals)
-## print(nearest.info.goal_index, " ", nearest.waypoints[-1])
-## [/codeblock]
 func find_path_to_any_async(
 	start: Vector2, goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
@@ -489,24 +416,16 @@ func find_path_to_any_async(
 	return pending.result
 
 
-## The movement range (op [code]reachable[/code]): every cell a unit of [param unit_size] at
-## [param start] can reach for at most [param budget] (its move costs), cheapest first, the
-## start's cell (after snapping) first at cost 0. Fire and forget: the answer comes as
-## [signal reply_received]; awaited ([method reachable_async]) the result's [code]info[/code]
-## holds [code]cells[/code] (an [code]Array[Vector2i][/code] of grid cells, whatever the space),
-## [code]costs[/code] ([PackedFloat32Array], one a cell) and [code]gen[/code].
-## [param options]: [member QUERY_OPTIONS].reachable ([code]avoid[/code],
-## [code]traversal[/code], ...), "map", "timeout_ms".
+## The movement range (op [code]reachable[/code]): every cell a unit at [param start] reaches
+## for at most [param budget], cheapest first. Awaited ([method reachable_async]),
+## [code]info.cells[/code] ([code]Array[Vector2i][/code]) and [code]info.costs[/code]
+## ([PackedFloat32Array]). [param options]: [code]QUERY_OPTIONS.reachable[/code], "map",
+## "timeout_ms".
 func reachable(start: Vector2, budget: float, unit_size := Vector2i.ONE, options := {}) -> int:
 	return _reachable(start, budget, unit_size, options).result.id
 
 
 ## [method reachable], awaited.
-## [codeblock]
-## var grid := {"space": "grid"}
-## var area := await PathServer.reachable_async(Vector2(1, 1), 2.0, Vector2i.ONE, grid)
-## print(area.info.cells.size(), " cells, the farthest costs ", area.info.costs[-1])
-## [/codeblock]
 func reachable_async(
 	start: Vector2, budget: float, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
@@ -515,14 +434,11 @@ func reachable_async(
 	return pending.result
 
 
-## The distance field (Dijkstra map, op [code]field[/code]): each cell's cost to the nearest of
-## [param goals] for a unit of [param unit_size], [constant @GDScript.INF] where it cannot stand
-## or reach one (or past the option [code]max_cost[/code]). Awaited ([method
-## distance_field_async]) the result's [code]info[/code] holds [code]width[/code],
-## [code]height[/code], [code]origin[/code] ([Vector2i], the grid cell of the window's top-left:
-## option [code]region[/code], a [Rect2i] of grid cells, default the whole map),
-## [code]cost[/code] ([PackedFloat32Array], row-major: cell (x, y) of the window at
-## [code](y - origin.y) * width + x - origin.x[/code]) and [code]gen[/code].
+## The distance field (op [code]field[/code]): each cell's cost to the nearest of
+## [param goals], [constant @GDScript.INF] where none is reached. Awaited
+## ([method distance_field_async]), [code]info[/code] holds [code]width[/code],
+## [code]height[/code], [code]origin[/code] (the window's top-left cell; option
+## [code]region[/code]) and [code]cost[/code] ([PackedFloat32Array], row-major).
 func distance_field(goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}) -> int:
 	return _distance_field(goals, unit_size, options).result.id
 
@@ -536,16 +452,11 @@ func distance_field_async(
 	return pending.result
 
 
-## Steers many units of one [param unit_size] down one field (op [code]next_steps[/code]):
-## for each of [param positions], where the unit heads next toward the nearest of
-## [param goals]: the neighbouring cell downhill, or with [code]{"lookahead": "los"}[/code] the
-## farthest turn of its descent it can see. The server keeps the field (per map generation,
-## goals, size and options), so calling this every frame with the same goals costs a lookup per
-## unit. Positions go out as one bin of float32 pairs. Awaited ([method next_steps_async]) the
-## result's [code]info[/code] holds [code]steps[/code] ([PackedVector2Array] in the request's
-## space: world cell centres by default) and [code]remaining[/code] ([PackedFloat32Array], each
-## unit's cost to its goal; [constant @GDScript.INF]: it cannot reach one, and its step is its
-## own cell; 0: it is on a goal). [PathServerFlowGroup2D] does this every physics frame.
+## Steers many units down one field (op [code]next_steps[/code]): for each of
+## [param positions], where it heads next toward the nearest of [param goals]. Awaited
+## ([method next_steps_async]), [code]info.steps[/code] ([PackedVector2Array]) and
+## [code]info.remaining[/code] ([PackedFloat32Array], [constant @GDScript.INF] when a unit
+## cannot reach a goal). [PathServerFlowGroup2D] calls it every physics frame.
 func next_steps(
 	goals: PackedVector2Array,
 	positions: PackedVector2Array,
@@ -556,12 +467,6 @@ func next_steps(
 
 
 ## [method next_steps], awaited.
-## [codeblock]
-## var goal := PackedVector2Array([Vector2(10.5, 2.5)])
-## var units := PackedVector2Array([Vector2(2.5, 2.5), Vector2(4.5, 3.5)])
-## var steps := await PathServer.next_steps_async(goal, units)
-## print(steps.info.steps, " ", steps.info.remaining)
-## [/codeblock]
 func next_steps_async(
 	goals: PackedVector2Array,
 	positions: PackedVector2Array,
@@ -573,13 +478,10 @@ func next_steps_async(
 	return pending.result
 
 
-## Would placing this cut the way (op [code]check_block[/code])? Without changing the map:
-## would making [param cells] and [param rects] solid (in the request's space, as
-## [method update_map]'s) disconnect any two of [param points] for a unit of
-## [param unit_size]? Awaited ([method check_block_async]) the result's
-## [code]info.disconnected[/code] lists the pairs [code][i, j][/code] (i < j) connected now and
-## not after; empty: the placement cuts nothing. Fast enough to ask on every mouse move.
-## [param cells]: [Vector2] or [Vector2i] points; [param rects]: [Rect2] or [Rect2i].
+## Would making [param cells] ([Vector2] or [Vector2i]) and [param rects] ([Rect2] or
+## [Rect2i]) solid disconnect any two of [param points]? (op [code]check_block[/code]; the map
+## is not changed.) Awaited ([method check_block_async]), [code]info.disconnected[/code] lists
+## the pairs [code][i, j][/code] cut apart; empty: none.
 func check_block(
 	cells: Array, rects: Array, points: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
 ) -> int:
@@ -587,12 +489,6 @@ func check_block(
 
 
 ## [method check_block], awaited.
-## [codeblock]
-## var door := [Vector2(50, 56)]
-## var ends := PackedVector2Array([Vector2(1, 1), Vector2(60, 60)])
-## var cut := await PathServer.check_block_async(door, [], ends, Vector2i.ONE, {"space": "grid"})
-## print(cut.info.disconnected)
-## [/codeblock]
 func check_block_async(
 	cells: Array, rects: Array, points: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
@@ -633,20 +529,18 @@ func poll() -> void:
 	_timing_end(began)
 
 
-## The time this client has spent in [method poll] and in synchronous calls since it started,
-## in microseconds: reading, decoding and handing out replies (with the signal handlers and
-## awaits they resume), waiting on the spot. With the time the request methods take to
-## encode and send, what pathserver costs the game's main thread.
+## The time this client has spent in [method poll] and in synchronous calls, in microseconds
+## (with the signal handlers and awaits they resume): what it costs the game's main thread
+## besides the request methods themselves.
 func get_main_thread_usec() -> int:
 	return _main_thread_usec
 
 
-## Starts [code]pathserver serve --bind tcp://127.0.0.1:PORT [--maps DIR] [ARGS][/code] from
-## the project settings as a child process (PORT [code]*[/code], a free port, unless the port
-## setting names one): the platform's bundle or [code]COMMAND -m pathserver[/code], as the
-## mode setting says ([constant EMBEDDED_MODES]). Its progress lines show in the output; the
-## client connects when its ready line names the endpoint, and requests made meanwhile wait
-## for it. Returns the process id, or -1 (then [signal embedded_server_failed] says why).
+## Starts [code]pathserver serve --bind tcp://127.0.0.1:PORT [--maps DIR] [ARGS][/code] as a
+## child process, as the embedded_server project settings say (PORT: a free one unless set;
+## the bundle or Python: [constant EMBEDDED_MODES]). The client connects when its ready line
+## comes; requests made meanwhile wait for it. Returns the process id, or -1 (then
+## [signal embedded_server_failed] says why).
 func start_embedded_server() -> int:
 	return _server.start()
 
