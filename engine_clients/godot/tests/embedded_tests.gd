@@ -19,9 +19,9 @@ func embedded_client(client_timeout_ms := 60000) -> PathServerClient:
 
 
 ## A server that takes longer to start than a request's timeout (numba compiling on a fresh
-## machine took ~19 s, the timeout is 5 s): a wrapper prints a progress line on stderr and
-## sleeps before it runs the real server. A request made at once waits for the ready line,
-## then is sent; its timeout only starts then.
+## machine): a wrapper prints a progress line on stderr and sleeps before it runs the real
+## server. A request made at once waits for the ready line, then is sent; its timeout only
+## starts then.
 func test_embedded_server_slow_start() -> void:
 	var wrapper := OS.get_user_data_dir().path_join("slow_pathserver.sh")
 	var script := FileAccess.open(wrapper, FileAccess.WRITE)
