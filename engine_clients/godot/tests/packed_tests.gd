@@ -1,6 +1,5 @@
-extends RefCounted
-## The packed answers and the synchronous calls, against the real server: run by
-## test_pathserver.gd, whose check() counts them.
+extends "res://suite_part.gd"
+## The packed answers and the synchronous calls, against the real server.
 ##
 ## The packed forms must answer exactly what the plain forms answer ([code]"packed": false[/code]
 ## asks for those), in both spaces, on random maps uploaded for the purpose.
@@ -10,20 +9,6 @@ const RANDOM_MAP := "godot_packed_random"
 const RANDOM_SIZE := Vector2i(48, 32)
 const PAIRS := 24
 const SEEDS := [3, 17]
-
-## The test script ([code]check[/code], [code]check_equal[/code], [code]center[/code], the
-## client).
-var suite: Variant
-var client: PathServerClient
-
-
-func _init(test_suite: SceneTree) -> void:
-	suite = test_suite
-	client = suite.client
-
-
-func check(condition: bool, name: String, detail: Variant = "") -> void:
-	suite.check(condition, name, detail)
 
 
 func run() -> void:
@@ -40,7 +25,7 @@ func run() -> void:
 
 func test_decoding() -> void:
 	var world := PackedFloat32Array([1.5, 2.5, -3.25, 40.0]).to_byte_array()
-	suite.check_equal(
+	check_equal(
 		PathServerPacked.points(world, false),
 		PackedVector2Array([Vector2(1.5, 2.5), Vector2(-3.25, 40.0)]),
 		"packed: float32 pairs decode as a PackedVector2Array"
@@ -49,26 +34,26 @@ func test_decoding() -> void:
 	var expected := PackedVector2Array(
 		[Vector2(0, 0), Vector2(1, 2), Vector2(8388607, 4194304), Vector2(511, 300)]
 	)
-	suite.check_equal(
+	check_equal(
 		PathServerPacked.points(cells.to_byte_array(), true),
 		expected,
 		"packed: int32 pairs decode as whole-number points, up to 2^23 - 1"
 	)
 	var typed: Array[Vector2i] = [Vector2i(0, 0), Vector2i(1, 2)]
-	suite.check_equal(
+	check_equal(
 		PathServerPacked.cells(expected.slice(0, 2)), typed, "packed: points as Array[Vector2i]"
 	)
-	suite.check_equal(
+	check_equal(
 		PathServerPacked.points(PackedByteArray([1, 2, 3]), false),
 		PackedVector2Array(),
 		"packed: a bin that is no whole number of pairs decodes as nothing"
 	)
-	suite.check_equal(
+	check_equal(
 		PathServerPacked.to_bin(expected, true),
 		cells.to_byte_array(),
 		"packed: cells encode as int32 pairs"
 	)
-	suite.check_equal(
+	check_equal(
 		PathServerPacked.to_bin(PackedVector2Array([Vector2(1.5, 2.5), Vector2(-3.25, 40)]), false),
 		world,
 		"packed: world points encode as float32 pairs"
@@ -114,17 +99,17 @@ func test_golden_vectors() -> void:
 		"packed-paths-request",
 		"packed-paths-reply",
 	]
-	var missing := names.filter(func(name: String) -> bool: return not suite.golden.has(name))
+	var missing := names.filter(func(name: String) -> bool: return not golden.has(name))
 	check(missing.is_empty(), "golden vectors of the packed forms in docs/protocol.md", missing)
 	if not missing.is_empty():
 		return
 	var decoded := {}
 	for name: String in names:
-		var value := PathServerMsgPack.decode(suite.golden[name])
+		var value := PathServerMsgPack.decode(golden[name])
 		decoded[name] = value[0]
-		suite.check_equal(
+		check_equal(
 			PathServerMsgPack.encode(value[0]).hex_encode(),
-			suite.golden[name].hex_encode(),
+			golden[name].hex_encode(),
 			"golden %s decoded and encoded again byte for byte" % name
 		)
 	var court := PackedVector2Array(
@@ -182,9 +167,9 @@ func test_golden_vectors() -> void:
 
 ## A request of [param kind] whose body was [param request], completed with [param reply] on
 ## a client of its own (no signal reaches the tests).
-func completed(kind: int, request: Dictionary, reply: Dictionary) -> PathServerClient.Pending:
+func completed(kind: int, request: Dictionary, reply: Dictionary) -> PathServerConnection.Pending:
 	var own := PathServerClient.new()
-	var pending := PathServerClient.Pending.new()
+	var pending := PathServerConnection.Pending.new()
 	pending.kind = kind
 	pending.body = request.duplicate()
 	pending.body["space"] = request.get("space", "grid")
@@ -214,9 +199,9 @@ func test_packed_requests() -> void:
 		"find_path and find_paths ask for packed answers; pairs go as starts and goals bins",
 		[path.body, batch.body, dictionaries.body]
 	)
-	for pending: PathServerClient.Pending in [path, batch, dictionaries, plain]:
+	for pending: PathServerConnection.Pending in [path, batch, dictionaries, plain]:
 		client.cancel(pending.result.id)
-	await suite.process_frame
+	await process_frame
 
 
 ## One random map, PAIRS random problems: packed and plain answers agree exactly, one by one
@@ -307,8 +292,8 @@ func same_result(packed: PathServerResult, plain: PathServerResult, entry := -1)
 
 
 func test_sync_calls() -> void:
-	var start: Vector2 = suite.center(Vector2i(1, 1))
-	var goal: Vector2 = suite.center(Vector2i(17, 9))
+	var start: Vector2 = center(Vector2i(1, 1))
+	var goal: Vector2 = center(Vector2i(17, 9))
 	var awaited := await client.find_path_async(start, goal)
 	var frame := Engine.get_process_frames()
 	var path := client.find_path_sync(start, goal)
@@ -366,9 +351,9 @@ func test_sync_calls() -> void:
 
 func test_sync_failures() -> void:
 	var lonely := PathServerClient.new()
-	lonely.endpoint = "tcp://127.0.0.1:%d" % suite.free_port()
-	lonely.map_name = suite.MAP
-	suite.root.add_child(lonely)
+	lonely.endpoint = "tcp://127.0.0.1:%d" % free_port()
+	lonely.map_name = MAP
+	root.add_child(lonely)
 	var began := Time.get_ticks_msec()
 	var path := lonely.find_path_sync(Vector2.ZERO, Vector2.ONE, Vector2i.ONE, {"timeout_ms": 300})
 	var waited := Time.get_ticks_msec() - began
@@ -384,7 +369,7 @@ func test_sync_failures() -> void:
 		"find_path_sync with no server returns after its timeout (%d ms), code timeout" % waited,
 		result
 	)
-	suite.check_equal(
+	check_equal(
 		lonely.get_pending_count(), 0, "a timed-out synchronous call leaves nothing pending"
 	)
 	lonely.queue_free()
@@ -393,18 +378,18 @@ func test_sync_failures() -> void:
 ## Replies to other requests that come during a synchronous call are handed out after it, in
 ## the same frame, never inside it.
 func test_sync_holds_other_replies() -> void:
-	var start: Vector2 = suite.center(Vector2i(1, 1))
+	var start: Vector2 = center(Vector2i(1, 1))
 	var answered := []
 	var on_found := func(id: int, _waypoints: PackedVector2Array, _info: Dictionary) -> void:
 		answered.append([id, Engine.get_process_frames()])
 	client.path_found.connect(on_found)
 	var frame := Engine.get_process_frames()
-	var other := client.find_path(start, suite.center(Vector2i(3, 9)))
+	var other := client.find_path(start, center(Vector2i(3, 9)))
 	# Long enough for the other reply to arrive first.
 	OS.delay_msec(30)
-	var path := client.find_path_sync(start, suite.center(Vector2i(17, 9)))
+	var path := client.find_path_sync(start, center(Vector2i(17, 9)))
 	var during := answered.duplicate()
-	await suite.wait_until(func() -> bool: return answered.size() >= 2, 5.0)
+	await wait_until(func() -> bool: return answered.size() >= 2, 5.0)
 	client.path_found.disconnect(on_found)
 	var sync_id := client.get_last_sync_result().id
 	check(
@@ -426,16 +411,14 @@ func test_reply_in_the_next_frame() -> void:
 	var spans := []
 	for i in 3:
 		var frame := Engine.get_process_frames()
-		var result := await client.find_path_async(
-			suite.center(Vector2i(1, 1)), suite.center(Vector2i(17, 9))
-		)
+		var result := await client.find_path_async(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
 		spans.append(Engine.get_process_frames() - frame if result.ok else 99)
 	check(spans.min() <= 1, "an awaited path resumes within one frame", spans)
 	# Out of the poll that resumed the last await (its time holds what it resumes).
-	await suite.process_frame
+	await process_frame
 	var before := client.get_main_thread_usec()
 	var frame := Engine.get_process_frames()
-	client.find_path_sync(suite.center(Vector2i(1, 1)), suite.center(Vector2i(17, 9)))
+	client.find_path_sync(center(Vector2i(1, 1)), center(Vector2i(17, 9)))
 	var spent := client.get_main_thread_usec() - before
 	check(
 		spent > 0 and Engine.get_process_frames() == frame,

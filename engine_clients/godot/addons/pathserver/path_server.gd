@@ -1,36 +1,20 @@
-# gdlint: disable=max-public-methods,max-file-lines
+# gdlint: disable=max-public-methods
+# (Games call every public method here: the client's API is one class, as AStarGrid2D's is.)
 class_name PathServerClient
 extends Node
 ## A client for pathserver, the grid pathfinding service. The plugin registers one as the
 ## autoload [code]PathServer[/code]; more can be created with [code]PathServerClient.new()[/code].
 ##
-## Each request has two forms. To wait for the answer, [code]await[/code] the
-## [code]_async[/code] method: [method find_path_async], [method find_paths_async],
-## [method request_async] return a [PathServerResult] (an Array of them for a batch); this is
-## the one way to await. To fire and forget, the plain method ([method find_path],
-## [method find_paths], [method request]) returns the request id at once, and the answer comes
-## as a signal with that id. Replies are matched by id, in whatever order the server finishes
-## them; every request emits its signal, awaited or not.
+## Each request has two forms: [code]await[/code] the [code]_async[/code] method for its
+## [PathServerResult] (an Array of them for a batch), or call the plain method, which returns
+## the request id at once; the answer then comes as a signal with that id, awaited or not.
+## The [code]_sync[/code] methods wait on the spot instead, blocking the frame.
 ##
-## The game's own world: [method put_grid] and [method put_tilemap] upload a map (a
-## [TileMapLayer] as it is), [method get_map] reads one back, [method drop_map] drops it,
-## [method update_map] edits one live (with [code]if_gen[/code]); each with its
-## [code]_async[/code] twin. [PathServerTileMapSync] keeps an uploaded layer in sync.
-##
-## A path query that finds no path is an answer, not a failure (like [AStarGrid2D]'s empty
-## path): [signal path_found] with empty waypoints and [code]info.status == "no_path"[/code],
-## a result with [member PathServerResult.ok] true. Only errors (a bad request, an unknown map,
-## a timeout, ...) are [signal path_failed].
-##
-## For code written for [AStarGrid2D], [method find_path_sync], [method find_id_path_sync] and
-## [method find_paths_sync] wait on the spot and return the answer, blocking the frame for the
-## round trip. Paths come packed (one bin of points, decoded by the engine's own conversions,
-## see [PathServerPacked]).
-##
-## Otherwise network work happens in [method poll] ([method _process] calls it, and once more
-## at the end of a frame in which a request was made) and never blocks a frame. Coordinates
-## are world coordinates by default (the map's origin and cell size apply); pass
-## [code]{"space": "grid"}[/code] in [param options] for cells.
+## A path query that finds no path is an answer, not a failure: [signal path_found] with empty
+## waypoints and [code]info.status == "no_path"[/code]. Positions are world coordinates; pass
+## [code]{"space": "grid"}[/code] in [param options] for cells. Network work happens in
+## [method poll], once a frame; a dropped connection is reopened with back-off and what was in
+## flight sent again.
 ## [codeblock]
 ## func _ready() -> void:
 ##     var result := await PathServer.find_path_async(Vector2(2.5, 2.5), Vector2(60.5, 60.5))
@@ -42,17 +26,11 @@ extends Node
 ## func _on_path_found(id: int, waypoints: PackedVector2Array, info: Dictionary) -> void:
 ##     print(id, " ", info.status, " ", waypoints, " cost ", info.cost)
 ## [/codeblock]
-## When the connection drops, the client reconnects with back-off and sends again whatever was
-## in flight. A request with no answer within its timeout fails with the code "timeout".
-## [code]await PathServer.wait_connected()[/code] waits for the connection (it returns at once
-## when there is one).
 
 ## Emitted for every completed [method find_path] query: [code]info.status[/code] is "found",
-## "partial" (with [code]allow_partial[/code]) or "no_path" ([param waypoints] empty, like
-## [AStarGrid2D]'s empty path: the goal cannot be reached). Errors are [signal path_failed].
-## [param info] holds the reply's fields besides the path (status, cost, length, expanded,
-## start and goal as [Vector2], start_snapped, goal_snapped, gen, ...) plus the request's map
-## and unit_size.
+## "partial" (with [code]allow_partial[/code]) or "no_path" ([param waypoints] empty). [param info]
+## holds the reply's fields besides the path (status, cost, length, expanded, start and goal
+## as [Vector2], start_snapped, goal_snapped, gen, ...) plus the request's map and unit_size.
 signal path_found(id: int, waypoints: PackedVector2Array, info: Dictionary)
 ## A request failed: [param code] is a server error code ("unknown_map", "out_of_bounds", ...)
 ## or the client's own "timeout", "bad_reply" or "embedded_server_failed". Never "no_path":
@@ -108,93 +86,26 @@ const SETTINGS := {
 ## bundle when there is one, else (in the editor only) Python; "bundle" the bundle only;
 ## "python" [code]COMMAND -m pathserver[/code] only. See [method PathServerBundle.server_launch].
 const EMBEDDED_MODES := ["auto", "bundle", "python"]
-## The options of [method find_path] and [method find_paths] (fields of the server's
-## [code]path[/code] op), each with what a request gets when [param options] leave it out:
-## the client's own default for "space" (see [constant CLIENT_DEFAULTS]), the server's for the
-## rest (null: no limit, or the server chooses). The engine tests check every name and default
-## here against the server's one definition, [code]pathserver options --json[/code].
-const PATH_OPTIONS := {
-	"space": "world",
-	"smooth": "los",
-	"diagonal": "no_corner_cutting",
-	"snap": true,
-	"allow_partial": false,
-	"max_expansions": null,
-	"heuristic": null,
-	"weight": 1.0,
-	"max_climb": null,
-	"algorithm": "auto",
-	"line_of_sight": true,
-	"goals": null,
-	"avoid": null,
-	"avoid_cost": null,
-	"traversal": null,
-}
-## The options of the queries beyond one path, by op ([method reachable], [method distance_field],
-## [method next_steps], [method check_block]), with their defaults as in [constant PATH_OPTIONS]
-## (null: none, no limit, the whole map). The methods' own parameters (unit_size, start,
-## budget, goals, positions, cells, rects, points) are not options. The engine tests check
-## these names per op against the server's [code]pathserver options --json[/code].
-const QUERY_OPTIONS := {
-	"reachable":
-	{
-		"space": "world",
-		"snap": true,
-		"diagonal": "no_corner_cutting",
-		"max_climb": null,
-		"avoid": null,
-		"avoid_cost": null,
-		"traversal": null,
-	},
-	"field":
-	{
-		"space": "world",
-		"snap": true,
-		"diagonal": "no_corner_cutting",
-		"max_climb": null,
-		"max_cost": null,
-		"region": null,
-		"avoid": null,
-		"avoid_cost": null,
-		"traversal": null,
-	},
-	"next_steps":
-	{
-		"space": "world",
-		"snap": true,
-		"diagonal": "no_corner_cutting",
-		"max_climb": null,
-		"max_cost": null,
-		"lookahead": "cell",
-		"avoid": null,
-		"avoid_cost": null,
-		"traversal": null,
-	},
-	"check_block":
-	{
-		"space": "world",
-		"snap": true,
-		"diagonal": "no_corner_cutting",
-		"traversal": null,
-	},
-}
-## Defaults this client applies and always sends, where they differ from the server's on
-## purpose: positions in a game are world coordinates (the server's default is "grid").
-const CLIENT_DEFAULTS := {"space": "world"}
+## Defaults this client applies and always sends where they differ from the server's:
+## positions in a game are world coordinates.
+const CLIENT_DEFAULTS := PathServerOptions.CLIENT_DEFAULTS
 ## Options read by the client itself and never sent to the server.
-const CLIENT_OPTIONS := ["map", "timeout_ms"]
-const RECONNECT_MIN_MS := 100
-const RECONNECT_MAX_MS := 2000
-## The one line the server prints on stdout once it listens, followed by its endpoint.
-const READY_LINE_PREFIX := "pathserver ready on "
-## How many of the embedded server's last output lines a failure report quotes.
-const SERVER_LOG_LINES := 20
-## How often to ask whether the embedded server's process is still alive.
-const SERVER_CHECK_MS := 200
+const CLIENT_OPTIONS := PathServerOptions.CLIENT_OPTIONS
 ## A synchronous call looks at the socket without pausing for this long (the answer usually
 ## comes within it), then sleeps this long between looks.
 const SYNC_SPIN_USEC := 2000
 const SYNC_SLEEP_USEC := 100
+
+## The options of [method find_path] and [method find_paths], each with what a request gets
+## when [param options] leave it out (null: no limit, or the server chooses). A view of
+## [constant PathServerOptions.TABLE], the one definition.
+# gdlint:ignore = class-variable-name
+static var PATH_OPTIONS := PathServerOptions.of_op("path")
+## The options of [method reachable], [method distance_field], [method next_steps] and
+## [method check_block], by op ("reachable", "field", "next_steps", "check_block"), as
+## [member PATH_OPTIONS]. The methods' own parameters are not options.
+# gdlint:ignore = class-variable-name
+static var QUERY_OPTIONS := PathServerOptions.of_queries()
 
 ## "tcp://HOST:PORT" of the server. Change it with [method connect_to_server]. With an
 ## embedded server, the endpoint its ready line names.
@@ -211,31 +122,14 @@ var embedded_server: bool = setting(SETTING_EMBEDDED)
 ## ready); when false, call [method connect_to_server] yourself.
 var auto_connect := true
 
-var _dealer := PathServerZmtpDealer.new()
-var _pending := {}
+var _connection := PathServerConnection.new()
+var _server := PathServerProcess.new()
+var _requests := PathServerRequests.new()
+var _replies := PathServerReplies.new()
 var _next_id := 1
-var _was_ready := false
-var _active := false
-var _reconnect_at_ms := 0
-var _backoff_ms := RECONNECT_MIN_MS
-var _generations := {}
-var _waiters: Array[Waiter] = []
-var _server_pid := -1
-var _server_state := ServerState.NONE
-var _server_command := ""
-var _server_started_ms := 0
-var _server_check_ms := 0
-var _server_failure := ""
-var _server_hint := ""
-var _server_pipes: Array[PathServerPipe] = []
-var _server_log := PackedStringArray()
-var _local_replies: Array[Pending] = []
-var _steps_goals := PackedVector2Array()
-var _steps_goals_encoded := PathServerMsgPack.Encoded.new(PackedVector2Array())
+## Requests the client answers itself, completed at the next poll.
+var _local_replies: Array[PathServerConnection.Pending] = []
 var _sync_result := PathServerResult.new()
-## The request a synchronous call waits for; replies to others are held meanwhile.
-var _sync_id := 0
-var _held: Array[Dictionary] = []
 var _poll_queued := false
 var _main_thread_usec := 0
 var _timing_depth := 0
@@ -244,6 +138,20 @@ var _timing_depth := 0
 ## The value of a pathserver project setting, or its default when the project has none.
 static func setting(name: String) -> Variant:
 	return ProjectSettings.get_setting(name, SETTINGS[name])
+
+
+## The unit size as the wire wants it: an int for square units, else [w, h].
+static func wire_unit_size(unit_size: Vector2i) -> Variant:
+	return PathServerRequests.wire_unit_size(unit_size)
+
+
+func _init() -> void:
+	_connection.connected.connect(connected.emit)
+	_connection.disconnected.connect(disconnected.emit)
+	_connection.completed.connect(_complete)
+	_server.started.connect(_on_server_started)
+	_server.failed.connect(_on_server_failed)
+	_replies.map_generation_changed.connect(map_generation_changed.emit)
 
 
 func _ready() -> void:
@@ -261,7 +169,7 @@ func _process(_delta: float) -> void:
 
 
 func _exit_tree() -> void:
-	_dealer.close()
+	_connection.dealer.close()
 	stop_embedded_server()
 
 
@@ -274,65 +182,50 @@ func _notification(what: int) -> void:
 ## handshake completes.
 func connect_to_server(to_endpoint: String = endpoint) -> void:
 	endpoint = to_endpoint
-	_active = true
-	_backoff_ms = RECONNECT_MIN_MS
-	_reconnect_at_ms = 0
-	_dealer.close()
-	_on_connection_lost("reconnecting to %s" % endpoint)
+	_connection.open(endpoint)
 
 
 ## Closes the connection. Requests in flight stay pending until their timeout or a new
 ## [method connect_to_server].
 func disconnect_from_server() -> void:
-	_active = false
-	_dealer.close()
-	_on_connection_lost("closed by the client")
-	_finish_waiters(false)
+	_connection.stop("closed by the client")
+	_connection.finish_waiters(false)
 
 
 ## True once the ZeroMQ handshake with the server has completed.
 func is_connected_to_server() -> bool:
-	return _dealer.is_ready()
+	return _connection.dealer.is_ready()
 
 
-## Waits for the connection: [code]await PathServer.wait_connected()[/code] returns true at once
-## when the client is connected, else when it connects. It returns false when
-## [param max_wait_ms] (default [member timeout_ms]) passes first, when the embedded server
-## fails, or on [method disconnect_from_server]. As for requests, the time an embedded server
-## spends starting does not count: the wait starts when it is ready.
-## [codeblock]
-## if not await PathServer.wait_connected():
-##     push_warning("no pathserver at %s" % PathServer.endpoint)
-## [/codeblock]
+## Waits for the connection: [code]await PathServer.wait_connected()[/code] is true at once
+## when connected, else when it connects; false when [param max_wait_ms] (default
+## [member timeout_ms], not counting an embedded server's start) passes first, when the
+## embedded server fails, or on [method disconnect_from_server].
 func wait_connected(max_wait_ms := -1) -> bool:
 	if is_connected_to_server():
 		return true
-	if _server_state == ServerState.FAILED and not _active:
+	if _server.state == ServerState.FAILED and not _connection.active:
 		return false
-	var waiter := Waiter.new()
+	var waiter := PathServerConnection.Waiter.new()
 	waiter.timeout_ms = timeout_ms if max_wait_ms < 0 else max_wait_ms
 	waiter.deadline_ms = Time.get_ticks_msec() + waiter.timeout_ms
-	_waiters.append(waiter)
+	_connection.waiters.append(waiter)
 	return await waiter.finished
 
 
 ## How many requests are waiting for a reply.
 func get_pending_count() -> int:
-	return _pending.size()
+	return _connection.pending.size()
 
 
 ## Asks for a path from [param start] to [param goal] for a unit whose footprint is
-## [param unit_size] cells, fire and forget. Returns the request id; the answer comes as
-## [signal path_found] (found, partial or no_path) or [signal path_failed] (an error) with
-## that id. [param options] may hold any of [constant PATH_OPTIONS] (the server's
-## [code]path[/code] fields), plus "map" and "timeout_ms". With [code]"goals"[/code] (an
-## array of points) [param goal] is ignored: see [method find_path_to_any]. [code]"avoid"[/code]
-## ([code]{"cells": [Vector2i, ...], "rects": [Rect2i, ...]}[/code], always grid cells) blocks
-## cells for this request only, or prices them with [code]"avoid_cost"[/code]; its cells may
-## also be a [PackedInt32Array] of x, y pairs, and either way go out as one compact bin of
-## int32 pairs (the other ops' [code]avoid[/code] and each [method find_paths] request's too);
-## [code]"traversal"[/code] names a unit class of the map or gives its rules
-## ([code]{"water": null, "forest": 3.0}[/code]).
+## [param unit_size] cells; returns the request id. The answer comes as [signal path_found] or
+## [signal path_failed]. [param options]: any of [member PATH_OPTIONS], "map", "timeout_ms";
+## with [code]"goals"[/code], [param goal] is ignored (see [method find_path_to_any]).
+## [code]"avoid"[/code] ([code]{"cells": [Vector2i, ...], "rects": [Rect2i, ...]}[/code], cells
+## also as a [PackedInt32Array] of x, y pairs) blocks grid cells for this request only, or
+## prices them with [code]"avoid_cost"[/code]; [code]"traversal"[/code] names a unit class of
+## the map or gives its rules ([code]{"water": null, "forest": 3.0}[/code]).
 func find_path(start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}) -> int:
 	return _find_path(start, goal, unit_size, options).result.id
 
@@ -363,11 +256,9 @@ func find_paths_async(requests: Array, unit_size := Vector2i.ONE, options := {})
 	return pending.batch
 
 
-## [method find_path], waited for on the spot, as [method AStarGrid2D.get_point_path] answers:
-## [code]var path := PathServer.find_path_sync(a, b)[/code]. It blocks the frame for the round
-## trip, at most the request's timeout, and returns the waypoints (start and goal included):
-## empty for "no_path" and on errors, with [method get_last_sync_result] saying which. Replies
-## to other requests that come meanwhile are handed out after it, in the same frame.
+## [method find_path], waited for on the spot (blocking the frame, at most the timeout), as
+## [method AStarGrid2D.get_point_path] answers: the waypoints, empty for "no_path" and on
+## errors ([method get_last_sync_result] says which). Other replies wait until it returns.
 func find_path_sync(
 	start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}
 ) -> PackedVector2Array:
@@ -416,30 +307,14 @@ func request_async(op: String, fields := {}) -> PathServerResult:
 	return pending.result
 
 
-## Uploads a map of [param size] cells under [param name], fire and forget (op
-## [code]put_map[/code]); the answer comes as [signal reply_received] with the returned id. A
-## name already uploaded is replaced (with a higher generation); the name of a map file the
-## server serves is refused with the code "conflict".
-## [br][param cells]: one byte per cell, row-major from the top-left (index y * width + x):
-## 0 blocked, 1..255 walkable with that terrain cost (1 plain). Sent as msgpack bin.
-## [br][param options]: [code]costs[/code] ([PackedFloat32Array], one exact cost >= 1 per
-## cell, overriding the bytes on walkable cells), [code]heights[/code]
-## ([PackedFloat32Array]), [code]tags[/code] ([PackedByteArray], a byte a cell: kinds of
-## ground, 0 untagged), [code]tag_names[/code] ([code]{name: value 1..255}[/code], for requests'
-## [code]traversal[/code]), [code]classes[/code] (the map's unit classes,
-## [code]{"boat": {"land": null, "shallows": 2.0}}[/code]: a request's
-## [code]{"traversal": "boat"}[/code] applies them; null blocks a tag, a number >= 1 multiplies
-## its cost), [code]origin[/code]
-## ([Vector2], the world position of the grid's top-left corner, default (0, 0)),
-## [code]cell_size[/code] (world units a cell, default 1), and [code]timeout_ms[/code]. Float
-## arrays go out as bin of little-endian float32 ([method PackedFloat32Array.to_byte_array]:
-## every platform Godot runs on is little-endian). The server checks the sizes: a wrong one
-## is the error "invalid_request" at "cells" (or "costs", ...).
-## [codeblock]
-## var cells := PackedByteArray([1, 1, 1, 0, 0, 1, 1, 1, 1])
-## var result := await PathServer.put_grid_async("room", Vector2i(3, 3), cells, {"cell_size": 16.0})
-## print(result.ok, " gen ", result.info.gen)
-## [/codeblock]
+## Uploads a map of [param size] cells as [param name] (op [code]put_map[/code]), replacing
+## an upload of that name; returns the request id, answered by [signal reply_received].
+## [param cells]: a byte a cell, row-major: 0 blocked, 1..255 walkable with that cost.
+## [param options]: [code]costs[/code] and [code]heights[/code] ([PackedFloat32Array], a value
+## a cell), [code]tags[/code] ([PackedByteArray]), [code]tag_names[/code]
+## ([code]{name: 1..255}[/code]), [code]classes[/code] (unit classes,
+## [code]{"boat": {"land": null, "shallows": 2.0}}[/code]), [code]origin[/code] ([Vector2]),
+## [code]cell_size[/code], [code]timeout_ms[/code].
 func put_grid(name: String, size: Vector2i, cells: PackedByteArray, options := {}) -> int:
 	return _put_grid(name, size, cells, options).result.id
 
@@ -454,20 +329,11 @@ func put_grid_async(
 	return pending.result
 
 
-## Uploads a [TileMapLayer] as the map [param name] (see [method put_grid]): walkability and
-## cost come from its TileSet's custom data layers [code]walkable[/code] and [code]cost[/code],
-## else from the tiles' physics polygons (blocked) and navigation polygons (walkable); empty
-## cells are blocked ([PathServerTileMapReader] has the rules). The grid covers the layer's
-## used rect, in the layer's global coordinates: positions of nodes beside the layer go
-## straight into path requests. Square tiles only.
-## [br][param options]: [code]walkable_layer[/code], [code]cost_layer[/code] (the custom data
-## layers' names), [code]tag_layer[/code] (the custom data layer of the tiles' tags, default
-## "tag": see [PathServerTileMapReader]), [code]classes[/code] (the map's unit classes, as
-## [method put_grid]'s), [code]empty_walkable[/code] (bool), [code]rect[/code] (a [Rect2i] of layer
-## cells instead of the used rect), [code]timeout_ms[/code]. A layer that cannot be read
-## (no TileSet, no tiles, tiles that are not squares) fails at once, without a request:
-## [code]code[/code] "invalid_request", [code]info.at[/code] "layer", and a message saying why.
-## On success [code]info[/code] also holds [code]rect[/code], the layer cells uploaded.
+## Uploads a [TileMapLayer]'s used rect as the map [param name] (see [method put_grid]), in
+## the layer's global coordinates; [PathServerTileMapReader] has the rules and the
+## [param options] besides [code]classes[/code] and [code]timeout_ms[/code]. A layer that
+## cannot be read fails at once with "invalid_request" at "layer". On success
+## [code]info.rect[/code] is the layer cells uploaded.
 func put_tilemap(name: String, layer: TileMapLayer, options := {}) -> int:
 	return _put_tilemap(name, layer, options).result.id
 
@@ -479,24 +345,17 @@ func put_tilemap_async(name: String, layer: TileMapLayer, options := {}) -> Path
 	return pending.result
 
 
-## Asks for the cells of the map [param name] (op [code]get_map[/code]): the whole map, or the
-## cells of [param region] (grid cells; it must lie inside the map, else "out_of_bounds"). Works
-## for uploaded and file maps alike, live edits included. The answer comes as
-## [signal reply_received]; awaited ([method get_map_async]) the result's [code]info[/code]
-## holds [code]map[/code], [code]gen[/code], [code]size[/code] ([Vector2i], the whole map's),
-## [code]origin[/code] ([Vector2]), [code]cell_size[/code], [code]region[/code] ([Rect2i]),
-## [code]cells[/code] ([PackedByteArray] of the region, row-major: 0 blocked, else the cost
-## rounded and clamped to 1..255) and, when the map has them, [code]costs[/code] and
-## [code]heights[/code] ([PackedFloat32Array]) and [code]tags[/code] ([PackedByteArray]).
+## Asks for the cells of the map [param name] (op [code]get_map[/code]): the whole map, or
+## [param region] (grid cells inside the map). Awaited ([method get_map_async]),
+## [code]info[/code] holds [code]map[/code], [code]gen[/code], [code]size[/code],
+## [code]origin[/code], [code]cell_size[/code], [code]region[/code], [code]cells[/code]
+## ([PackedByteArray]) and, when the map has them, [code]costs[/code], [code]heights[/code]
+## and [code]tags[/code].
 func get_map(name: String, region := Rect2i(), options := {}) -> int:
 	return _get_map(name, region, options).result.id
 
 
 ## [method get_map], awaited.
-## [codeblock]
-## var room := await PathServer.get_map_async("room")
-## print(room.info.size, " ", room.info.cells)  # (3, 3) [1, 1, 1, 0, 0, 1, 1, 1, 1]
-## [/codeblock]
 func get_map_async(name: String, region := Rect2i(), options := {}) -> PathServerResult:
 	var pending := _get_map(name, region, options)
 	await _completion(pending)
@@ -517,11 +376,9 @@ func drop_map_async(name: String, options := {}) -> PathServerResult:
 
 
 ## A live edit of the map [param name] (op [code]update[/code]): [param fields] are the op's
-## ([code]rects[/code] or [code]cells[/code] ([Array] of [Vector2i] work), [code]solid[/code]
-## and/or [code]cost[/code], [code]space[/code]), plus [code]timeout_ms[/code]. With
-## [param if_gen] >= 0 the edit applies only if the map's generation is still that one; else
-## the result is the error "conflict" and [code]info.gen[/code] the current generation. The
-## reply's new [code]gen[/code] emits [signal map_generation_changed].
+## ([code]rects[/code] or [code]cells[/code], [code]solid[/code] and/or [code]cost[/code],
+## [code]space[/code]) plus [code]timeout_ms[/code]. With [param if_gen] >= 0 it applies only
+## at that generation, else the result is "conflict" with the current [code]info.gen[/code].
 func update_map(name: String, fields: Dictionary, if_gen := -1) -> int:
 	return _update_map(name, fields, if_gen).result.id
 
@@ -542,10 +399,8 @@ func update_map_async(name: String, fields: Dictionary, if_gen := -1) -> PathSer
 # -- queries beyond one path ------------------------------------------------------------------
 
 
-## [method find_path] to the cheapest of many goals ([param goals], 1 to 4096 points), in one
-## search: [code]info.goal_index[/code] says which goal the path reaches (null when none is
-## reached: "no_path"). The same as [method find_path] with [code]"goals"[/code] in
-## [param options].
+## [method find_path] to the cheapest of [param goals] (1 to 4096 points) in one search:
+## [code]info.goal_index[/code] says which goal the path reaches (null for "no_path").
 func find_path_to_any(
 	start: Vector2, goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
 ) -> int:
@@ -553,11 +408,6 @@ func find_path_to_any(
 
 
 ## [method find_path_to_any], awaited.
-## [codeblock]
-## var goals := PackedVector2Array([Vector2(60.5, 60.5), Vector2(40.5, 5.5)])
-## var nearest := await PathServer.find_path_to_any_async(Vector2(1.5, 1.5), goals)
-## print(nearest.info.goal_index, " ", nearest.waypoints[-1])
-## [/codeblock]
 func find_path_to_any_async(
 	start: Vector2, goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
@@ -566,24 +416,16 @@ func find_path_to_any_async(
 	return pending.result
 
 
-## The movement range (op [code]reachable[/code]): every cell a unit of [param unit_size] at
-## [param start] can reach for at most [param budget] (its move costs), cheapest first, the
-## start's cell (after snapping) first at cost 0. Fire and forget: the answer comes as
-## [signal reply_received]; awaited ([method reachable_async]) the result's [code]info[/code]
-## holds [code]cells[/code] (an [code]Array[Vector2i][/code] of grid cells, whatever the space),
-## [code]costs[/code] ([PackedFloat32Array], one a cell) and [code]gen[/code].
-## [param options]: [constant QUERY_OPTIONS].reachable ([code]avoid[/code],
-## [code]traversal[/code], ...), "map", "timeout_ms".
+## The movement range (op [code]reachable[/code]): every cell a unit at [param start] reaches
+## for at most [param budget], cheapest first. Awaited ([method reachable_async]),
+## [code]info.cells[/code] ([code]Array[Vector2i][/code]) and [code]info.costs[/code]
+## ([PackedFloat32Array]). [param options]: [code]QUERY_OPTIONS.reachable[/code], "map",
+## "timeout_ms".
 func reachable(start: Vector2, budget: float, unit_size := Vector2i.ONE, options := {}) -> int:
 	return _reachable(start, budget, unit_size, options).result.id
 
 
 ## [method reachable], awaited.
-## [codeblock]
-## var grid := {"space": "grid"}
-## var area := await PathServer.reachable_async(Vector2(1, 1), 2.0, Vector2i.ONE, grid)
-## print(area.info.cells.size(), " cells, the farthest costs ", area.info.costs[-1])
-## [/codeblock]
 func reachable_async(
 	start: Vector2, budget: float, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
@@ -592,14 +434,11 @@ func reachable_async(
 	return pending.result
 
 
-## The distance field (Dijkstra map, op [code]field[/code]): each cell's cost to the nearest of
-## [param goals] for a unit of [param unit_size], [constant @GDScript.INF] where it cannot stand
-## or reach one (or past the option [code]max_cost[/code]). Awaited ([method
-## distance_field_async]) the result's [code]info[/code] holds [code]width[/code],
-## [code]height[/code], [code]origin[/code] ([Vector2i], the grid cell of the window's top-left:
-## option [code]region[/code], a [Rect2i] of grid cells, default the whole map),
-## [code]cost[/code] ([PackedFloat32Array], row-major: cell (x, y) of the window at
-## [code](y - origin.y) * width + x - origin.x[/code]) and [code]gen[/code].
+## The distance field (op [code]field[/code]): each cell's cost to the nearest of
+## [param goals], [constant @GDScript.INF] where none is reached. Awaited
+## ([method distance_field_async]), [code]info[/code] holds [code]width[/code],
+## [code]height[/code], [code]origin[/code] (the window's top-left cell; option
+## [code]region[/code]) and [code]cost[/code] ([PackedFloat32Array], row-major).
 func distance_field(goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}) -> int:
 	return _distance_field(goals, unit_size, options).result.id
 
@@ -613,16 +452,11 @@ func distance_field_async(
 	return pending.result
 
 
-## Steers many units of one [param unit_size] down one field (op [code]next_steps[/code]):
-## for each of [param positions], where the unit heads next toward the nearest of
-## [param goals]: the neighbouring cell downhill, or with [code]{"lookahead": "los"}[/code] the
-## farthest turn of its descent it can see. The server keeps the field (per map generation,
-## goals, size and options), so calling this every frame with the same goals costs a lookup per
-## unit. Positions go out as one bin of float32 pairs. Awaited ([method next_steps_async]) the
-## result's [code]info[/code] holds [code]steps[/code] ([PackedVector2Array] in the request's
-## space: world cell centres by default) and [code]remaining[/code] ([PackedFloat32Array], each
-## unit's cost to its goal; [constant @GDScript.INF]: it cannot reach one, and its step is its
-## own cell; 0: it is on a goal). [PathServerFlowGroup2D] does this every physics frame.
+## Steers many units down one field (op [code]next_steps[/code]): for each of
+## [param positions], where it heads next toward the nearest of [param goals]. Awaited
+## ([method next_steps_async]), [code]info.steps[/code] ([PackedVector2Array]) and
+## [code]info.remaining[/code] ([PackedFloat32Array], [constant @GDScript.INF] when a unit
+## cannot reach a goal). [PathServerFlowGroup2D] calls it every physics frame.
 func next_steps(
 	goals: PackedVector2Array,
 	positions: PackedVector2Array,
@@ -633,12 +467,6 @@ func next_steps(
 
 
 ## [method next_steps], awaited.
-## [codeblock]
-## var goal := PackedVector2Array([Vector2(10.5, 2.5)])
-## var units := PackedVector2Array([Vector2(2.5, 2.5), Vector2(4.5, 3.5)])
-## var steps := await PathServer.next_steps_async(goal, units)
-## print(steps.info.steps, " ", steps.info.remaining)
-## [/codeblock]
 func next_steps_async(
 	goals: PackedVector2Array,
 	positions: PackedVector2Array,
@@ -650,13 +478,10 @@ func next_steps_async(
 	return pending.result
 
 
-## Would placing this cut the way (op [code]check_block[/code])? Without changing the map:
-## would making [param cells] and [param rects] solid (in the request's space, as
-## [method update_map]'s) disconnect any two of [param points] for a unit of
-## [param unit_size]? Awaited ([method check_block_async]) the result's
-## [code]info.disconnected[/code] lists the pairs [code][i, j][/code] (i < j) connected now and
-## not after; empty: the placement cuts nothing. Fast enough to ask on every mouse move.
-## [param cells]: [Vector2] or [Vector2i] points; [param rects]: [Rect2] or [Rect2i].
+## Would making [param cells] ([Vector2] or [Vector2i]) and [param rects] ([Rect2] or
+## [Rect2i]) solid disconnect any two of [param points]? (op [code]check_block[/code]; the map
+## is not changed.) Awaited ([method check_block_async]), [code]info.disconnected[/code] lists
+## the pairs [code][i, j][/code] cut apart; empty: none.
 func check_block(
 	cells: Array, rects: Array, points: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
 ) -> int:
@@ -664,12 +489,6 @@ func check_block(
 
 
 ## [method check_block], awaited.
-## [codeblock]
-## var door := [Vector2(50, 56)]
-## var ends := PackedVector2Array([Vector2(1, 1), Vector2(60, 60)])
-## var cut := await PathServer.check_block_async(door, [], ends, Vector2i.ONE, {"space": "grid"})
-## print(cut.info.disconnected)
-## [/codeblock]
 func check_block_async(
 	cells: Array, rects: Array, points: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
@@ -681,11 +500,12 @@ func check_block_async(
 ## Forgets a request made with [method find_path], [method find_paths] or [method request]:
 ## no signal is emitted for it and a late reply is ignored.
 func cancel(id: int) -> void:
-	var pending: Pending = _pending.get(id)
+	var pending: PathServerConnection.Pending = _connection.pending.get(id)
 	if pending == null:
 		return
-	_pending.erase(id)
-	_fill_error(pending.result, _client_error("cancelled", "cancelled by the caller", id))
+	_connection.pending.erase(id)
+	var cancelled := PathServerReplies.client_error("cancelled", "cancelled by the caller", id)
+	PathServerReplies.read_error(pending.result, cancelled)
 	pending.finish()
 
 
@@ -695,232 +515,125 @@ func poll() -> void:
 	var began := _timing_begin()
 	_poll_queued = false
 	var now := Time.get_ticks_msec()
-	if not _held.is_empty():
-		var held := _held
-		_held = []
-		for reply in held:
-			_on_reply(reply)
+	_connection.release_held()
 	if not _local_replies.is_empty():
 		var answered := _local_replies
 		_local_replies = []
 		for pending in answered:
 			_complete(pending, pending.local_reply)
-	if _server_pid > 0:
-		_poll_embedded_server(now)
-	if _active:
-		_poll_connection(now)
+	if _server.pid > 0:
+		_server.poll(now)
+	if _connection.active:
+		_connection.poll(now, endpoint)
 	_expire(now)
 	_timing_end(began)
 
 
-## The time this client has spent in [method poll] and in synchronous calls since it started,
-## in microseconds: reading, decoding and handing out replies (with the signal handlers and
-## awaits they resume), waiting on the spot. With the time the request methods take to
-## encode and send, what pathserver costs the game's main thread.
+## The time this client has spent in [method poll] and in synchronous calls, in microseconds
+## (with the signal handlers and awaits they resume): what it costs the game's main thread
+## besides the request methods themselves.
 func get_main_thread_usec() -> int:
 	return _main_thread_usec
 
 
-## Starts [code]pathserver serve --bind tcp://127.0.0.1:PORT [--maps DIR] [ARGS][/code] from
-## the project settings as a child process (PORT [code]*[/code], a free port, unless the port
-## setting names one): the platform's bundle or [code]COMMAND -m pathserver[/code], as the
-## mode setting says ([constant EMBEDDED_MODES]). Its progress lines show in the output; the
-## client connects when its ready line names the endpoint, and requests made meanwhile wait
-## for it. Returns the process id, or -1 (then [signal embedded_server_failed] says why).
+## Starts [code]pathserver serve --bind tcp://127.0.0.1:PORT [--maps DIR] [ARGS][/code] as a
+## child process, as the embedded_server project settings say (PORT: a free one unless set;
+## the bundle or Python: [constant EMBEDDED_MODES]). The client connects when its ready line
+## comes; requests made meanwhile wait for it. Returns the process id, or -1 (then
+## [signal embedded_server_failed] says why).
 func start_embedded_server() -> int:
-	stop_embedded_server()
-	var mode: String = setting(SETTING_EMBEDDED_MODE)
-	var launch := PathServerBundle.server_launch(mode, setting(SETTING_EMBEDDED_COMMAND))
-	var port: int = setting(SETTING_EMBEDDED_PORT)
-	var bind := "tcp://127.0.0.1:%s" % (str(port) if port > 0 else "*")
-	var arguments := PackedStringArray(launch.get("arguments", []))
-	arguments.append_array(["serve", "--bind", bind])
-	var maps_dir: String = setting(SETTING_EMBEDDED_MAPS_DIR)
-	if maps_dir != "":
-		arguments.append_array(["--maps", ProjectSettings.globalize_path(maps_dir)])
-	arguments.append_array(PackedStringArray(setting(SETTING_EMBEDDED_ARGUMENTS)))
-	var program: String = launch.get("program", "")
-	var shown := PackedStringArray([program if program != "" else "(%s mode)" % mode])
-	shown.append_array(arguments)
-	_server_command = " ".join(shown)
-	var runs_python := PackedStringArray(launch.get("arguments", [])).has("-m")
-	_server_hint = (
-		"Check %s (a Python with pathserver installed)" % SETTING_EMBEDDED_COMMAND
-		if runs_python
-		else "Check %s, the bundle (`pathserver bundle`)" % SETTING_EMBEDDED_MODE
-	)
-	_server_hint += " and the other embedded_server settings."
-	_server_log.clear()
-	_server_state = ServerState.STARTING
-	_server_started_ms = Time.get_ticks_msec()
-	_server_check_ms = _server_started_ms + SERVER_CHECK_MS
-	if launch.has("error"):
-		_on_server_failed("cannot start: %s" % launch.error)
-		return -1
-	# Non-blocking pipes: each frame reads what the server has written so far, never waits.
-	var process := OS.execute_with_pipe(program, arguments, false)
-	if process.is_empty():
-		_on_server_failed("could not be run")
-		return -1
-	_server_pid = process.pid
-	_server_pipes = [PathServerPipe.new(process.stdio), PathServerPipe.new(process.stderr)]
-	print("PathServer: starting the embedded server: %s" % _server_command)
-	return _server_pid
+	return _server.start()
 
 
 ## Stops the embedded server, if this client started one. Requests in flight wait (within
 ## their timeout) for a server to come back.
 func stop_embedded_server() -> void:
-	if _server_pid > 0:
-		OS.kill(_server_pid)
-	_close_server()
-	_server_state = ServerState.NONE
+	_server.stop()
 
 
 ## The id of the embedded server's process, or -1.
 func get_embedded_server_pid() -> int:
-	return _server_pid
+	return _server.pid
 
 
 ## Whether the embedded server is starting, running or failed; see [enum ServerState].
 func get_embedded_server_state() -> ServerState:
-	return _server_state
+	return _server.state
 
 
 ## The embedded server's last output lines (stdout and stderr, as they came).
 func get_embedded_server_log() -> PackedStringArray:
-	return _server_log
+	return _server.output
 
 
-## The unit size as the wire wants it: an int for square units, else [w, h].
-static func wire_unit_size(unit_size: Vector2i) -> Variant:
-	return unit_size.x if unit_size.x == unit_size.y else [unit_size.x, unit_size.y]
+func _find_path(
+	start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dictionary
+) -> PathServerConnection.Pending:
+	var fields := PathServerRequests.path(map_name, start, goal, unit_size, options)
+	return _submit("path", fields, Kind.PATH, options)
 
 
-func _find_path(start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dictionary) -> Pending:
-	var fields := {
-		"map": options.get("map", map_name),
-		"start": start,
-		"goal": goal,
-		"unit_size": wire_unit_size(unit_size),
-		"space": CLIENT_DEFAULTS.space,
-		"packed": true,
-	}
-	if options.has("goals"):
-		# Many goals go in place of the one goal (the server refuses both).
-		fields.erase("goal")
-	return _submit("path", _with_options(fields, options), Kind.PATH, options)
-
-
-func _find_paths(requests: Array, unit_size: Vector2i, options: Dictionary) -> Pending:
-	var fields := {
-		"map": options.get("map", map_name),
-		"unit_size": wire_unit_size(unit_size),
-		"space": CLIENT_DEFAULTS.space,
-		"packed": true,
-	}
-	fields = _with_options(fields, options)
-	var columns := PathServerPacked.batch_columns(requests, fields)
-	if not columns.is_empty():
-		fields.merge(columns)
-		return _submit("paths", fields, Kind.PATHS, options)
-	var wire_requests := []
-	for item: Variant in requests:
-		if item is Dictionary:
-			wire_requests.append(item)
-		elif item is Array and item.size() == 2:
-			wire_requests.append({"start": item[0], "goal": item[1]})
-		else:
-			push_error("PathServer.find_paths: each request is [start, goal] or a Dictionary")
-			wire_requests.append({"start": null, "goal": null})
-		if wire_requests[-1].get("space", fields.space) != fields.space:
-			# One packed reply holds one space's points.
-			fields.erase("packed")
-	fields["requests"] = wire_requests
+func _find_paths(
+	requests: Array, unit_size: Vector2i, options: Dictionary
+) -> PathServerConnection.Pending:
+	var fields := PathServerRequests.paths(map_name, requests, unit_size, options)
 	return _submit("paths", fields, Kind.PATHS, options)
 
 
 func _put_grid(
 	name: String, size: Vector2i, cells: PackedByteArray, options: Dictionary
-) -> Pending:
-	# Keys in the order of the protocol's put_map; options the server does not know go out too,
-	# for it to refuse (invalid_request), as with find_path.
-	var fields := {"map": name, "width": size.x, "height": size.y, "cells": cells}
-	var keys := ["costs", "heights", "origin", "cell_size", "tags", "tag_names", "classes"]
-	keys.append_array(options.keys().filter(func(key: Variant) -> bool: return key not in keys))
-	for key: Variant in keys:
-		if options.has(key) and key not in CLIENT_OPTIONS:
-			var value: Variant = options[key]
-			fields[key] = value.to_byte_array() if value is PackedFloat32Array else value
+) -> PathServerConnection.Pending:
+	var fields := PathServerRequests.put_map(name, size, cells, options)
 	return _submit("put_map", fields, Kind.RAW, options)
 
 
-func _put_tilemap(name: String, layer: TileMapLayer, options: Dictionary) -> Pending:
-	var reader_options := {}
-	var client_options := {}
-	for key: Variant in options:
-		if PathServerTileMapReader.OPTIONS.has(key):
-			reader_options[key] = options[key]
-		else:
-			client_options[key] = options[key]
-	var grid := PathServerTileMapReader.read(layer, reader_options)
+func _put_tilemap(
+	name: String, layer: TileMapLayer, options: Dictionary
+) -> PathServerConnection.Pending:
+	var grid := PathServerRequests.read_tilemap(layer, options)
 	if grid.error != "":
-		var pending := _local_pending(Kind.RAW)
-		var error := _client_error("invalid_request", grid.error, pending.result.id)
+		# Answered at the next poll, so that its signal comes after the caller has its id.
+		var pending := _new_pending(Kind.RAW)
+		var error := PathServerReplies.client_error(
+			"invalid_request", grid.error, pending.result.id
+		)
 		error.error.at = grid.at
 		pending.local_reply = error
+		_local_replies.append(pending)
 		return pending
-	client_options["origin"] = grid.origin
-	client_options["cell_size"] = grid.cell_size
-	if not grid.costs.is_empty():
-		client_options["costs"] = grid.costs
-	if not grid.tags.is_empty():
-		client_options["tags"] = grid.tags
-		if not grid.tag_names.is_empty():
-			client_options["tag_names"] = grid.tag_names
-	var uploaded := _put_grid(name, grid.size, grid.cells, client_options)
+	var uploaded := _put_grid(name, grid.size, grid.cells, grid.upload)
 	uploaded.extra_info = {"rect": grid.rect}
 	return uploaded
 
 
-func _get_map(name: String, region: Rect2i, options: Dictionary) -> Pending:
-	var fields := {"map": name}
-	if region.has_area():
-		fields["region"] = [region.position.x, region.position.y, region.size.x, region.size.y]
-	return _submit("get_map", _with_options(fields, options), Kind.MAP, options)
+func _get_map(name: String, region: Rect2i, options: Dictionary) -> PathServerConnection.Pending:
+	return _submit("get_map", PathServerRequests.get_map(name, region, options), Kind.MAP, options)
 
 
-func _update_map(name: String, fields: Dictionary, if_gen: int) -> Pending:
-	var body := {"map": name}
-	for key: Variant in fields:
-		if key not in CLIENT_OPTIONS:
-			body[key] = fields[key]
-	if if_gen >= 0:
-		body["if_gen"] = if_gen
-	return _submit("update", body, Kind.RAW, fields)
+func _update_map(name: String, fields: Dictionary, if_gen: int) -> PathServerConnection.Pending:
+	return _submit("update", PathServerRequests.update(name, fields, if_gen), Kind.RAW, fields)
 
 
 func _find_path_to_any(
 	start: Vector2, goals: PackedVector2Array, unit_size: Vector2i, options: Dictionary
-) -> Pending:
+) -> PathServerConnection.Pending:
 	var with_goals := options.duplicate()
 	with_goals["goals"] = goals
 	return _find_path(start, Vector2.ZERO, unit_size, with_goals)
 
 
-func _reachable(start: Vector2, budget: float, unit_size: Vector2i, options: Dictionary) -> Pending:
-	var fields := _query_fields(unit_size, options)
-	fields["start"] = start
-	fields["budget"] = budget
-	return _submit("reachable", _with_options(fields, options), Kind.QUERY, options)
+func _reachable(
+	start: Vector2, budget: float, unit_size: Vector2i, options: Dictionary
+) -> PathServerConnection.Pending:
+	var fields := PathServerRequests.reachable(map_name, start, budget, unit_size, options)
+	return _submit("reachable", fields, Kind.QUERY, options)
 
 
 func _distance_field(
 	goals: PackedVector2Array, unit_size: Vector2i, options: Dictionary
-) -> Pending:
-	var fields := _query_fields(unit_size, options)
-	fields["goals"] = goals
-	return _submit("field", _with_options(fields, options), Kind.QUERY, options)
+) -> PathServerConnection.Pending:
+	var fields := PathServerRequests.field(map_name, goals, unit_size, options)
+	return _submit("field", fields, Kind.QUERY, options)
 
 
 func _next_steps(
@@ -928,133 +641,84 @@ func _next_steps(
 	positions: PackedVector2Array,
 	unit_size: Vector2i,
 	options: Dictionary
-) -> Pending:
-	var fields := _query_fields(unit_size, options)
-	# The same goals every frame: encoded once (a crowd's goal area may hold thousands).
-	if goals != _steps_goals:
-		_steps_goals = goals
-		_steps_goals_encoded = PathServerMsgPack.Encoded.new(goals)
-	fields["goals"] = _steps_goals_encoded
-	# One bin of little-endian float32 pairs (every platform Godot runs on is little-endian):
-	# the compact form, and the reply's steps come back the same way.
-	fields["positions"] = PathServerPacked.to_bin(positions, false)
-	return _submit("next_steps", _with_options(fields, options), Kind.QUERY, options)
+) -> PathServerConnection.Pending:
+	var fields := _requests.next_steps(map_name, goals, positions, unit_size, options)
+	return _submit("next_steps", fields, Kind.QUERY, options)
 
 
 func _check_block(
 	cells: Array, rects: Array, points: PackedVector2Array, unit_size: Vector2i, options: Dictionary
-) -> Pending:
-	var fields := _query_fields(unit_size, options)
-	if not cells.is_empty():
-		fields["cells"] = cells
-	if not rects.is_empty():
-		fields["rects"] = rects
-	fields["points"] = points
-	return _submit("check_block", _with_options(fields, options), Kind.QUERY, options)
+) -> PathServerConnection.Pending:
+	var fields := PathServerRequests.check_block(map_name, cells, rects, points, unit_size, options)
+	return _submit("check_block", fields, Kind.QUERY, options)
 
 
-## The fields every query leads with: the map, the unit's size and the client's space.
-func _query_fields(unit_size: Vector2i, options: Dictionary) -> Dictionary:
-	return {
-		"map": options.get("map", map_name),
-		"unit_size": wire_unit_size(unit_size),
-		"space": CLIENT_DEFAULTS.space,
-	}
-
-
-## A query's reply with its bins decoded into packed arrays (see each query's method).
-func _fill_query_result(result: PathServerResult, reply: Dictionary, op: String) -> void:
-	var decoded := PathServerPacked.query_info(reply, op)
-	result.info = decoded.info
-	if decoded.problem != "":
-		var message := "a %s reply: %s" % [op, decoded.problem]
-		_fill_error(result, _client_error("bad_reply", message, result.id))
-
-
-func _with_options(fields: Dictionary, options: Dictionary) -> Dictionary:
-	for key: Variant in options:
-		if key not in CLIENT_OPTIONS:
-			fields[key] = options[key]
-	return fields
-
-
-func _submit(op: String, fields: Dictionary, kind: Kind, options := {}) -> Pending:
-	var pending := Pending.new()
-	pending.kind = kind
-	pending.result.id = _next_id
-	_next_id += 1
+func _submit(
+	op: String, fields: Dictionary, kind: Kind, options := {}
+) -> PathServerConnection.Pending:
+	var pending := _new_pending(kind)
 	pending.body_map = str(fields.get("map", ""))
-	# "id" and "op" lead, as in every example of the protocol document.
-	var body := {"id": pending.result.id, "op": op}
-	body.merge(fields)
-	PathServerPacked.compact_avoids(body)
-	pending.body = body
-	pending.bytes = PathServerMsgPack.encode(body)
+	pending.body = PathServerRequests.body(pending.result.id, op, fields)
+	pending.bytes = PathServerMsgPack.encode(pending.body)
 	var wait_ms: int = options.get("timeout_ms", timeout_ms)
 	pending.deadline_ms = Time.get_ticks_msec() + wait_ms
 	pending.timeout_ms = wait_ms
-	_pending[pending.result.id] = pending
 	# Queued at once when connected, written by the poll at the end of this frame (the requests
 	# of a frame in one write), which also hands out the replies that came by then; a
 	# synchronous call writes at once. Only poll() hands replies out (a synchronous call, its
 	# own), so none comes before the caller awaits it.
-	if _dealer.is_ready():
-		pending.sent = _dealer.send([PackedByteArray(), pending.bytes], false)
+	_connection.add(pending)
 	if not _poll_queued:
 		_poll_queued = true
 		poll.call_deferred()
 	return pending
 
 
-## A request the client answers itself (a layer it cannot read): completed at the next
-## [method poll], so that its signal comes after the caller has its id.
-func _local_pending(kind: Kind) -> Pending:
-	var pending := Pending.new()
+func _new_pending(kind: Kind) -> PathServerConnection.Pending:
+	var pending := PathServerConnection.Pending.new()
 	pending.kind = kind
 	pending.result.id = _next_id
 	_next_id += 1
-	_local_replies.append(pending)
 	return pending
 
 
 ## Resumes when [param pending] completed (at once when it already has): what the
 ## [code]_async[/code] methods await.
-func _completion(pending: Pending) -> void:
+func _completion(pending: PathServerConnection.Pending) -> void:
 	if not pending.done:
 		await pending.finished
 
 
 ## Waits for [param pending] on the spot, looking at the socket until its reply came or its
 ## timeout passed: what the synchronous calls block on.
-func _wait_now(pending: Pending) -> void:
+func _wait_now(pending: PathServerConnection.Pending) -> void:
 	var timing := _timing_begin()
 	_sync_result = pending.result
-	var outer := _sync_id
-	_sync_id = pending.result.id
+	var outer := _connection.hold_for
+	_connection.hold_for = pending.result.id
 	var began := Time.get_ticks_usec()
 	var deadline := began + pending.timeout_ms * 1000
 	while not pending.done:
 		var now := Time.get_ticks_usec()
-		if now >= deadline or not (_active or _server_state == ServerState.STARTING):
+		if now >= deadline or not (_connection.active or _server.state == ServerState.STARTING):
 			break
 		if now - began > SYNC_SPIN_USEC:
 			OS.delay_usec(SYNC_SLEEP_USEC)
-		if _server_pid > 0:
-			_poll_embedded_server(now / 1000)
-		if _active:
-			_poll_connection(now / 1000)
-	_sync_id = outer
+		if _server.pid > 0:
+			_server.poll(now / 1000)
+		if _connection.active:
+			_connection.poll(now / 1000, endpoint)
+	_connection.hold_for = outer
 	if not pending.done:
-		_pending.erase(pending.result.id)
+		_connection.pending.erase(pending.result.id)
 		var message := "no reply from %s within %d ms, waited for" % [endpoint, pending.timeout_ms]
-		_complete(pending, _client_error("timeout", message, pending.result.id, true))
+		_complete(
+			pending, PathServerReplies.client_error("timeout", message, pending.result.id, true)
+		)
 	if outer != 0:
 		# Called from a handler while another call waited: the outer one's reply may be held.
-		var held := _held
-		_held = []
-		for reply in held:
-			_on_reply(reply)
-	elif not _held.is_empty() and not _poll_queued:
+		_connection.release_held()
+	elif not _connection.held.is_empty() and not _poll_queued:
 		_poll_queued = true
 		poll.call_deferred()
 	_timing_end(timing)
@@ -1072,413 +736,53 @@ func _timing_end(began: int) -> void:
 		_main_thread_usec += Time.get_ticks_usec() - began
 
 
-func _poll_connection(now: int) -> void:
-	if _dealer.state == PathServerZmtpDealer.State.CLOSED and now >= _reconnect_at_ms:
-		_dealer.open(endpoint)
-		_reconnect_at_ms = now + _backoff_ms
-		_backoff_ms = mini(_backoff_ms * 2, RECONNECT_MAX_MS)
-	for message: Array in _dealer.poll():
-		_on_message(message)
-	if _dealer.is_ready():
-		if not _was_ready:
-			_was_ready = true
-			_backoff_ms = RECONNECT_MIN_MS
-			connected.emit()
-			_finish_waiters(true)
-		_send_unsent(now)
-	elif _was_ready and _dealer.state == PathServerZmtpDealer.State.CLOSED:
-		_on_connection_lost(_dealer.last_error)
-		_reconnect_at_ms = now + _backoff_ms
+## The embedded server's ready line came: what waited for it gets its whole timeout from now.
+func _on_server_started(server_endpoint: String) -> void:
+	_connection.restart_deadlines(Time.get_ticks_msec())
+	embedded_server_started.emit(server_endpoint)
+	connect_to_server(server_endpoint)
 
 
-func _poll_embedded_server(now: int) -> void:
-	for pipe in _server_pipes:
-		for line in pipe.read_lines(false):
-			_on_server_line(line, pipe == _server_pipes[0])
-	if _server_pid <= 0 or now < _server_check_ms:
-		return
-	_server_check_ms = now + SERVER_CHECK_MS
-	if not OS.is_process_running(_server_pid):
-		for pipe in _server_pipes:
-			for line in pipe.read_lines(true):
-				_on_server_line(line, pipe == _server_pipes[0])
-		var code := OS.get_process_exit_code(_server_pid)
-		var when := " before it was ready" if _server_state == ServerState.STARTING else ""
-		_on_server_failed("exited with code %d%s" % [code, when])
-	elif _server_state == ServerState.STARTING:
-		var limit: int = setting(SETTING_EMBEDDED_START_TIMEOUT_MS)
-		if now - _server_started_ms > limit:
-			OS.kill(_server_pid)
-			_on_server_failed("printed no ready line within %d s; stopped" % (limit / 1000))
-
-
-func _on_server_line(line: String, from_stdout: bool) -> void:
-	# The server's progress lines ("pathserver: ...") go to the game's output as they come.
-	print(line)
-	_server_log.append(line)
-	if _server_log.size() > SERVER_LOG_LINES:
-		_server_log = _server_log.slice(_server_log.size() - SERVER_LOG_LINES)
-	if not from_stdout or _server_state != ServerState.STARTING:
-		return
-	if line.begins_with(READY_LINE_PREFIX):
-		var server_endpoint := line.trim_prefix(READY_LINE_PREFIX).get_slice(" ", 0)
-		_server_state = ServerState.RUNNING
-		# Requests and waits made while the server started: their timeout starts now.
-		var now := Time.get_ticks_msec()
-		for pending: Pending in _pending.values():
-			pending.deadline_ms = maxi(pending.deadline_ms, now + pending.timeout_ms)
-		for waiter in _waiters:
-			waiter.deadline_ms = maxi(waiter.deadline_ms, now + waiter.timeout_ms)
-		embedded_server_started.emit(server_endpoint)
-		connect_to_server(server_endpoint)
-
-
-func _on_server_failed(how: String) -> void:
-	_server_failure = "the embedded server (%s) %s." % [_server_command, how]
-	if _server_log.is_empty():
-		_server_failure += " It printed nothing."
-	else:
-		_server_failure += " Its last lines:\n  " + "\n  ".join(_server_log)
-	_server_failure += "\n" + _server_hint
-	_close_server()
-	_server_state = ServerState.FAILED
-	push_error("PathServer: " + _server_failure)
-	# Nothing listens any more: stop reconnecting, fail what waits for this server.
-	_active = false
-	_dealer.close()
-	_on_connection_lost("the embedded server failed")
-	embedded_server_failed.emit(_server_failure)
+## Nothing listens any more: stop reconnecting, fail what waits for this server.
+func _on_server_failed(message: String) -> void:
+	_connection.stop("the embedded server failed")
+	embedded_server_failed.emit(message)
 	_expire(Time.get_ticks_msec())
 
 
-func _close_server() -> void:
-	_server_pid = -1
-	_server_pipes.clear()
-
-
-func _finish_waiters(ok: bool) -> void:
-	var waiters := _waiters
-	_waiters = []
-	for waiter in waiters:
-		waiter.finished.emit(ok)
-
-
-func _on_connection_lost(reason: String) -> void:
-	_mark_unsent()
-	if _was_ready:
-		_was_ready = false
-		disconnected.emit(reason)
-
-
-func _mark_unsent() -> void:
-	for pending: Pending in _pending.values():
-		pending.sent = false
-
-
-func _send_unsent(now: int) -> void:
-	for pending: Pending in _pending.values():
-		if not pending.sent and now >= pending.retry_at_ms:
-			if not _dealer.send([PackedByteArray(), pending.bytes]):
-				return
-			pending.sent = true
-
-
 func _expire(now: int) -> void:
-	if _server_state == ServerState.STARTING:
+	if _server.state == ServerState.STARTING:
 		# Requests wait for the embedded server's ready line; their timeout starts then.
 		return
-	var failed := _server_state == ServerState.FAILED and not _active
-	var expired: Array[Pending] = []
-	for pending: Pending in _pending.values():
-		if failed or now >= pending.deadline_ms:
-			expired.append(pending)
-	for pending in expired:
-		_pending.erase(pending.result.id)
-		if failed:
-			var error := _client_error("embedded_server_failed", _server_failure, pending.result.id)
-			_complete(pending, error)
-			continue
-		var why := "waiting for the connection" if not pending.sent else "after sending"
-		if not _dealer.is_ready() and _dealer.last_error != "":
-			why += " (%s)" % _dealer.last_error
-		var message := "no reply from %s within %d ms, %s" % [endpoint, pending.timeout_ms, why]
-		_complete(pending, _client_error("timeout", message, pending.result.id, true))
-	var waiting: Array[Waiter] = []
-	var timed_out: Array[Waiter] = []
-	for waiter in _waiters:
-		if failed or now >= waiter.deadline_ms:
-			timed_out.append(waiter)
-		else:
-			waiting.append(waiter)
-	_waiters = waiting
-	for waiter in timed_out:
-		waiter.finished.emit(false)
+	var failed := _server.state == ServerState.FAILED and not _connection.active
+	_connection.expire(now, endpoint, _server.failure if failed else "")
 
 
-func _on_message(frames: Array) -> void:
-	var decoded := PathServerMsgPack.decode(frames[-1])
-	var reply: Variant = decoded[0]
-	if decoded[1] != "" or not reply is Dictionary:
-		push_warning("PathServer: unreadable reply ignored: %s" % decoded[1])
-		return
-	_on_reply(reply)
-
-
-func _on_reply(reply: Dictionary) -> void:
-	var id: Variant = reply.get("id")
-	if _sync_id != 0 and id != _sync_id:
-		_held.append(reply)
-		return
-	if not id is int or not _pending.has(id):
-		# A reply to a request that timed out or was cancelled, or one the server could not
-		# read (id nil: a client bug worth seeing).
-		if id == null:
-			push_warning("PathServer: the server could not read a request: %s" % reply)
-		return
-	var pending: Pending = _pending[id]
-	var error: Dictionary = reply.get("error", {}) if reply.get("error") is Dictionary else {}
-	var retry_ms: int = reply.get("retry_after_ms", 0) if reply.get("retry_after_ms") is int else 0
-	var now := Time.get_ticks_msec()
-	if error.get("code") == "overloaded" and now + retry_ms < pending.deadline_ms:
-		# The server asked to come back later; the deadline still bounds the wait.
-		pending.sent = false
-		pending.retry_at_ms = now + retry_ms
-		return
-	_pending.erase(id)
-	_complete(pending, reply)
-
-
-func _complete(pending: Pending, reply: Dictionary) -> void:
+func _complete(pending: PathServerConnection.Pending, reply: Dictionary) -> void:
 	var result := pending.result
 	match pending.kind:
 		Kind.PATH:
-			_fill_path_result(result, reply, pending.body)
+			_replies.read_path(result, reply, pending.body)
 			if result.ok:
 				path_found.emit(result.id, result.waypoints, result.info)
 			else:
 				path_failed.emit(result.id, result.code, result.message)
 		Kind.PATHS:
-			_fill_batch(pending, reply)
+			_replies.read_batch(result, pending.batch, pending.body, reply)
 			if result.ok:
 				paths_completed.emit(result.id, pending.batch)
 			else:
 				path_failed.emit(result.id, result.code, result.message)
 		Kind.RAW:
-			_fill_error(result, reply)
-			result.ok = reply.get("ok") == true
-			if result.ok:
-				for key: Variant in reply:
-					if key not in ["id", "ok"]:
-						result.info[key] = reply[key]
-				result.info.merge(pending.extra_info)
-			_note_generation(reply, pending.body_map)
+			_replies.read_fields(result, reply, pending.extra_info)
+			_replies.note_generation(reply, pending.body_map)
 			reply_received.emit(result.id, reply)
 		Kind.MAP:
-			_fill_error(result, reply)
-			result.ok = reply.get("ok") == true
-			if result.ok:
-				_fill_map_result(result, reply)
-			_note_generation(reply, pending.body_map)
+			_replies.read_map(result, reply)
+			_replies.note_generation(reply, pending.body_map)
 			reply_received.emit(result.id, reply)
 		Kind.QUERY:
-			_fill_error(result, reply)
-			result.ok = reply.get("ok") == true
-			if result.ok:
-				_fill_query_result(result, reply, pending.body.op)
-			_note_generation(reply, pending.body_map)
+			_replies.read_query(result, reply, pending.body.op)
+			_replies.note_generation(reply, pending.body_map)
 			reply_received.emit(result.id, reply)
 	pending.finish()
-
-
-## A batch's results, one an entry in order: each entry's answer, or the batch's error on
-## each when the whole batch failed.
-func _fill_batch(pending: Pending, reply: Dictionary) -> void:
-	var result := pending.result
-	var body := pending.body
-	var entries: int = body.requests.size() if body.has("requests") else body.starts.size() / 8
-	_fill_error(result, reply)
-	var problem := ""
-	var columns := {}
-	if result.code == "" and reply.get("status") is PackedByteArray:
-		columns = PathServerPacked.columns(reply, entries, body.space == "grid")
-		problem = columns.get("problem", "")
-		_note_generation(reply, str(body.get("map")))
-	elif (
-		result.code == ""
-		and not (reply.get("results") is Array and reply.results.size() == entries)
-	):
-		problem = "no result per request"
-	if problem != "":
-		_fill_error(result, _client_error("bad_reply", "a batch reply: " + problem, result.id))
-	result.ok = result.code == ""
-	if result.ok and not columns.is_empty():
-		_fill_packed_entries(pending, columns, reply)
-		return
-	var failure := (
-		reply if reply.has("error") else _client_error(result.code, result.message, result.id)
-	)
-	for i in entries:
-		var item := PathServerResult.new()
-		item.id = result.id
-		if not result.ok:
-			_fill_error(item, failure)
-		else:
-			_fill_path_result(item, reply.results[i], _batch_request(body, i))
-		pending.batch.append(item)
-
-
-## A packed batch's entries: each its slice of the points, no per-point work (the columns
-## read once, out of the loop: this is the batch's cost per entry).
-func _fill_packed_entries(pending: Pending, columns: Dictionary, reply: Dictionary) -> void:
-	var status: PackedByteArray = columns.status
-	var offset: PackedInt32Array = columns.offset
-	var points: PackedVector2Array = columns.points
-	var cost: PackedFloat32Array = columns.cost
-	var errors: Dictionary = columns.errors
-	var gen: Variant = reply.get("gen")
-	var map: Variant = pending.body.get("map")
-	var unit_size: Variant = pending.body.get("unit_size")
-	pending.batch.resize(status.size())
-	for i in status.size():
-		var item := PathServerResult.new()
-		item.id = pending.result.id
-		pending.batch[i] = item
-		if status[i] >= PathServerPacked.ERROR_STATUS:
-			var error: Variant = errors.get(i)
-			if not error is Dictionary:
-				error = {"code": "bad_reply", "message": "entry %d failed without an error" % i}
-			_fill_error(item, {"ok": false, "error": error, "retryable": false})
-			continue
-		item.reply = reply
-		item.ok = true
-		item.status = PathServerPacked.STATUSES[status[i]]
-		item.waypoints = points.slice(offset[i], offset[i + 1])
-		item.info = {
-			"status": item.status, "cost": cost[i], "gen": gen, "map": map, "unit_size": unit_size
-		}
-
-
-func _batch_request(body: Dictionary, index: int) -> Dictionary:
-	var merged := body.duplicate()
-	merged.merge(body.requests[index], true)
-	return merged
-
-
-func _fill_error(result: PathServerResult, reply: Dictionary) -> void:
-	result.reply = reply
-	if reply.get("ok") == true:
-		return
-	var error: Variant = reply.get("error")
-	if not error is Dictionary:
-		error = {"code": "bad_reply", "message": "a failed reply without an error: %s" % reply}
-	result.code = str(error.get("code", "bad_reply"))
-	result.message = str(error.get("message", ""))
-	result.retryable = reply.get("retryable") == true
-	result.info["at"] = error.get("at")
-	if reply.get("gen") is int:
-		# A "conflict" from update's if_gen names the map's current generation.
-		result.info["gen"] = reply.gen
-	result.ok = false
-
-
-func _fill_path_result(result: PathServerResult, reply: Variant, request_body: Dictionary) -> void:
-	if not reply is Dictionary:
-		reply = _client_error("bad_reply", "a path reply that is not a map: %s" % reply, result.id)
-	_fill_error(result, reply)
-	if reply.get("ok") != true:
-		return
-	result.status = str(reply.get("status", ""))
-	var path: Variant = reply.get("path", [])
-	result.waypoints = (
-		PathServerPacked.points(path, request_body.get("space") == "grid")
-		if path is PackedByteArray
-		else PathServerPacked.plain_points(path)
-	)
-	# Everything the reply says besides the path, so fields the server adds later show up too.
-	result.info = {}
-	for key: Variant in reply:
-		if key not in ["id", "ok", "path"]:
-			result.info[key] = reply[key]
-	result.info["start"] = PathServerPacked.plain_point(reply.get("start"))
-	result.info["goal"] = PathServerPacked.plain_point(reply.get("goal"))
-	result.info["map"] = request_body.get("map")
-	result.info["unit_size"] = request_body.get("unit_size")
-	_note_generation(reply, str(request_body.get("map")))
-	# "no_path" is an answer like the others: ok, with empty waypoints.
-	result.ok = result.status in ["found", "partial", "no_path"]
-	if not result.ok:
-		_fill_error(
-			result,
-			_client_error("bad_reply", "a path reply with status '%s'" % result.status, result.id)
-		)
-
-
-func _fill_map_result(result: PathServerResult, reply: Dictionary) -> void:
-	var decoded := PathServerPacked.map_info(reply)
-	result.info = decoded.info
-	if decoded.problem != "":
-		var message := "a get_map reply with bad %s" % decoded.problem
-		_fill_error(result, _client_error("bad_reply", message, result.id))
-
-
-func _note_generation(reply: Dictionary, map: String = "") -> void:
-	if map == "":
-		map = str(reply.get("map", ""))
-	var gen: Variant = reply.get("gen")
-	if map == "" or not gen is int:
-		return
-	var known: int = _generations.get(map, -1)
-	if gen > known:
-		_generations[map] = gen
-		if known >= 0:
-			map_generation_changed.emit(map, gen)
-
-
-static func _client_error(code: String, message: String, id: int, retryable := false) -> Dictionary:
-	return {
-		"id": id,
-		"ok": false,
-		"error": {"code": code, "message": message, "at": null},
-		"retryable": retryable,
-	}
-
-
-## A request waiting for its reply.
-class Pending:
-	extends RefCounted
-
-	## Emitted once, when the request completed (answered, failed, timed out or cancelled).
-	signal finished
-
-	var result := PathServerResult.new()
-	var kind := 0
-	var body := {}
-	var bytes := PackedByteArray()
-	var deadline_ms := 0
-	var timeout_ms := 0
-	var sent := false
-	## When the server answered "overloaded": not before this time.
-	var retry_at_ms := 0
-	## PATHS only: one PathServerResult per request, filled on completion.
-	var batch: Array[PathServerResult] = []
-	var done := false
-	## The request's "map" field, for the generation its reply names.
-	var body_map := ""
-	## What the client answers itself, without sending (see _local_pending).
-	var local_reply := {}
-	## Added to a successful result's info (put_tilemap: the layer's rect).
-	var extra_info := {}
-
-	func finish() -> void:
-		done = true
-		finished.emit()
-
-
-## A [method wait_connected] call waiting for the connection.
-class Waiter:
-	extends RefCounted
-
-	signal finished(ok: bool)
-
-	var deadline_ms := 0
-	var timeout_ms := 0

@@ -71,7 +71,7 @@ var goals := PackedVector2Array():
 			batch.steps = PackedVector2Array()
 			batch.remaining = PackedFloat32Array()
 			batch.version += 1
-## More options of the requests (see [constant PathServerClient.QUERY_OPTIONS]): "traversal",
+## More options of the requests (see [member PathServerClient.QUERY_OPTIONS]): "traversal",
 ## "avoid", "max_cost", ...
 var options := {}
 ## The client to use; the [code]PathServer[/code] autoload when not set.

@@ -10,9 +10,9 @@ extends Node
 ## its properties and its TileSet, not for [method TileMapLayer.set_cell]. So with
 ## [member watch] on, each frame (or every [member watch_interval] seconds) this node compares
 ## the layer's [member TileMapLayer.tile_map_data] with the last one it saw (done by the
-## engine: about 1 ms for 65,536 tiles) and, when they differ, decodes only the stretches of
-## it that differ. A [signal TileMapLayer.changed] (a TileSet edited, ...) uploads the layer
-## again. With [member watch] off, report edits yourself: edit through [method set_cell] /
+## engine) and, when they differ, decodes only the stretches of it that differ. A
+## [signal TileMapLayer.changed] (a TileSet edited, ...) uploads the layer again. With
+## [member watch] off, report edits yourself: edit through [method set_cell] /
 ## [method erase_cell] here, or call [method mark_cells_changed] — for instance from
 ## [method TileMapLayer._update_cells], the virtual Godot 4.6 calls with the coordinates of
 ## the cells changed since the layer's last update, which only a script on the layer itself
