@@ -12,7 +12,7 @@ the timeout scenario, until it is killed; ``engine_clients/test.sh`` starts one 
 server and hands both endpoints to every client's runner. ``tests/clients/test_conformance.py``
 runs the same scenarios under pytest with a server of its own.
 
-The C# (``csharp/Tests~/Tests.Conformance.cs``) and GDScript (``godot/tests/test_pathserver.gd``) runners follow
+The C# (``csharp/Tests~/Tests.Conformance.cs``) and GDScript (``godot/tests/conformance_tests.gd``) runners follow
 :func:`outcome` and :func:`mismatches` here: a path answer is ``status`` (``"no_path"``
 included: an answer, not an error), ``cost``, ``start``, ``goal``, ``waypoints`` (how many),
 ``start_snapped``, ``goal_snapped``; another op's answer is ``status`` ``"ok"`` with, for
