@@ -236,8 +236,8 @@ class PreparedCall:
 
     Read the fields by name (``call.budget``). ``fields`` holds them all as one plain
     tuple in the order of :attr:`FIELDS`, which find_path unpacks: Python unpacks an exact
-    tuple in one step, but a NamedTuple or a slotted class field by field, which costs
-    0.1 µs more a call (a thirtieth of a short find_path).
+    tuple in one step, but a NamedTuple or a slotted class field by field, a cost
+    ``bench/core.py``'s short searches show.
     """
 
     FIELDS = ("size", "layer_key", "width", "height", "n", "cells", "comps", "jump_bits", "jump_table", "cost_index",
@@ -340,8 +340,8 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
     else:
         use_jps = options["algorithm"] == "auto" and jps_ok and layer.open_share >= JPS_MIN_OPEN_SHARE
     # "auto" runs JPS+ once the layer's jump table is built (in the background, started
-    # here), on any grid JPS qualifies for, clutter and mazes included (it beat A* there
-    # too: 1.6x on random512-40-0, 2x on maze512-1-0, 9x on 8room_000); until then the
+    # here), on any grid JPS qualifies for, clutter and mazes included (it beats A* there
+    # too: bench/core.py); until then the
     # choice above answers. "jps" always scans online, and so does a search with a
     # budget: where a budget cuts it short depends on the algorithm, and the answer must
     # not change when the table lands. The table is read before its build is started:

@@ -364,10 +364,8 @@ def next_steps(
     footprint sees clearly from its cell, without crossing dearer terrain than the descent
     does (the first step when it sees none).
 
-    The field (:func:`distance_field` of the whole map) is computed once per map
-    generation, goals, unit size and options and kept in the map's cache (the last 8), so
-    a repeated call costs a lookup per unit (each cell's answer is kept with the field once
-    worked out). Other options as :func:`distance_field`.
+    The field is computed once per map generation, goals, unit size and options and kept
+    in the map's cache (the last 8). Other options as :func:`distance_field`.
 
     >>> m = GridMap.from_ascii('''
     ... .....
@@ -455,8 +453,7 @@ def check_block(
 
     The placement cuts only the 16 x 16 blocks it reaches into pieces afresh; a search
     over pieces, started next to it, decides (:func:`pathserver.core.cut.cut_pieces`; the
-    layer's first call cuts all its blocks into pieces and links them once, 2-4 ms on a
-    512 x 512 map).
+    layer's first call cuts all its blocks into pieces and links them once).
 
     >>> m = GridMap.from_ascii('''
     ... .....

@@ -57,49 +57,14 @@ def find_path(
 ) -> PathResult:
     """Find a path for a unit of ``unit_size`` (int ``k`` or ``(w, h)`` cells) from grid
     cell ``start = (x, y)`` to ``goal``, or to the cheapest reachable of ``goals``. Float
-    coordinates are floored to their cell.
+    coordinates are floored to their cell. Returns a :class:`PathResult`; "no path" is a
+    result, not an error.
 
-    The options are checked by the wire's rules (:mod:`pathserver.options`; ``pathserver
-    options`` lists them): a value the wire refuses is refused here too, with the same
-    code, message and ``at``. None means an option's default; numpy values count as the
-    Python values they hold.
-
-    smooth: ``"none"`` every cell, ``"corners"`` where the direction changes, ``"los"``
-        string-pulled with line-of-sight checks valid for the unit's footprint.
-    snap: a start or goal the unit cannot stand on moves to the nearest cell it can
-        (else StartBlockedError / GoalBlockedError).
-    allow_partial: an unreachable goal yields the path to the reachable cell nearest it
-        (an other-component goal is detected without searching either way).
-    max_expansions: node budget, an int >= 1; hitting it gives a partial path with
-        allow_partial, otherwise SearchLimitError. None: no limit.
-    heuristic: ``"octile"`` (default for 8 directions), ``"manhattan"`` (default for 4),
-        ``"euclidean"``, ``"chebyshev"``; weight >= 1 trades optimality for speed.
-    diagonal: ``"no_corner_cutting"`` (a diagonal needs both orthogonal neighbours open,
-        the Moving AI rule), ``"never"`` (4-connected), ``"always"`` (corners may be cut).
-    max_climb: a finite number >= 0; with a heights layer, steps climbing more than this
-        are blocked. None: no limit.
-    algorithm: ``"auto"``, ``"astar"`` or ``"jps"`` (JPS needs uniform cost, no
-        max_climb, and the no-corner-cutting rule; "auto" uses it where it pays). On
-        terrain costs A* estimates with the layer's landmarks once they are built (see
-        :mod:`pathserver.core.landmarks`): the same costs, fewer expansions.
-    line_of_sight: try the straight line first (taken only when provably optimal).
-    goals: up to 4096 ``(x, y)`` instead of ``goal``: one search finds the cheapest
-        reachable goal (``goal_index`` says which; each goal snaps as ``goal`` does, goals
-        in other components are skipped; ``allow_partial`` with none reachable ends nearest
-        one). One search back from all the goals to the start: JPS+ where the request
-        with one goal would run it, else A* (see :mod:`pathserver.core.goals`).
-    avoid: ``{"cells": [(x, y), ...], "rects": [(x, y, w, h), ...]}`` solid for this
-        request alone (the map and its caches are untouched): the unit's footprint may not
-        overlap them, but a unit whose start overlaps them may leave; a goal on them snaps
-        off them. avoid_cost: a number >= 1: the avoided cells are not blocked, but
-        entering a cell whose footprint overlaps one costs at least this much a step.
-        With ``avoid`` alone, where the request without would run JPS+: JPS+ without the
-        avoided cells, that path mended round them at its cost (``algorithm`` "jps+"),
-        else JPS+ round those near where it steps on them, or round all of them, scanning
-        near them (``"jps"``); elsewhere A*; with ``avoid_cost``, A*.
-    traversal: a unit class the map defines (``"boat"``) or rules ``{tag: None | number
-        >= 1}`` for the map's tagged cells: None blocks a tag, a number multiplies the
-        cost of its cells (see :class:`~pathserver.grid.gridmap.GridMap`).
+    The options are the wire's, checked by the same rules (the table in docs/protocol.md,
+    ``pathserver options``, each defined once in :mod:`pathserver.options`): a value the
+    wire refuses is refused here too, with the same code, message and ``at``. None means
+    an option's default; numpy values count as the Python values they hold. How ``auto``
+    picks A*, JPS or JPS+, and how ``avoid`` is searched round: docs/design.md.
 
     >>> m = GridMap.from_ascii('''
     ... .....

@@ -11,41 +11,13 @@
                   │                                                            ▼                   ▼
                   └── loop thread ◄── inproc PULL ◄── PUSH (one per thread) ◄── upload thread, workers
 
-Only the loop thread touches the ROUTER. A ``path`` is first tried on the loop with a
-budget of INLINE_EXPANSIONS node expansions when start and goal are at most
-INLINE_DISTANCE cells apart (bounded work, and no thread hand-off for the short trips
-that dominate a game's traffic), with other units' cells too (at most
-``path_ops.INLINE_AVOID_CELLS``, no rectangles) when the path without them mends round
-them; any other is queued, so long searches use every core. Workers run
-the longer searches, batches and edits (the kernels release the GIL) and push
-``[meta, envelope..., reply]`` to the loop over inproc, which both wakes the loop and
-carries the reply. The loop's turn is poll with timeout -> replies out -> requests in,
-as in the ZeroMQ Guide's brokers.
-
-Uploads. A ``put_map`` goes to one upload thread of its own, which decodes (a body over the
-default limits reaches it undecoded: ``requests.UploadBody``), validates and builds the map
-(clearance, components) while the loop keeps answering everyone else, and the search
-workers keep searching. Uploads are built one at a time, in arrival order; while more than
-UPLOAD_QUEUE_BYTES of them wait, another is answered ``overloaded``.
-
-Envelopes: after the routing id a request is ``[body]`` or ``["", body]``; the reply
-mirrors whatever frames preceded the body, so DEALER and REQ clients both get what they
-expect. Any other shape gets a ``malformed`` reply, mirrored the same way.
-
-Sends never block: ``ROUTER_MANDATORY`` plus ``NOBLOCK``; a reply to a peer that is gone
-(EHOSTUNREACH) or not reading (EAGAIN at its high-water mark) is dropped and counted.
-
-Worker mode (``connect=``, behind ``pathserver broker``): the request socket is a DEALER
-connected to the broker's back end instead of a bound ROUTER. It receives the same
-``[client id, (""), body]`` frames, so everything above applies unchanged.
-
-Shared state (``state=``, ``pathserver.editlog.RedisState``): an ``update`` is checked on
-the loop and handed to the state's writer thread (which sends many to Redis in one round
-trip); the loop answers it once the state's reader has applied it here. A request sent with
-``after`` waits on the loop, parked, until the state has applied that entry (its reader
-thread wakes the loop through ``state.wake_socket``), then goes on as any other; one
-still waiting after ``state.after_timeout_s`` is answered ``after_timeout``. Without
-shared state nothing is waited for: every edit this server answered is applied.
+Only the loop thread touches the ROUTER; its turn is poll with timeout -> replies out ->
+requests in, as in the ZeroMQ Guide's brokers. A short ``path`` is answered on the loop
+within INLINE_EXPANSIONS expansions (``path_ops.run_bounded``); workers run the rest and
+push ``[meta, envelope..., reply]`` back over inproc; uploads are built on one thread of
+their own. Sends never block. Worker mode (``connect=``) and shared state (``state=``)
+change only where requests come from and when edits are answered: see "The server loop"
+in docs/design.md.
 """
 
 from __future__ import annotations

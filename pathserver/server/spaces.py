@@ -67,7 +67,7 @@ def path_answer(gridmap, space: str, result, many: bool = False) -> PathAnswer:
         start = [int(sx), int(sy)]
         goal = [int(gx), int(gy)]
         length = float(result.length)
-    # Positional, in PathAnswer's field order: keywords cost about 0.3 us a reply here.
+    # Positional, in PathAnswer's field order: keywords cost more on every reply.
     return PathAnswer(result.status, path, float(result.cost), length, int(result.expanded), start, goal,
                       result.start_snapped, result.goal_snapped, result.generation,
                       None if not many else -1 if result.goal_index is None else result.goal_index)
