@@ -275,14 +275,6 @@ _PUT_MAP_FIELDS = ("id", "op", "map", "width", "height", "cells", "costs", "heig
 _DROP_MAP_FIELDS = ("id", "op", "map")
 _GET_MAP_FIELDS = ("id", "op", "map", "region")
 _BARE_FIELDS = ("id", "op")
-#: Each query op's own fields (before its options), and which of them it needs.
-_QUERY_OWN = {
-    "reachable": (("start",), ("start", "budget")),
-    "field": ((), ("goals",)),
-    "next_steps": (("positions",), ("goals", "positions")),
-    "check_block": (("points", "cells", "rects"), ("points",)),
-}
-_QUERY_FIELDS_OF = {op: ("id", "op", "map", *own) + op_fields(op) for op, (own, _) in _QUERY_OWN.items()}
 #: Options whose values the Python functions take as sent (arrays, maps), after the check;
 #: ``avoid`` goes on as the check's :class:`~pathserver.options.Avoid`.
 _AS_SENT = frozenset(("points", "traversal"))
@@ -591,40 +583,58 @@ def parse_get_map(rid: int, obj: dict) -> GetMapRequest:
     return GetMapRequest(rid, name, region)
 
 
-def parse_query(rid: int, obj: dict) -> QueryRequest:
-    op = obj["op"]
-    _check_fields(obj, _QUERY_FIELDS_OF[op], "")
-    name = _map_name(obj)
-    needed = _QUERY_OWN[op][1]
-    for key in needed:
-        if obj.get(key) is None:
-            raise RequestError(f"missing field '{key}' for op '{op}'", at=key)
-    space = _SPACE_OPTION.check(obj.get("space")) or "grid"
-    args = {"unit_size": 1}
-    for key in op_fields(op):
-        value = obj.get(key)
-        if value is None or key == "space":
-            continue
-        option = BY_NAME[key]
-        checked = option.check(value)
-        args[key] = value if option.kind in _AS_SENT else checked
-    packed = False
-    if op == "reachable":
-        args["start"] = _point(obj, "start", "")
-    elif op == "next_steps":
-        args["positions"], packed = _positions(obj["positions"])
-    elif op == "check_block":
-        args["points"] = _check_points(obj["points"])
-        rects = tuple(_number_lists(obj, "rects", 4))
-        for i, (_, _, w, h) in enumerate(rects):
-            if w <= 0 or h <= 0:
-                raise RequestError(f"rectangle width and height must be > 0, got {w} x {h}", at=f"rects[{i}]")
-        args["rects"] = rects
-        args["cells"] = tuple(_number_lists(obj, "cells", 2))
-        if not rects and not args["cells"]:
-            raise RequestError("a check_block needs 'rects' ([[x, y, w, h], ...]) or 'cells' ([[x, y], ...]): "
-                               "what would be placed", at="rects")
-    return QueryRequest(rid, op, name, space, args, packed)
+def query_parser(op: str, own: tuple, needed: tuple, read_own=None):
+    """The parser of query op ``op``: its ``own`` fields (those in ``needed`` required,
+    as are the options among them), read by ``read_own(obj, args) -> packed``, then its
+    options (``options.op_fields(op)``), each checked by its rule."""
+    allowed = ("id", "op", "map", *own) + op_fields(op)
+
+    def parse(rid: int, obj: dict) -> QueryRequest:
+        _check_fields(obj, allowed, "")
+        name = _map_name(obj)
+        for key in needed:
+            if obj.get(key) is None:
+                raise RequestError(f"missing field '{key}' for op '{op}'", at=key)
+        space = _SPACE_OPTION.check(obj.get("space")) or "grid"
+        args = {"unit_size": 1}
+        for key in op_fields(op):
+            value = obj.get(key)
+            if value is None or key == "space":
+                continue
+            option = BY_NAME[key]
+            checked = option.check(value)
+            args[key] = value if option.kind in _AS_SENT else checked
+        packed = False if read_own is None else read_own(obj, args)
+        return QueryRequest(rid, op, name, space, args, packed)
+
+    return parse
+
+
+def read_start(obj: dict, args: dict) -> bool:
+    """``reachable``'s own field: ``start``."""
+    args["start"] = _point(obj, "start", "")
+    return False
+
+
+def read_positions(obj: dict, args: dict) -> bool:
+    """``next_steps``' own field: ``positions``; packed when they came as a bin."""
+    args["positions"], packed = _positions(obj["positions"])
+    return packed
+
+
+def read_placement(obj: dict, args: dict) -> bool:
+    """``check_block``'s own fields: ``points``, and the ``cells`` / ``rects`` placed."""
+    args["points"] = _check_points(obj["points"])
+    rects = tuple(_number_lists(obj, "rects", 4))
+    for i, (_, _, w, h) in enumerate(rects):
+        if w <= 0 or h <= 0:
+            raise RequestError(f"rectangle width and height must be > 0, got {w} x {h}", at=f"rects[{i}]")
+    args["rects"] = rects
+    args["cells"] = tuple(_number_lists(obj, "cells", 2))
+    if not rects and not args["cells"]:
+        raise RequestError("a check_block needs 'rects' ([[x, y, w, h], ...]) or 'cells' ([[x, y], ...]): "
+                           "what would be placed", at="rects")
+    return False
 
 
 def _check_points(value) -> list:

@@ -1,5 +1,5 @@
-"""The queries beyond one path: ``reachable``, ``field``, ``next_steps`` and
-``check_block``, each answered by its function of :mod:`pathserver.grid.queries`."""
+"""The queries beyond one path, each answered by its function of
+:mod:`pathserver.grid.queries` on the request's points in grid units."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import numpy as np
 from pathserver import arrays
 from pathserver.errors import TooLargeError
 from pathserver.grid import queries
-from pathserver.options import FUNCTIONS
 from pathserver.protocol.replies import ok_reply
 from pathserver.protocol.requests import QueryRequest
 from pathserver.server.spaces import grid_points
@@ -18,11 +17,8 @@ from pathserver.server.spaces import grid_points
 MAX_FIELD_CELLS = 4096 * 4096
 
 
-def handle_query(request: QueryRequest, registry) -> dict:
-    """``reachable``, ``field``, ``next_steps`` and ``check_block``: the request's points
-    turned into grid units, then the op's function of :mod:`pathserver.grid.queries`."""
-    gridmap = registry.get(request.map)
-    op = request.op
+def _grid_args(request: QueryRequest, gridmap) -> dict:
+    """The request's keyword arguments, its points turned into grid units."""
     args = dict(request.args)
     space = request.space
     for key in ("start", "goals", "positions", "points", "cells"):
@@ -31,28 +27,45 @@ def handle_query(request: QueryRequest, registry) -> dict:
     if "rects" in args and space == "world" and args["rects"]:
         rects = np.asarray(args["rects"], dtype=np.float64)
         args["rects"] = np.column_stack((grid_points(gridmap, rects[:, :2], space), rects[:, 2:] / gridmap.cell_size))
-    if op == "field":
-        x, y, w, h = args.get("region") or (0, 0, gridmap.width, gridmap.height)
-        if w * h > MAX_FIELD_CELLS:
-            raise TooLargeError(f"a field of {w} x {h} cells; at most {MAX_FIELD_CELLS} in one reply (ask for a "
-                                "'region')", at="region")
-    answer = getattr(queries, FUNCTIONS[op])(gridmap, **args)
-    fields = {"map": request.map, "gen": gridmap.generation}
-    if op == "reachable":
-        cells, costs = answer
-        fields.update(cells=arrays.to_bin(cells, arrays.INT32), costs=arrays.to_bin(costs, arrays.FLOAT32))
-    elif op == "field":
-        fields.update(width=int(w), height=int(h), origin=[int(x), int(y)], cost=arrays.to_bin(answer, arrays.FLOAT32))
-    elif op == "next_steps":
-        steps, remaining = answer
-        if space == "world":
-            steps = (steps + 0.5) * gridmap.cell_size + np.asarray(gridmap.origin, dtype=np.float64)
-        if request.packed:
-            fields["steps"] = arrays.to_bin(steps, arrays.FLOAT32)
-        else:
-            fields["steps"] = (steps if space == "world" else steps.astype(np.int64)).tolist()
-        fields["remaining"] = arrays.to_bin(remaining, arrays.FLOAT32)
-    else:
-        fields["disconnected"] = [list(pair) for pair in answer]
-    return ok_reply(request.id, fields)
+    return args
 
+
+def _reply(request: QueryRequest, gridmap, **fields) -> dict:
+    return ok_reply(request.id, {"map": request.map, "gen": gridmap.generation, **fields})
+
+
+def handle_reachable(request: QueryRequest, registry) -> dict:
+    gridmap = registry.get(request.map)
+    cells, costs = queries.reachable(gridmap, **_grid_args(request, gridmap))
+    return _reply(request, gridmap, cells=arrays.to_bin(cells, arrays.INT32), costs=arrays.to_bin(costs, arrays.FLOAT32))
+
+
+def handle_field(request: QueryRequest, registry) -> dict:
+    gridmap = registry.get(request.map)
+    args = _grid_args(request, gridmap)
+    x, y, w, h = args.get("region") or (0, 0, gridmap.width, gridmap.height)
+    if w * h > MAX_FIELD_CELLS:
+        raise TooLargeError(f"a field of {w} x {h} cells; at most {MAX_FIELD_CELLS} in one reply (ask for a "
+                            "'region')", at="region")
+    cost = queries.distance_field(gridmap, **args)
+    return _reply(request, gridmap, width=int(w), height=int(h), origin=[int(x), int(y)],
+                  cost=arrays.to_bin(cost, arrays.FLOAT32))
+
+
+def handle_next_steps(request: QueryRequest, registry) -> dict:
+    """``steps`` as the positions came: a bin of float32 pairs for a bin, else arrays."""
+    gridmap = registry.get(request.map)
+    steps, remaining = queries.next_steps(gridmap, **_grid_args(request, gridmap))
+    if request.space == "world":
+        steps = (steps + 0.5) * gridmap.cell_size + np.asarray(gridmap.origin, dtype=np.float64)
+    if request.packed:
+        shown = arrays.to_bin(steps, arrays.FLOAT32)
+    else:
+        shown = (steps if request.space == "world" else steps.astype(np.int64)).tolist()
+    return _reply(request, gridmap, steps=shown, remaining=arrays.to_bin(remaining, arrays.FLOAT32))
+
+
+def handle_check_block(request: QueryRequest, registry) -> dict:
+    gridmap = registry.get(request.map)
+    pairs = queries.check_block(gridmap, **_grid_args(request, gridmap))
+    return _reply(request, gridmap, disconnected=[list(pair) for pair in pairs])

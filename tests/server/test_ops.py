@@ -217,3 +217,13 @@ def test_answers_on_the_loop_and_on_the_workers_agree(start_server, make_dealer)
     for i, case in enumerate(cases):
         request_ = {"id": i, "op": "path", **case}
         assert inline.ask(request_) == pooled.ask(request_), case
+
+
+def test_the_table_of_ops_is_the_one_the_options_and_the_docs_name():
+    from pathserver.options import QUERY_OPS, OPTIONS
+    from pathserver.protocol.requests import QueryRequest
+    from pathserver.server import ops
+
+    assert {op.name for op in ops.TABLE if op.request is QueryRequest} == set(QUERY_OPS)
+    assert {name for option in OPTIONS for name in option.ops} <= set(ops.NAMES)
+    assert len(set(ops.NAMES)) == len(ops.TABLE)
