@@ -6,7 +6,7 @@ import msgpack
 import pytest
 
 from pathserver.errors import WIRE_CODES
-from pathserver.server import handlers, path_ops
+from pathserver.server import path_ops
 
 
 def ask(dealer, **request):
