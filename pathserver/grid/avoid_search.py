@@ -29,6 +29,7 @@ from pathserver.grid.prepared import (
     checked,
     prepared_call,
     raise_for,
+    run_solve,
     traversal_rules,
     workspace,
 )
@@ -78,8 +79,9 @@ def find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals,
         avoid_cost = checked(_AVOID_COST, avoid_cost)
     rules = None if traversal is None else traversal_rules(gridmap, traversal)
     call = prepared_call(gridmap, unit_size, rules, given)
-    ((unit_w, unit_h), _, _, _, n, call_cells, comps, jump_bits, jump_table, call_index, call_table, heights, climb,
-     mode, weight, budget, algorithm_name, _, _, landmarks, bound_rows, bounds, _) = call.fields
+    unit_w, unit_h = call.size
+    call_cells, jump_bits, jump_table, mode, budget = call.cells, call.jump_bits, call.jump_table, call.mode, call.budget
+    algorithm_name = call.algorithm
     call_mode = mode
     sx, sy = _endpoint(start, "start", gridmap)
     avoiding = len(boxes) > 0
@@ -102,8 +104,8 @@ def find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals,
         return None
     if avoiding and avoid_cost is not None:
         mode &= ~(1 << st.MODE_UNIFORM)
-    ws = workspace(n)
-    avoided = Avoided(call_cells, call_index, call_table, (call_mode >> st.MODE_UNIFORM) & 1, unit_w, unit_h, boxes,
+    ws = workspace(call.n)
+    avoided = Avoided(call_cells, call.cost_index, call.cost_table, (call_mode >> st.MODE_UNIFORM) & 1, unit_w, unit_h, boxes,
                       avoid_cost)
     if goals is None:
         targets = np.array([_endpoint(goal, "goal", gridmap)], dtype=np.int64)
@@ -125,11 +127,9 @@ def find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals,
             gx, gy = cell_of(goal, "goal", gridmap) if goals is None else (-1, -1)
         elif len(targets) == 1:
             (gx, gy), = targets.tolist()
-            status, flags, count, cost, length, expanded, sx, sy, gx, gy = solver(mode, jump_table, cells)(
-                cells, comps, jump_bits, jump_table, call_cells, cost_index, cost_table, heights, climb,
-                sx, sy, gx, gy, mode, weight, give_up or budget, ws.work_float, ws.work_int, landmarks, bound_rows,
-                bounds, NO_OVERLAY,
-            )
+            status, flags, count, cost, length, expanded, sx, sy, gx, gy = run_solve(
+                solver(mode, jump_table, cells), call, ws, cells, jump_bits, jump_table, call_cells, cost_index,
+                cost_table, sx, sy, gx, gy, mode, give_up or budget, call.bound_rows, call.bounds, NO_OVERLAY)
             if status == st.QUERY_UNMENDED:
                 if give_up:
                     return None
@@ -142,8 +142,8 @@ def find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals,
         else:
             snapped = np.empty(targets.shape, dtype=np.int32)
             status, flags, points, cost, length, expanded, sx, sy, chosen = solve_goals(
-                cells, comps, jump_table, cost_index, cost_table, heights, climb, sx, sy, targets, mode, weight,
-                budget, ws.work_float, ws.work_int, snapped, bound_rows, bounds,
+                cells, call.comps, jump_table, cost_index, cost_table, call.heights, call.climb, sx, sy, targets, mode,
+                call.weight, budget, ws.work_float, ws.work_int, snapped, call.bound_rows, call.bounds,
             )
             gx, gy = snapped[chosen].tolist() if chosen >= 0 else (-1, -1)
     if moved is not None and chosen >= 0:
@@ -170,8 +170,8 @@ def _round_the_cells(avoided: Avoided, call: PreparedCall, cells, gridmap: GridM
     them). Returns solve's last answer, with the first one's snaps and every round's
     expansions."""
     status, flags, count, cost, length, expanded, sx, sy, gx, gy = answer
-    ((unit_w, unit_h), _, _, _, _, _, comps, _, jump_table, cost_index, cost_table, heights, climb, _, weight, _, _, _,
-     _, landmarks, _, _, _) = call.fields
+    unit_w, unit_h = call.size
+    jump_table, cost_index, cost_table = call.jump_table, call.cost_index, call.cost_table
     snapped = flags & (st.FLAG_START_SNAPPED | st.FLAG_GOAL_SNAPPED)
     spent = expanded
     if not jump_bits.size:  # JPS+ ran: the bitmaps, made on first need
@@ -181,21 +181,18 @@ def _round_the_cells(avoided: Avoided, call: PreparedCall, cells, gridmap: GridM
         if relaxation is None:
             break
         grid, bits, overlay = relaxation
-        status, flags, count, cost, length, expanded, sx, sy, gx, gy = solver(mode, jump_table, cells)(
-            cells, comps, bits, jump_table, grid, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
-            mode, weight, budget, ws.work_float, ws.work_int, landmarks, NO_BOUND_ROWS, NO_BOUNDS, overlay,
-        )
+        status, flags, count, cost, length, expanded, sx, sy, gx, gy = run_solve(
+            solver(mode, jump_table, cells), call, ws, cells, bits, jump_table, grid, cost_index, cost_table,
+            sx, sy, gx, gy, mode, budget, NO_BOUND_ROWS, NO_BOUNDS, overlay)
         spent += expanded
         if status != st.QUERY_UNMENDED:
             break
     if status == st.QUERY_UNMENDED:
         bits, overlay = avoided.overlay(jump_bits)
-        status, flags, count, cost, length, expanded, sx, sy, gx, gy = solver(mode & ~(1 << st.MODE_RELAXED),
-                                                                              jump_table, cells)(
-            cells, comps, bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
-            mode & ~(1 << st.MODE_RELAXED), weight, budget, ws.work_float, ws.work_int, landmarks,
-            NO_BOUND_ROWS, NO_BOUNDS, overlay,
-        )
+        whole = mode & ~(1 << st.MODE_RELAXED)
+        status, flags, count, cost, length, expanded, sx, sy, gx, gy = run_solve(
+            solver(whole, jump_table, cells), call, ws, cells, bits, jump_table, cells, cost_index, cost_table,
+            sx, sy, gx, gy, whole, budget, NO_BOUND_ROWS, NO_BOUNDS, overlay)
         spent += expanded
     return status, flags | snapped, count, cost, length, spent, sx, sy, gx, gy
 
@@ -222,8 +219,7 @@ def _find_path_avoiding(gridmap: GridMap, start, goal, unit_size, given: dict, a
     call = prepared_call(gridmap, unit_size, None, given, prepare=False)
     if call is None:
         return _GENERAL
-    ((unit_w, unit_h), _, width, height, n, call_cells, comps, jump_bits, jump_table, cost_index, cost_table, heights,
-     climb, mode, weight, budget, algorithm_name, generation, _, landmarks, bound_rows, bounds, kernel) = call.fields
+    algorithm_name = call.algorithm
     if algorithm_name != "jps+":
         return _GENERAL
     try:
@@ -231,32 +227,32 @@ def _find_path_avoiding(gridmap: GridMap, start, goal, unit_size, given: dict, a
         gx, gy = goal
     except (TypeError, ValueError):
         return _GENERAL
+    width, height = call.width, call.height
     if (type(sx) is not int or type(sy) is not int or type(gx) is not int or type(gy) is not int
             or not (0 <= sx < width and 0 <= sy < height and 0 <= gx < width and 0 <= gy < height)):
         return _GENERAL
+    unit_w, unit_h = call.size
+    call_cells, cost_index, cost_table, mode = call.cells, call.cost_index, call.cost_table, call.mode
     avoided = Avoided.laid(call_cells, cost_index, cost_table, (mode >> st.MODE_UNIFORM) & 1, unit_w, unit_h, avoid,
                            (sx, sy), (gx, gy))
     if avoided is None:
         return _GENERAL
-    ws = workspace(n)
+    ws = workspace(call.n)
     mode |= _AVOID_MODE
     with avoided as (laid, _, _, _):
-        args = (laid, comps, jump_bits, jump_table, call_cells, cost_index, cost_table, heights, climb, sx, sy, gx,
-                gy, mode, weight, give_up or budget, ws.work_float, ws.work_int, landmarks, bound_rows, bounds,
-                NO_OVERLAY)
-        if kernel is None:
-            kernel = call.bind(args)
-        answer = kernel(*args)
+        answer = run_solve(None, call, ws, laid, call.jump_bits, call.jump_table, call_cells, cost_index, cost_table,
+                           sx, sy, gx, gy, mode, give_up or call.budget, call.bound_rows, call.bounds, NO_OVERLAY)
         if answer[0] == st.QUERY_UNMENDED:
             if give_up:
                 return None
-            answer = _round_the_cells(avoided, call, laid, gridmap, None, jump_bits, mode, budget, ws, answer)
+            answer = _round_the_cells(avoided, call, laid, gridmap, None, call.jump_bits, mode, call.budget, ws,
+                                      answer)
             algorithm_name = "jps"
     status, flags, count, cost, length, expanded, sx, sy, gx, gy = answer
     if status > st.QUERY_NO_PATH:
         raise_for(status, call, sx, sy, gx, gy)
     return PathResult(STATUS_NAMES[status], ws.answer[:count].copy("K"), cost, length, expanded, (sx, sy), (gx, gy),
-                      flags, generation, algorithm_name)
+                      flags, call.generation, algorithm_name)
 
 
 #: Relaxed rounds (:meth:`~pathserver.grid.avoid.Avoided.relax`) before a request's

@@ -282,6 +282,21 @@ for _index, _name in enumerate(PreparedCall.FIELDS):
 del _index, _name
 
 
+def run_solve(kernel, call: PreparedCall, ws: Workspace, cells, jump_bits, jump_table, grid, cost_index, cost_table,
+              sx: int, sy: int, gx: int, gy: int, mode: int, budget: int, bound_rows, bounds, overlay) -> tuple:
+    """Run :func:`pathserver.core.query.solve` for ``call`` on the grids given (``grid``: the
+    one JPS+'s table was built for) and ``ws``: the one place its arguments are written.
+    kernel: a compiled copy of solve, or None for the call's own (bound on first use,
+    :meth:`PreparedCall.bind`). Returns solve's ``(status, flags, count, cost, length,
+    expanded, sx, sy, gx, gy)``; the path is in ``ws.answer[:count]``."""
+    (_, _, _, _, _, _, comps, _, _, _, _, heights, climb, _, weight, _, _, _, _, landmarks, _, _, own) = call.fields
+    args = (cells, comps, jump_bits, jump_table, grid, cost_index, cost_table, heights, climb, sx, sy, gx, gy, mode,
+            weight, budget, ws.work_float, ws.work_int, landmarks, bound_rows, bounds, overlay)
+    if kernel is None:
+        kernel = own if own is not None else call.bind(args)
+    return kernel(*args)
+
+
 def raise_for(status: int, call: PreparedCall, sx: int, sy: int, gx: int, gy: int, goal_at: str = "goal"):
     unit_w, unit_h = call.size
     if status == st.QUERY_START_BLOCKED:

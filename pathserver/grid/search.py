@@ -24,6 +24,7 @@ from pathserver.grid.prepared import (
     new_workspace,
     prepare_call,
     raise_for,
+    run_solve,
     thread_local,
 )
 from pathserver.options import BY_NAME
@@ -115,8 +116,8 @@ def find_path(
             "heuristic": heuristic, "weight": weight, "diagonal": diagonal, "max_climb": max_climb,
             "algorithm": algorithm, "line_of_sight": line_of_sight,
         })
-    (_, layer_key, width, height, n, cells, comps, jump_bits, jump_table, cost_index, cost_table, heights, climb,
-     mode, weight_value, budget, algorithm_name, generation, _, landmarks, bound_rows, bounds, kernel) = call.fields
+    (_, layer_key, width, height, n, cells, _, jump_bits, jump_table, cost_index, cost_table, _, _, mode, _, budget,
+     algorithm_name, generation, _, _, bound_rows, bounds, _) = call.fields
     try:
         layers.touch(layer_key)  # the layer's recency, for the LRU
     except KeyError:
@@ -143,15 +144,9 @@ def find_path(
             ws = new_workspace(n)
     except AttributeError:  # this thread's first search
         ws = new_workspace(n)
-    if kernel is None:
-        kernel = call.bind((
-            cells, comps, jump_bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx,
-            gy, mode, weight_value, budget, ws.work_float, ws.work_int, landmarks, bound_rows, bounds, NO_OVERLAY,
-        ))
-    status, flags, count, cost, length, expanded, sx, sy, gx, gy = kernel(
-        cells, comps, jump_bits, jump_table, cells, cost_index, cost_table, heights, climb, sx, sy, gx, gy,
-        mode, weight_value, budget, ws.work_float, ws.work_int, landmarks, bound_rows, bounds, NO_OVERLAY,
-    )
+    status, flags, count, cost, length, expanded, sx, sy, gx, gy = run_solve(
+        None, call, ws, cells, jump_bits, jump_table, cells, cost_index, cost_table, sx, sy, gx, gy, mode, budget,
+        bound_rows, bounds, NO_OVERLAY)
     if status > st.QUERY_NO_PATH:
         raise_for(status, call, sx, sy, gx, gy)
     return PathResult(
