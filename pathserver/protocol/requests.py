@@ -1,7 +1,9 @@
 """Validation of decoded requests into typed request objects.
 
-``parse_request(obj)`` takes the dict that ``codec.decode_request`` returned and either
-returns one of the request classes below or raises a ``RequestError`` subclass whose
+``parse_request(obj, parsers)`` takes the dict that ``codec.decode_request`` returned and
+the op's parser (the server's table of ops, ``pathserver.server.ops``, names each op's:
+the ones here, and ``path``'s and ``paths``' in :mod:`pathserver.protocol.path_requests`)
+and either returns one of the request classes below or raises a ``RequestError`` subclass whose
 ``at`` is the offending field's path (``"start[0]"``, ``"requests[3].goal"``). Every check
 that needs no map happens here, once; the handlers only check what needs the map (bounds,
 unit size against the map's size, blocked cells) and trust the rest.
@@ -20,11 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pathserver.errors import NonFiniteError, PathserverError, RequestError, TooLargeError, UnknownOpError
-from pathserver.options import BY_NAME, OPTIONS, PER_REQUEST, number, number_rows, op_fields, quoted
+from pathserver.errors import NonFiniteError, RequestError, TooLargeError, UnknownOpError
+from pathserver.options import BY_NAME, PER_REQUEST, number, number_rows, op_fields, quoted
 from pathserver.options import wire_defaults, wire_type
 from pathserver import arrays
-from pathserver.protocol import packed as packing
 from pathserver.protocol.cells import MapCells, check_side
 
 #: Wire defaults that differ from ``find_path``'s Python defaults (``smooth="none"`` there).
@@ -259,16 +260,10 @@ def parse_request(obj: dict, parsers: dict):
     return parser(rid, obj)
 
 
-# -- ops -----------------------------------------------------------------------------
+# -- the ops but path and paths (pathserver.protocol.path_requests) ------------------
 
-_UNIT_SIZE = BY_NAME["unit_size"]
-_SPACE_OPTION = BY_NAME["space"]
-_AVOID = BY_NAME["avoid"]
-#: The options a PathQuery keeps in ``options`` (find_path's keywords but unit_size).
-_OPTION_SET = frozenset(op_fields("path")) - {"unit_size", "space"}
-_QUERY_FIELDS = ("start", "goal") + op_fields("paths")
-_PATH_FIELDS = ("id", "op", "map", "start", "goal") + op_fields("path") + ("packed",)
-_PATHS_FIELDS = ("id", "op", "map", "requests") + op_fields("paths") + ("packed", "starts")
+UNIT_SIZE = BY_NAME["unit_size"]
+SPACE_OPTION = BY_NAME["space"]
 _UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost") + op_fields("update") + ("if_gen",)
 _PUT_MAP_FIELDS = ("id", "op", "map", "width", "height", "cells", "costs", "heights", "origin", "cell_size", "tags",
                    "tag_names", "classes")
@@ -277,241 +272,15 @@ _GET_MAP_FIELDS = ("id", "op", "map", "region")
 _BARE_FIELDS = ("id", "op")
 #: Options whose values the Python functions take as sent (arrays, maps), after the check;
 #: ``avoid`` goes on as the check's :class:`~pathserver.options.Avoid`.
-_AS_SENT = frozenset(("points", "traversal"))
-
-
-def parse_path(rid: int, obj: dict) -> PathRequest:
-    _check_fields(obj, _PATH_FIELDS, "")
-    name = _map_name(obj)
-    return PathRequest(rid, name, _query(obj, {}, ""), _packed(obj))
-
-
-def _packed(obj: dict) -> bool:
-    value = obj.get("packed")
-    if value is not None and type(value) is not bool:
-        raise RequestError(f"'packed' must be a bool, got {wire_type(value)}", at="packed")
-    return bool(value)
-
-
-def parse_path_fast(obj: dict, max_depth: int = 8) -> PathRequest | None:
-    """The common ``path`` request, checked in one pass with exact-type tests; None when
-    anything about ``obj`` is not plainly valid, and then ``parse_request`` (the full
-    validator) must decide, so every refusal keeps its code, ``at`` and message.
-
-    Accepts only what ``parse_request`` accepts and returns the same PathRequest
-    (``tests/protocol/test_fast_path.py`` compares the two). Rarer valid shapes (a float
-    ``unit_size`` such as ``2.0``) are left to the full validator rather than duplicated.
-
-    Whatever this accepts is a map with str keys whose values are scalars or ``[x, y]``
-    pairs, nested two levels deep at most, or ``avoid``'s map of arrays of numbers
-    (four levels), taken only within ``max_depth`` (the codec's limit): so the server
-    skips the codec's depth walk.
-    """
-    # A missing field is the only way these lookups fail: the keys are str constants.
-    try:
-        rid = obj["id"]
-        op = obj["op"]
-        name = obj["map"]
-        start = obj["start"]
-        goal = obj["goal"]
-    except KeyError:
-        return None
-    if type(rid) is not int or type(op) is not str or op != "path" or type(name) is not str:
-        return None
-    if not 0 < len(name) <= MAX_NAME_LEN:
-        return None
-    start = _plain_point(start)
-    goal = _plain_point(goal)
-    if start is None or goal is None:
-        return None
-    unit_size = (1, 1)
-    space = "grid"
-    packed = False
-    options = dict(WIRE_DEFAULTS)
-    if len(obj) != 5:
-        for key, value in obj.items():
-            if value is None:
-                # nil means the default, for every optional field (not for the five above).
-                if key in _FAST_OPTIONAL:
-                    continue
-                return None
-            check = _FAST_CHECKS.get(key)
-            if check is None:
-                if key in _FAST_REQUIRED:
-                    continue
-                if key == "packed":
-                    if type(value) is not bool:
-                        return None
-                    packed = value
-                    continue
-                if key != "avoid" or max_depth < 4:
-                    return None
-                # Other units' cells, a game's common extra: checked by C loops over
-                # the arrays (the option's own check), kept as its Avoid like _query keeps it.
-                try:
-                    options[key] = _AVOID.check(value, "")
-                except PathserverError:
-                    return None
-                continue
-            if check is _SPACE:
-                if type(value) is not str or value not in _SPACE:
-                    return None
-                space = value
-            elif check is _UNIT:
-                unit_size = _plain_unit_size(value)
-                if unit_size is None:
-                    return None
-            elif check is bool:
-                if type(value) is not bool:
-                    return None
-                options[key] = value
-            elif type(check) is int:  # an int option: its minimum
-                if type(value) is not int or value < check:
-                    return None
-                options[key] = value
-            elif type(check) is float:  # a number option: its minimum
-                kind = type(value)
-                if not (kind is int or (kind is float and _isfinite(value))) or value < check:
-                    return None
-                options[key] = float(value)
-            else:  # an enum: the set of its values
-                if type(value) is not str or value not in check:
-                    return None
-                options[key] = value
-    return PathRequest(rid, name, PathQuery(start, goal, unit_size, space, options), packed)
-
-
-def _plain_point(value) -> tuple | None:
-    """``[x, y]`` of ints or finite floats as a tuple, else None."""
-    if type(value) is not list or len(value) != 2:
-        return None
-    x, y = value
-    kind = type(x)
-    if kind is not int and (kind is not float or not _isfinite(x)):
-        return None
-    kind = type(y)
-    if kind is not int and (kind is not float or not _isfinite(y)):
-        return None
-    return (x, y)
-
-
-def _plain_unit_size(value) -> tuple | None:
-    """An int ``k >= 1`` or ``[w, h]`` of ints >= 1 as ``(w, h)``, else None."""
-    if type(value) is int:
-        return (value, value) if value >= 1 else None
-    if type(value) is list and len(value) == 2:
-        w, h = value
-        if type(w) is int and type(h) is int and w >= 1 and h >= 1:
-            return (w, h)
-    return None
-
-
-_isfinite = math.isfinite
-_FAST_REQUIRED = frozenset(("id", "op", "map", "start", "goal"))
-_FAST_OPTIONAL = frozenset(_PATH_FIELDS) - _FAST_REQUIRED
-_UNIT = object()
-
-
-def _fast_check(option):
-    """How the fast path checks an option: a set of allowed strings, ``bool``, the int
-    minimum of an int, the float minimum of a number, or the unit size marker."""
-    if option.kind == "unit_size":
-        return _UNIT
-    if option.choices:
-        return frozenset(option.choices)
-    if option.kind == "bool":
-        return bool
-    return int(option.min) if option.kind == "int" else float(option.min)
-
-
-# The options of PER_REQUEST (arrays, maps) are the full validator's.
-_FAST_CHECKS = {option.name: _fast_check(option) for option in OPTIONS
-                if "path" in option.ops and option.name not in _PER_REQUEST}
-_SPACE = _FAST_CHECKS["space"]
-
-
-def parse_paths(rid: int, obj: dict) -> PathsRequest:
-    _check_fields(obj, _PATHS_FIELDS, "")
-    name = _map_name(obj)
-    packed = _packed(obj)
-    columns = obj.get("starts") is not None
-    # Batch-level options are defaults for every entry; validate them once, up front. With
-    # columns, ``goals`` is the column of goals, not the option.
-    defaults = {key: obj[key] for key in op_fields("paths") if key in obj and not (columns and key == "goals")}
-    if type(defaults.get("goals")) is bytes:
-        raise RequestError("'goals' as a bin (one goal an entry) goes with 'starts', in place of 'requests'",
-                           at="goals")
-    probe = {"start": [0, 0], **defaults}
-    if probe.get("goals") is None:
-        probe["goal"] = [0, 0]
-    shared = _query(probe, {}, "")
-    if columns:
-        return PathsRequest(rid, name, _columns(obj, shared), packed, shared.space, True)
-    if "requests" not in obj:
-        raise RequestError("missing field 'requests' (a list of {start, goal, ...}; or 'starts' and 'goals' as "
-                           "bins of pairs)", at="requests")
-    entries = obj["requests"]
-    if type(entries) is not list:
-        raise RequestError(f"'requests' must be an array, got {wire_type(entries)}", at="requests")
-    if len(entries) > MAX_BATCH:
-        raise TooLargeError(f"{len(entries)} entries in one batch; at most {MAX_BATCH}", at="requests")
-    items = []
-    for i, entry in enumerate(entries):
-        prefix = f"requests[{i}]"
-        try:
-            if type(entry) is not dict:
-                raise RequestError(f"each entry must be a map {{start, goal, ...}}, got {wire_type(entry)}", at=prefix)
-            _check_fields(entry, _QUERY_FIELDS, prefix + ".")
-            query = _query(entry, defaults, prefix + ".")
-            if packed and query.space != shared.space:
-                # One packed reply holds one space's points.
-                raise RequestError(f"a packed reply holds the batch's space's points ({shared.space!r}); this entry "
-                                   f"asks for {query.space!r}: set 'space' on the batch", at=prefix + ".space")
-            items.append(query)
-        except RequestError as exc:
-            items.append(exc)
-    return PathsRequest(rid, name, tuple(items), packed, shared.space)
-
-
-def _columns(obj: dict, shared: PathQuery) -> tuple:
-    """The entries of a batch sent as ``starts`` and ``goals`` bins of pairs (int32 in grid
-    space, float32 in world space), each with the batch's unit size and options; a
-    non-finite point fails its own entry, at ``starts[i]`` / ``goals[i]``."""
-    if obj.get("requests") is not None:
-        raise RequestError("pass 'requests' or 'starts' and 'goals', not both", at="requests")
-    space = shared.space
-    kind = f"a bin of {packing.point_dtype(space).name} x, y pairs ({space} space)"
-    ends = []
-    for key in ("starts", "goals"):
-        value = obj.get(key)
-        if value is None:
-            raise RequestError(f"missing field '{key}' ({kind}, one an entry)", at=key)
-        if type(value) is not bytes:
-            raise RequestError(f"with 'starts', '{key}' must be {kind}, got {wire_type(value)}", at=key)
-        ends.append(packing.points_from_bin(value, space, key))
-    starts, goals = ends
-    if len(starts) != len(goals):
-        raise RequestError(f"{len(starts)} starts and {len(goals)} goals: one goal a start", at="goals")
-    if len(starts) > MAX_BATCH:
-        raise TooLargeError(f"{len(starts)} entries in one batch; at most {MAX_BATCH}", at="starts")
-    unit_size, options = shared.unit_size, shared.options
-    items = [PathQuery(start, goal, unit_size, space, options)
-             for start, goal in zip(map(tuple, starts.tolist()), map(tuple, goals.tolist()))]
-    if space == "world":
-        finite = np.isfinite(starts).all(axis=1) & np.isfinite(goals).all(axis=1)
-        for i in np.flatnonzero(~finite).tolist():
-            key = "starts" if not np.isfinite(starts[i]).all() else "goals"
-            point = (starts if key == "starts" else goals)[i].tolist()
-            items[i] = NonFiniteError(f"{key}[{i}] must be finite, got {point}", at=f"{key}[{i}]")
-    return tuple(items)
+AS_SENT = frozenset(("points", "traversal"))
 
 
 def parse_update(rid: int, obj: dict) -> UpdateRequest:
-    _check_fields(obj, _UPDATE_FIELDS, "")
-    name = _map_name(obj)
-    space = _SPACE_OPTION.check(obj.get("space")) or "grid"
-    rects = tuple(_number_lists(obj, "rects", 4))
-    cells = tuple(_number_lists(obj, "cells", 2))
+    check_fields(obj, _UPDATE_FIELDS, "")
+    name = map_name(obj)
+    space = SPACE_OPTION.check(obj.get("space")) or "grid"
+    rects = tuple(number_lists(obj, "rects", 4))
+    cells = tuple(number_lists(obj, "cells", 2))
     if "rects" not in obj and "cells" not in obj:
         raise RequestError("an update needs 'rects' ([[x, y, w, h], ...]) or 'cells' ([[x, y], ...])", at="rects")
     for i, (_, _, w, h) in enumerate(rects):
@@ -533,8 +302,8 @@ def parse_update(rid: int, obj: dict) -> UpdateRequest:
 
 
 def parse_put_map(rid: int, obj: dict) -> PutMapRequest:
-    _check_fields(obj, _PUT_MAP_FIELDS, "")
-    name = _map_name(obj)
+    check_fields(obj, _PUT_MAP_FIELDS, "")
+    name = map_name(obj)
     width = check_side(obj.get("width"), "width")
     height = check_side(obj.get("height"), "height")
     wire = {key: obj[key] for key in ("cells", "costs", "heights", "tags", "tag_names", "classes")
@@ -547,12 +316,12 @@ def parse_put_map(rid: int, obj: dict) -> PutMapRequest:
                                wire.get("tags"), tag_names=wire.get("tag_names"), classes=wire.get("classes"))
     origin = (0.0, 0.0)
     if obj.get("origin") is not None:
-        origin = tuple(float(v) for v in _numbers(obj["origin"], 2, "origin", "'origin' must be [x, y]"))
+        origin = tuple(float(v) for v in read_numbers(obj["origin"], 2, "origin", "'origin' must be [x, y]"))
     cell_size = obj.get("cell_size")
     if cell_size is None:
         cell_size = 1.0
     else:
-        if not _is_number(cell_size):
+        if not is_number(cell_size):
             raise RequestError(f"'cell_size' must be a number > 0, got {wire_type(cell_size)}", at="cell_size")
         if not math.isfinite(cell_size):
             raise NonFiniteError(f"'cell_size' must be finite, got {cell_size}", at="cell_size")
@@ -563,16 +332,16 @@ def parse_put_map(rid: int, obj: dict) -> PutMapRequest:
 
 
 def parse_drop_map(rid: int, obj: dict) -> DropMapRequest:
-    _check_fields(obj, _DROP_MAP_FIELDS, "")
-    return DropMapRequest(rid, _map_name(obj))
+    check_fields(obj, _DROP_MAP_FIELDS, "")
+    return DropMapRequest(rid, map_name(obj))
 
 
 def parse_get_map(rid: int, obj: dict) -> GetMapRequest:
-    _check_fields(obj, _GET_MAP_FIELDS, "")
-    name = _map_name(obj)
+    check_fields(obj, _GET_MAP_FIELDS, "")
+    name = map_name(obj)
     region = obj.get("region")
     if region is not None:
-        region = _numbers(region, 4, "region", "'region' must be [x, y, w, h] of grid cells")
+        region = read_numbers(region, 4, "region", "'region' must be [x, y, w, h] of grid cells")
         for i, value in enumerate(region):
             if type(value) is float:
                 if not value.is_integer():
@@ -590,12 +359,12 @@ def query_parser(op: str, own: tuple, needed: tuple, read_own=None):
     allowed = ("id", "op", "map", *own) + op_fields(op)
 
     def parse(rid: int, obj: dict) -> QueryRequest:
-        _check_fields(obj, allowed, "")
-        name = _map_name(obj)
+        check_fields(obj, allowed, "")
+        name = map_name(obj)
         for key in needed:
             if obj.get(key) is None:
                 raise RequestError(f"missing field '{key}' for op '{op}'", at=key)
-        space = _SPACE_OPTION.check(obj.get("space")) or "grid"
+        space = SPACE_OPTION.check(obj.get("space")) or "grid"
         args = {"unit_size": 1}
         for key in op_fields(op):
             value = obj.get(key)
@@ -603,7 +372,7 @@ def query_parser(op: str, own: tuple, needed: tuple, read_own=None):
                 continue
             option = BY_NAME[key]
             checked = option.check(value)
-            args[key] = value if option.kind in _AS_SENT else checked
+            args[key] = value if option.kind in AS_SENT else checked
         packed = False if read_own is None else read_own(obj, args)
         return QueryRequest(rid, op, name, space, args, packed)
 
@@ -612,7 +381,7 @@ def query_parser(op: str, own: tuple, needed: tuple, read_own=None):
 
 def read_start(obj: dict, args: dict) -> bool:
     """``reachable``'s own field: ``start``."""
-    args["start"] = _point(obj, "start", "")
+    args["start"] = read_point(obj, "start", "")
     return False
 
 
@@ -625,12 +394,12 @@ def read_positions(obj: dict, args: dict) -> bool:
 def read_placement(obj: dict, args: dict) -> bool:
     """``check_block``'s own fields: ``points``, and the ``cells`` / ``rects`` placed."""
     args["points"] = _check_points(obj["points"])
-    rects = tuple(_number_lists(obj, "rects", 4))
+    rects = tuple(number_lists(obj, "rects", 4))
     for i, (_, _, w, h) in enumerate(rects):
         if w <= 0 or h <= 0:
             raise RequestError(f"rectangle width and height must be > 0, got {w} x {h}", at=f"rects[{i}]")
     args["rects"] = rects
-    args["cells"] = tuple(_number_lists(obj, "cells", 2))
+    args["cells"] = tuple(number_lists(obj, "cells", 2))
     if not rects and not args["cells"]:
         raise RequestError("a check_block needs 'rects' ([[x, y, w, h], ...]) or 'cells' ([[x, y], ...]): "
                            "what would be placed", at="rects")
@@ -669,7 +438,7 @@ def parse_bare(cls):
     """The parser of an op with no fields but ``id`` and ``op`` (``maps``, ``ping``, ``stats``)."""
 
     def parse(rid: int, obj: dict):
-        _check_fields(obj, _BARE_FIELDS, "")
+        check_fields(obj, _BARE_FIELDS, "")
         return cls(rid)
 
     return parse
@@ -678,37 +447,7 @@ def parse_bare(cls):
 # -- fields --------------------------------------------------------------------------
 
 
-def _query(obj: dict, defaults: dict, prefix: str) -> PathQuery:
-    """A PathQuery from ``obj``'s fields, falling back to ``defaults`` (a batch's own
-    fields, already validated once)."""
-    start = _point(obj, "start", prefix)
-    size_source = obj if obj.get("unit_size") is not None else defaults
-    unit_size = _UNIT_SIZE.check(size_source.get("unit_size"), prefix) or (1, 1)
-    space_source = obj if obj.get("space") is not None else defaults
-    space = _SPACE_OPTION.check(space_source.get("space"), prefix) or "grid"
-    options = dict(WIRE_DEFAULTS)
-    # Entry fields override the batch's; nil means "the default" (the batch's, else the wire's).
-    for source in (defaults, obj):
-        for key in source:
-            if key in _OPTION_SET:
-                option = BY_NAME[key]
-                value = option.check(source[key], prefix)
-                if value is not None:
-                    options[key] = source[key] if option.kind in _AS_SENT else value
-    # One goal, or goals (the entry's own goal wins over a batch's goals).
-    if obj.get("goal") is not None:
-        if obj.get("goals") is not None:
-            raise RequestError("pass 'goal' or 'goals', not both", at=prefix + "goals")
-        options.pop("goals", None)
-        goal = _point(obj, "goal", prefix)
-    elif "goals" in options:
-        goal = None
-    else:
-        raise RequestError("missing field 'goal' ([x, y]; or 'goals', [[x, y], ...])", at=prefix + "goal")
-    return PathQuery(start, goal, unit_size, space, options)
-
-
-def _check_fields(obj: dict, allowed: tuple, prefix: str) -> None:
+def check_fields(obj: dict, allowed: tuple, prefix: str) -> None:
     for key in obj:
         if key not in allowed:
             op = obj.get("op")
@@ -719,7 +458,7 @@ def _check_fields(obj: dict, allowed: tuple, prefix: str) -> None:
             )
 
 
-def _map_name(obj: dict) -> str:
+def map_name(obj: dict) -> str:
     if "map" not in obj:
         raise RequestError("missing field 'map' (a map name, see op 'maps')", at="map")
     name = obj["map"]
@@ -730,30 +469,30 @@ def _map_name(obj: dict) -> str:
     return name
 
 
-def _is_number(value) -> bool:
+def is_number(value) -> bool:
     return type(value) is int or type(value) is float
 
 
-def _point(obj: dict, key: str, prefix: str) -> tuple:
+def read_point(obj: dict, key: str, prefix: str) -> tuple:
     at = prefix + key
     if key not in obj:
         raise RequestError(f"missing field '{key}' ([x, y])", at=at)
-    return _numbers(obj[key], 2, at, f"'{key}' must be [x, y]")
+    return read_numbers(obj[key], 2, at, f"'{key}' must be [x, y]")
 
 
-def _numbers(value, count: int, at: str, what: str) -> tuple:
+def read_numbers(value, count: int, at: str, what: str) -> tuple:
     if type(value) is not list or len(value) != count:
         got = f"an array of {len(value)}" if type(value) is list else wire_type(value)
         raise RequestError(f"{what}, got {got}", at=at)
     for i, v in enumerate(value):
-        if not _is_number(v):
+        if not is_number(v):
             raise RequestError(f"{what} numbers, got {wire_type(v)}", at=f"{at}[{i}]")
         if type(v) is float and not math.isfinite(v):
             raise NonFiniteError(f"{what} finite numbers, got {v}", at=f"{at}[{i}]")
     return tuple(value)
 
 
-def _number_lists(obj: dict, key: str, count: int):
+def number_lists(obj: dict, key: str, count: int):
     if key not in obj or obj[key] is None:
         return
     value = obj[key]
@@ -761,4 +500,4 @@ def _number_lists(obj: dict, key: str, count: int):
         raise RequestError(f"'{key}' must be an array, got {wire_type(value)}", at=key)
     shape = "[x, y, w, h]" if count == 4 else "[x, y]"
     for i, entry in enumerate(value):
-        yield _numbers(entry, count, f"{key}[{i}]", f"each entry of '{key}' must be {shape}")
+        yield read_numbers(entry, count, f"{key}[{i}]", f"each entry of '{key}' must be {shape}")

@@ -35,14 +35,8 @@ from pathserver.protocol.codec import (
     top_level_op,
 )
 from pathserver.protocol.reading import BodyDecoder
-from pathserver.protocol.requests import (
-    After,
-    PutMapRequest,
-    UploadBody,
-    parse_path_fast,
-    parse_seq,
-    request_id,
-)
+from pathserver.protocol.path_requests import parse_path_fast
+from pathserver.protocol.requests import After, PutMapRequest, UploadBody, parse_seq, request_id
 from pathserver.server import ops
 from pathserver.server.failures import error_reply_bytes
 from pathserver.server.map_ops import handle_put_map

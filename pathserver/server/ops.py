@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from pathserver.protocol import path_requests as path_req
 from pathserver.protocol import requests as req
 from pathserver.protocol.codec import UPLOAD_OP
 from pathserver.protocol.replies import PROTOCOL_VERSION, ok_reply
@@ -47,8 +48,8 @@ def _on(handler: Callable) -> Callable:
 
 
 TABLE = (
-    Op("path", req.PathRequest, req.parse_path, _on(path_ops.handle_path), WORKER),
-    Op("paths", req.PathsRequest, req.parse_paths, _on(path_ops.handle_paths), WORKER),
+    Op("path", req.PathRequest, path_req.parse_path, _on(path_ops.handle_path), WORKER),
+    Op("paths", req.PathsRequest, path_req.parse_paths, _on(path_ops.handle_paths), WORKER),
     Op("maps", req.MapsRequest, req.parse_bare(req.MapsRequest), _on(map_ops.handle_maps), LOOP),
     Op("update", req.UpdateRequest, req.parse_update, _on(map_ops.handle_update), WORKER),
     Op("ping", req.PingRequest, req.parse_bare(req.PingRequest), _ping, LOOP),

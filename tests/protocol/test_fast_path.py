@@ -12,14 +12,8 @@ from hypothesis import strategies as st
 from pathserver.errors import PathserverError
 from pathserver.options import PER_REQUEST
 from pathserver.protocol.codec import DEFAULT_LIMITS, Limits, decode_request, peek_id
-from pathserver.protocol.requests import (
-    _FAST_CHECKS,
-    _FAST_OPTIONAL,
-    PathQuery,
-    PathRequest,
-    parse_path_fast,
-    request_id,
-)
+from pathserver.protocol.path_requests import FAST_CHECKS, FAST_OPTIONAL, parse_path_fast
+from pathserver.protocol.requests import PathQuery, PathRequest, request_id
 from pathserver.server.failures import error_reply_bytes
 from pathserver.server.handlers import read_request
 from pathserver.server.ops import parse_request
@@ -46,7 +40,7 @@ def reference(body: bytes, limits: Limits = DEFAULT_LIMITS):
 def test_every_optional_field_has_a_fast_check_but_the_per_request_ones():
     # goals, avoid, avoid_cost and traversal are the full validator's (arrays and maps);
     # packed, the reply's form, is no option and is checked on its own.
-    assert _FAST_CHECKS.keys() == _FAST_OPTIONAL - set(PER_REQUEST) - {"packed"}
+    assert FAST_CHECKS.keys() == FAST_OPTIONAL - set(PER_REQUEST) - {"packed"}
 
 
 @pytest.mark.parametrize("packed", [True, False, None])
@@ -146,7 +140,7 @@ VALUES = st.sampled_from([
     "jps", b"m", [], [0], [0, 0], [1, 2], [2, 3], [1.5, 2.0], [0, True], [0, None], [0, "1"], [0, math.nan],
     [math.inf, 0], [1, 2, 3], [[0, 0], 0], {}, {"x": 1},
 ])
-KEYS = st.sampled_from(sorted(BASE) + sorted(_FAST_OPTIONAL) + ["colour", "requests", "rects"])
+KEYS = st.sampled_from(sorted(BASE) + sorted(FAST_OPTIONAL) + ["colour", "requests", "rects"])
 
 
 @settings(max_examples=2000, deadline=None)
