@@ -27,6 +27,7 @@ from pathserver.grid.prepared import (
     cell_of,
     cells_of,
     checked,
+    endpoint_cell,
     prepared_call,
     raise_for,
     run_solve,
@@ -83,7 +84,7 @@ def find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals,
     call_cells, jump_bits, jump_table, mode, budget = call.cells, call.jump_bits, call.jump_table, call.mode, call.budget
     algorithm_name = call.algorithm
     call_mode = mode
-    sx, sy = _endpoint(start, "start", gridmap)
+    sx, sy = endpoint_cell(start, "start", gridmap)
     avoiding = len(boxes) > 0
     if avoiding or goals is not None and len(goals) > 1:
         if python_value(given["algorithm"]) == "jps":
@@ -108,7 +109,7 @@ def find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals,
     avoided = Avoided(call_cells, call.cost_index, call.cost_table, (call_mode >> st.MODE_UNIFORM) & 1, unit_w, unit_h, boxes,
                       avoid_cost)
     if goals is None:
-        targets = np.array([_endpoint(goal, "goal", gridmap)], dtype=np.int64)
+        targets = np.array([endpoint_cell(goal, "goal", gridmap)], dtype=np.int64)
         goal_name = "goal"
     else:
         targets = cells_of(goals, "goals", gridmap)
@@ -261,17 +262,6 @@ RELAX_ROUNDS = 3
 
 _NO_POINTS = np.empty((0, 2), dtype=np.int32)
 _NO_POINTS.setflags(write=False)
-
-
-def _endpoint(point, name: str, gridmap: GridMap) -> tuple[int, int]:
-    """The cell of a start or goal: a pair of in-bounds ints as it is, else by cell_of."""
-    try:
-        x, y = point
-    except (TypeError, ValueError):
-        return cell_of(point, name, gridmap)  # raises
-    if type(x) is not int or type(y) is not int or not (0 <= x < gridmap.width and 0 <= y < gridmap.height):
-        return cell_of((x, y), name, gridmap)
-    return x, y
 
 
 _ONE_KEPT = (np.zeros(1, dtype=bool), np.arange(1))

@@ -220,6 +220,17 @@ def cell_of(point, name: str, gridmap: GridMap) -> tuple[int, int]:
     return x, y
 
 
+def endpoint_cell(point, name: str, gridmap: GridMap) -> tuple[int, int]:
+    """The cell of a start or goal: a pair of in-bounds ints as it is, else by cell_of."""
+    try:
+        x, y = point
+    except (TypeError, ValueError):
+        return cell_of(point, name, gridmap)  # raises
+    if type(x) is not int or type(y) is not int or not (0 <= x < gridmap.width and 0 <= y < gridmap.height):
+        return cell_of((x, y), name, gridmap)
+    return x, y
+
+
 class PreparedCall:
     """What :func:`find_path` hands the kernel for one map, unit size and option set:
     everything but the endpoints, checked and worked out once and kept in the map's

@@ -14,18 +14,23 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pathserver.core import status as st
 from pathserver.errors import PathserverError, RequestError
+from pathserver.grid import avoid_search
 from pathserver.grid.avoid_search import find_path_more
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.prepared import (
+    CALL_DEFAULTS,
     NO_OVERLAY,
     STATUS_NAMES,
     PathResult,
     cell_of,
+    endpoint_cell,
     new_workspace,
     prepare_call,
+    prepared_call,
     raise_for,
     run_solve,
     thread_local,
+    workspace,
 )
 from pathserver.options import BY_NAME
 
@@ -154,6 +159,39 @@ def find_path(
         generation, algorithm_name,
     )
 
+
+
+def find_path_within(gridmap: GridMap, start, goal, unit_size, budget: int, *, avoid=None,
+                     **options) -> PathResult | None:
+    """``find_path(gridmap, start, goal, unit_size, avoid=avoid, **options)`` if its own
+    search (the same call: JPS+ where find_path runs JPS+) finds the answer within
+    ``budget`` expansions; else None, and then only find_path itself answers. An answer
+    is find_path's: the same search, stopped early or not at all (a search expands the
+    same nodes in the same order with or without a budget it does not reach). The
+    server's loop answers short trips itself this way."""
+    if avoid is not None:
+        return avoid_search.find_path_within(gridmap, start, goal, unit_size, budget, avoid=avoid, **options)
+    given = dict(CALL_DEFAULTS)
+    given.update(options)
+    call = prepared_call(gridmap, unit_size, None, given)
+    sx, sy = endpoint_cell(start, "start", gridmap)
+    gx, gy = endpoint_cell(goal, "goal", gridmap)
+    mode, own = call.mode, call.budget
+    if not own or own > budget:
+        own = budget  # stopped at the budget: a partial answer would not be find_path's
+        mode &= ~(1 << st.MODE_ALLOW_PARTIAL)
+    ws = workspace(call.n)
+    status, flags, count, cost, length, expanded, sx, sy, gx, gy = run_solve(
+        None, call, ws, call.cells, call.jump_bits, call.jump_table, call.cells, call.cost_index, call.cost_table,
+        sx, sy, gx, gy, mode, own, call.bound_rows, call.bounds, NO_OVERLAY)
+    if status == st.QUERY_SEARCH_LIMIT and own != call.budget:
+        return None
+    if status == st.QUERY_NO_PATH and mode != call.mode:
+        return None  # find_path gives the partial path to the nearest reachable cell: a search of its own
+    if status > st.QUERY_NO_PATH:
+        raise_for(status, call, sx, sy, gx, gy)
+    return PathResult(STATUS_NAMES[status], ws.answer[:count].copy("K"), cost, length, expanded, (sx, sy), (gx, gy),
+                      flags, call.generation, call.algorithm)
 
 
 _pool: ThreadPoolExecutor | None = None

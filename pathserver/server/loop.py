@@ -56,12 +56,13 @@ log = logging.getLogger("pathserver.server")
 #: Requests (a ``paths`` batch counts one per entry) queued or running before new
 #: searches are answered ``overloaded``.
 DEFAULT_QUEUE_LIMIT = 4096
-#: A ``path`` whose start and goal are at most INLINE_DISTANCE cells apart (per axis) and
-#: whose search needs at most INLINE_EXPANSIONS expansions is answered on the loop thread
-#: itself (tens of microseconds); others go to the workers. Python overhead, not the
-#: kernel, dominates a short search, and threads only add GIL hand-offs to it.
+#: A ``path`` whose search needs at most INLINE_EXPANSIONS expansions (the worker's own
+#: search, JPS+ where it runs JPS+) and whose start and goal are at most INLINE_DISTANCE
+#: cells apart (per axis: the path to trace and smooth) is answered on the loop thread
+#: itself; others go to the workers. Python overhead, not the kernel, dominates such a
+#: search, and a worker adds a thread hand-off to it (bench/godot_astar.py's sync row).
 INLINE_EXPANSIONS = 256
-INLINE_DISTANCE = 32
+INLINE_DISTANCE = 1024
 #: Replies kept for the latency percentiles in ``stats``.
 LATENCY_WINDOW = 8192
 

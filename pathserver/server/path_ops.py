@@ -5,9 +5,8 @@ the reply. ``run_many`` answers pipelined ``path`` requests of equal options in 
 from __future__ import annotations
 
 from pathserver.core import wire as wire_kernels
-from pathserver.errors import PathserverError, SearchLimitError
-from pathserver.grid.avoid_search import find_path_within
-from pathserver.grid.search import find_path, find_paths
+from pathserver.errors import PathserverError
+from pathserver.grid.search import find_path, find_path_within, find_paths
 from pathserver.options import PER_REQUEST
 from pathserver.protocol import packed as packing
 from pathserver.protocol.replies import PathAnswer, PathReplies, batch_error, error_object, ok_reply
@@ -71,8 +70,8 @@ def run_bounded(request: PathRequest, registry, budget: int, max_distance: int):
     without a thread hand-off while its own work per request stays bounded (the distance
     also bounds the cost of smoothing the path).
 
-    A* and JPS expand the same nodes in the same order with or without a budget that is
-    not reached, so an answer found here is the one the unbounded search gives.
+    The search is the worker's own, stopped at the budget (``grid.search.find_path_within``),
+    so an answer found here is the one the worker would give.
     """
     try:
         gridmap = registry.get(request.map)
@@ -83,22 +82,10 @@ def run_bounded(request: PathRequest, registry, budget: int, max_distance: int):
         unit, start, goal, options = _endpoints(gridmap, query)
         if abs(start[0] - goal[0]) > max_distance or abs(start[1] - goal[1]) > max_distance:
             return None
-        own_budget = options.get("max_expansions")
-        if per_request:
-            # Other units' cells: the worker's own search, given up past the budget.
-            result = find_path_within(gridmap, start, goal, unit, budget, **options)
-            if result is None:
-                return None
-        elif own_budget is not None and own_budget <= budget:
-            result = find_path(gridmap, start, goal, unit, **options)
-        else:
-            try:
-                result = find_path(gridmap, start, goal, unit, **{**options, "max_expansions": budget,
-                                                                  "allow_partial": False})
-            except SearchLimitError:
-                return None
-            if result.status != "found" and options.get("allow_partial"):
-                return None  # the partial path to the nearest reachable cell is a search of its own
+        # The worker's own search, given up past the budget.
+        result = find_path_within(gridmap, start, goal, unit, budget, **options)
+        if result is None:
+            return None
         answer = path_answer(gridmap, query.space, result, query.goal is None)
         return _PATH_REPLIES.encode(request.id, answer, request.packed), None
     except Exception as exc:
