@@ -30,7 +30,7 @@ empty box has ``xmin`` > ``xmax``.
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.jpsplus import DIRECTION_X, DIRECTION_Y, _free, _has_forced
+from pathserver.core.jpsplus import DIRECTION_X, DIRECTION_Y, has_forced, is_free
 from pathserver.core.moves import SQRT2, move_bits
 from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING, SEARCH_FOUND
 
@@ -60,7 +60,7 @@ def bound_rows(cells, rows, nodes):
                 # Entered straight in direction d from a free cell, with a forced neighbour.
                 dx = DIRECTION_X[d]
                 dy = DIRECTION_Y[d]
-                if _free(flat, width, height, x - dx, y - dy) and _has_forced(flat, width, height, x, y, dx, dy):
+                if is_free(flat, width, height, x - dx, y - dy) and has_forced(flat, width, height, x, y, dx, dy):
                     forced = True
             if forced:
                 rows[v] = count

@@ -38,9 +38,10 @@ scans the stop bitmaps brought to the blocked grid where it might not.
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.astar import SQRT2, _octile, leg_steps
+from pathserver.core.astar import leg_steps, octile
 from pathserver.core.heap import TIE
-from pathserver.core.jps import _bitmap_words, _next_stop, _previous_stop
+from pathserver.core.jps import bitmap_words, next_stop, previous_stop
+from pathserver.core.moves import SQRT2
 from pathserver.core.relay import overlay_columns, overlay_rows
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
@@ -117,21 +118,22 @@ def _within(table, node, d, step, steps):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _free(cells, width, height, x, y):
+def is_free(cells, width, height, x, y):
+    """Whether (x, y) is on the flat grid ``cells`` (row-major, ``width`` a row) and free."""
     return 0 <= x < width and 0 <= y < height and cells[y * width + x] != 0
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _has_forced(cells, width, height, x, y, dx, dy):
+def has_forced(cells, width, height, x, y, dx, dy):
     """Whether the free cell (x, y), entered moving straight along (dx, dy), has a forced
     neighbour: a free side cell whose predecessor along the move is blocked."""
     if dx != 0:
         for s in (-1, 1):
-            if _free(cells, width, height, x, y + s) and not _free(cells, width, height, x - dx, y + s):
+            if is_free(cells, width, height, x, y + s) and not is_free(cells, width, height, x - dx, y + s):
                 return True
         return False
     for s in (-1, 1):
-        if _free(cells, width, height, x + s, y) and not _free(cells, width, height, x + s, y - dy):
+        if is_free(cells, width, height, x + s, y) and not is_free(cells, width, height, x + s, y - dy):
             return True
     return False
 
@@ -153,7 +155,7 @@ def _straight_rows(cells, width, height, table, y0, y1):
                     nx = x + dx
                     if nx < 0 or nx >= width or cells[row + nx] == 0:
                         distance = 0
-                    elif _has_forced(cells, width, height, nx, y, dx, 0):
+                    elif has_forced(cells, width, height, nx, y, dx, 0):
                         distance = 1
                     elif ahead > 0:
                         distance = ahead + 1
@@ -179,7 +181,7 @@ def _straight_columns(cells, width, height, table, x0, x1):
                     ny = y + dy
                     if ny < 0 or ny >= height or cells[ny * width + x] == 0:
                         distance = 0
-                    elif _has_forced(cells, width, height, x, ny, 0, dy):
+                    elif has_forced(cells, width, height, x, ny, 0, dy):
                         distance = 1
                     elif ahead > 0:
                         distance = ahead + 1
@@ -336,7 +338,7 @@ LINK_MASK = (1 << LINK_SHIFT) - 1
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _push(keys, nodes, base, size, node, key):
+def strided_push(keys, nodes, base, size, node, key):
     """Add an entry to the heap whose entry i is (keys[base + 2i], nodes[base + 2i + 1]);
     returns the new size."""
     i = size
@@ -353,7 +355,7 @@ def _push(keys, nodes, base, size, node, key):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _pop(keys, nodes, base, size):
+def strided_pop(keys, nodes, base, size):
     """Remove the minimum entry; returns (node, new size). The heap must not be empty."""
     top = nodes[base + 1]
     size -= 1
@@ -387,9 +389,9 @@ def _compact(keys, nodes, base, size, words, records, open_mark, width, gx, gy, 
             continue
         y = node // width
         key = keys[base + 2 * i]
-        if key != keys[records + 2 * node] + _octile(node - y * width, y, gx, gy) * h_scale:
+        if key != keys[records + 2 * node] + octile(node - y * width, y, gx, gy) * h_scale:
             continue
-        kept = _push(keys, nodes, base, kept, node, key)
+        kept = strided_push(keys, nodes, base, kept, node, key)
     return kept
 
 
@@ -407,7 +409,7 @@ def _offer(node, successor, sx, sy, d, g_new, gx, gy, width, keys, nodes, base, 
     words[2 * s_at + 3] = node | (d << LINK_SHIFT)
     if size >= n:
         size = _compact(keys, nodes, base, size, words, records, open_mark, width, gx, gy, h_scale)
-    return _push(keys, nodes, base, size, successor, g_new + _octile(sx, sy, gx, gy) * h_scale)
+    return strided_push(keys, nodes, base, size, successor, g_new + octile(sx, sy, gx, gy) * h_scale)
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
@@ -466,13 +468,13 @@ def _stop_at(bitmaps, width, height, x, y, d):
     if d == 0 or d == 2:
         first = y * (width + 2) + 1
         if d == 0:
-            return _next_stop(bitmaps, 0, first + x + 1) - first
-        return _previous_stop(bitmaps, _bitmap_words(height, width), first + x - 1) - first
-    columns = 4 * _bitmap_words(height, width)
+            return next_stop(bitmaps, 0, first + x + 1) - first
+        return previous_stop(bitmaps, bitmap_words(height, width), first + x - 1) - first
+    columns = 4 * bitmap_words(height, width)
     first = x * (height + 2) + 1
     if d == 1:
-        return _next_stop(bitmaps, columns, first + y + 1) - first
-    return _previous_stop(bitmaps, columns + _bitmap_words(width, height), first + y - 1) - first
+        return next_stop(bitmaps, columns, first + y + 1) - first
+    return previous_stop(bitmaps, columns + bitmap_words(width, height), first + y - 1) - first
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
@@ -699,17 +701,17 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
         if words[2 * at + 2] == open_mark:
             continue  # a source twice
         y = start // width
-        h0 = _octile(start - y * width, y, gx, gy)
+        h0 = octile(start - y * width, y, gx, gy)
         keys[at] = 0.0
         words[2 * at + 2] = open_mark
         words[2 * at + 3] = start | (8 << LINK_SHIFT)
-        size = _push(keys, nodes, base, size, start, h0 * h_scale)
+        size = strided_push(keys, nodes, base, size, start, h0 * h_scale)
         if h0 < best_h:
             best_h = h0
             best = start
     expanded = 0
     while size > 0:
-        node, size = _pop(keys, nodes, base, size)
+        node, size = strided_pop(keys, nodes, base, size)
         at = records + 2 * node
         if words[2 * at + 2] == closed_mark:
             continue  # a stale entry: the node was improved and expanded since
@@ -722,7 +724,7 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
         y = node // width
         x = node - y * width
         g_node = keys[at]
-        h_node = _octile(x, y, gx, gy)
+        h_node = octile(x, y, gx, gy)
         if h_node < best_h:
             best_h = h_node
             best = node
@@ -739,16 +741,16 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
         elif came == 0 or came == 2:
             dx = 1 if came == 0 else -1
             mask = 1 << came
-            if _free(cells, width, height, x, y + 1) and not _free(cells, width, height, x - dx, y + 1):
+            if is_free(cells, width, height, x, y + 1) and not is_free(cells, width, height, x - dx, y + 1):
                 mask |= 2 | (1 << (4 if dx > 0 else 5))
-            if _free(cells, width, height, x, y - 1) and not _free(cells, width, height, x - dx, y - 1):
+            if is_free(cells, width, height, x, y - 1) and not is_free(cells, width, height, x - dx, y - 1):
                 mask |= 8 | (1 << (7 if dx > 0 else 6))
         else:
             dy = 1 if came == 1 else -1
             mask = 1 << came
-            if _free(cells, width, height, x + 1, y) and not _free(cells, width, height, x + 1, y - dy):
+            if is_free(cells, width, height, x + 1, y) and not is_free(cells, width, height, x + 1, y - dy):
                 mask |= 1 | (1 << (4 if dy > 0 else 7))
-            if _free(cells, width, height, x - 1, y) and not _free(cells, width, height, x - 1, y - dy):
+            if is_free(cells, width, height, x - 1, y) and not is_free(cells, width, height, x - 1, y - dy):
                 mask |= 4 | (1 << (5 if dy > 0 else 6))
         if came < 8:
             mask = _prune(bound_rows, bounds, node, gx, gy, mask)
