@@ -93,7 +93,7 @@ def reach(cells, cost_index, cost_table, uniform, heights, use_heights, max_clim
         g_node = g[node]
         for d in range(n_dirs):
             nx, ny = step_to(x, y, d)
-            # The tests of moves.legal, written out: see pathserver.core.moves.
+            # moves.legal written out: the inlined call ran slower here (bench/queries.py, reachable).
             if nx < 0 or ny < 0 or nx >= width or ny >= height or cells[ny, nx] == 0:
                 continue
             if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
@@ -236,8 +236,8 @@ def _field_buckets(cells, cost_index, cost_table, uniform, heights, use_heights,
             entry = 1.0 if uniform != 0 else cost_table[cost_index[y, x]]
             for d in range(n_dirs):
                 nx, ny = step_to(x, y, d)
-                # Legal both ways, the corner rule and the climb being symmetric. (The
-                # tests of moves.legal, written out: see pathserver.core.moves.)
+                # Legal both ways, the corner rule and the climb being symmetric.
+                # moves.legal written out: the inlined call ran slower (bench/queries.py, distance_field).
                 if nx < 0 or ny < 0 or nx >= width or ny >= height or cells[ny, nx] == 0:
                     continue
                 if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
@@ -327,7 +327,8 @@ def _field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, m
     settled = 0
     current = 0
     # The common grid (uniform cost, 8 moves without cutting corners, no climbs): away from
-    # the border, the eight neighbours' cells read once each, no bounds to test.
+    # the border, the eight neighbours' cells read once each, no bounds to test. A copy of
+    # the general loop below, written out for speed (bench/queries.py, distance_field).
     plain = uniform != 0 and corners and use_heights == 0 and n_dirs == 8
     while waiting > 0:
         b = current & mask
@@ -364,7 +365,7 @@ def _field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, m
             entry = 1.0 if uniform != 0 else cost_table[cost_index[y, x]]
             for d in range(n_dirs):
                 nx, ny = step_to(x, y, d)
-                # As in field (the tests of moves.legal, written out).
+                # moves.legal written out, as in field: the inlined call ran slower (bench/queries.py).
                 if nx < 0 or ny < 0 or nx >= width or ny >= height or cells[ny, nx] == 0:
                     continue
                 if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
@@ -425,7 +426,7 @@ def _field_heap(cells, cost_index, cost_table, uniform, heights, use_heights, ma
         entry = entry_cost(cost_index, cost_table, uniform, x, y)
         for d in range(n_dirs):
             nx, ny = step_to(x, y, d)
-            # The tests of moves.legal, written out: see pathserver.core.moves.
+            # moves.legal written out, as in _field_buckets, where the inlined call ran slower (bench/queries.py).
             if nx < 0 or ny < 0 or nx >= width or ny >= height or cells[ny, nx] == 0:
                 continue
             if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
