@@ -38,10 +38,9 @@ from pathserver.core.astar import min_cost
 from pathserver.core.dijkstra import field, reach
 from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING
 
-#: Landmarks in a table: 128 bytes a cell. On maps with terrain costs 1-4 in patches
-#: (bench/weighted.py), 16 landmarks cut A*'s expansions 3.5 to 8 times, 8 about 2.5 to 5
-#: (random512-10-0: 10,191 expansions without, 12,894 with 8, 9,588 with 16; Boston_0_512
-#: 41,434, 12,275 and 8,479), 4 about 2.2; building 16 on 512 x 512 takes 0.6-0.7 s.
+#: Landmarks in a table: 128 bytes a cell. On maps with terrain costs 16 cut A*'s
+#: expansions further than 8 or 4 do, and the table is built in the background
+#: (bench/weighted.py prints A*'s expansions with them).
 LANDMARKS = 16
 #: A table whose values had to shrink by more than this share (costs so large, or steps
 #: so cheap, that float32 cannot hold them finely enough) is not kept.

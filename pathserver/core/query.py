@@ -235,8 +235,8 @@ def _solver(kind, name):
         # steps on none of their cells or detours of its own cost go round them
         # (repair.mend); else the caller searches round all of them, under the overlay.
         # Two call sites on purpose: with one, LLVM inlines jps_plus into this function and
-        # the search runs a third slower (measured with bench/profile.py: solve's fixed part
-        # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
+        # the search runs slower (bench/profile.py shows it in solve's fixed part); with two
+        # it keeps one out-of-line copy.
         # Under an overlay, plain_cells is the grid searched (the blocked one, or a
         # relaxation); without one, jps_plus is compiled with none of the overlay's code.
         # Each test on ``kind`` is a constant in a copy (see _solver): numba drops a branch
