@@ -2,8 +2,8 @@
 :mod:`pathserver.core.jps`, same grid rule: 8-connected, uniform cost, no corner cutting).
 
 :func:`jump_table` stores, for every cell and each of the eight directions, how far the
-online search would scan from that cell before it stops, so a search reads one number
-where the online one scans bitmaps (straight moves) or steps cell by cell (diagonals):
+online search would scan from that cell before it stops: int8 (H * W, 8), directions in
+the order of :data:`DIRECTION_X` / :data:`DIRECTION_Y`.
 
 - straight directions: ``d > 0``: the first jump point (a cell with a forced neighbour
   for that direction of travel, see :mod:`pathserver.core.jps`) is ``d`` steps away;
@@ -11,28 +11,13 @@ where the online one scans bitmaps (straight moves) or steps cell by cell (diago
 - diagonal directions: ``d > 0``: ``d`` legal diagonal steps reach the first cell from
   which a straight scan along one of the diagonal's two components finds a jump point;
   ``d <= 0``: there is none, ``-d`` legal steps lead to a dead end.
+- :data:`SAT`: the next :data:`SAT_STEP` steps are legal and hold no jump point; read on
+  from the cell that far ahead.
 
-int8 (H * W, 8), one row of 8 bytes per cell (a node's eight numbers share a cache line,
-and so do those of 8 neighbours along a row), directions in the order of
-:data:`DIRECTION_X` / :data:`DIRECTION_Y`. A distance past 126 is stored as :data:`SAT`:
-the next :data:`SAT_STEP` steps are legal and hold no jump point, read on from the cell
-that far ahead (long open lines cost a read per 126 cells). 8 bytes a cell: int16
-distances searched no faster (measured side by side) at twice the memory.
-
-The goal is handled at query time, exactly: a straight move stops on the goal when it
-lies on the line within ``|d|`` steps; a diagonal move stops where it reaches the goal's
-row or column (when the goal lies in its quadrant within ``|d|`` steps). That extra stop
-is the only cell from which a straight scan could meet the goal, so the online search
-would stop there or expand nothing the extra node misses: the path stays optimal.
-
-:func:`update_jump_table` redoes only what an edit of the grid can change.
-
-A request's avoided cells change the grid for one search, and a table costs too much to
-build again. With an overlay (:func:`jps_plus`'s ``overlay``, from
-:func:`pathserver.core.relay.lay_avoided`) the search of the blocked grid reads the
-grid's table wherever the blocked grid's scan would find the same (the line holds no cell
-the overlay redid ahead of the move, nor a row or column of a diagonal stretch), and
-scans the stop bitmaps brought to the blocked grid where it might not.
+:func:`update_jump_table` redoes only what an edit of the grid can change. :func:`jps_plus`
+searches with the table, stopping on the goal at query time, and with an overlay for a
+request's avoided cells. Why the table is laid out so, why the goal's stops keep the path
+optimal, and how the overlay is read: docs/design.md, "JPS+".
 """
 
 import numpy as np
@@ -648,31 +633,21 @@ def _walk_diagonal(table, bitmaps, overlay, cells, height, node, x, y, d, g_node
 def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, sources, bound_rows,
              bounds, bitmaps, overlay):
     """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
-    very grid, not checked) instead of scanning. With an ``overlay`` (not None),
-    ``passable`` is a grid with a request's avoided cells blocked, ``table`` that of the
-    grid before, and ``bitmaps`` and ``overlay`` what
-    :func:`pathserver.core.relay.lay_avoided` made of the grid before's
-    :func:`pathserver.core.jps.jump_bitmaps`: the table is read where the overlay leaves a
-    move alone, the stops scanned where it does not, and the search is JPS+ on the
-    blocked grid (the same expansions, paths of the same cost). Without one (None),
-    ``bitmaps`` is None too.
+    very grid, not checked) instead of scanning.
 
     passable, sx, sy, gx, gy, weight, max_expansions: as for jps. work_float: float64
     (5, N), N > H * W, zeroed when allocated, rows 1 to 4 laid out as the comment above
     this function's helpers says (:func:`jump_cost` and :func:`trace_jumps` read the
-    result); the record of node N - 1, never a cell, keeps the last pass id JPS+ ran
-    with. pass_id: this search's, from the workspace's counter (stamps pass_id open,
-    pass_id + 1 closed); one no larger than the last means the counter wrapped, and the
-    records' stamps are cleared. An improved open node is pushed again and its stale
-    entry skipped when popped; when the heap's N entries are all used the stale ones
-    are dropped. sources: int32 node ids ``y * W + x``, each passable, the search
-    starting from all of them at once (each at cost 0, as the start; then (sx, sy) is not
-    one), or empty for the one start (sx, sy): many goals searched back to a unit's start
-    (each node's link leads back to the source it came from: :func:`jump_root`).
-    bound_rows, bounds: :mod:`pathserver.core.bounds` of this grid, or empty arrays: at
-    each node but the sources, the directions whose box misses the goal are skipped.
-    With an overlay they must be empty (the bounds of the grid before say nothing of the
-    blocked one).
+    result). pass_id: this search's, from the workspace's counter (stamps pass_id open,
+    pass_id + 1 closed; one no larger than the last clears the records). sources: int32
+    node ids ``y * W + x``, each passable, all searched from at once at cost 0 (then
+    (sx, sy) is not one; :func:`jump_root` names a node's source), or empty for the one
+    start (sx, sy). bound_rows, bounds: :mod:`pathserver.core.bounds` of this grid, or
+    empty arrays. bitmaps, overlay: None; or, for ``passable`` with a request's avoided
+    cells blocked and ``table`` the grid before's, what
+    :func:`pathserver.core.relay.lay_avoided` made of the grid before's
+    :func:`pathserver.core.jps.jump_bitmaps` (then ``bounds`` must be empty): the search is
+    JPS+ on the blocked grid, the same expansions, paths of the same cost.
 
     Returns (status, end_node, expanded) as jps does.
     """
