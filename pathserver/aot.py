@@ -1,30 +1,20 @@
 """The kernels compiled ahead of time into one extension module, for the bundle.
 
-numba's cache holds object code that numba links through llvmlite when it loads it, so
-a bundle of cached kernels still carries LLVM (``libllvmlite.so``, about 150 MB of a
-257 MB folder). ``pathserver bundle`` instead compiles the kernels that Python calls
-into one C extension, :data:`pathserver.core.jit.AOT_MODULE`, with numba's ahead-of-time
-compiler (``numba.pycc``), and freezes the server without numba and llvmlite: in the
-frozen server :mod:`pathserver.core.jit` binds each kernel to its compiled versions.
+numba's cache holds object code that numba links through llvmlite when it loads it, so a
+bundle of cached kernels would still carry LLVM. ``pathserver bundle`` instead compiles
+the kernels that Python calls into one C extension, :data:`pathserver.core.jit.AOT_MODULE`,
+with numba's ahead-of-time compiler (``numba.pycc``), and freezes the server without numba
+and llvmlite: in the frozen server :mod:`pathserver.core.jit` binds each kernel to its
+compiled versions.
 
-Which versions: the ones the product calls. :func:`collect` runs the calls that reach
-every kernel a request can reach (``server.startup``'s warm-up steps, once on the
-warm-up maps and once each on maps whose cost index is uint16 and uint32), with numba
-compiling as usual, then reads each kernel's compiled signatures; :func:`normalize`
-folds them into as few as serve the same calls (below). :func:`build` compiles them
-for a portable CPU (LLVM's ``generic``) with every kernel releasing the GIL, as
-``nogil=True`` asks of the JIT, and writes beside the extension the table of argument
-kinds (:data:`pathserver.core.jit.AOT_TABLE`) that the frozen server dispatches on.
-
-Folding, and why it is safe: the exported functions convert scalars as Python does
-(an int64 parameter takes any integer, a float64 one any number), so integer and
-float scalars widen to int64 and float64; a version compiled with a read-only array
-never writes that array, so of two versions differing only in arrays' writability the
-read-only one serves both. Signatures holding a literal (``Literal[int](0)``) or an array
-not in C order come from one kernel calling another (they show up when the kernels were
-compiled in this process rather than loaded from numba's cache), never from the package's
-Python, and are dropped. A kernel left with no version fails the build: the warm-up must
-call each from Python.
+:func:`collect` runs the calls that reach every kernel a request can reach
+(``server.startup``'s warm-up steps, on the warm-up maps and on maps whose cost index is
+uint16 and uint32) and reads each kernel's compiled signatures; :func:`normalize` folds
+them into as few as serve the same calls; :func:`build` compiles them for a portable CPU
+(LLVM's ``generic``), every kernel releasing the GIL, and writes beside the extension the
+table of argument kinds (:data:`pathserver.core.jit.AOT_TABLE`) the frozen server
+dispatches on. Why folding is safe, and what fails the build: docs/shipping.md, "The
+kernels are compiled ahead of time".
 
 This module needs numba and a C compiler (the ``bundle`` extra's build environment),
 never the bundle itself.

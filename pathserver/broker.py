@@ -9,25 +9,14 @@ the workers through Redis (``serve --state``, ``pathserver.editlog``), not throu
     (DEALER/REQ,       │            └─ requests no worker can take yet wait here (1 s)   │◄── worker B ...
      unchanged)        └─────────────────────────────────────────────────────────────────┘
 
-Requests. The front ROUTER prefixes each request with the client's routing id; the
-forwarding thread hands ``[client id, (""), body]`` to the back DEALER, which deals
-requests round-robin over the connected workers (skipping a worker whose pipe is full).
-A worker reads them with a DEALER, so it sees exactly the frames a plain server's ROUTER
-sees and answers through the same code; the reply travels back the same way and the front
-ROUTER routes it by the first frame. The wire protocol is unchanged: a client cannot tell
-a broker from a server.
-
-No worker. When the back DEALER can take nothing (no worker connected, or every worker's
-pipe full), a request waits in the broker, oldest first, and goes out as soon as a worker
-can take it; one that waited ``worker_wait_s`` (default 1 s) is answered ``overloaded``
-(retryable) instead, so no request vanishes. Why not libzmq's ``zmq_proxy``: with a
-request waiting at the front and no peer at the back it polls the front again at once,
-a core at 100 % for as long as no worker connects, and it cannot answer such a request.
-Our loop polls the back for "can send" only while requests wait, so an idle broker sleeps
-in ``zmq_poll``, with or without workers.
-
-Stopping: ``stop()`` (any thread, or a signal) ends the forwarding thread through an
-inproc control socket; requests still waiting for a worker are answered ``overloaded``.
+The back DEALER deals requests round-robin over the connected workers, which answer
+through the same code as a plain server: a client cannot tell a broker from a server. A
+request no worker can take yet waits in the broker, oldest first; one that waited
+``worker_wait_s`` (default 1 s) is answered ``overloaded`` (retryable), so no request
+vanishes. ``stop()`` (any thread, or a signal) ends the forwarding thread through an
+inproc control socket; requests still waiting are answered ``overloaded``. The frames,
+and why the broker polls rather than use libzmq's ``zmq_proxy``: docs/scaling.md, "The
+request path".
 """
 
 from __future__ import annotations

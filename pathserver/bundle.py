@@ -5,28 +5,13 @@ A player's machine has no Python. The bundle is one folder: an executable
 and options as ``python -m pathserver`` (``serve``, ``--version``, ``--help``, ...), a
 ``_internal`` folder with the frozen interpreter and packages, the sample maps, and the
 kernels compiled ahead of time for a portable CPU into one extension module, so a first
-start loads them in milliseconds instead of compiling for about a minute, and the folder
-needs neither numba nor LLVM. ``docs/shipping.md`` says what is in it
-and what it weighs; ``pathserver.aot`` how the kernels are compiled, and
-``pathserver.core.jit`` how the frozen server calls them.
+start loads them instead of compiling them, and the folder needs neither numba nor LLVM.
 
-The freezer is PyInstaller in one-folder mode (the ``bundle`` extra): steps, in order,
-
-1. compile the kernels ahead of time (``pathserver.aot``: numba's ``pycc``, for LLVM's
-   portable ``generic`` CPU) into one extension module and its table, in a scratch folder:
-   the bundle then needs neither numba nor llvmlite (``libllvmlite.so`` alone is about
-   150 MB);
-2. freeze ``pathserver/__main__.py`` with that extension, leaving out what a server never
-   runs (``EXCLUDES``: numba and llvmlite among them);
-3. move the result into ``OUT_DIR`` (replacing an earlier bundle there, nothing else), and
-   strip the symbol tables of the largest libraries (``STRIP``; on Linux);
-4. run the new executable's ``kernels`` command, which calls every kernel a request can
-   reach and finds a path on each sample map, so a version the table lacks fails the
-   build rather than a player's request;
-5. check that the executable answers ``--version``, and print the folder's size.
-
-Everything goes through ``sys.executable``, ``pathlib`` and ``os.pathsep``: the same
-command builds on Windows and macOS (only Linux has been tried).
+:func:`build` compiles the kernels (``pathserver.aot``), freezes ``pathserver/__main__.py``
+with PyInstaller in one-folder mode (the ``bundle`` extra) without what a server never
+runs (:data:`EXCLUDES`), moves the result into ``OUT_DIR`` and strips its largest
+libraries (:data:`STRIP`), then checks the new executable. docs/shipping.md says what is
+in the folder and why; docs/design.md, "The bundle's build", the steps and their checks.
 """
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ def _cmd_serve(args) -> int:
         connect=args.connect, state=args.state, max_upload_cells=args.max_upload_cells, exit_at_once=True,
     ) or 0
     # Every socket is closed and every line said: end here, not after the interpreter has
-    # waited for the background table builds and torn numba down (most of a second).
+    # waited for the background table builds and torn numba down, which is slow.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

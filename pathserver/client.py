@@ -6,34 +6,19 @@ asyncio (:class:`AsyncClient`), with the same methods.
 ...     reply["status"], reply["path"][:2]
 ('found', [[1, 1], [4, 4]])
 
-Pipelining: ``submit(op, **fields)`` sends at once and returns the request id;
-``result(id)`` waits for that reply (others that arrive meanwhile are kept), so many
-requests can be in flight on one connection.
+- Pipelining: ``submit(op, **fields)`` sends at once and returns the request id;
+  ``result(id)`` waits for that reply, so many requests can be in flight on one connection.
+- Retries: a request with no reply after ``timeout`` seconds is sent again on a new
+  socket, at most ``retries`` times, then raises :class:`ClientTimeoutError`; an
+  ``overloaded`` reply is retried after the ``retry_after_ms`` the server suggests. Error
+  replies raise :class:`ServerError`, whose ``code`` is the wire code.
+- Packed answers: ``find_path(..., packed=True)``, ``find_paths(..., packed=True)`` and
+  ``find_paths_packed(map, starts, goals)`` return numpy arrays read from the reply's bins.
+- The game's own world: ``put_map(name, array, ...)`` and ``get_map(name, region)``
+  (each given at least :data:`UPLOAD_TIMEOUT_S` for its reply), ``drop_map(name)``.
 
-Reliability is the ZeroMQ Guide's Lazy Pirate: a request with no reply after ``timeout``
-seconds makes the client close its socket (LINGER 0), open a new one, and send every
-request still waiting again, at most ``retries`` times per request; then
-:class:`ClientTimeoutError`. An ``overloaded`` reply is retried after the
-``retry_after_ms`` the server suggests, within the same budget. Replies that arrive for
-requests no longer waited on are dropped. A resent ``update`` may apply twice (each
-application makes a new generation; the cells end up the same).
-
-Error replies raise :class:`ServerError`, whose ``code`` is the wire code. Neither class is
-thread-safe: use one client per thread (or per event loop).
-
-Packed answers: ``find_path(..., packed=True)`` returns the path as an (n, 2) numpy array
-(int32 cells in grid space, float32 points in world space), read from one bin of the
-reply; ``find_paths(..., packed=True)`` and ``find_paths_packed(map, starts, goals)`` (the
-batch itself sent as two bins) return a
-:class:`~pathserver.protocol.packed.PackedPaths`: ``status``, ``cost`` and ``count`` arrays,
-every entry's points in one array, ``path(i)`` / ``paths()`` to split them.
-
-The game's own world: ``put_map(name, array, ...)`` uploads a map from numpy arrays
-(indexed ``[y, x]``), ``get_map(name, region)`` reads one back (a
-:class:`~pathserver.protocol.cells.MapCells`: ``walkable``, ``cost``, ``heights``,
-``tags`` arrays and the map's ``gen``, size, origin and cell size), ``drop_map(name)``
-stops serving it. They wait up to ``max(timeout, UPLOAD_TIMEOUT_S)`` for their reply: a
-4096 x 4096 map takes seconds to send and build.
+Neither class is thread-safe: use one client per thread (or per event loop). How the
+retries go, and the packed and map replies in full: docs/design.md, "The Python client".
 """
 
 from __future__ import annotations

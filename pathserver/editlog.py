@@ -10,29 +10,11 @@ What lives in Redis (keys under ``pathserver:``)::
     snapshot     a hash: "id" -> the stream id it reflects; "map:NAME" -> the map's overlay
     compactor    a short lock: one server at a time writes the snapshot and trims
 
-A change is appended by the server that took it, which answers only once its own reader
-has applied it, so its reply (``"seq"``: the entry's id) is true there too. An ``update``
-is submitted by the socket loop (:meth:`RedisState.submit_edit`) and written by the writer
-thread, many to a round trip; ``put_map`` and ``drop_map`` are written by the handler
-thread that waits. A put's body and its entry are written by one script, a drop removes
-the body with its entry: Redis accepts both or neither. While Redis does not answer, a
-change is refused with ``state_unavailable`` and nothing is queued.
-
-The reader (one thread) loads the snapshot and the uploads, then reads the stream from the
-snapshot's id with blocking reads (XREAD BLOCK) and applies each entry in order. Every
-entry carries the map's name, and ``_stand`` remembers, per name, up to which id its state
-was loaded whole (an upload newer than the snapshot): older entries of that name are
-skipped, as a put replaces a map whole.
-
-An overlay (``pathserver.grid.overlay``) is what the edits of one map have set: a mask of the cells
-they touched and the values (walkable, cost) those cells hold now. Every server keeps one
-per edited map as it applies edits; a compaction writes them all into the snapshot with
-the id they reflect, then trims the stream to the previous snapshot's id (XTRIM MINID),
-never past what a server that reads the newest snapshot needs. A server that finds the
-stream trimmed past its own position (the first entry left is newer than the last one it
-applied) reloads from the snapshot. A map file that reloads gets its overlay put back on
-top: edited cells keep their edited values, every other cell comes from the new file
-(docs/scaling.md).
+:class:`RedisState` is a server's handle on it. A change is appended by the server that
+took it, which answers (``"seq"``: the entry's id) only once its own reader has applied
+it; while Redis does not answer, a change is refused with ``state_unavailable`` and
+nothing is queued. What is guaranteed: docs/scaling.md, "The shared state on Redis"; how
+the writer, the reader and the compaction go about it: docs/design.md, "The shared state".
 """
 
 from __future__ import annotations

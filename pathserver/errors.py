@@ -1,6 +1,4 @@
-"""The one exception tree of pathserver.
-
-::
+"""The one exception tree of pathserver (what the flags mean: :class:`PathserverError`)::
 
     PathserverError                  internal
      +-- MapLoadError                map_load_error     (local)
@@ -22,22 +20,6 @@
      +-- SecurityError               security           (local)
      |    +-- BindRefusedError       bind_refused       (local)
      +-- BrokerError                 broker             (local)
-
-Each class carries, as class attributes:
-
-- ``code``: a stable snake_case name, only ever added to (the CLI prints it too).
-- ``wire``: whether a reply may carry the code. The codes of the others ("local": start-up
-  and map-file errors) never reach a client: the server logs them and answers ``internal``.
-- ``retryable``: whether the same request sent again later may succeed (a reply's
-  ``retryable`` field).
-- ``meaning``: the line ``docs/protocol.md``'s table of codes shows (wire codes only).
-
-Every instance has a ``message`` (where a number of more than 20 digits, one a request
-sent, is shortened to ``1.000e300``) and an optional ``at``: the field path the error is
-about, such as ``"start[0]"``. The server turns these into error replies in exactly one
-place (``pathserver.server.failures``). :func:`all_errors` lists the classes (the drawing
-above is checked against it), :data:`WIRE_CODES` / :data:`RETRYABLE_CODES` the codes, and
-:func:`markdown_table` writes the table of codes in ``docs/protocol.md``.
 """
 
 from __future__ import annotations
@@ -55,7 +37,23 @@ def _shortened(message: str) -> str:
 
 
 class PathserverError(Exception):
-    """Root of every error pathserver raises on purpose."""
+    """Root of every error pathserver raises on purpose.
+
+    Each class carries, as class attributes: ``code``, a stable snake_case name, only ever
+    added to (the CLI prints it too); ``wire``, whether a reply may carry the code (the
+    codes of the others, "local" in the module's drawing: start-up and map-file errors,
+    never reach a client: the server logs them and answers ``internal``); ``retryable``,
+    whether the same request sent again later may succeed (a reply's ``retryable``
+    field); ``meaning``, the line ``docs/protocol.md``'s table of codes shows (wire codes
+    only).
+
+    Every instance has a ``message`` (where a number of more than 20 digits, one a request
+    sent, is shortened to ``1.000e300``) and an optional ``at``: the field path the error
+    is about, such as ``"start[0]"``. The server turns these into error replies in exactly
+    one place (``pathserver.server.failures``). :func:`all_errors` lists the classes (the
+    module's drawing is checked against it), :data:`WIRE_CODES` / :data:`RETRYABLE_CODES`
+    the codes, and :func:`markdown_table` writes the table of codes in ``docs/protocol.md``.
+    """
 
     code = "internal"
     wire = True

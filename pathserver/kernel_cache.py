@@ -10,17 +10,8 @@ variable is set and numba's other users keep its own folders. ``pathserver.core.
 calls it when the kernels are defined, so ``import pathserver`` in any program and
 ``pathserver serve`` compile once, into the same place. ``NUMBA_CACHE_DIR``, when set,
 wins (the CI sets an empty one); :func:`configure` is what the entry points call to
-know the folder.
-
-**The frozen server** (``pathserver bundle``, see docs/shipping.md). Today's bundles
-carry no numba: the kernels are compiled ahead of time into an extension module
-(``pathserver.aot``, ``pathserver.core.jit``), and in such a frozen app
-(:func:`ahead_of_time`) :func:`configure` only says where they are. A frozen app that
-does carry numba gets the bundle's compiled kernels instead (numba's own locators key
-on absolute source paths, which a frozen app does not have): the bundle ships them with
-a ``manifest.json`` saying what they were built for; when it fits this program they are
-copied once into ``numba-<hash>/bundle`` in the user's cache and load from there, else
-the kernels compile into that same folder (:func:`choice` keeps the reason).
+know the folder. In a frozen app (:func:`ahead_of_time`, :func:`choice`) see
+docs/design.md, "Numba's cache folder".
 
 This module imports nothing of pathserver: it reads the kernels' files, it does not load
 them.

@@ -1,29 +1,16 @@
 """The options of a path query, each defined once.
 
-Godot registers each property of a class once (``_bind_methods``) and derives the
-inspector, saved scenes, scripting and the class reference from that registration.
-:data:`OPTIONS` is that registration for the options of ``path`` / ``paths`` requests and
-``find_path`` / ``find_paths``; everything else reads it:
-
-- the wire's validation (``pathserver.protocol.requests``): the full validator calls
-  :meth:`Option.check`, and the fast path's table is built from the kinds and minimums;
-- ``find_path`` (``pathserver.grid.search``) checks each value with the same
-  :meth:`Option.check`, so the wire and Python accept and refuse the same values with the
-  same code, message and ``at`` (``tests/test_options.py`` runs every option's boundary
-  values through both);
-- the flags of ``pathserver path`` (:func:`add_arguments`);
-- the options table in ``docs/protocol.md`` (:func:`markdown_table`; a test compares);
-- ``pathserver options [--json]`` (:func:`as_json`, :func:`text_table`), which the engine
-  clients' tests read.
+:data:`OPTIONS` holds each option of ``path`` / ``paths`` requests, ``find_path`` /
+``find_paths`` and the queries beyond one path: its kind, choices, Python and wire
+defaults, minimum, doc and CLI flag, and the wire requests (``ops``) and Python functions
+(``functions``) that take it. Everything else reads it: the wire's validation and
+``find_path``'s checks (:meth:`Option.check`), the flags of ``pathserver path``
+(:func:`add_arguments`), the options table in ``docs/protocol.md``
+(:func:`markdown_table`) and ``pathserver options [--json]`` (:func:`as_json`,
+:func:`text_table`); docs/design.md, "The options", says why and how.
 
 ``None`` (nil on the wire) means an option's default, everywhere. Defaults are the same on
 the wire and in Python but for ``smooth``: ``"los"`` on the wire, ``"none"`` in Python.
-
-Each option names the wire requests that take it (``ops``) and the Python functions that
-take it as a keyword (``functions``): the queries beyond one path (``reachable``,
-``field``, ``next_steps``, ``check_block``) take the options that apply to them, each
-defined here once, and ``path`` / ``paths`` take the ones that shape one path
-(``goals``, ``avoid``, ``avoid_cost``, ``traversal``) too.
 
 No numba or numpy here: the protocol imports this module.
 """

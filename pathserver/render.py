@@ -7,22 +7,15 @@ Layers, bottom to top, each cell drawn as a ``scale x scale`` block of pixels (c
                 cost rises (log scale up to the map's highest cost)
     clearance   (optional) the clearance field as a heat map: each walkable cell coloured
                 by the largest square unit that can stand on it (dark purple 1, yellow
-                roomy, log scale); it replaces the terrain shading
+                roomy, log scale; :func:`largest_unit`); it replaces the terrain shading
     footprint   every cell the unit's footprint covers while it follows the path, tinted
     path        a polyline through the centres of the waypoints' cells, a dot on each
                 waypoint where the path turns, START and GOAL discs on the endpoints
                 (after snapping)
     caption     one line below the map: name, size, unit, status, cost, waypoints
 
-The heat map shows the clearance field re-anchored on the unit's cell (see
-:func:`largest_unit`) rather than the raw field, whose squares hang down and right of
-their top-left cell: drawn raw, every open area gets diagonal streaks that read as
-artefacts of the map.
-
-The footprint of a ``w x h`` unit at ``(x, y)`` covers columns ``x - (w-1)//2 .. x + w//2``
-and rows likewise (see :mod:`pathserver.grid.gridmap`). Between waypoints the unit is
-taken along the segment's supercover, the cells the straight segment between the two
-cell centres crosses: the same cells the search's line-of-sight test checked.
+Why the heat map is re-anchored, and which cells the footprint covers between waypoints:
+docs/design.md, "Pictures".
 """
 
 from __future__ import annotations

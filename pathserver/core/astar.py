@@ -13,7 +13,7 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.heap import NODE_MASK, TIE, pair_pop, pair_replace_top, pair_sift_up
-from pathserver.core.moves import move_bits
+from pathserver.core.moves import SQRT2, move_bits
 from pathserver.core.status import (
     DIAGONAL_NEVER,
     DIAGONAL_NO_CORNER_CUTTING,
@@ -26,7 +26,6 @@ from pathserver.core.status import (
     SEARCH_NO_PATH,
 )
 
-SQRT2 = math.sqrt(2.0)
 # Directions 0-3 straight, 4-7 diagonal (pathserver.core.moves numbers them the same way).
 # A* relaxes the straight moves first: of two equally cheap parents the straight one wins.
 STEP_X = (1, 0, -1, 0, 1, -1, -1, 1)
@@ -65,7 +64,8 @@ def move_allowed(passable, heights, use_heights, max_climb, diagonal, x, y, nx, 
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _octile(x, y, gx, gy):
+def octile(x, y, gx, gy):
+    """The octile distance from (x, y) to (gx, gy): the uniform-cost 8-connected h."""
     dx = abs(x - gx)
     dy = abs(y - gy)
     if dx < dy:

@@ -4,23 +4,11 @@ with a first step in that direction (goal bounding, after Rabin's JPS+ with goal
 and Wilt and Botea's bounding boxes for A*).
 
 A JPS+ search that expands node ``n`` toward goal ``t`` then skips each direction whose
-box at ``n`` does not hold ``t``: no shortest path from ``n`` to ``t`` starts that way, so
-nothing the direction leads to is on one. The canonical path JPS+ follows from ``n`` is a
-shortest path (a suffix of the shortest path found), so its first step's box holds ``t``
-and it is never skipped: answers keep their cost, with fewer expansions and pushes.
-
-Which nodes: every node a search expands but its start is a jump point found by a straight
-move, a passable cell with a forced neighbour when entered straight from a passable one
-(see :mod:`pathserver.core.jps`); :func:`bound_rows` gives each a row. The boxes need one full
-flood of the grid from each, so they are kept for small maps only (the caller bounds the
-work, rows times passable cells).
-
-Each flood is Dijkstra's on the 8-connected grid without corner cutting, steps 1 and
-sqrt(2), with a cost kept exactly as its counts of straight and diagonal steps (two costs
-are equal only when both counts are: sqrt(2) is irrational), and a queue of three buckets
-of width 1: a step costs at least 1, so no cell is improved by one in its own bucket, and a
-bucket's cells are final, with every tie among their ways in, when it is reached. A cell's
-first steps are the union of those of the cells it is reached from at its cost.
+box at ``n`` does not hold ``t``: answers keep their cost, with fewer expansions and
+pushes. The nodes are the jump points a straight move finds (:func:`bound_rows` gives each
+a row). The boxes need one flood of the grid from each, so they are kept for small maps
+only (the caller bounds the work, rows times passable cells). Why a skipped direction never
+holds the answer, and how a flood keeps every tie: docs/design.md, "Goal bounds".
 
 The boxes: int16 (rows, 32), for direction ``d`` (in the order of
 :data:`pathserver.core.jpsplus.DIRECTION_X`) ``xmin, ymin, xmax, ymax`` at ``4 d``; an
@@ -30,7 +18,7 @@ empty box has ``xmin`` > ``xmax``.
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.jpsplus import DIRECTION_X, DIRECTION_Y, _free, _has_forced
+from pathserver.core.jpsplus import DIRECTION_X, DIRECTION_Y, has_forced, is_free
 from pathserver.core.moves import SQRT2, move_bits
 from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING, SEARCH_FOUND
 
@@ -60,7 +48,7 @@ def bound_rows(cells, rows, nodes):
                 # Entered straight in direction d from a free cell, with a forced neighbour.
                 dx = DIRECTION_X[d]
                 dy = DIRECTION_Y[d]
-                if _free(flat, width, height, x - dx, y - dy) and _has_forced(flat, width, height, x, y, dx, dy):
+                if is_free(flat, width, height, x - dx, y - dy) and has_forced(flat, width, height, x, y, dx, dy):
                     forced = True
             if forced:
                 rows[v] = count

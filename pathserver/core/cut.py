@@ -114,7 +114,7 @@ def _block_edges(pieces, first, b, per_row, n_nodes, n_dirs, keys):
             else:
                 x = x1 - 1
     # Insertion sort: a block's rim has a few dozen edges (a sort of a slice each block
-    # took twice as long).
+    # was slower: bench/queries.py, check_block).
     for k in range(1, count):
         key = keys[k]
         j = k - 1

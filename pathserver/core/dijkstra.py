@@ -1,30 +1,14 @@
-"""Dijkstra over the unit's grid: the cells reachable within a budget (forward, from one
-start) and the distance field (cost to the nearest of many goals, searched backwards from
-all of them at once).
+"""Dijkstra over the unit's grid: the cells reachable within a budget (:func:`reach`,
+forward from one start) and the distance field (:func:`field`, :func:`field_whole`: the
+cost to the nearest of many goals, searched backwards from all of them at once).
 
 The graph is find_path's: 8 moves (``diagonal`` decides which diagonals exist), entering a
 cell costs the step's length times its terrain cost ``cost_table[cost_index[y, x]]``
 (read only when ``uniform`` is 0), steps climbing more than ``max_climb`` are blocked when
 ``use_heights`` is 1. Arguments of those names are as in :func:`pathserver.core.astar.astar`.
-
-Moves are symmetric but their costs are not (the cell entered pays): the backward search
-from the goals relaxes a cell ``a`` from a settled ``b`` by the step ``a -> b`` costing
-``b``'s terrain, so a field value is exactly the cost of the cheapest path from that cell.
-
-The field's queue. Every step costs at least 1 (a straight step into a cost-1 cell), so
-cells whose distance lies in one unit interval ``[k, k + 1)`` cannot improve one another:
-a bucket queue of unit-wide buckets (Dial's algorithm, generalised to real weights) settles
-each cell exactly, in any order within a bucket, in O(1) per operation. Buckets are kept in
-a ring of ``ceil(longest step) + 1`` or more, rounded to a power of two; a cost table so
-steep that the ring would pass :data:`MAX_BUCKETS` falls back to a binary heap. Each
-bucket is read first in, first out (a wavefront, like a breadth-first search, touches
-memory in order) and a cell improved after it was queued is queued again rather than
-moved: measured on a 512 x 512 map, a third of the time of doubly linked buckets.
-
-A whole-map field with no cost limit (:func:`field_whole`) is computed in its output
-array itself, with a byte a cell to mark settled cells: a third less time than the
-workspace's values and stamps, which spare a field bounded by a region or a cost (and
-every search below) from clearing arrays the size of the map.
+A field's value is exactly the cost of the cheapest path from that cell. Its queue is a
+ring of unit-wide buckets, or past :data:`MAX_BUCKETS` a binary heap (why, and why
+:func:`field_whole` works in its output array: docs/design.md, "The distance field").
 
 Workspace (per thread, never cleared between searches: ``stamp`` tells which entries this
 search wrote): ``work_float`` float64 (3, N) and ``work_int`` int32 (4, N + 1), N >= H * W,
@@ -93,7 +77,7 @@ def reach(cells, cost_index, cost_table, uniform, heights, use_heights, max_clim
         g_node = g[node]
         for d in range(n_dirs):
             nx, ny = step_to(x, y, d)
-            # The tests of moves.legal, written out: see pathserver.core.moves.
+            # moves.legal written out: the inlined call ran slower here (bench/queries.py, reachable).
             if nx < 0 or ny < 0 or nx >= width or ny >= height or cells[ny, nx] == 0:
                 continue
             if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
@@ -194,7 +178,7 @@ def _field_buckets(cells, cost_index, cost_table, uniform, heights, use_heights,
     # bucket keeps neighbouring cells close in time); a cell improved after it was queued
     # is queued again, its stale entry skipped as closed when met. A quarter of the map a
     # bucket is far more than a wavefront holds; should one ever fill, the heap takes over
-    # (growing the arrays here, in the loop, would cost a third of the time).
+    # (growing the arrays here, in the loop, was slower: bench/queries.py, distance_field).
     capacity = max(4096, (height * width) >> 2, sources.shape[0])
     buckets = np.empty((ring, capacity), dtype=np.int32)
     sizes = np.zeros(ring, dtype=np.int64)
@@ -236,8 +220,8 @@ def _field_buckets(cells, cost_index, cost_table, uniform, heights, use_heights,
             entry = 1.0 if uniform != 0 else cost_table[cost_index[y, x]]
             for d in range(n_dirs):
                 nx, ny = step_to(x, y, d)
-                # Legal both ways, the corner rule and the climb being symmetric. (The
-                # tests of moves.legal, written out: see pathserver.core.moves.)
+                # Legal both ways, the corner rule and the climb being symmetric.
+                # moves.legal written out: the inlined call ran slower (bench/queries.py, distance_field).
                 if nx < 0 or ny < 0 or nx >= width or ny >= height or cells[ny, nx] == 0:
                     continue
                 if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
@@ -327,7 +311,8 @@ def _field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, m
     settled = 0
     current = 0
     # The common grid (uniform cost, 8 moves without cutting corners, no climbs): away from
-    # the border, the eight neighbours' cells read once each, no bounds to test.
+    # the border, the eight neighbours' cells read once each, no bounds to test. A copy of
+    # the general loop below, written out for speed (bench/queries.py, distance_field).
     plain = uniform != 0 and corners and use_heights == 0 and n_dirs == 8
     while waiting > 0:
         b = current & mask
@@ -364,7 +349,7 @@ def _field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, m
             entry = 1.0 if uniform != 0 else cost_table[cost_index[y, x]]
             for d in range(n_dirs):
                 nx, ny = step_to(x, y, d)
-                # As in field (the tests of moves.legal, written out).
+                # moves.legal written out, as in field: the inlined call ran slower (bench/queries.py).
                 if nx < 0 or ny < 0 or nx >= width or ny >= height or cells[ny, nx] == 0:
                     continue
                 if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
@@ -425,7 +410,7 @@ def _field_heap(cells, cost_index, cost_table, uniform, heights, use_heights, ma
         entry = entry_cost(cost_index, cost_table, uniform, x, y)
         for d in range(n_dirs):
             nx, ny = step_to(x, y, d)
-            # The tests of moves.legal, written out: see pathserver.core.moves.
+            # moves.legal written out, as in _field_buckets, where the inlined call ran slower (bench/queries.py).
             if nx < 0 or ny < 0 or nx >= width or ny >= height or cells[ny, nx] == 0:
                 continue
             if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):

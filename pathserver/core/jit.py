@@ -77,10 +77,11 @@ class CompiledKernel:
 def bound(kernel, args):
     """``kernel``'s machine code for arguments of the types of ``args`` (compiled now if
     need be), as a function that runs it without choosing a version on each call: numba's
-    dispatcher types every argument of every call (0.4 µs of a short ``find_path``, for
-    ``solve``'s 18), and so does :class:`CompiledKernel`. Only for callers that pass
-    arguments of exactly these types every time (the same arrays' dtypes, dimensions,
-    order and writability; ints where ints were): nothing checks them after this."""
+    dispatcher types every argument of every call (for ``solve``'s 18, a share of a short
+    ``find_path`` that bench/core.py's per-call overhead shows), and so does
+    :class:`CompiledKernel`. Only for callers that pass arguments of exactly these types
+    every time (the same arrays' dtypes, dimensions, order and writability; ints where
+    ints were): nothing checks them after this."""
     if isinstance(kernel, CompiledKernel):
         return kernel.version_for(args)
     return kernel.compile(tuple(kernel.typeof_pyval(arg) for arg in args))
@@ -126,7 +127,7 @@ def _check(kind: list):
 #: ``njit``'s options for a kernel that allocates no array (it reads and writes the arrays
 #: it is given and returns scalars or views of them): compiled without numba's reference
 #: counting (NRT). With it, every array a helper inlined into a loop receives costs an
-#: atomic increment and decrement on each pass, a third of JPS+'s search time
+#: atomic increment and decrement on each pass, a large share of JPS+'s search time
 #: (bench/profile.py). numba refuses to compile such a kernel if it allocates, or calls a
 #: kernel that does, so a wrong mark is a compile error, never a leak.
 NO_REFCOUNT = {"_nrt": False}

@@ -23,7 +23,7 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 from pathserver.core.jit import leading_zeros, trailing_zeros
 
-from pathserver.core.astar import _octile
+from pathserver.core.astar import octile
 from pathserver.core.heap import heap_decrease, heap_pop, heap_push
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
@@ -32,8 +32,9 @@ ONE = np.uint64(1)
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _bitmap_words(count, length):
-    # count lines of length cells, a guard bit at each end of each line, packed end to end.
+def bitmap_words(count, length):
+    """The words of one bitmap of ``count`` lines of ``length`` cells, a guard bit at each
+    end of each line, packed end to end."""
     return (count * (length + 2) + 63) >> 6
 
 
@@ -52,7 +53,7 @@ def _fill_lines(lines, bitmaps, base):
     """The four bitmaps of one orientation (see :func:`jump_bitmaps`) for ``lines``, uint8
     (L, N): scanning line l along i, the side lines are l - 1 and l + 1."""
     count, length = lines.shape
-    size = _bitmap_words(count, length)
+    size = bitmap_words(count, length)
     stop_forward = base
     stop_back = base + size
     ahead_forward = base + 2 * size
@@ -103,8 +104,8 @@ def jump_bitmaps(passable):
     (so once per unit size): O(H * W).
     """
     height, width = passable.shape
-    row_size = _bitmap_words(height, width)
-    bitmaps = np.zeros(4 * (row_size + _bitmap_words(width, height)), dtype=np.uint64)
+    row_size = bitmap_words(height, width)
+    bitmaps = np.zeros(4 * (row_size + bitmap_words(width, height)), dtype=np.uint64)
     _fill_lines(passable, bitmaps, 0)
     _fill_lines(_transposed(passable), bitmaps, 4 * row_size)
     return bitmaps
@@ -127,7 +128,7 @@ def _transposed(grid):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _next_stop(bitmaps, base, bit):
+def next_stop(bitmaps, base, bit):
     """The first set bit at or after ``bit`` of the bitmap at word ``base`` (a guard
     ends every line)."""
     k = bit >> 6
@@ -139,7 +140,7 @@ def _next_stop(bitmaps, base, bit):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _previous_stop(bitmaps, base, bit):
+def previous_stop(bitmaps, base, bit):
     """The last set bit at or before ``bit`` (a guard starts every line)."""
     k = bit >> 6
     word = bitmaps[base + k] & (ALL_BITS >> np.uint64(63 - (bit & 63)))
@@ -158,7 +159,7 @@ def _jump_line(bitmaps, base, count, length, line, i, step, goal_i, find):
     ``find`` False only whether there is one matters: when the goal is not ahead, returns
     0 or -1 without locating the jump point.
     """
-    size = _bitmap_words(count, length)
+    size = bitmap_words(count, length)
     bit = line * (length + 2) + i + 1
     if step > 0:
         ahead = _bit(bitmaps, base + 2 * size, bit)
@@ -172,11 +173,11 @@ def _jump_line(bitmaps, base, count, length, line, i, step, goal_i, find):
         if not find:
             return 0
     if step > 0:
-        stop = _next_stop(bitmaps, base, bit + 1) - (bit - i)
+        stop = next_stop(bitmaps, base, bit + 1) - (bit - i)
         if goal_ahead and goal_i <= stop:
             return goal_i
     else:
-        stop = _previous_stop(bitmaps, base + size, bit - 1) - (bit - i)
+        stop = previous_stop(bitmaps, base + size, bit - 1) - (bit - i)
         if goal_ahead and goal_i >= stop:
             return goal_i
     return stop if ahead else -1
@@ -204,7 +205,7 @@ def _jump_x(bitmaps, width, height, x, y, dx, gx, gy, find):
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _jump_y(bitmaps, width, height, x, y, dy, gx, gy, find):
     """The y of the first jump point along the column from (x, y) toward dy, or -1."""
-    columns = 4 * _bitmap_words(height, width)
+    columns = 4 * bitmap_words(height, width)
     return _jump_line(bitmaps, columns, width, height, x, y, dy, gy if gx == x else -1, find)
 
 
@@ -253,18 +254,18 @@ def _relax(
         return size
     sy = successor // width
     sx = successor - sy * width
-    g_new = g_node + _octile(x, y, sx, sy)
+    g_new = g_node + octile(x, y, sx, sy)
     if mark == open_mark:
         if g_new < g[successor]:
             g[successor] = g_new
             parent[successor] = node
-            h = _octile(sx, sy, gx, gy)
+            h = octile(sx, sy, gx, gy)
             heap_decrease(heap_nodes, heap_f, heap_h, heap_pos, successor, g_new + h * weight, h)
         return size
     stamp[successor] = open_mark
     g[successor] = g_new
     parent[successor] = node
-    h = _octile(sx, sy, gx, gy)
+    h = octile(sx, sy, gx, gy)
     return heap_push(heap_nodes, heap_f, heap_h, heap_pos, size, successor, g_new + h * weight, h)
 
 
@@ -305,7 +306,7 @@ def jps(
     closed_mark = pass_id + 1
     start = sy * width + sx
     goal = gy * width + gx
-    h0 = _octile(sx, sy, gx, gy)
+    h0 = octile(sx, sy, gx, gy)
     g[start] = 0.0
     parent[start] = start
     stamp[start] = open_mark
@@ -323,7 +324,7 @@ def jps(
         expanded += 1
         y = node // width
         x = node - y * width
-        h_node = _octile(x, y, gx, gy)
+        h_node = octile(x, y, gx, gy)
         if h_node < best_h:
             best_h = h_node
             best = node

@@ -2,8 +2,8 @@
 :mod:`pathserver.core.jps`, same grid rule: 8-connected, uniform cost, no corner cutting).
 
 :func:`jump_table` stores, for every cell and each of the eight directions, how far the
-online search would scan from that cell before it stops, so a search reads one number
-where the online one scans bitmaps (straight moves) or steps cell by cell (diagonals):
+online search would scan from that cell before it stops: int8 (H * W, 8), directions in
+the order of :data:`DIRECTION_X` / :data:`DIRECTION_Y`.
 
 - straight directions: ``d > 0``: the first jump point (a cell with a forced neighbour
   for that direction of travel, see :mod:`pathserver.core.jps`) is ``d`` steps away;
@@ -11,36 +11,22 @@ where the online one scans bitmaps (straight moves) or steps cell by cell (diago
 - diagonal directions: ``d > 0``: ``d`` legal diagonal steps reach the first cell from
   which a straight scan along one of the diagonal's two components finds a jump point;
   ``d <= 0``: there is none, ``-d`` legal steps lead to a dead end.
+- :data:`SAT`: the next :data:`SAT_STEP` steps are legal and hold no jump point; read on
+  from the cell that far ahead.
 
-int8 (H * W, 8), one row of 8 bytes per cell (a node's eight numbers share a cache line,
-and so do those of 8 neighbours along a row), directions in the order of
-:data:`DIRECTION_X` / :data:`DIRECTION_Y`. A distance past 126 is stored as :data:`SAT`:
-the next :data:`SAT_STEP` steps are legal and hold no jump point, read on from the cell
-that far ahead (long open lines cost a read per 126 cells). 8 bytes a cell: int16
-distances searched no faster (measured side by side) at twice the memory.
-
-The goal is handled at query time, exactly: a straight move stops on the goal when it
-lies on the line within ``|d|`` steps; a diagonal move stops where it reaches the goal's
-row or column (when the goal lies in its quadrant within ``|d|`` steps). That extra stop
-is the only cell from which a straight scan could meet the goal, so the online search
-would stop there or expand nothing the extra node misses: the path stays optimal.
-
-:func:`update_jump_table` redoes only what an edit of the grid can change.
-
-A request's avoided cells change the grid for one search, and a table costs too much to
-build again. With an overlay (:func:`jps_plus`'s ``overlay``, from
-:func:`pathserver.core.relay.lay_avoided`) the search of the blocked grid reads the
-grid's table wherever the blocked grid's scan would find the same (the line holds no cell
-the overlay redid ahead of the move, nor a row or column of a diagonal stretch), and
-scans the stop bitmaps brought to the blocked grid where it might not.
+:func:`update_jump_table` redoes only what an edit of the grid can change. :func:`jps_plus`
+searches with the table, stopping on the goal at query time, and with an overlay for a
+request's avoided cells. Why the table is laid out so, why the goal's stops keep the path
+optimal, and how the overlay is read: docs/design.md, "JPS+".
 """
 
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.astar import SQRT2, _octile, leg_steps
+from pathserver.core.astar import leg_steps, octile
 from pathserver.core.heap import TIE
-from pathserver.core.jps import _bitmap_words, _next_stop, _previous_stop
+from pathserver.core.jps import bitmap_words, next_stop, previous_stop
+from pathserver.core.moves import SQRT2
 from pathserver.core.relay import overlay_columns, overlay_rows
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
@@ -117,21 +103,22 @@ def _within(table, node, d, step, steps):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _free(cells, width, height, x, y):
+def is_free(cells, width, height, x, y):
+    """Whether (x, y) is on the flat grid ``cells`` (row-major, ``width`` a row) and free."""
     return 0 <= x < width and 0 <= y < height and cells[y * width + x] != 0
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _has_forced(cells, width, height, x, y, dx, dy):
+def has_forced(cells, width, height, x, y, dx, dy):
     """Whether the free cell (x, y), entered moving straight along (dx, dy), has a forced
     neighbour: a free side cell whose predecessor along the move is blocked."""
     if dx != 0:
         for s in (-1, 1):
-            if _free(cells, width, height, x, y + s) and not _free(cells, width, height, x - dx, y + s):
+            if is_free(cells, width, height, x, y + s) and not is_free(cells, width, height, x - dx, y + s):
                 return True
         return False
     for s in (-1, 1):
-        if _free(cells, width, height, x + s, y) and not _free(cells, width, height, x + s, y - dy):
+        if is_free(cells, width, height, x + s, y) and not is_free(cells, width, height, x + s, y - dy):
             return True
     return False
 
@@ -153,7 +140,7 @@ def _straight_rows(cells, width, height, table, y0, y1):
                     nx = x + dx
                     if nx < 0 or nx >= width or cells[row + nx] == 0:
                         distance = 0
-                    elif _has_forced(cells, width, height, nx, y, dx, 0):
+                    elif has_forced(cells, width, height, nx, y, dx, 0):
                         distance = 1
                     elif ahead > 0:
                         distance = ahead + 1
@@ -179,7 +166,7 @@ def _straight_columns(cells, width, height, table, x0, x1):
                     ny = y + dy
                     if ny < 0 or ny >= height or cells[ny * width + x] == 0:
                         distance = 0
-                    elif _has_forced(cells, width, height, x, ny, 0, dy):
+                    elif has_forced(cells, width, height, x, ny, 0, dy):
                         distance = 1
                     elif ahead > 0:
                         distance = ahead + 1
@@ -336,7 +323,7 @@ LINK_MASK = (1 << LINK_SHIFT) - 1
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _push(keys, nodes, base, size, node, key):
+def strided_push(keys, nodes, base, size, node, key):
     """Add an entry to the heap whose entry i is (keys[base + 2i], nodes[base + 2i + 1]);
     returns the new size."""
     i = size
@@ -353,7 +340,7 @@ def _push(keys, nodes, base, size, node, key):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _pop(keys, nodes, base, size):
+def strided_pop(keys, nodes, base, size):
     """Remove the minimum entry; returns (node, new size). The heap must not be empty."""
     top = nodes[base + 1]
     size -= 1
@@ -387,9 +374,9 @@ def _compact(keys, nodes, base, size, words, records, open_mark, width, gx, gy, 
             continue
         y = node // width
         key = keys[base + 2 * i]
-        if key != keys[records + 2 * node] + _octile(node - y * width, y, gx, gy) * h_scale:
+        if key != keys[records + 2 * node] + octile(node - y * width, y, gx, gy) * h_scale:
             continue
-        kept = _push(keys, nodes, base, kept, node, key)
+        kept = strided_push(keys, nodes, base, kept, node, key)
     return kept
 
 
@@ -407,7 +394,7 @@ def _offer(node, successor, sx, sy, d, g_new, gx, gy, width, keys, nodes, base, 
     words[2 * s_at + 3] = node | (d << LINK_SHIFT)
     if size >= n:
         size = _compact(keys, nodes, base, size, words, records, open_mark, width, gx, gy, h_scale)
-    return _push(keys, nodes, base, size, successor, g_new + _octile(sx, sy, gx, gy) * h_scale)
+    return strided_push(keys, nodes, base, size, successor, g_new + octile(sx, sy, gx, gy) * h_scale)
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
@@ -466,13 +453,13 @@ def _stop_at(bitmaps, width, height, x, y, d):
     if d == 0 or d == 2:
         first = y * (width + 2) + 1
         if d == 0:
-            return _next_stop(bitmaps, 0, first + x + 1) - first
-        return _previous_stop(bitmaps, _bitmap_words(height, width), first + x - 1) - first
-    columns = 4 * _bitmap_words(height, width)
+            return next_stop(bitmaps, 0, first + x + 1) - first
+        return previous_stop(bitmaps, bitmap_words(height, width), first + x - 1) - first
+    columns = 4 * bitmap_words(height, width)
     first = x * (height + 2) + 1
     if d == 1:
-        return _next_stop(bitmaps, columns, first + y + 1) - first
-    return _previous_stop(bitmaps, columns + _bitmap_words(width, height), first + y - 1) - first
+        return next_stop(bitmaps, columns, first + y + 1) - first
+    return previous_stop(bitmaps, columns + bitmap_words(width, height), first + y - 1) - first
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
@@ -646,31 +633,21 @@ def _walk_diagonal(table, bitmaps, overlay, cells, height, node, x, y, d, g_node
 def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float, pass_id, sources, bound_rows,
              bounds, bitmaps, overlay):
     """:func:`pathserver.core.jps.jps` reading ``table = jump_table(passable)`` (of this
-    very grid, not checked) instead of scanning. With an ``overlay`` (not None),
-    ``passable`` is a grid with a request's avoided cells blocked, ``table`` that of the
-    grid before, and ``bitmaps`` and ``overlay`` what
-    :func:`pathserver.core.relay.lay_avoided` made of the grid before's
-    :func:`pathserver.core.jps.jump_bitmaps`: the table is read where the overlay leaves a
-    move alone, the stops scanned where it does not, and the search is JPS+ on the
-    blocked grid (the same expansions, paths of the same cost). Without one (None),
-    ``bitmaps`` is None too.
+    very grid, not checked) instead of scanning.
 
     passable, sx, sy, gx, gy, weight, max_expansions: as for jps. work_float: float64
     (5, N), N > H * W, zeroed when allocated, rows 1 to 4 laid out as the comment above
     this function's helpers says (:func:`jump_cost` and :func:`trace_jumps` read the
-    result); the record of node N - 1, never a cell, keeps the last pass id JPS+ ran
-    with. pass_id: this search's, from the workspace's counter (stamps pass_id open,
-    pass_id + 1 closed); one no larger than the last means the counter wrapped, and the
-    records' stamps are cleared. An improved open node is pushed again and its stale
-    entry skipped when popped; when the heap's N entries are all used the stale ones
-    are dropped. sources: int32 node ids ``y * W + x``, each passable, the search
-    starting from all of them at once (each at cost 0, as the start; then (sx, sy) is not
-    one), or empty for the one start (sx, sy): many goals searched back to a unit's start
-    (each node's link leads back to the source it came from: :func:`jump_root`).
-    bound_rows, bounds: :mod:`pathserver.core.bounds` of this grid, or empty arrays: at
-    each node but the sources, the directions whose box misses the goal are skipped.
-    With an overlay they must be empty (the bounds of the grid before say nothing of the
-    blocked one).
+    result). pass_id: this search's, from the workspace's counter (stamps pass_id open,
+    pass_id + 1 closed; one no larger than the last clears the records). sources: int32
+    node ids ``y * W + x``, each passable, all searched from at once at cost 0 (then
+    (sx, sy) is not one; :func:`jump_root` names a node's source), or empty for the one
+    start (sx, sy). bound_rows, bounds: :mod:`pathserver.core.bounds` of this grid, or
+    empty arrays. bitmaps, overlay: None; or, for ``passable`` with a request's avoided
+    cells blocked and ``table`` the grid before's, what
+    :func:`pathserver.core.relay.lay_avoided` made of the grid before's
+    :func:`pathserver.core.jps.jump_bitmaps` (then ``bounds`` must be empty): the search is
+    JPS+ on the blocked grid, the same expansions, paths of the same cost.
 
     Returns (status, end_node, expanded) as jps does.
     """
@@ -699,17 +676,17 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
         if words[2 * at + 2] == open_mark:
             continue  # a source twice
         y = start // width
-        h0 = _octile(start - y * width, y, gx, gy)
+        h0 = octile(start - y * width, y, gx, gy)
         keys[at] = 0.0
         words[2 * at + 2] = open_mark
         words[2 * at + 3] = start | (8 << LINK_SHIFT)
-        size = _push(keys, nodes, base, size, start, h0 * h_scale)
+        size = strided_push(keys, nodes, base, size, start, h0 * h_scale)
         if h0 < best_h:
             best_h = h0
             best = start
     expanded = 0
     while size > 0:
-        node, size = _pop(keys, nodes, base, size)
+        node, size = strided_pop(keys, nodes, base, size)
         at = records + 2 * node
         if words[2 * at + 2] == closed_mark:
             continue  # a stale entry: the node was improved and expanded since
@@ -722,7 +699,7 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
         y = node // width
         x = node - y * width
         g_node = keys[at]
-        h_node = _octile(x, y, gx, gy)
+        h_node = octile(x, y, gx, gy)
         if h_node < best_h:
             best_h = h_node
             best = node
@@ -739,16 +716,16 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
         elif came == 0 or came == 2:
             dx = 1 if came == 0 else -1
             mask = 1 << came
-            if _free(cells, width, height, x, y + 1) and not _free(cells, width, height, x - dx, y + 1):
+            if is_free(cells, width, height, x, y + 1) and not is_free(cells, width, height, x - dx, y + 1):
                 mask |= 2 | (1 << (4 if dx > 0 else 5))
-            if _free(cells, width, height, x, y - 1) and not _free(cells, width, height, x - dx, y - 1):
+            if is_free(cells, width, height, x, y - 1) and not is_free(cells, width, height, x - dx, y - 1):
                 mask |= 8 | (1 << (7 if dx > 0 else 6))
         else:
             dy = 1 if came == 1 else -1
             mask = 1 << came
-            if _free(cells, width, height, x + 1, y) and not _free(cells, width, height, x + 1, y - dy):
+            if is_free(cells, width, height, x + 1, y) and not is_free(cells, width, height, x + 1, y - dy):
                 mask |= 1 | (1 << (4 if dy > 0 else 7))
-            if _free(cells, width, height, x - 1, y) and not _free(cells, width, height, x - 1, y - dy):
+            if is_free(cells, width, height, x - 1, y) and not is_free(cells, width, height, x - 1, y - dy):
                 mask |= 4 | (1 << (5 if dy > 0 else 6))
         if came < 8:
             mask = _prune(bound_rows, bounds, node, gx, gy, mask)

@@ -1,34 +1,21 @@
 """Landmarks: a stronger estimate for A* on maps with terrain costs (ALT: A*, landmarks and
 the triangle inequality; Goldberg & Harrelson 2005).
 
-The octile distance times the cheapest terrain cost is a weak estimate where most cells
-cost more: A* then expands nearly what Dijkstra would. For a few landmark cells ``L``
-whose exact costs to and from every cell are kept, the triangle inequality bounds the
-cost from ``n`` to the goal ``t`` from below twice over:
+For a few landmark cells ``L`` whose exact costs to and from every cell are kept, the
+triangle inequality bounds the cost from ``n`` to the goal ``t`` from below twice over:
 
     cost(n, t) >= cost(n, L) - cost(t, L)        cost(n, t) >= cost(L, t) - cost(L, n)
 
-(costs are not symmetric: entering a cell pays its terrain). The best of these over the
-landmarks, and of the octile bound, is the estimate. It is consistent where every term is
-(a difference of exact distances is), so A* stays exact without reopening nodes.
+The best of these over the landmarks, and of the octile bound, is the estimate: consistent,
+so A* stays exact without reopening nodes.
 
 The table (:func:`landmark_table`): float32 (H * W, 2 K), a cell's row ``[to L0, from L0,
-to L1, from L1, ...]``, ``inf`` where there is no way. float32 keeps it at 8 bytes a cell
-a landmark; its rounding (up to ``e`` = the largest finite cost times 2**-24) could make
-an estimate overstate by ``2 e``, so every value is stored times ``1 - d`` with ``d = 4 e
-/ (cheapest step)``: then an estimate and its step's difference stay within the step's
-cost (consistent) and under the true cost (admissible), while losing a share ``d`` of its
-strength (about 1e-4 on a 512 x 512 map). A* reads it with
-:func:`pathserver.core.astar.landmark_bound`.
-
-Which graph: find_path's with diagonals that never cut corners, no climb limit, the
-layer's terrain. A request whose graph has fewer moves or dearer ones (4 moves, a climb
-limit, avoided cells blocked or dear) may use the table as it is: its costs are no lower,
-and the estimate stays a consistent lower bound. One that may cut corners may not.
-
-Landmarks are picked farthest first: the first is the standable cell farthest from a
-given one, each next the cell farthest from those picked (by the lowest of its costs to
-them), in the given cell's component.
+to L1, from L1, ...]``, ``inf`` where there is no way, every value shrunk by a share that
+keeps the estimate consistent under float32's rounding. A* reads it with
+:func:`pathserver.core.astar.landmark_bound`. It is built on find_path's graph with
+diagonals that never cut corners, no climb limit and the layer's terrain, and serves any
+request whose graph has no more moves and no cheaper ones. Why it stays exact, and how
+the landmarks are picked: docs/design.md, "Landmarks".
 """
 
 import numpy as np
@@ -38,10 +25,9 @@ from pathserver.core.astar import min_cost
 from pathserver.core.dijkstra import field, reach
 from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING
 
-#: Landmarks in a table: 128 bytes a cell. On maps with terrain costs 1-4 in patches
-#: (bench/weighted.py), 16 landmarks cut A*'s expansions 3.5 to 8 times, 8 about 2.5 to 5
-#: (random512-10-0: 10,191 expansions without, 12,894 with 8, 9,588 with 16; Boston_0_512
-#: 41,434, 12,275 and 8,479), 4 about 2.2; building 16 on 512 x 512 takes 0.6-0.7 s.
+#: Landmarks in a table: 128 bytes a cell. On maps with terrain costs 16 cut A*'s
+#: expansions further than 8 or 4 do, and the table is built in the background
+#: (bench/weighted.py prints A*'s expansions with them).
 LANDMARKS = 16
 #: A table whose values had to shrink by more than this share (costs so large, or steps
 #: so cheap, that float32 cannot hold them finely enough) is not kept.

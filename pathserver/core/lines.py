@@ -9,7 +9,8 @@ import math
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.astar import SQRT2, move_allowed
+from pathserver.core.astar import move_allowed
+from pathserver.core.moves import SQRT2
 from pathserver.core.status import DIAGONAL_ALWAYS, SMOOTH_CORNERS, SMOOTH_LOS
 
 

@@ -114,53 +114,30 @@ def _solver(kind, name):
         bounds,
         overlay,
     ):
-        """Answer one path query. Start and goal must be in bounds (the wrapper checks).
+        """Answer one path query; start and goal must be in bounds (the wrapper checks).
 
-        cells, comps: the unit's block-local component grid (uint8 (H, W), nonzero where the
-        unit's footprint fits, so also the passability grid every search reads) and its
-        table, under ``diagonal`` (see :mod:`pathserver.core.components`); jump_bits:
-        :func:`pathserver.core.jps.jump_bitmaps` of ``cells`` (read only by JPS);
-        jump_table: :func:`pathserver.core.jpsplus.jump_table` of ``cells``, or an empty
-        (0, 8) array: with the table, JPS runs as JPS+ (same answers, no scanning).
-        With MODE_AVOIDING in ``mode``, ``cells`` has a request's avoided cells blocked.
-        With MODE_RELAXED too, ``plain_cells`` is a relaxation of it: the grid before (whose
-        table ``jump_table`` is), or that with some of the avoided anchors blocked (then
-        ``jump_bits`` and ``overlay`` are their laying, see below). JPS+ searches it, and its
-        path is the answer if :func:`pathserver.core.repair.mend` makes it legal on ``cells``
-        at its cost (blocking cells only takes moves away, so no path is cheaper); otherwise
-        the call returns QUERY_UNMENDED (the path, as far as mended, left as the answer's
-        points; none when the search found no path, or, given max_expansions, a caller's
-        give-up budget, reached it). The caller then blocks more of the anchors
-        (:func:`pathserver.core.repair.relax`) and calls again, or calls without
-        MODE_RELAXED, with no goal bounds and with ``jump_bits`` and ``overlay`` from
-        :func:`pathserver.core.relay.lay_avoided`: JPS+ searches ``cells`` under the overlay
-        (the table still that of the grid before).
-        Otherwise ``plain_cells`` is ``cells``. cost_index, cost_table,
-        heights, max_climb, weight, max_expansions: as in :func:`astar`. mode: the other
-        options packed by
-        :func:`pathserver.core.status.pack_mode` (fewer arguments for numba to type-check on
-        every call): diagonal, heuristic, smooth (SMOOTH_*), algorithm (ALGORITHM_JPS only
-        when the caller has checked the grid qualifies: uniform cost, no heights, no corner
-        cutting), and the flags snap, allow_partial, line_of_sight, uniform, use_heights,
-        avoiding, relaxed.
-        Workspace, packed for the same reason: work_float float64 (5, N) holds g, heap_f,
-        heap_h (A* reads it as its heap's int64 tags), and rows 1 to 4 as JPS+ lays them out
-        (see :func:`pathserver.core.jpsplus.jps_plus`, which needs N > H * W and the array
-        zeroed when allocated; rows 3 and 4 are JPS+'s alone); work_int int32 (4, N + 1) holds
-        parent, heap_nodes, heap_pos and the stamps,
-        N >= H * W, zeroed once when allocated: ``work_int[3, N]`` keeps the last pass id, so
-        the kernel picks its own (the workspace convention of :func:`astar`). landmarks: A*'s
-        (see :func:`astar`; (1, 0) for none). bound_rows, bounds: JPS+'s goal bounds of
-        ``plain_cells`` (:mod:`pathserver.core.bounds`; empty arrays for none). overlay:
-        uint64, empty but with avoided cells as said above.
+        cells, comps: the unit's components (:mod:`pathserver.core.components`; uint8 (H, W)
+        cells, nonzero where its footprint fits, the grid every search reads). jump_bits:
+        :func:`pathserver.core.jps.jump_bitmaps` of ``cells``; jump_table:
+        :func:`pathserver.core.jpsplus.jump_table` of it, or an empty (0, 8) array (with a
+        table, JPS runs as JPS+). With MODE_AVOIDING, ``cells`` holds a request's avoided
+        cells blocked; with MODE_RELAXED too, JPS+ searches ``plain_cells``, a relaxation
+        (the grid before, or it with some avoided anchors blocked), and QUERY_UNMENDED says
+        its path did not mend on ``cells``; otherwise ``plain_cells`` is ``cells``. overlay:
+        uint64, empty, or with ``jump_bits`` the laying of blocked anchors
+        (:func:`pathserver.core.relay.lay_avoided`) JPS+ reads the table under. cost_index,
+        cost_table, heights, max_climb, weight, max_expansions, landmarks: as in
+        :func:`astar`. mode: the other options, :func:`pathserver.core.status.pack_mode`.
+        bound_rows, bounds: JPS+'s goal bounds of ``plain_cells`` (empty arrays for none).
+        work_float float64 (5, N), work_int int32 (4, N + 1), N >= H * W (JPS+ needs N > H *
+        W): the workspace, zeroed once when allocated, never cleared between calls. Its
+        rows, and the calls in turn with avoided cells: docs/design.md, "The path query".
 
         Returns (status, flags, count, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
-        status (QUERY_UNMENDED only as said above), FLAG_* bits, the count of waypoints (0
-        when there is no path; QUERY_UNMENDED's: the unmended path's cells), left in the workspace as ``answer_cells(work_int)[:count]``,
-        the cost of the underlying cell path, the Euclidean length of the waypoints, nodes
-        expanded, and the endpoints after snapping. It allocates nothing: with no array to
-        hand back, numba's reference counting is left out of the call (0.3 µs of a short
-        path's, bench/profile.py).
+        status, FLAG_* bits, the count of waypoints (0 for no path; QUERY_UNMENDED's: the
+        unmended path's cells) left in ``answer_cells(work_int)[:count]``, the cell path's
+        cost, the waypoints' Euclidean length, nodes expanded, and the endpoints after
+        snapping. It allocates nothing, so it compiles without reference counting.
         """
         diagonal = (mode >> MODE_DIAGONAL) & 3
         heuristic = (mode >> MODE_HEURISTIC) & 3
@@ -235,8 +212,8 @@ def _solver(kind, name):
         # steps on none of their cells or detours of its own cost go round them
         # (repair.mend); else the caller searches round all of them, under the overlay.
         # Two call sites on purpose: with one, LLVM inlines jps_plus into this function and
-        # the search runs a third slower (measured with bench/profile.py: solve's fixed part
-        # went from 2 to 12 µs on 32room_000); with two it keeps one out-of-line copy.
+        # the search runs slower (bench/profile.py shows it in solve's fixed part); with two
+        # it keeps one out-of-line copy.
         # Under an overlay, plain_cells is the grid searched (the blocked one, or a
         # relaxation); without one, jps_plus is compiled with none of the overlay's code.
         # Each test on ``kind`` is a constant in a copy (see _solver): numba drops a branch

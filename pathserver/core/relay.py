@@ -24,7 +24,7 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.avoid import anchor_box
-from pathserver.core.jps import ONE, _bitmap_words
+from pathserver.core.jps import ONE, bitmap_words
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
@@ -37,7 +37,7 @@ def _open(cells, width, height, x, y):
 def overlay_rows(height, width):
     """Where an overlay's rows start, for an H x W grid: after a bit for each word of its
     jump bitmaps. Then H + 1 counts, H first positions, H ends."""
-    return (4 * (_bitmap_words(height, width) + _bitmap_words(width, height)) + 63) >> 6
+    return (4 * (bitmap_words(height, width) + bitmap_words(width, height)) + 63) >> 6
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
@@ -153,8 +153,8 @@ def lay_avoided(bitmaps, cells, boxes, unit_w, unit_h, touched, overlay, log):
     ``log`` (int64) once. Returns how many words changed (more than log holds: only the
     first len(log) are noted)."""
     height, width = cells.shape
-    rows = _bitmap_words(height, width)
-    columns = _bitmap_words(width, height)
+    rows = bitmap_words(height, width)
+    columns = bitmap_words(width, height)
     row_lines = overlay_rows(height, width)
     column_lines = overlay_columns(height, width)
     _start_lines(overlay, row_lines, height, width)

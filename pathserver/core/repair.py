@@ -24,9 +24,10 @@ JPS+'s records (rows 3 and 4) and the answer (``work_int`` rows 1 and 2) alone.
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.astar import SQRT2, _octile, next_pass_id
+from pathserver.core.astar import next_pass_id, octile
 from pathserver.core.heap import TIE
-from pathserver.core.jpsplus import _pop, _push
+from pathserver.core.jpsplus import strided_pop, strided_push
+from pathserver.core.moves import SQRT2
 
 #: Steps kept before and after a cut, tried in turn: a wider stretch has more ways of
 #: its cost round the cut, and a dearer search.
@@ -89,11 +90,11 @@ def detour(path, first, last, passable, work_float, work_int):
     # Keyed f, then nearer the end (as JPS+'s heap): every way in the band is as dear,
     # so the search runs along one instead of filling the band.
     h_scale = 1.0 + TIE
-    size = _push(keys, nodes, n, 0, start, _octile(ax, ay, bx, by) * h_scale)
+    size = strided_push(keys, nodes, n, 0, start, octile(ax, ay, bx, by) * h_scale)
     closed = 0
     reached = False
     while size > 0:
-        node, size = _pop(keys, nodes, n, size)
+        node, size = strided_pop(keys, nodes, n, size)
         if stamp[node] == closed_mark:
             continue  # improved and closed since this entry was pushed
         if node == goal:
@@ -119,7 +120,7 @@ def detour(path, first, last, passable, work_float, work_int):
             else:
                 step = g[node] + 1.0
             # Only ways as cheap as the stretch count: the search stays in their band.
-            h = _octile(nx, ny, bx, by)
+            h = octile(nx, ny, bx, by)
             if step + h > bound:
                 continue
             other = ny * width + nx
@@ -129,7 +130,7 @@ def detour(path, first, last, passable, work_float, work_int):
             g[other] = step
             stamp[other] = open_mark
             parent[other] = node
-            size = _push(keys, nodes, n, size, other, step + h * h_scale)
+            size = strided_push(keys, nodes, n, size, other, step + h * h_scale)
     if not reached:
         return 0, closed
     # As dear, so as many steps: the detour fills the stretch's cells exactly.

@@ -50,7 +50,7 @@ def downhill(cells, cost_index, cost_table, uniform, heights, use_heights, max_c
     best_node = NOWHERE
     for d in range(directions(diagonal)):
         nx, ny = step_to(x, y, d)
-        # The tests of moves.legal, written out: see pathserver.core.moves.
+        # moves.legal written out: the inlined call ran slower here (bench/queries.py, next_steps).
         if nx < 0 or ny < 0 or nx >= width or ny >= height or cells[ny, nx] == 0:
             continue
         if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):

@@ -4,8 +4,8 @@ holding the GIL.
 The bytes are exactly what msgpack-python's ``Packer`` writes for ``points.tolist()``:
 an array of ``[x, y]`` arrays, each int in its smallest encoding (positive fixint,
 uint8/16/32, negative fixint, int8/16/32) and each float as a big-endian float64. A
-server thread encodes a 260 000-point path here in a few milliseconds while the socket
-loop goes on; ``tolist()`` plus ``Packer.pack`` take about 100 ms with the GIL held.
+server thread encodes a long path here while the socket loop goes on, where ``tolist()``
+plus ``Packer.pack`` would hold the GIL far longer.
 """
 
 import numpy as np
@@ -91,9 +91,10 @@ def pack_float_points(bits, out):
 # -- reading: a request's avoided cells sent as [x, y] pairs --------------------------------
 #
 # msgpack-python builds a list of two numbers for every pair of a request's ``avoid.cells``
-# and the validators then walk them, about 35 µs for 200 cells against 1 µs for the same
-# cells as a bin. :func:`avoid_pairs` reads such an array straight from the body's bytes;
-# the server (``server.handlers``) decodes the rest with msgpack, the array left out.
+# and the validators then walk them, far slower than the same cells as a bin
+# (bench/queries.py's wire rows with avoided cells). :func:`avoid_pairs` reads such an
+# array straight from the body's bytes; the server (``server.handlers``) decodes the rest
+# with msgpack, the array left out.
 # Anything it does not plainly recognise is left to msgpack and the validators, so that
 # every refusal keeps its code, ``at`` and message.
 

@@ -13,19 +13,9 @@ Colour -> cell, first rule that applies:
    - otherwise walkable with cost ``1 + (255 - L) / 16``: white is cost 1, grey 239 is
      cost 2, grey 223 is 3, ... grey 64 is 12.9375.
 
-Tags: the sidecar's ``tag_colors`` (``{"water": "#3070ff"}``, a name -> one colour or a
-list), when the sidecar names no ``tags`` file, tags the cells of those colours (alpha
-ignored). The colour rules above still say whether such a cell is walkable and what it
-costs, so a tag colour must be a walkable one (in ``cost_legend`` with a cost, or light
-enough): a tag on blocked cells could never matter, since traversal rules only block or
-make dearer, and is refused as a likely mistake. Each colour belongs to one tag.
-
-Writing: blocked cells are black; a cost that rule 3 can express exactly (``1 + k/16`` for
-``k`` in 0..191) is its grey; any other cost gets a colour of its own declared in the
-sidecar's ``cost_legend`` (and the image is then RGB rather than greyscale).
-
-Refused before decoding pixels: files that are not PNG, declared sizes over ``MAX_CELLS``,
-broken or truncated chunks (checked with Pillow's ``verify``).
+The sidecar's ``tag_colors`` tags the cells of its colours when it names no ``tags`` file.
+Tag colours, writing, and what is refused before decoding pixels: docs/design.md, "PNG
+maps".
 """
 
 from __future__ import annotations

@@ -9,21 +9,13 @@
 Row ``y`` of the file is numpy row ``y``; character ``x`` of it is column ``x``; (0, 0) is
 the upper-left cell.
 
-Characters: ``.`` ``G`` ``S`` are passable (cost 1); ``@`` ``O`` ``T`` ``W`` are blocked.
-This is the rule the benchmark's optimal lengths agree with (``S`` swamp and ``W`` water
-have older, per-terrain meanings that the published scenarios do not use). A sidecar's
-``cost_legend`` adds characters or redefines these: ``{"~": 3.0}`` makes ``~`` walkable at
-cost 3, ``{"W": 5.0}`` makes water walkable at cost 5, ``null`` makes a character blocked.
-Any other character is an error.
-
-Tolerated: CRLF line endings (a trailing ``\\r`` is stripped from each line), a missing
-final newline, blank lines after the last row, ``height``/``width`` in either order.
-Refused before allocating: sizes that are not positive or exceed ``MAX_CELLS``, and a file
-longer than its header allows. Refused after: fewer rows than the header says (a
-half-written file never loads partially), a row of the wrong length, an unknown character.
-
-Writing uses ``.`` and ``@``; walkable cells with another cost get legend characters
-(``a``, ``b``, ...) declared in the sidecar.
+Characters: ``.`` ``G`` ``S`` are passable (cost 1); ``@`` ``O`` ``T`` ``W`` are blocked,
+the rule the benchmark's optimal lengths agree with. A sidecar's ``cost_legend`` adds
+characters or redefines these: ``{"~": 3.0}`` makes ``~`` walkable at cost 3, ``{"W":
+5.0}`` makes water walkable at cost 5, ``null`` makes a character blocked. Any other
+character is an error. Writing uses ``.`` and ``@``; walkable cells with another cost get
+legend characters (``a``, ``b``, ...) declared in the sidecar. What is tolerated and what
+refused: docs/design.md, "Moving AI maps".
 """
 
 from __future__ import annotations

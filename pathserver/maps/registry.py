@@ -8,39 +8,12 @@ share a stem, the first in :data:`~pathserver.maps.files.MAP_SUFFIXES` order
 (``.map``, ``.tmj``, ``.json``, ``.png``) is served and the others are reported in that
 name's ``last_error``.
 
-How a change is noticed. Each batch of watcher events (watchfiles) triggers a rescan that
-compares the folder with what was last loaded: for every name, the ``(mtime, size,
-inode)`` of its map file, its sidecars, and the files its last load read (heights, tags,
-external tilesets). A name whose files differ is reloaded, and so is every name an event
-names, since two writes within one tick of the file system's clock can leave mtime and
-size unchanged. Because the rescan looks at the disk rather than at event types, atomic
-saves (temp file + ``os.replace``), in-place writes, deletions and new files are all
-handled the same way. A rescan also runs every ``rescan_ms`` when nothing happens, so an
-event the watcher missed (it starts after ``load_all``; inotify queues can overflow) is
-caught within that time.
-
-Validate, then swap. A file is loaded into a new :class:`GridMap` (clearance included)
-without touching the served one; only a complete map replaces it, with one dict assignment
-under a lock. A malformed or half-written file leaves the old map serving; the error is
-kept in ``last_error`` and counted in ``stats["reloads_failed"]``. A file that failed is
-not retried until it changes again. A deleted file stops being served.
-
-Uploaded maps (``put_map``, :meth:`MapRegistry.put_map`) live beside the files, in memory
-for the registry's life, under names no map file serves (a name a file serves, loaded or
-not, refuses ``put_map`` / ``drop_map`` with ``conflict``). Their total size is bounded by
-``max_upload_cells``. A map file that appears later under an uploaded map's name is not
-loaded: the upload keeps serving (a game's world is never replaced behind its back), and
-the name's ``last_error`` says why; dropping the upload (:meth:`drop_map`) loads the file.
-Edits apply to uploaded maps as to the others.
-
-Generations: each successful load, upload or edit gets a generation one higher than the
-last one the registry handed out to any map. A name's generation therefore only ever
-grows, also across deletion and re-creation (a file's, or an upload's drop and put), so a
-client can tell any two versions apart, and no state is kept for names that are gone.
-
-Threads: :meth:`get` reads a dict that is never mutated, only replaced (copy on write), so
-it takes no lock. Loads are serialised; swaps and edits hold ``_lock`` briefly. State is
-keyed by map name and file path only, so memory stays flat over any number of reloads.
+A changed file is loaded into a new :class:`GridMap` beside the served one and replaces it
+only once complete: a broken file leaves the old map serving, its error in ``last_error``.
+Uploaded maps (:meth:`MapRegistry.put_map`) live in memory beside the files, under names
+no file serves, within ``max_upload_cells``. Each load, upload or edit gets a generation
+higher than any the registry handed out before; :meth:`get` takes no lock. How a change
+is noticed, and why each of these rules: docs/design.md, "Hot reload".
 """
 
 from __future__ import annotations

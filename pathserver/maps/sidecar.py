@@ -1,35 +1,24 @@
-"""Sidecars: optional metadata beside a map, ``NAME.json`` (or ``NAME.toml``) next to
+"""Sidecars: optional metadata beside a map, ``NAME.json`` or ``NAME.toml`` next to
 ``NAME.map`` / ``NAME.png`` / ``NAME.tmj`` (a Tiled ``NAME.json`` map can only have
-``NAME.toml``). Having both ``NAME.json`` and ``NAME.toml`` is an error: which one wins
-would be a guess.
+``NAME.toml``); both at once is an error, as which one wins would be a guess. Keys, all
+optional (an unknown key is an error, so a typo does not pass silently)::
 
-Keys (all optional; an unknown key is an error so a typo does not pass silently)::
-
-    {
-      "origin": [x, y],            world position of the corner of cell (0, 0)
-      "cell_size": 0.5,            world size of one cell (> 0)
-      "cost_legend": {...},        .map: one character -> cost, e.g. {"~": 3.0, "W": 5.0}
-                                   .png: "#rrggbb" -> cost, e.g. {"#3070ff": null}
-                                   a number >= 1 is walkable at that cost; null (TOML:
-                                   "blocked") is blocked. Entries override the built-in rules.
-      "heights": [[...], ...]      rows of numbers (H rows of W), or a path relative to the
-                 or "h.npy"        map: a 2-D ``.npy`` array or a grey ``.png`` heightmap
-      "heights_scale": 0.1,        multiplies a PNG heightmap's grey values (default 1)
-      "layer": "collision",        Tiled only: the tile layer to read
-      "empty_cost": 1.0,           Tiled only: cost of empty cells (gid 0); null = blocked
-      "tags": "tags/level.png"     the tag layer: rows of integers 0..255 (0: untagged),
-              or [[0, 1], ...]     or a path relative to the map: a .png whose red (grey)
-                                   value is the tag byte, or a 2-D integer .npy
-      "tag_names": {"water": 1},   tag name -> value 1..255
-      "tag_colors": {"water": "#1030a0", "forest": ["#208020", "#30a030"]},
-                                   tag name -> colour(s) of the tags PNG, or of a PNG map
-                                   itself when there is no "tags"
-      "tag_layer": "terrain",      Tiled only: the tile layer whose tiles' "tag" property
-                                   gives the tags
-      "classes": {"boat": {"land": null, "shallows": 2}}
-                                   unit classes: tag -> null (blocked; TOML: "blocked") or
-                                   a cost multiplier >= 1
-    }
+    origin         [x, y]: world position of the corner of cell (0, 0)
+    cell_size      world size of one cell (> 0)
+    cost_legend    .map: character -> cost ({"~": 3.0}); .png: "#rrggbb" -> cost; a number
+                   >= 1 is walkable at that cost, null (TOML: "blocked") blocked
+    heights        rows of numbers (H rows of W), or a path relative to the map: a 2-D
+                   .npy array or a grey .png heightmap
+    heights_scale  multiplies a PNG heightmap's grey values (default 1)
+    layer          Tiled only: the tile layer to read
+    empty_cost     Tiled only: cost of empty cells (gid 0); null = blocked
+    tags           the tag layer: rows of integers 0..255 (0: untagged), or a path relative
+                   to the map: a .png (its red or grey value the tag byte), a 2-D int .npy
+    tag_names      tag name -> value 1..255
+    tag_colors     tag name -> colour(s) of the tags PNG, or of a PNG map without "tags"
+    tag_layer      Tiled only: the tile layer whose tiles' "tag" property gives the tags
+    classes        unit classes: class -> {tag: null (blocked; TOML: "blocked") or a cost
+                   multiplier >= 1}
 
 How the tag keys combine is in :mod:`pathserver.maps.tags`.
 """

@@ -2,48 +2,16 @@
 map (``"type": "map"``, or ``tilewidth`` and ``layers``). One tile is one cell; the
 layer's data runs row by row from the top, so entry ``y * width + x`` is cell ``[y, x]``.
 
-Which layer: the sidecar's ``layer`` (by name); else the first tile layer with a bool
-property ``pathfinding`` set to true; else the first tile layer (group layers are searched
-depth first, in file order).
+Cells: gid 0 (no tile) is walkable at ``empty_cost`` (default 1; a sidecar may set another
+cost, or null for blocked); any other gid takes its tile's custom properties in its
+tileset: ``solid`` (bool) true blocks, ``cost`` (float or int, >= 1) is the terrain cost,
+a tile with neither is walkable at cost 1, a gid no tileset covers is an error. A tile's
+string property ``tag`` tags the cells showing it (:mod:`pathserver.maps.tags`).
 
-Cells:
-
-- gid 0 (no tile): walkable at ``empty_cost`` (default 1; a sidecar may set another cost
-  or null for blocked);
-- any other gid: the tile's custom properties in its tileset: ``solid`` (bool) true means
-  blocked, ``cost`` (float or int, >= 1) is the terrain cost. A tile without them is
-  walkable at cost 1. A gid that no tileset covers is an error.
-
-Tags (unit classes, see :mod:`pathserver.maps.tags`): a tile's string property ``tag``
-(``"water"``, ``"forest"``; empty means untagged) tags the cells showing it in the tag
-layer: the sidecar's ``tag_layer``, else the map's string property ``tag_layer``, else a
-tile layer named ``tags``, else the layer read for walkable cells. Empty cells are
-untagged. Values go to names in sorted order, unless ``tag_names`` (the sidecar's, else
-a map property holding JSON such as ``{"water": 1}``) fixes them; the unit classes are
-the sidecar's ``classes``, else a map property ``classes`` holding JSON (``{"boat":
-{"land": null}}``). A map whose tilesets declare no ``tag`` has no tag layer.
-
-Flip and rotation flags (the top four bits of a gid: horizontal, vertical, diagonal flip,
-and Tiled 1.9's hexagonal 120-degree rotation) are masked off: a flipped tile is the same
-terrain.
-
-Layer data: a plain array (Tiled's "CSV" format), or base64 of little-endian uint32 gids,
-uncompressed, zlib or gzip. **zstd is not supported** (the standard library has no zstd):
-in Tiled, set the map's Tile Layer Format to CSV or Base64 (zlib). Infinite maps (chunks)
-and staggered/hexagonal orientations are refused; isometric maps are read as the same grid.
-
-Tilesets: embedded, or external JSON (``.tsj``/``.json``) resolved relative to the map.
-XML tilesets (``.tsx``) are refused with a message saying to export them as JSON.
-
-World transform: ``cell_size`` is the map property ``cell_size`` if set, else ``tilewidth``
-(so world units are Tiled pixels); ``origin`` comes from the map properties ``origin_x``,
-``origin_y`` (default 0). A sidecar overrides both.
-
-Writing produces one tile layer ``pathfinding`` and one embedded tileset ``pathserver``:
-tile 0 is ``solid``, tiles 1..n carry the map's distinct costs, walkable cost-1 cells are
-empty. A map with tags gets a second layer ``tags`` whose tiles carry ``tag``, and the map
-properties ``tag_names`` and ``classes`` (when some tag value in use has no name, the
-tags go to the sidecar instead).
+Not read: zstd-compressed layer data (in Tiled, set the map's Tile Layer Format to CSV or
+Base64 (zlib)), infinite maps, staggered and hexagonal orientations, XML tilesets
+(``.tsx``: export them as JSON). Which layer is read, the flags, encodings, tilesets and
+world transform taken, and what writing produces: docs/design.md, "Tiled maps".
 """
 
 from __future__ import annotations

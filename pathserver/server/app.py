@@ -66,19 +66,15 @@ def serve(
     CURVE. A non-loopback ``bind`` without CURVE returns 2 with one line on stderr before
     anything loads, unless ``insecure``, which prints a warning line instead.
 
-    Worker mode (``pathserver.broker``): with ``connect`` (the broker's back endpoint)
-    the server connects instead of binding and prints ``pathserver worker HOST:PID
-    ready, connected to ENDPOINT (N maps)``.
-
-    Shared state (docs/scaling.md): with ``state`` (``redis://HOST:PORT/DB``) uploads
-    and edits live in that Redis, and every server given it applies them in one order;
-    the server takes requests once it has applied what Redis holds.
-
-    ``max_upload_cells``: the bound on the total cells of maps uploaded with ``put_map``
-    (default ``pathserver.maps.registry.DEFAULT_MAX_UPLOAD_CELLS``).
-
-    ``exit_at_once`` (the CLI's): a stop while kernels still compile ends the process
-    there and then (``os._exit``) instead of waiting for the compile in hand.
+    Worker mode (``pathserver.broker``): with ``connect`` (the broker's back endpoint) the
+    server connects instead of binding and prints ``pathserver worker HOST:PID ready,
+    connected to ENDPOINT (N maps)``. Shared state (docs/scaling.md): with ``state``
+    (``redis://HOST:PORT/DB``) uploads and edits live in that Redis, and every server given
+    it applies them in one order; the server takes requests once it has applied what Redis
+    holds. ``max_upload_cells``: the bound on the total cells of maps uploaded with
+    ``put_map`` (default ``pathserver.maps.registry.DEFAULT_MAX_UPLOAD_CELLS``).
+    ``exit_at_once`` (the CLI's): a stop while kernels still compile ends the process there
+    and then (``os._exit``) instead of waiting for the compile in hand.
     """
     out = sys.stdout if out is None else out
     try:

@@ -9,7 +9,7 @@ import pytest
 
 import naive
 from pathserver.core.avoid import block_anchors
-from pathserver.core.jps import _bitmap_words, jump_bitmaps
+from pathserver.core.jps import bitmap_words, jump_bitmaps
 from pathserver.core.relay import lay_avoided, lift_avoided, new_overlay, overlay_columns, overlay_rows
 
 
@@ -24,7 +24,7 @@ def random_boxes(rng, width, height, count):
 
 def stop_words(width, height):
     """A mask of the words of jump_bitmaps that hold stops (the rest hold "ahead" bits)."""
-    rows, columns = _bitmap_words(height, width), _bitmap_words(width, height)
+    rows, columns = bitmap_words(height, width), bitmap_words(width, height)
     mask = np.zeros(4 * (rows + columns), dtype=bool)
     mask[:2 * rows] = True
     mask[4 * rows:4 * rows + 2 * columns] = True
