@@ -364,8 +364,7 @@ def next_steps(
     footprint sees clearly from its cell, without crossing dearer terrain than the descent
     does (the first step when it sees none).
 
-    The field is computed once per map generation, goals, unit size and options and kept
-    in the map's cache (the last 8). Other options as :func:`distance_field`.
+    The field is kept in the map's cache (the last 8). Other options as :func:`distance_field`.
 
     >>> m = GridMap.from_ascii('''
     ... .....
