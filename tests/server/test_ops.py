@@ -179,6 +179,7 @@ def test_a_bug_becomes_internal_and_the_server_stays_up(dealer, monkeypatch, cap
         raise ZeroDivisionError("secret detail")
 
     monkeypatch.setattr(path_ops, "find_path", broken)
+    monkeypatch.setattr(path_ops, "find_path_within", broken)  # the loop's own try
     reply = ask(dealer, op="path", map="arena", start=[0, 0], goal=[9, 4])
     assert error(reply) == ("internal", None)
     assert "secret" not in reply["error"]["message"]
