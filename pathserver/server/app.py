@@ -93,7 +93,8 @@ def serve(
     identity = None if connect is None else f"{socket.gethostname()}:{os.getpid()}"
     shared = None
     if state is not None:
-        from pathserver.editlog import RedisState, check_url  # Redis's client: imported for --state only
+        from pathserver.editlog import RedisState  # Redis's client: imported for --state only
+        from pathserver.editlog.connection import check_url
 
         try:
             shared = RedisState(registry, check_url(state), identity=identity, build_upload=map_ops.build_upload)
