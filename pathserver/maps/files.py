@@ -1,5 +1,6 @@
 """What every map file module shares: the file names that are maps, the decoded grid a
-format reader returns, the one shape of load error, bounded reads and atomic writes.
+format reader returns, the one shape of load error, bounded reads and atomic writes, and
+JSON parsed with the same errors for every format.
 
 Every problem with a file raises :class:`~pathserver.errors.MapLoadError` whose message is
 ``FILE: WHERE: REASON`` (``maps/x.map: line 7: row has 63 characters, expected 64``).
@@ -13,6 +14,7 @@ The format modules (:mod:`~pathserver.maps.movingai`, :mod:`~pathserver.maps.ima
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import tempfile
@@ -101,6 +103,19 @@ def read_file(path: Path, limit: int) -> bytes:
     if len(data) > limit:
         raise map_error(path, None, f"file is larger than {limit} bytes")
     return data
+
+
+def parse_json(path: Path, data: bytes, not_text: str = "not UTF-8 text"):
+    """``data`` (read from ``path``) parsed as JSON; MapLoadError where it is not JSON,
+    with ``not_text`` as the reason where it is not UTF-8 text."""
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise map_error(path, f"byte {exc.start}", not_text) from None
+    except json.JSONDecodeError as exc:
+        raise map_error(path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise map_error(path, None, "invalid JSON: nested too deeply") from None
 
 
 def check_dimensions(path, where: str | None, width, height) -> tuple[int, int]:

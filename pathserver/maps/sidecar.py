@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from pathserver.maps import tags as tag_layers
-from pathserver.maps.files import OPTION_KEYS, is_number, map_error, read_file
+from pathserver.maps.files import OPTION_KEYS, is_number, map_error, parse_json, read_file
 
 SIDECAR_SUFFIXES = (".json", ".toml")
 #: Sidecars hold at most an inline heightmap; anything bigger is surely not a sidecar.
@@ -78,14 +78,7 @@ def read_sidecar(path: Path, fmt: str) -> dict:
         except tomllib.TOMLDecodeError as exc:
             raise map_error(path, None, f"invalid TOML: {exc}") from None
     else:
-        try:
-            raw = json.loads(data)
-        except UnicodeDecodeError as exc:
-            raise map_error(path, f"byte {exc.start}", "not UTF-8 text") from None
-        except json.JSONDecodeError as exc:
-            raise map_error(path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
-        except RecursionError:
-            raise map_error(path, None, "invalid JSON: nested too deeply") from None
+        raw = parse_json(path, data)
     if not isinstance(raw, dict):
         raise map_error(path, None, "a sidecar must be an object of keys")
     return validate_options(raw, fmt, str(path))

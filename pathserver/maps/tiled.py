@@ -32,6 +32,7 @@ from pathserver.maps.files import (
     is_number,
     is_tiled_document,
     map_error,
+    parse_json,
     read_file,
     tag_values,
 )
@@ -45,6 +46,8 @@ _GID_MASK = np.uint32(~FLAG_BITS & 0xFFFFFFFF)
 #: Maps up to this many cells are written as a plain array, bigger ones as base64 + zlib.
 PLAIN_DATA_CELLS = 65536
 _TILED_VERSION = "1.10.2"
+#: Why a map or tileset that is not UTF-8 text is refused.
+_NOT_TEXT = "not UTF-8 text (binary data?)"
 
 
 @dataclass
@@ -56,17 +59,6 @@ class _Tileset:
     where: str
     # local tile id -> its "tag" property
     tags: dict[int, str]
-
-
-def _parse_json(path: Path, data: bytes):
-    try:
-        return json.loads(data)
-    except UnicodeDecodeError as exc:
-        raise map_error(path, f"byte {exc.start}", "not UTF-8 text (binary data?)") from None
-    except json.JSONDecodeError as exc:
-        raise map_error(path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise map_error(path, None, "invalid JSON: nested too deeply") from None
 
 
 def _properties(path, owner: dict, where: str) -> dict:
@@ -114,7 +106,7 @@ def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tilese
                 f"external tileset {source!r} is not JSON; in Tiled export it as .tsj or embed it in the map",
             )
         sources.append(tileset_path)
-        tileset = _parse_json(tileset_path, read_file(tileset_path, MAX_JSON_BYTES))
+        tileset = parse_json(tileset_path, read_file(tileset_path, MAX_JSON_BYTES), _NOT_TEXT)
         if not isinstance(tileset, dict):
             raise map_error(tileset_path, None, "a tileset must be a JSON object")
         owner_path, where = tileset_path, "tileset"
@@ -238,7 +230,7 @@ def _map_number(path, props: dict, key: str, positive: bool = False):
 
 
 def read(path: Path, options: dict) -> Decoded:
-    document = _parse_json(path, read_file(path, MAX_JSON_BYTES))
+    document = parse_json(path, read_file(path, MAX_JSON_BYTES), _NOT_TEXT)
     if not is_tiled_document(document):
         raise map_error(path, None, "not a Tiled map (no \"type\": \"map\", or no tilewidth and layers)")
     width, height = check_dimensions(path, "field 'width'/'height'", document.get("width"), document.get("height"))
