@@ -86,13 +86,18 @@ def _tile_terrain(path, props: dict, where: str) -> tuple[bool, float]:
     return not solid, float(cost)
 
 
+def _integer(path, value, where: str, minimum: int) -> int:
+    """``value`` if it is an integer >= ``minimum``, else MapLoadError at field ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise map_error(path, f"field '{where}'", f"must be an integer >= {minimum}, got {value!r:.40}")
+    return value
+
+
 def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tileset:
     where = f"tilesets[{index}]"
     if not isinstance(entry, dict):
         raise map_error(path, f"field '{where}'", "must be an object")
-    firstgid = entry.get("firstgid")
-    if isinstance(firstgid, bool) or not isinstance(firstgid, int) or firstgid < 1:
-        raise map_error(path, f"field '{where}.firstgid'", f"must be an integer >= 1, got {firstgid!r:.40}")
+    firstgid = _integer(path, entry.get("firstgid"), f"{where}.firstgid", 1)
     owner_path, tileset = path, entry
     if "source" in entry:
         source = entry["source"]
@@ -111,8 +116,8 @@ def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tilese
             raise map_error(tileset_path, None, "a tileset must be a JSON object")
         owner_path, where = tileset_path, "tileset"
     tilecount = tileset.get("tilecount")
-    if tilecount is not None and (isinstance(tilecount, bool) or not isinstance(tilecount, int) or tilecount < 0):
-        raise map_error(owner_path, f"field '{where}.tilecount'", f"must be an integer >= 0, got {tilecount!r:.40}")
+    if tilecount is not None:
+        _integer(owner_path, tilecount, f"{where}.tilecount", 0)
     tiles_raw = tileset.get("tiles", [])
     if not isinstance(tiles_raw, list):
         raise map_error(owner_path, f"field '{where}.tiles'", "must be a list")
@@ -121,9 +126,7 @@ def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tilese
         tile_where = f"{where}.tiles[{j}]"
         if not isinstance(tile, dict):
             raise map_error(owner_path, f"field '{tile_where}'", "must be an object")
-        tile_id = tile.get("id")
-        if isinstance(tile_id, bool) or not isinstance(tile_id, int) or tile_id < 0:
-            raise map_error(owner_path, f"field '{tile_where}.id'", f"must be an integer >= 0, got {tile_id!r:.40}")
+        tile_id = _integer(owner_path, tile.get("id"), f"{tile_where}.id", 0)
         props = _properties(owner_path, tile, tile_where)
         tiles[tile_id] = _tile_terrain(owner_path, props, tile_where)
         tag = props.get("tag", "")
