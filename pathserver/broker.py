@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import collections
 import logging
-import signal
 import sys
 import threading
 import time
@@ -42,11 +41,13 @@ from pathserver.transport import (
     MORE_NOBLOCK,
     NOBLOCK,
     RCVMORE,
+    Bindable,
     bind_socket,
     max_message_bytes,
     recv_frames,
     send_frames,
     server_socket,
+    stopped_by_signals,
 )
 
 log = logging.getLogger("pathserver.broker")
@@ -92,7 +93,7 @@ def _relay(back: zmq.Socket, front: zmq.Socket) -> None:
         front.send(frame, NOBLOCK)
 
 
-class Broker:
+class Broker(Bindable):
     """Forwards requests between ``front`` (clients) and ``back`` (workers).
 
     ``bind()`` returns the real endpoints (a port of 0 or ``*`` picks a free one); ``run()`` forwards until ``stop()``, which any thread or a signal
@@ -200,10 +201,6 @@ class Broker:
             self._authenticator.stop()
             self._authenticator = None
         self._context.term()
-
-    def __enter__(self):
-        self.bind()
-        return self
 
     def __exit__(self, *exc):
         self.stop()
@@ -374,21 +371,17 @@ def run(args: argparse.Namespace, out=None) -> int:
     for warning in dict.fromkeys(warnings):
         print(warning, file=sys.stderr, flush=True)
     broker = Broker(args.front, args.back, worker_wait_s=worker_wait, curve=curve)
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, lambda *_: broker.stop())
     try:
-        try:
-            endpoints = broker.bind()
-        except BrokerError as exc:
-            print(f"pathserver broker: {exc}", file=sys.stderr, flush=True)
-            return 2
-        print(f"pathserver broker ready on {endpoints['front']} (back {endpoints['back']})", file=out, flush=True)
-        broker.run()
+        with stopped_by_signals(broker.stop):
+            try:
+                endpoints = broker.bind()
+            except BrokerError as exc:
+                print(f"pathserver broker: {exc}", file=sys.stderr, flush=True)
+                return 2
+            print(f"pathserver broker ready on {endpoints['front']} (back {endpoints['back']})", file=out,
+                  flush=True)
+            broker.run()
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         broker.close()
     return 0
 

@@ -229,7 +229,28 @@ class _Pending:
         self.resend_at = None
 
 
-class Client:
+class _Connection:
+    """What both clients keep: the endpoint, the timeout and retries, the CURVE options,
+    the context (``context``, else ``default_context()``), the socket, the request ids."""
+
+    def __init__(self, endpoint: str, timeout: float, retries: int, context, default_context, server_public_key,
+                 client_secret_key):
+        self.endpoint = endpoint
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self._curve_options = client_curve_options(server_public_key, client_secret_key)
+        self._context = context or default_context()
+        self._socket = None
+        self._ids = itertools.count(1)
+
+    def _new_socket(self):
+        return client_socket(self._context, self.endpoint, curve_options=self._curve_options)
+
+    def _timed_out(self) -> ClientTimeoutError:
+        return ClientTimeoutError(f"no reply from {self.endpoint} within {self.timeout} s after {self.retries} retries")
+
+
+class Client(_Connection):
     """A synchronous client on one DEALER socket.
 
     timeout: seconds to wait for a reply before reconnecting and resending.
@@ -242,13 +263,8 @@ class Client:
 
     def __init__(self, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float = 2.0, retries: int = 3, context=None,
                  server_public_key=None, client_secret_key=None):
-        self.endpoint = endpoint
-        self.timeout = float(timeout)
-        self.retries = int(retries)
-        self._curve_options = client_curve_options(server_public_key, client_secret_key)
-        self._context = context or zmq.Context.instance()
-        self._socket = None
-        self._ids = itertools.count(1)
+        super().__init__(endpoint, timeout, retries, context, zmq.Context.instance, server_public_key,
+                         client_secret_key)
         self._pending: dict[int, _Pending] = {}
         self._replies: dict[int, dict] = {}
         self._connect()
@@ -392,7 +408,7 @@ class Client:
     # -- Lazy Pirate -----------------------------------------------------------------
 
     def _connect(self) -> None:
-        self._socket = client_socket(self._context, self.endpoint, curve_options=self._curve_options)
+        self._socket = self._new_socket()
 
     def _drain(self) -> None:
         while True:
@@ -426,9 +442,7 @@ class Client:
         pending = self._pending[rid]
         if pending.attempts >= self.retries:
             del self._pending[rid]
-            raise ClientTimeoutError(
-                f"no reply from {self.endpoint} within {self.timeout} s after {self.retries} retries"
-            )
+            raise self._timed_out()
         pending.attempts += 1
         # The socket may be stuck on a dead connection: replace it, resend everything.
         self.close()
@@ -440,7 +454,7 @@ class Client:
             send_request(self._socket, other.body)
 
 
-class AsyncClient:
+class AsyncClient(_Connection):
     """The asyncio twin of :class:`Client` (``zmq.asyncio``); every method is a coroutine.
 
     Concurrent calls share one socket; one reader task routes replies to their callers.
@@ -449,15 +463,10 @@ class AsyncClient:
 
     def __init__(self, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float = 2.0, retries: int = 3, context=None,
                  server_public_key=None, client_secret_key=None):
-        self.endpoint = endpoint
-        self.timeout = float(timeout)
-        self.retries = int(retries)
-        self._curve_options = client_curve_options(server_public_key, client_secret_key)
-        self._context = context or zmq.asyncio.Context.instance()
-        self._socket = None
+        super().__init__(endpoint, timeout, retries, context, zmq.asyncio.Context.instance, server_public_key,
+                         client_secret_key)
         self._reader = None
         self._epoch = 0
-        self._ids = itertools.count(1)
         self._pending: dict[int, list] = {}  # id -> [future, body, epoch sent on]
 
     async def find_path(self, map: str, start, goal=None, unit_size=1, **options) -> dict:
@@ -529,9 +538,7 @@ class AsyncClient:
                     reply = await asyncio.wait_for(asyncio.shield(entry[0]), timeout)
                 except asyncio.TimeoutError:
                     if attempts >= self.retries:
-                        raise ClientTimeoutError(
-                            f"no reply from {self.endpoint} within {self.timeout} s after {self.retries} retries"
-                        ) from None
+                        raise self._timed_out() from None
                     attempts += 1
                     if entry[2] == self._epoch:
                         await self._reconnect()
@@ -557,7 +564,7 @@ class AsyncClient:
         await self.close()
 
     def _connect(self) -> None:
-        socket = client_socket(self._context, self.endpoint, curve_options=self._curve_options)
+        socket = self._new_socket()
         self._socket = socket
         self._reader = asyncio.ensure_future(self._read(socket))
 

@@ -21,12 +21,16 @@ with the timeout as TTL and a HANDSHAKE_MS deadline. "pings": the clients' inter
 timeout only. Every socket closes with LINGER 0 (a stopped process never waits to
 deliver), and every bound one binds through :func:`bind_socket`, which also announces
 the ZAP domain. Process-internal inproc sockets (the loop's result pipe, the broker's
-control pair) are made where they are used: no peer to time out, nothing to limit.
+control pair) are made where they are used: no peer to time out, nothing to limit. The
+owners of bound sockets share :class:`Bindable` and :func:`stopped_by_signals`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
+import threading
 
 import zmq
 
@@ -147,6 +151,37 @@ def bind_socket(sock: zmq.Socket, endpoint: str) -> str:
     sock.setsockopt(zmq.ZAP_DOMAIN, ZAP_DOMAIN_NAME.encode())
     sock.bind(normalize_endpoint(endpoint))
     return sock.getsockopt_string(zmq.LAST_ENDPOINT)
+
+
+# -- what owns bound sockets: the server, the broker, the relay --------------------------
+
+
+class Bindable:
+    """A base for what owns bound sockets: ``with`` binds it (``bind()``) and closes it on
+    the way out (``close()``)."""
+
+    def __enter__(self):
+        self.bind()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+@contextlib.contextmanager
+def stopped_by_signals(stop):
+    """Within, SIGINT and SIGTERM call ``stop()``; the handlers they replace come back on
+    leaving. Signals reach only the main thread: elsewhere (a test's thread) nothing is
+    installed."""
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, lambda *_: stop())
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 # -- messages without blocking -------------------------------------------------------------

@@ -1,5 +1,6 @@
 """What every map file module shares: the file names that are maps, the decoded grid a
-format reader returns, the one shape of load error, bounded reads and atomic writes.
+format reader returns, the one shape of load error, bounded reads and atomic writes, and
+the readers and checks of what several formats hold (JSON, ``.npy`` layers, rows).
 
 Every problem with a file raises :class:`~pathserver.errors.MapLoadError` whose message is
 ``FILE: WHERE: REASON`` (``maps/x.map: line 7: row has 63 characters, expected 64``).
@@ -13,6 +14,8 @@ The format modules (:mod:`~pathserver.maps.movingai`, :mod:`~pathserver.maps.ima
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import os
 import tempfile
@@ -101,6 +104,56 @@ def read_file(path: Path, limit: int) -> bytes:
     if len(data) > limit:
         raise map_error(path, None, f"file is larger than {limit} bytes")
     return data
+
+
+def check_rows(value, label, where: str, listing: str, valid, invalid: str) -> list:
+    """``value`` if it is a non-empty list of rows (lists) of one width, each passing
+    ``valid(row)``; else MapLoadError at ``where``: ``listing`` when it is not such a list,
+    ``invalid`` for a row that fails."""
+    if not isinstance(value, list) or not value or not all(isinstance(row, list) for row in value):
+        raise map_error(label, where, listing)
+    width = len(value[0])
+    for y, row in enumerate(value):
+        if len(row) != width:
+            raise map_error(label, f"{where}[{y}]", f"row has {len(row)} values, row 0 has {width}")
+        if not valid(row):
+            raise map_error(label, f"{where}[{y}]", invalid)
+    return value
+
+
+def parse_json(path: Path, data: bytes, not_text: str = "not UTF-8 text"):
+    """``data`` (read from ``path``) parsed as JSON; MapLoadError where it is not JSON,
+    with ``not_text`` as the reason where it is not UTF-8 text."""
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise map_error(path, f"byte {exc.start}", not_text) from None
+    except json.JSONDecodeError as exc:
+        raise map_error(path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise map_error(path, None, "invalid JSON: nested too deeply") from None
+
+
+def load_npy(path: Path, shape, what: str, kinds: str, values: str) -> np.ndarray:
+    """The 2-D array in the ``.npy`` file ``path``, memory-mapped (read-only), of shape
+    ``shape`` and a dtype kind in ``kinds``; else MapLoadError saying ``what`` must be a
+    2-D array of ``values``. Only the header is read before the checks."""
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise map_error(path, None, f"cannot read {what}: {exc}") from None
+    if not isinstance(array, np.ndarray) or array.ndim != 2 or array.dtype.kind not in kinds:
+        raise map_error(path, None, f"{what} must be a 2-D array of {values}")
+    if array.shape != tuple(shape):
+        raise map_error(path, None, f"{what} are {array.shape[1]}x{array.shape[0]}, the map is {shape[1]}x{shape[0]}")
+    return array
+
+
+def npy_bytes(array: np.ndarray, dtype) -> bytes:
+    """``array`` as ``dtype`` in a ``.npy`` file's bytes (no pickles)."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(array, dtype=dtype), allow_pickle=False)
+    return buffer.getvalue()
 
 
 def check_dimensions(path, where: str | None, width, height) -> tuple[int, int]:

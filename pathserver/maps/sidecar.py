@@ -25,7 +25,6 @@ How the tag keys combine is in :mod:`pathserver.maps.tags`.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from pathlib import Path
@@ -33,7 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from pathserver.maps import tags as tag_layers
-from pathserver.maps.files import OPTION_KEYS, is_number, map_error, read_file
+from pathserver.maps.files import (
+    OPTION_KEYS, check_rows, is_number, load_npy, map_error, npy_bytes, parse_json, read_file,
+)
 
 SIDECAR_SUFFIXES = (".json", ".toml")
 #: Sidecars hold at most an inline heightmap; anything bigger is surely not a sidecar.
@@ -78,14 +79,7 @@ def read_sidecar(path: Path, fmt: str) -> dict:
         except tomllib.TOMLDecodeError as exc:
             raise map_error(path, None, f"invalid TOML: {exc}") from None
     else:
-        try:
-            raw = json.loads(data)
-        except UnicodeDecodeError as exc:
-            raise map_error(path, f"byte {exc.start}", "not UTF-8 text") from None
-        except json.JSONDecodeError as exc:
-            raise map_error(path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
-        except RecursionError:
-            raise map_error(path, None, "invalid JSON: nested too deeply") from None
+        raw = parse_json(path, data)
     if not isinstance(raw, dict):
         raise map_error(path, None, "a sidecar must be an object of keys")
     return validate_options(raw, fmt, str(path))
@@ -168,15 +162,9 @@ def _validate_heights(value, label: str):
         if value.ndim != 2 or value.dtype.kind not in "iuf":
             raise map_error(label, where, "must be a 2-D array of numbers")
         return np.asarray(value, dtype=np.float32)
-    if not isinstance(value, list) or not value or not all(isinstance(row, list) for row in value):
-        raise map_error(label, where, "must be a list of rows of numbers, or a .npy/.png path")
-    width = len(value[0])
-    for y, row in enumerate(value):
-        if len(row) != width:
-            raise map_error(label, f"{where}[{y}]", f"row has {len(row)} values, row 0 has {width}")
-        if not all(map(is_number, row)):
-            raise map_error(label, f"{where}[{y}]", "values must be finite numbers")
-    return np.array(value, dtype=np.float32)
+    rows = check_rows(value, label, where, "must be a list of rows of numbers, or a .npy/.png path",
+                      lambda row: all(map(is_number, row)), "values must be finite numbers")
+    return np.array(rows, dtype=np.float32)
 
 
 def load_heights(spec, map_path: Path, shape: tuple[int, int], scale: float) -> tuple[np.ndarray, list[Path]]:
@@ -189,7 +177,7 @@ def load_heights(spec, map_path: Path, shape: tuple[int, int], scale: float) -> 
         heights_path = map_path.parent / spec
         sources = [heights_path]
         if heights_path.suffix.lower() == ".npy":
-            heights = _load_npy_heights(heights_path, shape)
+            heights = np.array(load_npy(heights_path, shape, "heights", "iuf", "numbers"), dtype=np.float32)
         else:
             heights = _load_png_heights(heights_path, shape) * np.float32(scale)
     if heights.shape != shape:
@@ -197,19 +185,6 @@ def load_heights(spec, map_path: Path, shape: tuple[int, int], scale: float) -> 
             map_path, "heights", f"is {heights.shape[1]}x{heights.shape[0]}, the map is {width}x{height}"
         )
     return heights, sources
-
-
-def _load_npy_heights(path: Path, shape) -> np.ndarray:
-    try:
-        # A memory map reads only the header, so the shape is checked before loading.
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise map_error(path, None, f"cannot read heights: {exc}") from None
-    if not isinstance(array, np.ndarray) or array.ndim != 2 or array.dtype.kind not in "iuf":
-        raise map_error(path, None, "heights must be a 2-D array of numbers")
-    if array.shape != tuple(shape):
-        raise map_error(path, None, f"heights are {array.shape[1]}x{array.shape[0]}, the map is {shape[1]}x{shape[0]}")
-    return np.array(array, dtype=np.float32)
 
 
 def _load_png_heights(path: Path, shape) -> np.ndarray:
@@ -230,10 +205,8 @@ def encode_heights(heights: np.ndarray, map_path: Path) -> tuple[object, dict[Pa
     """The ``heights`` value for a sidecar, and any file it refers to."""
     if heights.size <= INLINE_HEIGHTS_CELLS:
         return [[float(v) for v in row] for row in heights], {}
-    buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(heights, dtype=np.float32), allow_pickle=False)
     name = f"{map_path.stem}.heights.npy"
-    return name, {map_path.parent / name: buffer.getvalue()}
+    return name, {map_path.parent / name: npy_bytes(heights, np.float32)}
 
 
 def write_sidecar(map_path: Path, fields: dict) -> None:

@@ -24,14 +24,13 @@ back on the next load.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from pathlib import Path
 
 import numpy as np
 
-from pathserver.maps.files import colour_tags, is_number, map_error, tag_values
+from pathserver.maps.files import check_rows, colour_tags, is_number, load_npy, map_error, npy_bytes, tag_values
 
 #: Tag layers up to this many cells are written inline in a sidecar, bigger ones to
 #: ``NAME.tags.npy``.
@@ -111,15 +110,13 @@ def check_tags_spec(value, label, where: str):
         return value
     if isinstance(value, np.ndarray):
         return _checked_array(value, label, where)
-    if not isinstance(value, list) or not value or not all(isinstance(row, list) for row in value):
-        raise map_error(label, where, "must be a list of rows of integers 0..255, or a .png/.npy path")
-    width = len(value[0])
-    for y, row in enumerate(value):
-        if len(row) != width:
-            raise map_error(label, f"{where}[{y}]", f"row has {len(row)} values, row 0 has {width}")
-        if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 255 for v in row):
-            raise map_error(label, f"{where}[{y}]", "values must be integers 0..255 (0: untagged)")
-    return np.array(value, dtype=np.uint8)
+    rows = check_rows(value, label, where, "must be a list of rows of integers 0..255, or a .png/.npy path",
+                      _tag_row, "values must be integers 0..255 (0: untagged)")
+    return np.array(rows, dtype=np.uint8)
+
+
+def _tag_row(row: list) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 255 for v in row)
 
 
 def _checked_array(array: np.ndarray, label, where: str | None) -> np.ndarray:
@@ -148,25 +145,13 @@ def load_tags(options: dict, map_path: Path, shape: tuple[int, int]) -> tuple[np
         tags_path = map_path.parent / spec
         sources.append(tags_path)
         if tags_path.suffix.lower() == ".npy":
-            tags = _load_npy_tags(tags_path, shape)
+            array = load_npy(tags_path, shape, "tags", "iu", "integers 0..255")
+            tags = _checked_array(np.asarray(array), tags_path, None)
         else:
             tags, names = _load_png_tags(tags_path, shape, tag_colors, names)
     if tags.shape != tuple(shape):
         raise map_error(map_path, "tags", f"are {tags.shape[1]}x{tags.shape[0]}, the map is {shape[1]}x{shape[0]}")
     return tags, names, sources
-
-
-def _load_npy_tags(path: Path, shape) -> np.ndarray:
-    try:
-        # A memory map reads only the header, so the shape is checked before loading.
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise map_error(path, None, f"cannot read tags: {exc}") from None
-    if not isinstance(array, np.ndarray) or array.ndim != 2 or array.dtype.kind not in "iu":
-        raise map_error(path, None, "tags must be a 2-D array of integers 0..255")
-    if array.shape != tuple(shape):
-        raise map_error(path, None, f"tags are {array.shape[1]}x{array.shape[0]}, the map is {shape[1]}x{shape[0]}")
-    return _checked_array(np.asarray(array), path, None)
 
 
 def _load_png_tags(path: Path, shape, tag_colors, names: dict) -> tuple[np.ndarray, dict]:
@@ -201,11 +186,9 @@ def sidecar_fields(gridmap, map_path: Path) -> tuple[dict, dict[Path, bytes]]:
     if gridmap.tags.size <= INLINE_TAGS_CELLS:
         fields: dict = {"tags": gridmap.tags.tolist()}
     else:
-        buffer = io.BytesIO()
-        np.save(buffer, np.ascontiguousarray(gridmap.tags, dtype=np.uint8), allow_pickle=False)
         name = f"{map_path.stem}.tags.npy"
         fields = {"tags": name}
-        files[map_path.parent / name] = buffer.getvalue()
+        files[map_path.parent / name] = npy_bytes(gridmap.tags, np.uint8)
     fields.update(file_fields(gridmap))
     return fields, files
 

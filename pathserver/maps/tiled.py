@@ -32,6 +32,7 @@ from pathserver.maps.files import (
     is_number,
     is_tiled_document,
     map_error,
+    parse_json,
     read_file,
     tag_values,
 )
@@ -45,6 +46,8 @@ _GID_MASK = np.uint32(~FLAG_BITS & 0xFFFFFFFF)
 #: Maps up to this many cells are written as a plain array, bigger ones as base64 + zlib.
 PLAIN_DATA_CELLS = 65536
 _TILED_VERSION = "1.10.2"
+#: Why a map or tileset that is not UTF-8 text is refused.
+_NOT_TEXT = "not UTF-8 text (binary data?)"
 
 
 @dataclass
@@ -56,17 +59,6 @@ class _Tileset:
     where: str
     # local tile id -> its "tag" property
     tags: dict[int, str]
-
-
-def _parse_json(path: Path, data: bytes):
-    try:
-        return json.loads(data)
-    except UnicodeDecodeError as exc:
-        raise map_error(path, f"byte {exc.start}", "not UTF-8 text (binary data?)") from None
-    except json.JSONDecodeError as exc:
-        raise map_error(path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise map_error(path, None, "invalid JSON: nested too deeply") from None
 
 
 def _properties(path, owner: dict, where: str) -> dict:
@@ -94,13 +86,18 @@ def _tile_terrain(path, props: dict, where: str) -> tuple[bool, float]:
     return not solid, float(cost)
 
 
+def _integer(path, value, where: str, minimum: int) -> int:
+    """``value`` if it is an integer >= ``minimum``, else MapLoadError at field ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise map_error(path, f"field '{where}'", f"must be an integer >= {minimum}, got {value!r:.40}")
+    return value
+
+
 def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tileset:
     where = f"tilesets[{index}]"
     if not isinstance(entry, dict):
         raise map_error(path, f"field '{where}'", "must be an object")
-    firstgid = entry.get("firstgid")
-    if isinstance(firstgid, bool) or not isinstance(firstgid, int) or firstgid < 1:
-        raise map_error(path, f"field '{where}.firstgid'", f"must be an integer >= 1, got {firstgid!r:.40}")
+    firstgid = _integer(path, entry.get("firstgid"), f"{where}.firstgid", 1)
     owner_path, tileset = path, entry
     if "source" in entry:
         source = entry["source"]
@@ -114,13 +111,13 @@ def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tilese
                 f"external tileset {source!r} is not JSON; in Tiled export it as .tsj or embed it in the map",
             )
         sources.append(tileset_path)
-        tileset = _parse_json(tileset_path, read_file(tileset_path, MAX_JSON_BYTES))
+        tileset = parse_json(tileset_path, read_file(tileset_path, MAX_JSON_BYTES), _NOT_TEXT)
         if not isinstance(tileset, dict):
             raise map_error(tileset_path, None, "a tileset must be a JSON object")
         owner_path, where = tileset_path, "tileset"
     tilecount = tileset.get("tilecount")
-    if tilecount is not None and (isinstance(tilecount, bool) or not isinstance(tilecount, int) or tilecount < 0):
-        raise map_error(owner_path, f"field '{where}.tilecount'", f"must be an integer >= 0, got {tilecount!r:.40}")
+    if tilecount is not None:
+        _integer(owner_path, tilecount, f"{where}.tilecount", 0)
     tiles_raw = tileset.get("tiles", [])
     if not isinstance(tiles_raw, list):
         raise map_error(owner_path, f"field '{where}.tiles'", "must be a list")
@@ -129,9 +126,7 @@ def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tilese
         tile_where = f"{where}.tiles[{j}]"
         if not isinstance(tile, dict):
             raise map_error(owner_path, f"field '{tile_where}'", "must be an object")
-        tile_id = tile.get("id")
-        if isinstance(tile_id, bool) or not isinstance(tile_id, int) or tile_id < 0:
-            raise map_error(owner_path, f"field '{tile_where}.id'", f"must be an integer >= 0, got {tile_id!r:.40}")
+        tile_id = _integer(owner_path, tile.get("id"), f"{tile_where}.id", 0)
         props = _properties(owner_path, tile, tile_where)
         tiles[tile_id] = _tile_terrain(owner_path, props, tile_where)
         tag = props.get("tag", "")
@@ -238,7 +233,7 @@ def _map_number(path, props: dict, key: str, positive: bool = False):
 
 
 def read(path: Path, options: dict) -> Decoded:
-    document = _parse_json(path, read_file(path, MAX_JSON_BYTES))
+    document = parse_json(path, read_file(path, MAX_JSON_BYTES), _NOT_TEXT)
     if not is_tiled_document(document):
         raise map_error(path, None, "not a Tiled map (no \"type\": \"map\", or no tilewidth and layers)")
     width, height = check_dimensions(path, "field 'width'/'height'", document.get("width"), document.get("height"))

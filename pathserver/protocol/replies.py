@@ -135,9 +135,9 @@ class PathReplies:
 
     def reply(self, request_id, answer: PathAnswer, packed: bool = False) -> dict:
         """A ``path`` reply: ``id, ok``, then the answer's members; packed: ``path`` as one
-        bin of pairs (:func:`~pathserver.protocol.packed.points_bin`). One literal rather
-        than ``ok_reply(rid, self.entry(...))``: this is the reply the server builds most
-        often."""
+        bin of pairs (:func:`~pathserver.protocol.packed.points_bin`). One literal, which
+        :meth:`entry` reuses, rather than ``ok_reply(rid, self.entry(...))``: this is the
+        reply the server builds most often."""
         status, path, cost, length, expanded, start, goal, start_snapped, goal_snapped, gen, goal_index = answer
         if packed:
             points = points_bin(path)
@@ -164,23 +164,10 @@ class PathReplies:
         return reply
 
     def entry(self, answer: PathAnswer) -> dict:
-        """One successful entry of a ``paths`` reply's ``results``."""
-        status, path, cost, length, expanded, start, goal, start_snapped, goal_snapped, gen, goal_index = answer
-        entry = {
-            "ok": True,
-            "status": status,
-            "path": path.tolist() if path.shape[0] < self._pack_from else self._packed(path),
-            "cost": cost,
-            "length": length,
-            "expanded": expanded,
-            "start": start,
-            "goal": goal,
-            "start_snapped": start_snapped,
-            "goal_snapped": goal_snapped,
-            "gen": gen,
-        }
-        if goal_index is not None:
-            entry["goal_index"] = goal_index if goal_index >= 0 else None
+        """One successful entry of a ``paths`` reply's ``results``: the ``path`` reply's
+        members but ``id``."""
+        entry = self.reply(None, answer)
+        del entry["id"]
         return entry
 
     def _packed(self, points: np.ndarray) -> Packed:

@@ -9,7 +9,6 @@ behaves like the server's (``pathserver.transport``; docs/protocol.md, Transport
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
 import time
@@ -21,10 +20,12 @@ from pathserver.security.policy import check_bind
 from pathserver.transport import (
     HEARTBEAT_IVL_MS,
     HEARTBEAT_TIMEOUT_MS,
+    Bindable,
     bind_socket,
     client_socket,
     max_message_bytes,
     server_socket,
+    stopped_by_signals,
 )
 
 #: A relay connection to the server is closed after this long without traffic either way
@@ -44,7 +45,7 @@ class _Peer:
         self.last = now
 
 
-class Relay:
+class Relay(Bindable):
     """Plain ZeroMQ on ``listen`` (loopback) to a CURVE server at ``connect``.
 
     Each engine connection gets its own CURVE DEALER to the server, and its messages pass
@@ -122,13 +123,6 @@ class Relay:
             self._frontend.close(linger=0)
         self._context.term()
 
-    def __enter__(self):
-        self.bind()
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
     def _backend(self) -> zmq.Socket:
         # With pings, a server gone without closing TCP is noticed and connected to again.
         return client_socket(self._context, self.connect, curve_options=self.curve_options,
@@ -194,24 +188,19 @@ def run_relay(args, out=None) -> int:
         print(warning, file=sys.stderr, flush=True)
     options = client_curve_options(args.server_key, args.client_key)
     relay = Relay(args.listen, args.connect, curve_options=options)
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, lambda *_: relay.stop())
     try:
-        try:
-            endpoint = relay.bind()
-        except zmq.ZMQError as exc:
-            print(f"pathserver: cannot bind {args.listen}: {exc}", file=sys.stderr, flush=True)
-            return 2
-        if not relay.probe():
-            print(f"pathserver: WARNING: no answer from {args.connect} through CURVE yet: check that it runs, "
-                  "that --server-key is its public key, and that this client's NAME.key is in its --allow "
-                  "folder; relaying anyway", file=sys.stderr, flush=True)
-        print(f"pathserver relay ready on {endpoint} -> {args.connect} (CURVE)", file=out, flush=True)
-        relay.run()
+        with stopped_by_signals(relay.stop):
+            try:
+                endpoint = relay.bind()
+            except zmq.ZMQError as exc:
+                print(f"pathserver: cannot bind {args.listen}: {exc}", file=sys.stderr, flush=True)
+                return 2
+            if not relay.probe():
+                print(f"pathserver: WARNING: no answer from {args.connect} through CURVE yet: check that it runs, "
+                      "that --server-key is its public key, and that this client's NAME.key is in its --allow "
+                      "folder; relaying anyway", file=sys.stderr, flush=True)
+            print(f"pathserver relay ready on {endpoint} -> {args.connect} (CURVE)", file=out, flush=True)
+            relay.run()
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         relay.close()
     return 0

@@ -22,7 +22,6 @@ Steps 1, 2 and 4 may refuse: one line on stderr, exit status 2.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import sys
 import threading
@@ -34,6 +33,7 @@ from pathserver.maps.registry import MapRegistry
 from pathserver.server import map_ops
 from pathserver.server.loop import DEFAULT_QUEUE_LIMIT, Server
 from pathserver.server.startup import StartupLog, announce_kernels, end_second_processes, warm_kernels
+from pathserver.transport import stopped_by_signals
 
 
 def serve(
@@ -93,7 +93,8 @@ def serve(
     identity = None if connect is None else f"{socket.gethostname()}:{os.getpid()}"
     shared = None
     if state is not None:
-        from pathserver.editlog import RedisState, check_url  # Redis's client: imported for --state only
+        from pathserver.editlog import RedisState  # Redis's client: imported for --state only
+        from pathserver.editlog.connection import check_url
 
         try:
             shared = RedisState(registry, check_url(state), identity=identity, build_upload=map_ops.build_upload)
@@ -103,15 +104,13 @@ def serve(
                     curve=curve, connect=connect, identity=identity, state=shared)
     if not registry.folder.is_dir():
         registry.load_all()  # raises the folder's MapLoadError before anything binds
-    # Installed first, so a signal at any stage stops us too.
-    previous = _stop_on_signals(server)
     starter = None
     try:
-        starter = _Starter(server, registry, shared, watch, out)
-        return starter.serve(bind)
+        # Installed first, so a signal at any stage stops us too.
+        with stopped_by_signals(server.stop):
+            starter = _Starter(server, registry, shared, watch, out)
+            return starter.serve(bind)
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         registry.stop()
         if starter is not None and starter.is_alive() and exit_at_once:
             # A kernel compile cannot be interrupted, and tearing LLVM down under one
@@ -207,16 +206,6 @@ class _Starter(threading.Thread):
 def _maps(registry: MapRegistry) -> str:
     count = len(registry.names())
     return f"{count} map{'' if count == 1 else 's'}"
-
-
-def _stop_on_signals(server: Server) -> dict:
-    """SIGINT and SIGTERM call ``server.stop()``; returns the handlers they replace.
-    Signals reach only the main thread: elsewhere (a test's thread) nothing is installed."""
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, lambda *_: server.stop())
-    return previous
 
 
 def _refuse(reason) -> int:

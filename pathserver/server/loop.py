@@ -43,6 +43,7 @@ from pathserver.transport import (
     HANDSHAKE_MS,
     HEARTBEAT_IVL_MS,
     HEARTBEAT_TIMEOUT_MS,
+    Bindable,
     bind_socket,
     max_message_bytes,
     normalize_endpoint,
@@ -82,7 +83,7 @@ _GROUP_LIMIT = 64
 _instance = itertools.count()
 
 
-class Server:
+class Server(Bindable):
     """A bound ROUTER answering requests against ``registry``.
 
     ``bind()`` returns the real endpoint (``tcp://127.0.0.1:*`` or port 0 picks a free
@@ -274,13 +275,6 @@ class Server:
             log.warning("workers still searching at shutdown: %s", ", ".join(alive))
         else:
             self._context.term()
-
-    def __enter__(self):
-        self.bind()
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     # -- the loop's work ---------------------------------------------------------------
 

@@ -229,7 +229,7 @@ def worker_identity(process: Process) -> str:
 
 def settled(states, seq: str, timeout: float = 10.0) -> None:
     """Wait until every RedisState in ``states`` applied the stream up to ``seq``."""
-    from pathserver.editlog import seq_of
+    from pathserver.editlog.connection import seq_of
 
     deadline = time.monotonic() + timeout
     while not all(state.reached(seq_of(seq)) for state in states):

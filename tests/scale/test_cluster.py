@@ -14,7 +14,7 @@ import sockets
 from scale.cluster import DOOR, EAST, WEST, WORKER_READY, worker_identity
 from pathserver.broker import main as broker_main
 from pathserver.client import Client, ClientTimeoutError
-from pathserver.editlog import seq_of
+from pathserver.editlog.connection import seq_of
 
 
 def stats_by_worker(client: Client, identities, attempts: int = 40) -> dict:

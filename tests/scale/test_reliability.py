@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pathserver.client import Client, ServerError
-from pathserver.editlog import AFTER_TIMEOUT_S, COMMAND_TIMEOUT_S, seq_of
+from pathserver.editlog.connection import AFTER_TIMEOUT_S, COMMAND_TIMEOUT_S, seq_of
 from scale.cluster import DOOR, EAST, WEST, WORKER_READY, worker_identity
 from scale.test_cluster import stats_by_worker
 

@@ -11,8 +11,9 @@ import pytest
 import redis
 
 from pathserver import find_path
-from pathserver.editlog import STREAM, map_crc, seq_of
+from pathserver.editlog.connection import STREAM, seq_of
 from pathserver.errors import AfterTimeoutError, ConflictError, StateUnavailableError, UnknownMapError
+from pathserver.grid.overlay import map_crc
 from pathserver.protocol.cells import MapCells
 from pathserver.server.map_ops import build_upload
 from scale.cluster import ROOMS, free_ports, movingai, settled
