@@ -155,7 +155,7 @@ class Reader:
         waiter = self.waiting.pop(token, None)
         if waiter is not None:
             waiter.set(result, text)
-        self._note_lag(time.time(), fields)
+        self._note_lag(time.time(), text)
 
     def _apply_edits(self, run: list) -> None:
         """Apply a run of edit entries of one map as one edit; entry by entry if that fails."""
@@ -190,13 +190,12 @@ class Reader:
             waiter = self.waiting.pop(fields.get(b"token", b"").decode(), None)
             if waiter is not None:
                 waiter.set(edited, text)
-            self._note_lag(now, fields)
+            self._note_lag(now, text)
 
-    def _note_lag(self, now: float, fields: dict) -> None:
-        try:
-            self.lags.append(now - float(fields[b"t"]))
-        except (KeyError, ValueError):
-            pass
+    def _note_lag(self, now: float, text: str) -> None:
+        """The lag from Redis accepting entry ``text`` (its id's milliseconds: Redis's clock,
+        this machine's on loopback; rounded down, so a lag reads up to 1 ms long) to now."""
+        self.lags.append(now - seq_of(text)[0] / 1000.0)
 
     def _apply_edit(self, name: str, change: dict) -> GridMap:
         rects, cells = change.get("rects") or (), change.get("cells") or ()

@@ -138,7 +138,7 @@ class Writer:
                               "cells": [[int(v) for v in cell] for cell in cells],
                               "solid": solid, "cost": None if cost is None else float(cost)}, use_bin_type=True)
         token = self.token()
-        return token, {"op": "edit", "map": name, "token": token, "t": repr(time.time()), "body": body}
+        return token, {"op": "edit", "map": name, "token": token, "body": body}
 
     def put_map(self, name, gridmap, *, load_ms: float = 0.0, wire=None, bounded: bool = True) -> GridMap:
         """Store the upload's fields ``wire`` under ``name`` with its entry, wait until it

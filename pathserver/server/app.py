@@ -35,6 +35,11 @@ from pathserver.server.loop import DEFAULT_QUEUE_LIMIT, Server
 from pathserver.server.startup import StartupLog, announce_kernels, end_second_processes, warm_kernels
 from pathserver.transport import stopped_by_signals
 
+#: How long a thread of the server may hold the GIL while another waits for it (Python's
+#: default is 5 ms): the loop, the workers and the shared state's reader and writer each
+#: wait for the others less (bench/scale.py prints the shared state's lag).
+SWITCH_INTERVAL_S = 0.001
+
 
 def serve(
     maps_dir="maps",
@@ -77,6 +82,17 @@ def serve(
     and then (``os._exit``) instead of waiting for the compile in hand.
     """
     out = sys.stdout if out is None else out
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    try:
+        return _serve(maps_dir, bind, threads, queue_limit, watch, out, curve_keys, allowed_clients_dir, insecure,
+                      connect, state, max_upload_cells, exit_at_once)
+    finally:
+        sys.setswitchinterval(switch_interval)
+
+
+def _serve(maps_dir, bind, threads, queue_limit, watch, out, curve_keys, allowed_clients_dir, insecure, connect, state,
+           max_upload_cells, exit_at_once) -> int:
     try:
         curve = security.curve_from_arguments(curve_keys, allowed_clients_dir)
         warnings = security.check_bind(bind, curve=curve is not None, insecure=insecure)
