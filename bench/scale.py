@@ -63,6 +63,9 @@ kernel_cache.configure()
 
 from pathserver.loadtest import LoadConfig, SpawnedServer, TripSource, run_load  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _docs import add_argument as add_write_docs, write_section  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_MOVINGAI = REPO.parent / "shared" / "movingai"
 DEN = Path("dao") / "den520d.map"
@@ -549,6 +552,7 @@ def main(argv=None) -> int:
     parser.add_argument("--paced-rate", type=float, default=1000.0,
                         help="updates a second of section 3's paced run, whose lag is read (default 1000)")
     parser.add_argument("--state-only", action="store_true", help="section 3 alone (without its path comparison)")
+    add_write_docs(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.seconds, args.rounds, args.hops, args.edit_seconds = 1.5, 1, 500, 2.0
@@ -580,8 +584,7 @@ def main(argv=None) -> int:
                 maps = fetch_maps(cluster.front)
                 results["edits"] = edit_throughput(cluster.front, maps, args.edit_seconds)
                 results["edits_paced"] = paced_lag(cluster.front, maps, args.paced_rate, PACED_UPDATES)
-            print(json.dumps(results) if args.json else report(results))
-            return 0
+            return _print(results, args)
         with ExitStack() as stack:
             plain = stack.enter_context(SpawnedServer(folder))
             endpoints = {"plain server": plain.endpoint}
@@ -599,10 +602,13 @@ def main(argv=None) -> int:
                                                PACED_UPDATES)
         results["failover"] = [failover(folder, maps, signal.SIGKILL, 1.5, 3.0),
                                failover(folder, maps, signal.SIGSTOP, 1.5, 4.5)]
-    if args.json:
-        print(json.dumps(results))
-    else:
-        print(report(results))
+    return _print(results, args)
+
+
+def _print(results: dict, args) -> int:
+    print(json.dumps(results) if args.json else report(results))
+    if args.write_docs:
+        write_section("scale", "```\n" + report(results) + "\n```")
     return 0
 
 
