@@ -65,3 +65,13 @@ def test_map_load_warnings_on_stderr_start_with_the_program_name(tmp_path, capsy
     lines = capsys.readouterr().err.splitlines()
     assert lines and all(line.startswith("pathserver: ") for line in lines), lines
     assert "broken" in lines[0] and "truncated" in lines[0]
+
+
+def test_output_piped_into_a_reader_already_gone_ends_without_a_traceback():
+    import subprocess
+    import sys
+
+    # A reader gone before the first byte (`| true` exits long before Python has started).
+    command = f"{sys.executable} -m pathserver options --json | true"
+    done = subprocess.run(["sh", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stderr == ""
