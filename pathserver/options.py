@@ -177,6 +177,11 @@ OPTIONS: tuple[Option, ...] = (
 
 #: The options by name.
 BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
+#: Each option by itself, for the modules that need one by name: they spell it here only.
+(UNIT_SIZE, SPACE, SMOOTH, ALLOW_PARTIAL, SNAP, MAX_EXPANSIONS, HEURISTIC, WEIGHT, DIAGONAL, MAX_CLIMB, ALGORITHM,
+ LINE_OF_SIGHT, GOALS, BUDGET, MAX_COST, REGION, LOOKAHEAD, AVOID, AVOID_COST, TRAVERSAL) = OPTIONS
+assert all(globals()[option.name.upper()] is option for option in OPTIONS), "unpacked out of order"
+
 #: The options of the wire's ``path`` request that ``find_path`` takes as keywords (its
 #: coordinates are always grid cells, so it has no ``space``), in :data:`OPTIONS` order:
 #: what one prepared call holds.
