@@ -46,6 +46,10 @@ def wire_type(value) -> str:
 #: unit class's name or ``{tag: nil | number >= 1}`` (checked as a sorted tuple of pairs).
 KINDS = ("enum", "bool", "int", "float", "unit_size", "space", "points", "rect", "cells", "traversal")
 
+#: The wire requests that take options but for the queries (:data:`QUERY_OPS`), by name
+#: (``pathserver.server.ops`` holds each op's row; the protocol, below it, names them so).
+PATH_OP, PATHS_OP, UPDATE_OP = "path", "paths", "update"
+
 #: The Python function of each wire request (``find_paths`` passes its options on to
 #: ``find_path``).
 FUNCTIONS = {"path": "find_path", "reachable": "reachable", "field": "distance_field", "next_steps": "next_steps",
