@@ -24,7 +24,7 @@ from pathserver.options import PATH_OP, UNIT_SIZE, UPDATE_OP
 
 #: Kinds of request, as a driver records them for each reply.
 OP_PATH, OP_UPDATE = 0, 1
-OP_NAMES = ("path", "update")
+OP_NAMES = (PATH_OP, UPDATE_OP)
 
 
 class LoadTestError(PathserverError):

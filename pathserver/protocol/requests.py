@@ -406,7 +406,7 @@ def read_placement(obj: dict, args: dict) -> bool:
 
 
 def _check_points(value) -> list:
-    """check_block's ``points``: as many ``[x, y]`` as ``goals`` may hold."""
+    """The ``points`` of ``check_block``: as many ``[x, y]`` as ``goals`` may hold."""
     points = number_rows(value, 2, "points", "[x, y]")
     limit = GOALS.max
     if len(points) > limit:
@@ -415,8 +415,8 @@ def _check_points(value) -> list:
 
 
 def _positions(value) -> tuple[np.ndarray, bool]:
-    """next_steps' ``positions``, a bin of little-endian float32 ``x, y`` pairs or an array
-    of ``[x, y]``, as float64 (n, 2) and whether it came as a bin."""
+    """The ``positions`` of ``next_steps``: a bin of little-endian float32 ``x, y`` pairs
+    or an array of ``[x, y]``, as float64 (n, 2) and whether it came as a bin."""
     if type(value) is bytes:
         xy = arrays.pairs(value, arrays.FLOAT32, "positions").astype(np.float64)
         packed = True
