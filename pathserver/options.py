@@ -46,6 +46,10 @@ def wire_type(value) -> str:
 #: unit class's name or ``{tag: nil | number >= 1}`` (checked as a sorted tuple of pairs).
 KINDS = ("enum", "bool", "int", "float", "unit_size", "space", "points", "rect", "cells", "traversal")
 
+#: The wire requests that take options but for the queries (:data:`QUERY_OPS`), by name
+#: (``pathserver.server.ops`` holds each op's row; the protocol, below it, names them so).
+PATH_OP, PATHS_OP, UPDATE_OP = "path", "paths", "update"
+
 #: The Python function of each wire request (``find_paths`` passes its options on to
 #: ``find_path``).
 FUNCTIONS = {"path": "find_path", "reachable": "reachable", "field": "distance_field", "next_steps": "next_steps",
@@ -177,6 +181,11 @@ OPTIONS: tuple[Option, ...] = (
 
 #: The options by name.
 BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
+#: Each option by itself, for the modules that need one by name: they spell it here only.
+(UNIT_SIZE, SPACE, SMOOTH, ALLOW_PARTIAL, SNAP, MAX_EXPANSIONS, HEURISTIC, WEIGHT, DIAGONAL, MAX_CLIMB, ALGORITHM,
+ LINE_OF_SIGHT, GOALS, BUDGET, MAX_COST, REGION, LOOKAHEAD, AVOID, AVOID_COST, TRAVERSAL) = OPTIONS
+assert all(globals()[option.name.upper()] is option for option in OPTIONS), "unpacked out of order"
+
 #: The options of the wire's ``path`` request that ``find_path`` takes as keywords (its
 #: coordinates are always grid cells, so it has no ``space``), in :data:`OPTIONS` order:
 #: what one prepared call holds.

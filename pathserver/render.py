@@ -294,14 +294,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path", nargs=4, type=float, metavar=("SX", "SY", "GX", "GY"),
                         help="find and draw the path between these grid cells")
     # The waypoints to draw: string-pulled unless asked otherwise.
-    options.add_arguments(parser, _SEARCH_FLAGS, defaults={"smooth": "los"})
+    options.add_arguments(parser, _SEARCH_FLAGS, defaults={options.SMOOTH.name: "los"})
     parser.add_argument("--clearance", action="store_true", help="colour walkable cells by clearance")
     parser.add_argument("--scale", type=_scale, default=None, help="pixels per cell (default: about 1024 px across)")
     parser.add_argument("--no-caption", action="store_true", help="leave out the caption strip")
     parser.add_argument("-o", "--output", type=Path, required=True, help="PNG file to write")
 
 
-_SEARCH_FLAGS = ("unit_size", "smooth", "diagonal")
+_SEARCH_FLAGS = tuple(option.name for option in (options.UNIT_SIZE, options.SMOOTH, options.DIAGONAL))
 
 
 def run(args: argparse.Namespace) -> int:

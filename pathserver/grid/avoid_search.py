@@ -34,11 +34,8 @@ from pathserver.grid.prepared import (
     traversal_rules,
     workspace,
 )
-from pathserver.options import BY_NAME, Avoid
+from pathserver.options import ALGORITHM, AVOID, AVOID_COST, GOALS, Avoid
 
-_GOALS = BY_NAME["goals"]
-_AVOID = BY_NAME["avoid"]
-_AVOID_COST = BY_NAME["avoid_cost"]
 
 
 def find_path_within(gridmap: GridMap, start, goal, unit_size, budget: int, *, avoid,
@@ -62,7 +59,7 @@ def find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals,
     if avoid is not None and goals is None and avoid_cost is None and traversal is None:
         if type(avoid) is not Avoid:
             try:
-                avoid = checked(_AVOID, avoid)
+                avoid = checked(AVOID, avoid)
             except PathserverError:
                 pass  # refused below, after the checks of the rest
         if type(avoid) is Avoid:
@@ -70,14 +67,14 @@ def find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals,
             if answer is not _GENERAL:
                 return answer
     if goals is not None and goal is not None:
-        raise RequestError("pass goal or goals, not both", at="goals")
+        raise RequestError("pass goal or goals, not both", at=GOALS.name)
     if goals is None and goal is None:
         raise RequestError("find_path needs a goal (or goals)", at="goal")
     if goals is not None:
-        goals = checked(_GOALS, goals)
+        goals = checked(GOALS, goals)
     boxes = avoid_boxes(gridmap, avoid)
     if avoid_cost is not None:
-        avoid_cost = checked(_AVOID_COST, avoid_cost)
+        avoid_cost = checked(AVOID_COST, avoid_cost)
     rules = None if traversal is None else traversal_rules(gridmap, traversal)
     call = prepared_call(gridmap, unit_size, rules, given)
     unit_w, unit_h = call.size
@@ -87,8 +84,8 @@ def find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals,
     sx, sy = endpoint_cell(start, "start", gridmap)
     avoiding = len(boxes) > 0
     if avoiding or goals is not None and len(goals) > 1:
-        if python_value(given["algorithm"]) == "jps":
-            raise RequestError("algorithm 'jps' takes one goal and no avoid; use 'astar' or 'auto'", at="algorithm")
+        if python_value(given[ALGORITHM.name]) == "jps":
+            raise RequestError("algorithm 'jps' takes one goal and no avoid; use 'astar' or 'auto'", at=ALGORITHM.name)
         if algorithm_name == "jps+" and not avoiding:
             pass  # many goals: JPS+ back from all of them at once (solve_goals)
         elif algorithm_name == "jps+" and avoid_cost is None and (goals is None or len(goals) == 1):
@@ -112,8 +109,8 @@ def find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals,
         targets = np.array([endpoint_cell(goal, "goal", gridmap)], dtype=np.int64)
         goal_name = "goal"
     else:
-        targets = cells_of(goals, "goals", gridmap)
-        goal_name = "goals"
+        targets = cells_of(goals, GOALS.name, gridmap)
+        goal_name = GOALS.name
     given_targets = targets
     index = None
     with avoided as (cells, cost_index, cost_table, _):

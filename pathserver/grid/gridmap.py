@@ -47,7 +47,7 @@ from pathserver.grid.layers import (
     readonly,
 )
 from pathserver.grid.values import check_edit, floor_cell, normalize_unit_size
-from pathserver.options import BY_NAME, quoted
+from pathserver.options import TRAVERSAL, quoted
 
 #: Maps larger than this many cells are refused before anything is allocated.
 MAX_CELLS = 64 * 1024 * 1024
@@ -324,7 +324,7 @@ class GridMap:
     def layer(self, unit_size=1, traversal=None) -> UnitLayer:
         """The cached :class:`UnitLayer` for a footprint (under a unit class or traversal
         rules, see :meth:`traversal_rules`), built on first use (thread-safe)."""
-        rules = None if traversal is None else self.traversal_rules(BY_NAME["traversal"].check(traversal))
+        rules = None if traversal is None else self.traversal_rules(TRAVERSAL.check(traversal))
         return self.layer_for(*normalize_unit_size(unit_size, self.width, self.height), rules)
 
     def layer_for(self, unit_w: int, unit_h: int, rules: tuple | None = None) -> UnitLayer:
@@ -332,7 +332,7 @@ class GridMap:
         from :meth:`traversal_rules`."""
         return self.layers.layer(unit_w, unit_h, self._build_layer, rules)
 
-    def traversal_rules(self, traversal, at: str = "traversal") -> tuple | None:
+    def traversal_rules(self, traversal, at: str = TRAVERSAL.name) -> tuple | None:
         """A request's ``traversal`` (as :mod:`pathserver.options` checks it: a class name,
         or ``((tag name, multiplier or None), ...)``) as this map's rule set: ``((tag value,
         multiplier or None), ...)`` sorted by value, leaving out multipliers of 1; None

@@ -27,7 +27,8 @@ from pathserver.errors import (
 from pathserver.grid.avoid import blocker_boxes
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.values import floor_cell, normalize_unit_size, number_array, python_value
-from pathserver.options import BY_NAME, SEARCH_OPTIONS, plain_number_array
+from pathserver.options import ALGORITHM, AVOID, DIAGONAL, HEURISTIC, MAX_CLIMB, MAX_EXPANSIONS, SEARCH_OPTIONS, SMOOTH
+from pathserver.options import SNAP, TRAVERSAL, UNIT_SIZE, plain_number_array
 
 # The kernel's code for each choice of the enum options (tests/test_options.py checks
 # that these name exactly the choices pathserver.options defines).
@@ -312,14 +313,14 @@ def raise_for(status: int, call: PreparedCall, sx: int, sy: int, gx: int, gy: in
     unit_w, unit_h = call.size
     if status == st.QUERY_START_BLOCKED:
         if call.snap:
-            raise StartBlockedError("no cell of this map can hold a unit of this size", at="unit_size")
+            raise StartBlockedError("no cell of this map can hold a unit of this size", at=UNIT_SIZE.name)
         raise StartBlockedError(f"start ({sx}, {sy}) is blocked for a {unit_w}x{unit_h} unit", at="start")
     if status == st.QUERY_GOAL_BLOCKED:
         raise GoalBlockedError(f"{goal_at} ({gx}, {gy}) is blocked for a {unit_w}x{unit_h} unit", at=goal_at)
     if status == st.QUERY_SEARCH_LIMIT:
         raise SearchLimitError(
             f"max_expansions={call.budget} reached before the goal; pass allow_partial=True for a partial path",
-            at="max_expansions",
+            at=MAX_EXPANSIONS.name,
         )
 
 
@@ -331,23 +332,23 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
     unit_w, unit_h = normalize_unit_size(unit_size, gridmap.width, gridmap.height)
     options = {}
     for option in SEARCH_OPTIONS:
-        if option.name != "unit_size":
+        if option is not UNIT_SIZE:
             value = option.check(python_value(given[option.name]))
             options[option.name] = option.python_default if value is None else value
-    diagonal_code = DIAGONALS[options["diagonal"]]
-    if options["heuristic"] is None:
+    diagonal_code = DIAGONALS[options[DIAGONAL.name]]
+    if options[HEURISTIC.name] is None:
         heuristic_code = st.HEURISTIC_MANHATTAN if diagonal_code == st.DIAGONAL_NEVER else st.HEURISTIC_OCTILE
     else:
-        heuristic_code = HEURISTICS[options["heuristic"]]
-    max_expansions = options["max_expansions"]
+        heuristic_code = HEURISTICS[options[HEURISTIC.name]]
+    max_expansions = options[MAX_EXPANSIONS.name]
     # Far beyond any map's node count: "no limit" in effect, and within the kernel's int64.
     budget = 0 if max_expansions is None else min(max_expansions, 2**62)
     use_heights = 0
     climb = 0.0
     heights = _NO_HEIGHTS
-    if options["max_climb"] is not None and gridmap.heights is not None:
+    if options[MAX_CLIMB.name] is not None and gridmap.heights is not None:
         use_heights = 1
-        climb = options["max_climb"]
+        climb = options[MAX_CLIMB.name]
         heights = gridmap.heights
     layer = gridmap.layer_for(unit_w, unit_h, rules)
     cells, comps = layer.cells8() if diagonal_code == st.DIAGONAL_ALWAYS else (layer.cells, layer.comps)
@@ -355,16 +356,16 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
         layer.uniform and use_heights == 0 and diagonal_code == st.DIAGONAL_NO_CORNER_CUTTING
         and heuristic_code == st.HEURISTIC_OCTILE
     )
-    if options["algorithm"] == "jps":
+    if options[ALGORITHM.name] == "jps":
         if not jps_ok:
             raise RequestError(
                 "algorithm 'jps' needs uniform terrain cost, no max_climb, diagonal "
                 "'no_corner_cutting' and the octile heuristic; use 'astar' or 'auto'",
-                at="algorithm",
+                at=ALGORITHM.name,
             )
         use_jps = True
     else:
-        use_jps = options["algorithm"] == "auto" and jps_ok and layer.open_share >= JPS_MIN_OPEN_SHARE
+        use_jps = options[ALGORITHM.name] == "auto" and jps_ok and layer.open_share >= JPS_MIN_OPEN_SHARE
     # "auto" runs JPS+ once the layer's jump table is built (in the background, started
     # here), on any grid JPS qualifies for, clutter and mazes included (it beats A* there
     # too: bench/core.py); until then the
@@ -374,7 +375,7 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
     # the first call on a layer does not use it whatever the build's speed, so a one-off
     # query's answer is deterministic.
     table = None
-    awaiting = options["algorithm"] == "auto" and jps_ok and budget == 0
+    awaiting = options[ALGORITHM.name] == "auto" and jps_ok and budget == 0
     if awaiting:
         table = layer.jump_table()
         awaiting = gridmap.start_jump_table(layer)
@@ -400,8 +401,8 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
         bounds = bounds if built is None else built
         wants_bounds = gridmap.start_bounds(layer)
     mode = st.pack_mode(
-        diagonal_code, heuristic_code, SMOOTHING[options["smooth"]],
-        st.ALGORITHM_JPS if use_jps or table is not None else st.ALGORITHM_ASTAR, options["snap"],
+        diagonal_code, heuristic_code, SMOOTHING[options[SMOOTH.name]],
+        st.ALGORITHM_JPS if use_jps or table is not None else st.ALGORITHM_ASTAR, options[SNAP.name],
         options["allow_partial"], options["line_of_sight"], layer.uniform, use_heights,
     )
     call = PreparedCall(
@@ -411,7 +412,7 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
         cost_index=layer.cost_index, cost_table=layer.cost_table, heights=heights, climb=climb, mode=mode,
         weight=options["weight"], budget=budget,
         algorithm="jps+" if table is not None else "jps" if use_jps else "astar",
-        generation=gridmap.generation, snap=options["snap"], landmarks=landmarks, bound_rows=bounds[0],
+        generation=gridmap.generation, snap=options[SNAP.name], landmarks=landmarks, bound_rows=bounds[0],
         bounds=bounds[1],
     )
     gridmap.layers.keep(key, call)
@@ -436,12 +437,10 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
 
 # -- many goals, avoided cells, traversal rules --------------------------------------
 
-_AVOID = BY_NAME["avoid"]
-_TRAVERSAL = BY_NAME["traversal"]
 
 
 #: The options of a prepared call but the unit's size, at their defaults.
-CALL_DEFAULTS = {option.name: option.python_default for option in SEARCH_OPTIONS if option.name != "unit_size"}
+CALL_DEFAULTS = {option.name: option.python_default for option in SEARCH_OPTIONS if option is not UNIT_SIZE}
 
 
 def prepared_call(gridmap: GridMap, unit_size, rules: tuple | None, given: dict,
@@ -478,11 +477,11 @@ def prepared_call(gridmap: GridMap, unit_size, rules: tuple | None, given: dict,
 
 def traversal_rules(gridmap: GridMap, traversal) -> tuple | None:
     """``traversal`` checked by the options' rule, as the map's rule set (None: none)."""
-    return gridmap.traversal_rules(checked(_TRAVERSAL, traversal))
+    return gridmap.traversal_rules(checked(TRAVERSAL, traversal))
 
 
 def avoid_boxes(gridmap: GridMap, avoid) -> np.ndarray:
     """``avoid`` checked by the options' rule, as boxes clipped to the map (maybe none)."""
-    value = checked(_AVOID, avoid)
+    value = checked(AVOID, avoid)
     return NO_BOXES if value is None else blocker_boxes(gridmap, value)
 

@@ -45,14 +45,10 @@ from pathserver.grid.prepared import (
     workspace,
 )
 from pathserver.grid.values import python_value
-from pathserver.options import BY_NAME, MAX_AVOID, MAX_GOALS, Avoid, number_rows
+from pathserver.options import ALGORITHM, AVOID, AVOID_COST, BUDGET, DIAGONAL, GOALS, LOOKAHEAD, MAX_AVOID, MAX_CLIMB
+from pathserver.options import MAX_COST, MAX_GOALS, REGION, SNAP, UNIT_SIZE
+from pathserver.options import Avoid, number_rows
 
-_BUDGET = BY_NAME["budget"]
-_GOALS = BY_NAME["goals"]
-_MAX_COST = BY_NAME["max_cost"]
-_REGION = BY_NAME["region"]
-_LOOKAHEAD = BY_NAME["lookahead"]
-_AVOID_COST = BY_NAME["avoid_cost"]
 _LOOKAHEADS = {"cell": LOOKAHEAD_CELL, "los": LOOKAHEAD_LOS}
 #: Below this share of the map, a field's region is counted first so the search can stop
 #: once the region is done; past it the count costs more than it saves.
@@ -74,7 +70,7 @@ def _grids(gridmap: GridMap, unit_size, snap, diagonal, max_climb, traversal) ->
     rules = traversal_rules(gridmap, traversal)
     # algorithm "astar": these queries never jump, so the layer needs no JPS bitmaps.
     call = prepared_call(gridmap, unit_size, rules,
-                         {"snap": snap, "diagonal": diagonal, "max_climb": max_climb, "algorithm": "astar"})
+                         {SNAP.name: snap, DIAGONAL.name: diagonal, MAX_CLIMB.name: max_climb, ALGORITHM.name: "astar"})
     mode = call.mode
     return _Grids(call, (mode >> st.MODE_DIAGONAL) & 3, (mode >> st.MODE_UNIFORM) & 1,
                   (mode >> st.MODE_USE_HEIGHTS) & 1, rules)
@@ -149,10 +145,10 @@ def reachable(
     >>> cells.tolist(), costs.tolist()
     ([[0, 0], [1, 0], [0, 1], [2, 0]], [0.0, 1.0, 1.0, 2.0])
     """
-    budget = _required(_BUDGET, budget)
+    budget = _required(BUDGET, budget)
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
     boxes = avoid_boxes(gridmap, avoid)
-    avoid_cost = checked(_AVOID_COST, avoid_cost)
+    avoid_cost = checked(AVOID_COST, avoid_cost)
     call = grids.call
     sx, sy = cell_of(start, "start", gridmap)
     if call.cells[sy, sx] == 0:
@@ -161,7 +157,7 @@ def reachable(
                                     at="start")
         found, sx, sy = nearest_with_label(call.cells, call.comps, sx, sy, 0, max(gridmap.width, gridmap.height))
         if found != 0:
-            raise StartBlockedError("no cell of this map can hold a unit of this size", at="unit_size")
+            raise StartBlockedError("no cell of this map can hold a unit of this size", at=UNIT_SIZE.name)
     ws = workspace(call.n)
     avoided = _avoided(grids, boxes, avoid_cost)
     with avoided as (cells, cost_index, cost_table, uniform):
@@ -181,13 +177,13 @@ def reachable(
 
 
 def _region(gridmap: GridMap, region) -> np.ndarray:
-    window = checked(_REGION, region)
+    window = checked(REGION, region)
     if window is None:
         return np.array([0, 0, gridmap.width, gridmap.height], dtype=np.int64)
     x, y, w, h = window
     if x < 0 or y < 0 or x + w > gridmap.width or y + h > gridmap.height:
         raise OutOfBoundsError(f"region {list(window)} is not inside the map ({gridmap.width}x{gridmap.height})",
-                               at="region")
+                               at=REGION.name)
     return np.array([x, y, x + w, y + h], dtype=np.int64)
 
 
@@ -276,13 +272,13 @@ def distance_field(
     >>> distance_field(m, [(2, 1)]).tolist()
     [[3.0, 2.0, 1.0], [4.0, inf, 0.0]]
     """
-    goals = _required(_GOALS, goals)
-    max_cost = checked(_MAX_COST, max_cost)
+    goals = _required(GOALS, goals)
+    max_cost = checked(MAX_COST, max_cost)
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
     boxes = avoid_boxes(gridmap, avoid)
-    avoid_cost = checked(_AVOID_COST, avoid_cost)
+    avoid_cost = checked(AVOID_COST, avoid_cost)
     window = _region(gridmap, region)
-    goal_cells = cells_of(goals, "goals", gridmap)
+    goal_cells = cells_of(goals, GOALS.name, gridmap)
     out = np.full((int(window[3] - window[1]), int(window[2] - window[0])), np.inf)
     _compute_field(gridmap, grids, goal_cells, boxes, avoid_cost, max_cost, window, out)
     return out.astype(np.float32)
@@ -377,12 +373,12 @@ def next_steps(
     >>> next_steps(m, [(4, 1)], 1, units, lookahead="los")[0].tolist()
     [[0.0, 0.0], [3.0, 0.0], [4.0, 1.0]]
     """
-    goals = _required(_GOALS, goals)
-    lookahead_code = _LOOKAHEADS[checked(_LOOKAHEAD, lookahead) or "cell"]
-    max_cost = checked(_MAX_COST, max_cost)
+    goals = _required(GOALS, goals)
+    lookahead_code = _LOOKAHEADS[checked(LOOKAHEAD, lookahead) or "cell"]
+    max_cost = checked(MAX_COST, max_cost)
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
-    avoid_checked = checked(BY_NAME["avoid"], avoid)
-    avoid_cost = checked(_AVOID_COST, avoid_cost)
+    avoid_checked = checked(AVOID, avoid)
+    avoid_cost = checked(AVOID_COST, avoid_cost)
     units = _positions(gridmap, positions)
     call = grids.call
     key = ("steer", call.layer_key, call.mode, call.climb, tuple(map(tuple, goals)),
@@ -403,7 +399,7 @@ def next_steps(
 def _steering_field(gridmap, grids: _Grids, goals, avoid_checked, avoid_cost, max_cost) -> SteeringField:
     call = grids.call
     boxes = NO_BOXES if avoid_checked is None else blocker_boxes(gridmap, avoid_checked)
-    goal_cells = cells_of(goals, "goals", gridmap)
+    goal_cells = cells_of(goals, GOALS.name, gridmap)
     out = np.full((gridmap.height, gridmap.width), np.inf)
     # Each cell's step, where the field's search records it (the rest worked out on use).
     following = np.full(out.size, UNKNOWN, dtype=np.int32)

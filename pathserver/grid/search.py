@@ -32,12 +32,17 @@ from pathserver.grid.prepared import (
     thread_local,
     workspace,
 )
-from pathserver.options import BY_NAME
+from pathserver.options import ALGORITHM, DIAGONAL, GOALS, SMOOTH, WEIGHT
 
 # find_path's defaults, the options' own objects: a call that leaves them alone passes
 # these very objects, which the prepared call's lookup tests by identity.
-_SMOOTH, _WEIGHT, _DIAGONAL, _ALGORITHM = (BY_NAME[name].python_default
-                                           for name in ("smooth", "weight", "diagonal", "algorithm"))
+_SMOOTH, _WEIGHT, _DIAGONAL, _ALGORITHM = (option.python_default for option in (SMOOTH, WEIGHT, DIAGONAL, ALGORITHM))
+
+
+def _call_options(given: dict) -> dict:
+    """The options of a prepared call (:data:`CALL_DEFAULTS`' names, their order) out of
+    find_path's ``locals()``: its keywords are named as the options are."""
+    return {name: given[name] for name in CALL_DEFAULTS}
 
 
 def find_path(
@@ -85,11 +90,8 @@ def find_path(
     (1, (1, 2), 2.0)
     """
     if goal is None or goals is not None or avoid is not None or avoid_cost is not None or traversal is not None:
-        return find_path_more(gridmap, start, goal, unit_size, {
-            "smooth": smooth, "allow_partial": allow_partial, "snap": snap, "max_expansions": max_expansions,
-            "heuristic": heuristic, "weight": weight, "diagonal": diagonal, "max_climb": max_climb,
-            "algorithm": algorithm, "line_of_sight": line_of_sight,
-        }, goals, avoid, avoid_cost, traversal)
+        return find_path_more(gridmap, start, goal, unit_size, _call_options(locals()), goals, avoid, avoid_cost,
+                              traversal)
     # Everything but the endpoints is checked once per map and option set, and kept as a
     # PreparedCall: the common call is a dict lookup, two bounds checks and the kernel.
     # The key holds every option (tests/test_options.py checks that each one counts) and
@@ -116,11 +118,7 @@ def find_path(
     except TypeError:  # an unhashable value: validation names it, or it is never kept
         call = None
     if call is None:
-        call = prepare_call(gridmap, key, unit_size, {
-            "smooth": smooth, "allow_partial": allow_partial, "snap": snap, "max_expansions": max_expansions,
-            "heuristic": heuristic, "weight": weight, "diagonal": diagonal, "max_climb": max_climb,
-            "algorithm": algorithm, "line_of_sight": line_of_sight,
-        })
+        call = prepare_call(gridmap, key, unit_size, _call_options(locals()))
     (_, layer_key, width, height, n, cells, _, jump_bits, jump_table, cost_index, cost_table, _, _, mode, _, budget,
      algorithm_name, generation, _, _, bound_rows, bounds, _) = call.fields
     try:
@@ -220,7 +218,7 @@ def find_paths(gridmap: GridMap, starts, goals, unit_size=1, *, errors: str = "r
     starts = list(starts)
     goals = list(goals)
     if len(starts) != len(goals):
-        raise RequestError(f"{len(starts)} starts but {len(goals)} goals", at="goals")
+        raise RequestError(f"{len(starts)} starts but {len(goals)} goals", at=GOALS.name)
 
     def one(i: int):
         try:

@@ -14,7 +14,7 @@ from itertools import chain
 import numpy as np
 
 from pathserver.errors import BadUnitSizeError, OutOfBoundsError, RequestError
-from pathserver.options import BY_NAME
+from pathserver.options import UNIT_SIZE
 
 
 def footprint_offsets(unit_w: int, unit_h: int) -> tuple[int, int]:
@@ -70,7 +70,6 @@ def floor_cell(x, y, at: str | None = None) -> tuple[int, int]:
         raise OutOfBoundsError("coordinates are too far outside the map", at=at) from None
 
 
-_UNIT_SIZE = BY_NAME["unit_size"]
 
 
 def normalize_unit_size(unit_size, width: int | None = None, height: int | None = None) -> tuple[int, int]:
@@ -83,10 +82,10 @@ def normalize_unit_size(unit_size, width: int | None = None, height: int | None 
     """
     if type(unit_size) is int and unit_size >= 1 and (width is None or unit_size <= min(width, height)):
         return unit_size, unit_size
-    w, h = _UNIT_SIZE.check(python_value(unit_size)) or (1, 1)
+    w, h = UNIT_SIZE.check(python_value(unit_size)) or (1, 1)
     if width is not None and height is not None and (w > width or h > height):
         raise BadUnitSizeError(
-            f"unit_size {w}x{h} is larger than the map ({width}x{height})", at="unit_size"
+            f"unit_size {w}x{h} is larger than the map ({width}x{height})", at=UNIT_SIZE.name
         )
     return w, h
 

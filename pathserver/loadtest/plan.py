@@ -20,10 +20,11 @@ from pathlib import Path
 
 from pathserver.client import DEFAULT_ENDPOINT
 from pathserver.errors import PathserverError
+from pathserver.options import PATH_OP, UNIT_SIZE, UPDATE_OP
 
 #: Kinds of request, as a driver records them for each reply.
 OP_PATH, OP_UPDATE = 0, 1
-OP_NAMES = ("path", "update")
+OP_NAMES = (PATH_OP, UPDATE_OP)
 
 
 class LoadTestError(PathserverError):
@@ -120,7 +121,7 @@ class TripSource:
         unit = rng.choice(self.units)
         if self.scen is not None:
             name, start, goal = rng.choice(self.scen)
-            return {"op": "path", "map": name, "start": list(start), "goal": list(goal), "unit_size": unit}
+            return {"op": PATH_OP, "map": name, "start": list(start), "goal": list(goal), UNIT_SIZE.name: unit}
         name, width, height = rng.choice(self.maps)
         sx, sy = rng.randrange(width), rng.randrange(height)
         if rng.random() < self.long_share:
@@ -129,7 +130,7 @@ class TripSource:
             r = self.radius
             gx = min(width - 1, max(0, sx + rng.randint(-r, r)))
             gy = min(height - 1, max(0, sy + rng.randint(-r, r)))
-        return {"op": "path", "map": name, "start": [sx, sy], "goal": [gx, gy], "unit_size": unit}
+        return {"op": PATH_OP, "map": name, "start": [sx, sy], "goal": [gx, gy], UNIT_SIZE.name: unit}
 
 
 class Doors:
@@ -143,10 +144,10 @@ class Doors:
     def next(self) -> dict:
         if self.closed:
             name, rect = self.closed.pop()
-            return {"op": "update", "map": name, "rects": [rect], "solid": False}
+            return {"op": UPDATE_OP, "map": name, "rects": [rect], "solid": False}
         name, width, height = self.rng.choice(self.maps)
         rect = [self.rng.randrange(width), self.rng.randrange(height), 2, 2]
         self.closed.append((name, rect))
-        return {"op": "update", "map": name, "rects": [rect], "solid": True}
+        return {"op": UPDATE_OP, "map": name, "rects": [rect], "solid": True}
 
 

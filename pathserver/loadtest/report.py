@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pathserver.loadtest.plan import OP_NAMES, OP_PATH, LoadConfig, LoadTestError
+from pathserver.loadtest.plan import OP_NAMES, OP_PATH, OP_UPDATE, LoadConfig, LoadTestError
 
 #: Latency percentiles reported, as (JSON key, percentile).
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9))
@@ -110,7 +110,7 @@ def format_summary(summary: dict) -> str:
                                  f"failed {rw['reloads_failed']}"))
     if "update_latency_ms" in summary:
         upd = summary["update_latency_ms"]
-        rows.append(("updates", f"{summary['ops']['update']} sent, p50 {ms(upd['p50'])} ms, max {ms(upd['max'])} ms"))
+        rows.append(("updates", f"{summary['ops'][OP_NAMES[OP_UPDATE]]} sent, p50 {ms(upd['p50'])} ms, max {ms(upd['max'])} ms"))
     if summary["mode"] == "open_loop" and summary["max_send_lag_ms"] > 10:
         rows.append(("note", f"the load generator fell up to {summary['max_send_lag_ms']:.0f} ms behind its "
                              "schedule; those delays are counted as latency (try --threads)"))

@@ -10,14 +10,13 @@ import math
 import numpy as np
 
 from pathserver.errors import NonFiniteError, PathserverError, RequestError, TooLargeError
-from pathserver.options import BY_NAME, OPTIONS, PER_REQUEST, op_fields, wire_type
+from pathserver.options import AVOID, BY_NAME, GOALS, OPTIONS, PATH_OP, PATHS_OP, PER_REQUEST, SPACE, UNIT_SIZE
+from pathserver.options import op_fields, wire_type
 from pathserver.protocol import packed as packing
 from pathserver.protocol.requests import (
     AS_SENT,
     MAX_BATCH,
     MAX_NAME_LEN,
-    SPACE_OPTION,
-    UNIT_SIZE,
     WIRE_DEFAULTS,
     PathQuery,
     PathRequest,
@@ -28,12 +27,11 @@ from pathserver.protocol.requests import (
 )
 
 _PER_REQUEST = frozenset(PER_REQUEST)
-_AVOID = BY_NAME["avoid"]
 #: The options a PathQuery keeps in ``options`` (find_path's keywords but unit_size).
-_OPTION_SET = frozenset(op_fields("path")) - {"unit_size", "space"}
-_QUERY_FIELDS = ("start", "goal") + op_fields("paths")
-_PATH_FIELDS = ("id", "op", "map", "start", "goal") + op_fields("path") + ("packed",)
-_PATHS_FIELDS = ("id", "op", "map", "requests") + op_fields("paths") + ("packed", "starts")
+_OPTION_SET = frozenset(op_fields(PATH_OP)) - {UNIT_SIZE.name, SPACE.name}
+_QUERY_FIELDS = ("start", "goal") + op_fields(PATHS_OP)
+_PATH_FIELDS = ("id", "op", "map", "start", "goal") + op_fields(PATH_OP) + ("packed",)
+_PATHS_FIELDS = ("id", "op", "map", "requests") + op_fields(PATHS_OP) + ("packed", "starts")
 
 
 def parse_path(rid: int, obj: dict) -> PathRequest:
@@ -72,7 +70,7 @@ def parse_path_fast(obj: dict, max_depth: int = 8) -> PathRequest | None:
         goal = obj["goal"]
     except KeyError:
         return None
-    if type(rid) is not int or type(op) is not str or op != "path" or type(name) is not str:
+    if type(rid) is not int or type(op) is not str or op != PATH_OP or type(name) is not str:
         return None
     if not 0 < len(name) <= MAX_NAME_LEN:
         return None
@@ -100,12 +98,12 @@ def parse_path_fast(obj: dict, max_depth: int = 8) -> PathRequest | None:
                         return None
                     packed = value
                     continue
-                if key != "avoid" or max_depth < 4:
+                if key != AVOID.name or max_depth < 4:
                     return None
                 # Other units' cells, a game's common extra: checked by C loops over
                 # the arrays (the option's own check), kept as its Avoid like _query keeps it.
                 try:
-                    options[key] = _AVOID.check(value, "")
+                    options[key] = AVOID.check(value, "")
                 except PathserverError:
                     return None
                 continue
@@ -182,8 +180,8 @@ def _fast_check(option):
 
 # The options of PER_REQUEST (arrays, maps) are the full validator's.
 FAST_CHECKS = {option.name: _fast_check(option) for option in OPTIONS
-                if "path" in option.ops and option.name not in _PER_REQUEST}
-_SPACE = FAST_CHECKS["space"]
+                if PATH_OP in option.ops and option.name not in _PER_REQUEST}
+_SPACE = FAST_CHECKS[SPACE.name]
 
 
 def parse_paths(rid: int, obj: dict) -> PathsRequest:
@@ -193,12 +191,12 @@ def parse_paths(rid: int, obj: dict) -> PathsRequest:
     columns = obj.get("starts") is not None
     # Batch-level options are defaults for every entry; validate them once, up front. With
     # columns, ``goals`` is the column of goals, not the option.
-    defaults = {key: obj[key] for key in op_fields("paths") if key in obj and not (columns and key == "goals")}
-    if type(defaults.get("goals")) is bytes:
+    defaults = {key: obj[key] for key in op_fields(PATHS_OP) if key in obj and not (columns and key == GOALS.name)}
+    if type(defaults.get(GOALS.name)) is bytes:
         raise RequestError("'goals' as a bin (one goal an entry) goes with 'starts', in place of 'requests'",
-                           at="goals")
+                           at=GOALS.name)
     probe = {"start": [0, 0], **defaults}
-    if probe.get("goals") is None:
+    if probe.get(GOALS.name) is None:
         probe["goal"] = [0, 0]
     shared = _query(probe, {}, "")
     if columns:
@@ -267,10 +265,10 @@ def _query(obj: dict, defaults: dict, prefix: str) -> PathQuery:
     """A PathQuery from ``obj``'s fields, falling back to ``defaults`` (a batch's own
     fields, already validated once)."""
     start = read_point(obj, "start", prefix)
-    size_source = obj if obj.get("unit_size") is not None else defaults
-    unit_size = UNIT_SIZE.check(size_source.get("unit_size"), prefix) or (1, 1)
-    space_source = obj if obj.get("space") is not None else defaults
-    space = SPACE_OPTION.check(space_source.get("space"), prefix) or "grid"
+    size_source = obj if obj.get(UNIT_SIZE.name) is not None else defaults
+    unit_size = UNIT_SIZE.check(size_source.get(UNIT_SIZE.name), prefix) or (1, 1)
+    space_source = obj if obj.get(SPACE.name) is not None else defaults
+    space = SPACE.check(space_source.get(SPACE.name), prefix) or "grid"
     options = dict(WIRE_DEFAULTS)
     # Entry fields override the batch's; nil means "the default" (the batch's, else the wire's).
     for source in (defaults, obj):
@@ -282,11 +280,11 @@ def _query(obj: dict, defaults: dict, prefix: str) -> PathQuery:
                     options[key] = source[key] if option.kind in AS_SENT else value
     # One goal, or goals (the entry's own goal wins over a batch's goals).
     if obj.get("goal") is not None:
-        if obj.get("goals") is not None:
-            raise RequestError("pass 'goal' or 'goals', not both", at=prefix + "goals")
-        options.pop("goals", None)
+        if obj.get(GOALS.name) is not None:
+            raise RequestError("pass 'goal' or 'goals', not both", at=prefix + GOALS.name)
+        options.pop(GOALS.name, None)
         goal = read_point(obj, "goal", prefix)
-    elif "goals" in options:
+    elif GOALS.name in options:
         goal = None
     else:
         raise RequestError("missing field 'goal' ([x, y]; or 'goals', [[x, y], ...])", at=prefix + "goal")

@@ -13,6 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
+from pathserver.options import AVOID
 from pathserver.protocol.codec import Limits, decode_map
 
 
@@ -65,5 +66,5 @@ class BodyDecoder:
         obj = decode_map(b"".join((body[:start], b"\xc0", body[end:])), limits)
         cells = out[:count]
         cells.setflags(write=False)
-        obj["avoid"]["cells"] = cells
+        obj[AVOID.name]["cells"] = cells
         return obj

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathserver.errors import NonFiniteError, RequestError, TooLargeError, UnknownOpError
-from pathserver.options import BY_NAME, PER_REQUEST, number, number_rows, op_fields, quoted
+from pathserver.options import BY_NAME, GOALS, PER_REQUEST, SPACE, UNIT_SIZE, UPDATE_OP, number, number_rows
+from pathserver.options import op_fields, quoted
 from pathserver.options import wire_defaults, wire_type
 from pathserver import arrays
 from pathserver.protocol.cells import MapCells, check_side
@@ -262,9 +263,7 @@ def parse_request(obj: dict, parsers: dict):
 
 # -- the ops but path and paths (pathserver.protocol.path_requests) ------------------
 
-UNIT_SIZE = BY_NAME["unit_size"]
-SPACE_OPTION = BY_NAME["space"]
-_UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost") + op_fields("update") + ("if_gen",)
+_UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost") + op_fields(UPDATE_OP) + ("if_gen",)
 _PUT_MAP_FIELDS = ("id", "op", "map", "width", "height", "cells", "costs", "heights", "origin", "cell_size", "tags",
                    "tag_names", "classes")
 _DROP_MAP_FIELDS = ("id", "op", "map")
@@ -278,7 +277,7 @@ AS_SENT = frozenset(("points", "traversal"))
 def parse_update(rid: int, obj: dict) -> UpdateRequest:
     check_fields(obj, _UPDATE_FIELDS, "")
     name = map_name(obj)
-    space = SPACE_OPTION.check(obj.get("space")) or "grid"
+    space = SPACE.check(obj.get(SPACE.name)) or "grid"
     rects = tuple(number_lists(obj, "rects", 4))
     cells = tuple(number_lists(obj, "cells", 2))
     if "rects" not in obj and "cells" not in obj:
@@ -364,11 +363,11 @@ def query_parser(op: str, own: tuple, needed: tuple, read_own=None):
         for key in needed:
             if obj.get(key) is None:
                 raise RequestError(f"missing field '{key}' for op '{op}'", at=key)
-        space = SPACE_OPTION.check(obj.get("space")) or "grid"
-        args = {"unit_size": 1}
+        space = SPACE.check(obj.get(SPACE.name)) or "grid"
+        args = {UNIT_SIZE.name: 1}
         for key in op_fields(op):
             value = obj.get(key)
-            if value is None or key == "space":
+            if value is None or key == SPACE.name:
                 continue
             option = BY_NAME[key]
             checked = option.check(value)
@@ -407,17 +406,17 @@ def read_placement(obj: dict, args: dict) -> bool:
 
 
 def _check_points(value) -> list:
-    """check_block's ``points``: as many ``[x, y]`` as ``goals`` may hold."""
+    """The ``points`` of ``check_block``: as many ``[x, y]`` as ``goals`` may hold."""
     points = number_rows(value, 2, "points", "[x, y]")
-    limit = BY_NAME["goals"].max
+    limit = GOALS.max
     if len(points) > limit:
         raise TooLargeError(f"{len(points)} points; at most {limit}", at="points")
     return points
 
 
 def _positions(value) -> tuple[np.ndarray, bool]:
-    """next_steps' ``positions``, a bin of little-endian float32 ``x, y`` pairs or an array
-    of ``[x, y]``, as float64 (n, 2) and whether it came as a bin."""
+    """The ``positions`` of ``next_steps``: a bin of little-endian float32 ``x, y`` pairs
+    or an array of ``[x, y]``, as float64 (n, 2) and whether it came as a bin."""
     if type(value) is bytes:
         xy = arrays.pairs(value, arrays.FLOAT32, "positions").astype(np.float64)
         packed = True

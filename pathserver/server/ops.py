@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from pathserver.options import BUDGET, GOALS
 from pathserver.protocol import path_requests as path_req
 from pathserver.protocol import requests as req
 from pathserver.protocol.codec import UPLOAD_OP
@@ -57,10 +58,10 @@ TABLE = (
     Op(UPLOAD_OP, req.PutMapRequest, req.parse_put_map, _on(map_ops.handle_put_map), UPLOAD),
     Op("drop_map", req.DropMapRequest, req.parse_drop_map, _on(map_ops.handle_drop_map), WORKER),
     Op("get_map", req.GetMapRequest, req.parse_get_map, _on(map_ops.handle_get_map), WORKER),
-    Op("reachable", req.QueryRequest, req.query_parser("reachable", ("start",), ("start", "budget"), req.read_start),
+    Op("reachable", req.QueryRequest, req.query_parser("reachable", ("start",), ("start", BUDGET.name), req.read_start),
        _on(query_ops.handle_reachable), WORKER),
-    Op("field", req.QueryRequest, req.query_parser("field", (), ("goals",)), _on(query_ops.handle_field), WORKER),
-    Op("next_steps", req.QueryRequest, req.query_parser("next_steps", ("positions",), ("goals", "positions"),
+    Op("field", req.QueryRequest, req.query_parser("field", (), (GOALS.name,)), _on(query_ops.handle_field), WORKER),
+    Op("next_steps", req.QueryRequest, req.query_parser("next_steps", ("positions",), (GOALS.name, "positions"),
                                                         req.read_positions), _on(query_ops.handle_next_steps), WORKER),
     Op("check_block", req.QueryRequest, req.query_parser("check_block", ("points", "cells", "rects"), ("points",),
                                                          req.read_placement), _on(query_ops.handle_check_block), WORKER),

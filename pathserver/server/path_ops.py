@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathserver.core import wire as wire_kernels
 from pathserver.errors import PathserverError
 from pathserver.grid.search import find_path, find_path_within, find_paths
-from pathserver.options import PER_REQUEST
+from pathserver.options import AVOID, GOALS, PER_REQUEST
 from pathserver.protocol import packed as packing
 from pathserver.protocol.replies import PathAnswer, PathReplies, batch_error, error_object, ok_reply
 from pathserver.protocol.requests import PathQuery, PathRequest, PathsRequest
@@ -135,9 +135,9 @@ INLINE_AVOID_CELLS = 1024
 def _inline_avoid(options: dict, per_request) -> bool:
     """Whether a ``path`` with these per-request options may be tried on the loop: only
     ``avoid``, with at most INLINE_AVOID_CELLS cells and no rectangles."""
-    if len(per_request) != 1 or "avoid" not in per_request:
+    if len(per_request) != 1 or AVOID.name not in per_request:
         return False
-    avoid = options["avoid"]
+    avoid = options[AVOID.name]
     return not len(avoid.rects) and len(avoid.cells) <= INLINE_AVOID_CELLS
 
 
@@ -146,7 +146,7 @@ def _search(gridmap, entries: list) -> list:
     options)`` of equal unit and options: one ``find_paths`` call, spread over all cores,
     or with ``goals`` (which ``find_paths`` has no slot for) one ``find_path`` each."""
     _, unit, _, _, options = entries[0]
-    if "goals" not in options:
+    if GOALS.name not in options:
         return find_paths(gridmap, [entry[2] for entry in entries], [entry[3] for entry in entries], unit,
                           errors="return", **options)
     results = []
@@ -172,8 +172,8 @@ def _endpoints(gridmap, query: PathQuery):
         return unit, query.start, query.goal, options
     start = point_cell(gridmap, query.start, query.space, "start")
     goal = None if query.goal is None else point_cell(gridmap, query.goal, query.space, "goal")
-    if "goals" in options:
-        options = {**options, "goals": grid_points(gridmap, options["goals"], query.space)}
+    if GOALS.name in options:
+        options = {**options, GOALS.name: grid_points(gridmap, options[GOALS.name], query.space)}
     return unit, start, goal, options
 
 

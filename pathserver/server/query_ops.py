@@ -8,6 +8,7 @@ import numpy as np
 from pathserver import arrays
 from pathserver.errors import TooLargeError
 from pathserver.grid import queries
+from pathserver.options import GOALS, REGION
 from pathserver.protocol.replies import ok_reply
 from pathserver.protocol.requests import QueryRequest
 from pathserver.server.spaces import grid_points
@@ -21,7 +22,7 @@ def _grid_args(request: QueryRequest, gridmap) -> dict:
     """The request's keyword arguments, its points turned into grid units."""
     args = dict(request.args)
     space = request.space
-    for key in ("start", "goals", "positions", "points", "cells"):
+    for key in ("start", GOALS.name, "positions", "points", "cells"):
         if key in args:
             args[key] = grid_points(gridmap, args[key], space)
     if "rects" in args and space == "world" and args["rects"]:
@@ -43,10 +44,10 @@ def handle_reachable(request: QueryRequest, registry) -> dict:
 def handle_field(request: QueryRequest, registry) -> dict:
     gridmap = registry.get(request.map)
     args = _grid_args(request, gridmap)
-    x, y, w, h = args.get("region") or (0, 0, gridmap.width, gridmap.height)
+    x, y, w, h = args.get(REGION.name) or (0, 0, gridmap.width, gridmap.height)
     if w * h > MAX_FIELD_CELLS:
         raise TooLargeError(f"a field of {w} x {h} cells; at most {MAX_FIELD_CELLS} in one reply (ask for a "
-                            "'region')", at="region")
+                            "'region')", at=REGION.name)
     cost = queries.distance_field(gridmap, **args)
     return _reply(request, gridmap, width=int(w), height=int(h), origin=[int(x), int(y)],
                   cost=arrays.to_bin(cost, arrays.FLOAT32))

@@ -121,6 +121,7 @@ def _warm_steps(costly=None):
     from pathserver.grid.gridmap import GridMap
     from pathserver.grid.queries import check_block, distance_field, next_steps, reachable
     from pathserver.grid.search import find_path
+    from pathserver.options import AVOID, AVOID_COST
 
     maps = warm_maps()
     uniform = maps["uniform"]
@@ -142,7 +143,7 @@ def _warm_steps(costly=None):
         # Both kinds of map (terrain costs, uniform), with and without avoided cells.
         for gridmap in (costly, uniform):
             for avoid, avoid_cost in ((None, None), ({"cells": [(2, 0)]}, None), ({"rects": [(2, 0, 1, 2)]}, 3)):
-                extra = {"avoid": avoid, "avoid_cost": avoid_cost}
+                extra = {AVOID.name: avoid, AVOID_COST.name: avoid_cost}
                 reachable(gridmap, (0, 0), 4.0, 1, **extra)
                 distance_field(gridmap, [(7, 2)], 1, **extra)
                 distance_field(gridmap, [(7, 2)], 1, max_cost=3.0, region=(0, 0, 2, 2), **extra)
