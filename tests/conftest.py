@@ -15,7 +15,7 @@ _SECOND_PROCESS = pytest.StashKey()
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 MOVINGAI = ROOT.parent / "shared" / "movingai"
-#: The --slow tests' budget instead of pyproject's 120 s backstop: the soaks take about a
+#: The --slow tests' budget instead of pyproject's 300 s backstop: the soaks take about a
 #: minute each on an idle 2-core box, the long wire-garbage flood allows itself 260 s.
 SLOW_TIMEOUT_S = 600
 
