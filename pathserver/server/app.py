@@ -82,17 +82,6 @@ def serve(
     and then (``os._exit``) instead of waiting for the compile in hand.
     """
     out = sys.stdout if out is None else out
-    switch_interval = sys.getswitchinterval()
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
-    try:
-        return _serve(maps_dir, bind, threads, queue_limit, watch, out, curve_keys, allowed_clients_dir, insecure,
-                      connect, state, max_upload_cells, exit_at_once)
-    finally:
-        sys.setswitchinterval(switch_interval)
-
-
-def _serve(maps_dir, bind, threads, queue_limit, watch, out, curve_keys, allowed_clients_dir, insecure, connect, state,
-           max_upload_cells, exit_at_once) -> int:
     try:
         curve = security.curve_from_arguments(curve_keys, allowed_clients_dir)
         warnings = security.check_bind(bind, curve=curve is not None, insecure=insecure)
@@ -121,12 +110,15 @@ def _serve(maps_dir, bind, threads, queue_limit, watch, out, curve_keys, allowed
     if not registry.folder.is_dir():
         registry.load_all()  # raises the folder's MapLoadError before anything binds
     starter = None
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
         # Installed first, so a signal at any stage stops us too.
         with stopped_by_signals(server.stop):
             starter = _Starter(server, registry, shared, watch, out)
             return starter.serve(bind)
     finally:
+        sys.setswitchinterval(switch_interval)
         registry.stop()
         if starter is not None and starter.is_alive() and exit_at_once:
             # A kernel compile cannot be interrupted, and tearing LLVM down under one
