@@ -13,12 +13,14 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.heap import NODE_MASK, TIE, pair_pop, pair_replace_top, pair_sift_up
-from pathserver.core.moves import SQRT2, move_bits
+from pathserver.core.moves import SQRT2, diagonal_direction, diagonal_step, hex_distance, hex_move, move_bits
 from pathserver.core.status import (
+    DIAGONAL_HEX,
     DIAGONAL_NEVER,
     DIAGONAL_NO_CORNER_CUTTING,
     HEURISTIC_CHEBYSHEV,
     HEURISTIC_EUCLIDEAN,
+    HEURISTIC_HEX,
     HEURISTIC_MANHATTAN,
     HEURISTIC_OCTILE,
     SEARCH_BUDGET,
@@ -35,6 +37,8 @@ STEP_Y = (0, 1, 0, -1, 1, 1, -1, -1)
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def heuristic_distance(kind, x, y, gx, gy):
     """Unweighted estimate from (x, y) to (gx, gy) in straight-move units."""
+    if kind >= HEURISTIC_HEX:
+        return float(hex_distance(kind - HEURISTIC_HEX + DIAGONAL_HEX, x, y, gx, gy))
     dx = abs(x - gx)
     dy = abs(y - gy)
     if kind == HEURISTIC_EUCLIDEAN:
@@ -57,6 +61,8 @@ def move_allowed(passable, heights, use_heights, max_climb, diagonal, x, y, nx, 
         if diagonal == DIAGONAL_NEVER:
             return False
         if diagonal == DIAGONAL_NO_CORNER_CUTTING and (passable[y, nx] == 0 or passable[ny, x] == 0):
+            return False
+        if not hex_move(diagonal, x, y, diagonal_direction(nx - x, ny - y)):
             return False
     if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
         return False
@@ -252,7 +258,7 @@ def _search_kernel(fixed_uniform, fixed_heights, fixed_diagonal, fixed_heuristic
                     continue
                 if use_heights != 0 and abs(heights_flat[at] - here) > max_climb:
                     continue
-                step = SQRT2 if d >= 4 else 1.0
+                step = diagonal_step(diagonal) if d >= 4 else 1.0
                 if uniform == 0:
                     step *= cost_table[cost_flat[at]]
                 g_new = g_node + step

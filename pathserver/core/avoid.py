@@ -15,6 +15,8 @@ import math
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
+from pathserver.core.moves import hex_move, step_to
+
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def anchor_box(x0, y0, x1, y1, unit_w, unit_h, width, height):
@@ -159,3 +161,63 @@ def lay_cells(grid, source, cells, rects, unit_w, unit_h, sx, sy, gx, gy, boxes)
         restore_anchors(grid, source, boxes[:count], unit_w, unit_h)
         return LAY_GOAL_BLOCKED
     return count
+
+
+@njit(cache=True, nogil=True)
+def hex_anchors(boxes, layout, radius, width, height):
+    """On a hex map of ``layout`` (a DIAGONAL_HEX_* code), the anchors of a unit of size
+    ``radius + 1`` whose footprint overlaps one of ``boxes`` (int (K, 4), clipped, K >= 1):
+    every cell within hex distance ``radius`` of a boxed cell, as int64 boxes one row tall
+    (runs of a row), clipped to the map. The kernels then lay them as a 1 x 1 unit's."""
+    rx0 = width
+    ry0 = height
+    rx1 = 0
+    ry1 = 0
+    for k in range(boxes.shape[0]):
+        rx0 = min(rx0, boxes[k, 0] - radius)
+        ry0 = min(ry0, boxes[k, 1] - radius)
+        rx1 = max(rx1, boxes[k, 2] + radius)
+        ry1 = max(ry1, boxes[k, 3] + radius)
+    rx0 = max(rx0, 0)
+    ry0 = max(ry0, 0)
+    rx1 = min(rx1, width)
+    ry1 = min(ry1, height)
+    mask = np.zeros((ry1 - ry0, rx1 - rx0), dtype=np.bool_)
+    for k in range(boxes.shape[0]):
+        mask[boxes[k, 1] - ry0:boxes[k, 3] - ry0, boxes[k, 0] - rx0:boxes[k, 2] - rx0] = True
+    before = np.empty_like(mask)
+    for _ in range(radius):
+        before[:, :] = mask
+        for y in range(ry0, ry1):
+            for x in range(rx0, rx1):
+                if before[y - ry0, x - rx0]:
+                    continue
+                for d in range(8):
+                    if not hex_move(layout, x, y, d):
+                        continue
+                    nx, ny = step_to(x, y, d)
+                    if rx0 <= nx < rx1 and ry0 <= ny < ry1 and before[ny - ry0, nx - rx0]:
+                        mask[y - ry0, x - rx0] = True
+                        break
+    runs = 0
+    for y in range(ry1 - ry0):
+        for x in range(rx1 - rx0):
+            if mask[y, x] and (x == 0 or not mask[y, x - 1]):
+                runs += 1
+    out = np.empty((runs, 4), dtype=np.int64)
+    runs = 0
+    for y in range(ry1 - ry0):
+        x = 0
+        while x < rx1 - rx0:
+            if not mask[y, x]:
+                x += 1
+                continue
+            start = x
+            while x < rx1 - rx0 and mask[y, x]:
+                x += 1
+            out[runs, 0] = start + rx0
+            out[runs, 1] = y + ry0
+            out[runs, 2] = x + rx0
+            out[runs, 3] = y + ry0 + 1
+            runs += 1
+    return out

@@ -4,11 +4,14 @@
 cell is ``(x, y)``: 0 on a blocked cell, 1 on a walkable cell whose right, lower and
 lower-right neighbours do not all extend it, and so on. One annotation answers every
 unit size: a ``w x h`` footprint with top-left ``(x, y)`` is walkable exactly when the
-squares of side ``min(w, h)`` laid along its long side all fit.
+squares of side ``min(w, h)`` laid along its long side all fit. Hex maps have their own
+annotation, the hex distance to the nearest blocked cell (:func:`hex_clearance`).
 """
 
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
+
+from pathserver.core.moves import hex_move, step_to
 
 #: Clearance values saturate here, so they fit in uint16.
 CLEARANCE_MAX = 65535
@@ -147,4 +150,75 @@ def footprint_cost(cost_index, unit_w, unit_h, off_x, off_y, out):
                 if 0 <= r < height and rows[r, x] > best:
                     best = rows[r, x]
             out[y, x] = best
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def hex_clearance(walkable, layout, clearance):
+    """Fill ``clearance`` (uint16 (H, W)) of a hex map of ``layout`` (a DIAGONAL_HEX_*
+    code) from ``walkable``: each walkable cell's hex distance to the nearest blocked cell
+    or cell off the map, 0 on blocked cells. A unit of size k (every cell within hex
+    distance k - 1 of its own) stands where the clearance is k or more. A breadth-first
+    search outward from the walkable cells beside a blocked or missing one. Returns the
+    count of walkable cells."""
+    height, width = walkable.shape
+    queue = np.empty(height * width, dtype=np.int64)
+    head = 0
+    tail = 0
+    for y in range(height):
+        for x in range(width):
+            clearance[y, x] = 0
+            if walkable[y, x] == 0:
+                continue
+            edge = False
+            for d in range(8):
+                if not hex_move(layout, x, y, d):
+                    continue
+                nx, ny = step_to(x, y, d)
+                if nx < 0 or ny < 0 or nx >= width or ny >= height or walkable[ny, nx] == 0:
+                    edge = True
+                    break
+            if edge:
+                clearance[y, x] = 1
+                queue[tail] = y * width + x
+                tail += 1
+    while head < tail:
+        node = queue[head]
+        head += 1
+        y = node // width
+        x = node - y * width
+        value = clearance[y, x]
+        for d in range(8):
+            if not hex_move(layout, x, y, d):
+                continue
+            nx, ny = step_to(x, y, d)
+            if 0 <= nx < width and 0 <= ny < height and walkable[ny, nx] != 0 and clearance[ny, nx] == 0:
+                clearance[ny, nx] = min(value + 1, CLEARANCE_MAX)
+                queue[tail] = ny * width + nx
+                tail += 1
+    return tail
+
+
+@njit(cache=True, nogil=True)
+def hex_footprint_cost(cost_index, layout, radius, out):
+    """``out[y, x]`` = the highest terrain cost (as an index into the sorted cost table)
+    within hex distance ``radius`` of ``(x, y)`` on a hex map of ``layout``: the cost a
+    unit of size ``radius + 1`` pays to enter the cell, as :func:`footprint_cost` on square
+    maps. The hex ball of radius r is r steps of the ball of radius 1: r passes of a
+    maximum over the six neighbours. Returns 0."""
+    height, width = cost_index.shape
+    out[:, :] = cost_index
+    before = np.empty_like(out)
+    for _ in range(radius):
+        before[:, :] = out
+        for y in range(height):
+            for x in range(width):
+                best = before[y, x]
+                for d in range(8):
+                    if not hex_move(layout, x, y, d):
+                        continue
+                    nx, ny = step_to(x, y, d)
+                    if 0 <= nx < width and 0 <= ny < height and before[ny, nx] > best:
+                        best = before[ny, nx]
+                out[y, x] = best
     return 0

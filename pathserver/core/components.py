@@ -19,6 +19,9 @@ same byte grid is the passability grid every search reads (nonzero = standable).
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
+from pathserver.core.moves import hex_diagonals, hex_distance
+from pathserver.core.status import DIAGONAL_HEX
+
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _root(parent, label):
@@ -35,7 +38,8 @@ def label_components(passable, eight, labels):
 
     labels: int32 (H, W) output: 0 on impassable cells, 1..n on passable ones, numbered in
     the order of each component's first cell, row by row. eight: 1 to join diagonal
-    neighbours too. Returns n, the number of components.
+    neighbours too; a DIAGONAL_HEX_* code, the hex layout's neighbours. Returns n, the
+    number of components.
 
     Two passes over runs (maximal stretches of passable cells in a row), as union-find
     labellers do: the first gives each run a provisional label and joins it with every
@@ -62,8 +66,13 @@ def label_components(passable, eight, labels):
             run = provisional
             parent[run] = run
             if y > 0:
-                lo = max(start - eight, 0)
-                hi = min(x + eight, width)
+                if eight >= DIAGONAL_HEX:
+                    # Only the run's end cells reach past it: up-left (6) and up-right (7).
+                    lo = max(start - ((hex_diagonals(eight, start, y) >> 6) & 1), 0)
+                    hi = min(x + ((hex_diagonals(eight, x - 1, y) >> 7) & 1), width)
+                else:
+                    lo = max(start - eight, 0)
+                    hi = min(x + eight, width)
                 last = 0
                 for ax in range(lo, hi):
                     above = labels[y - 1, ax]
@@ -158,12 +167,14 @@ def component_at(cells, comps, x, y):
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def nearest_with_label(cells, comps, x, y, label, max_radius):
-    """The cell nearest to ``(x, y)`` (Euclidean) in component ``label`` of the
-    block-local grid ``cells`` / ``comps``, or any standable cell when ``label`` is 0.
+def nearest_with_label(cells, comps, x, y, label, max_radius, diagonal):
+    """The cell nearest to ``(x, y)`` (Euclidean; by hex distance on a hex map,
+    ``diagonal`` >= DIAGONAL_HEX) in component ``label`` of the block-local grid
+    ``cells`` / ``comps``, or any standable cell when ``label`` is 0.
 
     Searches square rings of growing radius and stops once no farther ring can hold a
-    nearer cell. Ties go to the first found (row-major within a ring).
+    nearer cell (a hex move changes x and y by at most 1: ring r holds no cell nearer
+    than r). Ties go to the first found (row-major within a ring).
     Returns (status, bx, by): status 0 found, 1 none within ``max_radius``.
     """
     height, width = cells.shape
@@ -171,7 +182,7 @@ def nearest_with_label(cells, comps, x, y, label, max_radius):
     bx = -1
     by = -1
     for r in range(0, max_radius + 1):
-        if best >= 0 and r * r > best:
+        if best >= 0 and (r > best if diagonal >= DIAGONAL_HEX else r * r > best):
             break
         y_lo = y - r
         y_hi = y + r
@@ -184,7 +195,10 @@ def nearest_with_label(cells, comps, x, y, label, max_radius):
             while xx <= x + r:
                 if 0 <= xx < width:
                     if cells[yy, xx] != 0 and (label == 0 or component_at(cells, comps, xx, yy) == label):
-                        d = (xx - x) * (xx - x) + (yy - y) * (yy - y)
+                        if diagonal >= DIAGONAL_HEX:
+                            d = hex_distance(diagonal, xx, yy, x, y)
+                        else:
+                            d = (xx - x) * (xx - x) + (yy - y) * (yy - y)
                         if best < 0 or d < best:
                             best = d
                             bx = xx

@@ -18,6 +18,7 @@ from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.avoid import anchor_box
 from pathserver.core.components import BLOCK, BLOCK_SHIFT, component_at
+from pathserver.core.moves import hex_move
 
 #: A point the unit cannot stand on (before the cells are solid, or after).
 NOT_STANDING = -1
@@ -27,9 +28,12 @@ _DY8 = (0, 1, 0, -1, 1, 1, -1, -1)
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def _fill_block(grid, x0, y0, bw, bh, n_dirs, stack):
+def _fill_block(grid, x0, y0, bw, bh, eight, stack):
     # Number the pieces of one block in place: grid holds 255 on standable cells not
     # numbered yet (0 elsewhere), on a (bh, bw) window at (x0, y0). Returns the count.
+    # A block starts on even coordinates: its local ones have the parity a hex map's
+    # neighbours depend on.
+    n_dirs = 8 if eight != 0 else 4
     local = 0
     for sy in range(bh):
         for sx in range(bw):
@@ -45,6 +49,8 @@ def _fill_block(grid, x0, y0, bw, bh, n_dirs, stack):
                 cy = stack[top] >> BLOCK_SHIFT
                 cx = stack[top] & (BLOCK - 1)
                 for d in range(n_dirs):
+                    if not hex_move(eight, cx, cy, d):
+                        continue
                     nx = cx + _DX8[d]
                     ny = cy + _DY8[d]
                     if 0 <= nx < bw and 0 <= ny < bh and grid[y0 + ny, x0 + nx] == 255:
@@ -76,17 +82,18 @@ def block_pieces(cells, eight):
         first[b] = total
         y0 = (b // per_row) << BLOCK_SHIFT
         x0 = (b % per_row) << BLOCK_SHIFT
-        total += _fill_block(pieces, x0, y0, min(BLOCK, width - x0), min(BLOCK, height - y0), 8 if eight else 4,
+        total += _fill_block(pieces, x0, y0, min(BLOCK, width - x0), min(BLOCK, height - y0), eight,
                              stack)
     first[n_blocks] = total
     return pieces, first
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def _block_edges(pieces, first, b, per_row, n_nodes, n_dirs, keys):
+def _block_edges(pieces, first, b, per_row, n_nodes, eight, keys):
     """The edges of block ``b``'s nodes (its rim cells' neighbours in other blocks) into
     ``keys`` as ``source * n_nodes + target``, sorted and without repeats; the count."""
     height, width = pieces.shape
+    n_dirs = 8 if eight != 0 else 4
     x0 = (b % per_row) << BLOCK_SHIFT
     y0 = (b // per_row) << BLOCK_SHIFT
     x1 = min(x0 + BLOCK, width)
@@ -99,6 +106,8 @@ def _block_edges(pieces, first, b, per_row, n_nodes, n_dirs, keys):
             local = pieces[y, x]
             if local != 0:
                 for d in range(n_dirs):
+                    if not hex_move(eight, x, y, d):
+                        continue
                     nx = x + _DX8[d]
                     ny = y + _DY8[d]
                     if nx < 0 or ny < 0 or nx >= width or ny >= height or (x0 <= nx < x1 and y0 <= ny < y1):
@@ -154,12 +163,12 @@ def piece_graph(pieces, first, eight):
     degree = np.zeros(n_nodes + 1, dtype=np.int64)
     keys = np.empty(4 * BLOCK * n_dirs, dtype=np.int64)
     for b in range(n_blocks):
-        for k in range(_block_edges(pieces, first, b, per_row, n_nodes, n_dirs, keys)):
+        for k in range(_block_edges(pieces, first, b, per_row, n_nodes, eight, keys)):
             degree[keys[k] // n_nodes + 1] += 1
     offsets = np.cumsum(degree)
     targets = np.empty(offsets[n_nodes], dtype=np.int64)
     for b in range(n_blocks):
-        count = _block_edges(pieces, first, b, per_row, n_nodes, n_dirs, keys)
+        count = _block_edges(pieces, first, b, per_row, n_nodes, eight, keys)
         # A block's keys are sorted by source: its nodes' lists are consecutive.
         if count > 0:
             base = offsets[keys[0] // n_nodes]
@@ -202,7 +211,7 @@ def update_pieces(cells, old_cells, old_pieces, old_first, old_offsets, old_targ
         for y in range(y0, y0 + bh):
             for x in range(x0, x0 + bw):
                 pieces[y, x] = 255 if cells[y, x] != 0 else 0
-        total += _fill_block(pieces, x0, y0, bw, bh, n_dirs, stack)
+        total += _fill_block(pieces, x0, y0, bw, bh, eight, stack)
     first[n_blocks] = total
     n_nodes = total
     old_nodes = old_first[n_blocks]
@@ -239,7 +248,7 @@ def update_pieces(cells, old_cells, old_pieces, old_first, old_offsets, old_targ
                 node_cells[node + shift, 0] = old_node_cells[node, 0]
                 node_cells[node + shift, 1] = old_node_cells[node, 1]
         if redo[b]:
-            for k in range(_block_edges(pieces, first, b, per_row, n_nodes, n_dirs, keys)):
+            for k in range(_block_edges(pieces, first, b, per_row, n_nodes, eight, keys)):
                 degree[keys[k] // n_nodes + 1] += 1
         else:
             shift = first[b] - old_first[b]
@@ -249,7 +258,7 @@ def update_pieces(cells, old_cells, old_pieces, old_first, old_offsets, old_targ
     targets = np.empty(offsets[n_nodes], dtype=np.int64)
     for b in range(n_blocks):
         if redo[b]:
-            count = _block_edges(pieces, first, b, per_row, n_nodes, n_dirs, keys)
+            count = _block_edges(pieces, first, b, per_row, n_nodes, eight, keys)
             if count > 0:
                 base = offsets[keys[0] // n_nodes]
                 for k in range(count):
@@ -402,7 +411,7 @@ def cut_pieces(cells, comps, block, first, offsets, targets, node_cells, eight, 
         b = listed[a]
         bh = min(BLOCK, height - ((b // per_row) << BLOCK_SHIFT))
         bw = min(BLOCK, width - ((b % per_row) << BLOCK_SHIFT))
-        counts[a] = _fill_block(fresh[a], 0, 0, bw, bh, n_dirs, stack)
+        counts[a] = _fill_block(fresh[a], 0, 0, bw, bh, eight, stack)
         n_seeds += counts[a]
     base = np.empty(n_affected, dtype=np.int64)
     total = first[n_blocks]
@@ -486,6 +495,8 @@ def cut_pieces(cells, comps, block, first, offsets, targets, node_cells, eight, 
                 while x < x1:
                     if _label(block, fresh, affected, per_row, x, y) == local:
                         for d in range(n_dirs):
+                            if not hex_move(eight, x, y, d):
+                                continue
                             nx = x + _DX8[d]
                             ny = y + _DY8[d]
                             if nx < 0 or ny < 0 or nx >= width or ny >= height:

@@ -26,8 +26,8 @@ from pathserver.core.astar import next_pass_id
 from pathserver.core.avoid import anchor_box
 from pathserver.core.components import component_at
 from pathserver.core.heap import key_pop, key_sift_up
-from pathserver.core.moves import SQRT2, directions, entry_cost, legal, step_to
-from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING
+from pathserver.core.moves import SQRT2, diagonal_step, directions, entry_cost, hex_diagonals, legal, step_to
+from pathserver.core.status import DIAGONAL_HEX, DIAGONAL_NO_CORNER_CUTTING
 
 #: Above this many buckets in the ring (terrain costs above ~700), the field uses a heap.
 MAX_BUCKETS = 1024
@@ -49,6 +49,8 @@ def reach(cells, cost_index, cost_table, uniform, heights, use_heights, max_clim
     height, width = cells.shape
     n_dirs = directions(diagonal)
     corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
+    hexes = diagonal >= DIAGONAL_HEX
+    slant = diagonal_step(diagonal)
     pass_id = next_pass_id(work_int)
     open_mark = pass_id
     closed_mark = pass_id + 1
@@ -82,13 +84,15 @@ def reach(cells, cost_index, cost_table, uniform, heights, use_heights, max_clim
                 continue
             if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
                 continue
+            if d >= 4 and hexes and (hex_diagonals(diagonal, x, y) >> d) & 1 == 0:
+                continue
             if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
                 continue
             neighbour = ny * width + nx
             mark = stamp[neighbour]
             if mark == closed_mark:
                 continue
-            step = SQRT2 if d >= 4 else 1.0
+            step = slant if d >= 4 else 1.0
             g_new = g_node + step * entry_cost(cost_index, cost_table, uniform, nx, ny)
             if g_new > limit:
                 continue
@@ -168,6 +172,8 @@ def _field_buckets(cells, cost_index, cost_table, uniform, heights, use_heights,
     height, width = cells.shape
     n_dirs = directions(diagonal)
     corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
+    hexes = diagonal >= DIAGONAL_HEX
+    slant = diagonal_step(diagonal)
     pass_id = next_pass_id(work_int)
     open_mark = pass_id
     closed_mark = pass_id + 1
@@ -226,13 +232,15 @@ def _field_buckets(cells, cost_index, cost_table, uniform, heights, use_heights,
                     continue
                 if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
                     continue
+                if d >= 4 and hexes and (hex_diagonals(diagonal, x, y) >> d) & 1 == 0:
+                    continue
                 if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
                     continue
                 neighbour = ny * width + nx
                 mark = stamp[neighbour]
                 if mark == closed_mark:
                     continue
-                g_new = g_node + (SQRT2 if d >= 4 else 1.0) * entry
+                g_new = g_node + (slant if d >= 4 else 1.0) * entry
                 if g_new > limit or (mark == open_mark and g_new >= g[neighbour]):
                     continue
                 stamp[neighbour] = open_mark
@@ -296,6 +304,8 @@ def _field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, m
     height, width = cells.shape
     n_dirs = directions(diagonal)
     corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
+    hexes = diagonal >= DIAGONAL_HEX
+    slant = diagonal_step(diagonal)
     mask = buckets.shape[0] - 1
     waiting = 0
     for k in range(sources.shape[0]):
@@ -341,7 +351,7 @@ def _field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, m
                 for d in range(8):
                     if free[d]:
                         queued = _lower(g, steps, record, buckets, sizes, mask, node, node + offsets[d],
-                                        g_node + (SQRT2 if d >= 4 else 1.0))
+                                        g_node + (slant if d >= 4 else 1.0))
                         if queued < 0:
                             return -1
                         waiting += queued
@@ -354,11 +364,13 @@ def _field_whole(cells, cost_index, cost_table, uniform, heights, use_heights, m
                     continue
                 if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
                     continue
+                if d >= 4 and hexes and (hex_diagonals(diagonal, x, y) >> d) & 1 == 0:
+                    continue
                 if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
                     continue
                 # A settled cell's value is never beaten: no need to ask if it is closed.
                 queued = _lower(g, steps, record, buckets, sizes, mask, node, ny * width + nx,
-                                g_node + (SQRT2 if d >= 4 else 1.0) * entry)
+                                g_node + (slant if d >= 4 else 1.0) * entry)
                 if queued < 0:
                     return -1
                 waiting += queued
@@ -374,6 +386,8 @@ def _field_heap(cells, cost_index, cost_table, uniform, heights, use_heights, ma
     height, width = cells.shape
     n_dirs = directions(diagonal)
     corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
+    hexes = diagonal >= DIAGONAL_HEX
+    slant = diagonal_step(diagonal)
     pass_id = next_pass_id(work_int)
     open_mark = pass_id
     closed_mark = pass_id + 1
@@ -415,13 +429,15 @@ def _field_heap(cells, cost_index, cost_table, uniform, heights, use_heights, ma
                 continue
             if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
                 continue
+            if d >= 4 and hexes and (hex_diagonals(diagonal, x, y) >> d) & 1 == 0:
+                continue
             if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
                 continue
             neighbour = ny * width + nx
             mark = stamp[neighbour]
             if mark == closed_mark:
                 continue
-            g_new = g_node + (SQRT2 if d >= 4 else 1.0) * entry
+            g_new = g_node + (slant if d >= 4 else 1.0) * entry
             if g_new > limit:
                 continue
             if mark == open_mark:
@@ -454,6 +470,7 @@ def leave_costs(cells, source_cells, cost_index, cost_table, uniform, heights, u
     region as :func:`field` does. Returns the count written."""
     height, width = cells.shape
     n_dirs = directions(diagonal)
+    slant = diagonal_step(diagonal)
     limit = max_cost + TOLERANCE * max(1.0, max_cost)
     rx0, ry0, rx1, ry1 = region[0], region[1], region[2], region[3]
     written = 0
@@ -472,7 +489,7 @@ def leave_costs(cells, source_cells, cost_index, cost_table, uniform, heights, u
                     neighbour = ny * width + nx
                     if marks[neighbour] != settled:
                         continue
-                    value = g[neighbour] + (SQRT2 if d >= 4 else 1.0) * entry_cost(
+                    value = g[neighbour] + (slant if d >= 4 else 1.0) * entry_cost(
                         cost_index, cost_table, uniform, nx, ny
                     )
                     if value < best:

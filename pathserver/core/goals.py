@@ -28,17 +28,21 @@ from pathserver.core.components import component_at, nearest_with_label
 from pathserver.core.heap import TIE, heap_decrease, heap_pop, heap_push, key_pop, key_sift_up
 from pathserver.core.jpsplus import jps_plus, jump_cost, jump_path_steps, jump_root, trace_jumps_into
 from pathserver.core.lines import finish, line_is_optimal, path_cost, polyline_length, straight_grid_path
-from pathserver.core.moves import SQRT2, directions, step_to
+from pathserver.core.moves import diagonal_step, directions, hex_diagonals, line_kind, step_to
 from pathserver.core.status import (
     ALGORITHM_JPS,
-    DIAGONAL_NEVER,
+    DIAGONAL_HEX,
+    DIAGONAL_MASK,
     DIAGONAL_NO_CORNER_CUTTING,
     FLAG_BUDGET_HIT,
     FLAG_GOAL_SNAPPED,
     FLAG_LINE_OF_SIGHT,
     FLAG_OTHER_COMPONENT,
     FLAG_START_SNAPPED,
+    HEURISTIC_CHEBYSHEV,
+    HEURISTIC_HEX,
     HEURISTIC_MANHATTAN,
+    HEURISTIC_MASK,
     HEURISTIC_OCTILE,
     MODE_ALGORITHM,
     MODE_ALLOW_PARTIAL,
@@ -67,13 +71,16 @@ MAX_BOXES = 16
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def box_distance(kind, x, y, box):
     """``heuristic_distance`` from (x, y) to the nearest cell of ``box`` = (x0, y0, x1,
-    y1), ends included."""
+    y1), ends included. On a hex map, to a box of more than one cell, the Chebyshev
+    distance (a hex move changes x and y by at most 1 each: a lower bound)."""
     cx = x if x > box[0] else box[0]
     if cx > box[2]:
         cx = box[2]
     cy = y if y > box[1] else box[1]
     if cy > box[3]:
         cy = box[3]
+    if kind >= HEURISTIC_HEX and (box[0] != box[2] or box[1] != box[3]):
+        return heuristic_distance(HEURISTIC_CHEBYSHEV, x, y, cx, cy)
     return heuristic_distance(kind, x, y, cx, cy)
 
 
@@ -158,6 +165,8 @@ def astar_goals(passable, cost_index, cost_table, uniform, heights, use_heights,
     height, width = passable.shape
     n_dirs = directions(diagonal)
     corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
+    hexes = diagonal >= DIAGONAL_HEX
+    slant = diagonal_step(diagonal)
     open_mark = pass_id
     closed_mark = pass_id + 1
     boxes = goal_boxes(targets, n, MAX_BOXES)
@@ -201,13 +210,15 @@ def astar_goals(passable, cost_index, cost_table, uniform, heights, use_heights,
                 continue
             if d >= 4 and corners and (passable[y, nx] == 0 or passable[ny, x] == 0):
                 continue
+            if d >= 4 and hexes and (hex_diagonals(diagonal, x, y) >> d) & 1 == 0:
+                continue
             if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
                 continue
             neighbour = ny * width + nx
             mark = stamp[neighbour]
             if mark == closed_mark:
                 continue
-            step = SQRT2 if d >= 4 else 1.0
+            step = slant if d >= 4 else 1.0
             if uniform == 0:
                 step *= cost_table[cost_index[ny, nx]]
             g_new = g_node + step
@@ -246,6 +257,8 @@ def astar_back(passable, cost_index, cost_table, uniform, heights, use_heights, 
     height, width = passable.shape
     n_dirs = directions(diagonal)
     corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
+    hexes = diagonal >= DIAGONAL_HEX
+    slant = diagonal_step(diagonal)
     open_mark = pass_id
     closed_mark = pass_id + 1
     h_scale = weight * (1.0 + TIE) if uniform != 0 else weight
@@ -289,13 +302,15 @@ def astar_back(passable, cost_index, cost_table, uniform, heights, use_heights, 
                 continue
             if d >= 4 and corners and (passable[y, nx] == 0 or passable[ny, x] == 0):
                 continue
+            if d >= 4 and hexes and (hex_diagonals(diagonal, x, y) >> d) & 1 == 0:
+                continue
             if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
                 continue
             neighbour = ny * width + nx
             mark = stamp[neighbour]
             if mark == closed_mark:
                 continue
-            g_new = g_node + (SQRT2 if d >= 4 else 1.0) * entry
+            g_new = g_node + (slant if d >= 4 else 1.0) * entry
             if mark == open_mark:
                 if g_new < g[neighbour]:
                     g[neighbour] = g_new
@@ -379,8 +394,8 @@ def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_c
     and the index of the goal the path leads to (for QUERY_GOAL_BLOCKED the goal blocked;
     -1 when there is none). FLAG_GOAL_SNAPPED says that goal moved.
     """
-    diagonal = (mode >> MODE_DIAGONAL) & 3
-    heuristic = (mode >> MODE_HEURISTIC) & 3
+    diagonal = (mode >> MODE_DIAGONAL) & DIAGONAL_MASK
+    heuristic = (mode >> MODE_HEURISTIC) & HEURISTIC_MASK
     smooth = (mode >> MODE_SMOOTH) & 3
     snap = (mode >> MODE_SNAP) & 1
     allow_partial = (mode >> MODE_ALLOW_PARTIAL) & 1
@@ -398,7 +413,7 @@ def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_c
     if passable[sy, sx] == 0:
         if snap == 0:
             return QUERY_START_BLOCKED, flags, _no_points(), 0.0, 0.0, 0, sx, sy, -1
-        found, nx, ny = nearest_with_label(cells, comps, sx, sy, 0, radius)
+        found, nx, ny = nearest_with_label(cells, comps, sx, sy, 0, radius, diagonal)
         if found != 0:
             return QUERY_START_BLOCKED, flags, _no_points(), 0.0, 0.0, 0, sx, sy, -1
         sx = nx
@@ -416,7 +431,7 @@ def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_c
         if passable[gy, gx] == 0:
             if snap == 0:
                 return QUERY_GOAL_BLOCKED, flags, _no_points(), 0.0, 0.0, 0, sx, sy, i
-            found, gx, gy = nearest_with_label(cells, comps, gx, gy, 0, radius)
+            found, gx, gy = nearest_with_label(cells, comps, gx, gy, 0, radius, diagonal)
             moved[i] = True
         snapped[i, 0] = gx
         snapped[i, 1] = gy
@@ -435,7 +450,7 @@ def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_c
         best = -1
         chosen = -1
         for i in range(k):
-            found, tx, ty = nearest_with_label(cells, comps, snapped[i, 0], snapped[i, 1], start_label, radius)
+            found, tx, ty = nearest_with_label(cells, comps, snapped[i, 0], snapped[i, 1], start_label, radius, diagonal)
             d = (tx - snapped[i, 0]) ** 2 + (ty - snapped[i, 1]) ** 2
             if found == 0 and (best < 0 or d < best):
                 best = d
@@ -446,11 +461,13 @@ def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_c
         n = 1
         reached = QUERY_PARTIAL
 
-    four = 1 if diagonal == DIAGONAL_NEVER else 0
+    four = line_kind(diagonal)
     if line_of_sight != 0:
         # The straight walk to the goal nearest by the metric, when clear and of cost 1 a
         # cell, costs that distance: a lower bound on the cost to every goal.
-        metric = HEURISTIC_MANHATTAN if four else HEURISTIC_OCTILE
+        metric = HEURISTIC_MANHATTAN if four == 1 else HEURISTIC_OCTILE
+        if diagonal >= DIAGONAL_HEX:
+            metric = HEURISTIC_HEX + diagonal - DIAGONAL_HEX
         nearest = 0
         nearest_d = np.inf
         for i in range(n):
@@ -468,8 +485,8 @@ def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_c
                 line, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth
             )
             return (
-                reached, flags | FLAG_LINE_OF_SIGHT, points, path_cost(line, cost_index, cost_table, uniform),
-                polyline_length(points), 0, sx, sy, chosen,
+                reached, flags | FLAG_LINE_OF_SIGHT, points, path_cost(line, cost_index, cost_table, uniform, diagonal),
+                polyline_length(points, diagonal), 0, sx, sy, chosen,
             )
 
     start_node = sy * width + sx
@@ -501,7 +518,7 @@ def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_c
                 diagonal, smooth,
             )
             cost = jump_cost(work_float, start_node)
-            return reached, flags, points, cost, polyline_length(points), expanded, sx, sy, chosen
+            return reached, flags, points, cost, polyline_length(points, diagonal), expanded, sx, sy, chosen
         pass_id = next_pass_id(work_int)  # A* takes it from here (its stamps are its own)
     status, goal_node, more = astar_back(
         passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, sx, sy, targets, n,
@@ -517,7 +534,7 @@ def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_c
         points = finish(
             path, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, smooth
         )
-        return reached, flags, points, g[start_node], polyline_length(points), expanded, sx, sy, chosen
+        return reached, flags, points, g[start_node], polyline_length(points, diagonal), expanded, sx, sy, chosen
     if status == SEARCH_BUDGET:
         flags |= FLAG_BUDGET_HIT
     if allow_partial == 0:
@@ -542,14 +559,14 @@ def solve_goals(cells, comps, jump_table, cost_index, cost_table, heights, max_c
     )
     return (
         reached, flags, points, g[end] if end != start_node else 0.0,
-        polyline_length(points), expanded, sx, sy, chosen,
+        polyline_length(points, diagonal), expanded, sx, sy, chosen,
     )
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def snap_goals(cells, comps, points, snap, out):
+def snap_goals(cells, comps, points, snap, out, diagonal):
     """Each of ``points`` (int (K, 2) x, y, in bounds) where the unit can stand, or with
-    ``snap`` 1 moved to the nearest cell where it can, into ``out`` (int64 (K, 2));
+    ``snap`` 1 moved to the nearest cell where it can (by ``diagonal``'s metric), into ``out`` (int64 (K, 2));
     ``(-1, -1)`` for a point it cannot be placed on (blocked without ``snap``; no cell
     left at all with it). Returns the count placed."""
     height, width = cells.shape
@@ -561,7 +578,7 @@ def snap_goals(cells, comps, points, snap, out):
         if cells[y, x] == 0:
             found = 1
             if snap != 0:
-                found, x, y = nearest_with_label(cells, comps, x, y, 0, radius)
+                found, x, y = nearest_with_label(cells, comps, x, y, 0, radius, diagonal)
             if found != 0:
                 x = -1
                 y = -1

@@ -13,9 +13,95 @@ import math
 
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.status import DIAGONAL_NEVER, DIAGONAL_NO_CORNER_CUTTING
+from pathserver.core.status import (
+    DIAGONAL_HEX,
+    DIAGONAL_HEX_EVEN_R,
+    DIAGONAL_HEX_ODD_Q,
+    DIAGONAL_HEX_ODD_R,
+    DIAGONAL_NEVER,
+    DIAGONAL_NO_CORNER_CUTTING,
+)
 
 SQRT2 = math.sqrt(2.0)
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def hex_diagonals(diagonal, x, y):
+    """On a hex map (``diagonal >= DIAGONAL_HEX``), the bits (of directions 4-7) of the two
+    diagonal moves that are neighbours of (x, y) in its layout: those toward the side its
+    row (``-r``) or column (``-q``) is shoved to."""
+    if diagonal == DIAGONAL_HEX_ODD_R:
+        return 0x90 if y & 1 else 0x60
+    if diagonal == DIAGONAL_HEX_EVEN_R:
+        return 0x60 if y & 1 else 0x90
+    if diagonal == DIAGONAL_HEX_ODD_Q:
+        return 0x30 if x & 1 else 0xC0
+    return 0xC0 if x & 1 else 0x30
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def hex_move(diagonal, x, y, d):
+    """Whether direction ``d`` from (x, y) is a move under ``diagonal``'s hex layout: every
+    straight one, and the two diagonals of :func:`hex_diagonals` (true on square maps)."""
+    return d < 4 or diagonal < DIAGONAL_HEX or (hex_diagonals(diagonal, x, y) >> d) & 1 == 1
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def diagonal_direction(dx, dy):
+    """The direction (4-7) of the diagonal move by (dx, dy), each +-1."""
+    if dy > 0:
+        return 4 if dx > 0 else 5
+    return 6 if dx < 0 else 7
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def diagonal_step(diagonal):
+    """The length of a diagonal move: sqrt(2) on a square map, 1 on a hex map."""
+    return 1.0 if diagonal >= DIAGONAL_HEX else SQRT2
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def axial(layout, x, y):
+    """Offset cell (x, y) in axial coordinates (q, r) of the hex layout ``layout`` (a
+    DIAGONAL_HEX_* code): the six neighbours differ by (+-1, 0), (0, +-1), (1, -1), (-1, 1)."""
+    if layout == DIAGONAL_HEX_ODD_R:
+        return x - ((y - (y & 1)) >> 1), y
+    if layout == DIAGONAL_HEX_EVEN_R:
+        return x - ((y + (y & 1)) >> 1), y
+    if layout == DIAGONAL_HEX_ODD_Q:
+        return x, y - ((x - (x & 1)) >> 1)
+    return x, y - ((x + (x & 1)) >> 1)
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def offset(layout, q, r):
+    """Axial (q, r) back to the offset cell (x, y) of ``layout`` (see :func:`axial`)."""
+    if layout == DIAGONAL_HEX_ODD_R:
+        return q + ((r - (r & 1)) >> 1), r
+    if layout == DIAGONAL_HEX_EVEN_R:
+        return q + ((r + (r & 1)) >> 1), r
+    if layout == DIAGONAL_HEX_ODD_Q:
+        return q, r + ((q - (q & 1)) >> 1)
+    return q, r + ((q + (q & 1)) >> 1)
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def line_kind(diagonal):
+    """What the straight-line helpers of :mod:`pathserver.core.lines` take for a map
+    searched under ``diagonal``: 1 for 4-connected, the hex code on a hex map, else 0."""
+    if diagonal == DIAGONAL_NEVER:
+        return 1
+    return diagonal if diagonal >= DIAGONAL_HEX else 0
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def hex_distance(layout, x, y, gx, gy):
+    """The number of hex moves from (x, y) to (gx, gy) in ``layout`` (a DIAGONAL_HEX_* code)."""
+    q, r = axial(layout, x, y)
+    gq, gr = axial(layout, gx, gy)
+    dq = q - gq
+    dr = r - gr
+    return (abs(dq) + abs(dr) + abs(dq + dr)) >> 1
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
@@ -72,6 +158,8 @@ def move_bits(flat, width, height, node, x, y, diagonal):
             moves |= 64
         if on_east and on_north and flat[node - width + 1] != 0:
             moves |= 128
+        if diagonal >= DIAGONAL_HEX:
+            moves &= 0x0F | hex_diagonals(diagonal, x, y)
     return moves
 
 
@@ -86,6 +174,8 @@ def legal(cells, heights, use_heights, max_climb, diagonal, x, y, nx, ny, d):
     if cells[ny, nx] == 0:
         return False
     if d >= 4 and diagonal == DIAGONAL_NO_CORNER_CUTTING and (cells[y, nx] == 0 or cells[ny, x] == 0):
+        return False
+    if not hex_move(diagonal, x, y, d):
         return False
     if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
         return False

@@ -7,7 +7,6 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import (
-    SQRT2,
     astar,
     next_pass_id,
     path_steps,
@@ -26,16 +25,18 @@ from pathserver.core.lines import (
     polyline_length,
     straight_line_into,
 )
+from pathserver.core.moves import diagonal_step, line_kind
 from pathserver.core.repair import mend
 from pathserver.core.status import (
     ALGORITHM_JPS,
-    DIAGONAL_NEVER,
+    DIAGONAL_MASK,
     DIAGONAL_NO_CORNER_CUTTING,
     FLAG_BUDGET_HIT,
     FLAG_GOAL_SNAPPED,
     FLAG_LINE_OF_SIGHT,
     FLAG_OTHER_COMPONENT,
     FLAG_START_SNAPPED,
+    HEURISTIC_MASK,
     HEURISTIC_OCTILE,
     MODE_ALGORITHM,
     MODE_ALLOW_PARTIAL,
@@ -139,8 +140,8 @@ def _solver(kind, name):
         cost, the waypoints' Euclidean length, nodes expanded, and the endpoints after
         snapping. It allocates nothing, so it compiles without reference counting.
         """
-        diagonal = (mode >> MODE_DIAGONAL) & 3
-        heuristic = (mode >> MODE_HEURISTIC) & 3
+        diagonal = (mode >> MODE_DIAGONAL) & DIAGONAL_MASK
+        heuristic = (mode >> MODE_HEURISTIC) & HEURISTIC_MASK
         smooth = (mode >> MODE_SMOOTH) & 3
         algorithm = (mode >> MODE_ALGORITHM) & 1
         snap = (mode >> MODE_SNAP) & 1
@@ -164,7 +165,7 @@ def _solver(kind, name):
         if passable[sy, sx] == 0:
             if snap == 0:
                 return QUERY_START_BLOCKED, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
-            found, nx, ny = nearest_with_label(cells, comps, sx, sy, 0, radius)
+            found, nx, ny = nearest_with_label(cells, comps, sx, sy, 0, radius, diagonal)
             if found != 0:
                 return QUERY_START_BLOCKED, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
             sx = nx
@@ -173,7 +174,7 @@ def _solver(kind, name):
         if passable[gy, gx] == 0:
             if snap == 0:
                 return QUERY_GOAL_BLOCKED, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
-            found, nx, ny = nearest_with_label(cells, comps, gx, gy, 0, radius)
+            found, nx, ny = nearest_with_label(cells, comps, gx, gy, 0, radius, diagonal)
             gx = nx
             gy = ny
             flags |= FLAG_GOAL_SNAPPED
@@ -187,10 +188,10 @@ def _solver(kind, name):
             flags |= FLAG_OTHER_COMPONENT
             if allow_partial == 0:
                 return QUERY_NO_PATH, flags, 0, 0.0, 0.0, 0, sx, sy, gx, gy
-            found, tx, ty = nearest_with_label(cells, comps, gx, gy, start_label, radius)
+            found, tx, ty = nearest_with_label(cells, comps, gx, gy, start_label, radius, diagonal)
 
         reached = QUERY_FOUND if (tx == gx and ty == gy) else QUERY_PARTIAL
-        four = 1 if diagonal == DIAGONAL_NEVER else 0
+        four = line_kind(diagonal)
         out = answer_cells(work_int)
         one_start = work_int[1, :0]  # jps_plus's sources: none, the search starts at (sx, sy)
         corners = work_float[1].view(np.int64)  # pull_in_place's scratch: the heap's row, free after a search
@@ -198,11 +199,11 @@ def _solver(kind, name):
             if line_is_optimal(sx, sy, tx, ty, four, passable, cost_index, cost_table, uniform, heights, use_heights,
                                max_climb, diagonal):
                 count = straight_line_into(out, sx, sy, tx, ty, four)
-                cost = path_cost(out[:count], cost_index, cost_table, uniform)
+                cost = path_cost(out[:count], cost_index, cost_table, uniform, diagonal)
                 count = finish_in_place(out, count, smooth, corners, passable, cost_index, cost_table, uniform, heights,
                                         use_heights, max_climb, diagonal)
                 return (
-                    reached, flags | FLAG_LINE_OF_SIGHT, count, cost, polyline_length(out[:count]), 0, sx, sy, gx, gy,
+                    reached, flags | FLAG_LINE_OF_SIGHT, count, cost, polyline_length(out[:count], diagonal), 0, sx, sy, gx, gy,
                 )
 
         relaxed = avoiding & (mode >> MODE_RELAXED)
@@ -300,11 +301,11 @@ def _solver(kind, name):
                 return QUERY_UNMENDED, flags, count, 0.0, 0.0, expanded, sx, sy, gx, gy
         if smooth == SMOOTH_NONE:
             # Every cell: polyline_length's sum, from the jump points (not a pass over the cells).
-            length = straight + diagonals * SQRT2
+            length = straight + diagonals * diagonal_step(diagonal)
         else:
             count = finish_in_place(out, count, smooth, corners, passable, cost_index, cost_table, uniform, heights,
                                     use_heights, max_climb, diagonal)
-            length = polyline_length(out[:count])
+            length = polyline_length(out[:count], diagonal)
         return reached, flags, count, end_cost if end != start_node else 0.0, length, expanded, sx, sy, gx, gy
 
     solve.__name__ = solve.__qualname__ = name
@@ -333,7 +334,7 @@ def solver(mode: int, jump_table, cells):
         return solve if (mode >> MODE_AVOIDING) & 1 else solve_jps
     if (mode >> MODE_AVOIDING) & (mode >> MODE_RELAXED) & 1:
         return solve
-    if (mode >> MODE_USE_HEIGHTS) & 1 or (mode >> MODE_DIAGONAL) & 3 != DIAGONAL_NO_CORNER_CUTTING \
-            or (mode >> MODE_HEURISTIC) & 3 != HEURISTIC_OCTILE:
+    if (mode >> MODE_USE_HEIGHTS) & 1 or (mode >> MODE_DIAGONAL) & DIAGONAL_MASK != DIAGONAL_NO_CORNER_CUTTING \
+            or (mode >> MODE_HEURISTIC) & HEURISTIC_MASK != HEURISTIC_OCTILE:
         return solve_astar_any
     return solve_astar_uniform if (mode >> MODE_UNIFORM) & 1 else solve_astar_weighted

@@ -22,8 +22,8 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.lines import segment_clear
-from pathserver.core.moves import SQRT2, directions, entry_cost, step_to
-from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING
+from pathserver.core.moves import diagonal_step, directions, hex_diagonals, entry_cost, step_to
+from pathserver.core.status import DIAGONAL_HEX, DIAGONAL_NO_CORNER_CUTTING
 
 #: How far along its descent the line-of-sight lookahead looks.
 LOS_STEPS = 64
@@ -46,6 +46,8 @@ def downhill(cells, cost_index, cost_table, uniform, heights, use_heights, max_c
     if here == 0.0 or here == np.inf:
         return NOWHERE
     corners = diagonal == DIAGONAL_NO_CORNER_CUTTING
+    hexes = diagonal >= DIAGONAL_HEX
+    slant = diagonal_step(diagonal)
     best = np.inf
     best_node = NOWHERE
     for d in range(directions(diagonal)):
@@ -55,12 +57,14 @@ def downhill(cells, cost_index, cost_table, uniform, heights, use_heights, max_c
             continue
         if d >= 4 and corners and (cells[y, nx] == 0 or cells[ny, x] == 0):
             continue
+        if d >= 4 and hexes and (hex_diagonals(diagonal, x, y) >> d) & 1 == 0:
+            continue
         if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
             continue
         rest = field[ny, nx]
         if rest == np.inf:
             continue
-        value = rest + (SQRT2 if d >= 4 else 1.0) * entry_cost(cost_index, cost_table, uniform, nx, ny)
+        value = rest + (slant if d >= 4 else 1.0) * entry_cost(cost_index, cost_table, uniform, nx, ny)
         if value < best:
             best = value
             best_node = ny * width + nx

@@ -32,6 +32,7 @@ from pathserver.grid.prepared import (
     raise_for,
     run_solve,
     traversal_rules,
+    unit_boxes,
     workspace,
 )
 from pathserver.options import ALGORITHM, AVOID, AVOID_COST, GOALS, Avoid
@@ -77,7 +78,6 @@ def find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals,
         avoid_cost = checked(AVOID_COST, avoid_cost)
     rules = None if traversal is None else traversal_rules(gridmap, traversal)
     call = prepared_call(gridmap, unit_size, rules, given)
-    unit_w, unit_h = call.size
     call_cells, jump_bits, jump_table, mode, budget = call.cells, call.jump_bits, call.jump_table, call.mode, call.budget
     algorithm_name = call.algorithm
     call_mode = mode
@@ -103,8 +103,9 @@ def find_path_more(gridmap: GridMap, start, goal, unit_size, given: dict, goals,
     if avoiding and avoid_cost is not None:
         mode &= ~(1 << st.MODE_UNIFORM)
     ws = workspace(call.n)
-    avoided = Avoided(call_cells, call.cost_index, call.cost_table, (call_mode >> st.MODE_UNIFORM) & 1, unit_w, unit_h, boxes,
-                      avoid_cost)
+    laid, unit_w, unit_h = unit_boxes(call, boxes)
+    avoided = Avoided(call_cells, call.cost_index, call.cost_table, (call_mode >> st.MODE_UNIFORM) & 1, unit_w, unit_h,
+                      laid, avoid_cost)
     if goals is None:
         targets = np.array([endpoint_cell(goal, "goal", gridmap)], dtype=np.int64)
         goal_name = "goal"
@@ -279,7 +280,7 @@ def _snap_off(cells, call: PreparedCall, targets: np.ndarray, start, goal_name: 
     elif cells[targets[:, 1], targets[:, 0]].all():
         return targets, np.zeros(len(targets), dtype=bool), np.arange(len(targets))
     snapped = np.empty_like(targets)
-    snap_goals(cells, call.comps, targets, 1 if call.snap else 0, snapped)
+    snap_goals(cells, call.comps, targets, 1 if call.snap else 0, snapped, call.diagonal)
     at_start = (targets[:, 0] == start[0]) & (targets[:, 1] == start[1])
     snapped[at_start] = targets[at_start]
     placed = snapped[:, 0] >= 0

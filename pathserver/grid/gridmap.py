@@ -32,8 +32,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pathserver.core.clearance import compute_clearance
+from pathserver.core.clearance import compute_clearance, hex_clearance
+from pathserver.core.status import DIAGONAL_HEX
 from pathserver.errors import MapLoadError, RequestError
+from pathserver.hexes import LAYOUTS, SHAPES, cell_at, tile_size_of, world_centre
 from pathserver.grid.cache import LayerCache
 from pathserver.grid.layers import (
     UNIFORM_COST_INDEX,
@@ -53,6 +55,21 @@ from pathserver.options import TRAVERSAL, quoted
 MAX_CELLS = 64 * 1024 * 1024
 #: How many unit sizes one map generation keeps cached (least recently used evicted).
 DEFAULT_CACHE_SIZES = 8
+def hex_code(shape: str, layout: str | None) -> int:
+    """The kernels' DIAGONAL_HEX_* code of a hex map's ``layout``, 0 for a square map;
+    MapLoadError at ``shape`` / ``layout`` for a shape or layout not known, a hex map
+    without a layout or a square map with one."""
+    if shape not in SHAPES:
+        raise MapLoadError(f"shape must be one of {', '.join(map(repr, SHAPES))}, got {shape!r}", at="shape")
+    if shape == "square":
+        if layout is not None:
+            raise MapLoadError("layout is for hex maps (shape 'hex')", at="layout")
+        return 0
+    if layout not in LAYOUTS:
+        raise MapLoadError(f"a hex map's layout must be one of {', '.join(map(repr, LAYOUTS))}, got {layout!r}",
+                           at="layout")
+    # The kernels' codes follow hexes.LAYOUTS' order.
+    return DIAGONAL_HEX + LAYOUTS.index(layout)
 
 # The map file formats (pathserver.maps) build GridMaps, so they sit above the model, and
 # the model imports none of them, not even lazily: GridMap.load / save reach them through
@@ -121,6 +138,21 @@ def _check_tags(tags, tag_names, classes, shape) -> tuple:
     return tags, names, checked
 
 
+#: Odd and even swapped: the layout of a region starting on an odd row (column).
+_SWAPPED = {"odd-r": "even-r", "even-r": "odd-r", "odd-q": "even-q", "even-q": "odd-q"}
+
+
+def hex_region(layout: str, origin, cell_size, x: int, y: int) -> tuple:
+    """``(origin, layout)`` of the hex map made of a region whose corner is cell ``(x, y)``
+    of a map of ``layout``: its cells keep their world centres, and a region starting on an
+    odd row (``-r``) or column (``-q``) swaps odd and even."""
+    corner = world_centre(layout, x, y, origin, cell_size)
+    if (y if layout.endswith("-r") else x) & 1:
+        layout = _SWAPPED[layout]
+    zero = world_centre(layout, 0, 0, (0.0, 0.0), cell_size)
+    return (corner[0] - zero[0], corner[1] - zero[1]), layout
+
+
 class EditSeeds(NamedTuple):
     """What :meth:`GridMap.edit_many` hands the generation it makes (a map made with one
     is an edit: it gets no goal bounds, see :data:`~pathserver.grid.layers.
@@ -160,6 +192,11 @@ class GridMap:
         steeper steps); None means flat.
     origin: world position of the corner of cell (0, 0); cell_size: world size of a cell.
         A cell's centre in world units is ``origin + (x + 0.5, y + 0.5) * cell_size``.
+    shape: ``"square"`` or ``"hex"``; layout: a hex map's offset layout (``"odd-r"``,
+        ``"even-r"``, ``"odd-q"``, ``"even-q"``: Red Blob Games' offset coordinates), None
+        on a square map. A hex cell has six neighbours, each step of length 1, and a unit
+        of size k covers every cell within hex distance k - 1 of its own. ``hex``: the
+        kernels' code of the layout, 0 on a square map.
     tags: uint8 (H, W) optional kinds of ground, 0 untagged; tag_names: ``{name: value}``
         (values 1..255); classes: named traversal rule sets, ``{"boat": {"land": None,
         "shallows": 2.0}}`` (None blocks a tag, a number >= 1 multiplies its cost). A
@@ -180,8 +217,13 @@ class GridMap:
         tags=None,
         tag_names: dict | None = None,
         classes: dict | None = None,
+        shape: str = "square",
+        layout: str | None = None,
         _edit: EditSeeds | None = None,
     ):
+        self.hex = hex_code(shape, layout)
+        self.shape = shape
+        self.layout = layout
         walkable = np.asarray(walkable)
         if walkable.ndim != 2 or walkable.shape[0] < 1 or walkable.shape[1] < 1:
             raise MapLoadError(f"walkable must be a non-empty 2-D array, got shape {walkable.shape}")
@@ -225,15 +267,26 @@ class GridMap:
             self.heights = readonly(heights)
         ox, oy = origin
         self.origin = (float(ox), float(oy))
-        self.cell_size = float(cell_size)
-        if not (math.isfinite(self.cell_size) and self.cell_size > 0) or not all(map(math.isfinite, self.origin)):
-            raise MapLoadError("cell_size must be finite and > 0, origin finite")
+        if self.hex and not isinstance(cell_size, (int, float)):
+            try:
+                self.cell_size = tile_size_of(cell_size)
+            except RequestError as exc:
+                raise MapLoadError(exc.message, at=exc.at) from None
+        else:
+            self.cell_size = float(cell_size)
+            if not (math.isfinite(self.cell_size) and self.cell_size > 0):
+                raise MapLoadError("cell_size must be finite and > 0", at="cell_size")
+        if not all(map(math.isfinite, self.origin)):
+            raise MapLoadError("origin must be finite", at="origin")
         self.name = name
         self.generation = int(generation)
         self._walkable_u8 = readonly(self.walkable.view(np.uint8))
         if _edit is None:
             clearance = np.zeros(self.walkable.shape, dtype=np.uint16)
-            compute_clearance(self._walkable_u8, clearance, 0, 0, self.width, self.height)
+            if self.hex:
+                hex_clearance(self._walkable_u8, self.hex, clearance)
+            else:
+                compute_clearance(self._walkable_u8, clearance, 0, 0, self.width, self.height)
         else:
             clearance = _edit.clearance
         self.clearance = readonly(clearance)
@@ -281,11 +334,15 @@ class GridMap:
         region's corner). Keywords override those and go to the constructor
         (``origin=``, ``cell_size=``, ``name=``, ...)."""
         origin, cell_size = cells.origin, cells.cell_size
-        if cells.region is not None:
+        shape, layout = getattr(cells, "shape", "square"), getattr(cells, "layout", None)
+        if cells.region is not None and shape == "hex":
+            origin, layout = hex_region(layout, origin, cell_size, cells.region[0], cells.region[1])
+        elif cells.region is not None:
             x, y = cells.region[0], cells.region[1]
             origin = (origin[0] + x * cell_size, origin[1] + y * cell_size)
         kwargs = {"origin": origin, "cell_size": cell_size, "tags": cells.tags,
-                  "tag_names": getattr(cells, "tag_names", None), "classes": getattr(cells, "classes", None), **kwargs}
+                  "tag_names": getattr(cells, "tag_names", None), "classes": getattr(cells, "classes", None),
+                  "shape": shape, "layout": layout, **kwargs}
         return cls(cells.walkable, cells.cost, cells.heights, **kwargs)
 
     @classmethod
@@ -306,15 +363,51 @@ class GridMap:
 
     def world_to_cell(self, wx: float, wy: float, at: str | None = None) -> tuple[int, int]:
         """The cell containing world point ``(wx, wy)`` (maybe off the map); see
-        :func:`floor_cell` for ``at``."""
+        :func:`floor_cell` for ``at``. On a hex map, the hexagon containing it
+        (:func:`pathserver.hexes.cell_at`)."""
+        if self.hex:
+            floor_cell(wx, wy, at)  # the checks of a point (finite, in range)
+            return cell_at(self.layout, wx, wy, self.origin, self.cell_size)
         return floor_cell((wx - self.origin[0]) / self.cell_size, (wy - self.origin[1]) / self.cell_size, at)
 
     def cell_to_world(self, x: float, y: float) -> tuple[float, float]:
-        """The world position of the centre of cell ``(x, y)``."""
+        """The world position of the centre of cell ``(x, y)`` (on a hex map, its hexagon's:
+        :func:`pathserver.hexes.world_centre`, as Godot's ``map_to_local``)."""
+        if self.hex:
+            return world_centre(self.layout, int(x), int(y), self.origin, self.cell_size)
         return (
             self.origin[0] + (x + 0.5) * self.cell_size,
             self.origin[1] + (y + 0.5) * self.cell_size,
         )
+
+    def world_to_grid(self, points) -> np.ndarray:
+        """float64 (n, 2) world points in grid units, which floor to the cells holding them:
+        ``(p - origin) / cell_size``; on a hex map, the centre (cell + 0.5) of the
+        hexagon containing each."""
+        xy = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+        if not self.hex:
+            return (xy - np.asarray(self.origin, dtype=np.float64)) / self.cell_size
+        x, y = cell_at(self.layout, xy[:, 0], xy[:, 1], self.origin, self.cell_size)
+        return np.column_stack((x, y)).astype(np.float64) + 0.5
+
+    def world_rects_to_grid(self, rects) -> np.ndarray:
+        """float64 (n, 4) world rectangles ``(x, y, w, h)`` in grid units: on a hex map, from
+        the cell holding the top-left corner to the one holding the bottom-right."""
+        rects = np.asarray(rects, dtype=np.float64).reshape(-1, 4)
+        if not self.hex:
+            return np.column_stack((self.world_to_grid(rects[:, :2]), rects[:, 2:] / self.cell_size))
+        low = self.world_to_grid(rects[:, :2]) - 0.5
+        high = self.world_to_grid(rects[:, :2] + rects[:, 2:]) - 0.5
+        return np.column_stack((np.minimum(low, high), np.abs(high - low) + 1.0))
+
+    def grid_to_world(self, cells) -> np.ndarray:
+        """float64 (n, 2): the world centres of the cells ``(x, y)`` (int (n, 2))."""
+        cells = np.asarray(cells).reshape(-1, 2)
+        if not self.hex:
+            return (cells.astype(np.float64) + 0.5) * self.cell_size + np.asarray(self.origin, dtype=np.float64)
+        x, y = world_centre(self.layout, cells[:, 0].astype(np.int64), cells[:, 1].astype(np.int64), self.origin,
+                            self.cell_size)
+        return np.column_stack((x, y)).astype(np.float64)
 
     def in_bounds(self, x: int, y: int) -> bool:
         return 0 <= x < self.width and 0 <= y < self.height
@@ -357,11 +450,12 @@ class GridMap:
     def terrain(self, rules: tuple | None = None) -> Terrain:
         """The map as the rule set ``rules`` (from :meth:`traversal_rules`) sees it, cached."""
         if rules is None:
-            return Terrain(self._walkable_u8, self.clearance, self.cost_index, self.cost_table, self.uniform_cost)
+            return Terrain(self._walkable_u8, self.clearance, self.cost_index, self.cost_table, self.uniform_cost,
+                           self.hex)
         return self.layers.terrain(rules, self._build_terrain)
 
     def _build_terrain(self, rules: tuple) -> Terrain:
-        return build_terrain(self.walkable, self.cost, self.tags, rules)
+        return build_terrain(self.walkable, self.cost, self.tags, rules, self.hex)
 
     def start_jump_table(self, layer: UnitLayer) -> bool:
         """Start building ``layer``'s JPS+ table in the background (once; from the
@@ -474,7 +568,10 @@ class GridMap:
                 x0, y0, x1, y1 = min(x0, cx0), min(y0, cy0), max(x1, cx1), max(y1, cy1)
         solid = all(change[1] is True for change in changes)  # only walls added: landmarks stay valid
         clearance = self.clearance.copy()
-        if x0 < x1:
+        if x0 < x1 and self.hex:
+            # A hex edit reaches as far as the distances it changes: all of them, at worst.
+            hex_clearance(walkable.view(np.uint8), self.hex, clearance)
+        elif x0 < x1:
             # A square reaching into the edited box starts at most `reach` cells up/left.
             reach = int(max(self.clearance.max(initial=0), x1 - x0, y1 - y0)) + 1
             compute_clearance(walkable.view(np.uint8), clearance, max(0, x0 - reach), max(0, y0 - reach), x1, y1)
@@ -495,6 +592,8 @@ class GridMap:
             tags=self.tags,
             tag_names=self.tag_names,
             classes=self.classes,
+            shape=self.shape,
+            layout=self.layout,
             _edit=EditSeeds(
                 clearance,
                 cost_edit,

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pathserver.core.bounds import MAX_SIDE as BOUNDS_MAX_SIDE
-from pathserver.core.clearance import compute_clearance, footprint_cost, footprint_passable, index_costs
+from pathserver.core.clearance import (
+    compute_clearance,
+    footprint_cost,
+    footprint_passable,
+    hex_clearance,
+    hex_footprint_cost,
+    index_costs,
+)
 from pathserver.core.components import BLOCK, BLOCK_SHIFT, block_labels, label_components
 from pathserver.core.cut import block_pieces, piece_graph, update_pieces
 from pathserver.core.jps import jump_bitmaps
@@ -280,13 +287,16 @@ class Terrain:
     less the cells of blocked tags), uint16 ``clearance`` of it, and the costs
     (``cost_index`` / ``cost_table`` / ``uniform`` as on
     :class:`~pathserver.grid.gridmap.GridMap`, multiplied per tag). What that rule set's
-    unit layers are built from."""
+    unit layers are built from. hex: the hex map's layout code (the clearance then the
+    hex distance to a blocked cell: :func:`pathserver.core.clearance.hex_clearance`), 0
+    on a square map."""
 
     walkable: np.ndarray
     clearance: np.ndarray
     cost_index: np.ndarray
     cost_table: np.ndarray
     uniform: bool
+    hex: int = 0
 
 
 def _components(passable: np.ndarray, eight: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -362,9 +372,10 @@ def edit_cost_index(cost: np.ndarray, table: np.ndarray, index: np.ndarray, box)
     return table, readonly(index)
 
 
-def build_terrain(walkable: np.ndarray, cost: np.ndarray, tags: np.ndarray, rules: tuple) -> Terrain:
+def build_terrain(walkable: np.ndarray, cost: np.ndarray, tags: np.ndarray, rules: tuple, hex_layout: int = 0) -> Terrain:
     """The map of ``walkable`` cells, ``cost`` and ``tags`` as the rule set ``rules`` (from
-    :meth:`~pathserver.grid.gridmap.GridMap.traversal_rules`, not None) sees it."""
+    :meth:`~pathserver.grid.gridmap.GridMap.traversal_rules`, not None) sees it, on a hex
+    map of ``hex_layout`` (0: square)."""
     blocked = [value for value, multiplier in rules if multiplier is None]
     multipliers = np.ones(256, dtype=np.float64)
     for value, multiplier in rules:
@@ -374,24 +385,37 @@ def build_terrain(walkable: np.ndarray, cost: np.ndarray, tags: np.ndarray, rule
     walkable_u8 = readonly(np.ascontiguousarray(walkable).view(np.uint8))
     height, width = walkable.shape
     clearance = np.zeros(walkable.shape, dtype=np.uint16)
-    compute_clearance(walkable_u8, clearance, 0, 0, width, height)
+    if hex_layout:
+        hex_clearance(walkable_u8, hex_layout, clearance)
+    else:
+        compute_clearance(walkable_u8, clearance, 0, 0, width, height)
     cost = np.where(walkable, cost * multipliers[tags], 1.0)
     if bool(np.all(cost == 1.0)):
-        return Terrain(walkable_u8, readonly(clearance), UNIFORM_COST_INDEX, UNIFORM_COST_TABLE, True)
+        return Terrain(walkable_u8, readonly(clearance), UNIFORM_COST_INDEX, UNIFORM_COST_TABLE, True, hex_layout)
     table, index = build_cost_index(cost)
-    return Terrain(walkable_u8, readonly(clearance), index, table, False)
+    return Terrain(walkable_u8, readonly(clearance), index, table, False, hex_layout)
 
 
 def build_layer(terrain: Terrain, unit_w: int, unit_h: int, rules: tuple | None = None) -> UnitLayer:
     """The :class:`UnitLayer` of a ``unit_w x unit_h`` footprint on ``terrain`` (the map
     as the rule set ``rules`` sees it)."""
     shape = terrain.walkable.shape
-    off_x, off_y = footprint_offsets(unit_w, unit_h)
-    passable = np.empty(shape, dtype=np.uint8)
-    n_passable = footprint_passable(terrain.clearance, unit_w, unit_h, off_x, off_y, passable)
-    cells, comps, n_components = _components(passable, eight=0)
+    if terrain.hex:
+        # A hex unit of size k (unit_w == unit_h) stands where every cell within hex
+        # distance k - 1 is walkable and on the map.
+        passable = (terrain.clearance >= unit_w).view(np.uint8)
+        n_passable = int(np.count_nonzero(passable))
+    else:
+        off_x, off_y = footprint_offsets(unit_w, unit_h)
+        passable = np.empty(shape, dtype=np.uint8)
+        n_passable = footprint_passable(terrain.clearance, unit_w, unit_h, off_x, off_y, passable)
+    cells, comps, n_components = _components(passable, eight=terrain.hex)
     if (unit_w == 1 and unit_h == 1) or terrain.uniform:
         cost_index = terrain.cost_index
+    elif terrain.hex:
+        cost_index = np.empty(shape, dtype=terrain.cost_index.dtype)
+        hex_footprint_cost(terrain.cost_index, terrain.hex, unit_w - 1, cost_index)
+        readonly(cost_index)
     else:
         cost_index = np.empty(shape, dtype=terrain.cost_index.dtype)
         footprint_cost(terrain.cost_index, unit_w, unit_h, off_x, off_y, cost_index)

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathserver.core import status as st
+from pathserver.core.avoid import hex_anchors
 from pathserver.core.bounds import ROW as BOUNDS_ROW
 from pathserver.core.jit import bound
 from pathserver.core.query import answer_view, solver
 from pathserver.errors import (
+    BadUnitSizeError,
     GoalBlockedError,
     NonFiniteError,
     OutOfBoundsError,
@@ -285,6 +287,12 @@ class PreparedCall:
         fields.update(kernel=None)
         return PreparedCall(**fields)
 
+    @property
+    def diagonal(self) -> int:
+        """The call's moves as the kernels take them: a DIAGONAL_* code (a hex map's layout
+        on one)."""
+        return (self.mode >> st.MODE_DIAGONAL) & st.DIAGONAL_MASK
+
     def __repr__(self) -> str:
         return f"PreparedCall(size={self.size}, algorithm={self.algorithm!r}, mode={self.mode})"
 
@@ -324,6 +332,21 @@ def raise_for(status: int, call: PreparedCall, sx: int, sy: int, gx: int, gy: in
         )
 
 
+#: The options a hex map fixes: its moves and their estimate.
+HEX_FIXED = (DIAGONAL, HEURISTIC)
+
+
+def check_hex_unit(unit_w: int, unit_h: int, gridmap: GridMap) -> None:
+    """BadUnitSizeError unless a hex map takes a unit of this size: one size k (the hex
+    ball of radius k - 1), no wider or taller than the map (2k - 1 cells)."""
+    if unit_w != unit_h:
+        raise BadUnitSizeError(f"a unit on a hex map has one size k (the cells within hex distance k - 1), "
+                               f"got {unit_w}x{unit_h}", at=UNIT_SIZE.name)
+    if 2 * unit_w - 1 > min(gridmap.width, gridmap.height):
+        raise BadUnitSizeError(f"unit_size {unit_w} covers {2 * unit_w - 1} cells across, more than the map's "
+                               f"{gridmap.width}x{gridmap.height}", at=UNIT_SIZE.name)
+
+
 def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | None = None) -> PreparedCall:
     """Check everything but the endpoints (``given``: the other options by name, as
     passed; ``rules``: the traversal rule set, from ``GridMap.traversal_rules``) and work
@@ -335,11 +358,19 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
         if option is not UNIT_SIZE:
             value = option.check(python_value(given[option.name]))
             options[option.name] = option.python_default if value is None else value
-    diagonal_code = DIAGONALS[options[DIAGONAL.name]]
-    if options[HEURISTIC.name] is None:
-        heuristic_code = st.HEURISTIC_MANHATTAN if diagonal_code == st.DIAGONAL_NEVER else st.HEURISTIC_OCTILE
+            if gridmap.hex and value not in (None, option.python_default) and option in HEX_FIXED:
+                raise RequestError(f"{option.name} does not apply to hex maps: a hex cell has six neighbours, "
+                                   "each a step of 1, estimated by the hex distance", at=option.name)
+    if gridmap.hex:
+        check_hex_unit(unit_w, unit_h, gridmap)
+        diagonal_code = gridmap.hex
+        heuristic_code = st.HEURISTIC_HEX + gridmap.hex - st.DIAGONAL_HEX
     else:
-        heuristic_code = HEURISTICS[options[HEURISTIC.name]]
+        diagonal_code = DIAGONALS[options[DIAGONAL.name]]
+        if options[HEURISTIC.name] is None:
+            heuristic_code = st.HEURISTIC_MANHATTAN if diagonal_code == st.DIAGONAL_NEVER else st.HEURISTIC_OCTILE
+        else:
+            heuristic_code = HEURISTICS[options[HEURISTIC.name]]
     max_expansions = options[MAX_EXPANSIONS.name]
     # Far beyond any map's node count: "no limit" in effect, and within the kernel's int64.
     budget = 0 if max_expansions is None else min(max_expansions, 2**62)
@@ -357,6 +388,8 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
         and heuristic_code == st.HEURISTIC_OCTILE
     )
     if options[ALGORITHM.name] == "jps":
+        if gridmap.hex:
+            raise RequestError("algorithm 'jps' is for square maps; hex maps search with A*", at=ALGORITHM.name)
         if not jps_ok:
             raise RequestError(
                 "algorithm 'jps' needs uniform terrain cost, no max_climb, diagonal "
@@ -386,7 +419,7 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
     # started, as the jump table is.
     landmarks = _NO_LANDMARKS
     wants_landmarks = (not layer.uniform and budget == 0 and not options["allow_partial"]
-                       and diagonal_code != st.DIAGONAL_ALWAYS)
+                       and diagonal_code == st.DIAGONAL_NO_CORNER_CUTTING)
     if wants_landmarks:
         built = layer.landmarks()
         landmarks = _NO_LANDMARKS if built is None else built
@@ -473,6 +506,18 @@ def prepared_call(gridmap: GridMap, unit_size, rules: tuple | None, given: dict,
     except KeyError:
         layers.forget(key)
     return call
+
+
+def unit_boxes(call: PreparedCall, boxes: np.ndarray) -> tuple:
+    """``(boxes, unit_w, unit_h)``: avoided ``boxes`` as the kernels lay them for the
+    unit of ``call`` (they block the anchors whose footprint overlaps them). On a square
+    map, as they are with the unit's size; on a hex map, a unit of size k's anchors there,
+    the cells within hex distance k - 1 (:func:`pathserver.core.avoid.hex_anchors`),
+    laid as a 1 x 1 unit's."""
+    unit_w, unit_h = call.size
+    if call.diagonal < st.DIAGONAL_HEX or unit_w == 1 or not len(boxes):
+        return boxes, unit_w, unit_h
+    return hex_anchors(boxes, call.diagonal, unit_w - 1, call.width, call.height), 1, 1
 
 
 def traversal_rules(gridmap: GridMap, traversal) -> tuple | None:

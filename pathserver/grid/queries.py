@@ -42,6 +42,7 @@ from pathserver.grid.prepared import (
     checked,
     prepared_call,
     traversal_rules,
+    unit_boxes,
     workspace,
 )
 from pathserver.grid.values import python_value
@@ -72,13 +73,14 @@ def _grids(gridmap: GridMap, unit_size, snap, diagonal, max_climb, traversal) ->
     call = prepared_call(gridmap, unit_size, rules,
                          {SNAP.name: snap, DIAGONAL.name: diagonal, MAX_CLIMB.name: max_climb, ALGORITHM.name: "astar"})
     mode = call.mode
-    return _Grids(call, (mode >> st.MODE_DIAGONAL) & 3, (mode >> st.MODE_UNIFORM) & 1,
+    return _Grids(call, (mode >> st.MODE_DIAGONAL) & st.DIAGONAL_MASK, (mode >> st.MODE_UNIFORM) & 1,
                   (mode >> st.MODE_USE_HEIGHTS) & 1, rules)
 
 
 def _avoided(grids: _Grids, boxes, avoid_cost) -> Avoided:
     call = grids.call
-    return Avoided(call.cells, call.cost_index, call.cost_table, grids.uniform, *call.size, boxes, avoid_cost)
+    boxes, unit_w, unit_h = unit_boxes(call, boxes)
+    return Avoided(call.cells, call.cost_index, call.cost_table, grids.uniform, unit_w, unit_h, boxes, avoid_cost)
 
 
 def _required(option, value):
@@ -93,7 +95,7 @@ def _sources(cells, comps, goals: np.ndarray, snap: bool, call) -> np.ndarray:
     on (GoalBlockedError at ``goals[i]`` without ``snap``); goals with no cell left to go
     to are left out."""
     snapped = np.empty(goals.shape, dtype=np.int64)
-    placed = snap_goals(cells, comps, goals, 1 if snap else 0, snapped)
+    placed = snap_goals(cells, comps, goals, 1 if snap else 0, snapped, call.diagonal)
     if placed < len(goals):
         blocked = int(np.argmax(snapped[:, 0] < 0))
         if not snap:
@@ -155,7 +157,7 @@ def reachable(
         if not call.snap:
             raise StartBlockedError(f"start ({sx}, {sy}) is blocked for a {call.size[0]}x{call.size[1]} unit",
                                     at="start")
-        found, sx, sy = nearest_with_label(call.cells, call.comps, sx, sy, 0, max(gridmap.width, gridmap.height))
+        found, sx, sy = nearest_with_label(call.cells, call.comps, sx, sy, 0, max(gridmap.width, gridmap.height), grids.diagonal)
         if found != 0:
             raise StartBlockedError("no cell of this map can hold a unit of this size", at=UNIT_SIZE.name)
     ws = workspace(call.n)
@@ -196,7 +198,6 @@ def _compute_field(gridmap, grids: _Grids, goals, boxes, avoid_cost, max_cost, r
     region's shape, filled with inf); ``steps`` (int32 (H * W,), UNKNOWN) receives the
     cells' best steps where the whole-map kernel runs."""
     call = grids.call
-    unit_w, unit_h = call.size
     ws = workspace(call.n)
     limit = math.inf if max_cost is None else max_cost
     avoided = _avoided(grids, boxes, avoid_cost)
@@ -228,8 +229,8 @@ def _compute_field(gridmap, grids: _Grids, goals, boxes, avoid_cost, max_cost, r
             else:
                 values, marks, settled = ws.work_float[0], ws.work_int[3], ws.work_int[3, -1] + 1
             leave_costs(cells, call.cells, cost_index, cost_table, uniform, call.heights, grids.use_heights,
-                        call.climb, grids.diagonal, boxes, unit_w, unit_h, limit, region, out, values, marks,
-                        settled)
+                        call.climb, grids.diagonal, avoided.boxes, avoided.unit_w, avoided.unit_h, limit, region,
+                        out, values, marks, settled)
             # A goal on avoided cells snapped off them, but a unit standing on it is there.
             gx, gy = goals[:, 0], goals[:, 1]
             there = (call.cells[gy, gx] != 0) & (cells[gy, gx] == 0)
@@ -476,17 +477,18 @@ def check_block(
     spots = cells_of(point_rows, "points", gridmap)
     if call.snap:
         snapped = np.empty(spots.shape, dtype=np.int64)
-        snap_goals(call.cells, call.comps, spots, 1, snapped)
+        snap_goals(call.cells, call.comps, spots, 1, snapped, call.diagonal)
         # No cell holds the unit at all: nothing is connected, nothing can be cut.
         spots = np.where(snapped >= 0, snapped, spots)
     boxes = blocker_boxes(gridmap, Avoid.of_rows(cells_rows, rect_rows))
     before = np.zeros(len(spots), dtype=np.int64)
     pieces = np.empty(len(spots), dtype=np.int64)
     unit_w, unit_h = call.size
-    eight = 1 if grids.diagonal == st.DIAGONAL_ALWAYS else 0
+    # How cells join: 4-connected, 8 with corners cut, or a hex map's six neighbours.
+    eight = 1 if grids.diagonal == st.DIAGONAL_ALWAYS else grids.diagonal if grids.diagonal >= st.DIAGONAL_HEX else 0
     block, first, offsets, targets, node_cells = gridmap.pieces(gridmap.layer_for(unit_w, unit_h, grids.rules),
                                                                   eight)
-    cut_pieces(call.cells, call.comps, block, first, offsets, targets, node_cells, eight, boxes, unit_w, unit_h,
+    cut_pieces(call.cells, call.comps, block, first, offsets, targets, node_cells, eight, *unit_boxes(call, boxes),
                spots, before, pieces)
     pairs = []
     for component in np.unique(before[before > 0]):

@@ -167,7 +167,7 @@ def test_nearest_with_label_is_the_euclidean_nearest():
         x, y = int(rng.integers(size)), int(rng.integers(size))
         want = int(rng.integers(0, 4))
         cells, comps = block_form(labels)
-        status, bx, by = nearest_with_label(cells, comps, x, y, want, size)
+        status, bx, by = nearest_with_label(cells, comps, x, y, want, size, 0)
         found = [(cx, cy) for cy in range(size) for cx in range(size)
                  if labels[cy, cx] and (want == 0 or labels[cy, cx] == want)]
         if not found:

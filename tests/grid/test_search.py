@@ -224,13 +224,13 @@ def test_length_is_the_polylines_and_smoothing_keeps_the_path_in_order():
             seen.add(every.algorithm)
             if every.status != "found":
                 continue
-            assert every.length == polyline_length(every.path)
+            assert every.length == polyline_length(every.path, 0)
             steps = np.abs(np.diff(every.path, axis=0)).max(axis=1)
             assert (steps == 1).all()
             cells = every.path.tolist()
             for smooth in ("corners", "los"):
                 r = find_path(m, *ends, smooth=smooth, algorithm=algorithm, line_of_sight=False)
-                assert r.length == polyline_length(r.path) and r.cost == every.cost
+                assert r.length == polyline_length(r.path, 0) and r.cost == every.cost
                 if smooth == "corners":  # the turning cells of the same path, in order
                     at = [cells.index(p) for p in r.path.tolist()]
                     assert at == sorted(at) and at[0] == 0 and at[-1] == len(cells) - 1
