@@ -37,11 +37,11 @@ from pathserver.core.query import COPIES
 #: The kernels Python calls (module, function); every other kernel is only ever
 #: called from these, inside the compiled code.
 ENTRY_KERNELS = (
-    ("avoid", "block_anchors"), ("avoid", "boxes_from"), ("avoid", "lay_cells"), ("avoid", "price_anchors"),
-    ("avoid", "restore_anchors"),
+    ("avoid", "block_anchors"), ("avoid", "boxes_from"), ("avoid", "hex_anchors"), ("avoid", "lay_cells"),
+    ("avoid", "price_anchors"), ("avoid", "restore_anchors"),
     ("bounds", "bound_rows"), ("bounds", "fill_bounds"), ("bounds", "legal_moves"),
     ("clearance", "compute_clearance"), ("clearance", "footprint_cost"), ("clearance", "footprint_passable"),
-    ("clearance", "index_costs"),
+    ("clearance", "hex_clearance"), ("clearance", "hex_footprint_cost"), ("clearance", "index_costs"),
     ("components", "block_labels"), ("components", "label_components"), ("components", "nearest_with_label"),
     ("cut", "block_pieces"), ("cut", "cut_pieces"), ("cut", "piece_graph"), ("cut", "update_pieces"),
     ("dijkstra", "count_in_components"), ("dijkstra", "field"), ("dijkstra", "field_whole"),

@@ -176,10 +176,15 @@ def _paths_fields(map, queries, unit_size, options) -> dict:
 
 
 def _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names=None,
-                    classes=None) -> dict:
+                    classes=None, shape=None, layout=None) -> dict:
     cells = MapCells.from_arrays(walkable_or_costs, costs=costs, heights=heights, tags=tags)
+    size = [float(v) for v in cell_size] if isinstance(cell_size, (tuple, list)) else float(cell_size)
     fields = {"map": map, "width": cells.width, "height": cells.height, **cells.to_wire(),
-              "origin": [float(origin[0]), float(origin[1])], "cell_size": float(cell_size)}
+              "origin": [float(origin[0]), float(origin[1])], "cell_size": size}
+    if shape is not None:
+        fields["shape"] = shape
+    if layout is not None:
+        fields["layout"] = layout
     if tag_names is not None:
         fields["tag_names"] = dict(tag_names)
     if classes is not None:
@@ -329,7 +334,7 @@ class Client(_Connection):
         return self.request("update", **_update_fields(map, rects, cells, solid, cost, space, if_gen))
 
     def put_map(self, map: str, walkable_or_costs, *, costs=None, heights=None, tags=None, origin=(0.0, 0.0),
-                cell_size: float = 1.0, tag_names=None, classes=None) -> dict:
+                cell_size: float = 1.0, tag_names=None, classes=None, shape=None, layout=None) -> dict:
         """Upload a map (or replace the one uploaded under ``map``); the reply's ``gen`` is
         its generation. Arrays are indexed ``[y, x]``:
 
@@ -341,10 +346,13 @@ class Client(_Connection):
         origin, cell_size: the world transform (``space: "world"``).
         tag_names: ``{name: tag value 1..255}``; classes: the map's unit classes,
             ``{"boat": {"land": None, "shallows": 2.0}}`` (a request's ``traversal``).
+        shape, layout: ``"hex"`` and one of :data:`pathserver.hexes.LAYOUTS` for a hex map
+            (its cell_size a number or the tile size ``(w, h)``).
 
         ValueError / TypeError for arrays that cannot be sent (nothing is sent then).
         """
-        fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names, classes)
+        fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names, classes,
+                                 shape, layout)
         return self.result(self._submit("put_map", fields, max(self.timeout, UPLOAD_TIMEOUT_S)))
 
     def get_map(self, map: str, region=None) -> MapCells:
@@ -503,8 +511,10 @@ class AsyncClient(_Connection):
         return await self.request("update", **_update_fields(map, rects, cells, solid, cost, space, if_gen))
 
     async def put_map(self, map: str, walkable_or_costs, *, costs=None, heights=None, tags=None,
-                      origin=(0.0, 0.0), cell_size: float = 1.0, tag_names=None, classes=None) -> dict:
-        fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names, classes)
+                      origin=(0.0, 0.0), cell_size: float = 1.0, tag_names=None, classes=None, shape=None,
+                      layout=None) -> dict:
+        fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names, classes,
+                                 shape, layout)
         return await self._request("put_map", fields, max(self.timeout, UPLOAD_TIMEOUT_S))
 
     async def get_map(self, map: str, region=None) -> MapCells:

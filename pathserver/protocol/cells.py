@@ -51,7 +51,9 @@ class MapCells:
     whole map's world transform: cell ``(x, y)``'s centre is ``origin + (x + 0.5, y + 0.5)
     * cell_size``), tag_names (``{name: tag value}``) and classes (``{class: {tag name:
     None | multiplier}}``), the names of the ``tags`` layer's values and the map's unit
-    classes (None: none; ``put_map`` sends them, ``get_map`` returns them).
+    classes (None: none; ``put_map`` sends them, ``get_map`` returns them), shape and
+    layout (a hex map's: :mod:`pathserver.hexes`; its cell_size may be a tile size ``(w,
+    h)``).
 
     ``pathserver.GridMap.from_cells(cells)`` makes a map to search in process from it.
     """
@@ -61,13 +63,15 @@ class MapCells:
     heights: np.ndarray | None = None
     tags: np.ndarray | None = None
     origin: tuple = (0.0, 0.0)
-    cell_size: float = 1.0
+    cell_size: float | tuple = 1.0
     name: str | None = None
     gen: int | None = None
     map_size: tuple | None = None
     region: tuple | None = None
     tag_names: dict | None = None
     classes: dict | None = None
+    shape: str = "square"
+    layout: str | None = None
 
     @property
     def width(self) -> int:
@@ -165,7 +169,7 @@ class MapCells:
             w, h, reply["cells"], reply.get("costs"), reply.get("heights"), reply.get("tags"),
             origin=tuple(reply["origin"]), cell_size=reply["cell_size"], name=reply["map"], gen=reply["gen"],
             map_size=(reply["width"], reply["height"]), region=(x, y, w, h), tag_names=reply.get("tag_names"),
-            classes=reply.get("classes"),
+            classes=reply.get("classes"), shape=reply.get("shape", "square"), layout=reply.get("layout"),
         )
 
     # -- from the caller's arrays --------------------------------------------------------

@@ -27,6 +27,7 @@ from pathserver.options import BY_NAME, GOALS, PER_REQUEST, SPACE, UNIT_SIZE, UP
 from pathserver.options import op_fields, quoted
 from pathserver.options import wire_defaults, wire_type
 from pathserver import arrays
+from pathserver.hexes import SHAPES, check_layout, tile_size_of
 from pathserver.protocol.cells import MapCells, check_side
 
 #: Wire defaults that differ from ``find_path``'s Python defaults (``smooth="none"`` there).
@@ -265,7 +266,7 @@ def parse_request(obj: dict, parsers: dict):
 
 _UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost") + op_fields(UPDATE_OP) + ("if_gen",)
 _PUT_MAP_FIELDS = ("id", "op", "map", "width", "height", "cells", "costs", "heights", "origin", "cell_size", "tags",
-                   "tag_names", "classes")
+                   "tag_names", "classes", "shape", "layout")
 _DROP_MAP_FIELDS = ("id", "op", "map")
 _GET_MAP_FIELDS = ("id", "op", "map", "region")
 _BARE_FIELDS = ("id", "op")
@@ -305,8 +306,16 @@ def parse_put_map(rid: int, obj: dict) -> PutMapRequest:
     name = map_name(obj)
     width = check_side(obj.get("width"), "width")
     height = check_side(obj.get("height"), "height")
-    wire = {key: obj[key] for key in ("cells", "costs", "heights", "tags", "tag_names", "classes")
+    wire = {key: obj[key] for key in ("cells", "costs", "heights", "tags", "tag_names", "classes", "shape", "layout")
             if obj.get(key) is not None}
+    shape = wire.get("shape", "square")
+    if shape not in SHAPES:
+        raise RequestError(f"'shape' must be one of {', '.join(map(quoted, SHAPES))}, got "
+                           f"{quoted(shape) if type(shape) is str else wire_type(shape)}", at="shape")
+    if shape == "hex":
+        check_layout(wire.get("layout"))
+    elif "layout" in wire:
+        raise RequestError("'layout' is for hex maps (\"shape\": \"hex\")", at="layout")
     for key in ("tag_names", "classes"):
         if key in wire and type(wire[key]) is not dict:
             raise RequestError(f"'{key}' must be a map, got {wire_type(wire[key])}", at=key)
@@ -319,6 +328,9 @@ def parse_put_map(rid: int, obj: dict) -> PutMapRequest:
     cell_size = obj.get("cell_size")
     if cell_size is None:
         cell_size = 1.0
+    elif shape == "hex" and type(cell_size) is list:
+        # A hex map's tile size [w, h], as Godot's TileSet has it.
+        cell_size = tile_size_of(tuple(read_numbers(cell_size, 2, "cell_size", "'cell_size' must be a number or [w, h]")))
     else:
         if not is_number(cell_size):
             raise RequestError(f"'cell_size' must be a number > 0, got {wire_type(cell_size)}", at="cell_size")

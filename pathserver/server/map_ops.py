@@ -68,17 +68,16 @@ def update_reply(rid, name: str, outcome, seq: str) -> tuple[bytes, str | None]:
 def update_cells(request: UpdateRequest, gridmap) -> tuple[list, list]:
     """An ``update``'s rectangles and cells as grid cells of ``gridmap``: ``(x, y, w, h)``
     rectangles clipped to the map, ``(x, y)`` cells; OutOfBoundsError for one off the map."""
-    if request.space == "world":
-        ox, oy = gridmap.origin
-        scale = gridmap.cell_size
-    else:
-        ox, oy, scale = 0.0, 0.0, 1.0
+    world = request.space == "world"
     rects = []
-    for i, (x, y, w, h) in enumerate(request.rects):
-        rects.append(covered_cells(gridmap, (x - ox) / scale, (y - oy) / scale, w / scale, h / scale, f"rects[{i}]"))
+    for i, rect in enumerate(request.rects):
+        x, y, w, h = gridmap.world_rects_to_grid([rect])[0] if world else rect
+        rects.append(covered_cells(gridmap, x, y, w, h, f"rects[{i}]"))
     cells = []
     for i, (x, y) in enumerate(request.cells):
-        cx, cy = floor_cell((x - ox) / scale, (y - oy) / scale, f"cells[{i}]")
+        if world:
+            x, y = gridmap.world_to_grid([(x, y)])[0]
+        cx, cy = floor_cell(x, y, f"cells[{i}]")
         if not gridmap.in_bounds(cx, cy):
             raise OutOfBoundsError(f"cell ({cx}, {cy}) is outside the map ({gridmap.width}x{gridmap.height})",
                                    at=f"cells[{i}]")
@@ -110,7 +109,8 @@ def build_map(request: PutMapRequest) -> tuple[GridMap, dict]:
     started = time.perf_counter()
     try:
         gridmap = GridMap.from_cells(request.cells, origin=request.origin, cell_size=request.cell_size,
-                                     name=request.map)
+                                     name=request.map, shape=request.wire.get("shape", "square"),
+                                     layout=request.wire.get("layout"))
     except MapLoadError as exc:  # the tag names and classes (the layers are checked already)
         raise RequestError(exc.message, at=exc.at) from None
     built = time.perf_counter()
@@ -141,11 +141,19 @@ def handle_get_map(request: GetMapRequest, registry) -> dict:
     ox, oy = gridmap.origin
     return ok_reply(request.id, {
         "map": request.map, "gen": gridmap.generation, "width": gridmap.width, "height": gridmap.height,
-        "origin": [float(ox), float(oy)], "cell_size": float(gridmap.cell_size), "region": [x, y, w, h],
+        "origin": [float(ox), float(oy)], "cell_size": wire_cell_size(gridmap), "region": [x, y, w, h],
         **cells.to_wire(with_costs=_needs_costs(gridmap)),
         **({"tag_names": dict(gridmap.tag_names)} if gridmap.tag_names else {}),
         **({"classes": {name: dict(rules) for name, rules in gridmap.classes.items()}} if gridmap.classes else {}),
+        **({"shape": "hex", "layout": gridmap.layout} if gridmap.hex else {}),
     })
+
+
+def wire_cell_size(gridmap):
+    """A map's ``cell_size`` on the wire: a number, or a hex map's tile size ``[w, h]``
+    when it was given so."""
+    size = gridmap.cell_size
+    return float(size) if isinstance(size, float) else [float(size[0]), float(size[1])]
 
 
 def _needs_costs(gridmap) -> bool:

@@ -26,8 +26,7 @@ def _grid_args(request: QueryRequest, gridmap) -> dict:
         if key in args:
             args[key] = grid_points(gridmap, args[key], space)
     if "rects" in args and space == "world" and args["rects"]:
-        rects = np.asarray(args["rects"], dtype=np.float64)
-        args["rects"] = np.column_stack((grid_points(gridmap, rects[:, :2], space), rects[:, 2:] / gridmap.cell_size))
+        args["rects"] = gridmap.world_rects_to_grid(args["rects"])
     return args
 
 
@@ -58,7 +57,7 @@ def handle_next_steps(request: QueryRequest, registry) -> dict:
     gridmap = registry.get(request.map)
     steps, remaining = queries.next_steps(gridmap, **_grid_args(request, gridmap))
     if request.space == "world":
-        steps = (steps + 0.5) * gridmap.cell_size + np.asarray(gridmap.origin, dtype=np.float64)
+        steps = gridmap.grid_to_world(steps)
     if request.packed:
         shown = arrays.to_bin(steps, arrays.FLOAT32)
     else:

@@ -17,8 +17,7 @@ def grid_points(gridmap, points, space: str):
     if space == "grid" or len(points) == 0:
         # An empty list (check_block's cells when it gives only rects) has no pairs to move.
         return points
-    xy = np.asarray(points, dtype=np.float64)
-    return (xy - np.asarray(gridmap.origin, dtype=np.float64)) / gridmap.cell_size
+    return gridmap.world_to_grid(points)
 
 
 def point_cell(gridmap, point, space: str, name: str) -> tuple[int, int]:
@@ -54,12 +53,14 @@ def path_answer(gridmap, space: str, result, many: bool = False) -> PathAnswer:
     world points here, as world points become cells in :func:`point_cell`. many: the request
     gave ``goals`` (the answer says which was reached)."""
     if space == "world":
-        scale = gridmap.cell_size
-        origin = np.asarray(gridmap.origin, dtype=np.float64)
-        path = (result.path.astype(np.float64) + 0.5) * scale + origin
+        path = gridmap.grid_to_world(result.path)
         start = list(gridmap.cell_to_world(*result.start))
         goal = list(gridmap.cell_to_world(*result.goal))
-        length = float(result.length) * scale
+        if gridmap.hex:
+            # Hexagons need not be regular: the waypoints' own length in the world.
+            length = float(np.hypot(*np.diff(path, axis=0).T).sum())
+        else:
+            length = float(result.length) * gridmap.cell_size
     else:
         path = result.path
         sx, sy = result.start

@@ -195,6 +195,16 @@ def _warm_steps(costly=None):
         gridmap.layer_for(1, 1).wait_landmarks(120.0)
         find_path(gridmap, (0, 0), far)
 
+    def hex_maps():
+        # A hex map (core.clearance's hex annotation, the searches' hex moves) and its
+        # larger units' footprints, avoided cells and blockers.
+        gridmap = GridMap(costly.walkable, costly.cost, shape="hex", layout="odd-r")
+        for unit in (1, 2):
+            find_path(gridmap, (0, 0), (7, 3), unit, smooth="los")
+            find_path(gridmap, (0, 0), (7, 3), unit, avoid={"cells": [(2, 0)]})
+            check_block(gridmap, cells=[(1, 0)], unit_size=unit, points=[(0, 0), (7, 2)])
+        distance_field(gridmap.edit(cells=[(3, 1)], solid=True), [(7, 2)], 1)
+
     def encoders():
         out = np.empty(packed_points_bound(2), dtype=np.uint8)
         pack_int_points(np.zeros((2, 2), dtype=np.int32), out)
@@ -218,6 +228,7 @@ def _warm_steps(costly=None):
         ("jump tables (JPS+)", jump_tables),
         ("movement range, flow fields, steering, many goals, blockers, unit classes", queries),
         ("landmarks (A* on terrain costs)", landmarks),
+        ("hex maps", hex_maps),
     ]
 
 
