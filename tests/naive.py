@@ -93,8 +93,10 @@ def path_cost(path, cost=None):
     return total
 
 
-def components(passable):
-    """Labels of 4-connected components by flood fill (0 = impassable)."""
+def flood(passable, steps):
+    """Labels of the components of ``passable`` (0 = impassable), cells joined to
+    ``steps(x, y)``'s cells, by flood fill from each unlabelled cell in row order,
+    numbered in that order; ``(labels, count)``."""
     height, width = passable.shape
     labels = np.zeros((height, width), dtype=np.int64)
     count = 0
@@ -106,11 +108,16 @@ def components(passable):
                 labels[y, x] = count
                 while stack:
                     cx, cy = stack.pop()
-                    for nx, ny in ((cx + 1, cy), (cx - 1, cy), (cx, cy + 1), (cx, cy - 1)):
+                    for nx, ny in steps(cx, cy):
                         if 0 <= nx < width and 0 <= ny < height and passable[ny, nx] and not labels[ny, nx]:
                             labels[ny, nx] = count
                             stack.append((nx, ny))
     return labels, count
+
+
+def components(passable):
+    """Labels of 4-connected components by flood fill (0 = impassable)."""
+    return flood(passable, lambda x, y: ((x + 1, y), (x - 1, y), (x, y + 1), (x, y - 1)))
 
 
 def random_grid(rng, width, height, density):
@@ -200,30 +207,13 @@ def costs_to(graph, goals):
 
 def components8(passable):
     """Labels of 8-connected components by flood fill (0 = impassable)."""
-    height, width = passable.shape
-    labels = np.zeros((height, width), dtype=np.int64)
-    count = 0
-    for y in range(height):
-        for x in range(width):
-            if passable[y, x] and not labels[y, x]:
-                count += 1
-                stack = [(x, y)]
-                labels[y, x] = count
-                while stack:
-                    cx, cy = stack.pop()
-                    for dx in (-1, 0, 1):
-                        for dy in (-1, 0, 1):
-                            nx, ny = cx + dx, cy + dy
-                            if 0 <= nx < width and 0 <= ny < height and passable[ny, nx] and not labels[ny, nx]:
-                                labels[ny, nx] = count
-                                stack.append((nx, ny))
-    return labels, count
+    return flood(passable, lambda x, y: ((x + dx, y + dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1)))
 
 
-def cut_pairs(passable_before, passable_after, points, eight=False):
+def cut_pairs(passable_before, passable_after, points, eight=False, label=None):
     """The pairs (i, j), i < j, of points connected in passable_before and not in
-    passable_after, by flood fill."""
-    label = components8 if eight else components
+    passable_after, by flood fill (``label``: another labelling, as :func:`flood`'s)."""
+    label = label or (components8 if eight else components)
     before, _ = label(passable_before)
     after, _ = label(passable_after)
     pairs = []

@@ -10,6 +10,8 @@ import math
 import numpy as np
 import pytest
 
+import naive
+
 from pathserver import GridMap
 from pathserver.errors import BadUnitSizeError, MapLoadError, RequestError
 from pathserver.grid.queries import distance_field, next_steps, reachable
@@ -29,25 +31,25 @@ def ball(layout, x, y, radius):
     return seen
 
 
-def standable(walkable, layout, size):
-    height, width = walkable.shape
-    out = np.zeros_like(walkable)
+def over_balls(values, layout, size, fold):
+    """``fold`` of each cell's footprint's values (the cells within hex distance
+    ``size - 1``, off-map ones as None)."""
+    height, width = values.shape
+    out = np.empty(values.shape, dtype=values.dtype)
     for y in range(height):
         for x in range(width):
-            out[y, x] = all(0 <= cx < width and 0 <= cy < height and walkable[cy, cx]
-                            for cx, cy in ball(layout, x, y, size - 1))
+            out[y, x] = fold(values[cy, cx] if 0 <= cx < width and 0 <= cy < height else None
+                             for cx, cy in ball(layout, x, y, size - 1))
     return out
+
+
+def standable(walkable, layout, size):
+    return over_balls(walkable, layout, size, lambda cells: all(c is not None and c for c in cells))
 
 
 def enter_cost(cost, layout, size):
     """The highest cost within the unit's footprint, as the unit pays to enter a cell."""
-    height, width = cost.shape
-    out = np.ones_like(cost)
-    for y in range(height):
-        for x in range(width):
-            out[y, x] = max(cost[cy, cx] for cx, cy in ball(layout, x, y, size - 1)
-                            if 0 <= cx < width and 0 <= cy < height)
-    return out
+    return over_balls(cost, layout, size, lambda costs: max(c for c in costs if c is not None))
 
 
 def dijkstra(walkable, cost, layout, size, sources, back=False):
@@ -202,24 +204,9 @@ def test_edits_and_batches():
         assert result.cost == pytest.approx(reference[goal[1], goal[0]])
 
 
-def components(ok, layout):
-    """Hex-connected labels of the True cells of ``ok``."""
-    height, width = ok.shape
-    labels = np.zeros(ok.shape, int)
-    count = 0
-    for y in range(height):
-        for x in range(width):
-            if ok[y, x] and not labels[y, x]:
-                count += 1
-                labels[y, x] = count
-                stack = [(x, y)]
-                while stack:
-                    cx, cy = stack.pop()
-                    for nx, ny in neighbours(layout, cx, cy):
-                        if 0 <= nx < width and 0 <= ny < height and ok[ny, nx] and not labels[ny, nx]:
-                            labels[ny, nx] = count
-                            stack.append((nx, ny))
-    return labels
+def hex_components(layout):
+    """naive.flood's labelling with the hex layout's neighbours."""
+    return lambda passable: naive.flood(passable, lambda x, y: neighbours(layout, x, y))
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -296,17 +283,7 @@ def test_check_block_is_exact(layout):
         after = walkable.copy()
         for x, y in solid:
             after[y, x] = False
-        before_labels = components(ok, layout)
-        ok_after = standable(after, layout, size)
-        after_labels = components(ok_after, layout)
-        expected = []
-        for i in range(len(points)):
-            for j in range(i + 1, len(points)):
-                (xi, yi), (xj, yj) = points[i], points[j]
-                joined = before_labels[yi, xi] == before_labels[yj, xj]
-                still = ok_after[yi, xi] and ok_after[yj, xj] and after_labels[yi, xi] == after_labels[yj, xj]
-                if joined and not still:
-                    expected.append((i, j))
+        expected = naive.cut_pairs(ok, standable(after, layout, size), points, label=hex_components(layout))
         assert check_block(gridmap, cells=solid, unit_size=size, points=points, snap=False) == expected
 
 

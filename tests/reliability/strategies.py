@@ -19,6 +19,7 @@ import zlib
 import msgpack
 from hypothesis import strategies as st
 
+from pathserver.hexes import LAYOUTS
 from pathserver.options import QUERY_OPS, op_fields
 from reliability.helpers import SMALL_MAP_NAMES
 
@@ -32,12 +33,15 @@ FIELD_NAMES = (
     "tag_names", "classes",
     # Packed answers and packed batches.
     "packed", "starts",
+    # Hex maps.
+    "shape", "layout",
 )
 WORDS = (
     "path", "paths", "maps", "update", "ping", "stats", "put_map", "drop_map", "get_map", "grid", "world", "los",
     "corners", "reachable", "field", "next_steps", "check_block", "cell", "boat", "truck", "walker", "water", "mud",
     "none", "no_corner_cutting", "never", "always", "octile", "euclidean", "manhattan",
     "chebyshev", "auto", "astar", "jps", "", "ARENA", "../arena", "arena.map", "nosuch",
+    "hex", "square", "odd-r", "even-r", "odd-q", "even-q",
 ) + SMALL_MAP_NAMES
 
 SPECIAL_FLOATS = (math.nan, math.inf, -math.inf, -0.0, 0.5, 1e300, -1e300, 5e-324, 2.0**63, 2.0**64, 1e16)
@@ -174,6 +178,11 @@ def put_map_requests(draw, rid) -> dict:
         request["origin"] = [draw(st.floats(-100, 100)), draw(st.floats(-100, 100))]
     if draw(st.booleans()):
         request["cell_size"] = draw(st.sampled_from([0.5, 1, 2.0, 32]))
+    if draw(st.integers(0, 3)) == 0:
+        request["shape"] = "hex"
+        request["layout"] = draw(st.sampled_from(LAYOUTS))
+        if draw(st.booleans()):
+            request["cell_size"] = [draw(st.sampled_from([16, 32.0])), draw(st.sampled_from([14, 28.0]))]
     return request
 
 
@@ -503,6 +512,9 @@ def genome_request(genome: bytes):
         for layer in ("costs", "heights"):
             if c.below(3) == 1:
                 request[layer] = float32_bytes([c.pick(GOOD_VALUES["layer"]) for _ in range(width * height)])
+        if c.below(4) == 1:
+            request["shape"] = "hex"
+            request["layout"] = c.pick(LAYOUTS)
         if c.below(4) == 1:
             request["tags"] = bytes(c.pick(GOOD_VALUES["tag"]) for _ in range(width * height))
             if c.below(3):
