@@ -15,6 +15,10 @@ a cell's centre is ``origin + centre(layout, x, y) * tile_size``, where ``centre
 ``map_to_local`` divided by the tile size, and a point belongs to the hexagon containing it,
 with ``local_to_map``'s choices on shared edges. ``tile_size`` ``(w, h)`` is the hexagon's
 bounding box, as Godot's ``tile_size``; rows (or columns) are ``0.75 h`` (``0.75 w``) apart.
+``origin`` is where an unshoved cell ``(0, 0)`` would have the top-left corner of its box:
+cell ``(0, 0)``'s own corner on odd layouts, half a tile left (``even-r``) or up
+(``even-q``) of it on even ones, where that cell is shoved; for a layer whose cell ``(0, 0)``
+is the map's, Godot's layer origin on every layout.
 
 Every function takes ints or numpy arrays (broadcast together) and answers likewise.
 

@@ -401,12 +401,41 @@ namespace PathServer
             object value;
             if (MsgPack.IsNumber(value = MsgPack.Get(entry, "width"))) info.Width = (int)MsgPack.ToLong(value);
             if (MsgPack.IsNumber(value = MsgPack.Get(entry, "height"))) info.Height = (int)MsgPack.ToLong(value);
-            if (MsgPack.IsNumber(value = MsgPack.Get(entry, "cell_size"))) info.CellSize = MsgPack.ToDouble(value);
+            double width, height;
+            HexLayout? layout;
+            info.Shape = ShapeFromWire(entry, out layout);
+            info.Layout = layout;
+            CellSizeFromWire(entry, out width, out height);
+            info.CellSize = width;
+            info.CellWidth = width;
+            info.CellHeight = height;
             if ((value = MsgPack.Get(entry, "origin")) is object[]) info.Origin = PointFromWire(value, "origin");
             if (MsgPack.IsNumber(value = MsgPack.Get(entry, "gen"))) info.Gen = MsgPack.ToLong(value);
             value = MsgPack.Get(entry, "last_error");
             info.LastError = value == null ? null : (value as string ?? MsgPack.ToDebugString(value));
             return info;
+        }
+
+        // A map's "shape" and "layout": Square (and no layout) unless they say hex.
+        static MapShape ShapeFromWire(IDictionary<string, object> map, out HexLayout? layout)
+        {
+            layout = null;
+            HexLayout parsed;
+            if (PathServerHexes.TryParse(MsgPack.Get(map, "layout") as string, out parsed)) layout = parsed;
+            return Equals(MsgPack.Get(map, "shape"), "hex") ? MapShape.Hex : MapShape.Square;
+        }
+
+        // A map's "cell_size": a number s (s x s), or a hex map's tile size [w, h]; 1 when absent.
+        static void CellSizeFromWire(IDictionary<string, object> map, out double width, out double height)
+        {
+            object value = MsgPack.Get(map, "cell_size");
+            var pair = value as object[];
+            width = height = MsgPack.IsNumber(value) ? MsgPack.ToDouble(value) : 1.0;
+            if (pair != null && pair.Length == 2 && MsgPack.IsNumber(pair[0]) && MsgPack.IsNumber(pair[1]))
+            {
+                width = MsgPack.ToDouble(pair[0]);
+                height = MsgPack.ToDouble(pair[1]);
+            }
         }
 
         internal static long GenOf(IDictionary<string, object> reply, long id)
@@ -444,7 +473,14 @@ namespace PathServer
             if (MsgPack.IsNumber(value = MsgPack.Get(reply, "gen"))) map.Gen = MsgPack.ToLong(value);
             if (MsgPack.IsNumber(value = MsgPack.Get(reply, "width"))) map.Width = (int)MsgPack.ToLong(value);
             if (MsgPack.IsNumber(value = MsgPack.Get(reply, "height"))) map.Height = (int)MsgPack.ToLong(value);
-            if (MsgPack.IsNumber(value = MsgPack.Get(reply, "cell_size"))) map.CellSize = MsgPack.ToDouble(value);
+            double width, height;
+            HexLayout? layout;
+            map.Shape = ShapeFromWire(reply, out layout);
+            map.Layout = layout;
+            CellSizeFromWire(reply, out width, out height);
+            map.CellSize = width;
+            map.CellWidth = width;
+            map.CellHeight = height;
             if ((value = MsgPack.Get(reply, "origin")) is object[]) map.Origin = PointFromWire(value, "origin");
             map.Region = new GridRect(0, 0, map.Width, map.Height);
             var region = MsgPack.Get(reply, "region") as object[];

@@ -230,6 +230,12 @@ namespace PathServer
         public int Width { get; internal set; }
         public int Height { get; internal set; }
         public double CellSize { get; internal set; }
+        /// <summary>A cell's (a hex map's tile's) world width and height; both CellSize on a square map.</summary>
+        public double CellWidth { get; internal set; }
+        public double CellHeight { get; internal set; }
+        /// <summary>Square or Hex; on a hex map Layout says how its cells sit (null on square maps).</summary>
+        public MapShape Shape { get; internal set; }
+        public HexLayout? Layout { get; internal set; }
         public PathPoint Origin { get; internal set; }
         public long Gen { get; internal set; }
         /// <summary>The last reload error, or null when the last reload succeeded.</summary>
@@ -254,7 +260,14 @@ namespace PathServer
         public int Width { get; internal set; }
         public int Height { get; internal set; }
         public PathPoint Origin { get; internal set; }
+        /// <summary>A cell's world size; on a hex map whose tiles are not as wide as tall, their width.</summary>
         public double CellSize { get; internal set; }
+        /// <summary>A cell's (a hex map's tile's) world width and height; both CellSize on a square map.</summary>
+        public double CellWidth { get; internal set; }
+        public double CellHeight { get; internal set; }
+        /// <summary>Square or Hex; on a hex map Layout says how its cells sit (null on square maps).</summary>
+        public MapShape Shape { get; internal set; }
+        public HexLayout? Layout { get; internal set; }
         public GridRect Region { get; internal set; }
         public byte[] Cells { get; internal set; }
         public float[] Costs { get; internal set; }

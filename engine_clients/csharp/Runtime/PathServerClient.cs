@@ -23,6 +23,9 @@
 //                                 NextStepsResult, CheckBlockResult); errors (PathServerErrorCodes,
 //                                 PathServerException); the EventArgs of PathFound, PathFailed
 //                                 and ConnectionChanged.
+//   PathServerClient.Hexes.cs     hex maps: MapShape, HexLayout, HexShape (PutMapAsync's hex) and
+//                                 PathServerHexes, the coordinate helpers (offset <-> axial and
+//                                 cube, distance, neighbours, centres, the cell holding a point).
 //   PathServerClient.Options.cs   PathOptions and its option table, one row an option.
 //   PathServerClient.Queries.cs   packed answers and the synchronous calls (FindPath,
 //                                 FindPathsPacked: they block up to the timeout and return a
@@ -313,29 +316,41 @@ namespace PathServer
         /// cells: a byte a cell, row-major (y * width + x), 0 blocked, 1..255 the terrain cost; costs,
         /// heights and tags are optional layers of width * height; origin and cellSize place it in
         /// the world; tagNames and classes name tags and unit classes for PathOptions.Traversal.
-        /// Uploading a name again replaces the map; a map file's name throws "conflict".
+        /// hex makes it a hex map: its layout and tile size (which then goes as cell_size; give no
+        /// cellSize with it). Uploading a name again replaces the map; a map file's name throws
+        /// "conflict".
         /// </summary>
         public Task<long> PutMapAsync(string name, int width, int height, byte[] cells, float[] costs = null,
             float[] heights = null, byte[] tags = null, PathPoint? origin = null, double? cellSize = null,
             TimeSpan? timeout = null, CancellationToken ct = default(CancellationToken),
-            IDictionary<string, int> tagNames = null, IDictionary<string, TraversalRules> classes = null)
+            IDictionary<string, int> tagNames = null, IDictionary<string, TraversalRules> classes = null,
+            HexShape? hex = null)
         {
             if (cells == null) throw new ArgumentNullException("cells");
-            var body = PutMapBody(name ?? DefaultMap, width, height, cells, costs, heights, tags, origin, cellSize, tagNames, classes);
+            var body = PutMapBody(name ?? DefaultMap, width, height, cells, costs, heights, tags, origin, cellSize, tagNames, classes, hex);
             return SendAsync(body, timeout, ct, (id, reply) => GenOf(reply, id));
         }
 
         // The body of a put_map request, without its id, in the key order of docs/protocol.md.
         internal static MsgPackMap PutMapBody(string name, int width, int height, byte[] cells, float[] costs = null,
             float[] heights = null, byte[] tags = null, PathPoint? origin = null, double? cellSize = null,
-            IDictionary<string, int> tagNames = null, IDictionary<string, TraversalRules> classes = null)
+            IDictionary<string, int> tagNames = null, IDictionary<string, TraversalRules> classes = null,
+            HexShape? hex = null)
         {
+            if (hex.HasValue && cellSize.HasValue)
+                throw new ArgumentException("A hex map's cell size is its tile size: give hex or cellSize, not both.", "cellSize");
             var body = new MsgPackMap { { "op", "put_map" }, { "map", name }, { "width", (long)width },
                 { "height", (long)height }, { "cells", cells } };
             if (costs != null) body.Add("costs", Float32Bytes(costs));
             if (heights != null) body.Add("heights", Float32Bytes(heights));
+            if (hex.HasValue)
+            {
+                body.Add("shape", "hex");
+                body.Add("layout", PathServerHexes.ToWire(hex.Value.Layout));
+            }
             if (origin.HasValue) body.Add("origin", new object[] { (double)origin.Value.X, (double)origin.Value.Y });
             if (cellSize.HasValue) body.Add("cell_size", cellSize.Value);
+            if (hex.HasValue) body.Add("cell_size", new object[] { hex.Value.TileWidth, hex.Value.TileHeight });
             if (tags != null) body.Add("tags", tags);
             if (tagNames != null)
             {

@@ -140,9 +140,20 @@ func test_tile_map_reader() -> void:
 		rotated
 	)
 	layer.rotation = 0.0
+	layer.tile_set.tile_shape = TileSet.TILE_SHAPE_ISOMETRIC
+	var isometric := PathServerTileMapReader.read(layer)
+	check(
+		isometric.error.contains("square and hexagon tiles"),
+		"isometric tiles are refused",
+		isometric.error
+	)
 	layer.tile_set.tile_shape = TileSet.TILE_SHAPE_HEXAGON
 	var hexagons := PathServerTileMapReader.read(layer)
-	check(hexagons.error.contains("square tiles"), "hexagonal tiles are refused", hexagons.error)
+	check(
+		hexagons.error == "" and hexagons.shape == "hex",
+		"hexagon tiles make a hex map (hex_tests.gd)",
+		hexagons.error
+	)
 	layer.queue_free()
 
 

@@ -15,6 +15,8 @@ extends Node2D
 ## frame, with its [member PathServerAgent2D.unit_size]), else [member path] with
 ## [member unit_size]. The footprint is the cells the unit covers at each waypoint and along
 ## the way (the server's rule: columns x - (w - 1) / 2 .. x + w / 2, rows likewise).
+## On a hex map (its [code]shape[/code] "hex") cells are drawn as the hexagons of its
+## [code]layout[/code], and a unit of size k covers the cells within k - 1 hex steps.
 ## [codeblock]
 ## var overlay := PathServerDebugDraw2D.new()
 ## overlay.map_name = "level"
@@ -77,15 +79,21 @@ void fragment() {
 ## The client to ask; the [code]PathServer[/code] autoload when not set.
 var client: PathServerClient
 ## What was last drawn: the map's generation (-1: none yet), size in cells, origin and
-## cell size in world units.
+## cell size in world units (on a hex map the smaller side of [member tile_size]).
 var gen := -1
 var map_size := Vector2i.ZERO
 var origin := Vector2.ZERO
 var cell_size := 1.0
+## The map's shape ("square" or "hex") and, on hex maps, its layout and tile size (world
+## units; see [PathServerHexes]).
+var shape := "square"
+var layout := ""
+var tile_size := Vector2.ONE
 ## The cells as fetched (0 blocked, else the cost rounded to 1..255), row-major.
 var cells := PackedByteArray()
 
 var _cells_item: Node2D
+var _cells_material: ShaderMaterial
 var _texture: ImageTexture
 var _fetching := false
 var _fetch_again := false
@@ -101,9 +109,9 @@ func _ready() -> void:
 	# shader never applied and the raw texture was drawn (Godot 4.6, compatibility renderer).
 	var shader := Shader.new()
 	shader.code = CELLS_SHADER
-	var cells_material := ShaderMaterial.new()
-	cells_material.shader = shader
-	_cells_item.material = cells_material
+	_cells_material = ShaderMaterial.new()
+	_cells_material.shader = shader
+	_cells_item.material = _cells_material
 	_cells_item.draw.connect(_draw_cells)
 	add_child(_cells_item, false, INTERNAL_MODE_FRONT)
 	_update_material()
@@ -155,7 +163,8 @@ func refresh() -> void:
 	var result := await client.get_map_async(get_map_name(), region)
 	_fetching = false
 	if result.ok:
-		_show_cells(result.info.size, result.info.cells, result.info.origin, result.info.cell_size)
+		var info := result.info
+		_show_cells(info.size, info.cells, info.origin, info.cell_size, info.shape, info.layout)
 		gen = result.info.gen
 	else:
 		# Not uploaded yet, or no server yet: ask again in a while.
@@ -167,6 +176,8 @@ func refresh() -> void:
 
 ## The cell containing the world point [param point].
 func cell_of(point: Vector2) -> Vector2i:
+	if shape == "hex":
+		return PathServerHexes.cell_at(layout, point, origin, tile_size)
 	return Vector2i(((point - origin) / cell_size).floor())
 
 
@@ -176,12 +187,26 @@ func _on_map_generation_changed(changed_map: String, _gen: int) -> void:
 		refresh()
 
 
-func _show_cells(size: Vector2i, data: PackedByteArray, at: Vector2, world_cell: float) -> void:
+func _show_cells(
+	size: Vector2i,
+	data: PackedByteArray,
+	at: Vector2,
+	world_cell: Variant,
+	map_shape := "square",
+	map_layout := ""
+) -> void:
 	map_size = size
 	cells = data
 	origin = at
-	cell_size = world_cell
-	if show_cells and size.x > 0 and size.y > 0 and data.size() == size.x * size.y:
+	shape = map_shape
+	layout = map_layout
+	tile_size = world_cell if world_cell is Vector2 else Vector2(world_cell, world_cell)
+	cell_size = minf(tile_size.x, tile_size.y)
+	# Hexagons are drawn as polygons in their colours; the shader colours a texture's cells.
+	_cells_item.material = _cells_material if shape != "hex" else null
+	if shape == "hex":
+		_texture = null
+	elif show_cells and size.x > 0 and size.y > 0 and data.size() == size.x * size.y:
 		var image := Image.create_from_data(size.x, size.y, false, Image.FORMAT_R8, data)
 		if _texture != null and _texture.get_size() == Vector2(size):
 			_texture.update(image)
@@ -202,23 +227,57 @@ func _preview() -> void:
 	_preview_data = data
 	var grid := PathServerTileMapReader.read(tile_map_layer)
 	if grid.error == "":
-		_show_cells(grid.size, grid.cells, grid.origin, grid.cell_size)
+		_show_cells(grid.size, grid.cells, grid.origin, grid.cell_size, grid.shape, grid.layout)
 
 
 func _update_material() -> void:
 	if _cells_item == null:
 		return
-	var shader_material := _cells_item.material as ShaderMaterial
-	shader_material.set_shader_parameter("blocked_color", blocked_color)
-	shader_material.set_shader_parameter("cost_color", cost_color)
-	shader_material.set_shader_parameter("cost_scale", COST_SCALE)
+	_cells_material.set_shader_parameter("blocked_color", blocked_color)
+	_cells_material.set_shader_parameter("cost_color", cost_color)
+	_cells_material.set_shader_parameter("cost_scale", COST_SCALE)
+	if shape == "hex":
+		_cells_item.queue_redraw()
 
 
 func _draw_cells() -> void:
+	if shape == "hex" and show_cells:
+		_draw_hex_cells()
+		return
 	if _texture == null or not show_cells:
 		return
 	_cells_item.draw_set_transform_matrix(_cells_item.get_global_transform().affine_inverse())
 	_cells_item.draw_texture_rect(_texture, Rect2(origin, Vector2(map_size) * cell_size), false)
+
+
+## The blocked and costlier cells of a hex map, in the colours the shader gives square ones.
+func _draw_hex_cells() -> void:
+	if cells.size() != map_size.x * map_size.y:
+		return
+	_cells_item.draw_set_transform_matrix(_cells_item.get_global_transform().affine_inverse())
+	for i in cells.size():
+		var value := cells[i]
+		if value == 1:
+			continue
+		var color := blocked_color
+		if value > 1:
+			color = Color(cost_color, cost_color.a * clampf((value - 1.0) / COST_SCALE, 0.2, 1.0))
+		var cell := Vector2i(i % map_size.x, i / map_size.x)
+		_cells_item.draw_colored_polygon(
+			PathServerHexes.polygon(layout, cell, origin, tile_size), color
+		)
+
+
+## The cells a unit of [param size] covers standing on [param cell].
+func _footprint(cell: Vector2i, size: Vector2i) -> Array[Vector2i]:
+	if shape == "hex":
+		return PathServerHexes.ball(layout, cell, maxi(size.x, size.y) - 1)
+	var covered: Array[Vector2i] = []
+	var low := Vector2i((size.x - 1) / 2, (size.y - 1) / 2)
+	for y in size.y:
+		for x in size.x:
+			covered.append(cell - low + Vector2i(x, y))
+	return covered
 
 
 func _draw() -> void:
@@ -236,6 +295,9 @@ func _draw() -> void:
 		# No map yet to say where cells are: the path alone.
 		draw_polyline(points, path_color, width)
 		return
+	if shape == "hex":
+		_draw_hex_path(points, size, width)
+		return
 	var covered := {}
 	for i in points.size() - 1:
 		var from := points[i]
@@ -252,3 +314,27 @@ func _draw() -> void:
 		var corner := origin + Vector2(cell_of(points[i]) - low) * cell_size
 		draw_rect(Rect2(corner, extent), Color(path_color, 0.8), false, width * 0.5)
 		draw_circle(points[i], width * 1.6, path_color)
+
+
+## [method _draw]'s path on a hex map: the hexagons covered along it, the path, and the
+## footprint's outline at each waypoint.
+func _draw_hex_path(points: PackedVector2Array, size: Vector2i, width: float) -> void:
+	var covered := {}
+	for i in points.size() - 1:
+		var from := points[i]
+		var to := points[i + 1]
+		var steps := maxi(1, ceili(from.distance_to(to) / (cell_size * 0.25)))
+		for step in steps + 1:
+			for cell in _footprint(cell_of(from.lerp(to, float(step) / steps)), size):
+				covered[cell] = true
+	for cell: Vector2i in covered:
+		draw_colored_polygon(
+			PathServerHexes.polygon(layout, cell, origin, tile_size), footprint_color
+		)
+	draw_polyline(points, path_color, width)
+	for point in points:
+		for cell in _footprint(cell_of(point), size):
+			var corners := PathServerHexes.polygon(layout, cell, origin, tile_size)
+			corners.append(corners[0])
+			draw_polyline(corners, Color(path_color, 0.8), width * 0.5)
+		draw_circle(point, width * 1.6, path_color)

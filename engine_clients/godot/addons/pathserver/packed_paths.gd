@@ -252,7 +252,9 @@ static func map_info(reply: Dictionary) -> Dictionary:
 		"gen": reply.get("gen"),
 		"size": size,
 		"origin": plain_point(reply.get("origin")),
-		"cell_size": float(reply.get("cell_size", 1.0)),
+		"cell_size": _cell_size(reply.get("cell_size", 1.0)),
+		"shape": str(reply.get("shape", "square")),
+		"layout": str(reply.get("layout", "")),
 		"region": region,
 		"cells": reply.get("cells"),
 	}
@@ -286,6 +288,13 @@ static func _pair_problem(reply: Dictionary, points_key: String, values_key: Str
 	if pairs.size() != values.size() * 2:
 		return "%d bytes of %s for %d values" % [pairs.size(), points_key, values.size() / 4]
 	return ""
+
+
+## A map's cell size: a float, or a [Vector2] for a pair (a hex map's tile size).
+static func _cell_size(value: Variant) -> Variant:
+	if value is Array and value.size() == 2:
+		return plain_point(value)
+	return float(value) if value is int or value is float else 1.0
 
 
 static func _to_int(value: Variant) -> int:

@@ -314,7 +314,9 @@ func request_async(op: String, fields := {}) -> PathServerResult:
 ## a cell), [code]tags[/code] ([PackedByteArray]), [code]tag_names[/code]
 ## ([code]{name: 1..255}[/code]), [code]classes[/code] (unit classes,
 ## [code]{"boat": {"land": null, "shallows": 2.0}}[/code]), [code]origin[/code] ([Vector2]),
-## [code]cell_size[/code], [code]timeout_ms[/code].
+## [code]cell_size[/code], [code]timeout_ms[/code]; for a hex map [code]shape[/code] "hex",
+## its [code]layout[/code] ("odd-r", "even-r", "odd-q", "even-q") and [code]cell_size[/code]
+## a number or a [Vector2], the tile size (see [PathServerHexes]).
 func put_grid(name: String, size: Vector2i, cells: PackedByteArray, options := {}) -> int:
 	return _put_grid(name, size, cells, options).result.id
 
@@ -333,7 +335,9 @@ func put_grid_async(
 ## the layer's global coordinates; [PathServerTileMapReader] has the rules and the
 ## [param options] besides [code]classes[/code] and [code]timeout_ms[/code]. A layer that
 ## cannot be read fails at once with "invalid_request" at "layer". On success
-## [code]info.rect[/code] is the layer cells uploaded.
+## [code]info.rect[/code] is the layer cells uploaded and [code]info.mapping[/code] converts
+## layer cells to the map's cells and back ([PathServerTileMapReader.Mapping]). A layer of
+## hexagon tiles uploads a hex map ([code]shape[/code] "hex", its [code]layout[/code]).
 func put_tilemap(name: String, layer: TileMapLayer, options := {}) -> int:
 	return _put_tilemap(name, layer, options).result.id
 
@@ -350,7 +354,8 @@ func put_tilemap_async(name: String, layer: TileMapLayer, options := {}) -> Path
 ## [code]info[/code] holds [code]map[/code], [code]gen[/code], [code]size[/code],
 ## [code]origin[/code], [code]cell_size[/code], [code]region[/code], [code]cells[/code]
 ## ([PackedByteArray]) and, when the map has them, [code]costs[/code], [code]heights[/code]
-## and [code]tags[/code].
+## and [code]tags[/code]; [code]shape[/code] ("square" or "hex") and [code]layout[/code]
+## ("" on square maps); on hex maps [code]cell_size[/code] is a [Vector2], the tile size.
 func get_map(name: String, region := Rect2i(), options := {}) -> int:
 	return _get_map(name, region, options).result.id
 
@@ -602,7 +607,7 @@ func _put_tilemap(
 		_local_replies.append(pending)
 		return pending
 	var uploaded := _put_grid(name, grid.size, grid.cells, grid.upload)
-	uploaded.extra_info = {"rect": grid.rect}
+	uploaded.extra_info = {"rect": grid.rect, "mapping": grid.mapping}
 	return uploaded
 
 

@@ -80,7 +80,9 @@ static func put_map(
 	# Keys in the order of the protocol's put_map; options the server does not know go out too,
 	# for it to refuse (invalid_request), as with find_path.
 	var fields := {"map": name, "width": size.x, "height": size.y, "cells": cells}
-	var keys := ["costs", "heights", "origin", "cell_size", "tags", "tag_names", "classes"]
+	var keys := [
+		"costs", "heights", "shape", "layout", "origin", "cell_size", "tags", "tag_names", "classes"
+	]
 	keys.append_array(options.keys().filter(func(key: Variant) -> bool: return key not in keys))
 	for key: Variant in keys:
 		if options.has(key) and key not in PathServerOptions.CLIENT_OPTIONS:
@@ -91,7 +93,7 @@ static func put_map(
 
 ## [param layer] read as [PathServerTileMapReader] reads it, with [param options] split:
 ## the reader's, and [code]"upload"[/code], the options of its [method put_map] request
-## (origin, cell size, costs and tags from the layer).
+## (shape and layout on hex maps, origin, cell size, costs and tags from the layer).
 static func read_tilemap(layer: TileMapLayer, options: Dictionary) -> Dictionary:
 	var reader_options := {}
 	var upload := {}
@@ -103,6 +105,9 @@ static func read_tilemap(layer: TileMapLayer, options: Dictionary) -> Dictionary
 	var grid := PathServerTileMapReader.read(layer, reader_options)
 	if grid.error != "":
 		return grid
+	if grid.shape == "hex":
+		upload["shape"] = "hex"
+		upload["layout"] = grid.layout
 	upload["origin"] = grid.origin
 	upload["cell_size"] = grid.cell_size
 	if not grid.costs.is_empty():

@@ -25,9 +25,20 @@ extends RefCounted
 ## [Rect2i] of layer cells instead); cell (0, 0) of the grid is the rect's top-left tile.
 ## World space is the layer's global coordinates: [code]origin[/code] is that tile's top-left
 ## corner and [code]cell_size[/code] the tile size times the layer's scale, so positions of
-## nodes beside the layer go straight into path requests. Square tiles only: another tile
-## shape, non-square tiles, a rotated, skewed or unevenly scaled layer are refused with an
-## error saying so.
+## nodes beside the layer go straight into path requests. Square tiles must be squares; a
+## rotated, skewed or unevenly scaled layer is refused with an error saying so.
+## [br]Hexagon tiles ([constant TileSet.TILE_SHAPE_HEXAGON], any tile size, every layout)
+## make a hex map ([code]shape[/code] "hex"): its [code]layout[/code] is the wire's
+## ("odd-r", "even-r" for [constant TileSet.TILE_OFFSET_AXIS_HORIZONTAL], "odd-q", "even-q"
+## for vertical), [code]cell_size[/code] a [Vector2] (the tile size times the layer's scale,
+## which may differ on the two axes) and [code]origin[/code] such that the world centre of
+## grid cell c is [code]origin + PathServerHexes.center(layout, c) * cell_size[/code], exactly
+## where the layer draws its tile. Stacked layouts map layer cells to grid cells by a
+## translation, as square tiles do (the rect's first row or column decides odd or even);
+## the stairs and diamond layouts are converted through axial coordinates, the grid then
+## covering the rect's cells with blocked cells around them. [code]mapping[/code] converts
+## cells either way ([method Mapping.to_grid], [method Mapping.to_layer]).
+## Other tile shapes, and a rotated or skewed hex layer, are refused.
 ## [codeblock]
 ## var grid := PathServerTileMapReader.read($Ground)
 ## if grid.error != "":
@@ -57,9 +68,11 @@ const DATA_CELL := 12
 ## [code]cells[/code] ([PackedByteArray], row-major from the top-left, index y * width + x),
 ## [code]costs[/code] (a [PackedFloat32Array] of the exact costs, 0 on blocked cells; empty
 ## when every cost is a whole number from 1 to 255, which [code]cells[/code] then holds),
-## [code]origin[/code] ([Vector2]) and [code]cell_size[/code] (float); with a tag layer,
-## [code]tags[/code] ([PackedByteArray], a byte a cell, 0 untagged; else empty) and
-## [code]tag_names[/code] ([code]{name: value}[/code], empty for an int layer).
+## [code]origin[/code] ([Vector2]) and [code]cell_size[/code] (float; a [Vector2] on hex
+## maps); [code]shape[/code] ("square" or "hex"), [code]layout[/code] ("" on square maps),
+## [code]mapping[/code] (a [PathServerTileMapReader.Mapping]: layer cells <-> grid cells);
+## with a tag layer, [code]tags[/code] ([PackedByteArray], a byte a cell, 0 untagged; else
+## empty) and [code]tag_names[/code] ([code]{name: value}[/code], empty for an int layer).
 static func read(layer: TileMapLayer, options := {}) -> Dictionary:
 	var unknown := options.keys().filter(func(key: Variant) -> bool: return not OPTIONS.has(key))
 	if not unknown.is_empty():
@@ -76,26 +89,43 @@ static func read(layer: TileMapLayer, options := {}) -> Dictionary:
 		return _error(
 			"the TileMapLayer '%s' has no tiles (and no rect was given)" % layer.name, "layer"
 		)
+	var mapping := Mapping.new(layer.tile_set, rect)
 	var rules := Rules.new(layer.tile_set, options)
 	var tags := PackedByteArray()
 	if rules.has_tags():
-		tags.resize(rect.size.x * rect.size.y)
-	var values := _read_values(layer, rect, rules, tags)
+		tags.resize(mapping.size.x * mapping.size.y)
+	var values := _read_values(layer, mapping, rules, tags)
 	var whole := true
 	for value: float in rules.values_seen:
 		whole = whole and (value == 0.0 or (value == roundf(value) and value <= 255.0))
 	# Whole values are bytes already: converted by the engine, without a loop in GDScript.
 	var cells := PackedByteArray(Array(values)) if whole else _bytes_of(values)
 	var transform: Transform2D = geometry.transform
+	var origin := transform * Vector2(rect.position * layer.tile_set.tile_size)
+	if mapping.shape == "hex":
+		# Where the layer draws grid cell (0, 0), less its centre in the wire's convention.
+		origin = (
+			transform
+			* (
+				layer.map_to_local(mapping.to_layer(Vector2i.ZERO))
+				- (
+					PathServerHexes.center(mapping.layout, Vector2i.ZERO)
+					* Vector2(layer.tile_set.tile_size)
+				)
+			)
+		)
 	return {
 		"error": "",
 		"at": null,
 		"rect": rect,
-		"size": rect.size,
+		"size": mapping.size,
 		"cells": cells,
 		"costs": PackedFloat32Array() if whole else values,
-		"origin": transform * Vector2(rect.position * layer.tile_set.tile_size),
+		"origin": origin,
 		"cell_size": geometry.cell_size,
+		"shape": mapping.shape,
+		"layout": mapping.layout,
+		"mapping": mapping,
 		"tags": tags,
 		"tag_names": rules.tag_names,
 	}
@@ -111,15 +141,20 @@ static func cell_value(layer: TileMapLayer, coords: Vector2i, rules: Rules) -> f
 
 
 ## The layer's world transform and cell size, or an error when its tiles are not squares
-## aligned with the world axes.
+## aligned with the world axes, or hexagons along them.
 static func layer_geometry(layer: TileMapLayer) -> Dictionary:
 	var tile_set := layer.tile_set
 	if tile_set == null:
 		return _error("the TileMapLayer '%s' has no TileSet" % layer.name, "layer")
+	if tile_set.tile_shape == TileSet.TILE_SHAPE_HEXAGON:
+		return _hex_geometry(layer)
 	if tile_set.tile_shape != TileSet.TILE_SHAPE_SQUARE:
 		return _error(
 			(
-				"only square tiles are supported: the TileSet of '%s' has another tile_shape"
+				(
+					"only square and hexagon tiles are supported: the TileSet of '%s' has "
+					+ "another tile_shape"
+				)
 				% layer.name
 			),
 			"layer"
@@ -153,22 +188,55 @@ static func layer_geometry(layer: TileMapLayer) -> Dictionary:
 	return {"error": "", "transform": transform, "cell_size": tile_set.tile_size.x * scale.x}
 
 
+## [method layer_geometry] of a layer of hexagon tiles: any tile size, any positive scale.
+static func _hex_geometry(layer: TileMapLayer) -> Dictionary:
+	var transform := layer.global_transform if layer.is_inside_tree() else layer.transform
+	var scale := transform.get_scale()
+	if (
+		not is_zero_approx(transform.get_rotation())
+		or not is_zero_approx(transform.get_skew())
+		or scale.x <= 0.0
+		or scale.y <= 0.0
+	):
+		return _error(
+			(
+				(
+					"the TileMapLayer '%s' must not be rotated, skewed or flipped: hex maps "
+					+ "have their rows and columns along the world axes"
+				)
+				% layer.name
+			),
+			"layer"
+		)
+	return {
+		"error": "", "transform": transform, "cell_size": Vector2(layer.tile_set.tile_size) * scale
+	}
+
+
 ## Reads each cell's value and, when [param tags] is not empty, its tag.
 static func _read_values(
-	layer: TileMapLayer, rect: Rect2i, rules: Rules, tags: PackedByteArray
+	layer: TileMapLayer, mapping: Mapping, rules: Rules, tags: PackedByteArray
 ) -> PackedFloat32Array:
+	var rect := mapping.rect
 	var values := PackedFloat32Array()
-	values.resize(rect.size.x * rect.size.y)
+	values.resize(mapping.size.x * mapping.size.y)
 	values.fill(rules.empty_value)
+	if not mapping.is_translation and rules.empty_value != 0.0:
+		# Grid cells around a stairs or diamond layer's rect: no layer cell was read there.
+		for i in values.size():
+			if not rect.has_point(
+				mapping.to_layer(Vector2i(i % mapping.size.x, i / mapping.size.x))
+			):
+				values[i] = 0.0
 	var data := layer.tile_map_data
 	if data.size() < DATA_HEADER or data.decode_u16(0) != DATA_FORMAT:
 		# An unknown layout (a later Godot): ask the layer for each used cell instead.
 		for coords: Vector2i in layer.get_used_cells():
 			if rect.has_point(coords):
-				var at := coords - rect.position
-				values[at.y * rect.size.x + at.x] = cell_value(layer, coords, rules)
+				var at := mapping.to_grid(coords)
+				values[at.y * mapping.size.x + at.x] = cell_value(layer, coords, rules)
 				if not tags.is_empty():
-					tags[at.y * rect.size.x + at.x] = rules.tag_of(
+					tags[at.y * mapping.size.x + at.x] = rules.tag_of(
 						layer.get_cell_source_id(coords),
 						layer.get_cell_atlas_coords(coords),
 						layer.get_cell_alternative_tile(coords)
@@ -181,7 +249,8 @@ static func _read_values(
 	var top := rect.position.y
 	var right := rect.end.x
 	var bottom := rect.end.y
-	var width := rect.size.x
+	var width := mapping.size.x
+	var translation := mapping.is_translation
 	var tile_values := rules.tile_values
 	var tile_tags := rules.tile_tags
 	var tagged := not tags.is_empty()
@@ -198,9 +267,13 @@ static func _read_values(
 			tile_values[key] = value
 			if tagged:
 				tile_tags[key] = rules.tag_of_words(words[i + 1], words[i + 2])
-		values[(y - top) * width + x - left] = value
+		var index := (y - top) * width + x - left
+		if not translation:
+			var at := mapping.to_grid(Vector2i(x, y))
+			index = at.y * width + at.x
+		values[index] = value
 		if tagged:
-			tags[(y - top) * width + x - left] = tile_tags[key]
+			tags[index] = tile_tags[key]
 	return values
 
 
@@ -217,6 +290,80 @@ static func _bytes_of(values: PackedFloat32Array) -> PackedByteArray:
 
 static func _error(message: String, at: Variant) -> Dictionary:
 	return {"error": message, "at": at}
+
+
+## Where the read layer cells are on the grid, and back: grid cell = layer cell - the rect's
+## position for square tiles and stacked hexagon layouts; through axial coordinates for the
+## stairs and diamond ones.
+class Mapping:
+	extends RefCounted
+
+	## "square" or "hex".
+	var shape := "square"
+	## The grid's wire layout on hex maps ("odd-r", ...), else "".
+	var layout := ""
+	## The layer cells read.
+	var rect := Rect2i()
+	## The grid's width and height.
+	var size := Vector2i.ZERO
+	## True when grid cell = layer cell - [member offset].
+	var is_translation := true
+	## The layer cell (or, through axial coordinates, the cell of the base layout) that is grid
+	## cell (0, 0).
+	var offset := Vector2i.ZERO
+	var _tile_layout := TileSet.TILE_LAYOUT_STACKED
+	var _offset_axis := TileSet.TILE_OFFSET_AXIS_HORIZONTAL
+	var _base := ""
+
+	func _init(tile_set: TileSet, layer_rect: Rect2i) -> void:
+		rect = layer_rect
+		offset = rect.position
+		size = rect.size
+		if tile_set.tile_shape != TileSet.TILE_SHAPE_HEXAGON:
+			return
+		shape = "hex"
+		_tile_layout = tile_set.tile_layout
+		_offset_axis = tile_set.tile_offset_axis
+		_base = PathServerHexes.base_layout(_tile_layout, _offset_axis)
+		is_translation = (
+			_tile_layout == TileSet.TILE_LAYOUT_STACKED
+			or _tile_layout == TileSet.TILE_LAYOUT_STACKED_OFFSET
+		)
+		if not is_translation:
+			# The corners bound the base layout's cells: its offset coordinates are floors of
+			# linear functions of the layer's.
+			var last := rect.end - Vector2i.ONE
+			var low := _base_cell(rect.position)
+			var high := low
+			for corner: Vector2i in [
+				Vector2i(last.x, rect.position.y), Vector2i(rect.position.x, last.y), last
+			]:
+				low = low.min(_base_cell(corner))
+				high = high.max(_base_cell(corner))
+			offset = low
+			size = high - low + Vector2i.ONE
+		# A grid starting on a shoved row (column) of the base layout has the other parity.
+		var first := offset.y if PathServerHexes.is_pointy(_base) else offset.x
+		layout = _base if first & 1 == 0 else PathServerHexes.flipped(_base)
+
+	## The grid cell of layer cell [param coords] (maybe outside the grid).
+	func to_grid(coords: Vector2i) -> Vector2i:
+		if is_translation:
+			return coords - offset
+		return _base_cell(coords) - offset
+
+	## The layer cell of grid cell [param cell].
+	func to_layer(cell: Vector2i) -> Vector2i:
+		if is_translation:
+			return cell + offset
+		return PathServerHexes.axial_to_layer(
+			_tile_layout, _offset_axis, PathServerHexes.to_axial(_base, cell + offset)
+		)
+
+	func _base_cell(coords: Vector2i) -> Vector2i:
+		return PathServerHexes.from_axial(
+			_base, PathServerHexes.layer_to_axial(_tile_layout, _offset_axis, coords)
+		)
 
 
 ## How tiles become values, with a cache per tile: built once per read.

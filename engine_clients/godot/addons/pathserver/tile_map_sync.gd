@@ -23,7 +23,10 @@ extends Node
 ## someone else changed the map meanwhile (or the server restarted and forgot it), the layer
 ## is uploaded again. A change outside the uploaded rectangle (the layer grew) uploads it
 ## again too. Tags are read at each upload (an edit that changes only a tile's tag is not
-## sent); heights are not synced; a moved layer needs [method upload].
+## sent); heights are not synced; a moved layer needs [method upload]. A layer of hexagon
+## tiles makes a hex map (see [PathServerTileMapReader]); [method to_grid_cell] and
+## [method to_layer_cell] convert cells between the layer and the server's grid, which for
+## the stairs and diamond layouts is more than a translation.
 ## [codeblock]
 ## # As a child of the TileMapLayer "Ground":
 ## var sync := PathServerTileMapSync.new()
@@ -77,6 +80,8 @@ var client: PathServerClient
 var gen := -1
 ## The layer cells the uploaded map covers.
 var rect := Rect2i()
+## Layer cells <-> the uploaded grid's cells (null before the upload).
+var mapping: PathServerTileMapReader.Mapping
 
 ## The value of each uploaded cell as the server has it (0 blocked, else the cost).
 var _values := PackedFloat32Array()
@@ -145,6 +150,9 @@ func upload() -> PathServerResult:
 		result = await client.put_tilemap_async(get_map_name(), layer, options)
 	else:
 		var put_options := {"origin": grid.origin, "cell_size": grid.cell_size}
+		if grid.shape == "hex":
+			put_options["shape"] = "hex"
+			put_options["layout"] = grid.layout
 		if not grid.costs.is_empty():
 			put_options["costs"] = grid.costs
 		if not grid.tags.is_empty():
@@ -162,11 +170,24 @@ func upload() -> PathServerResult:
 		_on_failed(result, result.retryable)
 		return result
 	rect = grid.rect
+	mapping = grid.mapping
 	_values = _values_of(grid)
 	_rules = PathServerTileMapReader.Rules.new(layer.tile_set, options)
 	gen = result.info.gen
 	uploaded.emit(gen)
 	return result
+
+
+## The server's grid cell of layer cell [param coords] (after the upload; it may lie outside
+## the grid).
+func to_grid_cell(coords: Vector2i) -> Vector2i:
+	return mapping.to_grid(coords)
+
+
+## The layer cell of the server's grid cell [param cell] (after the upload), e.g. of a path
+## asked in grid space or of a [code]reachable[/code] answer.
+func to_layer_cell(cell: Vector2i) -> Vector2i:
+	return mapping.to_layer(cell)
 
 
 ## Queues cells (layer coordinates) to be compared with the server's map and sent if they
@@ -261,8 +282,8 @@ func _send_edits() -> void:
 				_dirty.clear()
 				return
 			continue
-		var at := coords - rect.position
-		if _values[at.y * rect.size.x + at.x] == value:
+		var at := mapping.to_grid(coords)
+		if _values[at.y * mapping.size.x + at.x] == value:
 			continue
 		if not groups.has(value):
 			groups[value] = []
@@ -288,7 +309,7 @@ func _send_edits() -> void:
 				return
 			gen = result.info.gen
 			for at: Vector2i in part:
-				_values[at.y * rect.size.x + at.x] = value
+				_values[at.y * mapping.size.x + at.x] = value
 	_busy = false
 	synced.emit(gen, changed)
 
