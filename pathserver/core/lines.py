@@ -125,20 +125,9 @@ def line_is_optimal(sx, sy, gx, gy, four_connected, passable, cost_index, cost_t
     a blocked line costs the cells up to its first bad step. The other arguments as in
     :func:`pathserver.core.astar.astar`."""
     if four_connected >= DIAGONAL_HEX:
-        q0, r0 = axial(four_connected, sx, sy)
-        q1, r1 = axial(four_connected, gx, gy)
-        n = hex_distance(four_connected, sx, sy, gx, gy)
-        x = sx
-        y = sy
-        for i in range(1, n + 1):
-            nx, ny = hex_line_cell(four_connected, q0, r0, q1, r1, i, n)
-            if not move_allowed(passable, heights, use_heights, max_climb, diagonal, x, y, nx, ny):
-                return False
-            if uniform == 0 and cost_table[cost_index[ny, nx]] != 1.0:
-                return False
-            x = nx
-            y = ny
-        return True
+        # A hex line's steps are all moves: clear of cells dearer than 1, it is optimal.
+        return segment_clear(passable, cost_index, cost_table, uniform, 1.0, heights, use_heights, max_climb,
+                             diagonal, sx, sy, gx, gy)
     dx = abs(gx - sx)
     dy = abs(gy - sy)
     step_x = 1 if gx > sx else -1
