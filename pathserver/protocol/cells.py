@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathserver.errors import NonFiniteError, RequestError
-from pathserver.options import wire_type
+from pathserver.options import REGION, wire_type
 
 #: The largest width and height ``put_map`` takes.
 MAX_SIDE = 4096
@@ -164,7 +164,7 @@ class MapCells:
     @classmethod
     def from_reply(cls, reply: dict) -> "MapCells":
         """A ``get_map`` reply's cells and what it says about the map."""
-        x, y, w, h = reply["region"]
+        x, y, w, h = reply[REGION.name]
         return cls.from_wire(
             w, h, reply["cells"], reply.get("costs"), reply.get("heights"), reply.get("tags"),
             origin=tuple(reply["origin"]), cell_size=reply["cell_size"], name=reply["map"], gen=reply["gen"],

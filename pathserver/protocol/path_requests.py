@@ -236,7 +236,7 @@ def _columns(obj: dict, shared: PathQuery) -> tuple:
     space = shared.space
     kind = f"a bin of {packing.point_dtype(space).name} x, y pairs ({space} space)"
     ends = []
-    for key in ("starts", "goals"):
+    for key in ("starts", GOALS.name):
         value = obj.get(key)
         if value is None:
             raise RequestError(f"missing field '{key}' ({kind}, one an entry)", at=key)
@@ -245,7 +245,7 @@ def _columns(obj: dict, shared: PathQuery) -> tuple:
         ends.append(packing.points_from_bin(value, space, key))
     starts, goals = ends
     if len(starts) != len(goals):
-        raise RequestError(f"{len(starts)} starts and {len(goals)} goals: one goal a start", at="goals")
+        raise RequestError(f"{len(starts)} starts and {len(goals)} goals: one goal a start", at=GOALS.name)
     if len(starts) > MAX_BATCH:
         raise TooLargeError(f"{len(starts)} entries in one batch; at most {MAX_BATCH}", at="starts")
     unit_size, options = shared.unit_size, shared.options
@@ -254,7 +254,7 @@ def _columns(obj: dict, shared: PathQuery) -> tuple:
     if space == "world":
         finite = np.isfinite(starts).all(axis=1) & np.isfinite(goals).all(axis=1)
         for i in np.flatnonzero(~finite).tolist():
-            key = "starts" if not np.isfinite(starts[i]).all() else "goals"
+            key = "starts" if not np.isfinite(starts[i]).all() else GOALS.name
             point = (starts if key == "starts" else goals)[i].tolist()
             items[i] = NonFiniteError(f"{key}[{i}] must be finite, got {point}", at=f"{key}[{i}]")
     return tuple(items)

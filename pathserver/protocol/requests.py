@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathserver.errors import NonFiniteError, RequestError, TooLargeError, UnknownOpError
-from pathserver.options import BY_NAME, GOALS, PER_REQUEST, SPACE, UNIT_SIZE, UPDATE_OP, number, number_rows
+from pathserver.options import BY_NAME, GOALS, PER_REQUEST, REGION, SPACE, UNIT_SIZE, UPDATE_OP, number, number_rows
 from pathserver.options import op_fields, quoted
 from pathserver.options import wire_defaults, wire_type
 from pathserver import arrays
@@ -268,7 +268,7 @@ _UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost") + op_fie
 _PUT_MAP_FIELDS = ("id", "op", "map", "width", "height", "cells", "costs", "heights", "origin", "cell_size", "tags",
                    "tag_names", "classes", "shape", "layout")
 _DROP_MAP_FIELDS = ("id", "op", "map")
-_GET_MAP_FIELDS = ("id", "op", "map", "region")
+_GET_MAP_FIELDS = ("id", "op", "map", REGION.name)
 _BARE_FIELDS = ("id", "op")
 #: Options whose values the Python functions take as sent (arrays, maps), after the check;
 #: ``avoid`` goes on as the check's :class:`~pathserver.options.Avoid`.
@@ -350,16 +350,16 @@ def parse_drop_map(rid: int, obj: dict) -> DropMapRequest:
 def parse_get_map(rid: int, obj: dict) -> GetMapRequest:
     check_fields(obj, _GET_MAP_FIELDS, "")
     name = map_name(obj)
-    region = obj.get("region")
+    region = obj.get(REGION.name)
     if region is not None:
-        region = read_numbers(region, 4, "region", "'region' must be [x, y, w, h] of grid cells")
+        region = read_numbers(region, 4, REGION.name, "'region' must be [x, y, w, h] of grid cells")
         for i, value in enumerate(region):
             if type(value) is float:
                 if not value.is_integer():
-                    raise RequestError(f"'region' must be whole cells, got {value}", at=f"region[{i}]")
+                    raise RequestError(f"'region' must be whole cells, got {value}", at=f"{REGION.name}[{i}]")
         region = tuple(int(value) for value in region)
         if region[2] < 1 or region[3] < 1:
-            raise RequestError(f"region width and height must be >= 1, got {region[2]} x {region[3]}", at="region")
+            raise RequestError(f"region width and height must be >= 1, got {region[2]} x {region[3]}", at=REGION.name)
     return GetMapRequest(rid, name, region)
 
 

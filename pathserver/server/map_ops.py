@@ -15,6 +15,7 @@ import numpy as np
 from pathserver.errors import MapLoadError, OutOfBoundsError, RequestError
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.values import floor_cell
+from pathserver.options import REGION
 from pathserver.protocol.cells import MapCells
 from pathserver.protocol.codec import UPLOAD_OP, encode
 from pathserver.protocol.replies import ok_reply
@@ -130,7 +131,7 @@ def handle_get_map(request: GetMapRequest, registry) -> dict:
     x, y, w, h = request.region or (0, 0, gridmap.width, gridmap.height)
     if x < 0 or y < 0 or x + w > gridmap.width or y + h > gridmap.height:
         raise OutOfBoundsError(f"region [{x}, {y}, {w}, {h}] is not wholly inside the map "
-                               f"({gridmap.width}x{gridmap.height} cells)", at="region")
+                               f"({gridmap.width}x{gridmap.height} cells)", at=REGION.name)
     rows, columns = slice(y, y + h), slice(x, x + w)
     cells = MapCells(
         gridmap.walkable[rows, columns],
@@ -141,7 +142,7 @@ def handle_get_map(request: GetMapRequest, registry) -> dict:
     ox, oy = gridmap.origin
     return ok_reply(request.id, {
         "map": request.map, "gen": gridmap.generation, "width": gridmap.width, "height": gridmap.height,
-        "origin": [float(ox), float(oy)], "cell_size": wire_cell_size(gridmap), "region": [x, y, w, h],
+        "origin": [float(ox), float(oy)], "cell_size": wire_cell_size(gridmap), REGION.name: [x, y, w, h],
         **cells.to_wire(with_costs=_needs_costs(gridmap)),
         **({"tag_names": dict(gridmap.tag_names)} if gridmap.tag_names else {}),
         **({"classes": {name: dict(rules) for name, rules in gridmap.classes.items()}} if gridmap.classes else {}),
