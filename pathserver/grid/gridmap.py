@@ -381,14 +381,14 @@ class GridMap:
         )
 
     def world_to_grid(self, points) -> np.ndarray:
-        """float64 (n, 2) world points in grid units, which floor to the cells holding them:
-        ``(p - origin) / cell_size``; on a hex map, the centre (cell + 0.5) of the
-        hexagon containing each."""
-        xy = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+        """float64 world points (pairs, in an array of any shape) in grid units, which floor
+        to the cells holding them: ``(p - origin) / cell_size``; on a hex map, the centre
+        (cell + 0.5) of the hexagon containing each."""
+        xy = np.asarray(points, dtype=np.float64)
         if not self.hex:
             return (xy - np.asarray(self.origin, dtype=np.float64)) / self.cell_size
-        x, y = cell_at(self.layout, xy[:, 0], xy[:, 1], self.origin, self.cell_size)
-        return np.column_stack((x, y)).astype(np.float64) + 0.5
+        x, y = cell_at(self.layout, xy[..., 0], xy[..., 1], self.origin, self.cell_size)
+        return np.stack((x, y), axis=-1).astype(np.float64) + 0.5
 
     def world_rects_to_grid(self, rects) -> np.ndarray:
         """float64 (n, 4) world rectangles ``(x, y, w, h)`` in grid units: on a hex map, from

@@ -69,6 +69,11 @@ def test_hex_queries_over_the_wire(client):
     expected = reachable(local, start, 5.0)
     got = np.frombuffer(reply["cells"], dtype="<i4").reshape(-1, 2)
     assert {tuple(c) for c in got.tolist()} == {tuple(c) for c in expected.cells.tolist()}
+    # The same range asked in world space, from a point inside the start's hexagon.
+    centre = world_centre("even-q", *start)
+    reply = client.request("reachable", map="hexq", start=[centre[0] + 0.2, centre[1] - 0.1], budget=5.0,
+                           space="world")
+    assert np.frombuffer(reply["cells"], dtype="<i4").reshape(-1, 2).tolist() == got.tolist()
     reply = client.request("field", map="hexq", goals=[list(g) for g in goals])
     field = np.frombuffer(reply["cost"], dtype="<f4").reshape(local.height, local.width)
     assert np.array_equal(field, distance_field(local, goals), equal_nan=True)
