@@ -67,7 +67,7 @@ class Overlay:
         uniform = bool(np.all(cost == 1.0))
         return GridMap(walkable, None if uniform else cost, gridmap.heights, origin=gridmap.origin,
                        cell_size=gridmap.cell_size, name=gridmap.name, generation=generation, tags=gridmap.tags,
-                       tag_names=gridmap.tag_names, classes=gridmap.classes)
+                       tag_names=gridmap.tag_names, classes=gridmap.classes, shape=gridmap.shape, layout=gridmap.layout)
 
     def to_bytes(self) -> bytes:
         return msgpack.packb({

@@ -34,7 +34,7 @@ PLAIN_MAP_SUFFIXES = (".map", ".tmj", ".png")
 
 #: Keys a sidecar (or a keyword argument of :func:`~pathserver.maps.formats.load_map`) may set.
 OPTION_KEYS = (
-    "origin", "cell_size", "cost_legend", "heights", "heights_scale", "layer", "empty_cost",
+    "shape", "layout", "origin", "cell_size", "cost_legend", "heights", "heights_scale", "layer", "empty_cost",
     "tags", "tag_names", "tag_colors", "tag_layer", "classes",
 )
 
@@ -44,7 +44,10 @@ class Decoded:
     """What a format reader found. Grids are indexed ``[y, x]``.
 
     walkable: bool (H, W). cost: float64 (H, W) or None for uniform cost 1.
-    origin / cell_size: the file's own values (Tiled keeps them), or None.
+    origin / cell_size: the file's own values (Tiled keeps them), or None; a hex map's
+    cell_size may be its tile size ``(w, h)``.
+    shape / layout: the grid the file itself declares (Tiled's hexagonal maps), else
+    ``"square"`` / None.
     sources: files read besides the map itself (external tilesets).
     tags: uint8 (H, W) tag layer the file itself carries (Tiled tile properties, a PNG's
     tag colours), or None; tag_names / classes: what the file declares, or None.
@@ -53,11 +56,29 @@ class Decoded:
     walkable: np.ndarray
     cost: np.ndarray | None = None
     origin: tuple[float, float] | None = None
-    cell_size: float | None = None
+    cell_size: float | tuple[float, float] | None = None
+    shape: str = "square"
+    layout: str | None = None
     sources: list[Path] = field(default_factory=list)
     tags: np.ndarray | None = None
     tag_names: dict | None = None
     classes: dict | None = None
+
+
+def grid_fields(gridmap) -> dict:
+    """The sidecar fields of ``gridmap``'s grid and world transform, for the formats that
+    hold neither (``.map``, ``.png``): a hex map's shape and layout, an origin other than
+    (0, 0), a cell size other than 1 (a hex map's tile size ``[w, h]`` as it was given)."""
+    fields: dict = {}
+    if gridmap.hex:
+        fields.update(shape="hex", layout=gridmap.layout)
+    if gridmap.origin != (0.0, 0.0):
+        fields["origin"] = list(gridmap.origin)
+    if isinstance(gridmap.cell_size, tuple):
+        fields["cell_size"] = list(gridmap.cell_size)
+    elif gridmap.cell_size != 1.0:
+        fields["cell_size"] = gridmap.cell_size
+    return fields
 
 
 def map_error(path, where: str | None, reason: str) -> MapLoadError:

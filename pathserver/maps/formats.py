@@ -13,8 +13,8 @@ Every problem with a file raises :class:`~pathserver.errors.MapLoadError` whose 
 
 Saving writes the file atomically (a hidden temporary file, then ``os.replace``) so a
 watcher never sees it half-written, plus a sidecar when the map carries something the
-format cannot hold (an origin, a cell size, heights, costs without a colour or character,
-tags, tag names, unit classes).
+format cannot hold (a hex map's shape and layout, an origin, a cell size, heights, costs
+without a colour or character, tags, tag names, unit classes).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ def load_map(path: Path, **kwargs) -> GridMap:
 
     Keyword arguments: ``name`` (default: the file stem), ``generation`` (default 0),
     ``sidecar`` (False ignores ``NAME.json``/``NAME.toml``), and any sidecar key
-    (``origin``, ``cell_size``, ``cost_legend``, ``heights``, ``heights_scale``, ``layer``,
-    ``empty_cost``, ``tags``, ``tag_names``, ``tag_colors``, ``tag_layer``, ``classes``),
-    which wins over the sidecar's value.
+    (``shape``, ``layout``, ``origin``, ``cell_size``, ``cost_legend``, ``heights``,
+    ``heights_scale``, ``layer``, ``empty_cost``, ``tags``, ``tag_names``, ``tag_colors``,
+    ``tag_layer``, ``classes``), which wins over the sidecar's value.
 
     Raises MapLoadError naming the file, the line or field, and the reason.
     """
@@ -73,16 +73,23 @@ def _load(
         raise TypeError(f"load_map() got unexpected keyword arguments {unknown}; known: {list(OPTION_KEYS)}")
     sources = [path]
     options: dict = {}
+    labels: dict = {}  # where each option came from, for the errors of check_shape
     if sidecar:
         side_path = sidecars.find_sidecar(path)
         if side_path is not None:
             options.update(sidecars.read_sidecar(side_path, fmt))
+            labels.update(dict.fromkeys(options, str(side_path)))
             sources.append(side_path)
     if overrides:
-        options.update(sidecars.validate_options(overrides, fmt, f"{path}: load_map argument"))
+        label = f"{path}: load_map argument"
+        options.update(sidecars.validate_options(overrides, fmt, label))
+        labels.update(dict.fromkeys(overrides, label))
 
     decoded = _FORMATS[fmt].read(path, options)
     sources.extend(decoded.sources)
+    shape = options.get("shape", decoded.shape)
+    layout = options.get("layout", decoded.layout)
+    sidecars.check_shape(options, shape, layout, labels)
 
     heights = None
     if "heights" in options:
@@ -107,6 +114,8 @@ def _load(
             tags=tags,
             tag_names=tag_names,
             classes=classes,
+            shape=shape,
+            layout=layout,
         )
     except MapLoadError as exc:
         # The model's own checks do not know the file; name it here.
@@ -141,10 +150,11 @@ def save_map(gridmap: GridMap, path: Path) -> None:
     The sidecar (``NAME.json``, or ``NAME.toml`` beside a Tiled ``.json``) is written when
     needed, and rewritten whenever one already exists so a stale one never changes the
     map on the next load. Loading what was saved gives back the same walkable cells, costs,
-    heights, origin, cell size, tags, tag names and unit classes (a Tiled file holds the
-    tags as a ``tags`` layer when every tag value in use has a name, the other formats in
-    the sidecar). Raises ValueError when the map cannot be expressed
-    (more distinct costs than a ``.map`` legend has characters).
+    heights, origin, cell size, shape and hex layout, tags, tag names and unit classes (a
+    Tiled file holds the tags as a ``tags`` layer when every tag value in use has a name,
+    the other formats in the sidecar; it holds a hex map as a hexagonal map, whose tile
+    size comes back as a pair ``(w, h)``). Raises ValueError when the map cannot be
+    expressed (more distinct costs than a ``.map`` legend has characters).
     """
     path = Path(path)
     fmt = map_format(path)

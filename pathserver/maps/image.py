@@ -1,5 +1,6 @@
 """PNG maps (read and written with Pillow): one pixel per cell, pixel row ``y`` is numpy
-row ``y``, pixel column ``x`` is column ``x``.
+row ``y``, pixel column ``x`` is column ``x`` (on a hex map too: the sidecar's ``shape``
+and ``layout``).
 
 Colour -> cell, first rule that applies:
 
@@ -26,7 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from pathserver.errors import MapLoadError
-from pathserver.maps.files import Decoded, check_dimensions, colour_tags, map_error, read_file, tag_values
+from pathserver.maps.files import (
+    Decoded, check_dimensions, colour_tags, grid_fields, map_error, read_file, tag_values,
+)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: A compressed image bigger than this is not a map we would serve.
@@ -164,10 +167,7 @@ def encode(gridmap) -> tuple[bytes, dict]:
         image = Image.fromarray(rgb)
     else:
         image = Image.fromarray(grey)
-    if gridmap.origin != (0.0, 0.0):
-        fields["origin"] = list(gridmap.origin)
-    if gridmap.cell_size != 1.0:
-        fields["cell_size"] = gridmap.cell_size
+    fields.update(grid_fields(gridmap))
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     return buffer.getvalue(), fields

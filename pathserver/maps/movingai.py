@@ -7,7 +7,7 @@
     <H rows of W characters>
 
 Row ``y`` of the file is numpy row ``y``; character ``x`` of it is column ``x``; (0, 0) is
-the upper-left cell.
+the upper-left cell. The sidecar's ``shape`` and ``layout`` make the same rows a hex map.
 
 Characters: ``.`` ``G`` ``S`` are passable (cost 1); ``@`` ``O`` ``T`` ``W`` are blocked,
 the rule the benchmark's optimal lengths agree with. A sidecar's ``cost_legend`` adds
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pathserver.maps.files import Decoded, check_dimensions, map_error
+from pathserver.maps.files import Decoded, check_dimensions, grid_fields, map_error
 
 PASSABLE = ".GS"
 BLOCKED = "@OTW"
@@ -175,9 +175,6 @@ def encode(gridmap) -> tuple[bytes, dict]:
             legend[LEGEND_POOL[i]] = float(value)
         cells[gridmap.walkable] = symbols[inverse.reshape(-1)]
         fields["cost_legend"] = legend
-    if gridmap.origin != (0.0, 0.0):
-        fields["origin"] = list(gridmap.origin)
-    if gridmap.cell_size != 1.0:
-        fields["cell_size"] = gridmap.cell_size
+    fields.update(grid_fields(gridmap))
     header = f"type octile\nheight {height}\nwidth {width}\nmap\n".encode("ascii")
     return header + chars.tobytes(), fields

@@ -3,8 +3,12 @@
 ``NAME.toml``); both at once is an error, as which one wins would be a guess. Keys, all
 optional (an unknown key is an error, so a typo does not pass silently)::
 
+    shape          .map / .png: "square" (the default) or "hex"
+    layout         a hex map's offset layout: "odd-r", "even-r", "odd-q" or "even-q"
+                   (:mod:`pathserver.hexes`); required with "hex", refused without
     origin         [x, y]: world position of the corner of cell (0, 0)
-    cell_size      world size of one cell (> 0)
+    cell_size      world size of one cell (> 0); on a hex map a number or its tile size
+                   [w, h] (Godot's TileSet tile_size)
     cost_legend    .map: character -> cost ({"~": 3.0}); .png: "#rrggbb" -> cost; a number
                    >= 1 is walkable at that cost, null (TOML: "blocked") blocked
     heights        rows of numbers (H rows of W), or a path relative to the map: a 2-D
@@ -31,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pathserver.hexes import LAYOUTS, SHAPES
 from pathserver.maps import tags as tag_layers
 from pathserver.maps.files import (
     OPTION_KEYS, check_rows, is_number, load_npy, map_error, npy_bytes, parse_json, read_file,
@@ -44,8 +49,8 @@ INLINE_HEIGHTS_CELLS = 4096
 
 _TAG_KEYS = {"tags", "tag_names", "tag_colors", "classes"}
 _APPLIES = {
-    "movingai": {"origin", "cell_size", "cost_legend", "heights", "heights_scale", *_TAG_KEYS},
-    "png": {"origin", "cell_size", "cost_legend", "heights", "heights_scale", *_TAG_KEYS},
+    "movingai": {"shape", "layout", "origin", "cell_size", "cost_legend", "heights", "heights_scale", *_TAG_KEYS},
+    "png": {"shape", "layout", "origin", "cell_size", "cost_legend", "heights", "heights_scale", *_TAG_KEYS},
     "tiled": {"origin", "cell_size", "heights", "heights_scale", "layer", "empty_cost", "tag_layer", *_TAG_KEYS},
 }
 _COLOUR = re.compile(r"#[0-9a-fA-F]{6}")
@@ -85,6 +90,32 @@ def read_sidecar(path: Path, fmt: str) -> dict:
     return validate_options(raw, fmt, str(path))
 
 
+def _cell_size(value, label: str, where: str) -> float | tuple[float, float]:
+    """A number > 0, or a tile size ``[w, h]`` of two (whether the map is a hex map, which
+    a pair needs, is :func:`check_shape`'s question)."""
+    if isinstance(value, (list, tuple)):
+        if len(value) == 2 and all(is_number(v) and v > 0 for v in value):
+            return float(value[0]), float(value[1])
+    elif is_number(value) and value > 0:
+        return float(value)
+    raise map_error(label, where, f"must be a finite number > 0 (or, on a hex map, [w, h] of two), got {value!r:.40}")
+
+
+def check_shape(options: dict, shape: str, layout: str | None, labels: dict) -> None:
+    """Refuse what does not fit a map of ``shape`` and ``layout`` (the options', else what
+    the file declares): a hex map without a layout, a layout or a tile size ``[w, h]`` on a
+    square map. ``labels`` names the source (sidecar, load_map argument) of each key of
+    ``options`` for the error."""
+    if shape == "hex" and layout is None:
+        raise map_error(labels["shape"], "field 'layout'",
+                        f"a hex map needs a layout: one of {', '.join(map(repr, LAYOUTS))}")
+    if shape == "square" and layout is not None:
+        raise map_error(labels["layout"], "field 'layout'", "is for hex maps: give \"shape\": \"hex\" too")
+    if shape == "square" and isinstance(options.get("cell_size"), tuple):
+        raise map_error(labels["cell_size"], "field 'cell_size'",
+                        "a tile size [w, h] is for hex maps; a square map's cell_size is one number")
+
+
 def _legend_value(value, label: str, where: str):
     if value is None or value == "blocked":
         return None
@@ -107,9 +138,15 @@ def validate_options(raw: dict, fmt: str, label: str) -> dict:
                 raise map_error(label, where, f"must be [x, y] with two finite numbers, got {value!r:.40}")
             options[key] = (float(value[0]), float(value[1]))
         elif key == "cell_size":
-            if not is_number(value) or value <= 0:
-                raise map_error(label, where, f"must be a finite number > 0, got {value!r:.40}")
-            options[key] = float(value)
+            options[key] = _cell_size(value, label, where)
+        elif key == "shape":
+            if value not in SHAPES:
+                raise map_error(label, where, f"must be one of {', '.join(map(repr, SHAPES))}, got {value!r:.40}")
+            options[key] = value
+        elif key == "layout":
+            if value not in LAYOUTS:
+                raise map_error(label, where, f"must be one of {', '.join(map(repr, LAYOUTS))}, got {value!r:.40}")
+            options[key] = value
         elif key == "heights_scale":
             if not is_number(value):
                 raise map_error(label, where, f"must be a finite number, got {value!r:.40}")

@@ -8,8 +8,28 @@ tileset: ``solid`` (bool) true blocks, ``cost`` (float or int, >= 1) is the terr
 a tile with neither is walkable at cost 1, a gid no tileset covers is an error. A tile's
 string property ``tag`` tags the cells showing it (:mod:`pathserver.maps.tags`).
 
+Hexagonal maps (``"orientation": "hexagonal"``) are hex maps: ``staggeraxis`` ``"y"``
+(rows shoved right) is a ``-r`` layout, ``"x"`` (columns shoved down) a ``-q`` one, and
+``staggerindex`` ``"odd"`` / ``"even"`` says which half is shoved (``y`` + ``odd`` is
+``"odd-r"``); both are required. Verified against Tiled's map format reference (TMX and
+JSON: ``staggeraxis`` the staggered axis, ``staggerindex`` whether its odd or even indexes
+are shifted, ``hexsidelength`` the tile's straight edge along that axis) and libtiled's
+``HexagonalRenderer`` (shifted rows move right, shifted columns down, by half a tile; rows
+are ``(tileheight + hexsidelength) / 2`` apart; its neighbours are Red Blob Games' offset
+ones): the tests transcribe its tile positions and neighbours and compare.
+
+World units are Tiled pixels: a cell's centre is where Tiled draws its tile's. When
+``hexsidelength`` is half the tile across (``tileheight / 2`` on ``"y"``, ``tilewidth / 2``
+on ``"x"``), Tiled's rows are Godot's ``0.75`` tile apart, and ``cell_size`` is
+``[tilewidth, tileheight]`` with origin (0, 0). Any other (a missing one is 0, as Tiled
+reads it) scales the size across to Tiled's spacing and shifts the origin so the centres
+stay on Tiled's (:func:`hex_transform`); the cells and moves are the same either way. Map
+properties ``cell_size`` (on a hex map also a string of JSON ``[w, h]``), ``origin_x`` and
+``origin_y``, then the sidecar, override each value. A hex map is written as a hexagonal
+map whose ``hexsidelength`` is half its tile across.
+
 Not read: zstd-compressed layer data (in Tiled, set the map's Tile Layer Format to CSV or
-Base64 (zlib)), infinite maps, staggered and hexagonal orientations, XML tilesets
+Base64 (zlib)), infinite maps, the staggered (isometric) orientation, XML tilesets
 (``.tsx``: export them as JSON). Which layer is read, the flags, encodings, tilesets and
 world transform taken, and what writing produces: docs/design.md, "Tiled maps".
 """
@@ -26,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pathserver.hexes import OVERLAP, tile_size_of
 from pathserver.maps.files import (
     Decoded,
     check_dimensions,
@@ -232,13 +253,69 @@ def _map_number(path, props: dict, key: str, positive: bool = False):
     return float(value)
 
 
+def _hex_grid(path, document: dict) -> tuple[str, tuple[float, float], tuple[float, float]]:
+    """``(layout, origin, tile size)`` of a hexagonal map: the layout its ``staggeraxis``
+    and ``staggerindex`` name, and the world transform that puts each cell's centre where
+    Tiled draws it (see the module docstring)."""
+    axis, index = document.get("staggeraxis"), document.get("staggerindex")
+    if axis not in ("x", "y"):
+        raise map_error(path, "field 'staggeraxis'", f"a hexagonal map needs 'x' or 'y', got {axis!r:.20}")
+    if index not in ("odd", "even"):
+        raise map_error(path, "field 'staggerindex'", f"a hexagonal map needs 'odd' or 'even', got {index!r:.20}")
+    sizes = []
+    for key in ("tilewidth", "tileheight"):
+        value = document.get(key)
+        if not is_number(value) or value <= 0:
+            raise map_error(path, f"field '{key}'", f"a hexagonal map needs a number > 0, got {value!r:.40}")
+        sizes.append(float(value))
+    side = document.get("hexsidelength", 0)  # Tiled reads a missing one as 0
+    if not is_number(side) or side < 0:
+        raise map_error(path, "field 'hexsidelength'", f"must be a number >= 0, got {side!r:.40}")
+    layout = f"{index}-{'r' if axis == 'y' else 'q'}"
+    origin, tile_size = hex_transform(layout, sizes[0], sizes[1], float(side))
+    return layout, origin, tile_size
+
+
+def hex_transform(layout: str, tile_width: float, tile_height: float, side: float) -> tuple:
+    """``(origin, tile size)`` putting the cell centres of a hex map of ``layout`` where
+    Tiled draws a hexagonal map of that tile size and ``hexsidelength`` ``side``: the tile
+    size itself and origin (0, 0) when ``side`` is half the tile across the rows (``-r``)
+    or columns (``-q``), as in Godot; otherwise the size across scaled to Tiled's spacing."""
+    pointy = layout.endswith("-r")
+    across = tile_height if pointy else tile_width
+    if 2 * side == across:
+        return (0.0, 0.0), (tile_width, tile_height)
+    # Tiled's rows (columns) are (across + side) / 2 apart; Godot's OVERLAP of a tile.
+    fitted = (across + side) / 2 / OVERLAP
+    shift = (across - fitted) / 2
+    if pointy:
+        return (0.0, shift), (tile_width, fitted)
+    return (shift, 0.0), (fitted, tile_height)
+
+
+def _hex_cell_size(path, props: dict):
+    """A hexagonal map's ``cell_size`` property: a number, or a string of JSON ``[w, h]``;
+    None when it has none."""
+    value = props.get("cell_size")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = _json_property(path, props, "cell_size")
+    if is_number(value) and value > 0:
+        return float(value)
+    if isinstance(value, list) and len(value) == 2 and all(is_number(v) and v > 0 for v in value):
+        return float(value[0]), float(value[1])
+    raise map_error(path, "field 'properties' cell_size",
+                    f"must be a number > 0 or a string of JSON [w, h], got {value!r:.40}")
+
+
 def read(path: Path, options: dict) -> Decoded:
     document = parse_json(path, read_file(path, MAX_JSON_BYTES), _NOT_TEXT)
     if not is_tiled_document(document):
         raise map_error(path, None, "not a Tiled map (no \"type\": \"map\", or no tilewidth and layers)")
     width, height = check_dimensions(path, "field 'width'/'height'", document.get("width"), document.get("height"))
     orientation = document.get("orientation", "orthogonal")
-    if orientation not in ("orthogonal", "isometric"):
+    if orientation not in ("orthogonal", "isometric", "hexagonal"):
         raise map_error(path, "field 'orientation'", f"{orientation!r:.20} maps are not supported")
     if document.get("infinite"):
         raise map_error(path, "field 'infinite'", "infinite maps are not supported")
@@ -246,7 +323,12 @@ def read(path: Path, options: dict) -> Decoded:
     if tilewidth is not None and (not is_number(tilewidth) or tilewidth <= 0):
         raise map_error(path, "field 'tilewidth'", f"must be a number > 0, got {tilewidth!r:.40}")
     props = _properties(path, document, "map")
-    cell_size = _map_number(path, props, "cell_size", positive=True) or (float(tilewidth) if tilewidth else None)
+    layout = base_origin = None
+    if orientation == "hexagonal":
+        layout, base_origin, cell_size = _hex_grid(path, document)
+        cell_size = _hex_cell_size(path, props) or cell_size
+    else:
+        cell_size = _map_number(path, props, "cell_size", positive=True) or (float(tilewidth) if tilewidth else None)
     origin_x, origin_y = _map_number(path, props, "origin_x"), _map_number(path, props, "origin_y")
 
     layers: list[tuple[str, dict]] = []
@@ -278,9 +360,11 @@ def read(path: Path, options: dict) -> Decoded:
     if not (cell_cost[cell_walkable] != 1.0).any():
         cell_cost = None
     origin = None
-    if origin_x is not None or origin_y is not None:
-        origin = (origin_x or 0.0, origin_y or 0.0)
-    decoded = Decoded(cell_walkable, cell_cost, origin=origin, cell_size=cell_size, sources=sources)
+    if origin_x is not None or origin_y is not None or base_origin is not None:
+        base_x, base_y = base_origin or (0.0, 0.0)
+        origin = (base_x if origin_x is None else origin_x, base_y if origin_y is None else origin_y)
+    decoded = Decoded(cell_walkable, cell_cost, origin=origin, cell_size=cell_size, sources=sources,
+                      shape="square" if layout is None else "hex", layout=layout)
     if "classes" in props:
         decoded.classes = check_classes(_json_property(path, props, "classes"), path, "field 'properties' classes")
     if "tags" not in options:  # a sidecar's tag layer wins over the tiles'
@@ -359,6 +443,33 @@ def holds_tags(gridmap) -> bool:
     return all(int(v) in named for v in np.unique(gridmap.tags) if v)
 
 
+def _hex_header(gridmap, properties: list) -> tuple[int, int, dict, tuple[float, float]]:
+    """``(tilewidth, tileheight, fields, origin)`` for hex ``gridmap``: its tile size in
+    whole pixels, the other hexagonal map fields (``hexsidelength`` half the tile across,
+    stagger axis and index) and the origin they give. A ``cell_size`` property is added to
+    ``properties`` when they cannot give its tile size exactly (not whole numbers, or an
+    odd size across)."""
+    width, height = tile_size_of(gridmap.cell_size)
+    tile_width, tile_height = _whole(width), _whole(height)
+    pointy = gridmap.layout.endswith("-r")
+    side = (tile_height if pointy else tile_width) // 2
+    base_origin, tile_size = hex_transform(gridmap.layout, tile_width, tile_height, side)
+    if tile_size != (width, height):
+        size = gridmap.cell_size
+        if isinstance(size, tuple):
+            properties.append({"name": "cell_size", "type": "string", "value": json.dumps(list(size))})
+        else:
+            properties.append({"name": "cell_size", "type": "float", "value": size})
+    index, _, axis = gridmap.layout.partition("-")
+    grid = {"hexsidelength": side, "staggeraxis": "y" if axis == "r" else "x", "staggerindex": index}
+    return tile_width, tile_height, grid, base_origin
+
+
+def _whole(size: float) -> int:
+    """A tile size as Tiled's whole pixels: ``size`` when it is whole, else the nearest >= 1."""
+    return int(size) if size >= 1 and size == int(size) else max(1, round(size))
+
+
 def encode(gridmap) -> tuple[bytes, dict]:
     """``.tmj`` bytes for ``gridmap``; origin and cell size travel as map properties."""
     height, width = gridmap.walkable.shape
@@ -387,11 +498,15 @@ def encode(gridmap) -> tuple[bytes, dict]:
         properties.append({"name": "tag_names", "type": "string", "value": json_property(gridmap.tag_names)})
         if gridmap.classes:
             properties.append({"name": "classes", "type": "string", "value": json_property(gridmap.classes)})
-    cell_size = gridmap.cell_size
-    tile_size = int(cell_size) if cell_size >= 1 and cell_size == int(cell_size) else 1
-    if cell_size != tile_size:
-        properties.append({"name": "cell_size", "type": "float", "value": cell_size})
-    if gridmap.origin != (0.0, 0.0):
+    if gridmap.hex:
+        tile_width, tile_height, grid, base_origin = _hex_header(gridmap, properties)
+    else:
+        grid, base_origin = {}, (0.0, 0.0)
+        cell_size = gridmap.cell_size
+        tile_width = tile_height = int(cell_size) if cell_size >= 1 and cell_size == int(cell_size) else 1
+        if cell_size != tile_width:
+            properties.append({"name": "cell_size", "type": "float", "value": cell_size})
+    if gridmap.origin != base_origin:
         properties.append({"name": "origin_x", "type": "float", "value": gridmap.origin[0]})
         properties.append({"name": "origin_y", "type": "float", "value": gridmap.origin[1]})
     layer = {
@@ -418,10 +533,10 @@ def encode(gridmap) -> tuple[bytes, dict]:
         "layers": [entry for entry, _ in layers],
         "nextlayerid": len(layers) + 1,
         "nextobjectid": 1,
-        "orientation": "orthogonal",
+        "orientation": "hexagonal" if gridmap.hex else "orthogonal",
         "renderorder": "right-down",
         "tiledversion": _TILED_VERSION,
-        "tileheight": tile_size,
+        "tileheight": tile_height,
         "tilesets": [
             {
                 "columns": len(tiles),
@@ -430,16 +545,17 @@ def encode(gridmap) -> tuple[bytes, dict]:
                 "name": "pathserver",
                 "spacing": 0,
                 "tilecount": len(tiles),
-                "tileheight": tile_size,
+                "tileheight": tile_height,
                 "tiles": tiles,
-                "tilewidth": tile_size,
+                "tilewidth": tile_width,
             }
         ],
-        "tilewidth": tile_size,
+        "tilewidth": tile_width,
         "type": "map",
         "version": "1.10",
         "width": width,
     }
+    document.update(grid)
     if properties:
         document["properties"] = properties
     if gids.size <= PLAIN_DATA_CELLS:

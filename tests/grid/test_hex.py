@@ -14,6 +14,7 @@ import naive
 
 from pathserver import GridMap
 from pathserver.errors import BadUnitSizeError, MapLoadError, RequestError
+from pathserver.grid.overlay import Overlay
 from pathserver.grid.queries import distance_field, next_steps, reachable
 from pathserver.grid.search import find_path, find_paths
 # Red Blob Games' offset tables, written out in pathserver.hexes independently of the
@@ -202,6 +203,18 @@ def test_edits_and_batches():
     for result, (start, goal) in zip(results, [((0, 0), (8, 0)), ((1, 1), (8, 8))]):
         reference = dijkstra(edited.walkable, np.ones((9, 9)), "even-q", 1, [start])
         assert result.cost == pytest.approx(reference[goal[1], goal[0]])
+
+
+def test_an_overlay_put_back_keeps_the_hex_grid():
+    """The shared state puts a map file's recorded edits back onto it when it reloads
+    (:mod:`pathserver.grid.overlay`): the map stays the hex map the file is."""
+    gridmap = GridMap(np.ones((4, 5), bool), shape="hex", layout="even-q", cell_size=(32.0, 28.0))
+    edited = gridmap.edit(cells=[(2, 1)], solid=True)
+    overlay = Overlay.empty(4, 5)
+    overlay.record(edited, [(2, 1, 1, 1)])
+    restored = overlay.apply_to(gridmap, 7)
+    assert (restored.shape, restored.layout, restored.hex) == ("hex", "even-q", gridmap.hex)
+    assert restored.cell_size == (32.0, 28.0) and (restored.walkable == edited.walkable).all()
 
 
 def hex_components(layout):

@@ -365,7 +365,7 @@ def test_tiled_layer_choice_external_tileset_and_empty_cost(tmp_path):
         (lambda d: d.update(width=100_000, height=100_000), "exceeds the limit"),
         (lambda d: d.update(width=0), "width must be at least 1"),
         (lambda d: d.update(infinite=True), "infinite maps are not supported"),
-        (lambda d: d.update(orientation="hexagonal"), "maps are not supported"),
+        (lambda d: d.update(orientation="staggered"), "maps are not supported"),
         (lambda d: d.pop("type") and d.pop("tilewidth"), "not a Tiled map"),
     ],
 )
