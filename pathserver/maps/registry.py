@@ -144,6 +144,8 @@ class MapRegistry:
                     "source": entry.source,
                     "tag_names": dict(gridmap.tag_names) if gridmap else None,
                     "classes": sorted(gridmap.classes) if gridmap else None,
+                    "shape": gridmap.shape if gridmap else None,
+                    "layout": gridmap.layout if gridmap else None,
                 }
             )
         return rows

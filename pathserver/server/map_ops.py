@@ -190,6 +190,8 @@ _MAP_FIELDS = (
     ("source", "source"),
     ("tag_names", "tag_names"),
     ("classes", "classes"),
+    ("shape", "shape"),
+    ("layout", "layout"),
 )
 
 
@@ -202,6 +204,8 @@ def _map_entry(info: dict) -> dict:
         if key == "file" and value is not None:
             value = os.path.basename(str(value))
         elif key == "origin" and value is not None:
+            value = [float(value[0]), float(value[1])]
+        elif key == "cell_size" and isinstance(value, tuple):
             value = [float(value[0]), float(value[1])]
         elif key == "last_error" and value is not None:
             # Load errors name their files by full path; the client sees them relative
