@@ -352,3 +352,31 @@ def test_the_kernels_draw_hex_lines_as_pathserver_hexes_does(layout):
         (x0, y0), (x1, y1) = rng.integers(0, 30, (2, 2)).tolist()
         drawn = straight_grid_path(x0, y0, x1, y1, DIAGONAL_HEX + LAYOUTS.index(layout))
         assert drawn.tolist() == hex_line(layout, (x0, y0), (x1, y1)).tolist()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_avoid_cost_prices_the_footprints_over_avoided_cells(layout):
+    rng = np.random.default_rng(70 + LAYOUTS.index(layout))
+    for trial in range(6):
+        size = 1 + trial % 3
+        gridmap, walkable, cost = random_map(rng, layout)
+        cells = np.argwhere(standable(walkable, layout, size))
+        if len(cells) < 2:
+            continue
+        avoid = [(int(x), int(y)) for y, x in np.argwhere(walkable)[rng.choice(int(walkable.sum()), 4)]]
+        marked = np.zeros(walkable.shape, bool)
+        for x, y in avoid:
+            marked[y, x] = True
+        # Entering an anchor whose footprint covers an avoided cell costs at least 6.
+        near = over_balls(marked, layout, size, lambda cells: any(c for c in cells if c is not None))
+        priced = np.where(near, np.maximum(enter_cost(cost, layout, size), 6.0), enter_cost(cost, layout, size))
+        (sy, sx), (gy, gx) = cells[rng.choice(len(cells), 2, replace=False)]
+        start, goal = (int(sx), int(sy)), (int(gx), int(gy))
+        # The anchors' own prices, searched as a size-1 unit on the cells this unit stands on.
+        ok = standable(walkable, layout, size)
+        expected = dijkstra(ok, priced, layout, 1, [start])[gy, gx]
+        result = find_path(gridmap, start, goal, size, smooth="none", snap=False, avoid={"cells": avoid},
+                           avoid_cost=6.0)
+        assert result.found == math.isfinite(expected)
+        if result.found:
+            assert result.cost == pytest.approx(expected)
