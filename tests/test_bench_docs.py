@@ -13,9 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PERFORMANCE_MD = ROOT / "docs" / "performance.md"
 #: Section name -> the script that writes it.
 SECTIONS = {"startup": "startup.py", "core": "core.py", "warthog": "warthog.py", "queries": "queries.py",
-            "server": "server.py", "godot_astar": "godot_astar.py"}
+            "server": "server.py", "godot_astar": "godot_astar.py", "hex": "hex.py"}
 #: The scripts given --write-docs here; the others' owners add it with the same helper.
-WRITERS = ("core", "warthog", "queries", "server")
+WRITERS = ("core", "warthog", "queries", "server", "hex")
 
 
 def load_docs_module():
