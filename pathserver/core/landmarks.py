@@ -14,7 +14,8 @@ to L1, from L1, ...]``, ``inf`` where there is no way, every value shrunk by a s
 keeps the estimate consistent under float32's rounding. A* reads it with
 :func:`pathserver.core.astar.landmark_bound`. It is built on find_path's graph with
 diagonals that never cut corners, no climb limit and the layer's terrain, and serves any
-request whose graph has no more moves and no cheaper ones. Why it stays exact, and how
+request whose graph has no more moves and no cheaper ones; on a hex map, on its six
+neighbours (no other option changes a hex map's moves). Why it stays exact, and how
 the landmarks are picked: docs/design.md, "Landmarks".
 """
 
@@ -23,7 +24,6 @@ from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import min_cost
 from pathserver.core.dijkstra import field, reach
-from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING
 
 #: Landmarks in a table: 128 bytes a cell. On maps with terrain costs 16 cut A*'s
 #: expansions further than 8 or 4 do, and the table is built in the background
@@ -47,16 +47,16 @@ def _farthest(costs, otherwise):
 
 
 @njit(cache=True, nogil=True)
-def landmark_table(cells, cost_index, cost_table, uniform, seed, count, out, work_float, work_int):
+def landmark_table(cells, cost_index, cost_table, uniform, seed, count, out, work_float, work_int, diagonal):
     """Fill ``out`` (float32 (H * W, 2 * count)) with the costs to and from ``count``
     landmarks picked farthest first from the standable node ``seed``, scaled as the
-    module docstring says. work_float, work_int: a workspace (:func:`pathserver.core.
+    module docstring says, on the graph of ``diagonal``'s moves (DIAGONAL_NO_CORNER_CUTTING,
+    or a hex map's layout). work_float, work_int: a workspace (:func:`pathserver.core.
     query.solve`'s). Returns (the landmarks' node ids, int64 (count,), repeated when fewer
     cells are reachable from ``seed``; the scale ``1 - d``: below :data:`LEAST_SCALE` the
     table is too coarse to keep)."""
     height, width = cells.shape
     n = height * width
-    diagonal = DIAGONAL_NO_CORNER_CUTTING
     heights = np.zeros((1, 1), dtype=np.float32)
     region = np.array([0, 0, width, height], dtype=np.int64)
     to_cost = np.empty((height, width), dtype=np.float64)

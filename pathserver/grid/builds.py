@@ -18,6 +18,7 @@ from pathserver.core.bounds import ROW as BOUNDS_ROW
 from pathserver.core.bounds import bound_rows, fill_bounds, legal_moves
 from pathserver.core.jpsplus import jump_table, update_jump_table
 from pathserver.core.landmarks import LANDMARKS, LEAST_SCALE, landmark_table
+from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING
 
 #: JPS+'s goal bounds (:mod:`pathserver.core.bounds`) take a flood of the map from each
 #: jump point: kept where that is at most this many cells in all (jump points times
@@ -191,5 +192,5 @@ def landmarks_of(layer) -> np.ndarray | None:
     largest = np.bincount(labels[standable]).argmax()
     seed = int(standable[np.argmax(labels[standable] == largest)])
     _, scale = landmark_table(layer.cells, layer.cost_index, layer.cost_table, int(layer.uniform), seed, LANDMARKS,
-                              table, work_float, work_int)
+                              table, work_float, work_int, layer.hex or DIAGONAL_NO_CORNER_CUTTING)
     return table if scale >= LEAST_SCALE else None

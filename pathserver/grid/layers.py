@@ -85,6 +85,8 @@ class UnitLayer:
     uniform: every cost is 1.
     open_share: the share of passable cells whose eight neighbours are all passable; JPS
         pays off where this is high (open ground), not on clutter or 1-wide corridors.
+    hex: the map's hex layout code (:attr:`~pathserver.grid.gridmap.GridMap.hex`), 0 on a
+        square map.
     rules: the traversal rule set the layer is built under (see
         :meth:`~pathserver.grid.gridmap.GridMap.traversal_rules`), None for the map's own
         terrain; ``key`` is its key in the map's :class:`~pathserver.grid.cache.LayerCache`.
@@ -103,6 +105,7 @@ class UnitLayer:
     _cells8: list
     _jump_bits: list
     rules: tuple | None = None
+    hex: int = 0
     _pieces: dict = field(default_factory=dict)
     _table: Background = field(default_factory=Background)
     _landmarks: Background = field(default_factory=Background)
@@ -176,9 +179,10 @@ class UnitLayer:
         A* answers without them meanwhile. ``on_built()`` runs on that thread once they
         are in place. ``seed``: the landmarks of an earlier generation of this layer that
         an edit which only blocked cells left valid, taken as they are. False when this
-        layer gets none: uniform cost (JPS answers there), or fewer than
-        :data:`LANDMARK_MIN_CELLS` or more than :data:`LANDMARK_MAX_CELLS` cells."""
-        if self.uniform or not LANDMARK_MIN_CELLS <= self.cells.size <= LANDMARK_MAX_CELLS:
+        layer gets none: uniform cost on a square map (JPS answers there), or fewer than
+        :data:`LANDMARK_MIN_CELLS` or more than :data:`LANDMARK_MAX_CELLS` cells. A hex
+        map's layers get them uniform or not: A* answers there."""
+        if (self.uniform and not self.hex) or not LANDMARK_MIN_CELLS <= self.cells.size <= LANDMARK_MAX_CELLS:
             return False
         self._landmarks.start((lambda: seed) if seed is not None else (lambda: landmarks_of(self)), on_built,
                               "pathserver-landmarks")
@@ -423,4 +427,5 @@ def build_layer(terrain: Terrain, unit_w: int, unit_h: int, rules: tuple | None 
     return UnitLayer(
         unit_w, unit_h, cells, comps, n_components, int(n_passable),
         cost_index, terrain.cost_table, terrain.uniform, _open_share(passable, n_passable), [], [], rules,
+        terrain.hex,
     )

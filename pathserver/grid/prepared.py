@@ -412,14 +412,14 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
     if awaiting:
         table = layer.jump_table()
         awaiting = gridmap.start_jump_table(layer)
-    # A* on terrain costs estimates with the layer's landmarks once they are built (in the
-    # background, started here), on a graph with no more moves than theirs (corners never
-    # cut), where no budget or partial answer depends on the order of expansions: the
+    # A* on terrain costs, and on any hex map, estimates with the layer's landmarks once
+    # they are built (in the background, started here), on a graph with no more moves than
+    # theirs (corners never cut; a hex map's six neighbours), where no budget or partial answer depends on the order of expansions: the
     # answer's cost is the same, and so the first call's answer. Read before the build is
     # started, as the jump table is.
     landmarks = _NO_LANDMARKS
-    wants_landmarks = (not layer.uniform and budget == 0 and not options["allow_partial"]
-                       and diagonal_code == st.DIAGONAL_NO_CORNER_CUTTING)
+    wants_landmarks = ((not layer.uniform or layer.hex) and budget == 0 and not options["allow_partial"]
+                       and diagonal_code in (st.DIAGONAL_NO_CORNER_CUTTING, layer.hex))
     if wants_landmarks:
         built = layer.landmarks()
         landmarks = _NO_LANDMARKS if built is None else built

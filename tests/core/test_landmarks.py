@@ -12,6 +12,7 @@ import naive
 from pathserver import GridMap
 from pathserver.core.astar import landmark_bound
 from pathserver.core.landmarks import landmark_table
+from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING
 
 
 def _layer(rng, width, height):
@@ -37,7 +38,7 @@ def _table(layer, count, seed):
     work_float = np.zeros((5, n + 1))
     work_int = np.zeros((4, n + 1), dtype=np.int32)
     chosen, scale = landmark_table(layer.cells, layer.cost_index, layer.cost_table, 0, seed, count, out, work_float,
-                                   work_int)
+                                   work_int, DIAGONAL_NO_CORNER_CUTTING)
     return out, chosen, scale
 
 

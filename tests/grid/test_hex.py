@@ -380,3 +380,25 @@ def test_avoid_cost_prices_the_footprints_over_avoided_cells(layout):
         assert result.found == math.isfinite(expected)
         if result.found:
             assert result.cost == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("layout", ["odd-r", "even-q"])
+def test_landmarks_keep_hex_paths_exact(layout):
+    """A hex map of 128 x 128 cells or more gets A*'s landmarks, uniform or not."""
+    rng = np.random.default_rng(80 + LAYOUTS.index(layout))
+    walkable = rng.random((130, 130)) > 0.3
+    for costs in (False, True):
+        cost = np.where(rng.random(walkable.shape) < 0.3, 3.0, 1.0) if costs else np.ones(walkable.shape)
+        gridmap = GridMap(walkable, cost if costs else None, shape="hex", layout=layout)
+        cells = np.argwhere(walkable)
+        (sy, sx), (gy, gx) = cells[0], cells[-1]
+        find_path(gridmap, (int(sx), int(sy)), (int(gx), int(gy)))  # starts the build
+        layer = gridmap.layer_for(1, 1)
+        assert layer.wait_landmarks(120.0) and layer.landmarks() is not None
+        for _ in range(4):
+            (sy, sx), (gy, gx) = cells[rng.choice(len(cells), 2, replace=False)]
+            expected = dijkstra(walkable, cost, layout, 1, [(int(sx), int(sy))])[gy, gx]
+            result = find_path(gridmap, (int(sx), int(sy)), (int(gx), int(gy)), smooth="none")
+            assert result.found == math.isfinite(expected)
+            if result.found:
+                assert result.cost == pytest.approx(expected)
