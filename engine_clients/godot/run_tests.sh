@@ -6,8 +6,8 @@
 #                             running server at ENDPOINT (e.g. tcp://127.0.0.1:5555), then the
 #                             demo for a few seconds as a player runs it (its embedded server
 #                             on a free port, its level uploaded from its TileMapLayer) and its
-#                             RTS and tactics scenes likewise, then a real export of the demo
-#                             (see export_checks), then the Asset Library zip (pack_check);
+#                             RTS, tactics and hex scenes likewise, then a real export of the
+#                             demo (see export_checks), then the Asset Library zip (pack_check);
 #                             prints "N passed, N failed" last, each demo run and each export
 #                             and zip check counted as one check
 #
@@ -439,7 +439,10 @@ pack_check() {
 # PATTERN and no script error happened. The RTS scene: 500 units of two sizes moved by one
 # flow group, a wall placed and the gap closed by simulated input, units re-routed; the
 # tactics scene: a movement range drawn, a path to a hovered cell, a placement refused by
-# check_block and one placed, the unit moved, its range as a heavy unit (traversal).
+# check_block and one placed, the unit moved, its range as a heavy unit (traversal); the hex
+# scene: the ranges of a unit of size 1 and one of size 2 drawn, a path for each to a hovered
+# hex, the big unit moved, its range kept off the ridge's one-hex gap, every range hex and
+# waypoint checked.
 demo_scene_smoke() {
     local scene="$1" seconds="$2" pattern="$3"
     local out="$HERE/demo/.last-run-$scene.log"
@@ -506,6 +509,16 @@ main() {
         failed=$((failed + 1))
     fi
     if demo_scene_smoke tactics 4 "$tactics_pattern" && [[ "${BASH_REMATCH[1]}" != "4, 7" ]]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+    fi
+    local hex_path='path of ([2-9]|[1-9][0-9]+) hexes to \([0-9]+, [0-9]+\)'
+    local hex_pattern="^hex summary: small unit: range [1-9][0-9]* hexes \\([1-9][0-9]* drawn\\),"
+    hex_pattern+=" $hex_path; big unit: range [1-9][0-9]* hexes \\([1-9][0-9]* drawn\\), $hex_path,"
+    hex_pattern+=' moved there, range [1-9][0-9]* hexes; the one-hex gap in range: small yes, big no;'
+    hex_pattern+=' [1-9][0-9]* hexes checked, 0 failures$'
+    if demo_scene_smoke hex 4 "$hex_pattern"; then
         passed=$((passed + 1))
     else
         failed=$((failed + 1))

@@ -1,6 +1,7 @@
 extends RefCounted
-## What the RTS and tactics scenes share: their TileSet, made in code (floor, wall, mud),
-## the keys that switch between the demo's scenes, and the command line.
+## What the RTS, tactics and hex scenes share: their TileSets, made in code (square floor,
+## wall, mud; hexagon grass, rock, forest, water), the keys that switch between the demo's
+## scenes, and the command line.
 
 ## Atlas coordinates of the tiles in [method make_tile_set]'s one source (id 0).
 const FLOOR := Vector2i(0, 0)
@@ -8,13 +9,20 @@ const WALL := Vector2i(1, 0)
 const MUD := Vector2i(2, 0)
 ## Terrain cost of mud (custom data "cost").
 const MUD_COST := 2.0
-## The demo's scenes, by the name `--scene=NAME` and the keys F1, F2, F3 use.
+## Atlas coordinates of the hexagon tiles in [method make_hex_tile_set]'s source (id 0): grass
+## (FLOOR), rock (WALL), forest and water.
+const FOREST := Vector2i(2, 0)
+const WATER := Vector2i(3, 0)
+## Terrain cost of forest (custom data "cost").
+const FOREST_COST := 2.0
+## The demo's scenes, by the name `--scene=NAME` and the keys F1 to F4 use.
 const SCENES := {
 	"formation": "res://main.tscn",
 	"rts": "res://rts.tscn",
 	"tactics": "res://tactics.tscn",
+	"hex": "res://hex.tscn",
 }
-const SCENE_KEYS := {KEY_F1: "formation", KEY_F2: "rts", KEY_F3: "tactics"}
+const SCENE_KEYS := {KEY_F1: "formation", KEY_F2: "rts", KEY_F3: "tactics", KEY_F4: "hex"}
 
 
 ## A TileSet of square tiles of [param size] pixels: floor (walkable), wall (walkable false)
@@ -23,11 +31,7 @@ const SCENE_KEYS := {KEY_F1: "formation", KEY_F2: "rts", KEY_F3: "tactics"}
 static func make_tile_set(size: int) -> TileSet:
 	var tile_set := TileSet.new()
 	tile_set.tile_size = Vector2i(size, size)
-	for layer: Array in [["walkable", TYPE_BOOL], ["cost", TYPE_FLOAT], ["tag", TYPE_STRING]]:
-		tile_set.add_custom_data_layer()
-		var id := tile_set.get_custom_data_layers_count() - 1
-		tile_set.set_custom_data_layer_name(id, layer[0])
-		tile_set.set_custom_data_layer_type(id, layer[1])
+	_add_custom_data_layers(tile_set)
 	var image := Image.create(size * 3, size, false, Image.FORMAT_RGBA8)
 	var colors := [Color("26323a"), Color("78909c"), Color("5d4a36")]
 	for i in colors.size():
@@ -49,7 +53,36 @@ static func make_tile_set(size: int) -> TileSet:
 	return tile_set
 
 
-## Switches scenes on F1 / F2 / F3; true when [param event] did.
+## A TileSet of pointy-top hexagons of [param size] pixels (stacked, the odd rows shoved
+## right: the wire's "odd-r"), drawn in code: grass (walkable), rock and water (not walkable)
+## and forest (walkable, cost 2, tagged "forest"), in the custom data layers
+## [PathServerTileMapReader] reads.
+static func make_hex_tile_set(size: Vector2i) -> TileSet:
+	var tile_set := TileSet.new()
+	tile_set.tile_shape = TileSet.TILE_SHAPE_HEXAGON
+	tile_set.tile_layout = TileSet.TILE_LAYOUT_STACKED
+	tile_set.tile_offset_axis = TileSet.TILE_OFFSET_AXIS_HORIZONTAL
+	tile_set.tile_size = size
+	_add_custom_data_layers(tile_set)
+	var tiles := [FLOOR, WALL, FOREST, WATER]
+	var colors := [Color("3f5f3a"), Color("8a8f98"), Color("2c4a2a"), Color("2b5d8c")]
+	var image := Image.create(size.x * tiles.size(), size.y, false, Image.FORMAT_RGBA8)
+	for i in tiles.size():
+		_draw_hexagon_tile(image, Vector2i(i * size.x, 0), size, colors[i], tiles[i])
+	var source := TileSetAtlasSource.new()
+	source.texture = ImageTexture.create_from_image(image)
+	source.texture_region_size = size
+	for atlas: Vector2i in tiles:
+		source.create_tile(atlas)
+	tile_set.add_source(source, 0)
+	source.get_tile_data(FLOOR, 0).set_custom_data("walkable", true)
+	source.get_tile_data(FOREST, 0).set_custom_data("walkable", true)
+	source.get_tile_data(FOREST, 0).set_custom_data("cost", FOREST_COST)
+	source.get_tile_data(FOREST, 0).set_custom_data("tag", "forest")
+	return tile_set
+
+
+## Switches scenes on F1 to F4; true when [param event] did.
 static func switch_scene(event: InputEvent, tree: SceneTree) -> bool:
 	var key := event as InputEventKey
 	if key and key.pressed and SCENE_KEYS.has(key.keycode):
@@ -64,3 +97,37 @@ static func user_arg(prefix: String) -> String:
 		if arg.begins_with(prefix):
 			return arg.trim_prefix(prefix)
 	return ""
+
+
+static func _add_custom_data_layers(tile_set: TileSet) -> void:
+	for layer: Array in [["walkable", TYPE_BOOL], ["cost", TYPE_FLOAT], ["tag", TYPE_STRING]]:
+		tile_set.add_custom_data_layer()
+		var id := tile_set.get_custom_data_layers_count() - 1
+		tile_set.set_custom_data_layer_name(id, layer[0])
+		tile_set.set_custom_data_layer_type(id, layer[1])
+
+
+## One pointy-top hexagon filling the [param size] box at [param corner] of [param image], as
+## Godot lays a hexagon tile out (corners at the middle of the top and bottom edges, and a
+## quarter of the height down and up the sides), with a darker rim so hexes read as hexes;
+## forest gets trees, water ripples.
+static func _draw_hexagon_tile(
+	image: Image, corner: Vector2i, size: Vector2i, color: Color, tile: Vector2i
+) -> void:
+	for y in size.y:
+		for x in size.x:
+			# The pixel's centre in tile units, from the tile's centre.
+			var at := (Vector2(x, y) + Vector2(0.5, 0.5)) / Vector2(size) - Vector2(0.5, 0.5)
+			var reach := maxf(absf(at.x), absf(at.y) + 0.5 * absf(at.x))
+			if reach > 0.5:
+				continue
+			var pixel := color if reach < 0.45 else color.darkened(0.35)
+			if tile == FOREST and reach < 0.45:
+				for tree: Vector2 in [Vector2(-0.17, -0.1), Vector2(0.15, -0.14), Vector2(0, 0.16)]:
+					if (at - tree).length() < 0.11:
+						pixel = Color("1b3319")
+			elif tile == WATER and reach < 0.45 and posmod(y + (x / 6) % 2, 7) == 0:
+				pixel = color.lightened(0.25)
+			elif tile == WALL and reach < 0.45 and at.y < -0.1 - 0.3 * at.x:
+				pixel = color.lightened(0.15)
+			image.set_pixel(corner.x + x, corner.y + y, pixel)

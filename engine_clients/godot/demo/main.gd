@@ -20,8 +20,9 @@ extends Node2D
 ## summary line (the headless smoke run, which also runs the game four times faster, and
 ## places a wall in the small units' gap with a simulated right click);
 ## `--screenshot=FILE.png` saves what the window shows that many seconds in (the number after
-## a colon, default 4: `--screenshot=/tmp/demo.png:6`); `--scene=rts` or `--scene=tactics` opens
-## the RTS or the tactics scene instead (rts.gd, tactics.gd; F1, F2, F3 switch at any time).
+## a colon, default 4: `--screenshot=/tmp/demo.png:6`); `--scene=rts`, `--scene=tactics` or
+## `--scene=hex` opens the RTS, the tactics or the hex scene instead (rts.gd, tactics.gd,
+## hex.gd; F1 to F4 switch at any time).
 
 const Unit := preload("res://unit.gd")
 const Target := preload("res://target.gd")
@@ -78,7 +79,7 @@ var _rerouted := {}
 
 
 func _ready() -> void:
-	# `--scene=rts` / `--scene=tactics`: the demo's other scenes (F2, F3 switch to them too).
+	# `--scene=rts` / `tactics` / `hex`: the demo's other scenes (F2 to F4 switch to them too).
 	var scene := _user_arg("--scene=")
 	if Tiles.SCENES.has(scene) and Tiles.SCENES[scene] != scene_file_path:
 		get_tree().change_scene_to_file.call_deferred(Tiles.SCENES[scene])
@@ -144,7 +145,8 @@ func _ready() -> void:
 	_show(
 		(
 			"left click: send the group  |  right click: place or remove a wall  |  D: overlay"
-			+ "\nsmall units take the one-cell gaps, big ones go around  |  F2: RTS, F3: tactics"
+			+ "\nsmall units take the one-cell gaps, big ones go around  |  F2: RTS, F3: tactics, "
+			+ "F4: hex"
 		)
 	)
 	_send_group(_cell_center(_roam_cell(false)))

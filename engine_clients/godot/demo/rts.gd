@@ -10,7 +10,7 @@ extends Node2D
 ## three-cell gap and a one-cell one. Left click: send the crowd. Right click: place or remove
 ## a 2x2 block of wall (the sync sends it as an [code]update[/code]; the server's field for
 ## the new generation reroutes every unit). G: close or open the left wall's wide gap (the
-## big units then have no way through and wait). F1 / F2 / F3: the demo's scenes.
+## big units then have no way through and wait). F1 to F4: the demo's scenes.
 ##
 ## Command line (after `--`): `--demo-seconds=N` runs headless checks for N seconds (the crowd
 ## is sent, the gap closed after 2 s) and prints a summary line; `--screenshot=FILE.png[:S]`
@@ -65,7 +65,7 @@ func _ready() -> void:
 		return
 	while sync.gen < 0:
 		await get_tree().process_frame
-	_show("left click: send  |  right click: a wall  |  G: the wide gap  |  F1 F2 F3: scenes")
+	_show("left click: send  |  right click: a wall  |  G: the wide gap  |  F1-F4: scenes")
 	send_to(_cell_center(FIRST_TARGET))
 	if seconds > 0.0:
 		get_tree().create_timer(seconds, true, false, true).timeout.connect(_finish)

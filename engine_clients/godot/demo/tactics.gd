@@ -10,7 +10,7 @@ extends Node2D
 ## [PathServerTileMapSync] child, as the other scenes do; the sync sends each obstacle as an
 ## [code]update[/code], and the range is asked again once it landed. H makes the unit heavy:
 ## its requests carry [code]{"traversal": "heavy"}[/code], a unit class uploaded with the map
-## that may not enter the mud (the tiles' custom data "tag"). F1 / F2 / F3: the demo's scenes.
+## that may not enter the mud (the tiles' custom data "tag"). F1 to F4: the demo's scenes.
 ##
 ## Command line (after `--`): `--demo-seconds=N` plays a short scripted turn headless (hover
 ## the farthest cell, try to block the door, place an obstacle elsewhere, move) and prints a
@@ -74,7 +74,7 @@ func _ready() -> void:
 		(
 			"hover: the path  |  left click: move there  |  right click: place/remove an "
 			+ "obstacle (refused if it cuts the way to the flag)  |  H: heavy (no mud)  |  "
-			+ "F1 F2 F3: scenes"
+			+ "F1-F4: scenes"
 		)
 	)
 	await refresh_range()
