@@ -35,6 +35,7 @@ var goals: Array[Vector2i] = []
 var client: PathServerClient
 var dealer := PathServerZmtpDealer.new()
 var replies := PathServerReplies.new()
+var requests := PathServerRequests.new()
 var options := {"space": "grid", "smooth": "none"}
 var _finished := false
 
@@ -119,11 +120,11 @@ func time_phases(id: int, start: Vector2i, goal: Vector2i, wait: Array) -> Dicti
 	var look_usec: int = wait[1]
 	var sleep_usec: int = wait[2]
 	var t0 := Time.get_ticks_usec()
-	var fields := PathServerRequests.path(
-		client.map_name, Vector2(start), Vector2(goal), Vector2i.ONE, options
+	var request := requests.path_request(
+		id, client.map_name, Vector2(start), Vector2(goal), Vector2i.ONE, options
 	)
-	var body := PathServerRequests.body(id, "path", fields)
-	var bytes := PathServerMsgPack.encode(body)
+	var body: Dictionary = request[0]
+	var bytes: PackedByteArray = request[1]
 	var t1 := Time.get_ticks_usec()
 	var sent_at := int(Time.get_unix_time_from_system() * 1e6)
 	dealer.send([PackedByteArray(), bytes])

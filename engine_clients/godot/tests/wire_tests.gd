@@ -708,6 +708,51 @@ func test_upload_encoding() -> void:
 	offline.queue_free()
 
 
+## Without a server: a path request whose map, unit size and options came before is written
+## from that one's encoding, its id, start and goal put in; the bytes are those of encoding
+## its body, whatever the options, the order of their names and the width of the id.
+func test_path_request_encoding() -> void:
+	var offline := PathServerClient.new()
+	offline.auto_connect = false
+	root.add_child(offline)
+	var grid := {"space": "grid", "smooth": "none"}
+	var cases := [
+		[Vector2(2, 3), Vector2(40, 50), Vector2i.ONE, grid],
+		[Vector2(2.5, -3.25), Vector2(1e9, 0.1), Vector2i.ONE, grid],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"smooth": "none", "space": "grid"}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i(2, 3), grid],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"weight": 1}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"weight": 1.0}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"map": "other", "timeout_ms": 300}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"goals": PackedVector2Array([Vector2.ONE])}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"avoid": {"cells": [Vector2i(1, 1)]}}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"start": Vector2(5, 5)}],
+	]
+	var wrong := []
+	# Ids of each width msgpack has: fixint, uint8, uint16, uint32.
+	for first_id: int in [1, 200, 300, 70000, 5000000000]:
+		offline._next_id = first_id
+		for repeat in 2:
+			for case: Array in cases:
+				var id := offline.find_path(case[0], case[1], case[2], case[3])
+				var fields := PathServerRequests.path(
+					offline.map_name, case[0], case[1], case[2], case[3]
+				)
+				var body := PathServerRequests.body(id, "path", fields)
+				var pending: Variant = offline._connection.pending[id]
+				if pending.bytes != PathServerMsgPack.encode(body):
+					wrong.append([id, case, pending.bytes.hex_encode()])
+				if [pending.body.map, pending.body.space] != [body.map, body.space]:
+					wrong.append([id, case, pending.body])
+	check(
+		wrong.is_empty(),
+		"path requests reuse an earlier one's encoding, byte for byte what encoding gives",
+		wrong
+	)
+	offline.queue_free()
+
+
 ## Without a server: every op that takes avoid sends its cells, Vector2i or int32 pairs, as the
 ## one bin of int32 pairs, a batch's own requests too; anything else goes as it was given.
 func test_avoid_encoding() -> void:

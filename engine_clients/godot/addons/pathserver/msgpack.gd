@@ -37,6 +37,11 @@ static func encode(value: Variant) -> PackedByteArray:
 	return out
 
 
+## Appends [param value]'s MessagePack bytes to [param out] (as [method encode] makes them).
+static func write(out: PackedByteArray, value: Variant) -> void:
+	_write(out, value)
+
+
 ## Decodes one MessagePack value that fills [param data] entirely. Returns
 ## [code][value, error][/code]: error is "" on success, otherwise a message saying what is wrong
 ## and at which byte offset (and value is null).
@@ -59,10 +64,11 @@ static func _write(out: PackedByteArray, value: Variant) -> void:
 		TYPE_INT:
 			_write_int(out, value)
 		TYPE_FLOAT:
-			out.append(0xCB)
+			# encode_double writes little-endian: the tag after the value, the whole reversed.
 			var raw := PackedByteArray()
-			raw.resize(8)
+			raw.resize(9)
 			raw.encode_double(0, value)
+			raw[8] = 0xCB
 			raw.reverse()
 			out.append_array(raw)
 		TYPE_STRING, TYPE_STRING_NAME, TYPE_NODE_PATH:
@@ -70,9 +76,16 @@ static func _write(out: PackedByteArray, value: Variant) -> void:
 		TYPE_PACKED_BYTE_ARRAY:
 			_write_bin(out, value)
 		TYPE_VECTOR2:
-			_write_array_header(out, 2)
-			_write(out, value.x)
-			_write(out, value.y)
+			# [x, y] as two float64, reversed as a float is (y first): one reversal.
+			var raw := PackedByteArray()
+			raw.resize(19)
+			raw.encode_double(0, value.y)
+			raw[8] = 0xCB
+			raw.encode_double(9, value.x)
+			raw[17] = 0xCB
+			raw[18] = 0x92
+			raw.reverse()
+			out.append_array(raw)
 		TYPE_VECTOR2I:
 			_write_array_header(out, 2)
 			_write_int(out, value.x)

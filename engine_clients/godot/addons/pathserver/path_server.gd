@@ -569,8 +569,11 @@ func get_embedded_server_log() -> PackedStringArray:
 func _find_path(
 	start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dictionary
 ) -> PathServerConnection.Pending:
-	var fields := PathServerRequests.path(map_name, start, goal, unit_size, options)
-	return _submit("path", fields, Kind.PATH, options)
+	var pending := _new_pending(Kind.PATH)
+	var request := _requests.path_request(
+		pending.result.id, map_name, start, goal, unit_size, options
+	)
+	return _queue(pending, request[0], request[1], options)
 
 
 func _find_paths(
@@ -657,9 +660,20 @@ func _submit(
 	op: String, fields: Dictionary, kind: Kind, options := {}
 ) -> PathServerConnection.Pending:
 	var pending := _new_pending(kind)
-	pending.body_map = str(fields.get("map", ""))
-	pending.body = PathServerRequests.body(pending.result.id, op, fields)
-	pending.bytes = PathServerMsgPack.encode(pending.body)
+	var body := PathServerRequests.body(pending.result.id, op, fields)
+	return _queue(pending, body, PathServerMsgPack.encode(body), options)
+
+
+## Sends [param pending] with its [param body] encoded as [param bytes].
+func _queue(
+	pending: PathServerConnection.Pending,
+	body: Dictionary,
+	bytes: PackedByteArray,
+	options: Dictionary
+) -> PathServerConnection.Pending:
+	pending.body_map = str(body.get("map", ""))
+	pending.body = body
+	pending.bytes = bytes
 	var wait_ms: int = options.get("timeout_ms", timeout_ms)
 	pending.deadline_ms = Time.get_ticks_msec() + wait_ms
 	pending.timeout_ms = wait_ms
