@@ -136,7 +136,7 @@ func time_phases(id: int, start: Vector2i, goal: Vector2i, wait: Array) -> Dicti
 	while messages.is_empty() and dealer.is_ready():
 		t3 = Time.get_ticks_usec()
 		readable_at = int(Time.get_unix_time_from_system() * 1e6)
-		messages = dealer.poll()
+		messages = dealer.receive()
 		if not messages.is_empty():
 			break
 		if sleep_usec >= 0:

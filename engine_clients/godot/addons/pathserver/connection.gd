@@ -76,6 +76,14 @@ func poll(now: int, endpoint: String) -> void:
 		_reconnect_at_ms = now + _backoff_ms
 
 
+## Reads the replies that have come and hands them out, without advancing the connection
+## otherwise (see [method PathServerZmtpDealer.receive]): what a synchronous call does between
+## polls.
+func read_replies() -> void:
+	for message: Array in dealer.receive():
+		receive(message)
+
+
 ## Reads one message's frames as a reply and hands it to its request.
 func receive(frames: Array) -> void:
 	var decoded := PathServerMsgPack.decode(frames[-1])
