@@ -4,8 +4,8 @@ extends SceneTree
 ##   godot --headless --path bench/godot -s res://sync_latency.gd -- PROBLEMS ENDPOINT MAP [ROUNDS]
 ##
 ## bench/sync_latency.py writes PROBLEMS (as for bench_astar.gd), starts the server and runs
-## this; see bench/README.md. Each round asks every problem once a way, the ways taking turns
-## problem by problem (so a slow spell of the machine lands on all of them):
+## this; see bench/README.md. Each round asks every problem once a way, the ways in a shuffled
+## order problem by problem (so a slow spell of the machine lands on all of them):
 ##   phases  the steps of PathServer.find_id_path_sync done one by one with the addon's own
 ##           classes, on a connection of their own, each timed: encode (the request's
 ##           bytes), send (framed and written to the socket), wait (until the reply is
@@ -37,6 +37,7 @@ var dealer := PathServerZmtpDealer.new()
 var replies := PathServerReplies.new()
 var requests := PathServerRequests.new()
 var options := {"space": "grid", "smooth": "none"}
+var rng := RandomNumberGenerator.new()
 var _finished := false
 
 
@@ -58,6 +59,7 @@ func _run() -> void:
 		_finish(problem_error)
 		return
 	options["map"] = args[2]
+	rng.seed = 0
 	client = root.get_node("PathServer") as PathServerClient
 	client.connect_to_server(args[1])
 	dealer.open(args[1])
@@ -79,9 +81,11 @@ func _run() -> void:
 			records[wait[0]] = []
 		for i in starts.size():
 			var cells := []
-			for k in WAITS.size() + 1:
-				# The ways in turn, the first one rotating problem by problem.
-				var way := (i + k) % (WAITS.size() + 1)
+			# The ways in a shuffled order each problem: a way's time depends a little on the
+			# one before it (the call leaves more behind in the caches than the phases do).
+			var order := range(WAITS.size() + 1)
+			shuffle(order)
+			for way: int in order:
 				var record := {}
 				if way == WAITS.size():
 					record = time_call(starts[i], goals[i])
@@ -102,6 +106,15 @@ func _run() -> void:
 		await process_frame
 		print("calls-json: " + JSON.stringify(records))
 	_finish("")
+
+
+## Shuffles [param items] in place with [member rng] (seeded: every run the same orders).
+func shuffle(items: Array) -> void:
+	for i in range(items.size() - 1, 0, -1):
+		var j := rng.randi_range(0, i)
+		var item: Variant = items[i]
+		items[i] = items[j]
+		items[j] = item
 
 
 func time_call(start: Vector2i, goal: Vector2i) -> Dictionary:
