@@ -753,6 +753,47 @@ func test_path_request_encoding() -> void:
 	offline.queue_free()
 
 
+## Without a server: an "overloaded" reply puts its request back to be sent after its
+## retry_after_ms while its deadline allows, else completes it with the error.
+func test_overloaded_retry() -> void:
+	var connection := PathServerConnection.new()
+	var completed := []
+	connection.completed.connect(
+		func(request: PathServerConnection.Pending, reply: Dictionary) -> void:
+			completed.append([request.result.id, reply.get("ok")])
+	)
+	var now := Time.get_ticks_msec()
+	for id: int in [1, 2]:
+		var request := PathServerConnection.Pending.new()
+		request.result.id = id
+		request.sent = true
+		request.deadline_ms = now + (10000 if id == 1 else 50)
+		connection.add(request)
+	for id: int in [1, 2]:
+		var overloaded := {
+			"id": id,
+			"ok": false,
+			"error": {"code": "overloaded", "message": "busy", "at": null},
+			"retryable": true,
+			"retry_after_ms": 100,
+		}
+		connection.receive([PathServerMsgPack.encode(overloaded)])
+	var first: PathServerConnection.Pending = connection.pending.get(1)
+	check(
+		(
+			first != null
+			and not first.sent
+			and first.retry_at_ms >= now + 100
+			and completed == [[2, false]]
+			and not connection.pending.has(2)
+		),
+		"overloaded: sent again after retry_after_ms, or failed when past the deadline",
+		[completed, first.retry_at_ms - now if first != null else null]
+	)
+	connection.receive([PathServerMsgPack.encode({"id": 1, "ok": true})])
+	check_equal(completed, [[2, false], [1, true]], "the request sent again completes")
+
+
 ## Without a server: every op that takes avoid sends its cells, Vector2i or int32 pairs, as the
 ## one bin of int32 pairs, a batch's own requests too; anything else goes as it was given.
 func test_avoid_encoding() -> void:
