@@ -62,6 +62,8 @@ func _run() -> void:
 	wire.test_query_golden_vectors()
 	wire.test_upload_encoding()
 	wire.test_avoid_encoding()
+	wire.test_path_request_encoding()
+	wire.test_overloaded_retry()
 	await wire.test_ping_pong_with_fake_router()
 	client = root.get_node("PathServer") as PathServerClient
 	client.map_name = SuitePart.MAP

@@ -102,6 +102,37 @@ func test_msgpack_decoding() -> void:
 	for what: String in refusals:
 		var result := PathServerMsgPack.decode(refusals[what].hex_decode())
 		check(result[0] == null and result[1] != "", "msgpack refuses %s" % what, result)
+	# A map's keys and scalar values are read on a path of their own: the same values, the
+	# same refusals.
+	var reply := {
+		"id": 300,
+		"ok": true,
+		"status": "found",
+		"path": PackedByteArray([1, 0, 0, 0, 2, 0, 0, 0]),
+		"cost": 1.5,
+		"length": -0.25,
+		"expanded": 0,
+		"start": [1, 2],
+		"start_snapped": false,
+		"none": null,
+		"negative": -5,
+		"text": "héllo",
+		"wide": "w".repeat(40),
+	}
+	decoded = PathServerMsgPack.decode(PathServerMsgPack.encode(reply))
+	check(decoded[1] == "" and decoded[0] == reply, "msgpack round trip of a reply", decoded)
+	var map_refusals := {
+		"a float cut short in a map": "82a161cb3ff0",
+		"a string cut short in a map": "81a161a56162",
+		"a key cut short": "81a56162",
+		"a map without its last value": "82a161c3a162",
+		"maps nested deeper": "81a161".repeat(70) + "c0",
+	}
+	for what: String in map_refusals:
+		var result := PathServerMsgPack.decode(map_refusals[what].hex_decode())
+		check(result[0] == null and result[1] != "", "msgpack refuses %s" % what, result)
+	var deep := PathServerMsgPack.decode(("81a161".repeat(64) + "c0").hex_decode())
+	check(deep[1] == "", "msgpack reads maps nested 64 deep", deep[1])
 
 
 # -- ZMTP -------------------------------------------------------------------------------------
@@ -675,6 +706,92 @@ func test_upload_encoding() -> void:
 		decoded[0], PackedByteArray([0, 1, 255]), "msgpack bin decodes to a PackedByteArray"
 	)
 	offline.queue_free()
+
+
+## Without a server: a path request whose map, unit size and options came before is written
+## from that one's encoding, its id, start and goal put in; the bytes are those of encoding
+## its body, whatever the options, the order of their names and the width of the id.
+func test_path_request_encoding() -> void:
+	var offline := PathServerClient.new()
+	offline.auto_connect = false
+	root.add_child(offline)
+	var grid := {"space": "grid", "smooth": "none"}
+	var cases := [
+		[Vector2(2, 3), Vector2(40, 50), Vector2i.ONE, grid],
+		[Vector2(2.5, -3.25), Vector2(1e9, 0.1), Vector2i.ONE, grid],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"smooth": "none", "space": "grid"}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i(2, 3), grid],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"weight": 1}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"weight": 1.0}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"map": "other", "timeout_ms": 300}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"goals": PackedVector2Array([Vector2.ONE])}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"avoid": {"cells": [Vector2i(1, 1)]}}],
+		[Vector2(7, 8), Vector2(9, 10), Vector2i.ONE, {"start": Vector2(5, 5)}],
+	]
+	var wrong := []
+	# Ids of each width msgpack has: fixint, uint8, uint16, uint32.
+	for first_id: int in [1, 200, 300, 70000, 5000000000]:
+		offline._next_id = first_id
+		for repeat in 2:
+			for case: Array in cases:
+				var id := offline.find_path(case[0], case[1], case[2], case[3])
+				var fields := PathServerRequests.path(
+					offline.map_name, case[0], case[1], case[2], case[3]
+				)
+				var body := PathServerRequests.body(id, "path", fields)
+				var pending: Variant = offline._connection.pending[id]
+				if pending.bytes != PathServerMsgPack.encode(body):
+					wrong.append([id, case, pending.bytes.hex_encode()])
+				if [pending.body.map, pending.body.space] != [body.map, body.space]:
+					wrong.append([id, case, pending.body])
+	check(
+		wrong.is_empty(),
+		"path requests reuse an earlier one's encoding, byte for byte what encoding gives",
+		wrong
+	)
+	offline.queue_free()
+
+
+## Without a server: an "overloaded" reply puts its request back to be sent after its
+## retry_after_ms while its deadline allows, else completes it with the error.
+func test_overloaded_retry() -> void:
+	var connection := PathServerConnection.new()
+	var completed := []
+	connection.completed.connect(
+		func(request: PathServerConnection.Pending, reply: Dictionary) -> void:
+			completed.append([request.result.id, reply.get("ok")])
+	)
+	var now := Time.get_ticks_msec()
+	for id: int in [1, 2]:
+		var request := PathServerConnection.Pending.new()
+		request.result.id = id
+		request.sent = true
+		request.deadline_ms = now + (10000 if id == 1 else 50)
+		connection.add(request)
+	for id: int in [1, 2]:
+		var overloaded := {
+			"id": id,
+			"ok": false,
+			"error": {"code": "overloaded", "message": "busy", "at": null},
+			"retryable": true,
+			"retry_after_ms": 100,
+		}
+		connection.receive([PathServerMsgPack.encode(overloaded)])
+	var first: PathServerConnection.Pending = connection.pending.get(1)
+	check(
+		(
+			first != null
+			and not first.sent
+			and first.retry_at_ms >= now + 100
+			and completed == [[2, false]]
+			and not connection.pending.has(2)
+		),
+		"overloaded: sent again after retry_after_ms, or failed when past the deadline",
+		[completed, first.retry_at_ms - now if first != null else null]
+	)
+	connection.receive([PathServerMsgPack.encode({"id": 1, "ok": true})])
+	check_equal(completed, [[2, false], [1, true]], "the request sent again completes")
 
 
 ## Without a server: every op that takes avoid sends its cells, Vector2i or int32 pairs, as the

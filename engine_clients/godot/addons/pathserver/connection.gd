@@ -76,6 +76,14 @@ func poll(now: int, endpoint: String) -> void:
 		_reconnect_at_ms = now + _backoff_ms
 
 
+## Reads the replies that have come and hands them out, without advancing the connection
+## otherwise (see [method PathServerZmtpDealer.receive]): what a synchronous call does between
+## polls.
+func read_replies() -> void:
+	for message: Array in dealer.receive():
+		receive(message)
+
+
 ## Reads one message's frames as a reply and hands it to its request.
 func receive(frames: Array) -> void:
 	var decoded := PathServerMsgPack.decode(frames[-1])
@@ -174,16 +182,26 @@ func _on_reply(reply: Dictionary) -> void:
 			push_warning("PathServer: the server could not read a request: %s" % reply)
 		return
 	var request: Pending = pending[id]
-	var error: Dictionary = reply.get("error", {}) if reply.get("error") is Dictionary else {}
-	var retry_ms: int = reply.get("retry_after_ms", 0) if reply.get("retry_after_ms") is int else 0
-	var now := Time.get_ticks_msec()
-	if error.get("code") == "overloaded" and now + retry_ms < request.deadline_ms:
-		# The server asked to come back later; the deadline still bounds the wait.
-		request.sent = false
-		request.retry_at_ms = now + retry_ms
+	if _retry_later(request, reply):
 		return
 	pending.erase(id)
 	completed.emit(request, reply)
+
+
+## Whether [param reply] is "overloaded" with time left before [param request]'s deadline to
+## send it again after the reply's retry_after_ms: then it is marked to be sent again then.
+func _retry_later(request: Pending, reply: Dictionary) -> bool:
+	var error: Variant = reply.get("error")
+	if not (error is Dictionary and error.get("code") == "overloaded"):
+		return false
+	var retry_ms: int = reply.get("retry_after_ms", 0) if reply.get("retry_after_ms") is int else 0
+	var now := Time.get_ticks_msec()
+	if now + retry_ms >= request.deadline_ms:
+		return false
+	# The server asked to come back later; the deadline still bounds the wait.
+	request.sent = false
+	request.retry_at_ms = now + retry_ms
+	return true
 
 
 ## A request waiting for its reply.

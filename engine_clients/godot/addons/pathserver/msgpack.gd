@@ -37,15 +37,20 @@ static func encode(value: Variant) -> PackedByteArray:
 	return out
 
 
+## Appends [param value]'s MessagePack bytes to [param out] (as [method encode] makes them).
+static func write(out: PackedByteArray, value: Variant) -> void:
+	_write(out, value)
+
+
 ## Decodes one MessagePack value that fills [param data] entirely. Returns
 ## [code][value, error][/code]: error is "" on success, otherwise a message saying what is wrong
 ## and at which byte offset (and value is null).
 static func decode(data: PackedByteArray) -> Array:
 	var reader := _Reader.new(data)
 	var value: Variant = reader.read_value(0)
-	if reader.error == "" and reader.pos != data.size():
-		reader.error = "%d trailing bytes after the value" % (data.size() - reader.pos)
-	if reader.error != "":
+	if not reader.failed and reader.pos != data.size():
+		reader.fail("%d trailing bytes after the value" % (data.size() - reader.pos))
+	if reader.failed:
 		return [null, "msgpack: %s (at byte %d)" % [reader.error, reader.pos]]
 	return [value, ""]
 
@@ -59,10 +64,11 @@ static func _write(out: PackedByteArray, value: Variant) -> void:
 		TYPE_INT:
 			_write_int(out, value)
 		TYPE_FLOAT:
-			out.append(0xCB)
+			# encode_double writes little-endian: the tag after the value, the whole reversed.
 			var raw := PackedByteArray()
-			raw.resize(8)
+			raw.resize(9)
 			raw.encode_double(0, value)
+			raw[8] = 0xCB
 			raw.reverse()
 			out.append_array(raw)
 		TYPE_STRING, TYPE_STRING_NAME, TYPE_NODE_PATH:
@@ -70,9 +76,16 @@ static func _write(out: PackedByteArray, value: Variant) -> void:
 		TYPE_PACKED_BYTE_ARRAY:
 			_write_bin(out, value)
 		TYPE_VECTOR2:
-			_write_array_header(out, 2)
-			_write(out, value.x)
-			_write(out, value.y)
+			# [x, y] as two float64, reversed as a float is (y first): one reversal.
+			var raw := PackedByteArray()
+			raw.resize(19)
+			raw.encode_double(0, value.y)
+			raw[8] = 0xCB
+			raw.encode_double(9, value.x)
+			raw[17] = 0xCB
+			raw[18] = 0x92
+			raw.reverse()
+			out.append_array(raw)
 		TYPE_VECTOR2I:
 			_write_array_header(out, 2)
 			_write_int(out, value.x)
@@ -189,51 +202,68 @@ static func _write_map_header(out: PackedByteArray, size: int) -> void:
 
 
 ## Reads values from a byte buffer; the first problem found is kept in [member error] and every
-## later read returns null, so callers check once at the end.
+## later read returns null, so callers check once at the end. The forms a reply is made of
+## (fixint, fixstr, maps with fixstr keys, fixarray, bool, float64) are read inline: a call
+## costs more in GDScript than the byte work.
 class _Reader:
 	extends RefCounted
 
 	var data: PackedByteArray
+	var size := 0
 	var pos := 0
 	var error := ""
+	## True once [member error] is set: what the reads test.
+	var failed := false
 
 	func _init(bytes: PackedByteArray) -> void:
 		data = bytes
+		size = bytes.size()
 
 	func read_value(depth: int) -> Variant:
-		if error != "":
+		if failed:
 			return null
 		if depth > MAX_DEPTH:
-			error = "nested deeper than %d" % MAX_DEPTH
+			fail("nested deeper than %d" % MAX_DEPTH)
 			return null
-		if not _need(1):
+		if pos >= size:
+			_need(1)
 			return null
 		var tag := data[pos]
 		pos += 1
+		var value: Variant = null
 		if tag < 0x80:
-			return tag
-		if tag >= 0xE0:
-			return tag - 0x100
-		return _read_tagged(tag, depth)
+			value = tag
+		elif tag >= 0xE0:
+			value = tag - 0x100
+		elif tag >= 0xA0 and tag < 0xC0:
+			var end := pos + (tag & 0x1F)
+			if end <= size:
+				value = data.slice(pos, end).get_string_from_utf8()
+				pos = end
+			else:
+				_need(tag & 0x1F)
+		elif tag < 0x90:
+			value = _read_map(tag & 0x0F, depth)
+		elif tag < 0xA0:
+			value = _read_array(tag & 0x0F, depth)
+		elif tag == 0xC2 or tag == 0xC3:
+			value = tag == 0xC3
+		elif tag == 0xCB:
+			value = _read_float(8)
+		else:
+			value = _read_tagged(tag, depth)
+		return value
 
 	func _read_tagged(tag: int, depth: int) -> Variant:
 		var value: Variant = null
-		if tag >= 0xA0 and tag < 0xC0:
-			value = _read_str(tag & 0x1F)
-		elif tag >= 0x90 and tag < 0xA0:
-			value = _read_array(tag & 0x0F, depth)
-		elif tag >= 0x80 and tag < 0x90:
-			value = _read_map(tag & 0x0F, depth)
-		elif tag == 0xC2 or tag == 0xC3:
-			value = tag == 0xC3
-		elif tag >= 0xC4 and tag <= 0xC6:
+		if tag >= 0xC4 and tag <= 0xC6:
 			value = _read_bin(_read_uint(1 << (tag - 0xC4)))
-		elif tag == 0xCA or tag == 0xCB:
-			value = _read_float(4 if tag == 0xCA else 8)
+		elif tag == 0xCA:
+			value = _read_float(4)
 		elif tag >= 0xCC and tag <= 0xCF:
 			value = _read_uint(1 << (tag - 0xCC))
 			if value < 0:
-				error = "uint64 above 2^63 does not fit a Godot int"
+				fail("uint64 above 2^63 does not fit a Godot int")
 		elif tag >= 0xD0 and tag <= 0xD3:
 			value = _read_int(1 << (tag - 0xD0))
 		elif tag >= 0xD9 and tag <= 0xDB:
@@ -244,13 +274,17 @@ class _Reader:
 			value = _read_map(_read_uint(2 if tag == 0xDE else 4), depth)
 		elif tag != 0xC0:
 			pos -= 1
-			error = "unsupported type byte 0x%02x" % tag
-		return value if error == "" else null
+			fail("unsupported type byte 0x%02x" % tag)
+		return null if failed else value
+
+	func fail(message: String) -> void:
+		if not failed:
+			error = message
+			failed = true
 
 	func _need(count: int) -> bool:
-		if pos + count > data.size():
-			if error == "":
-				error = "truncated: %d more bytes needed" % (pos + count - data.size())
+		if pos + count > size:
+			fail("truncated: %d more bytes needed" % (pos + count - size))
 			return false
 		return true
 
@@ -277,39 +311,71 @@ class _Reader:
 		pos += width
 		return raw.decode_float(0) if width == 4 else raw.decode_double(0)
 
-	func _read_str(size: int) -> Variant:
-		if error != "" or not _need(size):
+	func _read_str(count: int) -> Variant:
+		if failed or not _need(count):
 			return null
-		var text := data.slice(pos, pos + size).get_string_from_utf8()
-		pos += size
+		var text := data.slice(pos, pos + count).get_string_from_utf8()
+		pos += count
 		return text
 
-	func _read_bin(size: int) -> Variant:
-		if error != "" or not _need(size):
+	func _read_bin(count: int) -> Variant:
+		if failed or not _need(count):
 			return null
-		var bytes := data.slice(pos, pos + size)
-		pos += size
+		var bytes := data.slice(pos, pos + count)
+		pos += count
 		return bytes
 
-	func _read_array(size: int, depth: int) -> Variant:
+	func _read_array(count: int, depth: int) -> Variant:
 		# Every element takes at least one byte: refuse sizes the buffer cannot hold before
 		# allocating anything.
-		if error != "" or not _need(size):
+		if failed or not _need(count):
 			return null
 		var items := []
-		items.resize(size)
-		for i in size:
+		items.resize(count)
+		for i in count:
 			items[i] = read_value(depth + 1)
-		return items if error == "" else null
+		return null if failed else items
 
-	func _read_map(size: int, depth: int) -> Variant:
-		if error != "" or not _need(size * 2):
+	func _read_map(count: int, depth: int) -> Variant:
+		if failed or not _need(count * 2):
 			return null
 		var result := {}
-		for i in size:
-			var key: Variant = read_value(depth + 1)
-			result[key] = read_value(depth + 1)
-		return result if error == "" else null
+		var inner := depth + 1
+		if inner > MAX_DEPTH:
+			# Too deep for any entry: read_value says so.
+			for i in count:
+				result[read_value(inner)] = read_value(inner)
+			return null if failed else result
+		for i in count:
+			# A fixstr key and the scalars of a reply (fixint, bool, fixstr, float64) read here,
+			# anything else as any value.
+			var key: Variant = null
+			var tag := data[pos] if pos < size else 0
+			var end := pos + 1 + (tag & 0x1F)
+			if tag >= 0xA0 and tag < 0xC0 and end <= size:
+				key = data.slice(pos + 1, end).get_string_from_utf8()
+				pos = end
+			else:
+				key = read_value(inner)
+			tag = data[pos] if pos < size else 0xC1
+			if tag < 0x80:
+				result[key] = tag
+				pos += 1
+			elif tag == 0xC3 or tag == 0xC2:
+				result[key] = tag == 0xC3
+				pos += 1
+			elif tag >= 0xA0 and tag < 0xC0 and pos + 1 + (tag & 0x1F) <= size:
+				end = pos + 1 + (tag & 0x1F)
+				result[key] = data.slice(pos + 1, end).get_string_from_utf8()
+				pos = end
+			elif tag == 0xCB and pos + 9 <= size:
+				var raw := data.slice(pos + 1, pos + 9)
+				raw.reverse()
+				result[key] = raw.decode_double(0)
+				pos += 9
+			else:
+				result[key] = read_value(inner)
+		return null if failed else result
 
 
 ## A value encoded already, written as it is: what a caller sending the same large value on

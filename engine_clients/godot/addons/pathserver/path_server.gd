@@ -95,6 +95,9 @@ const CLIENT_OPTIONS := PathServerOptions.CLIENT_OPTIONS
 ## comes within it), then sleeps this long between looks.
 const SYNC_SPIN_USEC := 2000
 const SYNC_SLEEP_USEC := 100
+## While it spins with its request sent, it polls the connection whole this often, and only
+## reads what came in between.
+const SYNC_POLL_USEC := 1000
 
 ## The options of [method find_path] and [method find_paths], each with what a request gets
 ## when [param options] leave it out (null: no limit, or the server chooses). A view of
@@ -272,8 +275,10 @@ func find_path_sync(
 func find_id_path_sync(
 	start: Vector2i, goal: Vector2i, unit_size := Vector2i.ONE, options := {}
 ) -> Array[Vector2i]:
-	var grid := options.duplicate()
-	grid["space"] = "grid"
+	var grid := options
+	if options.get("space") != "grid":
+		grid = options.duplicate()
+		grid["space"] = "grid"
 	var pending := _find_path(Vector2(start), Vector2(goal), unit_size, grid)
 	_wait_now(pending)
 	return pending.result.get_cells()
@@ -574,8 +579,11 @@ func get_embedded_server_log() -> PackedStringArray:
 func _find_path(
 	start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dictionary
 ) -> PathServerConnection.Pending:
-	var fields := PathServerRequests.path(map_name, start, goal, unit_size, options)
-	return _submit("path", fields, Kind.PATH, options)
+	var pending := _new_pending(Kind.PATH)
+	var request := _requests.path_request(
+		pending.result.id, map_name, start, goal, unit_size, options
+	)
+	return _queue(pending, request[0], request[1], options)
 
 
 func _find_paths(
@@ -662,9 +670,20 @@ func _submit(
 	op: String, fields: Dictionary, kind: Kind, options := {}
 ) -> PathServerConnection.Pending:
 	var pending := _new_pending(kind)
-	pending.body_map = str(fields.get("map", ""))
-	pending.body = PathServerRequests.body(pending.result.id, op, fields)
-	pending.bytes = PathServerMsgPack.encode(pending.body)
+	var body := PathServerRequests.body(pending.result.id, op, fields)
+	return _queue(pending, body, PathServerMsgPack.encode(body), options)
+
+
+## Sends [param pending] with its [param body] encoded as [param bytes].
+func _queue(
+	pending: PathServerConnection.Pending,
+	body: Dictionary,
+	bytes: PackedByteArray,
+	options: Dictionary
+) -> PathServerConnection.Pending:
+	pending.body_map = str(body.get("map", ""))
+	pending.body = body
+	pending.bytes = bytes
 	var wait_ms: int = options.get("timeout_ms", timeout_ms)
 	pending.deadline_ms = Time.get_ticks_msec() + wait_ms
 	pending.timeout_ms = wait_ms
@@ -703,12 +722,22 @@ func _wait_now(pending: PathServerConnection.Pending) -> void:
 	_connection.hold_for = pending.result.id
 	var began := Time.get_ticks_usec()
 	var deadline := began + pending.timeout_ms * 1000
+	var dealer := _connection.dealer
+	# Out now, with what this frame queued before it. Once it is out, the loop reads what
+	# comes until the reply is there, and polls the connection whole only now and then (a
+	# dropped connection, the embedded server's output, other requests to send).
+	dealer.flush()
+	var next_poll := began + SYNC_POLL_USEC if pending.sent and not dealer.has_output() else began
 	while not pending.done:
 		var now := Time.get_ticks_usec()
 		if now >= deadline or not (_connection.active or _server.state == ServerState.STARTING):
 			break
 		if now - began > SYNC_SPIN_USEC:
 			OS.delay_usec(SYNC_SLEEP_USEC)
+		elif now < next_poll:
+			_connection.read_replies()
+			continue
+		next_poll = now + SYNC_POLL_USEC if pending.sent and not dealer.has_output() else now
 		if _server.pid > 0:
 			_server.poll(now / 1000)
 		if _connection.active:

@@ -6,6 +6,9 @@ extends RefCounted
 ## A reply named a newer generation of [param map_name] than one seen before.
 signal map_generation_changed(map_name: String, gen: int)
 
+## The statuses of a path that was answered ("no_path" too).
+const ANSWERS := ["found", "partial", "no_path"]
+
 var _generations := {}
 
 
@@ -54,17 +57,18 @@ func read_path(result: PathServerResult, reply: Variant, request_body: Dictionar
 		else PathServerPacked.plain_points(path)
 	)
 	# Everything the reply says besides the path, so fields the server adds later show up too.
-	result.info = {}
-	for key: Variant in reply:
-		if key not in ["id", "ok", "path"]:
-			result.info[key] = reply[key]
-	result.info["start"] = PathServerPacked.plain_point(reply.get("start"))
-	result.info["goal"] = PathServerPacked.plain_point(reply.get("goal"))
-	result.info["map"] = request_body.get("map")
-	result.info["unit_size"] = request_body.get("unit_size")
+	var info: Dictionary = reply.duplicate()
+	info.erase("id")
+	info.erase("ok")
+	info.erase("path")
+	info["start"] = PathServerPacked.plain_point(reply.get("start"))
+	info["goal"] = PathServerPacked.plain_point(reply.get("goal"))
+	info["map"] = request_body.get("map")
+	info["unit_size"] = request_body.get("unit_size")
+	result.info = info
 	note_generation(reply, str(request_body.get("map")))
 	# "no_path" is an answer like the others: ok, with empty waypoints.
-	result.ok = result.status in ["found", "partial", "no_path"]
+	result.ok = result.status in ANSWERS
 	if not result.ok:
 		read_error(
 			result,

@@ -5,8 +5,17 @@ extends RefCounted
 ## options ([constant PathServerOptions.CLIENT_OPTIONS] left out), points and cells in their
 ## compact forms.
 
+## Keys of a path request's fields that change from one request to the next: its encoding is
+## kept cut around their values (see [method path_request]).
+const PATH_HOLES := ["id", "start", "goal"]
+## Encodings kept at most; more kinds of path request than this start over.
+const PATH_TEMPLATES := 16
+
 var _steps_goals := PackedVector2Array()
 var _steps_goals_encoded := PathServerMsgPack.Encoded.new(PackedVector2Array())
+## Path requests' encodings by [code][map, unit size, option names, option values][/code]
+## (see [method path_request]).
+var _path_templates := {}
 
 
 ## The unit size as the wire wants it: an int for square units, else [w, h].
@@ -21,6 +30,30 @@ static func body(id: int, op: String, fields: Dictionary) -> Dictionary:
 	request.merge(fields)
 	PathServerPacked.compact_avoids(request)
 	return request
+
+
+## A [code]path[/code] request with [param id]: [code][body, bytes][/code], the body as
+## [method body] makes it of [method path]'s fields and its MessagePack bytes. A request whose
+## map, unit size and options equal an earlier one's (the same names in the same order, values
+## of the same type) reuses that one's encoding with its own id, start and goal written in: a
+## game asks the same kind of path again and again, and encoding is most of a request's cost.
+## The body is then the earlier one's without id, start and goal, shared and read-only.
+func path_request(
+	id: int, map: String, start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dictionary
+) -> Array:
+	# Dictionary keys compare element by element, types included: equal keys encode alike.
+	var key := [map, unit_size, options.keys(), options.values()]
+	var template: PathTemplate = _path_templates.get(key)
+	if template == null:
+		var body := body(id, "path", path(map, start, goal, unit_size, options))
+		var bytes := PathServerMsgPack.encode(body)
+		template = PathTemplate.cut(body, bytes, options)
+		if template != null:
+			if _path_templates.size() >= PATH_TEMPLATES:
+				_path_templates.clear()
+			_path_templates[key] = template
+		return [body, bytes]
+	return [template.body, template.fill(id, start, goal)]
 
 
 ## A [code]path[/code] request's fields.
@@ -211,3 +244,92 @@ static func _with_options(fields: Dictionary, options: Dictionary) -> Dictionary
 		if key not in PathServerOptions.CLIENT_OPTIONS:
 			fields[key] = options[key]
 	return fields
+
+
+## A path request's encoding cut around the values of [constant PATH_HOLES].
+class PathTemplate:
+	extends RefCounted
+
+	## The bytes between the holes' values: one piece more than holes.
+	var pieces: Array[PackedByteArray] = []
+	## Which hole each cut is, in the body's order.
+	var holes: Array[String] = []
+	## The body without the holes' values, read-only: what reading the reply needs.
+	var body := {}
+	## When the holes are id, start and goal (a path request's order): every byte after the
+	## id, reversed, with zeros for start's and goal's coordinates, and where each of those
+	## four float64 goes (x and y of start, of goal). See [method fill].
+	var _after_id := PackedByteArray()
+	var _at := PackedInt32Array()
+
+	## [param body]'s [param bytes] cut, or null when the options can't be told apart by == (a
+	## container: a Dictionary in another key order encodes otherwise) or name a hole.
+	static func cut(body: Dictionary, bytes: PackedByteArray, options: Dictionary) -> PathTemplate:
+		for key: Variant in options:
+			var value: Variant = options[key]
+			if key in PATH_HOLES or value is Dictionary or value is Array or value is Object:
+				return null
+		var template := PathTemplate.new()
+		# The map's header as the encoder wrote it, then each key and value.
+		var piece := bytes.slice(0, 1 if body.size() < 16 else 3)
+		for key: Variant in body:
+			PathServerMsgPack.write(piece, key)
+			if key in PATH_HOLES:
+				template.pieces.append(piece)
+				template.holes.append(key)
+				piece = PackedByteArray()
+			else:
+				PathServerMsgPack.write(piece, body[key])
+		template.pieces.append(piece)
+		if template.holes == PATH_HOLES:
+			template._cut_after_id()
+		if template.fill(body.id, body.get("start"), body.get("goal")) != bytes:
+			return null
+		template.body = body.duplicate()
+		for hole: String in PATH_HOLES:
+			template.body.erase(hole)
+		template.body.make_read_only()
+		return template
+
+	## The request's bytes with [param id], [param start] and [param goal] written in.
+	func fill(id: int, start: Variant, goal: Variant) -> PackedByteArray:
+		var out := pieces[0].duplicate()
+		if not _at.is_empty():
+			# A float64 goes out big-endian and encode_double writes little-endian: written
+			# into the reversed bytes, then all reversed at once.
+			var after_id := _after_id.duplicate()
+			after_id.encode_double(_at[0], start.x)
+			after_id.encode_double(_at[1], start.y)
+			after_id.encode_double(_at[2], goal.x)
+			after_id.encode_double(_at[3], goal.y)
+			after_id.reverse()
+			PathServerMsgPack.write(out, id)
+			out.append_array(after_id)
+			return out
+		for i in holes.size():
+			match holes[i]:
+				"id":
+					PathServerMsgPack.write(out, id)
+				"start":
+					PathServerMsgPack.write(out, start)
+				"goal":
+					PathServerMsgPack.write(out, goal)
+			out.append_array(pieces[i + 1])
+		return out
+
+	func _cut_after_id() -> void:
+		var after_id := pieces[1].duplicate()
+		var at := PackedInt32Array()
+		for i in 2:
+			# [x, y]: a fixarray of two, each a float64 tag and eight bytes.
+			var point := after_id.size()
+			after_id.append_array(PackedByteArray([0x92, 0xCB, 0, 0, 0, 0, 0, 0, 0, 0, 0xCB]))
+			after_id.append_array(PackedByteArray([0, 0, 0, 0, 0, 0, 0, 0]))
+			after_id.append_array(pieces[i + 2])
+			at.append_array([point + 2, point + 11])
+		after_id.reverse()
+		for i in at.size():
+			# The value's eight bytes, seen from the end of the reversed array.
+			at[i] = after_id.size() - at[i] - 8
+		_after_id = after_id
+		_at = at

@@ -77,6 +77,16 @@ func is_ready() -> bool:
 	return state == State.READY
 
 
+## True while queued bytes wait for the socket to take them.
+func has_output() -> bool:
+	return not _outbox.is_empty()
+
+
+## Hands what is queued to the socket now (else the next [method poll] does).
+func flush() -> void:
+	_flush()
+
+
 ## Queues one multipart message (an array of frames) and, with [param flush], hands what is
 ## queued to the socket at once (else the next [method poll] does: many messages, one write).
 ## Only valid in the READY state; returns false otherwise, so the caller keeps the message to
@@ -84,9 +94,9 @@ func is_ready() -> bool:
 func send(frames: Array, flush := true) -> bool:
 	if state != State.READY:
 		return false
+	var last := frames.size() - 1
 	for i in frames.size():
-		var more := i < frames.size() - 1
-		_outbox.append_array(encode_frame(frames[i], more, false))
+		write_frame(_outbox, frames[i], i < last, false)
 	if flush:
 		_flush()
 	return true
@@ -126,6 +136,24 @@ func poll() -> Array:
 		_in_pos = 0
 	_flush()
 	_check_handshake_time()
+	return messages
+
+
+## Reads the bytes that have come and returns the complete messages among them, as
+## [method poll] does, without advancing the connection otherwise (no status check, nothing
+## written): for a caller waiting on a reply, who calls [method poll] too, now and then.
+func receive() -> Array:
+	var messages := []
+	if state != State.READY:
+		return messages
+	var available := _tcp.get_available_bytes()
+	if available <= 0 or not _take(available):
+		return messages
+	while state == State.READY and _read_frame(messages):
+		pass
+	if _in_pos > 0:
+		_inbox = _inbox.slice(_in_pos)
+		_in_pos = 0
 	return messages
 
 
@@ -172,16 +200,24 @@ static func encode_property(name: String, value: PackedByteArray) -> PackedByteA
 ## A frame: flags and a 1-byte length up to 255 bytes of body, else the long form with an
 ## 8-byte big-endian length.
 static func encode_frame(body: PackedByteArray, more: bool, command: bool) -> PackedByteArray:
-	var flags := (FLAG_MORE if more else 0) | (FLAG_COMMAND if command else 0)
 	var bytes := PackedByteArray()
-	if body.size() <= 255:
-		bytes.append(flags)
-		bytes.append(body.size())
-	else:
-		bytes.append(flags | FLAG_LONG)
-		bytes.append_array(_be(body.size(), 8))
-	bytes.append_array(body)
+	write_frame(bytes, body, more, command)
 	return bytes
+
+
+## Appends the frame [method encode_frame] makes to [param out].
+static func write_frame(
+	out: PackedByteArray, body: PackedByteArray, more: bool, command: bool
+) -> void:
+	var flags := (FLAG_MORE if more else 0) | (FLAG_COMMAND if command else 0)
+	var size := body.size()
+	if size <= 255:
+		out.append(flags)
+		out.append(size)
+	else:
+		out.append(flags | FLAG_LONG)
+		out.append_array(_be(size, 8))
+	out.append_array(body)
 
 
 ## Parses a READY command's properties into a Dictionary of name -> value bytes; null when
@@ -234,13 +270,21 @@ func _receive() -> void:
 	# Until the socket is empty: a large reply fills the socket buffer more than once, and
 	# whatever came is handed out in this poll rather than the next frame's.
 	var available := _tcp.get_available_bytes()
-	while available > 0:
-		var got := _tcp.get_partial_data(available)
-		if got[0] != OK:
-			_fail("receive failed: %s" % error_string(got[0]))
-			return
-		_inbox.append_array(got[1])
+	while available > 0 and _take(available):
 		available = _tcp.get_available_bytes()
+
+
+## Reads [param available] bytes (the socket has them) into the inbox; false when that failed.
+func _take(available: int) -> bool:
+	var got := _tcp.get_partial_data(available)
+	if got[0] != OK:
+		_fail("receive failed: %s" % error_string(got[0]))
+		return false
+	if _inbox.is_empty():
+		_inbox = got[1]
+	else:
+		_inbox.append_array(got[1])
+	return true
 
 
 func _flush() -> void:
