@@ -35,7 +35,7 @@ import numpy as np
 from pathserver.core.clearance import compute_clearance, hex_clearance
 from pathserver.core.status import DIAGONAL_HEX
 from pathserver.errors import MapLoadError, RequestError
-from pathserver.hexes import LAYOUTS, SHAPES, cell_at, tile_size_of, world_centre
+from pathserver.hexes import LAYOUTS, SHAPES, cell_at, check_layout, tile_size_of, world_centre
 from pathserver.grid.cache import LayerCache
 from pathserver.grid.layers import (
     UNIFORM_COST_INDEX,
@@ -65,11 +65,13 @@ def hex_code(shape: str, layout: str | None) -> int:
         if layout is not None:
             raise MapLoadError("layout is for hex maps (shape 'hex')", at="layout")
         return 0
-    if layout not in LAYOUTS:
-        raise MapLoadError(f"a hex map's layout must be one of {', '.join(map(repr, LAYOUTS))}, got {layout!r}",
-                           at="layout")
+    try:
+        check_layout(layout)
+    except RequestError as exc:
+        raise MapLoadError(exc.message, at=exc.at) from None
     # The kernels' codes follow hexes.LAYOUTS' order.
     return DIAGONAL_HEX + LAYOUTS.index(layout)
+
 
 # The map file formats (pathserver.maps) build GridMaps, so they sit above the model, and
 # the model imports none of them, not even lazily: GridMap.load / save reach them through
