@@ -39,6 +39,19 @@ class Problem:
     tolerance: float
 
 
+def add_godot_bench_arguments(parser, default_maps: str, rounds: int, timeout: int, *, many: bool = True) -> None:
+    """The options the benches that run headless Godot on Moving AI problems share:
+    ``--movingai``, ``--map``, ``--queries``, ``--rounds``, ``--seed``, ``--timeout``."""
+    parser.add_argument("--movingai", type=Path, default=DEFAULT_MOVINGAI,
+                        help="folder of Moving AI .map + .map.scen files (default: %(default)s)")
+    parser.add_argument("--map", default=default_maps,
+                        help=("map name, or names joined by commas" if many else "map name") + " (default: %(default)s)")
+    parser.add_argument("--queries", type=int, default=200, help="problems a map (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=rounds, help="rounds per engine (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="problem selection seed (default: %(default)s)")
+    parser.add_argument("--timeout", type=int, default=timeout, help="each Godot run's limit in s (default: %(default)s)")
+
+
 def find_maps(movingai: Path) -> dict[str, Path]:
     """Every ``NAME.map`` under ``movingai`` that has a ``NAME.map.scen`` beside it, by NAME."""
     maps = {}

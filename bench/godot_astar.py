@@ -311,14 +311,7 @@ def summary(name: str, rows: list[dict], checks: list[dict]) -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--movingai", type=Path, default=movingai.DEFAULT_MOVINGAI,
-                        help="folder of Moving AI .map + .map.scen files (default: %(default)s)")
-    parser.add_argument("--map", default=DEFAULT_MAPS,
-                        help="map name, or names joined by commas (default: %(default)s)")
-    parser.add_argument("--queries", type=int, default=200, help="problems (default: %(default)s)")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds per engine (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="problem selection seed (default: %(default)s)")
-    parser.add_argument("--timeout", type=int, default=900, help="each Godot run's limit in s (default: %(default)s)")
+    movingai.add_godot_bench_arguments(parser, DEFAULT_MAPS, rounds=5, timeout=900)
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the rows and targets as JSON")
     add_write_docs(parser)
     args = parser.parse_args(argv)

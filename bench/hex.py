@@ -510,16 +510,9 @@ LEGEND = [
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--movingai", type=Path, default=movingai.DEFAULT_MOVINGAI,
-                        help="folder of Moving AI .map + .map.scen files (default: %(default)s)")
-    parser.add_argument("--map", default=DEFAULT_MAPS,
-                        help="map name, or names joined by commas (default: %(default)s)")
+    movingai.add_godot_bench_arguments(parser, DEFAULT_MAPS, rounds=5, timeout=900)
     parser.add_argument("--layouts", default=DEFAULT_LAYOUTS,
                         help="hex layouts joined by commas, of odd-r, even-r, odd-q, even-q (default: %(default)s)")
-    parser.add_argument("--queries", type=int, default=200, help="problems a map (default: %(default)s)")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds per engine (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="problem selection seed (default: %(default)s)")
-    parser.add_argument("--timeout", type=int, default=900, help="each Godot run's limit in s (default: %(default)s)")
     parser.add_argument("--no-godot", action="store_true", help="leave AStar2D out")
     parser.add_argument("--no-server", action="store_true", help="leave the wire rows out")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the tables and targets as JSON")

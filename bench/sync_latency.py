@@ -344,12 +344,7 @@ NOTES = [
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--movingai", type=Path, default=movingai.DEFAULT_MOVINGAI)
-    parser.add_argument("--map", default="den520d", help="map name (default: %(default)s)")
-    parser.add_argument("--queries", type=int, default=200, help="problems (default: %(default)s)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="problem selection seed (default: %(default)s)")
-    parser.add_argument("--timeout", type=int, default=600, help="the Godot run's limit in s (default: %(default)s)")
+    movingai.add_godot_bench_arguments(parser, "den520d", rounds=3, timeout=600, many=False)
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the rows as JSON")
     args = parser.parse_args(argv)
 

@@ -35,6 +35,7 @@ extends SceneTree
 ## Prints the table, a line "rows-json: [...]" for bench/godot_astar.py, then "bench done" (or
 ## "bench FAILED: ...") last, and quits.
 
+const MovingAIMap := preload("res://movingai_map.gd")
 const WATCHDOG_SECONDS := 900.0
 ## The engine's idle sleep between frames: short, yet the CPU is the server's meanwhile (a
 ## headless engine never sleeping would take a core from it, as rendering would not).
@@ -511,33 +512,14 @@ func load_problems(path: String) -> String:
 	return "" if not starts.is_empty() else "%s: no problems" % path
 
 
-## A Moving AI .map: '.', 'G' and 'S' walkable, everything else blocked.
+## A Moving AI .map: '.', 'G' and 'S' walkable, everything else blocked (movingai_map.gd).
 func load_map(path: String) -> String:
-	var file := FileAccess.open(path, FileAccess.READ)
-	if file == null:
-		return "cannot read %s" % path
-	var lines := file.get_as_text().replace("\r", "").split("\n")
-	var row := 0
-	while row < lines.size() and lines[row].strip_edges() != "map":
-		var fields := lines[row].split(" ", false)
-		if fields.size() == 2 and fields[0] == "width":
-			width = int(fields[1])
-		elif fields.size() == 2 and fields[0] == "height":
-			height = int(fields[1])
-		row += 1
-	if width <= 0 or height <= 0 or lines.size() < row + 1 + height:
-		return "%s: not a Moving AI map" % path
-	walkable.resize(width * height)
-	for y in height:
-		var text: String = lines[row + 1 + y]
-		if text.length() != width:
-			return "%s: row %d is not %d characters" % [path, y, width]
-		for x in width:
-			var open := text[x] in [".", "G", "S"]
-			walkable[y * width + x] = 1 if open else 0
-			if not open:
-				blocked.append(Vector2i(x, y))
-	return ""
+	var read := MovingAIMap.new(path)
+	width = read.width
+	height = read.height
+	walkable = read.walkable
+	blocked = read.blocked
+	return read.error
 
 
 func _finish(error: String) -> void:

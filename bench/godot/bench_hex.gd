@@ -24,6 +24,7 @@ extends SceneTree
 ##   quit   "bench done", and quits
 ## An error prints "bench FAILED: ..." and quits with 1.
 
+const MovingAIMap := preload("res://movingai_map.gd")
 const TILE := 64
 ## Rows (-r) or columns (-q) of Godot's hexagons are 0.75 of a tile apart; regular hexagons
 ## with neighbours 1 apart have them sqrt(3) / 2 apart: this many times further.
@@ -164,30 +165,13 @@ func load_problems(path: String) -> String:
 	return "" if not starts.is_empty() else "%s: no problems" % path
 
 
-## A Moving AI .map: '.', 'G' and 'S' walkable, everything else blocked.
+## A Moving AI .map: '.', 'G' and 'S' walkable, everything else blocked (movingai_map.gd).
 func load_map(path: String) -> String:
-	var file := FileAccess.open(path, FileAccess.READ)
-	if file == null:
-		return "cannot read %s" % path
-	var lines := file.get_as_text().replace("\r", "").split("\n")
-	var row := 0
-	while row < lines.size() and lines[row].strip_edges() != "map":
-		var fields := lines[row].split(" ", false)
-		if fields.size() == 2 and fields[0] == "width":
-			width = int(fields[1])
-		elif fields.size() == 2 and fields[0] == "height":
-			height = int(fields[1])
-		row += 1
-	if width <= 0 or height <= 0 or lines.size() < row + 1 + height:
-		return "%s: not a Moving AI map" % path
-	walkable.resize(width * height)
-	for y in height:
-		var text: String = lines[row + 1 + y]
-		if text.length() != width:
-			return "%s: row %d is not %d characters" % [path, y, width]
-		for x in width:
-			walkable[y * width + x] = 1 if text[x] in [".", "G", "S"] else 0
-	return ""
+	var read := MovingAIMap.new(path)
+	width = read.width
+	height = read.height
+	walkable = read.walkable
+	return read.error
 
 
 func _finish(error: String) -> void:
