@@ -196,14 +196,11 @@ def _warm_steps(costly=None):
         find_path(gridmap, (0, 0), far)
 
     def hex_maps():
-        # A hex map (core.clearance's hex annotation, the searches' hex moves) and its
-        # larger units' footprints, avoided cells and blockers.
+        # A hex map: core.clearance's hex annotation, and a larger unit's footprint costs
+        # and avoided anchors (the searches take the same kernels as on square maps).
         gridmap = GridMap(costly.walkable, costly.cost, shape="hex", layout="odd-r")
-        for unit in (1, 2):
-            find_path(gridmap, (0, 0), (7, 3), unit, smooth="los")
-            find_path(gridmap, (0, 0), (7, 3), unit, avoid={"cells": [(2, 0)]})
-            check_block(gridmap, cells=[(1, 0)], unit_size=unit, points=[(0, 0), (7, 2)])
-        distance_field(gridmap.edit(cells=[(3, 1)], solid=True), [(7, 2)], 1)
+        find_path(gridmap, (0, 0), (7, 3), 1, smooth="los")
+        find_path(gridmap, (0, 0), (7, 3), 2, avoid={"cells": [(2, 0)]})
 
     def encoders():
         out = np.empty(packed_points_bound(2), dtype=np.uint8)
