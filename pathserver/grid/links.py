@@ -137,3 +137,48 @@ def check_links(value, floors: int, width: int, height: int, at: str = "links") 
     for array in (ends, cost, two_way):
         array.setflags(write=False)
     return Links(ends, cost, two_way, tuple(tags))
+
+
+def stack_floors(layers: np.ndarray, fill) -> np.ndarray:
+    """(F, H, W) layers as one (F * (H + 1) - 1, W) grid, a row of ``fill`` between each
+    two floors: no grid move, and no footprint, reaches from one floor to the next."""
+    floors, height, width = layers.shape
+    out = np.full((floors * (height + 1) - 1, width), fill, dtype=layers.dtype)
+    for f in range(floors):
+        out[f * (height + 1):f * (height + 1) + height] = layers[f]
+    return out
+
+
+def link_arrays(links: Links, multipliers: dict, floor_height: int, width: int, n: int) -> tuple:
+    """``(link_first, link_to, link_cost, link_id, entries)`` of
+    :func:`pathserver.core.links.astar_links` for ``links`` on the stacked grid of ``n``
+    cells: both ways of a two-way link, each cost times its tag's multiplier (None: the
+    link is barred), sorted by source; ``entries`` each source's ``x, y`` and cheapest link."""
+    rows = []
+    for k in range(len(links)):
+        multiplier = multipliers.get(links.tags[k], 1.0) if links.tags[k] is not None else 1.0
+        if multiplier is None:
+            continue
+        (ax, ay, af), (bx, by, bf) = links.ends[k].tolist()
+        a = (af * (floor_height + 1) + ay) * width + ax
+        b = (bf * (floor_height + 1) + by) * width + bx
+        cost = float(links.cost[k]) * multiplier
+        rows.append((a, b, cost, k))
+        if links.two_way[k]:
+            rows.append((b, a, cost, k))
+    rows.sort(key=lambda row: row[0])
+    sources = np.array([row[0] for row in rows], dtype=np.int64)
+    first = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(first, sources + 1, 1)
+    first = np.cumsum(first)
+    to = np.array([row[1] for row in rows], dtype=np.int64)
+    cost = np.array([row[2] for row in rows], dtype=np.float64)
+    ids = np.array([row[3] for row in rows], dtype=np.int64)
+    entries = np.zeros((0, 3), dtype=np.float64)
+    if len(rows):
+        unique, start = np.unique(sources, return_index=True)
+        cheapest = np.minimum.reduceat(cost, start)
+        entries = np.column_stack((unique % width, unique // width, cheapest)).astype(np.float64)
+    for array in (first, to, cost, ids, entries):
+        array.setflags(write=False)
+    return first, to, cost, ids, entries

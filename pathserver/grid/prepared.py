@@ -102,6 +102,9 @@ class PathResult:
     generation: int = 0
     algorithm: str = "astar"
     goal_index: int | None = None
+    #: On a map with links: int64 (m, 2) ``[i, link]``, the move from ``path[i]`` to
+    #: ``path[i + 1]`` is that link (its index in the map's list); None elsewhere.
+    links: np.ndarray | None = None
 
     @property
     def found(self) -> bool:
