@@ -49,7 +49,7 @@ ENTRY_KERNELS = (
     ("goals", "snap_goals"), ("goals", "solve_goals"),
     ("jps", "jump_bitmaps"), ("jpsplus", "jump_table"), ("jpsplus", "update_jump_table"),
     ("landmarks", "landmark_table"), ("lines", "finish"), ("lines", "polyline_length"),
-    ("links", "astar_links"), ("links", "trace_links"),
+    ("links", "astar_links"), ("links", "reach_links"), ("links", "trace_links"),
     *(("query", name) for name in COPIES),
     ("relay", "lay_avoided"), ("relay", "lift_avoided"), ("relay", "new_overlay"),
     ("repair", "relax"),

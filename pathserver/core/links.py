@@ -193,3 +193,78 @@ def trace_links(parent, link_first, link_id, width, start, end):
         else:
             node = via
     return path, links
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def reach_links(cells, cost_index, cost_table, uniform, diagonal, sx, sy, budget, link_first, link_to, link_cost,
+                work_float, work_int):
+    """Every cell the unit can reach from (sx, sy) over ``cells``' moves and the links
+    for at most ``budget`` (and 1e-9 of it), cheapest first: as
+    :func:`pathserver.core.dijkstra.reach`, the count n returned, ``work_int[0, :n]`` the
+    nodes and ``work_float[0][node]`` their costs."""
+    height, width = cells.shape
+    flat = cells.reshape(-1)
+    pass_id = next_pass_id(work_int)
+    open_mark = pass_id
+    closed_mark = pass_id + 1
+    g = work_float[0]
+    heap_keys = work_float[1]
+    order = work_int[0]
+    heap_nodes = work_int[1]
+    heap_pos = work_int[2]
+    stamp = work_int[3]
+    slant = diagonal_step(diagonal)
+    limit = budget + 1e-9 * max(1.0, budget)
+    start = sy * width + sx
+    g[start] = 0.0
+    stamp[start] = open_mark
+    heap_nodes[0] = start
+    heap_keys[0] = 0.0
+    heap_pos[start] = 0
+    size = 1
+    count = 0
+    while size > 0:
+        node, size = key_pop(heap_nodes, heap_keys, heap_pos, size)
+        stamp[node] = closed_mark
+        order[count] = node
+        count += 1
+        y = node // width
+        x = node - y * width
+        g_node = g[node]
+        moves = move_bits(flat, width, height, node, x, y, diagonal)
+        last = 8 + link_first[node + 1] - link_first[node]
+        for d in range(last):
+            if d < 8:
+                if (moves >> d) & 1 == 0:
+                    continue
+                nx = x + _STEP_X[d]
+                ny = y + _STEP_Y[d]
+                neighbour = ny * width + nx
+                step = slant if d >= 4 else 1.0
+                if uniform == 0:
+                    step *= cost_table[cost_index[ny, nx]]
+            else:
+                k = link_first[node] + d - 8
+                neighbour = link_to[k]
+                if flat[neighbour] == 0:
+                    continue
+                step = link_cost[k]
+            mark = stamp[neighbour]
+            if mark == closed_mark:
+                continue
+            g_new = g_node + step
+            if g_new > limit or (mark == open_mark and g_new >= g[neighbour]):
+                continue
+            g[neighbour] = g_new
+            if mark == open_mark:
+                at = heap_pos[neighbour]
+                heap_keys[at] = g_new
+                key_sift_up(heap_nodes, heap_keys, heap_pos, at)
+            else:
+                stamp[neighbour] = open_mark
+                heap_nodes[size] = neighbour
+                heap_keys[size] = g_new
+                heap_pos[neighbour] = size
+                key_sift_up(heap_nodes, heap_keys, heap_pos, size)
+                size += 1
+    return count

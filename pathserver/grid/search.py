@@ -17,11 +17,10 @@ import numpy as np
 from pathserver.core import status as st
 from pathserver.core.lines import finish, polyline_length
 from pathserver.core.links import astar_links, trace_links
-from pathserver.errors import GoalBlockedError, PathserverError, RequestError, StartBlockedError
+from pathserver.errors import PathserverError, RequestError
 from pathserver.grid import avoid_search
 from pathserver.grid.avoid_search import find_path_more
 from pathserver.grid.gridmap import GridMap
-from pathserver.grid.links import check_point
 from pathserver.grid.prepared import (
     CALL_DEFAULTS,
     SMOOTHING,
@@ -36,6 +35,7 @@ from pathserver.grid.prepared import (
     raise_for,
     run_solve,
     thread_local,
+    linked_point,
     traversal_rules,
     workspace,
 )
@@ -171,21 +171,6 @@ def find_path(
 
 
 
-def _linked_point(gridmap: GridMap, point, name: str, cells) -> tuple[int, int]:
-    """A point ``(x, y)`` or ``(x, y, floor)`` of a map with floors or links, as its cell
-    of the stacked grid, standable for the unit (StartBlockedError / GoalBlockedError)."""
-    try:
-        x, y, floor = check_point(tuple(python_value(v) for v in point), gridmap.floors, gridmap.width,
-                                  gridmap.floor_height, name)
-    except TypeError:
-        raise RequestError(f"{name} must be [x, y] or [x, y, floor]", at=name) from None
-    x, y = gridmap.stacked(x, y, floor)
-    if cells[y, x] == 0:
-        error = StartBlockedError if name == "start" else GoalBlockedError
-        raise error(f"{name} {tuple(point)} is blocked for this unit", at=name)
-    return x, y
-
-
 def find_path_linked(gridmap: GridMap, start, goal, unit_size, given: dict, traversal, more: bool) -> PathResult:
     """find_path on a map with floors or links (pathserver.core.links): one goal, the
     unit's size and traversal, and smoothing, which keeps both ends of every link."""
@@ -194,8 +179,8 @@ def find_path_linked(gridmap: GridMap, start, goal, unit_size, given: dict, trav
     rules = None if traversal is None else traversal_rules(gridmap, traversal)
     call = prepared_call(gridmap, unit_size, rules, {**given, ALGORITHM.name: "astar"})
     cells = call.cells
-    sx, sy = _linked_point(gridmap, start, "start", cells)
-    gx, gy = _linked_point(gridmap, goal, "goal", cells)
+    sx, sy = linked_point(gridmap, start, "start", cells)
+    gx, gy = linked_point(gridmap, goal, "goal", cells)
     first, to, cost, ids, entries = gridmap.link_arrays(rules)
     mode = call.mode
     ws = workspace(call.n)

@@ -209,6 +209,7 @@ def _warm_steps(costly=None):
             linked = GridMap(floors, None if gridmap.uniform_cost else np.stack([gridmap.cost, gridmap.cost]),
                              floors=2, links=[{"from": [0, 0], "to": [0, 0, 1], "cost": 2}])
             find_path(linked, (0, 0), (7, 2, 1), smooth="los")
+            reachable(linked, (0, 0), 4.0, 1)
 
     def encoders():
         out = np.empty(packed_points_bound(2), dtype=np.uint8)

@@ -58,3 +58,25 @@ def test_paths_with_floors_and_links_are_exact(floors):
                     link = links[k]
                     ends = {naive_links.point(link["from"]), naive_links.point(link["to"])}
                     assert {kept[i], kept[i + 1]} == ends
+
+
+@pytest.mark.parametrize("floors", [1, 2])
+def test_reachable_with_floors_and_links_is_exact(floors):
+    from pathserver.grid.queries import reachable
+
+    rng = np.random.default_rng(10 + floors)
+    for trial in range(4):
+        walkable, cost, links, gridmap = world(rng, floors)
+        unit = 1 + trial % 2
+        passable, costs = reference(walkable, cost, unit)
+        rules = {"door": None} if trial == 1 else None
+        points = [(int(x), int(y), f) for f in range(floors) for y, x in np.argwhere(passable[f])]
+        start = points[rng.integers(len(points))]
+        budget = 9.0
+        expected = {p: c for p, c in naive_links.costs_from(passable, costs, links, start, rules).items()
+                    if c <= budget + 1e-9}
+        got = reachable(gridmap, start, budget, unit, traversal=rules)
+        cells = [tuple(c) if floors > 1 else (*c, 0) for c in got.cells.tolist()]
+        assert set(cells) == set(expected)
+        for cell, value in zip(cells, got.costs.tolist()):
+            assert value == pytest.approx(expected[cell], rel=1e-6)
