@@ -37,6 +37,7 @@ from pathserver.core.status import DIAGONAL_HEX
 from pathserver.errors import MapLoadError, RequestError
 from pathserver.hexes import LAYOUTS, SHAPES, cell_at, check_layout, tile_size_of, world_centre
 from pathserver.grid.cache import LayerCache
+from pathserver.grid.links import check_floors, check_links, link_arrays, stack_floors
 from pathserver.grid.layers import (
     UNIFORM_COST_INDEX,
     UNIFORM_COST_TABLE,
@@ -221,12 +222,29 @@ class GridMap:
         classes: dict | None = None,
         shape: str = "square",
         layout: str | None = None,
+        floors: int = 1,
+        links=None,
         _edit: EditSeeds | None = None,
     ):
         self.hex = hex_code(shape, layout)
         self.shape = shape
         self.layout = layout
+        try:
+            self.floors = check_floors(floors)
+        except RequestError as exc:
+            raise MapLoadError(exc.message, at=exc.at) from None
         walkable = np.asarray(walkable)
+        if walkable.ndim == 3:
+            if walkable.shape[0] != self.floors:
+                raise MapLoadError(f"walkable holds {walkable.shape[0]} floors, floors is {self.floors}", at="floors")
+            self.floor_height = walkable.shape[1]
+            walkable = stack_floors(walkable, False)
+            cost = None if cost is None else stack_floors(np.asarray(cost, dtype=np.float64), 1.0)
+            heights = None if heights is None else stack_floors(np.asarray(heights, dtype=np.float32), 0.0)
+            tags = None if tags is None else stack_floors(np.asarray(tags), 0)
+        else:
+            # One floor, or floors already stacked (an edit's arrays).
+            self.floor_height = (walkable.shape[0] + 1) // self.floors - 1
         if walkable.ndim != 2 or walkable.shape[0] < 1 or walkable.shape[1] < 1:
             raise MapLoadError(f"walkable must be a non-empty 2-D array, got shape {walkable.shape}")
         if walkable.size > MAX_CELLS:
@@ -293,6 +311,14 @@ class GridMap:
             clearance = _edit.clearance
         self.clearance = readonly(clearance)
         self.tags, self.tag_names, self.classes = _check_tags(tags, tag_names, classes, self.walkable.shape)
+        try:
+            self.links = check_links(links, self.floors, self.width, self.floor_height)
+        except RequestError as exc:
+            raise MapLoadError(exc.message, at=exc.at) from None
+        for i, tag in enumerate(self.links.tags):
+            if tag is not None and tag not in self.tag_names:
+                raise MapLoadError(f"link tag {tag!r} is not one of the map's tag_names", at=f"links[{i}].tag")
+        self._link_arrays = {}
         #: The layers of the unit sizes used lately and find_path's prepared calls.
         self.layers = LayerCache(cache_sizes)
         # What the generation this one was edited from handed on (see EditSeeds), by
@@ -410,6 +436,30 @@ class GridMap:
         x, y = world_centre(self.layout, cells[:, 0].astype(np.int64), cells[:, 1].astype(np.int64), self.origin,
                             self.cell_size)
         return np.column_stack((x, y)).astype(np.float64)
+
+    @property
+    def linked(self) -> bool:
+        """Whether the map has more than one floor or any link (issue #35)."""
+        return self.floors > 1 or len(self.links) > 0
+
+    def stacked(self, x: int, y: int, floor: int = 0) -> tuple[int, int]:
+        """Cell ``(x, y)`` of ``floor`` in the stacked grid (floors one under another, a
+        blocked row between each two)."""
+        return x, floor * (self.floor_height + 1) + y
+
+    def unstacked(self, x: int, y: int) -> tuple[int, int, int]:
+        """A stacked grid cell as ``(x, y, floor)``."""
+        return x, y % (self.floor_height + 1), y // (self.floor_height + 1)
+
+    def link_arrays(self, rules: tuple | None = None) -> tuple:
+        """The links as the kernels take them under the traversal ``rules`` (cached):
+        :func:`pathserver.grid.links.link_arrays`."""
+        if rules not in self._link_arrays:
+            values = dict(rules or ())
+            multipliers = {name: values.get(value, 1.0) for name, value in self.tag_names.items()}
+            self._link_arrays[rules] = link_arrays(self.links, multipliers, self.floor_height, self.width,
+                                                   self.width * self.height)
+        return self._link_arrays[rules]
 
     def in_bounds(self, x: int, y: int) -> bool:
         return 0 <= x < self.width and 0 <= y < self.height
@@ -596,6 +646,8 @@ class GridMap:
             classes=self.classes,
             shape=self.shape,
             layout=self.layout,
+            floors=self.floors,
+            links=self.links,
             _edit=EditSeeds(
                 clearance,
                 cost_edit,

@@ -20,6 +20,7 @@ import numpy as np
 
 from pathserver.core import status as st
 from pathserver.core.components import nearest_with_label
+from pathserver.core.links import reach_links
 from pathserver.core.cut import NOT_STANDING, cut_pieces
 from pathserver.core.dijkstra import count_in_components, field, field_whole, leave_costs, reach, ring_size
 from pathserver.core.goals import snap_goals
@@ -41,6 +42,7 @@ from pathserver.grid.prepared import (
     cells_of,
     checked,
     prepared_call,
+    linked_point,
     traversal_rules,
     unit_boxes,
     workspace,
@@ -149,6 +151,8 @@ def reachable(
     """
     budget = _required(BUDGET, budget)
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
+    if gridmap.linked:
+        return _reachable_linked(gridmap, grids, start, budget, avoid is not None or avoid_cost is not None)
     boxes = avoid_boxes(gridmap, avoid)
     avoid_cost = checked(AVOID_COST, avoid_cost)
     call = grids.call
@@ -173,6 +177,26 @@ def reachable(
     np.remainder(nodes, width, out=out[:, 0])
     np.floor_divide(nodes, width, out=out[:, 1])
     return Reach(out, costs)
+
+
+def _reachable_linked(gridmap: GridMap, grids: _Grids, start, budget, avoiding: bool) -> Reach:
+    """reachable on a map with floors or links (pathserver.core.links.reach_links):
+    cells ``(x, y, floor)`` on a map of several floors."""
+    if avoiding:
+        raise RequestError("avoid on a map with floors or links comes later", at=AVOID.name)
+    call = grids.call
+    sx, sy = linked_point(gridmap, start, "start", call.cells)
+    first, to, cost, _, _ = gridmap.link_arrays(grids.rules)
+    ws = workspace(call.n)
+    count = reach_links(call.cells, call.cost_index, call.cost_table, grids.uniform, grids.diagonal, sx, sy, budget,
+                        first, to, cost, ws.work_float, ws.work_int)
+    nodes = ws.work_int[0, :count].copy()
+    costs = ws.work_float[0][nodes].astype(np.float32)
+    x, y = nodes % gridmap.width, nodes // gridmap.width
+    if gridmap.floors == 1:
+        return Reach(np.column_stack((x, y)).astype(np.int32), costs)
+    row = gridmap.floor_height + 1
+    return Reach(np.column_stack((x, y % row, y // row)).astype(np.int32), costs)
 
 
 # -- distance fields ------------------------------------------------------------------

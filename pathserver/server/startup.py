@@ -202,6 +202,15 @@ def _warm_steps(costly=None):
         find_path(gridmap, (0, 0), (7, 3), 1, smooth="los")
         find_path(gridmap, (0, 0), (7, 3), 2, avoid={"cells": [(2, 0)]})
 
+    def floors_and_links():
+        # Two floors joined by a ladder (core.links' A* and its trace), on both kinds of map.
+        for gridmap in (costly, uniform):
+            floors = np.stack([gridmap.walkable, gridmap.walkable])
+            linked = GridMap(floors, None if gridmap.uniform_cost else np.stack([gridmap.cost, gridmap.cost]),
+                             floors=2, links=[{"from": [0, 0], "to": [0, 0, 1], "cost": 2}])
+            find_path(linked, (0, 0), (7, 2, 1), smooth="los")
+            reachable(linked, (0, 0), 4.0, 1)
+
     def encoders():
         out = np.empty(packed_points_bound(2), dtype=np.uint8)
         pack_int_points(np.zeros((2, 2), dtype=np.int32), out)
@@ -226,6 +235,7 @@ def _warm_steps(costly=None):
         ("movement range, flow fields, steering, many goals, blockers, unit classes", queries),
         ("landmarks (A* on terrain costs)", landmarks),
         ("hex maps", hex_maps),
+        ("floors and links", floors_and_links),
     ]
 
 

@@ -1,0 +1,270 @@
+"""A* over a grid and its links (issue #35): ladders, teleporters, one-way drops, and the
+floors they join (floors lie stacked in one grid, a blocked row between each two, so no
+grid move crosses from one to the next).
+
+A link is one move from its source cell to its target cell costing exactly its cost, not
+multiplied by terrain. The links leaving each cell are kept in CSR form: ``link_first``
+int64 (N + 1), the links of node ``v`` being ``link_to[link_first[v]:link_first[v + 1]]``
+(node ids ``y * W + x``) with ``link_cost`` float64 and ``link_id`` int64 (the link's index
+in the map's list, for the answer). A link is taken only when its target is standable in
+``cells`` (so an avoided end, or a footprint that does not fit, bars it).
+
+The estimate stays admissible and consistent with links of any cost, zero included: a
+path either uses no link (it costs at least the grid estimate to the goal) or reaches the
+source of its first link (at least the estimate to that source plus the link's cost), so
+``h(n) = min(h_grid(n, goal), min over sources e of h_grid(n, e) + cost_e)``, ``cost_e`` the
+cheapest link leaving ``e`` (``entries``). A node reached over link ``k`` (a CSR position)
+has ``parent = -(k + 1)``; its predecessor is the link's source.
+
+This loop is its own, not the square kernels' (:mod:`pathserver.core.astar`): maps without
+links keep those untouched, so they lose nothing (bench/links.py).
+"""
+
+import numpy as np
+from pathserver.core.jit import NO_REFCOUNT, njit
+
+from pathserver.core.astar import heuristic_distance, min_cost, next_pass_id
+from pathserver.core.heap import key_pop, key_sift_up
+from pathserver.core.moves import diagonal_step, move_bits
+from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
+
+# Directions 0-3 straight, 4-7 diagonal, as pathserver.core.moves numbers them.
+_STEP_X = (1, 0, -1, 0, 1, -1, -1, 1)
+_STEP_Y = (0, 1, 0, -1, 1, 1, -1, -1)
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _estimate(heuristic, cheapest, entries, x, y, gx, gy):
+    """The cost estimate from (x, y) to the goal with links (see the module docstring)."""
+    best = heuristic_distance(heuristic, x, y, gx, gy) * cheapest
+    for e in range(entries.shape[0]):
+        through = heuristic_distance(heuristic, x, y, int(entries[e, 0]), int(entries[e, 1])) * cheapest \
+            + entries[e, 2]
+        if through < best:
+            best = through
+    return best
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def astar_links(cells, cost_index, cost_table, uniform, diagonal, heuristic, sx, sy, gx, gy, max_expansions,
+                link_first, link_to, link_cost, entries, work_float, work_int):
+    """A* from (sx, sy) to (gx, gy), both standable, over ``cells``' moves (``diagonal``'s
+    rule: square or hex) and the links. ``entries``: float64 (E, 3), each link source's
+    ``x, y`` and the cheapest link leaving it. work_float (5, N), work_int (4, N + 1): the
+    workspace of :func:`pathserver.core.query.solve` (rows: g; keys; parent, heap nodes,
+    heap positions, stamps). Returns (status, end node, expanded), SEARCH_* statuses,
+    end the goal or (without a path) the closed node with the smallest estimate."""
+    height, width = cells.shape
+    flat = cells.reshape(-1)
+    pass_id = next_pass_id(work_int)
+    open_mark = pass_id
+    closed_mark = pass_id + 1
+    g = work_float[0]
+    heap_keys = work_float[1]
+    parent = work_int[0]
+    heap_nodes = work_int[1]
+    heap_pos = work_int[2]
+    stamp = work_int[3]
+    cheapest = min_cost(cost_table, uniform)
+    slant = diagonal_step(diagonal)
+    start = sy * width + sx
+    goal = gy * width + gx
+    g[start] = 0.0
+    parent[start] = start
+    stamp[start] = open_mark
+    heap_nodes[0] = start
+    best_h = _estimate(heuristic, cheapest, entries, sx, sy, gx, gy)
+    heap_keys[0] = best_h
+    heap_pos[start] = 0
+    size = 1
+    best = start
+    expanded = 0
+    while size > 0:
+        node, size = key_pop(heap_nodes, heap_keys, heap_pos, size)
+        if node == goal:
+            return SEARCH_FOUND, goal, expanded
+        if stamp[node] == closed_mark:
+            continue
+        if max_expansions > 0 and expanded >= max_expansions:
+            return SEARCH_BUDGET, best, expanded
+        stamp[node] = closed_mark
+        expanded += 1
+        y = node // width
+        x = node - y * width
+        h_node = _estimate(heuristic, cheapest, entries, x, y, gx, gy)
+        if h_node < best_h:
+            best_h = h_node
+            best = node
+        g_node = g[node]
+        moves = move_bits(flat, width, height, node, x, y, diagonal)
+        # The grid's moves (d < 8), then the links leaving this cell.
+        last = 8 + link_first[node + 1] - link_first[node]
+        for d in range(last):
+            if d < 8:
+                if (moves >> d) & 1 == 0:
+                    continue
+                nx = x + _STEP_X[d]
+                ny = y + _STEP_Y[d]
+                neighbour = ny * width + nx
+                step = slant if d >= 4 else 1.0
+                if uniform == 0:
+                    step *= cost_table[cost_index[ny, nx]]
+                via = node
+            else:
+                k = link_first[node] + d - 8
+                neighbour = link_to[k]
+                if flat[neighbour] == 0:
+                    continue
+                ny = neighbour // width
+                nx = neighbour - ny * width
+                step = link_cost[k]
+                via = -(k + 1)
+            mark = stamp[neighbour]
+            if mark == closed_mark:
+                continue
+            g_new = g_node + step
+            if mark == open_mark and g_new >= g[neighbour]:
+                continue
+            g[neighbour] = g_new
+            parent[neighbour] = via
+            key = g_new + _estimate(heuristic, cheapest, entries, nx, ny, gx, gy)
+            if mark == open_mark:
+                at = heap_pos[neighbour]
+                heap_keys[at] = key
+                key_sift_up(heap_nodes, heap_keys, heap_pos, at)
+            else:
+                stamp[neighbour] = open_mark
+                heap_nodes[size] = neighbour
+                heap_keys[size] = key
+                heap_pos[neighbour] = size
+                key_sift_up(heap_nodes, heap_keys, heap_pos, size)
+                size += 1
+    return SEARCH_NO_PATH, best, expanded
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _source(link_first, k):
+    """The node a CSR position ``k`` of ``link_first`` leaves from (a binary search)."""
+    lo = 0
+    hi = link_first.shape[0] - 1
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if link_first[mid] <= k:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def trace_links(parent, link_first, link_id, width, start, end):
+    """The cells from ``start`` to ``end`` following :func:`astar_links`' parents, int32
+    (n, 2) ``x, y`` with both ends, and the links taken, int64 (m, 2) ``[i, id]``: the move
+    from cell ``i`` to cell ``i + 1`` is link ``id``."""
+    count = 1
+    taken = 0
+    node = end
+    while node != start:
+        via = parent[node]
+        if via < 0:
+            taken += 1
+            node = _source(link_first, -via - 1)
+        else:
+            node = via
+        count += 1
+    path = np.empty((count, 2), dtype=np.int32)
+    links = np.empty((taken, 2), dtype=np.int64)
+    i = count - 1
+    j = taken - 1
+    node = end
+    while True:
+        y = node // width
+        path[i, 0] = node - y * width
+        path[i, 1] = y
+        if node == start:
+            break
+        via = parent[node]
+        i -= 1
+        if via < 0:
+            links[j, 0] = i
+            links[j, 1] = link_id[-via - 1]
+            j -= 1
+            node = _source(link_first, -via - 1)
+        else:
+            node = via
+    return path, links
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def reach_links(cells, cost_index, cost_table, uniform, diagonal, sx, sy, budget, link_first, link_to, link_cost,
+                work_float, work_int):
+    """Every cell the unit can reach from (sx, sy) over ``cells``' moves and the links
+    for at most ``budget`` (and 1e-9 of it), cheapest first: as
+    :func:`pathserver.core.dijkstra.reach`, the count n returned, ``work_int[0, :n]`` the
+    nodes and ``work_float[0][node]`` their costs."""
+    height, width = cells.shape
+    flat = cells.reshape(-1)
+    pass_id = next_pass_id(work_int)
+    open_mark = pass_id
+    closed_mark = pass_id + 1
+    g = work_float[0]
+    heap_keys = work_float[1]
+    order = work_int[0]
+    heap_nodes = work_int[1]
+    heap_pos = work_int[2]
+    stamp = work_int[3]
+    slant = diagonal_step(diagonal)
+    limit = budget + 1e-9 * max(1.0, budget)
+    start = sy * width + sx
+    g[start] = 0.0
+    stamp[start] = open_mark
+    heap_nodes[0] = start
+    heap_keys[0] = 0.0
+    heap_pos[start] = 0
+    size = 1
+    count = 0
+    while size > 0:
+        node, size = key_pop(heap_nodes, heap_keys, heap_pos, size)
+        stamp[node] = closed_mark
+        order[count] = node
+        count += 1
+        y = node // width
+        x = node - y * width
+        g_node = g[node]
+        moves = move_bits(flat, width, height, node, x, y, diagonal)
+        last = 8 + link_first[node + 1] - link_first[node]
+        for d in range(last):
+            if d < 8:
+                if (moves >> d) & 1 == 0:
+                    continue
+                nx = x + _STEP_X[d]
+                ny = y + _STEP_Y[d]
+                neighbour = ny * width + nx
+                step = slant if d >= 4 else 1.0
+                if uniform == 0:
+                    step *= cost_table[cost_index[ny, nx]]
+            else:
+                k = link_first[node] + d - 8
+                neighbour = link_to[k]
+                if flat[neighbour] == 0:
+                    continue
+                step = link_cost[k]
+            mark = stamp[neighbour]
+            if mark == closed_mark:
+                continue
+            g_new = g_node + step
+            if g_new > limit or (mark == open_mark and g_new >= g[neighbour]):
+                continue
+            g[neighbour] = g_new
+            if mark == open_mark:
+                at = heap_pos[neighbour]
+                heap_keys[at] = g_new
+                key_sift_up(heap_nodes, heap_keys, heap_pos, at)
+            else:
+                stamp[neighbour] = open_mark
+                heap_nodes[size] = neighbour
+                heap_keys[size] = g_new
+                heap_pos[neighbour] = size
+                key_sift_up(heap_nodes, heap_keys, heap_pos, size)
+                size += 1
+    return count

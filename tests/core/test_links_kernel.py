@@ -1,0 +1,81 @@
+"""pathserver.core.links' A* over a grid and its links against the reference
+(tests/naive_links.py): floors stacked with a blocked row between them, one-way and
+two-way links of costs 0 to 20, square and hex moves."""
+
+import math
+
+import numpy as np
+import pytest
+
+import naive_links
+from pathserver.core.links import astar_links, trace_links
+from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING, HEURISTIC_OCTILE, SEARCH_FOUND
+
+
+def stacked(floors):
+    """Floors (H, W) each into one grid, a blocked row between each two."""
+    height, width = floors[0].shape
+    grid = np.zeros((len(floors) * (height + 1) - 1, width), dtype=floors[0].dtype)
+    for f, layer in enumerate(floors):
+        grid[f * (height + 1):f * (height + 1) + height] = layer
+    return grid
+
+
+def csr(links, floors, height, width):
+    """link_first, link_to, link_cost, link_id and entries of the links on the stacked grid."""
+    def node(p):
+        return (p[2] * (height + 1) + p[1]) * width + p[0]
+
+    moves = []
+    for index, link in enumerate(links):
+        a, b = naive_links.point(link["from"]), naive_links.point(link["to"])
+        moves.append((node(a), node(b), link["cost"], index))
+        if link.get("two_way", True):
+            moves.append((node(b), node(a), link["cost"], index))
+    moves.sort(key=lambda m: m[0])
+    first = np.zeros((floors * (height + 1) - 1) * width + 1, dtype=np.int64)
+    for source, *_ in moves:
+        first[source + 1] += 1
+    first = np.cumsum(first)
+    cheapest = {}
+    for source, _, cost, _ in moves:
+        cheapest[source] = min(cost, cheapest.get(source, math.inf))
+    entries = np.array([(v % width, v // width, c) for v, c in sorted(cheapest.items())],
+                       dtype=np.float64).reshape(-1, 3)
+    return (first, np.array([m[1] for m in moves], dtype=np.int64), np.array([m[2] for m in moves], dtype=np.float64),
+            np.array([m[3] for m in moves], dtype=np.int64), entries)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_astar_with_links_is_exact(seed):
+    rng = np.random.default_rng(seed)
+    floors, height, width = 3, 9, 11
+    walkable = [rng.random((height, width)) > 0.25 for _ in range(floors)]
+    cost = [np.where(rng.random((height, width)) < 0.3, 3.0, 1.0) for _ in range(floors)]
+    links = naive_links.random_links(rng, floors, width, height, walkable, 12)
+    cells = stacked([w.astype(np.uint8) for w in walkable])
+    grid_cost = stacked(cost)
+    grid_cost[cells == 0] = 1.0
+    table = np.unique(grid_cost)
+    index = np.searchsorted(table, grid_cost).astype(np.uint8)
+    first, to, link_cost, link_id, entries = csr(links, floors, height, width)
+    n = cells.size
+    work_float = np.zeros((5, n + 1))
+    work_int = np.zeros((4, n + 1), dtype=np.int32)
+    points = [(x, y, f) for f in range(floors) for y, x in np.argwhere(walkable[f])]
+    for _ in range(10):
+        a, b = (points[i] for i in rng.choice(len(points), 2, replace=False))
+        expected = naive_links.cost([w.astype(np.uint8) for w in walkable], cost, links, a, b)
+        sx, sy = a[0], a[2] * (height + 1) + a[1]
+        gx, gy = b[0], b[2] * (height + 1) + b[1]
+        status, end, _ = astar_links(cells, index, table, 0, DIAGONAL_NO_CORNER_CUTTING, HEURISTIC_OCTILE, sx, sy,
+                                     gx, gy, 0, first, to, link_cost, entries, work_float, work_int)
+        assert (status == SEARCH_FOUND) == math.isfinite(expected), (a, b, expected)
+        if status != SEARCH_FOUND:
+            continue
+        assert work_float[0][end] == pytest.approx(expected)
+        path, taken = trace_links(work_int[0], first, link_id, width, sy * width + sx, end)
+        triples = [(int(x), int(y) % (height + 1), int(y) // (height + 1)) for x, y in path]
+        assert triples[0] == a and triples[-1] == b
+        assert naive_links.path_is_valid([w.astype(np.uint8) for w in walkable], links, triples,
+                                         {int(i): int(k) for i, k in taken})
