@@ -170,3 +170,20 @@ def test_a_map_of_one_floor_takes_floor_zero_points(client):
     with pytest.raises(ServerError) as refused:
         client.request("path", map="flat", start=[0, 0, 1], goal=[5, 3])
     assert (refused.value.code, refused.value.at) == ("out_of_bounds", "start[2]")
+
+
+def test_a_batch_answers_each_entry_across_floors(client):
+    walkable = np.ones((3, 5, 6), bool)
+    links = [{"from": [0, 0, 0], "to": [0, 0, 1], "cost": 1.0}, {"from": [5, 4, 1], "to": [5, 4, 2], "cost": 1.0}]
+    client.put_map("tower", walkable, links=links)
+    entries = [{"start": [1, 1], "goal": [4, 4, 2]}, {"start": [1, 1, 2], "goal": [4, 4, 0]},
+               {"start": [1, 1, 5], "goal": [0, 0]}]
+    reply = client.request("paths", map="tower", requests=entries, smooth="none")
+    first, second, bad = reply["results"]
+    single = client.request("path", map="tower", **entries[0], smooth="none")
+    assert first["path"] == single["path"] and first["links"] == single["links"] == [[1, 0], [7, 1]]
+    assert second["status"] == "found" and [k for _, k in second["links"]] == [1, 0]
+    assert bad["error"]["code"] == "out_of_bounds" and bad["error"]["at"] == "requests[2].start[2]"
+    packed = client.request("paths", map="tower", requests=entries[:2], smooth="none", packed=True)
+    points = np.frombuffer(packed["points"], "<i4").reshape(-1, 3)
+    assert points[:len(first["path"])].tolist() == first["path"]
