@@ -93,8 +93,18 @@ def check_point(value, floors: int, width: int, height: int, at: str) -> tuple[i
     return x, y, floor
 
 
-def check_links(value, floors: int, width: int, height: int, at: str = "links") -> Links:
-    """A map's ``links`` (a list of link maps, or None for none) checked and as arrays."""
+def check_links(value, floors: int, width: int, height: int, at: str = "links", tag_names=None) -> Links:
+    """A map's ``links`` (a list of link maps, or None for none) checked and as arrays;
+    ``tag_names`` given, each link's tag must be one of them."""
+    links = _check_links(value, floors, width, height, at)
+    if tag_names is not None:
+        for i, tag in enumerate(links.tags):
+            if tag is not None and tag not in tag_names:
+                raise RequestError(f"link tag {tag!r} is not one of the map's tag_names", at=f"{at}[{i}].tag")
+    return links
+
+
+def _check_links(value, floors: int, width: int, height: int, at: str) -> Links:
     if value is None:
         return NO_LINKS
     if isinstance(value, Links):

@@ -311,13 +311,7 @@ class GridMap:
             clearance = _edit.clearance
         self.clearance = readonly(clearance)
         self.tags, self.tag_names, self.classes = _check_tags(tags, tag_names, classes, self.walkable.shape)
-        try:
-            self.links = check_links(links, self.floors, self.width, self.floor_height)
-        except RequestError as exc:
-            raise MapLoadError(exc.message, at=exc.at) from None
-        for i, tag in enumerate(self.links.tags):
-            if tag is not None and tag not in self.tag_names:
-                raise MapLoadError(f"link tag {tag!r} is not one of the map's tag_names", at=f"links[{i}].tag")
+        self.links = self._checked_links(links)
         self._link_arrays = {}
         #: The layers of the unit sizes used lately and find_path's prepared calls.
         self.layers = LayerCache(cache_sizes)
@@ -664,18 +658,19 @@ class GridMap:
             ),
         )
 
+    def _checked_links(self, links):
+        """``links`` checked against this map (floors, size, tag names) as Links."""
+        try:
+            return check_links(links, self.floors, self.width, self.floor_height, tag_names=self.tag_names)
+        except RequestError as exc:
+            raise MapLoadError(exc.message, at=exc.at) from None
+
     def with_links(self, links) -> "GridMap":
         """The same cells with other links (issue #35: ``update``'s ``links``), checked as
         the constructor checks them; a new map, its generation this one's until served."""
         clone = GridMap.__new__(GridMap)
         clone.__dict__.update(self.__dict__)
-        try:
-            clone.links = check_links(links, self.floors, self.width, self.floor_height)
-        except RequestError as exc:
-            raise MapLoadError(exc.message, at=exc.at) from None
-        for i, tag in enumerate(clone.links.tags):
-            if tag is not None and tag not in self.tag_names:
-                raise MapLoadError(f"link tag {tag!r} is not one of the map's tag_names", at=f"links[{i}].tag")
+        clone.links = self._checked_links(links)
         clone._link_arrays = {}
         clone.layers = LayerCache(self.layers.limit)
         return clone

@@ -57,11 +57,8 @@ def update_links(request: UpdateRequest, gridmap):
     names), or None when it gives none."""
     if request.links is None:
         return None
-    links = check_links(request.links, gridmap.floors, gridmap.width, gridmap.floor_height)
-    for i, tag in enumerate(links.tags):
-        if tag is not None and tag not in gridmap.tag_names:
-            raise RequestError(f"link tag {tag!r} is not one of the map's tag_names", at=f"links[{i}].tag")
-    return links
+    return check_links(request.links, gridmap.floors, gridmap.width, gridmap.floor_height,
+                       tag_names=gridmap.tag_names)
 
 
 def submit_update(request: UpdateRequest, state, context) -> None:
