@@ -35,7 +35,7 @@ PLAIN_MAP_SUFFIXES = (".map", ".tmj", ".png")
 #: Keys a sidecar (or a keyword argument of :func:`~pathserver.maps.formats.load_map`) may set.
 OPTION_KEYS = (
     "shape", "layout", "origin", "cell_size", "cost_legend", "heights", "heights_scale", "layer", "empty_cost",
-    "tags", "tag_names", "tag_colors", "tag_layer", "classes",
+    "tags", "tag_names", "tag_colors", "tag_layer", "classes", "floors", "links",
 )
 
 
@@ -43,7 +43,9 @@ OPTION_KEYS = (
 class Decoded:
     """What a format reader found. Grids are indexed ``[y, x]``.
 
-    walkable: bool (H, W). cost: float64 (H, W) or None for uniform cost 1.
+    walkable: bool (H, W). cost: float64 (H, W) or None for uniform cost 1. On a map of
+    several floors (``floors``) every grid holds them one under another, floor 0 on top
+    (H is the floors' rows together), as a ``.map`` or ``.png`` does.
     origin / cell_size: the file's own values (Tiled keeps them), or None; a hex map's
     cell_size may be its tile size ``(w, h)``.
     shape / layout: the grid the file itself declares (Tiled's hexagonal maps), else
@@ -63,6 +65,9 @@ class Decoded:
     tags: np.ndarray | None = None
     tag_names: dict | None = None
     classes: dict | None = None
+    floors: int = 1
+    links: list | None = None
+    link_fields: list[str] | None = None
 
 
 def grid_fields(gridmap) -> dict:
@@ -79,6 +84,14 @@ def grid_fields(gridmap) -> dict:
     elif gridmap.cell_size != 1.0:
         fields["cell_size"] = gridmap.cell_size
     return fields
+
+
+def floor_layers(gridmap, layer: np.ndarray) -> np.ndarray:
+    """One of ``gridmap``'s stacked layers (``walkable``, ``cost``, ``tags``, ``heights``)
+    as ``(floors, floor_height, width)``: the rows GridMap keeps between floors dropped."""
+    floors, height = gridmap.floors, gridmap.floor_height
+    padded = np.concatenate([layer, np.zeros((1, layer.shape[1]), dtype=layer.dtype)])
+    return padded.reshape(floors, height + 1, layer.shape[1])[:, :height]
 
 
 def map_error(path, where: str | None, reason: str) -> MapLoadError:
