@@ -14,7 +14,8 @@ Every problem with a file raises :class:`~pathserver.errors.MapLoadError` whose 
 Saving writes the file atomically (a hidden temporary file, then ``os.replace``) so a
 watcher never sees it half-written, plus a sidecar when the map carries something the
 format cannot hold (a hex map's shape and layout, an origin, a cell size, heights, costs
-without a colour or character, tags, tag names, unit classes).
+without a colour or character, tags, tag names, unit classes, a ``.map``'s or ``.png``'s
+floors and links).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def load_map(path: Path, **kwargs) -> GridMap:
     ``sidecar`` (False ignores ``NAME.json``/``NAME.toml``), and any sidecar key
     (``shape``, ``layout``, ``origin``, ``cell_size``, ``cost_legend``, ``heights``,
     ``heights_scale``, ``layer``, ``empty_cost``, ``tags``, ``tag_names``, ``tag_colors``,
-    ``tag_layer``, ``classes``), which wins over the sidecar's value.
+    ``tag_layer``, ``classes``, ``floors``, ``links``), which wins over the sidecar's value.
 
     Raises MapLoadError naming the file, the line or field, and the reason.
     """
@@ -183,7 +184,8 @@ def save_map(gridmap: GridMap, path: Path) -> None:
     The sidecar (``NAME.json``, or ``NAME.toml`` beside a Tiled ``.json``) is written when
     needed, and rewritten whenever one already exists so a stale one never changes the
     map on the next load. Loading what was saved gives back the same walkable cells, costs,
-    heights, origin, cell size, shape and hex layout, tags, tag names and unit classes (a
+    heights, origin, cell size, shape and hex layout, tags, tag names, unit classes, floors
+    and links (a
     Tiled file holds the tags as a ``tags`` layer when every tag value in use has a name,
     the other formats in the sidecar; it holds a hex map as a hexagonal map, whose tile
     size comes back as a pair ``(w, h)``). Raises ValueError when the map cannot be

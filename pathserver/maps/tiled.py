@@ -28,6 +28,13 @@ properties ``cell_size`` (on a hex map also a string of JSON ``[w, h]``), ``orig
 ``origin_y``, then the sidecar, override each value. A hex map is written as a hexagonal
 map whose ``hexsidelength`` is half its tile across.
 
+Floors: each tile or group layer with an int property ``floor`` is that floor (0..n-1,
+once each), a group's tile layers read as a one-floor map's; without any, the map is one
+floor. Links: the polylines of object layers named ``links``, from the cell under the first
+point to the cell under the last, with the properties ``cost``, ``two_way``, ``tag``,
+``from_floor`` and ``to_floor`` (default: the ``floor`` of the object layer or its group).
+Both as docs/guide.md, "Floors and links", says; written back the same way.
+
 Not read: zstd-compressed layer data (in Tiled, set the map's Tile Layer Format to CSV or
 Base64 (zlib)), infinite maps, the staggered (isometric) orientation, XML tilesets
 (``.tsx``: export them as JSON). Which layer is read, the flags, encodings, tilesets and
