@@ -149,3 +149,23 @@ def test_a_run_prints_the_table_and_the_targets(bench, tmp_path, capsys):
     assert [t["verdict"] for t in report["targets"]][2] == "NOT RUN"  # no 16 links in this run
     assert "target: 16 links: path <= 2x no links: - NOT RUN" in printed
     assert "targets: " in printed.splitlines()[-1]
+
+
+def test_a_field_refused_on_linked_maps_is_not_supported_yet(bench, tmp_path, monkeypatch, capsys):
+    from pathserver.grid import queries
+
+    plain = queries.distance_field
+
+    def refusing(gridmap, goals, *args, **kwargs):
+        if gridmap.linked:
+            raise NotImplementedError("fields on maps with links")
+        return plain(gridmap, goals, *args, **kwargs)
+
+    monkeypatch.setattr(queries, "distance_field", refusing)
+    write_tiny_movingai(tmp_path)
+    code = bench.main(["--movingai", str(tmp_path), "--map", "tiny", "--links", "0,16", "--queries", "4",
+                       "--fields", "2", "--rounds", "1"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert printed.count(bench.NOT_SUPPORTED) == 2
+    assert "target: 2 floors, 0 links: field <= 1.1x no links: - NOT RUN" in printed

@@ -1,6 +1,7 @@
 """What every map file module shares: the file names that are maps, the decoded grid a
 format reader returns, the one shape of load error, bounded reads and atomic writes, and
-the readers and checks of what several formats hold (JSON, ``.npy`` layers, rows).
+the readers and checks of what several formats hold (JSON, ``.npy`` layers, rows, Tiled
+properties).
 
 Every problem with a file raises :class:`~pathserver.errors.MapLoadError` whose message is
 ``FILE: WHERE: REASON`` (``maps/x.map: line 7: row has 63 characters, expected 64``).
@@ -8,7 +9,8 @@ Sizes are checked against :data:`~pathserver.grid.gridmap.MAX_CELLS` from the he
 before any grid is allocated.
 
 The format modules (:mod:`~pathserver.maps.movingai`, :mod:`~pathserver.maps.image`,
-:mod:`~pathserver.maps.tiled`, :mod:`~pathserver.maps.sidecar`) import from here, and
+:mod:`~pathserver.maps.tiled`, :mod:`~pathserver.maps.tiled_links`,
+:mod:`~pathserver.maps.sidecar`) import from here, and
 :mod:`pathserver.maps.formats` imports them: the imports run one way.
 """
 
@@ -204,6 +206,22 @@ def check_dimensions(path, where: str | None, width, height) -> tuple[int, int]:
 
 def is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def tiled_properties(path, owner: dict, where: str) -> dict:
+    """A Tiled map's, layer's, tile's or object's custom properties as name -> value
+    (Tiled's list form, or the pre-1.2 object form)."""
+    raw = owner.get("properties", [])
+    if isinstance(raw, dict):
+        return dict(raw)
+    if not isinstance(raw, list):
+        raise map_error(path, f"field '{where}.properties'", "must be a list of {name, type, value}")
+    found = {}
+    for i, prop in enumerate(raw):
+        if not isinstance(prop, dict) or not isinstance(prop.get("name"), str):
+            raise map_error(path, f"field '{where}.properties[{i}]'", "must be an object with a 'name'")
+        found[prop["name"]] = prop.get("value")
+    return found
 
 
 def is_tiled_document(document) -> bool:

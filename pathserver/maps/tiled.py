@@ -33,7 +33,8 @@ once each), a group's tile layers read as a one-floor map's; without any, the ma
 floor. Links: the polylines of object layers named ``links``, from the cell under the first
 point to the cell under the last, with the properties ``cost``, ``two_way``, ``tag``,
 ``from_floor`` and ``to_floor`` (default: the ``floor`` of the object layer or its group).
-Both as docs/guide.md, "Floors and links", says; written back the same way.
+Both as docs/guide.md, "Floors and links", says; written back the same way. The link
+objects are read and written in :mod:`pathserver.maps.tiled_links`.
 
 Not read: zstd-compressed layer data (in Tiled, set the map's Tile Layer Format to CSV or
 Base64 (zlib)), infinite maps, the staggered (isometric) orientation, XML tilesets
@@ -55,7 +56,7 @@ import numpy as np
 
 from pathserver.errors import RequestError
 from pathserver.grid.links import check_floors
-from pathserver.hexes import OVERLAP, cell_at, tile_size_of, world_centre
+from pathserver.hexes import OVERLAP, tile_size_of
 from pathserver.maps.files import (
     Decoded,
     check_dimensions,
@@ -66,13 +67,13 @@ from pathserver.maps.files import (
     parse_json,
     read_file,
     tag_values,
+    tiled_properties,
 )
 from pathserver.maps.tags import check_classes, check_tag_names, json_property
+from pathserver.maps.tiled_links import LINKS_LAYER, link_objects, pixel_cells, read_links
 
 #: A Tiled JSON file bigger than this is refused (a 4096 x 4096 CSV map is about 40 MB).
 MAX_JSON_BYTES = 256 * 1024 * 1024
-#: Object layers of this name hold links (polylines), see :func:`_read_links`.
-LINKS_LAYER = "links"
 #: Tiled's flag bits: flipped horizontally, vertically, diagonally, rotated 120 degrees (hex).
 FLAG_BITS = 0xF0000000
 _GID_MASK = np.uint32(~FLAG_BITS & 0xFFFFFFFF)
@@ -92,21 +93,6 @@ class _Tileset:
     where: str
     # local tile id -> its "tag" property
     tags: dict[int, str]
-
-
-def _properties(path, owner: dict, where: str) -> dict:
-    """Custom properties as name -> value (Tiled's list form, or the pre-1.2 object form)."""
-    raw = owner.get("properties", [])
-    if isinstance(raw, dict):
-        return dict(raw)
-    if not isinstance(raw, list):
-        raise map_error(path, f"field '{where}.properties'", "must be a list of {name, type, value}")
-    found = {}
-    for i, prop in enumerate(raw):
-        if not isinstance(prop, dict) or not isinstance(prop.get("name"), str):
-            raise map_error(path, f"field '{where}.properties[{i}]'", "must be an object with a 'name'")
-        found[prop["name"]] = prop.get("value")
-    return found
 
 
 def _tile_terrain(path, props: dict, where: str) -> tuple[bool, float]:
@@ -160,7 +146,7 @@ def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tilese
         if not isinstance(tile, dict):
             raise map_error(owner_path, f"field '{tile_where}'", "must be an object")
         tile_id = _integer(owner_path, tile.get("id"), f"{tile_where}.id", 0)
-        props = _properties(owner_path, tile, tile_where)
+        props = tiled_properties(owner_path, tile, tile_where)
         tiles[tile_id] = _tile_terrain(owner_path, props, tile_where)
         tag = props.get("tag", "")
         if not isinstance(tag, str):
@@ -184,7 +170,7 @@ def _choose_layer(path, layers: list, wanted: str | None) -> tuple[str, dict]:
     if wanted is not None:
         return _named_layer(path, layers, wanted)
     for where, layer in layers:
-        if _properties(path, layer, where).get("pathfinding") is True:
+        if tiled_properties(path, layer, where).get("pathfinding") is True:
             return where, layer
     return layers[0]
 
@@ -321,7 +307,7 @@ def read(path: Path, options: dict) -> Decoded:
     tilewidth = document.get("tilewidth")
     if tilewidth is not None and (not is_number(tilewidth) or tilewidth <= 0):
         raise map_error(path, "field 'tilewidth'", f"must be a number > 0, got {tilewidth!r:.40}")
-    props = _properties(path, document, "map")
+    props = tiled_properties(path, document, "map")
     layout = base_origin = None
     tiled_hex = None
     if orientation == "hexagonal":
@@ -361,8 +347,8 @@ def read(path: Path, options: dict) -> Decoded:
     link_layers = [(where, layer, floor) for where, layer, _, floor in everything
                    if layer.get("type") == "objectgroup" and layer.get("name") == LINKS_LAYER]
     if link_layers:
-        to_cell = _pixel_cells(path, document, orientation, layout, tiled_hex)
-        decoded.links, decoded.link_fields = _read_links(path, link_layers, to_cell)
+        to_cell = pixel_cells(path, document, orientation, layout, tiled_hex)
+        decoded.links, decoded.link_fields = read_links(path, link_layers, to_cell)
     return decoded
 
 
@@ -375,7 +361,7 @@ def _all_layers(path, layers, where: str, floor: int | None, found: list) -> lis
         layer_where = f"{where}[{i}]"
         if not isinstance(layer, dict):
             raise map_error(path, f"field '{layer_where}'", "must be an object")
-        props = _properties(path, layer, layer_where)
+        props = tiled_properties(path, layer, layer_where)
         own = floor
         if "floor" in props:
             own = props["floor"]
@@ -480,75 +466,6 @@ def _read_tags(path, options: dict, props: dict, layers: list, ground: tuple, ti
     return values[inverse.reshape(-1)].reshape(height, width)
 
 
-def _pixel_cells(path, document: dict, orientation: str, layout: str | None, tiled_hex: tuple | None):
-    """A function of Tiled pixel positions ``(px, py)`` (arrays) to the cells holding
-    them: orthogonal ``px // tilewidth``, ``py // tileheight``; isometric both by
-    ``tileheight`` (Tiled's object coordinates on those maps); hexagonal through the
-    transform Tiled draws with (:func:`hex_transform`)."""
-    if layout is not None:
-        origin, tile_size = tiled_hex
-        return lambda px, py: cell_at(layout, px, py, origin, tile_size)
-    sizes = []
-    for key in ("tilewidth", "tileheight"):
-        value = document.get(key)
-        if not is_number(value) or value <= 0:
-            raise map_error(path, f"field '{key}'", f"a map with links needs a number > 0, got {value!r:.40}")
-        sizes.append(float(value))
-    across = sizes[1] if orientation == "isometric" else sizes[0]
-    return lambda px, py: (np.floor(np.asarray(px) / across).astype(np.int64),
-                           np.floor(np.asarray(py) / sizes[1]).astype(np.int64))
-
-
-def _read_links(path, link_layers: list, to_cell) -> tuple[list[dict], list[str]]:
-    """The links the polylines of the ``links`` object layers draw, as ``put_map`` takes
-    them, and the field of each (its object); see docs/guide.md, "Floors and links"."""
-    links, fields = [], []
-    for where, layer, floor in link_layers:
-        objects = layer.get("objects", [])
-        if not isinstance(objects, list):
-            raise map_error(path, f"field '{where}.objects'", "must be a list")
-        for j, obj in enumerate(objects):
-            obj_where = f"{where}.objects[{j}]"
-            if not isinstance(obj, dict):
-                raise map_error(path, f"field '{obj_where}'", "must be an object")
-            ends = _polyline_ends(path, obj, obj_where)
-            (ax, bx), (ay, by) = (v.tolist() for v in to_cell(ends[:, 0], ends[:, 1]))
-            props = _properties(path, obj, obj_where)
-            link = {"from": [ax, ay, props.get("from_floor", floor or 0)],
-                    "to": [bx, by, props.get("to_floor", floor or 0)], "two_way": props.get("two_way", True)}
-            if "cost" in props:
-                link["cost"] = props["cost"]
-            if props.get("tag", "") != "":
-                link["tag"] = props["tag"]
-            links.append(link)
-            fields.append(obj_where)
-    return links, fields
-
-
-def _polyline_ends(path, obj: dict, where: str) -> np.ndarray:
-    """float64 (2, 2): the pixel positions of a polyline object's first and last points
-    (its points are relative to the object's position, turned by its ``rotation``)."""
-    points = obj.get("polyline")
-    shape = "a link is a polyline (or a line) from one end to the other, its properties cost, two_way, tag, " \
-            "from_floor, to_floor"
-    if not isinstance(points, list) or len(points) < 2:
-        raise map_error(path, f"field '{where}'", shape)
-    ends = []
-    for point in (points[0], points[-1]):
-        if not isinstance(point, dict) or not all(is_number(point.get(axis)) for axis in "xy"):
-            raise map_error(path, f"field '{where}.polyline'", "points must be {x, y} of finite numbers")
-        ends.append((point["x"], point["y"]))
-    for key in ("x", "y", "rotation"):
-        if not is_number(obj.get(key, 0)):
-            raise map_error(path, f"field '{where}.{key}'", f"must be a finite number, got {obj.get(key)!r:.40}")
-    ends = np.array(ends, dtype=np.float64)
-    angle = np.radians(obj.get("rotation", 0))
-    if angle:  # Tiled turns clockwise on screen, y pointing down
-        turn = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
-        ends = ends @ turn.T
-    return ends + np.array([obj.get("x", 0), obj.get("y", 0)], dtype=np.float64)
-
-
 def _tiles_of(path, where: str, gids: np.ndarray, keys: np.ndarray, tilesets: list, width: int):
     """``(gid, tileset, local id)`` for each distinct gid in ``keys`` (tileset None for 0);
     MapLoadError for a gid no tileset covers."""
@@ -614,34 +531,6 @@ def _hex_header(gridmap, properties: list) -> tuple[int, int, dict, tuple[float,
 def _whole(size: float) -> int:
     """A tile size as Tiled's whole pixels: ``size`` when it is whole, else the nearest >= 1."""
     return int(size) if size >= 1 and size == int(size) else max(1, round(size))
-
-
-def _link_objects(gridmap, tile_width: int, tile_height: int, grid: dict) -> list[dict]:
-    """The map's links as Tiled polyline objects from the centre of the ``from`` cell to
-    the ``to`` cell's (in the pixels of the tile size written), their properties as
-    :func:`_read_links` reads them."""
-    if not len(gridmap.links):
-        return []
-    ends = gridmap.links.ends.astype(np.float64)
-    if gridmap.hex:
-        origin, tile_size = hex_transform(gridmap.layout, tile_width, tile_height, grid["hexsidelength"])
-        px, py = world_centre(gridmap.layout, ends[:, :, 0], ends[:, :, 1], origin, tile_size)
-    else:
-        px, py = (ends[:, :, 0] + 0.5) * tile_width, (ends[:, :, 1] + 0.5) * tile_height
-    objects = []
-    for k, tag in enumerate(gridmap.links.tags):
-        properties = [{"name": "cost", "type": "float", "value": float(gridmap.links.cost[k])},
-                      {"name": "two_way", "type": "bool", "value": bool(gridmap.links.two_way[k])}]
-        if gridmap.floors > 1:
-            properties += [{"name": "from_floor", "type": "int", "value": int(gridmap.links.ends[k, 0, 2])},
-                           {"name": "to_floor", "type": "int", "value": int(gridmap.links.ends[k, 1, 2])}]
-        if tag is not None:
-            properties.append({"name": "tag", "type": "string", "value": tag})
-        x, y = float(px[k, 0]), float(py[k, 0])
-        objects.append({"height": 0, "id": k + 1, "name": tag or "", "polyline": [
-            {"x": 0, "y": 0}, {"x": float(px[k, 1]) - x, "y": float(py[k, 1]) - y}],
-            "properties": properties, "rotation": 0, "type": "link", "visible": True, "width": 0, "x": x, "y": y})
-    return objects
 
 
 def encode(gridmap) -> tuple[bytes, dict]:
@@ -715,7 +604,11 @@ def encode(gridmap) -> tuple[bytes, dict]:
             top.append({"id": floor + 1, "layers": [entry for entry, _ in in_floor], "name": f"floor {floor}",
                         "opacity": 1, "properties": [{"name": "floor", "type": "int", "value": floor}],
                         "type": "group", "visible": floor == 0, "x": 0, "y": 0})
-    objects = _link_objects(gridmap, tile_width, tile_height, grid)
+    if gridmap.hex:
+        tiled_hex = hex_transform(gridmap.layout, tile_width, tile_height, grid["hexsidelength"])
+    else:
+        tiled_hex = None
+    objects = link_objects(gridmap, tile_width, tile_height, tiled_hex)
     if objects:
         top.append({"draworder": "topdown", "id": len(layers) + len(top) + 1, "name": LINKS_LAYER, "objects": objects,
                     "opacity": 1, "type": "objectgroup", "visible": True, "x": 0, "y": 0})
