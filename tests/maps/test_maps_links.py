@@ -200,6 +200,20 @@ def test_tiled_without_floor_layers_is_one_floor(tmp_path):
     assert loaded.floors == 1 and loaded.links.ends.tolist() == [[[0, 0, 0], [3, 2, 0]]]
 
 
+def test_tiled_link_ends_follow_rotation_and_isometric_coordinates(tmp_path):
+    doc = tiled_floors_doc([])
+    doc["layers"] = [doc["layers"][0], doc["layers"][3]]
+    # Turned 90 degrees clockwise about (8, 8): the end 32 px right lands 32 px down.
+    doc["layers"][1]["objects"] = [dict(polyline(8, 8, 40, 8, cost=1), rotation=90)]
+    turned = load_map(write_file(tmp_path / "turned.tmj", json.dumps(doc)))
+    assert turned.links.ends.tolist() == [[[0, 0, 0], [0, 2, 0]]]
+    # Isometric objects measure both axes in tileheight pixels.
+    doc["orientation"], doc["tilewidth"] = "isometric", 32
+    doc["layers"][1]["objects"] = [polyline(8, 8, 40, 24, cost=1)]
+    iso = load_map(write_file(tmp_path / "iso.tmj", json.dumps(doc)))
+    assert iso.links.ends.tolist() == [[[0, 0, 0], [2, 1, 0]]]
+
+
 # -- round trips ------------------------------------------------------------------------------
 
 
