@@ -31,7 +31,7 @@ optional (an unknown key is an error, so a typo does not pass silently)::
                    name}, ...] (TOML: [[links]] tables); points in one floor's cells
 
 How the tag keys combine is in :mod:`pathserver.maps.tags`; floors and links are checked
-by :mod:`pathserver.grid.links` when the map is built, and a tag a link names that the map
+by :mod:`pathserver.floors` when the map is built, and a tag a link names that the map
 does not gets a value of its own (:func:`pathserver.maps.tags.name_link_tags`).
 """
 
@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from pathserver.errors import RequestError
-from pathserver.grid.links import check_floors
+from pathserver.floors import check_floors
 from pathserver.hexes import LAYOUTS, SHAPES
 from pathserver.maps import tags as tag_layers
 from pathserver.maps.files import (

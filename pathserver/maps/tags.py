@@ -178,7 +178,7 @@ def name_link_tags(links, tags, tag_names: dict | None, shape, path) -> tuple:
     tags: each tag a link names and ``tag_names`` does not gets the lowest value 1..255
     neither named nor in the layer ``tags``, in sorted name order; a map without a tag
     layer gets one of zeros of ``shape`` (a map's tag names need a layer). Links that are
-    not well formed are left to :func:`pathserver.grid.links.check_links`."""
+    not well formed are left to :func:`pathserver.floors.check_links`."""
     names = dict(tag_names or {})
     wanted = {link["tag"] for link in links or () if isinstance(link, dict) and isinstance(link.get("tag"), str)
               and link["tag"]}

@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from pathserver.errors import RequestError
-from pathserver.grid.links import check_floors
+from pathserver.floors import check_floors
 from pathserver.hexes import OVERLAP, tile_size_of
 from pathserver.maps.files import (
     Decoded,

@@ -2,7 +2,7 @@
 polylines (or lines) from one end of a link to the other, with the properties ``cost``,
 ``two_way``, ``tag``, ``from_floor`` and ``to_floor``; read as ``put_map``'s links, and
 written back from a map's. The links themselves are checked where every map's are
-(:func:`pathserver.grid.links.check_links`, through GridMap); a problem there is reported at
+(:func:`pathserver.floors.check_links`, through GridMap); a problem there is reported at
 the object (``layers[3].objects[0]``), which :func:`read_links` tells the loader.
 """
 
