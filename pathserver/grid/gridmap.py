@@ -579,36 +579,73 @@ class GridMap:
 
     # -- edits ------------------------------------------------------------------------
 
-    def edit(self, rects=(), cells=(), *, solid: bool | None = None, cost: float | None = None) -> "GridMap":
+    def edit(self, rects=(), cells=(), *, solid: bool | None = None, cost: float | None = None,
+             links=None) -> "GridMap":
         """A new generation with rectangles ``(x, y, w, h)`` and/or cells ``(x, y)`` set
-        solid (``solid=True``), free (``solid=False``), and/or given a terrain ``cost``.
+        solid (``solid=True``), free (``solid=False``), and/or given a terrain ``cost``; on
+        a map with floors, ``(x, y, w, h, floor)`` and ``(x, y, floor)`` edit that floor
+        (floor 0 without one). ``links``: the map's new links (as ``put_map`` takes them,
+        ``[]`` for none), replacing the old; None keeps them.
 
-        Parts of rectangles outside the map are clipped. Clearance is recomputed only in
-        the region the edit can influence (up and left of it, as far as the largest
-        square that can reach it).
+        Parts of rectangles outside the map (their floor) are clipped. Clearance is
+        recomputed only in the region the edit can influence (up and left of it, as far
+        as the largest square that can reach it).
         """
-        boxes = [tuple(int(v) for v in r) for r in rects] + [(int(x), int(y), 1, 1) for x, y in cells]
-        return self.edit_many([(boxes, solid, cost)])
+        boxes = [tuple(int(v) for v in r) for r in rects]
+        boxes += [(int(c[0]), int(c[1]), 1, 1, *(int(v) for v in c[2:])) for c in cells]
+        # Links alone: no change of cells to check.
+        only_links = links is not None and not boxes and solid is None and cost is None
+        return self.edit_many([] if only_links else [(boxes, solid, cost)], links=links)
 
-    def edit_many(self, changes) -> "GridMap":
+    def with_links(self, links) -> "GridMap":
+        """The next generation with ``links`` (as ``put_map`` takes them, ``[]`` for none)
+        in place of this one's, its cells as they are (``update {"links": [...]}``)."""
+        return self.edit_many([], links=links)
+
+    def floor_box(self, box) -> tuple[int, int, int, int] | None:
+        """A cell rectangle ``(x, y, w, h)`` (floor 0) or ``(x, y, w, h, floor)`` clipped to
+        its floor, as ``(x0, y0, x1, y1)`` of the stacked grid (ends excluded); None when
+        nothing of it is on the map. RequestError at ``rects`` for one without area or on a
+        floor the map does not have."""
+        if len(box) not in (4, 5):
+            raise RequestError(f"a rectangle is (x, y, w, h) or (x, y, w, h, floor), got {tuple(box)}", at="rects")
+        bx, by, bw, bh = box[:4]
+        floor = box[4] if len(box) == 5 else 0
+        if bw < 1 or bh < 1:
+            raise RequestError(f"rectangle {bx, by, bw, bh} has no area", at="rects")
+        if not 0 <= floor < self.floors:
+            raise RequestError(f"floor {floor} is not one of the map's floors 0..{self.floors - 1}", at="rects")
+        cx0, cy0 = max(bx, 0), max(by, 0)
+        cx1, cy1 = min(bx + bw, self.width), min(by + bh, self.floor_height)
+        if cx0 >= cx1 or cy0 >= cy1:
+            return None
+        _, cy0 = self.stacked(cx0, cy0, floor)
+        _, cy1 = self.stacked(cx1, cy1, floor)
+        return cx0, cy0, cx1, cy1
+
+    def edit_many(self, changes, links=None) -> "GridMap":
         """One new generation holding the edits ``changes``, ``(boxes, solid, cost)`` each
-        with ``boxes`` cell rectangles ``(x, y, w, h)``, applied in order: the cells end
-        as :meth:`edit` called once per change leaves them (a cell made solid costs 1, as
-        the constructor has it), for one copy of the arrays and one clearance update."""
+        with ``boxes`` cell rectangles ``(x, y, w, h)`` (or ``(x, y, w, h, floor)``, see
+        :meth:`floor_box`), applied in order: the cells end as :meth:`edit` called once
+        per change leaves them (a cell made solid costs 1, as the constructor has it), for
+        one copy of the arrays and one clearance update. ``links``: as :meth:`edit`."""
         for _, solid, cost in changes:
             check_edit(solid, cost)
+        if links is not None:
+            links = check_links(links, self.floors, self.width, self.floor_height)
+            for i, tag in enumerate(links.tags):
+                if tag is not None and tag not in self.tag_names:
+                    raise RequestError(f"link tag {tag!r} is not one of the map's tag_names", at=f"links[{i}].tag")
         walkable = self.walkable.copy()
         costed = any(cost is not None for _, _, cost in changes)
         new_cost = None if (not costed and self.uniform_cost) else self.cost.copy()
         x0, y0, x1, y1 = self.width, self.height, 0, 0
         for boxes, solid, cost in changes:
-            for bx, by, bw, bh in boxes:
-                if bw < 1 or bh < 1:
-                    raise RequestError(f"rectangle {bx, by, bw, bh} has no area", at="rects")
-                cx0, cy0 = max(bx, 0), max(by, 0)
-                cx1, cy1 = min(bx + bw, self.width), min(by + bh, self.height)
-                if cx0 >= cx1 or cy0 >= cy1:
+            for edited in boxes:
+                clipped = self.floor_box(edited)
+                if clipped is None:
                     continue
+                cx0, cy0, cx1, cy1 = clipped
                 box = slice(cy0, cy1), slice(cx0, cx1)
                 if solid is not None:
                     walkable[box] = not solid
@@ -647,7 +684,7 @@ class GridMap:
             shape=self.shape,
             layout=self.layout,
             floors=self.floors,
-            links=self.links,
+            links=self.links if links is None else links,
             _edit=EditSeeds(
                 clearance,
                 cost_edit,
