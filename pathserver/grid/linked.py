@@ -133,7 +133,14 @@ def stacked_cells(gridmap: GridMap, points, at: str, maximum: int = MAX_GOALS, m
 
 def stacked_cell(gridmap: GridMap, point, at: str) -> tuple[int, int]:
     """One point as its cell of the stacked grid (see :func:`stacked_cells`)."""
-    if isinstance(point, np.ndarray):
+    if type(point) is tuple or type(point) is list:
+        # Whole numbers on the map, the common case, without numpy.
+        if 2 <= len(point) <= 3 and all(type(v) is int for v in point):
+            x, y, *floor = point
+            floor = floor[0] if floor else 0
+            if 0 <= x < gridmap.width and 0 <= y < gridmap.floor_height and 0 <= floor < gridmap.floors:
+                return gridmap.stacked(x, y, floor)
+    elif isinstance(point, np.ndarray):
         point = point.tolist()
     if not isinstance(point, (list, tuple)):
         raise RequestError(f"{at} must be [x, y] or [x, y, floor]", at=at)
@@ -151,11 +158,14 @@ def answer_points(gridmap: GridMap, cells: np.ndarray) -> np.ndarray:
     cells = np.asarray(cells).reshape(-1, 2)
     if gridmap.floors == 1:
         return cells.astype(np.int32)
-    return np.column_stack(gridmap.unstacked(cells[:, 0], cells[:, 1])).astype(np.int32).reshape(-1, 3)
+    out = np.empty((len(cells), 3), dtype=np.int32)
+    out[:, 0], out[:, 1], out[:, 2] = gridmap.unstacked(cells[:, 0], cells[:, 1])
+    return out
 
 
 def answer_point(gridmap: GridMap, x: int, y: int) -> tuple:
-    return tuple(answer_points(gridmap, np.array([[x, y]])).tolist()[0])
+    """One stacked cell as an answer gives it (see :func:`answer_points`)."""
+    return (int(x), int(y)) if gridmap.floors == 1 else tuple(map(int, gridmap.unstacked(x, y)))
 
 
 def floor_boxes(gridmap: GridMap, boxes: np.ndarray, floors: np.ndarray) -> np.ndarray:
@@ -212,6 +222,8 @@ def cell_boxes(gridmap: GridMap, cells, rects, cells_at: str, rects_at: str, at:
 def snap_cells(gridmap: GridMap, call, cells, xy: np.ndarray, snap: bool) -> np.ndarray:
     """int64 (K, 2): each stacked cell of ``xy`` where the unit of ``call`` stands in ``cells``, or with
     ``snap`` the nearest such cell of its own floor; ``(-1, -1)`` where none."""
+    if cells[xy[:, 1], xy[:, 0]].all():
+        return np.array(xy, dtype=np.int64)
     out = np.empty_like(xy, dtype=np.int64)
     rows = gridmap.floor_height + 1
     floors = xy[:, 1] // rows
@@ -363,10 +375,13 @@ def find_path(gridmap: GridMap, grids, start, goal, goals, boxes, avoid_cost, sm
     ws = workspace(call.n)
     with Request(gridmap, grids, boxes, avoid_cost) as request:
         cells = request.cells
-        # Goals snap off cells the unit cannot stand on (avoided ones too) but the start's.
-        at_start = (targets[:, 0] == sx) & (targets[:, 1] == sy)
-        snapped = np.where(at_start[:, None], targets, snap_cells(gridmap, call, cells, targets, call.snap))
-        placed = snapped[:, 0] >= 0
+        if len(targets) == 1 and cells[targets[0, 1], targets[0, 0]]:
+            snapped, placed = targets, _ONE_PLACED  # the common case, without the checks
+        else:
+            # Goals snap off cells the unit cannot stand on (avoided ones too) but the start's.
+            at_start = (targets[:, 0] == sx) & (targets[:, 1] == sy)
+            snapped = np.where(at_start[:, None], targets, snap_cells(gridmap, call, cells, targets, call.snap))
+            placed = snapped[:, 0] >= 0
         if not call.snap and not placed.all():
             i = int(np.argmin(placed))
             name = goal_name if goals is None else f"goals[{i}]"
@@ -375,10 +390,10 @@ def find_path(gridmap: GridMap, grids, start, goal, goals, boxes, avoid_cost, sm
         moved = placed & (snapped != targets).any(axis=1)
         request.avoided.release(sx, sy)
         nodes = snapped[:, 1] * gridmap.width + snapped[:, 0]
-        wanted = placed.copy()
+        wanted = placed
         if not allow_partial:
             labels = joined_labels(gridmap, call, grids.rules).reshape(-1)
-            wanted &= labels[np.where(placed, nodes, 0)] == labels[sy * gridmap.width + sx]
+            wanted = placed & (labels[np.where(placed, nodes, 0)] == labels[sy * gridmap.width + sx])
         if not wanted.any() and not allow_partial:
             status, end, best, expanded = st.SEARCH_NO_PATH, -1, -1, 0
             flags |= st.FLAG_OTHER_COMPONENT
@@ -388,8 +403,10 @@ def find_path(gridmap: GridMap, grids, start, goal, goals, boxes, avoid_cost, sm
                 cells, request.cost_index, request.cost_table, request.uniform, call.heights,
                 (mode >> st.MODE_USE_HEIGHTS) & 1, call.climb, grids.diagonal,
                 (mode >> st.MODE_HEURISTIC) & st.HEURISTIC_MASK, gridmap.floor_height + 1, sx, sy,
-                np.unique(nodes[wanted]), call.budget, allow_partial, first, to, cost, entries, ws.work_float,
-                ws.work_int)
+                nodes if len(nodes) == 1 else np.unique(nodes[wanted]), call.budget, allow_partial, first, to, cost,
+                entries, ws.work_float, ws.work_int)
+        if status == st.SEARCH_BUDGET:
+            flags |= st.FLAG_BUDGET_HIT
         if status == st.SEARCH_BUDGET and not allow_partial:
             raise SearchLimitError(f"max_expansions={call.budget} reached before the goal; pass allow_partial=True "
                                    "for a partial path", at=MAX_EXPANSIONS.name)
@@ -414,6 +431,10 @@ def find_path(gridmap: GridMap, grids, start, goal, goals, boxes, avoid_cost, sm
     return PathResult(name, points, total, length, int(expanded), answer_point(gridmap, sx, sy),
                       answer_point(gridmap, *goal_at), flags, gridmap.generation, "astar",
                       None if goals is None else chosen, links)
+
+
+_ONE_PLACED = np.ones(1, dtype=bool)
+_ONE_PLACED.setflags(write=False)
 
 
 def _goal_point(gridmap: GridMap, snapped: np.ndarray, targets: np.ndarray) -> tuple:
