@@ -393,13 +393,14 @@ def next_steps(
     lookahead_code = _LOOKAHEADS[checked(LOOKAHEAD, lookahead) or "cell"]
     max_cost = checked(MAX_COST, max_cost)
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
-    avoid_cost = checked(AVOID_COST, avoid_cost)
     call = grids.call
     if gridmap.linked:
         boxes = linked.avoid_boxes(gridmap, avoid)
+        avoid_cost = checked(AVOID_COST, avoid_cost)
         units = linked.unit_cells(gridmap, positions)
-        key = ("steer", call.layer_key, call.mode, call.climb, linked.stacked_cells(gridmap, goals, GOALS.name).tobytes(),
-               boxes.tobytes(), avoid_cost, max_cost)
+        key = ("steer", call.layer_key, call.mode, call.climb,
+               linked.stacked_cells(gridmap, goals, GOALS.name, minimum=1).tobytes(), boxes.tobytes(), avoid_cost,
+               max_cost)
         entry = gridmap.layers.field(key)
         if entry is None:
             entry = _steering_field_linked(gridmap, grids, goals, boxes, avoid_cost, max_cost)
@@ -407,6 +408,7 @@ def next_steps(
         return linked.steps(gridmap, grids, entry, units, lookahead_code,
                             entry.sighted() if lookahead_code == LOOKAHEAD_LOS else _NO_SIGHTS)
     avoid_checked = checked(AVOID, avoid)
+    avoid_cost = checked(AVOID_COST, avoid_cost)
     units = _positions(gridmap, positions)
     key = ("steer", call.layer_key, call.mode, call.climb, tuple(map(tuple, goals)),
            None if avoid_checked is None else avoid_checked.key(), avoid_cost,
