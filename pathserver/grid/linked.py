@@ -272,8 +272,7 @@ def reversed_links(arrays: tuple) -> tuple:
 class Request:
     """One request's view of a linked map: the unit's grids with the avoided cells laid on
     (inside ``with``), and the links it may take (barred by traversal, or with an avoided
-    end, left out). ``grids``: queries' ``_Grids`` (call, diagonal, uniform, use_heights,
-    rules)."""
+    end, left out). ``grids``: the request's :class:`Grids`."""
 
     def __init__(self, gridmap: GridMap, grids, boxes: np.ndarray, avoid_cost):
         self.gridmap = gridmap
@@ -358,7 +357,7 @@ def _trace_answer(gridmap: GridMap, request: Request, call, ws, start: int, end:
 
 
 def find_path(gridmap: GridMap, grids, start, goal, goals, boxes, avoid_cost, smooth) -> PathResult:
-    """find_path on a linked map (``grids``: queries' ``_Grids`` of the call, its options
+    """find_path on a linked map (``grids``: the call's :class:`Grids`, its options
     checked; ``boxes``: avoided cells from :func:`avoid_boxes`; ``smooth``: the SMOOTH_*
     code). Many goals: the cheapest reachable wins (``goal_index``)."""
     call = grids.call

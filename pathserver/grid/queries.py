@@ -127,6 +127,8 @@ def reachable(
     Options as :func:`pathserver.grid.search.find_path`: a start the unit cannot stand on
     snaps (else StartBlockedError); with ``avoid`` the start may lie on an avoided cell.
     Dijkstra from the start, stopped at the budget (:func:`pathserver.core.dijkstra.reach`).
+    On a map with floors or links the links count (:mod:`pathserver.grid.linked`) and on
+    one of several floors ``cells`` are ``(x, y, floor)``.
 
     >>> m = GridMap.from_ascii('''
     ... ...
@@ -257,7 +259,10 @@ def distance_field(
     leaving it (a unit there may leave; none may enter). Other options as find_path.
 
     One backward Dijkstra from all the goals at once, with a bucket queue
-    (:func:`pathserver.core.dijkstra.field`).
+    (:func:`pathserver.core.dijkstra.field`). On a map with floors or links, over the
+    links too (a link a -> b gives a the value of b plus its cost), goals and avoided
+    cells may carry a floor, and on a map of several floors the result is float32
+    (floors, h, w), the region on each floor, floor 0 first.
 
     >>> m = GridMap.from_ascii('''
     ... ...
@@ -377,6 +382,9 @@ def next_steps(
     does (the first step when it sees none).
 
     The field is kept in the map's cache (the last 8). Other options as :func:`distance_field`.
+    On a map with floors or links positions may be ``(x, y, floor)``, a unit on a link's
+    source whose cheapest way is the link gets its other end (the lookahead never looks
+    past a link), and on a map of several floors steps are (n, 3) ``(x, y, floor)``.
 
     >>> m = GridMap.from_ascii('''
     ... .....
@@ -488,7 +496,10 @@ def check_block(
     off from every point it was connected to. Points the unit cannot stand on snap to the
     nearest cell it can (with ``snap=False`` they connect to nothing and appear in no
     pair). Connectivity is the components' (``diagonal="always"``: corners may be cut;
-    climbs are not considered); ``traversal`` as find_path.
+    climbs are not considered); ``traversal`` as find_path. On a map with floors or links,
+    cells ``(x, y, floor)``, rectangles ``(x, y, w, h, floor)`` and points may carry a
+    floor, and two points are joined when a way (links included, one-way ones their way)
+    leads from either to the other.
 
     The placement cuts only the 16 x 16 blocks it reaches into pieces afresh; a search
     over pieces, started next to it, decides (:func:`pathserver.core.cut.cut_pieces`; the
