@@ -188,17 +188,21 @@ def test_distance_field_is_exact(floors):
 
 @pytest.mark.parametrize("floors", [1, 2, 3])
 def test_next_steps_follow_the_field_and_take_links(floors):
-    for rng, walkable, _, links, gridmap, unit, rules, passable, costs, points in cases(50 + floors, floors, 4):
-        goals = pick(rng, points, 2)
-        moves = naive_links.graph(passable, costs, links, rules)
+    for rng, walkable, _, links, gridmap, unit, rules, passable, costs, points in cases(50 + floors, floors, 6):
+        ends = [p for p in link_ends(links) if passable[p[2]][p[1], p[0]]]
+        avoid_cells = [tuple(p) for p in pick(rng, ends, 1)] if rng.random() < 0.5 else []
+        avoided = naive_links.avoided_anchors(passable, unit, avoid_cells)
+        goals = pick(rng, [p for p in points if not avoided[p[2]][p[1], p[0]]], 2)
+        moves = naive_links.graph(passable, costs, links, rules, avoided=avoided)
         field = naive.costs_to(moves, goals)
         by_source: dict = {}
         for a, b, w in moves:
             by_source.setdefault(a, []).append((b, w))
         units = pick(rng, points, 12)
         given = [list(u) if floors > 1 else list(u[:2]) for u in units]
-        steps, remaining = next_steps(gridmap, goals, unit, given, traversal=rules)
-        sighted, _ = next_steps(gridmap, goals, unit, given, traversal=rules, lookahead="los")
+        avoid = {"cells": [list(c) for c in avoid_cells]}
+        steps, remaining = next_steps(gridmap, goals, unit, given, traversal=rules, avoid=avoid)
+        sighted, _ = next_steps(gridmap, goals, unit, given, traversal=rules, lookahead="los", avoid=avoid)
         for u, step, left, seen in zip(units, triples(steps.astype(int), floors), remaining.tolist(),
                                        triples(sighted.astype(int), floors)):
             want = field.get(u, math.inf)
@@ -282,3 +286,32 @@ def test_edits_land_on_their_floor_and_links_can_be_replaced():
                 if got.found:
                     assert got.cost == pytest.approx(want)
     assert len(replaced.edit(links=[]).links) == 0
+
+
+@pytest.mark.parametrize("diagonal", ["never", "always"])
+def test_other_diagonal_rules(diagonal):
+    for rng, walkable, _, links, gridmap, unit, rules, passable, costs, points in cases(90, 2, 4):
+        moves = naive_links.graph(passable, costs, links, rules, diagonal=diagonal)
+        goals = pick(rng, points, 2)
+        expected = naive.costs_to(moves, goals)
+        got = distance_field(gridmap, goals, unit, traversal=rules, diagonal=diagonal)
+        for f in range(2):
+            for y in range(walkable.shape[1]):
+                for x in range(walkable.shape[2]):
+                    assert got[f, y, x] == pytest.approx(expected.get((x, y, f), math.inf), rel=1e-5)
+        for _ in range(4):
+            start, goal = pick(rng, points, 2)
+            want = naive.costs_from(moves, start).get(goal, math.inf)
+            result = find_path(gridmap, start, goal, unit, traversal=rules, diagonal=diagonal, smooth="none")
+            assert result.found == math.isfinite(want)
+            if result.found:
+                assert result.cost == pytest.approx(want)
+        spots = pick(rng, points, 5)
+        place = pick(rng, points, 3)
+        covered = naive_links.avoided_anchors(passable, unit, place)
+        after = [p & ~c for p, c in zip(passable, covered)]
+        expected = naive_links.joined_pairs(passable, after, links, spots, rules,
+                                            "always" if diagonal == "always" else "never")
+        got = check_block(gridmap, cells=[list(p) for p in place], unit_size=unit, points=[list(p) for p in spots],
+                          traversal=rules, diagonal=diagonal)
+        assert got == expected
