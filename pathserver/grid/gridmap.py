@@ -37,7 +37,7 @@ from pathserver.core.status import DIAGONAL_HEX
 from pathserver.errors import MapLoadError, RequestError
 from pathserver.hexes import LAYOUTS, SHAPES, cell_at, check_layout, tile_size_of, world_centre
 from pathserver.grid.cache import LayerCache
-from pathserver.grid.links import check_floors, check_links, link_arrays, stack_floors
+from pathserver.grid.links import check_floors, check_links, floor_rows, link_arrays, stack_floors
 from pathserver.grid.layers import (
     UNIFORM_COST_INDEX,
     UNIFORM_COST_TABLE,
@@ -238,13 +238,21 @@ class GridMap:
             if walkable.shape[0] != self.floors:
                 raise MapLoadError(f"walkable holds {walkable.shape[0]} floors, floors is {self.floors}", at="floors")
             self.floor_height = walkable.shape[1]
-            walkable = stack_floors(walkable, False)
-            cost = None if cost is None else stack_floors(np.asarray(cost, dtype=np.float64), 1.0)
-            heights = None if heights is None else stack_floors(np.asarray(heights, dtype=np.float32), 0.0)
-            tags = None if tags is None else stack_floors(np.asarray(tags), 0)
+            rows = floor_rows(self.floor_height, layout)
+            walkable = stack_floors(walkable, False, rows)
+            cost = None if cost is None else stack_floors(np.asarray(cost, dtype=np.float64), 1.0, rows)
+            heights = None if heights is None else stack_floors(np.asarray(heights, dtype=np.float32), 0.0, rows)
+            tags = None if tags is None else stack_floors(np.asarray(tags), 0, rows)
         else:
-            # One floor, or floors already stacked (an edit's arrays).
-            self.floor_height = (walkable.shape[0] + 1) // self.floors - 1
+            # One floor, or floors already stacked (an edit's arrays): (F - 1) * rows + H
+            # rows, two blocked rows between floors where floor_rows says so.
+            stacked_rows = walkable.shape[0]
+            self.floor_height = (stacked_rows + 1) // self.floors - 1
+            wider = (stacked_rows + 2) // self.floors - 2
+            if (stacked_rows + 2) % self.floors == 0 and floor_rows(wider, layout) == wider + 2:
+                self.floor_height = wider
+        #: The stacked grid's rows from one floor's first row to the next's.
+        self.floor_rows = floor_rows(self.floor_height, layout)
         if walkable.ndim != 2 or walkable.shape[0] < 1 or walkable.shape[1] < 1:
             raise MapLoadError(f"walkable must be a non-empty 2-D array, got shape {walkable.shape}")
         if walkable.size > MAX_CELLS:
@@ -445,11 +453,11 @@ class GridMap:
     def stacked(self, x: int, y: int, floor: int = 0) -> tuple[int, int]:
         """Cell ``(x, y)`` of ``floor`` in the stacked grid (floors one under another, a
         blocked row between each two)."""
-        return x, floor * (self.floor_height + 1) + y
+        return x, floor * self.floor_rows + y
 
     def unstacked(self, x: int, y: int) -> tuple[int, int, int]:
         """A stacked grid cell as ``(x, y, floor)``."""
-        return x, y % (self.floor_height + 1), y // (self.floor_height + 1)
+        return x, y % self.floor_rows, y // self.floor_rows
 
     def link_arrays(self, rules: tuple | None = None) -> tuple:
         """The links as the kernels take them under the traversal ``rules`` (cached):
@@ -457,7 +465,7 @@ class GridMap:
         if rules not in self._link_arrays:
             values = dict(rules or ())
             multipliers = {name: values.get(value, 1.0) for name, value in self.tag_names.items()}
-            self._link_arrays[rules] = link_arrays(self.links, multipliers, self.floor_height, self.width,
+            self._link_arrays[rules] = link_arrays(self.links, multipliers, self.floor_rows, self.width,
                                                    self.width * self.height)
         return self._link_arrays[rules]
 

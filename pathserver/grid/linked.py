@@ -1,6 +1,6 @@
 """Every op on a map with floors or links (issue #35), on the stacked grid
-(:func:`pathserver.grid.links.stack_floors`: floor f's rows at ``f * (floor_height + 1)``,
-a blocked row between floors) with the links added by the kernels of
+(:func:`pathserver.grid.links.stack_floors`: floor f's rows at ``f * floor_rows``,
+blocked rows between floors) with the links added by the kernels of
 :mod:`pathserver.core.links`.
 
 Points come as ``(x, y)`` (floor 0) or ``(x, y, floor)``, rectangles as ``(x, y, w, h)`` or
@@ -67,7 +67,7 @@ def grids_of(call, rules: tuple | None) -> Grids:
 # -- points, rectangles and avoided cells with floors ----------------------------------------
 
 
-def floor_rows(value, width: int, at: str, shape: str, maximum: int) -> np.ndarray:
+def rows_with_floors(value, width: int, at: str, shape: str, maximum: int) -> np.ndarray:
     """float64 (n, width + 1): rows of ``width`` numbers (points ``[x, y]``, rectangles ``[x,
     y, w, h]``), each maybe with a floor after them (0 when not), checked: finite numbers,
     whole floors, at most ``maximum`` rows. A numpy array of ``width`` or ``width + 1``
@@ -117,7 +117,7 @@ def stacked_cells(gridmap: GridMap, points, at: str, maximum: int = MAX_GOALS, m
     """int64 (n, 2): each of ``points`` (``[x, y]`` or ``[x, y, floor]``, grid units,
     floored to their cell) as its cell of the stacked grid; OutOfBoundsError at
     ``at[i]`` for one off its floor."""
-    rows = floor_rows(points, 2, at, "[x, y]", maximum)
+    rows = rows_with_floors(points, 2, at, "[x, y]", maximum)
     if len(rows) < minimum:
         raise RequestError(f"'{at}' needs at least {minimum} point", at=at)
     floors = _floors_of(gridmap, rows, 2, at)
@@ -200,8 +200,8 @@ def cell_boxes(gridmap: GridMap, cells, rects, cells_at: str, rects_at: str, at:
     """int64 (K, 4) stacked boxes of ``cells`` ``[x, y(, floor)]`` (the cell each falls in)
     and ``rects`` ``[x, y, w, h(, floor)]`` (every cell each overlaps), each clipped to its
     floor: avoided cells, check_block's placement."""
-    cells = floor_rows(cells, 2, cells_at, "[x, y]", MAX_AVOID)
-    rects = floor_rows(rects, 4, rects_at, "[x, y, w, h]", MAX_AVOID)
+    cells = rows_with_floors(cells, 2, cells_at, "[x, y]", MAX_AVOID)
+    rects = rows_with_floors(rects, 4, rects_at, "[x, y, w, h]", MAX_AVOID)
     if len(cells) + len(rects) > MAX_AVOID:
         raise TooLargeError(f"{len(cells) + len(rects)} cells and rectangles; at most {MAX_AVOID}", at=at)
     bad = (rects[:, 2] <= 0) | (rects[:, 3] <= 0)
@@ -225,7 +225,7 @@ def snap_cells(gridmap: GridMap, call, cells, xy: np.ndarray, snap: bool) -> np.
     if cells[xy[:, 1], xy[:, 0]].all():
         return np.array(xy, dtype=np.int64)
     out = np.empty_like(xy, dtype=np.int64)
-    rows = gridmap.floor_height + 1
+    rows = gridmap.floor_rows
     floors = xy[:, 1] // rows
     for floor in np.unique(floors).tolist():
         mine = floors == floor
@@ -401,7 +401,7 @@ def find_path(gridmap: GridMap, grids, start, goal, goals, boxes, avoid_cost, sm
             status, end, best, expanded = search_links(
                 cells, request.cost_index, request.cost_table, request.uniform, call.heights,
                 (mode >> st.MODE_USE_HEIGHTS) & 1, call.climb, grids.diagonal,
-                (mode >> st.MODE_HEURISTIC) & st.HEURISTIC_MASK, gridmap.floor_height + 1, sx, sy,
+                (mode >> st.MODE_HEURISTIC) & st.HEURISTIC_MASK, gridmap.floor_rows, sx, sy,
                 nodes if len(nodes) == 1 else np.unique(nodes[wanted]), call.budget, allow_partial, first, to, cost,
                 entries, ws.work_float, ws.work_int)
         if status == st.SEARCH_BUDGET:
@@ -444,7 +444,7 @@ def _goal_point(gridmap: GridMap, snapped: np.ndarray, targets: np.ndarray) -> t
 def _nearness(gridmap: GridMap, diagonal: int, x: int, y: int, cells: np.ndarray) -> np.ndarray:
     """How near (x, y) lies to each of ``cells`` (stacked), as the search's partial answer
     weighs it: squared distance on one floor, inf on another."""
-    rows = gridmap.floor_height + 1
+    rows = gridmap.floor_rows
     dx, dy = cells[:, 0] - x, cells[:, 1] - y
     return np.where(cells[:, 1] // rows == y // rows, (dx * dx + dy * dy).astype(np.float64), np.inf)
 
@@ -536,7 +536,7 @@ def field_window(gridmap: GridMap, grid: np.ndarray, window: np.ndarray) -> np.n
     """float32 of the region ``window`` (x0, y0, x1, y1) of a stacked field: (h, w) on a
     map of one floor, (floors, h, w) on one of several, floor 0 first."""
     x0, y0, x1, y1 = window.tolist()
-    layers = [grid[y0 + y:y1 + y, x0:x1] for y in range(0, gridmap.height, gridmap.floor_height + 1)]
+    layers = [grid[y0 + y:y1 + y, x0:x1] for y in range(0, gridmap.height, gridmap.floor_rows)]
     out = np.stack(layers).astype(np.float32)
     return out[0] if gridmap.floors == 1 else out
 

@@ -315,3 +315,21 @@ def test_other_diagonal_rules(diagonal):
         got = check_block(gridmap, cells=[list(p) for p in place], unit_size=unit, points=[list(p) for p in spots],
                           traversal=rules, diagonal=diagonal)
         assert got == expected
+
+
+@pytest.mark.parametrize("layout", ["odd-r", "even-r", "odd-q", "even-q"])
+def test_hex_floors_keep_their_neighbours(layout):
+    # Each floor of a hex map moves as a map of that floor alone: a floor's rows keep their
+    # parity in the stacked grid (two blocked rows between floors where one would not).
+    rng = np.random.default_rng(95)
+    for height in (4, 5):
+        walkable = rng.random((3, height, 6)) > 0.2
+        gridmap = GridMap(walkable, floors=3, shape="hex", layout=layout)
+        edited = gridmap.edit(cells=[(0, 0, 2)], solid=False)
+        assert edited.floor_height == height and edited.floor_rows == gridmap.floor_rows
+        for f in range(3):
+            alone = GridMap(walkable[f], shape="hex", layout=layout)
+            goals = [(int(x), int(y)) for y, x in np.argwhere(walkable[f])[:2]]
+            expected = distance_field(alone, goals)
+            got = distance_field(gridmap, [(*g, f) for g in goals])[f]
+            np.testing.assert_array_equal(got, expected)
