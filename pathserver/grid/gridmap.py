@@ -34,7 +34,7 @@ import numpy as np
 
 from pathserver.core.clearance import compute_clearance, hex_clearance
 from pathserver.core.status import DIAGONAL_HEX
-from pathserver.errors import MapLoadError, RequestError
+from pathserver.errors import MapLoadError, OutOfBoundsError, RequestError
 from pathserver.hexes import LAYOUTS, SHAPES, cell_at, check_layout, tile_size_of, world_centre
 from pathserver.grid.cache import LayerCache
 from pathserver.grid.links import check_floors, check_links, floor_rows, link_arrays, stack_floors
@@ -613,8 +613,8 @@ class GridMap:
     def floor_box(self, box) -> tuple[int, int, int, int] | None:
         """A cell rectangle ``(x, y, w, h)`` (floor 0) or ``(x, y, w, h, floor)`` clipped to
         its floor, as ``(x0, y0, x1, y1)`` of the stacked grid (ends excluded); None when
-        nothing of it is on the map. RequestError at ``rects`` for one without area or on a
-        floor the map does not have."""
+        nothing of it is on the map. At ``rects``: RequestError for one without area,
+        OutOfBoundsError for a floor the map does not have."""
         if len(box) not in (4, 5):
             raise RequestError(f"a rectangle is (x, y, w, h) or (x, y, w, h, floor), got {tuple(box)}", at="rects")
         bx, by, bw, bh = box[:4]
@@ -622,7 +622,7 @@ class GridMap:
         if bw < 1 or bh < 1:
             raise RequestError(f"rectangle {bx, by, bw, bh} has no area", at="rects")
         if not 0 <= floor < self.floors:
-            raise RequestError(f"floor {floor} is not one of the map's floors 0..{self.floors - 1}", at="rects")
+            raise OutOfBoundsError(f"floor {floor} is not one of the map's floors 0..{self.floors - 1}", at="rects")
         cx0, cy0 = max(bx, 0), max(by, 0)
         cx1, cy1 = min(bx + bw, self.width), min(by + bh, self.floor_height)
         if cx0 >= cx1 or cy0 >= cy1:

@@ -15,6 +15,7 @@ links (both ways: a superset of what the unit can reach, so never a wrong refusa
 from __future__ import annotations
 
 import math
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -78,6 +79,11 @@ def rows_with_floors(value, width: int, at: str, shape: str, maximum: int) -> np
         value = python_value(value)
         if not isinstance(value, (list, tuple)):
             raise RequestError(f"'{at}' must be an array of {shape}", at=at)
+        lengths = set(map(len, value)) if set(map(type, value)) <= {list, tuple} else None
+        if lengths is not None and len(lengths) == 1 and lengths <= {width, width + 1} and \
+                set(map(type, chain.from_iterable(value))) <= {int, float}:
+            # Plain rows of numbers, the common case: no walk number by number.
+            return _with_floor_column(np.array(value, dtype=np.float64), width, at, maximum)
         rows = np.zeros((len(value), width + 1), dtype=np.float64)
         for i, row in enumerate(value):
             if not isinstance(row, (list, tuple)) or len(row) not in (width, width + 1):
@@ -86,14 +92,18 @@ def rows_with_floors(value, width: int, at: str, shape: str, maximum: int) -> np
                 if isinstance(v, bool) or not isinstance(v, _NUMBERS):
                     raise RequestError(f"each of '{at}' must be {shape} of numbers", at=f"{at}[{i}][{j}]")
                 rows[i, j] = v
+    return _with_floor_column(rows, width, at, maximum)
+
+
+def _with_floor_column(rows: np.ndarray, width: int, at: str, maximum: int) -> np.ndarray:
     if len(rows) > maximum:
         raise TooLargeError(f"{len(rows)} {at}; at most {maximum}", at=at)
     if rows.shape[1] == width:
         rows = np.column_stack((rows, np.zeros(len(rows))))
-    bad = ~np.isfinite(rows).all(axis=1)
+    bad = ~np.isfinite(rows)
     if bad.any():
-        i = int(np.argmax(bad))
-        raise NonFiniteError(f"'{at}' coordinates must be finite, got {rows[i].tolist()}", at=f"{at}[{i}]")
+        i, j = (int(v) for v in np.argwhere(bad)[0])
+        raise NonFiniteError(f"'{at}' coordinates must be finite, got {rows[i, j]}", at=f"{at}[{i}][{j}]")
     floors = rows[:, width]
     bad = floors != np.floor(floors)
     if bad.any():

@@ -333,3 +333,33 @@ def test_hex_floors_keep_their_neighbours(layout):
             expected = distance_field(alone, goals)
             got = distance_field(gridmap, [(*g, f) for g in goals])[f]
             np.testing.assert_array_equal(got, expected)
+
+
+def test_points_with_floors_are_checked():
+    from pathserver.errors import NonFiniteError, RequestError
+
+    gridmap = GridMap(np.ones((2, 4, 5), bool), floors=2, links=[{"from": [0, 0], "to": [0, 0, 1], "cost": 1}])
+    refusals = [
+        (lambda: find_path(gridmap, (0, 0), goals=[(1, 1), (1, 1, 2)]), OutOfBoundsError, "goals[1][2]"),
+        (lambda: find_path(gridmap, (0, 0), goals=[(1, 9, 1)]), OutOfBoundsError, "goals[0]"),
+        (lambda: find_path(gridmap, (0, 0), (1, 1, 0.5)), RequestError, "goal[2]"),
+        (lambda: find_path(gridmap, (0, 0), (1, 1), avoid={"cells": [[1, math.nan]]}), NonFiniteError,
+         "avoid.cells[0][1]"),
+        (lambda: find_path(gridmap, (0, 0), (1, 1), avoid={"rects": [[0, 0, 0, 1, 1]]}), RequestError,
+         "avoid.rects[0]"),
+        (lambda: distance_field(gridmap, [(1, 1, 1)], region=(0, 0, 5, 5)), OutOfBoundsError, "region"),
+        (lambda: next_steps(gridmap, [(1, 1)], 1, [(0, 0, 3)]), OutOfBoundsError, "positions[0][2]"),
+        (lambda: check_block(gridmap, rects=[(0, 0, 1, 1, 1)], points=[(0, 0, 2)]), OutOfBoundsError, "points[0][2]"),
+        (lambda: gridmap.edit(rects=[(0, 0, 1, 1, 2)], solid=True), OutOfBoundsError, "rects"),
+        (lambda: gridmap.with_links([{"from": [0, 0], "to": [9, 0], "cost": 1}]), OutOfBoundsError, "links[0].to"),
+        (lambda: gridmap.with_links([{"from": [0, 0], "to": [1, 0], "cost": 1, "tag": "lift"}]), RequestError,
+         "links[0].tag"),
+    ]
+    for call, error, at in refusals:
+        with pytest.raises(error) as raised:
+            call()
+        assert raised.value.at == at
+    # An avoided rectangle on floor 1 blocks only floor 1's cells, and the link's end there.
+    blocked = find_path(gridmap, (1, 0), (0, 0, 1), avoid={"rects": [[0, 0, 1, 1, 1]]})
+    assert blocked.status == "no_path"
+    assert find_path(gridmap, (1, 0), (1, 0, 1), avoid={"rects": [[1, 1, 1, 1, 1]]}).found
