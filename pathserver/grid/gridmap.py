@@ -610,31 +610,17 @@ class GridMap:
         in place of this one's, its cells as they are (``update {"links": [...]}``)."""
         return self.edit_many([], links=links)
 
-    def floor_box(self, box) -> tuple[int, int, int, int] | None:
-        """A cell rectangle ``(x, y, w, h)`` (floor 0) or ``(x, y, w, h, floor)`` clipped to
-        its floor, as ``(x0, y0, x1, y1)`` of the stacked grid (ends excluded); None when
-        nothing of it is on the map. At ``rects``: RequestError for one without area,
-        OutOfBoundsError for a floor the map does not have."""
-        if len(box) not in (4, 5):
-            raise RequestError(f"a rectangle is (x, y, w, h) or (x, y, w, h, floor), got {tuple(box)}", at="rects")
-        bx, by, bw, bh = box[:4]
-        floor = box[4] if len(box) == 5 else 0
-        if bw < 1 or bh < 1:
-            raise RequestError(f"rectangle {bx, by, bw, bh} has no area", at="rects")
+    def floor_top(self, floor) -> int:
+        """The stacked grid's row of ``floor``'s first row (OutOfBoundsError at ``rects``
+        for a floor the map does not have): where an edit ``(x, y, w, h, floor)`` lands."""
         if not 0 <= floor < self.floors:
             raise OutOfBoundsError(f"floor {floor} is not one of the map's floors 0..{self.floors - 1}", at="rects")
-        cx0, cy0 = max(bx, 0), max(by, 0)
-        cx1, cy1 = min(bx + bw, self.width), min(by + bh, self.floor_height)
-        if cx0 >= cx1 or cy0 >= cy1:
-            return None
-        _, cy0 = self.stacked(cx0, cy0, floor)
-        _, cy1 = self.stacked(cx1, cy1, floor)
-        return cx0, cy0, cx1, cy1
+        return self.stacked(0, 0, floor)[1]
 
     def edit_many(self, changes, links=None) -> "GridMap":
         """One new generation holding the edits ``changes``, ``(boxes, solid, cost)`` each
-        with ``boxes`` cell rectangles ``(x, y, w, h)`` (or ``(x, y, w, h, floor)``, see
-        :meth:`floor_box`), applied in order: the cells end as :meth:`edit` called once
+        with ``boxes`` cell rectangles ``(x, y, w, h)`` (or ``(x, y, w, h, floor)``, clipped
+        to that floor), applied in order: the cells end as :meth:`edit` called once
         per change leaves them (a cell made solid costs 1, as the constructor has it), for
         one copy of the arrays and one clearance update. ``links``: as :meth:`edit`."""
         for _, solid, cost in changes:
@@ -648,12 +634,25 @@ class GridMap:
         costed = any(cost is not None for _, _, cost in changes)
         new_cost = None if (not costed and self.uniform_cost) else self.cost.copy()
         x0, y0, x1, y1 = self.width, self.height, 0, 0
+        width, floor_height = self.width, self.floor_height
         for boxes, solid, cost in changes:
             for edited in boxes:
-                clipped = self.floor_box(edited)
-                if clipped is None:
+                top = 0
+                try:
+                    bx, by, bw, bh = edited
+                except ValueError:  # (x, y, w, h, floor)
+                    bx, by, bw, bh, floor = edited
+                    top = self.floor_top(floor)
+                if bw < 1 or bh < 1:
+                    raise RequestError(f"rectangle {bx, by, bw, bh} has no area", at="rects")
+                # Clipped to its floor: nothing spills onto the rows between floors.
+                cx0, cy0 = max(bx, 0), max(by, 0)
+                cx1, cy1 = min(bx + bw, width), min(by + bh, floor_height)
+                if cx0 >= cx1 or cy0 >= cy1:
                     continue
-                cx0, cy0, cx1, cy1 = clipped
+                if top:
+                    cy0 += top
+                    cy1 += top
                 box = slice(cy0, cy1), slice(cx0, cx1)
                 if solid is not None:
                     walkable[box] = not solid
