@@ -10,6 +10,15 @@ own floor. ``avoid`` blocks (or with ``avoid_cost`` prices) the unit's anchors o
 avoided cells, as on a map without links, and bars each link with an avoided end. The
 quick "another component: no way" check uses the grid's components joined through the
 links (both ways: a superset of what the unit can reach, so never a wrong refusal).
+
+>>> from pathserver.grid.search import find_path
+>>> from pathserver.grid.queries import distance_field
+>>> m = GridMap(np.ones((2, 1, 3), bool), floors=2, links=[{"from": [2, 0], "to": [0, 0, 1], "cost": 5}])
+>>> r = find_path(m, (0, 0), (2, 0, 1), smooth="none")
+>>> r.path.tolist(), r.cost, r.links.tolist()
+([[0, 0, 0], [1, 0, 0], [2, 0, 0], [0, 0, 1], [1, 0, 1], [2, 0, 1]], 9.0, [[2, 0]])
+>>> distance_field(m, [(2, 0, 1)]).tolist()
+[[[9.0, 8.0, 7.0]], [[2.0, 1.0, 0.0]]]
 """
 
 from __future__ import annotations
