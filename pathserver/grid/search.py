@@ -16,11 +16,11 @@ import numpy as np
 
 from pathserver.core import status as st
 from pathserver.core.lines import finish, polyline_length
-from pathserver.core.links import astar_links, trace_links
 from pathserver.errors import PathserverError, RequestError
 from pathserver.grid import avoid_search
 from pathserver.grid.avoid_search import find_path_more
 from pathserver.grid.gridmap import GridMap
+from pathserver.grid.link_jumps import search_linked
 from pathserver.grid.prepared import (
     CALL_DEFAULTS,
     SMOOTHING,
@@ -181,19 +181,14 @@ def find_path_linked(gridmap: GridMap, start, goal, unit_size, given: dict, trav
     cells = call.cells
     sx, sy = linked_point(gridmap, start, "start", cells)
     gx, gy = linked_point(gridmap, goal, "goal", cells)
-    first, to, cost, ids, entries = gridmap.link_arrays(rules)
     mode = call.mode
-    ws = workspace(call.n)
-    status, end, expanded = astar_links(
-        cells, call.cost_index, call.cost_table, (mode >> st.MODE_UNIFORM) & 1, call.diagonal,
-        (mode >> st.MODE_HEURISTIC) & st.HEURISTIC_MASK, sx, sy, gx, gy, call.budget, first, to, cost, entries,
-        ws.work_float, ws.work_int)
-    if status != st.SEARCH_FOUND:
+    found = search_linked(gridmap, call, rules, python_value(given[ALGORITHM.name]), sx, sy, gx, gy)
+    expanded = found.expanded
+    if not found.found:
         return PathResult("no_path", np.empty((0, 3 if gridmap.floors > 1 else 2), dtype=np.int32), 0.0, 0.0,
                           int(expanded), tuple(start), tuple(goal), generation=gridmap.generation,
-                          links=np.empty((0, 2), dtype=np.int64))
-    path, taken = trace_links(ws.work_int[0], first, ids, gridmap.width, sy * gridmap.width + sx, end)
-    total = float(ws.work_float[0][end])
+                          algorithm=found.algorithm, links=np.empty((0, 2), dtype=np.int64))
+    path, taken, total = found.cells, found.links, found.cost
     # Smoothing keeps both ends of each link: each stretch between links on its own.
     smooth = SMOOTHING[python_value(given[SMOOTH.name]) or SMOOTH.python_default]
     pieces, kept_links, length, begin = [], [], 0.0, 0
@@ -210,7 +205,7 @@ def find_path_linked(gridmap: GridMap, start, goal, unit_size, given: dict, trav
     if gridmap.floors > 1:
         points = np.array([gridmap.unstacked(int(x), int(y)) for x, y in points], dtype=np.int32).reshape(-1, 3)
     return PathResult("found", points, total, length, int(expanded), tuple(start), tuple(goal),
-                      generation=gridmap.generation, links=np.array(kept_links, dtype=np.int64).reshape(-1, 2))
+                      generation=gridmap.generation, algorithm=found.algorithm, links=np.array(kept_links, dtype=np.int64).reshape(-1, 2))
 
 
 def find_path_within(gridmap: GridMap, start, goal, unit_size, budget: int, *, avoid=None,

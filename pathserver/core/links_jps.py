@@ -1,0 +1,542 @@
+"""JPS+ over a grid and its links (issue #35): :mod:`pathserver.core.jpsplus`' search
+with the sources of the links as jump points, on the grids JPS+ takes (uniform cost,
+8-connected, no corner cutting), exact with links of any cost, zero included.
+
+- The table is :func:`pathserver.core.jpsplus.jump_table_stops` of the unit's cells with
+  every link source a stop: a straight move stops on one, a diagonal where a straight
+  move from it finds one, or on one (then the source is a node of its own).
+- A node that is a link source also takes its links (``link_first``, ``link_to``,
+  ``link_cost``: the CSR form of :mod:`pathserver.core.links`); a node reached over a
+  link tries all eight directions, as the start does.
+- The estimate: a path leaves a node's component (of the grid without links: floors are
+  apart) only over a link, so ``h(n)`` is the least ``octile(n, p) + D(p)`` over the
+  *exits* ``p`` of its component: the goal (``D = 0``) and the link sources, ``D(e)`` the
+  cheapest way from ``e`` to the goal in the graph of links where a walk within a
+  component costs its octile distance (:func:`link_exits`, a Dijkstra from the goal,
+  once a query). It never overestimates and is consistent (a link ``e -> t`` of cost
+  ``c``: ``h(e) <= D(e) <= c + h(t)``); a node of a component no exit is in cannot reach
+  the goal and is never queued.
+
+Records and heap: those of :func:`pathserver.core.jpsplus.jps_plus` (the workspace's
+``work_float`` rows 1 to 4), a node reached over a link marked with the arrival
+:data:`OVER_LINK` and the link's CSR position in ``work_int[0]`` (the row A* keeps its
+parents in). :func:`trace_link_jumps` lays the cells and the links taken.
+"""
+
+import numpy as np
+from pathserver.core.jit import NO_REFCOUNT, njit
+
+from pathserver.core.astar import leg_steps, next_pass_id, octile
+from pathserver.core.components import BLOCK, BLOCK_SHIFT
+from pathserver.core.heap import TIE
+from pathserver.core.jpsplus import (
+    DIRECTION_X,
+    DIRECTION_Y,
+    LINK_MASK,
+    LINK_SHIFT,
+    SAT,
+    SAT_STEP,
+    _distance,
+    _steps,
+    _within,
+    is_free,
+    strided_pop,
+    strided_push,
+)
+from pathserver.core.moves import SQRT2
+from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
+
+#: The arrival direction of a node reached over a link (0-7: a grid direction, 8: the start).
+OVER_LINK = 9
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _label(cells, comps, per_row, width, node):
+    """The global component id of the standable ``node`` (see :mod:`pathserver.core.components`)."""
+    y = node // width
+    x = node - y * width
+    return comps[comps[(y >> BLOCK_SHIFT) * per_row + (x >> BLOCK_SHIFT)] + cells[node] - 1]
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _group(groups, label):
+    """The row of ``groups`` (int64 (G, 3): label, first exit, end, by label) of
+    ``label``, -1 for none."""
+    lo = 0
+    hi = groups.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if groups[mid, 0] < label:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < groups.shape[0] and groups[lo, 0] == label:
+        return lo
+    return -1
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _near(exits, first, end, x, y):
+    """The estimate at (x, y) over the exits ``first..end - 1`` of its component."""
+    best = np.inf
+    for i in range(first, end):
+        h = octile(x, y, exits[i, 0], exits[i, 1]) + exits[i, 2]
+        if h < best:
+            best = h
+    return best
+
+
+@njit(cache=True, nogil=True)
+def link_exits(cells, comps, gx, gy, sources, link_first, link_to, link_cost):
+    """The exits the estimate of a search for the goal (gx, gy) reads (see the module
+    docstring): ``(exits, groups)``, exits float64 (P, 3) ``x, y, D`` grouped by
+    component, groups int64 (G, 3) ``label, first, end`` sorted by label.
+
+    cells, comps: the unit's block-local components (the goal standable). sources:
+    int64 (E,), the nodes ``y * W + x`` links leave (each once); link_first, link_to,
+    link_cost: the links' CSR form. An exit that another of its component makes useless
+    (``D(q) + octile(p, q) <= D(p)``) is left out: the estimate is the same."""
+    height, width = cells.shape
+    flat = cells.reshape(-1)
+    per_row = (width + BLOCK - 1) >> BLOCK_SHIFT
+    count = sources.shape[0]
+    # Exit i < count: source i; exit count: the goal.
+    ex = np.empty(count + 1, dtype=np.int64)
+    ey = np.empty(count + 1, dtype=np.int64)
+    label = np.zeros(count + 1, dtype=np.int64)
+    dist = np.full(count + 1, np.inf)
+    done = np.zeros(count + 1, dtype=np.uint8)
+    rows = 0
+    for i in range(count):
+        node = sources[i]
+        ey[i] = node // width
+        ex[i] = node - ey[i] * width
+        if flat[node] != 0:
+            label[i] = _label(flat, comps, per_row, width, node)
+            for j in range(link_first[node], link_first[node + 1]):
+                if flat[link_to[j]] != 0:
+                    rows += 1
+    goal = gy * width + gx
+    ex[count] = gx
+    ey[count] = gy
+    label[count] = _label(flat, comps, per_row, width, goal)
+    dist[count] = 0.0
+    # The usable links, by the component they lead into: (label, source exit, target x, y, cost).
+    into = np.empty(rows, dtype=np.int64)
+    leaves = np.empty(rows, dtype=np.int64)
+    tx = np.empty(rows, dtype=np.int64)
+    ty = np.empty(rows, dtype=np.int64)
+    cost = np.empty(rows, dtype=np.float64)
+    r = 0
+    for i in range(count):
+        node = sources[i]
+        if label[i] == 0:
+            continue
+        for j in range(link_first[node], link_first[node + 1]):
+            t = link_to[j]
+            if flat[t] == 0:
+                continue
+            into[r] = _label(flat, comps, per_row, width, t)
+            leaves[r] = i
+            ty[r] = t // width
+            tx[r] = t - ty[r] * width
+            cost[r] = link_cost[j]
+            r += 1
+    order = np.argsort(into, kind="mergesort")
+    into = into[order]
+    leaves = leaves[order]
+    tx = tx[order]
+    ty = ty[order]
+    cost = cost[order]
+    # Dijkstra from the goal over the exits: settling p, each link into p's component
+    # offers its source the link's cost, the walk to p and D(p).
+    while True:
+        p = -1
+        best = np.inf
+        for i in range(count + 1):
+            if done[i] == 0 and dist[i] < best:
+                best = dist[i]
+                p = i
+        if p < 0:
+            break
+        done[p] = 1
+        r = np.searchsorted(into, label[p])
+        while r < rows and into[r] == label[p]:
+            s = leaves[r]
+            if done[s] == 0:
+                through = cost[r] + octile(tx[r], ty[r], ex[p], ey[p]) + best
+                if through < dist[s]:
+                    dist[s] = through
+            r += 1
+    # The settled exits by component, cheapest first; each kept unless one kept before
+    # it makes it useless (a kept one's useless exits are useless by it too).
+    kept = 0
+    for i in range(count + 1):
+        if done[i] != 0:
+            kept += 1
+    chosen = np.empty(kept, dtype=np.int64)
+    k = 0
+    for i in range(count + 1):
+        if done[i] != 0:
+            chosen[k] = i
+            k += 1
+    chosen = chosen[np.argsort(dist[chosen], kind="mergesort")]
+    chosen = chosen[np.argsort(label[chosen], kind="mergesort")]
+    exits = np.empty((kept, 3), dtype=np.float64)
+    groups = np.empty((kept, 3), dtype=np.int64)
+    n_exits = 0
+    n_groups = 0
+    for k in range(kept):
+        i = chosen[k]
+        if n_groups == 0 or groups[n_groups - 1, 0] != label[i]:
+            groups[n_groups, 0] = label[i]
+            groups[n_groups, 1] = n_exits
+            n_groups += 1
+        useless = False
+        for q in range(groups[n_groups - 1, 1], n_exits):
+            if exits[q, 2] + octile(ex[i], ey[i], exits[q, 0], exits[q, 1]) <= dist[i]:
+                useless = True
+                break
+        if not useless:
+            exits[n_exits, 0] = ex[i]
+            exits[n_exits, 1] = ey[i]
+            exits[n_exits, 2] = dist[i]
+            n_exits += 1
+        groups[n_groups - 1, 2] = n_exits
+    return exits[:n_exits].copy(), groups[:n_groups].copy()
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def _compact(keys, nodes, base, size, words, records, open_mark, width, cells, comps, per_row, exits, groups,
+             h_scale):
+    """Drop the stale heap entries (a node improved since, or closed) and heapify the
+    rest, as :func:`pathserver.core.jpsplus._compact` does under this estimate."""
+    kept = 0
+    for i in range(size):
+        node = nodes[base + 2 * i + 1]
+        if words[2 * (records + 2 * node + 1)] != open_mark:
+            continue
+        y = node // width
+        row = _group(groups, _label(cells, comps, per_row, width, node))
+        key = keys[base + 2 * i]
+        if key != keys[records + 2 * node] + _near(exits, groups[row, 1], groups[row, 2], node - y * width, y) * h_scale:
+            continue
+        kept = strided_push(keys, nodes, base, kept, node, key)
+    return kept
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _offer(node, successor, sx, sy, d, g_new, first, end, keys, nodes, base, size, words, records, open_mark,
+           closed_mark, h_scale, n, width, cells, comps, per_row, exits, groups):
+    """Offer ``successor`` at (sx, sy), reached on the grid from ``node`` (so in its
+    component, whose exits are ``first..end - 1``) at cost ``g_new`` arriving in
+    direction ``d``; the new heap size."""
+    s_at = records + 2 * successor
+    mark = words[2 * s_at + 2]
+    if mark == closed_mark or (mark == open_mark and g_new >= keys[s_at]):
+        return size
+    keys[s_at] = g_new
+    words[2 * s_at + 2] = open_mark
+    words[2 * s_at + 3] = node | (d << LINK_SHIFT)
+    if size >= n:
+        size = _compact(keys, nodes, base, size, words, records, open_mark, width, cells, comps, per_row, exits,
+                        groups, h_scale)
+    return strided_push(keys, nodes, base, size, successor, g_new + _near(exits, first, end, sx, sy) * h_scale)
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _offer_turns(table, node, cell, cx, cy, d, g_turn, first, end, keys, nodes, base, size, words, records,
+                 open_mark, closed_mark, h_scale, n, width, cells, comps, per_row, exits, groups):
+    """:func:`pathserver.core.jpsplus._offer_turns` under this estimate."""
+    dx = DIRECTION_X[d]
+    dy = DIRECTION_Y[d]
+    along_x = 0 if dx > 0 else 2
+    along_y = 1 if dy > 0 else 3
+    ahead = _distance(table, cell, along_x, dx)
+    if ahead > 0:
+        size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_turn + ahead, first, end, keys,
+                      nodes, base, size, words, records, open_mark, closed_mark, h_scale, n, width, cells, comps,
+                      per_row, exits, groups)
+    ahead = _distance(table, cell, along_y, dy * width)
+    if ahead > 0:
+        size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_turn + ahead, first, end,
+                      keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n, width, cells,
+                      comps, per_row, exits, groups)
+    return size
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _offer_goal(table, node, cell, ox, oy, k, d, g_turn, gx, gy, goal, first, end, keys, nodes, base, size, words,
+                records, open_mark, closed_mark, h_scale, n, width, cells, comps, per_row, exits, groups):
+    """:func:`pathserver.core.jpsplus._offer_goal` under this estimate."""
+    dx = DIRECTION_X[d]
+    dy = DIRECTION_Y[d]
+    if ox == oy:
+        return _offer(node, goal, gx, gy, d, g_turn, first, end, keys, nodes, base, size, words, records, open_mark,
+                      closed_mark, h_scale, n, width, cells, comps, per_row, exits, groups)
+    turn = cell + k * (dy * width + dx)
+    if ox < oy:
+        along = 1 if dy > 0 else 3
+        if _within(table, turn, along, dy * width, oy - ox):
+            size = _offer(node, goal, gx, gy, along, g_turn + (oy - ox), first, end, keys, nodes, base, size, words,
+                          records, open_mark, closed_mark, h_scale, n, width, cells, comps, per_row, exits, groups)
+        return size
+    along = 0 if dx > 0 else 2
+    if _within(table, turn, along, dx, ox - oy):
+        size = _offer(node, goal, gx, gy, along, g_turn + (ox - oy), first, end, keys, nodes, base, size, words,
+                      records, open_mark, closed_mark, h_scale, n, width, cells, comps, per_row, exits, groups)
+    return size
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _walk_diagonal(table, link_first, node, x, y, d, g_node, gx, gy, goal, first, end, keys, nodes, base, size,
+                   words, records, open_mark, closed_mark, h_scale, n, width, cells, comps, per_row, exits, groups):
+    """:func:`pathserver.core.jpsplus._walk_diagonal` (without an overlay) under this
+    estimate, and ending on a link source the diagonal meets: a node of its own."""
+    dx = DIRECTION_X[d]
+    dy = DIRECTION_Y[d]
+    step = dy * width + dx
+    cx = x
+    cy = y
+    cell = node
+    walked = 0
+    while True:
+        dist = np.int64(table[cell, d])
+        if dist == SAT:
+            reach = SAT_STEP
+        else:
+            reach = dist if dist > 0 else -dist
+        ox = (gx - cx) * dx
+        oy = (gy - cy) * dy
+        if ox > 0 and oy > 0:
+            k = ox if ox < oy else oy
+            if k <= reach:
+                size = _offer_goal(table, node, cell, ox, oy, k, d, g_node + (walked + k) * SQRT2, gx, gy, goal,
+                                   first, end, keys, nodes, base, size, words, records, open_mark, closed_mark,
+                                   h_scale, n, width, cells, comps, per_row, exits, groups)
+                if ox == oy:
+                    return size
+        if dist == SAT:
+            cell += SAT_STEP * step
+            cx += SAT_STEP * dx
+            cy += SAT_STEP * dy
+            walked += SAT_STEP
+            continue
+        if dist <= 0:
+            return size
+        cell += dist * step
+        cx += dist * dx
+        cy += dist * dy
+        walked += dist
+        if link_first[cell + 1] > link_first[cell]:
+            return _offer(node, cell, cx, cy, d, g_node + walked * SQRT2, first, end, keys, nodes, base, size, words,
+                          records, open_mark, closed_mark, h_scale, n, width, cells, comps, per_row, exits, groups)
+        size = _offer_turns(table, node, cell, cx, cy, d, g_node + walked * SQRT2, first, end, keys, nodes, base,
+                            size, words, records, open_mark, closed_mark, h_scale, n, width, cells, comps, per_row,
+                            exits, groups)
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNT)
+def jps_links(passable, comps, table, sx, sy, gx, gy, max_expansions, link_first, link_to, link_cost, exits, groups,
+              work_float, work_int):
+    """JPS+ from (sx, sy) to (gx, gy), both standable, over ``passable``'s moves (no
+    corner cutting, uniform cost) and the links.
+
+    passable, comps: the unit's block-local components (:mod:`pathserver.core.components`;
+    ``passable`` the grid). table: ``jump_table_stops(passable, stops)``, ``stops`` the
+    sources of the links (not checked). max_expansions: 0 for no limit. link_first,
+    link_to, link_cost: the links' CSR form (:mod:`pathserver.core.links`). exits,
+    groups: :func:`link_exits` for this goal. work_float (5, N), work_int (4, N + 1), N >
+    H * W: the workspace of :func:`pathserver.core.query.solve`. Returns (status, end
+    node, expanded): SEARCH_FOUND with end the goal (:func:`trace_link_jumps` lays the
+    path), SEARCH_NO_PATH or SEARCH_BUDGET with end the start.
+    """
+    height, width = passable.shape
+    cells = passable.reshape(height * width)
+    per_row = (width + BLOCK - 1) >> BLOCK_SHIFT
+    via = work_int[0]
+    pass_id = next_pass_id(work_int)
+    n = work_float.shape[1]
+    keys = work_float.reshape(-1)
+    nodes = keys.view(np.int64)
+    words = keys.view(np.int32)
+    base = n
+    records = 3 * n
+    last_pass = 2 * (records + 2 * (n - 1) + 1)
+    if pass_id <= words[last_pass]:
+        work_float[3:] = 0.0
+    words[last_pass] = pass_id
+    open_mark = pass_id
+    closed_mark = pass_id + 1
+    goal = gy * width + gx
+    start = sy * width + sx
+    h_scale = 1.0 + TIE
+    row = _group(groups, _label(cells, comps, per_row, width, start))
+    if row < 0:
+        return SEARCH_NO_PATH, start, 0  # no exit in the start's component: the goal is out of reach
+    at = records + 2 * start
+    keys[at] = 0.0
+    words[2 * at + 2] = open_mark
+    words[2 * at + 3] = start | (8 << LINK_SHIFT)
+    size = strided_push(keys, nodes, base, 0, start, _near(exits, groups[row, 1], groups[row, 2], sx, sy) * h_scale)
+    expanded = 0
+    while size > 0:
+        node, size = strided_pop(keys, nodes, base, size)
+        at = records + 2 * node
+        if words[2 * at + 2] == closed_mark:
+            continue
+        if node == goal:
+            return SEARCH_FOUND, goal, expanded
+        if max_expansions > 0 and expanded >= max_expansions:
+            return SEARCH_BUDGET, start, expanded
+        words[2 * at + 2] = closed_mark
+        expanded += 1
+        y = node // width
+        x = node - y * width
+        g_node = keys[at]
+        # Every node queued has an exit in its component; its grid successors share it.
+        row = _group(groups, _label(cells, comps, per_row, width, node))
+        first = groups[row, 1]
+        end = groups[row, 2]
+        came = words[2 * at + 3] >> LINK_SHIFT
+        # jps_plus's pruning; the start and a node reached over a link try all eight.
+        if came >= 8:
+            mask = 255
+        elif came >= 4:
+            along_x = 0 if DIRECTION_X[came] > 0 else 2
+            along_y = 1 if DIRECTION_Y[came] > 0 else 3
+            mask = (1 << came) | (1 << along_x) | (1 << along_y)
+        elif came == 0 or came == 2:
+            dx = 1 if came == 0 else -1
+            mask = 1 << came
+            if is_free(cells, width, height, x, y + 1) and not is_free(cells, width, height, x - dx, y + 1):
+                mask |= 2 | (1 << (4 if dx > 0 else 5))
+            if is_free(cells, width, height, x, y - 1) and not is_free(cells, width, height, x - dx, y - 1):
+                mask |= 8 | (1 << (7 if dx > 0 else 6))
+        else:
+            dy = 1 if came == 1 else -1
+            mask = 1 << came
+            if is_free(cells, width, height, x + 1, y) and not is_free(cells, width, height, x + 1, y - dy):
+                mask |= 1 | (1 << (4 if dy > 0 else 7))
+            if is_free(cells, width, height, x - 1, y) and not is_free(cells, width, height, x - 1, y - dy):
+                mask |= 4 | (1 << (5 if dy > 0 else 6))
+        for d in range(8):
+            if (mask >> d) & 1 == 0:
+                continue
+            ddx = DIRECTION_X[d]
+            ddy = DIRECTION_Y[d]
+            if ddx != 0 and ddy != 0:
+                size = _walk_diagonal(table, link_first, node, x, y, d, g_node, gx, gy, goal, first, end, keys, nodes,
+                                      base, size, words, records, open_mark, closed_mark, h_scale, n, width, cells,
+                                      comps, per_row, exits, groups)
+                continue
+            k = _steps(table, node, x, y, d, gx, gy, width)
+            if k == 0:
+                continue
+            size = _offer(node, node + k * (ddy * width + ddx), x + k * ddx, y + k * ddy, d, g_node + k, first, end,
+                          keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n, width, cells,
+                          comps, per_row, exits, groups)
+        # The links leaving this node, to targets the unit can stand on.
+        for j in range(link_first[node], link_first[node + 1]):
+            target = link_to[j]
+            if cells[target] == 0:
+                continue
+            t_at = records + 2 * target
+            mark = words[2 * t_at + 2]
+            g_new = g_node + link_cost[j]
+            if mark == closed_mark or (mark == open_mark and g_new >= keys[t_at]):
+                continue
+            t_row = _group(groups, _label(cells, comps, per_row, width, target))
+            if t_row < 0:
+                continue  # the goal is out of reach from there
+            ty = target // width
+            h = _near(exits, groups[t_row, 1], groups[t_row, 2], target - ty * width, ty)
+            keys[t_at] = g_new
+            words[2 * t_at + 2] = open_mark
+            words[2 * t_at + 3] = node | (OVER_LINK << LINK_SHIFT)
+            via[target] = j
+            if size >= n:
+                size = _compact(keys, nodes, base, size, words, records, open_mark, width, cells, comps, per_row,
+                                exits, groups, h_scale)
+            size = strided_push(keys, nodes, base, size, target, g_new + h * h_scale)
+    return SEARCH_NO_PATH, start, expanded
+
+
+@njit(cache=True, nogil=True)
+def trace_link_jumps(work_float, work_int, link_id, width, start, end):
+    """The cells from ``start`` to ``end`` after :func:`jps_links`, int32 (n, 2) ``x, y``
+    with both ends, and the links taken, int64 (m, 2) ``[i, id]``: the move from cell
+    ``i`` to cell ``i + 1`` is link ``id`` (``link_id``: each CSR position's link), as
+    :func:`pathserver.core.links.trace_links` gives them. Between jump points the way runs
+    diagonal first, as :func:`pathserver.core.jpsplus.trace_jumps_into` lays it."""
+    words = work_float.reshape(-1).view(np.int32)
+    first = 2 * (3 * work_float.shape[1]) + 3  # node v's link word: words[first + 4v]
+    via = work_int[0]
+    count = 1
+    taken = 0
+    node = end
+    while node != start:
+        word = words[first + 4 * node]
+        parent = word & LINK_MASK
+        if word >> LINK_SHIFT == OVER_LINK:
+            count += 1
+            taken += 1
+        else:
+            straight, diagonal = leg_steps(node, parent, width)
+            count += straight + diagonal
+        node = parent
+    path = np.empty((count, 2), dtype=np.int32)
+    links = np.empty((taken, 2), dtype=np.int64)
+    i = count - 1
+    j = taken - 1
+    node = end
+    y = node // width
+    x = node - y * width
+    path[i, 0] = x
+    path[i, 1] = y
+    while node != start:
+        word = words[first + 4 * node]
+        parent = word & LINK_MASK
+        py = parent // width
+        px = parent - py * width
+        if word >> LINK_SHIFT == OVER_LINK:
+            i -= 1
+            path[i, 0] = px
+            path[i, 1] = py
+            links[j, 0] = i
+            links[j, 1] = link_id[via[node]]
+            j -= 1
+        else:
+            # Back from the node: the straight leg first, then the diagonal.
+            span = abs(px - x)
+            rows = abs(py - y)
+            sx = 1 if px > x else -1 if px < x else 0
+            sy = 1 if py > y else -1 if py < y else 0
+            if span > rows:
+                straight = span - rows
+                diagonal = rows
+                ux = sx
+                uy = 0
+            else:
+                straight = rows - span
+                diagonal = span
+                ux = 0
+                uy = sy
+            cx = x
+            cy = y
+            for _ in range(straight):
+                cx += ux
+                cy += uy
+                i -= 1
+                path[i, 0] = cx
+                path[i, 1] = cy
+            for _ in range(diagonal):
+                cx += sx
+                cy += sy
+                i -= 1
+                path[i, 0] = cx
+                path[i, 1] = cy
+        x = px
+        y = py
+        node = parent
+    return path, links
