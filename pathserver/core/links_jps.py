@@ -37,17 +37,23 @@ from pathserver.core.jpsplus import (
     SAT,
     SAT_STEP,
     _distance,
+    jump_cost,
     _steps,
     _within,
     is_free,
     strided_pop,
     strided_push,
 )
+from pathserver.core.lines import finish_in_place, polyline_length
 from pathserver.core.moves import SQRT2
-from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
+from pathserver.core.status import DIAGONAL_NO_CORNER_CUTTING, SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
 #: The arrival direction of a node reached over a link (0-7: a grid direction, 8: the start).
 OVER_LINK = 9
+# What a uniform-cost grid without heights passes for costs and heights (never read).
+_UNIFORM_INDEX = np.zeros((1, 1), dtype=np.uint8)
+_UNIFORM_TABLE = np.ones(1, dtype=np.float64)
+_NO_HEIGHTS = np.zeros((1, 1), dtype=np.float32)
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
@@ -87,50 +93,36 @@ def _near(exits, first, end, x, y):
 
 
 @njit(cache=True, nogil=True)
-def link_exits(cells, comps, gx, gy, sources, link_first, link_to, link_cost):
-    """The exits the estimate of a search for the goal (gx, gy) reads (see the module
-    docstring): ``(exits, groups)``, exits float64 (P, 3) ``x, y, D`` grouped by
-    component, groups int64 (G, 3) ``label, first, end`` sorted by label.
+def link_rows(cells, comps, sources, link_first, link_to, link_cost):
+    """What :func:`link_exits` reads of the links, whatever the goal: ``(source_label,
+    into, leaves, ends)``. source_label int64 (E,): each source's component, 0 where the
+    unit cannot stand. The links usable (both ends standable), by the component they lead
+    into: into int64 (R,) that component (ascending), leaves int64 (R,) the link's source
+    (its index in ``sources``), ends float64 (R, 3) its target's ``x, y`` and its cost.
 
-    cells, comps: the unit's block-local components (the goal standable). sources:
-    int64 (E,), the nodes ``y * W + x`` links leave (each once); link_first, link_to,
-    link_cost: the links' CSR form. An exit that another of its component makes useless
-    (``D(q) + octile(p, q) <= D(p)``) is left out: the estimate is the same."""
+    cells, comps: the unit's block-local components. sources: int64 (E,), the nodes
+    ``y * W + x`` links leave (each once); link_first, link_to, link_cost: the links' CSR
+    form (:mod:`pathserver.core.links`)."""
     height, width = cells.shape
     flat = cells.reshape(-1)
     per_row = (width + BLOCK - 1) >> BLOCK_SHIFT
     count = sources.shape[0]
-    # Exit i < count: source i; exit count: the goal.
-    ex = np.empty(count + 1, dtype=np.int64)
-    ey = np.empty(count + 1, dtype=np.int64)
-    label = np.zeros(count + 1, dtype=np.int64)
-    dist = np.full(count + 1, np.inf)
-    done = np.zeros(count + 1, dtype=np.uint8)
+    source_label = np.zeros(count, dtype=np.int64)
     rows = 0
     for i in range(count):
         node = sources[i]
-        ey[i] = node // width
-        ex[i] = node - ey[i] * width
         if flat[node] != 0:
-            label[i] = _label(flat, comps, per_row, width, node)
+            source_label[i] = _label(flat, comps, per_row, width, node)
             for j in range(link_first[node], link_first[node + 1]):
                 if flat[link_to[j]] != 0:
                     rows += 1
-    goal = gy * width + gx
-    ex[count] = gx
-    ey[count] = gy
-    label[count] = _label(flat, comps, per_row, width, goal)
-    dist[count] = 0.0
-    # The usable links, by the component they lead into: (label, source exit, target x, y, cost).
     into = np.empty(rows, dtype=np.int64)
     leaves = np.empty(rows, dtype=np.int64)
-    tx = np.empty(rows, dtype=np.int64)
-    ty = np.empty(rows, dtype=np.int64)
-    cost = np.empty(rows, dtype=np.float64)
+    ends = np.empty((rows, 3), dtype=np.float64)
     r = 0
     for i in range(count):
         node = sources[i]
-        if label[i] == 0:
+        if source_label[i] == 0:
             continue
         for j in range(link_first[node], link_first[node + 1]):
             t = link_to[j]
@@ -138,68 +130,158 @@ def link_exits(cells, comps, gx, gy, sources, link_first, link_to, link_cost):
                 continue
             into[r] = _label(flat, comps, per_row, width, t)
             leaves[r] = i
-            ty[r] = t // width
-            tx[r] = t - ty[r] * width
-            cost[r] = link_cost[j]
+            ends[r, 1] = t // width
+            ends[r, 0] = t - (t // width) * width
+            ends[r, 2] = link_cost[j]
             r += 1
     order = np.argsort(into, kind="mergesort")
-    into = into[order]
-    leaves = leaves[order]
-    tx = tx[order]
-    ty = ty[order]
-    cost = cost[order]
-    # Dijkstra from the goal over the exits: settling p, each link into p's component
-    # offers its source the link's cost, the walk to p and D(p).
-    while True:
-        p = -1
-        best = np.inf
-        for i in range(count + 1):
-            if done[i] == 0 and dist[i] < best:
-                best = dist[i]
-                p = i
-        if p < 0:
+    return source_label, into[order].copy(), leaves[order].copy(), ends[order].copy()
+
+
+#: How many exits of each component :func:`link_exits` offers the links into it exactly
+#: (the walk to the exit and its D); the others offer their D alone, once a component.
+EXACT_EXITS = 16
+#: How many kept exits of its component a new one is checked against for uselessness.
+USELESS_CHECKS = 32
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _push(keys, items, size, key, item):
+    """Add (key, item) to the binary heap ``keys[:size]``; the new size."""
+    i = size
+    while i > 0:
+        up = (i - 1) >> 1
+        if keys[up] <= key:
             break
+        keys[i] = keys[up]
+        items[i] = items[up]
+        i = up
+    keys[i] = key
+    items[i] = item
+    return size + 1
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _pop(keys, items, size):
+    """Remove the least entry; returns (key, item, new size)."""
+    top_key = keys[0]
+    top = items[0]
+    size -= 1
+    key = keys[size]
+    item = items[size]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and keys[child + 1] < keys[child]:
+            child += 1
+        if key <= keys[child]:
+            break
+        keys[i] = keys[child]
+        items[i] = items[child]
+        i = child
+    keys[i] = key
+    items[i] = item
+    return top_key, top, size
+
+
+@njit(cache=True, nogil=True)
+def link_exits(cells, comps, gx, gy, sources, source_label, into, leaves, ends):
+    """The exits the estimate of a search for the goal (gx, gy) reads (see the module
+    docstring): ``(exits, groups)``, exits float64 (P, 3) ``x, y, D`` grouped by
+    component, groups int64 (G, 3) ``label, first, end`` sorted by label.
+
+    cells, comps: the unit's block-local components (the goal standable); sources and
+    the rest: :func:`link_rows`. D is a Dijkstra from the goal: settling exit p, the
+    links into p's component offer their sources the link's cost plus the walk to p plus
+    D(p) for the first :data:`EXACT_EXITS` exits settled there, and the link's cost plus
+    D(p) (no more than the walk to any exit of it and its D) for the next one only: a
+    lower bound all the same, and the estimate stays consistent; O(EXACT_EXITS * links).
+    An exit that another of its component makes useless (``D(q) + octile(p, q) <=
+    D(p)``) is left out: the estimate is the same."""
+    height, width = cells.shape
+    flat = cells.reshape(-1)
+    per_row = (width + BLOCK - 1) >> BLOCK_SHIFT
+    count = sources.shape[0]
+    rows = into.shape[0]
+    # Exit i < count: source i; exit count: the goal.
+    dist = np.full(count + 1, np.inf)
+    done = np.zeros(count + 1, dtype=np.uint8)
+    order = np.empty(count + 1, dtype=np.int64)
+    # Per component with links into it (by its first row): exits settled there so far.
+    seen = np.zeros(rows + 1, dtype=np.int64)
+    capacity = (EXACT_EXITS + 1) * rows + 2
+    heap_keys = np.empty(capacity, dtype=np.float64)
+    heap_items = np.empty(capacity, dtype=np.int64)
+    goal_label = _label(flat, comps, per_row, width, gy * width + gx)
+    dist[count] = 0.0
+    size = _push(heap_keys, heap_items, 0, 0.0, count)
+    settled = 0
+    while size > 0:
+        best, p, size = _pop(heap_keys, heap_items, size)
+        if done[p] != 0:
+            continue
         done[p] = 1
-        r = np.searchsorted(into, label[p])
-        while r < rows and into[r] == label[p]:
+        order[settled] = p
+        settled += 1
+        if p == count:
+            px = gx
+            py = gy
+            label = goal_label
+        else:
+            py = sources[p] // width
+            px = sources[p] - py * width
+            label = source_label[p]
+        first = np.searchsorted(into, label)
+        if first >= rows or into[first] != label:
+            continue
+        seen[first] += 1
+        if seen[first] > EXACT_EXITS + 1:
+            continue  # the component's bound without the walk is offered already, and was no larger
+        exact = seen[first] <= EXACT_EXITS
+        r = first
+        while r < rows and into[r] == label:
             s = leaves[r]
             if done[s] == 0:
-                through = cost[r] + octile(tx[r], ty[r], ex[p], ey[p]) + best
+                through = ends[r, 2] + best
+                if exact:
+                    through += octile(ends[r, 0], ends[r, 1], px, py)
                 if through < dist[s]:
                     dist[s] = through
+                    size = _push(heap_keys, heap_items, size, through, s)
             r += 1
-    # The settled exits by component, cheapest first; each kept unless one kept before
+    # The settled exits (cheapest first) by component; each kept unless one kept before
     # it makes it useless (a kept one's useless exits are useless by it too).
-    kept = 0
-    for i in range(count + 1):
-        if done[i] != 0:
-            kept += 1
-    chosen = np.empty(kept, dtype=np.int64)
-    k = 0
-    for i in range(count + 1):
-        if done[i] != 0:
-            chosen[k] = i
-            k += 1
-    chosen = chosen[np.argsort(dist[chosen], kind="mergesort")]
-    chosen = chosen[np.argsort(label[chosen], kind="mergesort")]
-    exits = np.empty((kept, 3), dtype=np.float64)
-    groups = np.empty((kept, 3), dtype=np.int64)
+    label = np.empty(settled, dtype=np.int64)
+    for k in range(settled):
+        label[k] = goal_label if order[k] == count else source_label[order[k]]
+    by_label = np.argsort(label, kind="mergesort")
+    exits = np.empty((settled, 3), dtype=np.float64)
+    groups = np.empty((settled, 3), dtype=np.int64)
     n_exits = 0
     n_groups = 0
-    for k in range(kept):
-        i = chosen[k]
-        if n_groups == 0 or groups[n_groups - 1, 0] != label[i]:
-            groups[n_groups, 0] = label[i]
+    for k in range(settled):
+        i = order[by_label[k]]
+        here = label[by_label[k]]
+        if i == count:
+            x = gx
+            y = gy
+        else:
+            y = sources[i] // width
+            x = sources[i] - y * width
+        if n_groups == 0 or groups[n_groups - 1, 0] != here:
+            groups[n_groups, 0] = here
             groups[n_groups, 1] = n_exits
             n_groups += 1
         useless = False
-        for q in range(groups[n_groups - 1, 1], n_exits):
-            if exits[q, 2] + octile(ex[i], ey[i], exits[q, 0], exits[q, 1]) <= dist[i]:
+        for q in range(groups[n_groups - 1, 1], min(n_exits, groups[n_groups - 1, 1] + USELESS_CHECKS)):
+            if exits[q, 2] + octile(x, y, exits[q, 0], exits[q, 1]) <= dist[i]:
                 useless = True
                 break
         if not useless:
-            exits[n_exits, 0] = ex[i]
-            exits[n_exits, 1] = ey[i]
+            exits[n_exits, 0] = x
+            exits[n_exits, 1] = y
             exits[n_exits, 2] = dist[i]
             n_exits += 1
         groups[n_groups - 1, 2] = n_exits
@@ -540,3 +622,70 @@ def trace_link_jumps(work_float, work_int, link_id, width, start, end):
         y = py
         node = parent
     return path, links
+
+
+@njit(cache=True, nogil=True)
+def finish_links(path, links, corners, passable, cost_index, cost_table, uniform, heights, use_heights, max_climb,
+                 diagonal, smooth, stride, floors):
+    """Smooth a path over links as ``smooth`` (SMOOTH_*) says, each stretch between two
+    links on its own (both ends of every link stay waypoints), and lay it floor by floor.
+
+    path: int32 (n, 2) cells of the stacked grid, smoothed in place; links: int64 (m, 2)
+    ``[i, id]`` as :func:`trace_link_jumps` gives them; corners: int64 scratch of n or
+    more; the grid and rules as :func:`pathserver.core.lines.finish_in_place` takes them.
+    stride: a floor's rows plus the blocked one; floors: the map's. Returns (points,
+    kept, length): points int32 (k, 3) ``x, y, floor`` (``(k, 2)`` ``x, y`` with one
+    floor), kept int64 (m, 2) the links at their new indices, length the Euclidean
+    length within floors (the links' jumps not counted)."""
+    count = path.shape[0]
+    taken = links.shape[0]
+    kept = np.empty((taken, 2), dtype=np.int64)
+    written = 0
+    begin = 0
+    length = 0.0
+    for j in range(taken + 1):
+        last = links[j, 0] if j < taken else count - 1
+        piece = path[begin:last + 1]
+        n = finish_in_place(piece, last + 1 - begin, smooth, corners, passable, cost_index, cost_table, uniform,
+                            heights, use_heights, max_climb, diagonal)
+        for i in range(n):
+            path[written + i, 0] = piece[i, 0]
+            path[written + i, 1] = piece[i, 1]
+        length += polyline_length(path[written:written + n], diagonal)
+        written += n
+        if j < taken:
+            kept[j, 0] = written - 1
+            kept[j, 1] = links[j, 1]
+        begin = last + 1
+    points = np.empty((written, 3 if floors > 1 else 2), dtype=np.int32)
+    for i in range(written):
+        points[i, 0] = path[i, 0]
+        if floors > 1:
+            points[i, 1] = path[i, 1] % stride
+            points[i, 2] = path[i, 1] // stride
+        else:
+            points[i, 1] = path[i, 1]
+    return points, kept, length
+
+
+@njit(cache=True, nogil=True)
+def path_links(cells, comps, table, sx, sy, gx, gy, max_expansions, link_first, link_to, link_cost, link_id, sources,
+               source_label, into, leaves, ends, smooth, stride, floors, work_float, work_int):
+    """One path on a map with links, in one call: :func:`link_exits`, :func:`jps_links`,
+    :func:`trace_link_jumps` and :func:`finish_links` (arguments as theirs; ``source_label``,
+    ``into``, ``leaves``, ``ends``: :func:`link_rows`). Returns (status, expanded, cost,
+    length, points, links): finish_links' points and links, empty without a path."""
+    exits, groups = link_exits(cells, comps, gx, gy, sources, source_label, into, leaves, ends)
+    status, end, expanded = jps_links(cells, comps, table, sx, sy, gx, gy, max_expansions, link_first, link_to,
+                                      link_cost, exits, groups, work_float, work_int)
+    if status != SEARCH_FOUND:
+        return (status, expanded, 0.0, 0.0, np.empty((0, 3 if floors > 1 else 2), dtype=np.int32),
+                np.empty((0, 2), dtype=np.int64))
+    width = cells.shape[1]
+    cost = jump_cost(work_float, end)
+    path, links = trace_link_jumps(work_float, work_int, link_id, width, sy * width + sx, end)
+    # JPS+'s heap row is free once the search is done: string pulling's scratch.
+    corners = work_float[1].view(np.int64)
+    points, kept, length = finish_links(path, links, corners, cells, _UNIFORM_INDEX, _UNIFORM_TABLE, 1, _NO_HEIGHTS,
+                                        0, 0.0, DIAGONAL_NO_CORNER_CUTTING, smooth, stride, floors)
+    return status, expanded, cost, length, points, kept

@@ -19,29 +19,38 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathserver.core import status as st
-from pathserver.core.jpsplus import fits as jump_table_fits, jump_cost, jump_table_stops
+from pathserver.core.jpsplus import fits as jump_table_fits, jump_table_stops
 from pathserver.core.links import astar_links, trace_links
-from pathserver.core.links_jps import jps_links, link_exits, trace_link_jumps
+from pathserver.core.jit import bound
+from pathserver.core.links_jps import link_rows, path_links
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.layers import JUMP_TABLE_MAX_CELLS
-from pathserver.grid.prepared import PreparedCall, workspace
+from pathserver.grid.prepared import CALL_DEFAULTS, SMOOTHING, PathResult, PreparedCall, prepared_call, workspace
+from pathserver.options import ALGORITHM, SMOOTH
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class LinkJumps:
     """JPS+'s arrays for one layer of a map with links.
 
     table: int8 (H * W, 8), :func:`pathserver.core.jpsplus.jump_table_stops` of the
     layer's cells with the links' sources as stops. sources: int64 (E,), the nodes
-    ``y * W + x`` links leave, each once.
+    ``y * W + x`` links leave, each once. rows: :func:`pathserver.core.links_jps.link_rows`.
+    stride: the rows of a floor and the blocked one after it.
+    kernel: :func:`pathserver.core.links_jps.path_links` bound to this layer's argument
+    types (see :func:`pathserver.core.jit.bound`) once it has run, else None.
     """
 
     table: np.ndarray
     sources: np.ndarray
+    rows: tuple
+    stride: int
+    kernel: object = None
 
 
 # Per map generation (weakly: a map no longer in use drops them), by the prepared call's
-# layer key, which holds the unit's size and the traversal rules.
+# layer key, which holds the unit's size and the traversal rules; and by ("fast", unit
+# size) what fast_path needs, or None where it does not answer.
 _kept: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
@@ -67,12 +76,25 @@ def link_jumps(gridmap: GridMap, call: PreparedCall, rules: tuple | None) -> Lin
     stops = np.zeros(call.n, dtype=np.uint8)
     stops[sources] = 1
     table = jump_table_stops(call.cells, stops)
-    for array in (table, sources):
+    rows = link_rows(call.cells, call.comps, sources, *gridmap.link_arrays(rules)[:3])
+    for array in (table, sources, *rows):
         array.setflags(write=False)
-    jumps = LinkJumps(table, sources)
+    jumps = LinkJumps(table, sources, rows, gridmap.floor_height + 1)
     with _lock:
         _kept.setdefault(gridmap, {})[call.layer_key] = jumps
     return jumps
+
+
+def _run(jumps: LinkJumps, call: PreparedCall, first, to, cost, ids, sx, sy, gx, gy, smooth, floors, ws) -> tuple:
+    """:func:`pathserver.core.links_jps.path_links` for ``call`` on ``jumps``' layer: the
+    one place its arguments are written."""
+    stride = jumps.stride
+    args = (call.cells, call.comps, jumps.table, sx, sy, gx, gy, call.budget, first, to, cost, ids, jumps.sources,
+            *jumps.rows, smooth, stride, floors, ws.work_float, ws.work_int)
+    kernel = jumps.kernel
+    if kernel is None:
+        kernel = jumps.kernel = bound(path_links, args)
+    return kernel(*args)
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,14 +121,10 @@ def search_linked(gridmap: GridMap, call: PreparedCall, rules: tuple | None, alg
     ws = workspace(call.n)
     width = gridmap.width
     if jps_qualifies(call, algorithm):
-        jumps = link_jumps(gridmap, call, rules)
-        exits, groups = link_exits(call.cells, call.comps, gx, gy, jumps.sources, first, to, cost)
-        status, end, expanded = jps_links(call.cells, call.comps, jumps.table, sx, sy, gx, gy, call.budget, first, to,
-                                          cost, exits, groups, ws.work_float, ws.work_int)
-        if status != st.SEARCH_FOUND:
-            return LinkedPath(False, None, None, 0.0, int(expanded), "jps+")
-        path, taken = trace_link_jumps(ws.work_float, ws.work_int, ids, width, sy * width + sx, end)
-        return LinkedPath(True, path, taken, float(jump_cost(ws.work_float, end)), int(expanded), "jps+")
+        # Unsmoothed, on the stacked grid (as one floor): the caller smooths.
+        status, expanded, total, _, path, taken = _run(link_jumps(gridmap, call, rules), call, first, to, cost, ids,
+                                                        sx, sy, gx, gy, st.SMOOTH_NONE, 1, ws)
+        return LinkedPath(status == st.SEARCH_FOUND, path, taken, total, int(expanded), "jps+")
     mode = call.mode
     status, end, expanded = astar_links(
         call.cells, call.cost_index, call.cost_table, (mode >> st.MODE_UNIFORM) & 1, call.diagonal,
@@ -116,3 +134,77 @@ def search_linked(gridmap: GridMap, call: PreparedCall, rules: tuple | None, alg
         return LinkedPath(False, None, None, 0.0, int(expanded), "astar")
     path, taken = trace_links(ws.work_int[0], first, ids, width, sy * width + sx, end)
     return LinkedPath(True, path, taken, float(ws.work_float[0][end]), int(expanded), "astar")
+
+
+# find_path's defaults but smooth, as the options' own objects (find_path passes these
+# very objects for an option left alone).
+_DEFAULTS = tuple((name, value) for name, value in CALL_DEFAULTS.items() if name != SMOOTH.name)
+
+
+def _fast_entry(gridmap: GridMap, unit_size: int):
+    """What :func:`fast_path` needs for ``unit_size`` at the default options, or None
+    where JPS+ does not qualify; kept on the map."""
+    key = ("fast", unit_size)
+    by_layer = _kept.get(gridmap)
+    if by_layer is not None and key in by_layer:
+        return by_layer[key]
+    call = prepared_call(gridmap, unit_size, None, {**CALL_DEFAULTS, ALGORITHM.name: "astar"})
+    entry = None
+    if jps_qualifies(call, ALGORITHM.python_default):
+        first, to, cost, ids, _ = gridmap.link_arrays(None)
+        entry = (call, link_jumps(gridmap, call, None), first, to, cost, ids, call.cells, gridmap.width,
+                 gridmap.floor_height, gridmap.floors)
+    with _lock:
+        _kept.setdefault(gridmap, {})[key] = entry
+    return entry
+
+
+def _point(point, width: int, floor_height: int, floors: int, cells):
+    """A point ``(x, y)`` or ``(x, y, floor)`` of Python ints on the map and standable, as
+    its stacked ``(x, y)``; None for anything else (the general way checks it)."""
+    kind = point.__class__
+    if kind is not tuple and kind is not list:
+        return None
+    if len(point) == 2:
+        x, y = point
+        floor = 0
+    elif len(point) == 3:
+        x, y, floor = point
+    else:
+        return None
+    if x.__class__ is not int or y.__class__ is not int or floor.__class__ is not int:
+        return None
+    if not (0 <= x < width and 0 <= y < floor_height and 0 <= floor < floors):
+        return None
+    y += floor * (floor_height + 1)
+    if cells[y, x] == 0:
+        return None
+    return x, y
+
+
+def fast_path(gridmap: GridMap, start, goal, unit_size, given: dict, traversal, more: bool):
+    """find_path's answer on a map with floors or links for the common call, in one
+    kernel call: one goal, an int unit size, no traversal, every option at its default
+    but ``smooth``, endpoints of Python ints the unit stands on, and JPS+ qualifying.
+    None for any other call: the general way (find_path_linked) answers it, alike."""
+    if more or traversal is not None or goal is None or unit_size.__class__ is not int:
+        return None
+    for name, value in _DEFAULTS:
+        if given[name] is not value:
+            return None
+    smooth = given[SMOOTH.name]
+    if smooth.__class__ is not str or smooth not in SMOOTHING:
+        return None
+    entry = _fast_entry(gridmap, unit_size)
+    if entry is None:
+        return None
+    call, jumps, first, to, cost, ids, cells, width, floor_height, floors = entry
+    source = _point(start, width, floor_height, floors, cells)
+    target = _point(goal, width, floor_height, floors, cells)
+    if source is None or target is None:
+        return None
+    status, expanded, total, length, points, taken = _run(
+        jumps, call, first, to, cost, ids, source[0], source[1], target[0], target[1], SMOOTHING[smooth], floors,
+        workspace(call.n))
+    return PathResult("found" if status == st.SEARCH_FOUND else "no_path", points, total, length, int(expanded),
+                      tuple(start), tuple(goal), generation=gridmap.generation, algorithm="jps+", links=taken)

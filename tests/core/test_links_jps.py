@@ -161,3 +161,21 @@ def test_jps_with_links_matches_astar_on_den520d(count):
                 assert plus.cost == pytest.approx(astar.cost, rel=1e-9)
                 over_links += len(plus.links) > 0
     assert over_links > 0
+
+
+@pytest.mark.parametrize("smooth", ["none", "corners", "los"])
+def test_the_common_call_answers_as_the_general_way(smooth):
+    # find_path's one-kernel way (every option at its default but smooth) and the general
+    # one (here taken by a weight equal to the default but not its very object) agree.
+    rng = np.random.default_rng(5)
+    walkable, links, gridmap = world(rng, 2, 30, 40, 0.15, 8)
+    points = [(int(x), int(y), f) for f in range(2) for y, x in np.argwhere(walkable[f])]
+    for _ in range(40):
+        a, b = (points[i] for i in rng.choice(len(points), 2, replace=False))
+        fast = find_path(gridmap, a, b, smooth=smooth)
+        general = find_path(gridmap, list(a), b, smooth=smooth, weight=float("1"))
+        assert fast.algorithm == general.algorithm == "jps+"
+        assert (fast.status, fast.cost, fast.length, fast.expanded) == (general.status, general.cost, general.length,
+                                                                        general.expanded)
+        assert fast.path.tolist() == general.path.tolist() and fast.links.tolist() == general.links.tolist()
+        assert fast.path.dtype == general.path.dtype and fast.links.dtype == general.links.dtype
