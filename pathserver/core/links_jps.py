@@ -83,10 +83,14 @@ def _group(groups, label):
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _near(exits, first, end, x, y):
-    """The estimate at (x, y) over the exits ``first..end - 1`` of its component."""
+    """The estimate at (x, y) over the exits ``first..end - 1`` of its component (one at
+    x = -1: the rest of them, its D alone)."""
     best = np.inf
     for i in range(first, end):
-        h = octile(x, y, exits[i, 0], exits[i, 1]) + exits[i, 2]
+        if exits[i, 0] < 0.0:
+            h = exits[i, 2]
+        else:
+            h = octile(x, y, exits[i, 0], exits[i, 1]) + exits[i, 2]
         if h < best:
             best = h
     return best
@@ -138,11 +142,9 @@ def link_rows(cells, comps, sources, link_first, link_to, link_cost):
     return source_label, into[order].copy(), leaves[order].copy(), ends[order].copy()
 
 
-#: How many exits of each component :func:`link_exits` offers the links into it exactly
-#: (the walk to the exit and its D); the others offer their D alone, once a component.
+#: How many exits of each component the estimate reads (the cheapest by D); the rest
+#: count as one, the least D among them, without the walk (see :func:`link_exits`).
 EXACT_EXITS = 16
-#: How many kept exits of its component a new one is checked against for uselessness.
-USELESS_CHECKS = 32
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
@@ -193,13 +195,14 @@ def link_exits(cells, comps, gx, gy, sources, source_label, into, leaves, ends):
     component, groups int64 (G, 3) ``label, first, end`` sorted by label.
 
     cells, comps: the unit's block-local components (the goal standable); sources and
-    the rest: :func:`link_rows`. D is a Dijkstra from the goal: settling exit p, the
-    links into p's component offer their sources the link's cost plus the walk to p plus
-    D(p) for the first :data:`EXACT_EXITS` exits settled there, and the link's cost plus
-    D(p) (no more than the walk to any exit of it and its D) for the next one only: a
-    lower bound all the same, and the estimate stays consistent; O(EXACT_EXITS * links).
-    An exit that another of its component makes useless (``D(q) + octile(p, q) <=
-    D(p)``) is left out: the estimate is the same."""
+    the rest: :func:`link_rows`. D is a Dijkstra from the goal. The estimate reads, of
+    each component, the first :data:`EXACT_EXITS` exits settled there (the cheapest) with
+    their walks, and the next one's D alone (an exit at x = -1), which is no more than
+    any later one's walk and D: the Dijkstra offers exactly these (settling one of the
+    first, the links into its component offer their sources the link's cost, the walk to
+    it and its D; settling the next, the cost and its D), so the estimate stays
+    consistent, in O(EXACT_EXITS * links). An exit that another of those read makes
+    useless (``D(q) + octile(p, q) <= D(p)``) is left out: the estimate is the same."""
     height, width = cells.shape
     flat = cells.reshape(-1)
     per_row = (width + BLOCK - 1) >> BLOCK_SHIFT
@@ -238,7 +241,7 @@ def link_exits(cells, comps, gx, gy, sources, source_label, into, leaves, ends):
             continue
         seen[first] += 1
         if seen[first] > EXACT_EXITS + 1:
-            continue  # the component's bound without the walk is offered already, and was no larger
+            continue  # the estimate reads no more of this component
         exact = seen[first] <= EXACT_EXITS
         r = first
         while r < rows and into[r] == label:
@@ -251,8 +254,9 @@ def link_exits(cells, comps, gx, gy, sources, source_label, into, leaves, ends):
                     dist[s] = through
                     size = _push(heap_keys, heap_items, size, through, s)
             r += 1
-    # The settled exits (cheapest first) by component; each kept unless one kept before
-    # it makes it useless (a kept one's useless exits are useless by it too).
+    # The settled exits by component, cheapest first (the order they were settled in):
+    # the first EXACT_EXITS each kept unless one kept before it makes it useless (a kept
+    # one's useless exits are useless by it too), the next as the rest.
     label = np.empty(settled, dtype=np.int64)
     for k in range(settled):
         label[k] = goal_label if order[k] == count else source_label[order[k]]
@@ -261,29 +265,39 @@ def link_exits(cells, comps, gx, gy, sources, source_label, into, leaves, ends):
     groups = np.empty((settled, 3), dtype=np.int64)
     n_exits = 0
     n_groups = 0
+    taken = 0
     for k in range(settled):
         i = order[by_label[k]]
         here = label[by_label[k]]
+        if n_groups == 0 or groups[n_groups - 1, 0] != here:
+            groups[n_groups, 0] = here
+            groups[n_groups, 1] = n_exits
+            groups[n_groups, 2] = n_exits
+            n_groups += 1
+            taken = 0
+        taken += 1
+        if taken > EXACT_EXITS + 1:
+            continue
         if i == count:
             x = gx
             y = gy
         else:
             y = sources[i] // width
             x = sources[i] - y * width
-        if n_groups == 0 or groups[n_groups - 1, 0] != here:
-            groups[n_groups, 0] = here
-            groups[n_groups, 1] = n_exits
-            n_groups += 1
-        useless = False
-        for q in range(groups[n_groups - 1, 1], min(n_exits, groups[n_groups - 1, 1] + USELESS_CHECKS)):
-            if exits[q, 2] + octile(x, y, exits[q, 0], exits[q, 1]) <= dist[i]:
-                useless = True
-                break
-        if not useless:
-            exits[n_exits, 0] = x
-            exits[n_exits, 1] = y
-            exits[n_exits, 2] = dist[i]
-            n_exits += 1
+        if taken > EXACT_EXITS:
+            x = -1  # the rest: its D alone
+        else:
+            useless = False
+            for q in range(groups[n_groups - 1, 1], n_exits):
+                if exits[q, 2] + octile(x, y, exits[q, 0], exits[q, 1]) <= dist[i]:
+                    useless = True
+                    break
+            if useless:
+                continue
+        exits[n_exits, 0] = x
+        exits[n_exits, 1] = y
+        exits[n_exits, 2] = dist[i]
+        n_exits += 1
         groups[n_groups - 1, 2] = n_exits
     return exits[:n_exits].copy(), groups[:n_groups].copy()
 
