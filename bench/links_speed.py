@@ -78,13 +78,16 @@ def variants(walkable: np.ndarray, seed: int) -> dict:
 
 
 def warm(plain: GridMap, timed: dict, problems) -> None:
-    """Compile, and build the unlinked map's jump table and goal bounds (find_path's
-    defaults then run JPS+ with them, as a server does once warm)."""
+    """Compile, and build the maps' jump tables and goal bounds (find_path's defaults then
+    run JPS+ with them, as a server does once warm)."""
     for gridmap, call in timed.values():
         call(gridmap, problems[0])
     layer = plain.layer(1)
     layer.wait_jump_table(timeout=300)
     layer.wait_bounds(timeout=300)
+    # The linked maps' goal bounds (of the stacked grid without links), likewise.
+    for gridmap, _ in timed.values():
+        gridmap.layer(1).wait_bounds(timeout=300)
     for gridmap, call in timed.values():
         for problem in problems[:5]:
             call(gridmap, problem)

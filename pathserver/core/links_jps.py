@@ -66,7 +66,7 @@ def _label(cells, comps, per_row, width, node):
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _group(groups, label):
-    """The row of ``groups`` (int64 (G, 3): label, first exit, end, by label) of
+    """The row of ``groups`` (int64 (G, 5): label first, by label, see :func:`link_exits`) of
     ``label``, -1 for none."""
     lo = 0
     hi = groups.shape[0]
@@ -191,8 +191,11 @@ def _pop(keys, items, size):
 @njit(cache=True, nogil=True)
 def link_exits(cells, comps, gx, gy, sources, source_label, into, leaves, ends):
     """The exits the estimate of a search for the goal (gx, gy) reads (see the module
-    docstring): ``(exits, groups)``, exits float64 (P, 3) ``x, y, D`` grouped by
-    component, groups int64 (G, 3) ``label, first, end`` sorted by label.
+    docstring): ``(exits, groups, targets)``, exits float64 (P, 3) ``x, y, D`` grouped by
+    component; targets int64 (Q, 2) ``x, y`` of every exit with a way to the goal
+    (where an optimal path may leave the component: the goal bounds keep a direction
+    toward any); groups int64 (G, 5) ``label, first, end, first target, end target``
+    sorted by label.
 
     cells, comps: the unit's block-local components (the goal standable); sources and
     the rest: :func:`link_rows`. D is a Dijkstra from the goal. The estimate reads, of
@@ -262,7 +265,8 @@ def link_exits(cells, comps, gx, gy, sources, source_label, into, leaves, ends):
         label[k] = goal_label if order[k] == count else source_label[order[k]]
     by_label = np.argsort(label, kind="mergesort")
     exits = np.empty((settled, 3), dtype=np.float64)
-    groups = np.empty((settled, 3), dtype=np.int64)
+    groups = np.empty((settled, 5), dtype=np.int64)
+    targets = np.empty((settled, 2), dtype=np.int64)
     n_exits = 0
     n_groups = 0
     taken = 0
@@ -273,17 +277,21 @@ def link_exits(cells, comps, gx, gy, sources, source_label, into, leaves, ends):
             groups[n_groups, 0] = here
             groups[n_groups, 1] = n_exits
             groups[n_groups, 2] = n_exits
+            groups[n_groups, 3] = k
             n_groups += 1
             taken = 0
-        taken += 1
-        if taken > EXACT_EXITS + 1:
-            continue
+        groups[n_groups - 1, 4] = k + 1
         if i == count:
             x = gx
             y = gy
         else:
             y = sources[i] // width
             x = sources[i] - y * width
+        targets[k, 0] = x
+        targets[k, 1] = y
+        taken += 1
+        if taken > EXACT_EXITS + 1:
+            continue
         if taken > EXACT_EXITS:
             x = -1  # the rest: its D alone
         else:
@@ -299,7 +307,7 @@ def link_exits(cells, comps, gx, gy, sources, source_label, into, leaves, ends):
         exits[n_exits, 2] = dist[i]
         n_exits += 1
         groups[n_groups - 1, 2] = n_exits
-    return exits[:n_exits].copy(), groups[:n_groups].copy()
+    return exits[:n_exits].copy(), groups[:n_groups].copy(), targets
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
@@ -432,9 +440,28 @@ def _walk_diagonal(table, link_first, node, x, y, d, g_node, gx, gy, goal, first
                             exits, groups)
 
 
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _prune(bounds, row, mask, targets, first, end):
+    """``mask`` (bit d: direction d) without the directions whose box of row ``row`` of
+    the goal bounds holds none of ``targets[first:end]``."""
+    for d in range(8):
+        if (mask >> d) & 1:
+            at = 4 * d
+            inside = False
+            for i in range(first, end):
+                x = targets[i, 0]
+                y = targets[i, 1]
+                if bounds[row, at] <= x <= bounds[row, at + 2] and bounds[row, at + 1] <= y <= bounds[row, at + 3]:
+                    inside = True
+                    break
+            if not inside:
+                mask &= ~(1 << d)
+    return mask
+
+
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
 def jps_links(passable, comps, table, sx, sy, gx, gy, max_expansions, link_first, link_to, link_cost, exits, groups,
-              work_float, work_int):
+              targets, bound_rows, bounds, work_float, work_int):
     """JPS+ from (sx, sy) to (gx, gy), both standable, over ``passable``'s moves (no
     corner cutting, uniform cost) and the links.
 
@@ -442,8 +469,12 @@ def jps_links(passable, comps, table, sx, sy, gx, gy, max_expansions, link_first
     ``passable`` the grid). table: ``jump_table_stops(passable, stops)``, ``stops`` the
     sources of the links (not checked). max_expansions: 0 for no limit. link_first,
     link_to, link_cost: the links' CSR form (:mod:`pathserver.core.links`). exits,
-    groups: :func:`link_exits` for this goal. work_float (5, N), work_int (4, N + 1), N >
-    H * W: the workspace of :func:`pathserver.core.query.solve`. Returns (status, end
+    groups, targets: :func:`link_exits` for this goal. bound_rows, bounds: the goal bounds
+    of ``passable`` (:mod:`pathserver.core.bounds`: of the grid without links), or empty
+    arrays: a node reached on the grid skips each direction whose box holds none of the
+    targets of its component (an optimal path leaves it at one, by a shortest way on
+    the grid). work_float (5, N), work_int (4, N + 1), N > H * W: the workspace of
+    :func:`pathserver.core.query.solve`. Returns (status, end
     node, expanded): SEARCH_FOUND with end the goal (:func:`trace_link_jumps` lays the
     path), SEARCH_NO_PATH or SEARCH_BUDGET with end the start.
     """
@@ -516,6 +547,10 @@ def jps_links(passable, comps, table, sx, sy, gx, gy, max_expansions, link_first
                 mask |= 1 | (1 << (4 if dy > 0 else 7))
             if is_free(cells, width, height, x - 1, y) and not is_free(cells, width, height, x - 1, y - dy):
                 mask |= 4 | (1 << (5 if dy > 0 else 6))
+        if came < 8 and bound_rows.shape[0] > 0:
+            bound_row = bound_rows[node]
+            if bound_row >= 0:
+                mask = _prune(bounds, bound_row, mask, targets, groups[row, 3], groups[row, 4])
         for d in range(8):
             if (mask >> d) & 1 == 0:
                 continue
@@ -684,14 +719,15 @@ def finish_links(path, links, corners, passable, cost_index, cost_table, uniform
 
 @njit(cache=True, nogil=True)
 def path_links(cells, comps, table, sx, sy, gx, gy, max_expansions, link_first, link_to, link_cost, link_id, sources,
-               source_label, into, leaves, ends, smooth, stride, floors, work_float, work_int):
+               source_label, into, leaves, ends, bound_rows, bounds, smooth, stride, floors, work_float, work_int):
     """One path on a map with links, in one call: :func:`link_exits`, :func:`jps_links`,
     :func:`trace_link_jumps` and :func:`finish_links` (arguments as theirs; ``source_label``,
-    ``into``, ``leaves``, ``ends``: :func:`link_rows`). Returns (status, expanded, cost,
+    ``into``, ``leaves``, ``ends``: :func:`link_rows`; ``bound_rows``, ``bounds``: as
+    jps_links takes them). Returns (status, expanded, cost,
     length, points, links): finish_links' points and links, empty without a path."""
-    exits, groups = link_exits(cells, comps, gx, gy, sources, source_label, into, leaves, ends)
+    exits, groups, targets = link_exits(cells, comps, gx, gy, sources, source_label, into, leaves, ends)
     status, end, expanded = jps_links(cells, comps, table, sx, sy, gx, gy, max_expansions, link_first, link_to,
-                                      link_cost, exits, groups, work_float, work_int)
+                                      link_cost, exits, groups, targets, bound_rows, bounds, work_float, work_int)
     if status != SEARCH_FOUND:
         return (status, expanded, 0.0, 0.0, np.empty((0, 3 if floors > 1 else 2), dtype=np.int32),
                 np.empty((0, 2), dtype=np.int64))

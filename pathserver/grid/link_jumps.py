@@ -7,14 +7,16 @@ JPS+ qualifies as it does on maps without links: uniform terrain cost, diagonal
 (where a budget stops a search depends on the algorithm, and A* was the first to answer
 on these maps); ``algorithm="astar"`` keeps A*. The jump table (8 bytes a cell) is built
 on first use, once per map generation, unit layer and traversal rule set, and kept
-while the map is.
+while the map is; the layer's goal bounds are built in the background as on maps
+without links, and read once in place (the same costs; among equally short paths the
+one taken may change then, as it does there).
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,7 +27,16 @@ from pathserver.core.jit import bound
 from pathserver.core.links_jps import link_rows, path_links
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.layers import JUMP_TABLE_MAX_CELLS
-from pathserver.grid.prepared import CALL_DEFAULTS, SMOOTHING, PathResult, PreparedCall, prepared_call, workspace
+from pathserver.grid.prepared import (
+    CALL_DEFAULTS,
+    NO_BOUND_ROWS,
+    NO_BOUNDS,
+    SMOOTHING,
+    PathResult,
+    PreparedCall,
+    prepared_call,
+    workspace,
+)
 from pathserver.options import ALGORITHM, SMOOTH
 
 
@@ -36,16 +47,19 @@ class LinkJumps:
     table: int8 (H * W, 8), :func:`pathserver.core.jpsplus.jump_table_stops` of the
     layer's cells with the links' sources as stops. sources: int64 (E,), the nodes
     ``y * W + x`` links leave, each once. rows: :func:`pathserver.core.links_jps.link_rows`.
-    stride: the rows of a floor and the blocked one after it.
-    kernel: :func:`pathserver.core.links_jps.path_links` bound to this layer's argument
-    types (see :func:`pathserver.core.jit.bound`) once it has run, else None.
+    stride: the rows of a floor and the blocked one after it. layer: the unit's layer,
+    whose goal bounds (of the grid without links, built in the background on the maps
+    that get them) the search reads once they are in place. kernels:
+    :func:`pathserver.core.links_jps.path_links` bound to this layer's argument types (see
+    :func:`pathserver.core.jit.bound`), without and with the bounds, once each has run.
     """
 
     table: np.ndarray
     sources: np.ndarray
     rows: tuple
     stride: int
-    kernel: object = None
+    layer: object
+    kernels: dict = field(default_factory=dict)
 
 
 # Per map generation (weakly: a map no longer in use drops them), by the prepared call's
@@ -79,7 +93,9 @@ def link_jumps(gridmap: GridMap, call: PreparedCall, rules: tuple | None) -> Lin
     rows = link_rows(call.cells, call.comps, sources, *gridmap.link_arrays(rules)[:3])
     for array in (table, sources, *rows):
         array.setflags(write=False)
-    jumps = LinkJumps(table, sources, rows, gridmap.floor_height + 1)
+    layer = gridmap.layer_for(*call.size, rules)
+    gridmap.start_bounds(layer)
+    jumps = LinkJumps(table, sources, rows, gridmap.floor_height + 1, layer)
     with _lock:
         _kept.setdefault(gridmap, {})[call.layer_key] = jumps
     return jumps
@@ -88,12 +104,13 @@ def link_jumps(gridmap: GridMap, call: PreparedCall, rules: tuple | None) -> Lin
 def _run(jumps: LinkJumps, call: PreparedCall, first, to, cost, ids, sx, sy, gx, gy, smooth, floors, ws) -> tuple:
     """:func:`pathserver.core.links_jps.path_links` for ``call`` on ``jumps``' layer: the
     one place its arguments are written."""
-    stride = jumps.stride
+    bounds = jumps.layer.bounds()
+    rows, boxes = (NO_BOUND_ROWS, NO_BOUNDS) if bounds is None else bounds
     args = (call.cells, call.comps, jumps.table, sx, sy, gx, gy, call.budget, first, to, cost, ids, jumps.sources,
-            *jumps.rows, smooth, stride, floors, ws.work_float, ws.work_int)
-    kernel = jumps.kernel
+            *jumps.rows, rows, boxes, smooth, jumps.stride, floors, ws.work_float, ws.work_int)
+    kernel = jumps.kernels.get(bounds is not None)
     if kernel is None:
-        kernel = jumps.kernel = bound(path_links, args)
+        kernel = jumps.kernels[bounds is not None] = bound(path_links, args)
     return kernel(*args)
 
 

@@ -148,19 +148,49 @@ def test_jps_with_links_matches_astar_on_den520d(count):
         links.append({"from": [int(ax), int(ay), 0], "to": [int(bx), int(by), 1], "cost": float(rng.integers(0, 21)),
                       "two_way": bool(rng.random() < 0.8)})
     gridmap = GridMap(floors, floors=2, links=links)
-    over_links = 0
-    for _ in range(20):
-        (sy, sx), (gy, gx) = free[rng.integers(len(free), size=2)]
-        for goal in ((int(gx), int(gy), 0), (int(gx), int(gy), 1)):
-            start = (int(sx), int(sy), int(rng.integers(2)))
-            plus = find_path(gridmap, start, goal, smooth="none")
-            astar = find_path(gridmap, start, goal, smooth="none", algorithm="astar")
-            assert plus.algorithm == "jps+" and astar.algorithm == "astar"
-            assert plus.found == astar.found
-            if plus.found:
-                assert plus.cost == pytest.approx(astar.cost, rel=1e-9)
-                over_links += len(plus.links) > 0
-    assert over_links > 0
+    _matches_astar(gridmap, free, rng, 20)
+
+
+def _matches_astar(gridmap, free, rng, trips):
+    """JPS+ and A* over the links agree on ``trips`` random trips between floors 0 and
+    1, before and after the goal bounds are in place."""
+    trips = [(free[rng.integers(len(free))], free[rng.integers(len(free))], int(rng.integers(2))) for _ in range(trips)]
+    for bounded in (False, True):
+        if bounded:
+            assert gridmap.layer(1).wait_bounds(timeout=300)
+        over_links = 0
+        for (sy, sx), (gy, gx), floor in trips:
+            for goal in ((int(gx), int(gy), 0), (int(gx), int(gy), 1)):
+                start = (int(sx), int(sy), floor)
+                plus = find_path(gridmap, start, goal, smooth="none")
+                astar = find_path(gridmap, start, goal, smooth="none", algorithm="astar")
+                assert plus.algorithm == "jps+" and astar.algorithm == "astar"
+                assert plus.found == astar.found
+                if plus.found:
+                    assert plus.cost == pytest.approx(astar.cost, rel=1e-9)
+                    over_links += len(plus.links) > 0
+        assert over_links > 0
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_jps_with_links_and_goal_bounds_matches_astar(seed):
+    # Large enough for goal bounds (pathserver.grid.layers.JUMP_TABLE_MIN_CELLS): rooms
+    # and clutter on two floors, one-way and two-way links of costs 0 to 20.
+    rng = np.random.default_rng(seed)
+    height, width = 90, 100
+    walkable = rng.random((2, height, width)) > 0.08
+    for f in range(2):
+        for _ in range(12):
+            y, x = rng.integers(height), rng.integers(width)
+            if rng.random() < 0.5:
+                walkable[f, y, max(0, x - 30):x + 30] = False
+            else:
+                walkable[f, max(0, y - 30):y + 30, x] = False
+    links = naive_links.random_links(rng, 2, width, height, walkable, 16, tags=tuple(TAG_NAMES))
+    gridmap = GridMap(walkable, tags=np.zeros(walkable.shape, dtype=np.uint8), tag_names=TAG_NAMES, floors=2,
+                      links=links)
+    free = np.argwhere(walkable[0] & walkable[1])
+    _matches_astar(gridmap, free, rng, 40)
 
 
 @pytest.mark.parametrize("smooth", ["none", "corners", "los"])
