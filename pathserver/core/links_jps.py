@@ -84,9 +84,12 @@ def _group(groups, label):
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
 def _near(exits, first, end, x, y):
     """The estimate at (x, y) over the exits ``first..end - 1`` of its component (one at
-    x = -1: the rest of them, its D alone)."""
+    x = -1: the rest of them, its D alone), cheapest D first: none past one whose D
+    alone is no less than the best so far can do better."""
     best = np.inf
     for i in range(first, end):
+        if exits[i, 2] >= best:
+            break
         if exits[i, 0] < 0.0:
             h = exits[i, 2]
         else:
@@ -257,7 +260,8 @@ def link_exits(cells, comps, gx, gy, sources, source_label, into, leaves, ends):
                     dist[s] = through
                     size = _push(heap_keys, heap_items, size, through, s)
             r += 1
-    # The settled exits by component, cheapest first (the order they were settled in):
+    # The settled exits by component, cheapest first (the order they were settled in,
+    # which _near relies on):
     # the first EXACT_EXITS each kept unless one kept before it makes it useless (a kept
     # one's useless exits are useless by it too), the next as the rest.
     label = np.empty(settled, dtype=np.int64)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from pathserver.core.links import astar_links, trace_links
 from pathserver.core.jit import bound
 from pathserver.core.links_jps import link_rows, path_links
 from pathserver.grid.gridmap import GridMap
-from pathserver.grid.layers import JUMP_TABLE_MAX_CELLS
+from pathserver.grid.layers import JUMP_TABLE_MAX_CELLS, readonly
 from pathserver.grid.prepared import (
     CALL_DEFAULTS,
     NO_BOUND_ROWS,
@@ -49,9 +49,10 @@ class LinkJumps:
     ``y * W + x`` links leave, each once. rows: :func:`pathserver.core.links_jps.link_rows`.
     stride: the rows of a floor and the blocked one after it. layer: the unit's layer,
     whose goal bounds (of the grid without links, built in the background on the maps
-    that get them) the search reads once they are in place. kernels:
-    :func:`pathserver.core.links_jps.path_links` bound to this layer's argument types (see
-    :func:`pathserver.core.jit.bound`), without and with the bounds, once each has run.
+    that get them) the search reads once they are in place; bounds: those, read-only
+    (as the empty ones: the kernel's argument types stay the same), once read. kernel:
+    :func:`pathserver.core.links_jps.path_links` bound to this layer's argument types
+    (see :func:`pathserver.core.jit.bound`) once it has run, else None.
     """
 
     table: np.ndarray
@@ -59,7 +60,8 @@ class LinkJumps:
     rows: tuple
     stride: int
     layer: object
-    kernels: dict = field(default_factory=dict)
+    bounds: tuple = (NO_BOUND_ROWS, NO_BOUNDS)
+    kernel: object = None
 
 
 # Per map generation (weakly: a map no longer in use drops them), by the prepared call's
@@ -104,13 +106,15 @@ def link_jumps(gridmap: GridMap, call: PreparedCall, rules: tuple | None) -> Lin
 def _run(jumps: LinkJumps, call: PreparedCall, first, to, cost, ids, sx, sy, gx, gy, smooth, floors, ws) -> tuple:
     """:func:`pathserver.core.links_jps.path_links` for ``call`` on ``jumps``' layer: the
     one place its arguments are written."""
-    bounds = jumps.layer.bounds()
-    rows, boxes = (NO_BOUND_ROWS, NO_BOUNDS) if bounds is None else bounds
+    if jumps.bounds[0] is NO_BOUND_ROWS:
+        built = jumps.layer.bounds()
+        if built is not None:
+            jumps.bounds = tuple(readonly(array.view()) for array in built)
     args = (call.cells, call.comps, jumps.table, sx, sy, gx, gy, call.budget, first, to, cost, ids, jumps.sources,
-            *jumps.rows, rows, boxes, smooth, jumps.stride, floors, ws.work_float, ws.work_int)
-    kernel = jumps.kernels.get(bounds is not None)
+            *jumps.rows, *jumps.bounds, smooth, jumps.stride, floors, ws.work_float, ws.work_int)
+    kernel = jumps.kernel
     if kernel is None:
-        kernel = jumps.kernels[bounds is not None] = bound(path_links, args)
+        kernel = jumps.kernel = bound(path_links, args)
     return kernel(*args)
 
 
