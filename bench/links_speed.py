@@ -11,9 +11,9 @@ floor 1 (the same x, y). The baseline is the same problem on the map as loaded (
 floor, no links: find_path's own JPS+, goal bounds built), answered in the same run,
 twice: query by query with the variants rotating ("mixed"), and each variant all the
 problems in a row ("runs", where the small unlinked search keeps its data in the caches);
-each figure is the sum over the problems of each problem's fastest round. Issue #35's target: with 16 links, a path costs at most 2x the
-same query without links. The row "astar_links" is the A* over links that answered
-every query on a linked map before.
+each figure is the sum over the problems of each problem's fastest round. Issue #35's
+target: with 16 links, a path costs at most 2x the same query without links. The row
+"astar_links" is the A* over links that answered every query on a linked map before.
 
 It also checks that maps without links lose nothing: their find_path runs the very
 kernel (`pathserver.core.query.solve_plus`) it ran before links existed, on a jump table

@@ -13,14 +13,19 @@ with the sources of the links as jump points, on the grids JPS+ takes (uniform c
   *exits* ``p`` of its component: the goal (``D = 0``) and the link sources, ``D(e)`` the
   cheapest way from ``e`` to the goal in the graph of links where a walk within a
   component costs its octile distance (:func:`link_exits`, a Dijkstra from the goal,
-  once a query). It never overestimates and is consistent (a link ``e -> t`` of cost
-  ``c``: ``h(e) <= D(e) <= c + h(t)``); a node of a component no exit is in cannot reach
-  the goal and is never queued.
+  once a query; past :data:`EXACT_EXITS` exits a component's rest count as one, their
+  least D). It never overestimates and is consistent (a link ``e -> t`` of cost ``c``:
+  ``h(e) <= D(e) <= c + h(t)``); a node of a component no exit is in cannot reach the
+  goal and is never queued.
+- With the goal bounds of the grid without links, a node skips each direction whose
+  box holds none of its component's exits: an optimal path leaves the component at one
+  by a shortest way on the grid.
 
 Records and heap: those of :func:`pathserver.core.jpsplus.jps_plus` (the workspace's
 ``work_float`` rows 1 to 4), a node reached over a link marked with the arrival
 :data:`OVER_LINK` and the link's CSR position in ``work_int[0]`` (the row A* keeps its
-parents in). :func:`trace_link_jumps` lays the cells and the links taken.
+parents in). :func:`trace_link_jumps` lays the cells and the links taken;
+:func:`path_links` does all of it, and the smoothing, in one call.
 """
 
 import numpy as np
@@ -327,7 +332,8 @@ def _compact(keys, nodes, base, size, words, records, open_mark, width, cells, c
         y = node // width
         row = _group(groups, _label(cells, comps, per_row, width, node))
         key = keys[base + 2 * i]
-        if key != keys[records + 2 * node] + _near(exits, groups[row, 1], groups[row, 2], node - y * width, y) * h_scale:
+        h = _near(exits, groups[row, 1], groups[row, 2], node - y * width, y)
+        if key != keys[records + 2 * node] + h * h_scale:
             continue
         kept = strided_push(keys, nodes, base, kept, node, key)
     return kept

@@ -210,7 +210,8 @@ def find_path_linked(gridmap: GridMap, start, goal, unit_size, given: dict, trav
         stride = gridmap.floor_height + 1
         points = np.column_stack((points[:, 0], points[:, 1] % stride, points[:, 1] // stride)).astype(np.int32)
     return PathResult("found", points, total, length, int(expanded), tuple(start), tuple(goal),
-                      generation=gridmap.generation, algorithm=found.algorithm, links=np.array(kept_links, dtype=np.int64).reshape(-1, 2))
+                      generation=gridmap.generation, algorithm=found.algorithm,
+                      links=np.array(kept_links, dtype=np.int64).reshape(-1, 2))
 
 
 def find_path_within(gridmap: GridMap, start, goal, unit_size, budget: int, *, avoid=None,
