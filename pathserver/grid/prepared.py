@@ -428,6 +428,12 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
     # query's answer is deterministic.
     table = None
     awaiting = options[ALGORITHM.name] == "auto" and jps_ok and budget == 0
+    # Hex maps of uniform cost run hex JPS (pathserver.core.hexjps) on their layer's table,
+    # built now if need be, under "auto", as JPS+ does: no budget (where one cuts a search
+    # short depends on the algorithm), no heights.
+    hex_table = None
+    if gridmap.hex and options[ALGORITHM.name] == "auto" and use_heights == 0 and budget == 0:
+        hex_table = layer.hex_jump_table()
     if awaiting:
         table = layer.jump_table()
         awaiting = gridmap.start_jump_table(layer)
@@ -460,10 +466,10 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
     call = PreparedCall(
         size=(unit_w, unit_h), layer_key=layer.key, width=gridmap.width, height=gridmap.height, n=gridmap.width * gridmap.height,
         cells=cells, comps=comps, jump_bits=layer.jump_bits() if use_jps and table is None else _NO_JUMP_BITS,
-        jump_table=NO_JUMP_TABLE if table is None else table,
+        jump_table=hex_table if hex_table is not None else NO_JUMP_TABLE if table is None else table,
         cost_index=layer.cost_index, cost_table=layer.cost_table, heights=heights, climb=climb, mode=mode,
         weight=options["weight"], budget=budget,
-        algorithm="jps+" if table is not None else "jps" if use_jps else "astar",
+        algorithm="jps+" if table is not None else "jps" if use_jps or hex_table is not None else "astar",
         generation=gridmap.generation, snap=options[SNAP.name], landmarks=landmarks, bound_rows=bounds[0],
         bounds=bounds[1],
     )
