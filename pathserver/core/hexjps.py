@@ -30,7 +30,7 @@ convention; ``parent[node]`` is the previous jump point, on one axial line with 
 import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
-from pathserver.core.heap import heap_decrease, heap_pop, heap_push
+from pathserver.core.heap import NODE_MASK, pair_pop, pair_sift_up
 from pathserver.core.moves import axial, offset
 from pathserver.core.status import SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
 
@@ -40,6 +40,8 @@ DIRECTION_Q = (1, 1, 0, -1, -1, 0)
 DIRECTION_R = (0, -1, -1, 0, 1, 1)
 #: A node's direction bits (see :func:`hex_jps`): the start expands all six.
 FROM_START = 1 << 6
+#: Tie-break tags: TIE_LIMIT less h in the high half (see pathserver.core.astar).
+TIE_LIMIT = 2**30
 #: Jump distances are int16: no hex ray on a map of this side or less is longer.
 MAX_SIDE = 32767
 
@@ -159,48 +161,58 @@ def _along(dq, dr, d):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _jump(cells, table, layout, width, q, r, d, gq, gr):
-    """The node the jump from axial (q, r) toward d reaches (the goal at (gq, gr) where
-    it lies on the way), and its distance; (-1, 0) for none."""
-    node_x, node_y = offset(layout, q, r)
-    value = np.int64(table[(node_y * width + node_x) * 6 + d])
-    reach = value if value > 0 else -value
-    dq = gq - q
-    dr = gr - r
-    stop = value if value > 0 else 0
-    to_goal = _along(dq, dr, d)
-    if to_goal > 0 and to_goal <= reach and (stop == 0 or to_goal <= stop):
-        return _node(layout, width, gq, gr), to_goal
-    if d & 1 == 0:
-        # The goal on a side ray of a cell on the way: that cell is a jump point.
-        for side in ((d + 1) % 6, (d + 5) % 6):
-            aq = DIRECTION_Q[d]
-            ar = DIRECTION_R[d]
-            sq = DIRECTION_Q[side]
-            sr = DIRECTION_R[side]
-            det = aq * sr - ar * sq  # +-1: two neighbouring directions
-            k = (dq * sr - dr * sq) * det
-            j = (aq * dr - ar * dq) * det
-            if k >= 1 and j >= 1 and k <= reach and (stop == 0 or k < stop):
-                cx, cy = offset(layout, q + k * aq, r + k * ar)
-                side_value = np.int64(table[(cy * width + cx) * 6 + side])
-                if (side_value if side_value > 0 else -side_value) >= j:
-                    stop = k
-    if stop == 0:
-        return -1, 0
-    x, y = offset(layout, q + stop * DIRECTION_Q[d], r + stop * DIRECTION_R[d])
-    return y * width + x, stop
+def _distance(dq, dr):
+    """The hex distance of the axial offset (dq, dr)."""
+    return (abs(dq) + abs(dr) + abs(dq + dr)) >> 1
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _distance(dq, dr):
-    return (abs(dq) + abs(dr) + abs(dq + dr)) >> 1
+def _reach(value):
+    """The free steps a table entry says its ray has up to and including its stop."""
+    return value if value > 0 else -value
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _relax(
+    node, successor, sq, sr, g_new, d, gq, gr, weight, g, parent, stamp, open_mark, closed_mark, heap_keys,
+    heap_tags, heap_pos, directions, size,
+):
+    """Offer ``successor`` at axial (sq, sr), reached from ``node`` by a jump whose last
+    step is toward d, at cost ``g_new``; the new heap size."""
+    bit = np.int64(1) << d
+    mark = stamp[successor]
+    if mark == open_mark or mark == closed_mark:
+        if g_new < g[successor]:
+            g[successor] = g_new
+            parent[successor] = node
+            directions[successor] = bit
+        elif g_new == g[successor] and directions[successor] & bit == 0:
+            # As short from another direction: its moves from there count too.
+            directions[successor] |= bit
+            if mark == open_mark:
+                return size
+        else:
+            return size
+    else:
+        g[successor] = g_new
+        parent[successor] = node
+        directions[successor] = bit
+    h = _distance(sq - gq, sr - gr)
+    key = g_new + h * weight
+    tag = ((TIE_LIMIT - np.int64(h)) << 32) | successor
+    if mark == open_mark:
+        pair_sift_up(heap_keys, heap_tags, heap_pos, heap_pos[successor], key, tag)
+        return size
+    # New, or closed and opened again for what it has not been expanded for.
+    stamp[successor] = open_mark
+    pair_sift_up(heap_keys, heap_tags, heap_pos, size, key, tag)
+    return size + 1
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
 def hex_jps(
     cells, table, layout, sx, sy, gx, gy, weight, max_expansions,
-    g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos, directions,
+    g, parent, stamp, pass_id, heap_keys, heap_tags, heap_pos, directions,
 ):
     """Search from (sx, sy) to (gx, gy) on a hex map of uniform cost; both must be
     passable and in bounds.
@@ -209,13 +221,17 @@ def hex_jps(
     table: ``hex_jump_table(cells, layout)`` of this very grid (not checked); layout: a
     DIAGONAL_HEX_* code. weight >= 1 inflates the hex distance estimate (1 keeps the path
     optimal). max_expansions: 0 for no limit. Workspace (length N >= H * W, see
-    :mod:`pathserver.core.astar`): g float64, parent and stamp int32, the heap of
-    :mod:`pathserver.core.heap` (heap_nodes int32, heap_f and heap_h float64, heap_pos
-    int32), directions int64: per node, the directions it was reached by at its cost
-    (bits 0-6, FROM_START for the start) and, shifted by 8, those it was expanded for.
+    :mod:`pathserver.core.astar`): g float64, parent and stamp int32, the ``pair_*`` heap
+    of :mod:`pathserver.core.heap` (heap_keys float64, heap_tags int64, heap_pos int32),
+    directions int64: per node, the directions of the last steps it was reached by at its
+    cost (bits 0-6, FROM_START for the start) and, shifted by 8, those it was expanded
+    for.
 
-    Returns (status, end_node, expanded) as :func:`pathserver.core.jps.jps`: follow
-    ``parent`` from end_node to the start, consecutive jump points on one axial line
+    A primary jump is not pushed where it stops: the cells its side rays reach from there
+    are, straight away, each with the node as its parent (an elbow: primary steps, then
+    secondary ones), and the jump goes on. Open nodes come off in order of f, then of
+    smaller h, then of larger node id. Returns (status, end_node, expanded) as
+    :func:`pathserver.core.jps.jps`: follow ``parent`` from end_node to the start
     (:func:`hex_path_steps`, :func:`trace_hex_into`).
     """
     height, width = cells.shape
@@ -225,27 +241,33 @@ def hex_jps(
     goal = gy * width + gx
     gq, gr = axial(layout, gx, gy)
     q0, r0 = axial(layout, sx, sy)
-    h0 = float(_distance(q0 - gq, r0 - gr))
+    h0 = _distance(q0 - gq, r0 - gr)
     g[start] = 0.0
     parent[start] = start
     stamp[start] = open_mark
     directions[start] = FROM_START
-    size = heap_push(heap_nodes, heap_f, heap_h, heap_pos, 0, start, h0 * weight, h0)
+    heap_keys[0] = h0 * weight
+    heap_tags[0] = ((TIE_LIMIT - np.int64(h0)) << 32) | start
+    heap_pos[start] = 0
+    size = 1
     best = start
     best_h = h0
     expanded = 0
+    inv_width = 1.0 / width
     while size > 0:
-        node, size = heap_pop(heap_nodes, heap_f, heap_h, heap_pos, size)
+        tag, size = pair_pop(heap_keys, heap_tags, heap_pos, size)
+        node = tag & NODE_MASK
         if node == goal:
             return SEARCH_FOUND, goal, expanded
         if max_expansions > 0 and expanded >= max_expansions:
             return SEARCH_BUDGET, best, expanded
         stamp[node] = closed_mark
         expanded += 1
-        y = node // width
+        # node // width without a division (as pathserver.core.astar's loop).
+        y = int((node + 0.5) * inv_width)
         x = node - y * width
         q, r = axial(layout, x, y)
-        h_node = float(_distance(q - gq, r - gr))
+        h_node = _distance(q - gq, r - gr)
         if h_node < best_h:
             best_h = h_node
             best = node
@@ -263,47 +285,101 @@ def hex_jps(
                         blocked = blocked_around(cells, layout, q, r)
                     jumps |= successors(d, blocked if d & 1 else 0)
         g_node = g[node]
+        dq = gq - q
+        dr = gr - r
         for d in range(6):
             if (jumps >> d) & 1 == 0:
                 continue
-            successor, steps = _jump(cells, table, layout, width, q, r, d, gq, gr)
-            if successor < 0:
+            aq = DIRECTION_Q[d]
+            ar = DIRECTION_R[d]
+            value = np.int64(table[node * 6 + d])
+            if d & 1:
+                # Secondary: to the goal if it lies on the way, else to the stop if any.
+                to_goal = _along(dq, dr, d)
+                if to_goal > 0 and to_goal <= _reach(value):
+                    size = _relax(node, goal, gq, gr, g_node + to_goal, d, gq, gr, weight, g, parent, stamp,
+                                  open_mark, closed_mark, heap_keys, heap_tags, heap_pos, directions, size)
+                elif value > 0:
+                    cq = q + value * aq
+                    cr = r + value * ar
+                    cx, cy = offset(layout, cq, cr)
+                    size = _relax(node, cy * width + cx, cq, cr, g_node + value, d, gq, gr, weight, g, parent,
+                                  stamp, open_mark, closed_mark, heap_keys, heap_tags, heap_pos, directions, size)
                 continue
-            bit = np.int64(1) << d
-            g_new = g_node + steps
-            mark = stamp[successor]
-            if mark == open_mark or mark == closed_mark:
-                if g_new < g[successor]:
-                    g[successor] = g_new
-                    parent[successor] = node
-                    directions[successor] = bit
-                elif g_new == g[successor] and directions[successor] & bit == 0:
-                    # As short from another direction: its moves from there count too.
-                    directions[successor] |= bit
-                    if mark == open_mark:
-                        continue
-                else:
-                    continue
-                sy2 = successor // width
-                sq, sr = axial(layout, successor - sy2 * width, sy2)
-                h = float(_distance(sq - gq, sr - gr))
-                if mark == open_mark:
-                    heap_decrease(heap_nodes, heap_f, heap_h, heap_pos, successor, g[successor] + h * weight, h)
-                else:
-                    # Closed: open it again for what it has not been expanded for.
-                    stamp[successor] = open_mark
-                    size = heap_push(heap_nodes, heap_f, heap_h, heap_pos, size, successor,
-                                     g[successor] + h * weight, h)
-                continue
-            stamp[successor] = open_mark
-            g[successor] = g_new
-            parent[successor] = node
-            directions[successor] = bit
-            sy2 = successor // width
-            sq, sr = axial(layout, successor - sy2 * width, sy2)
-            h = float(_distance(sq - gq, sr - gr))
-            size = heap_push(heap_nodes, heap_f, heap_h, heap_pos, size, successor, g_new + h * weight, h)
+            # Primary: from stop to stop along the ray, offering what each one's side rays
+            # reach; the goal, where it lies on the ray or on a side ray, ends the ray.
+            to_goal = _along(dq, dr, d)
+            ks = np.int64(0)
+            js = np.int64(0)
+            goal_side = -1
+            for side in ((d + 1) % 6, (d + 5) % 6):
+                sq = DIRECTION_Q[side]
+                sr = DIRECTION_R[side]
+                det = aq * sr - ar * sq  # +-1: two neighbouring directions
+                k = (dq * sr - dr * sq) * det
+                j = (aq * dr - ar * dq) * det
+                if k >= 1 and j >= 1:
+                    ks = k
+                    js = j
+                    goal_side = side
+            cq = q
+            cr = r
+            travelled = 0
+            here = node
+            while True:
+                reach = _reach(value)
+                if to_goal > 0 and to_goal - travelled <= reach:
+                    size = _relax(node, goal, gq, gr, g_node + to_goal, d, gq, gr, weight, g, parent, stamp,
+                                  open_mark, closed_mark, heap_keys, heap_tags, heap_pos, directions, size)
+                    break
+                if goal_side >= 0 and ks - travelled <= reach:
+                    # The goal's side ray leaves the ray at ks: does it get there?
+                    tq = q + ks * aq
+                    tr = r + ks * ar
+                    tx, ty = offset(layout, tq, tr)
+                    if _reach(np.int64(table[(ty * width + tx) * 6 + goal_side])) >= js:
+                        size = _relax(node, goal, gq, gr, g_node + ks + js, goal_side, gq, gr, weight, g, parent,
+                                      stamp, open_mark, closed_mark, heap_keys, heap_tags, heap_pos, directions,
+                                      size)
+                        break
+                    goal_side = -1
+                if value <= 0:
+                    break
+                travelled += value
+                cq += value * aq
+                cr += value * ar
+                cx, cy = offset(layout, cq, cr)
+                here = cy * width + cx
+                for side in ((d + 1) % 6, (d + 5) % 6):
+                    side_value = np.int64(table[here * 6 + side])
+                    if side_value > 0:
+                        fq = cq + side_value * DIRECTION_Q[side]
+                        fr = cr + side_value * DIRECTION_R[side]
+                        fx, fy = offset(layout, fq, fr)
+                        size = _relax(node, fy * width + fx, fq, fr, g_node + travelled + side_value, side, gq, gr,
+                                      weight, g, parent, stamp, open_mark, closed_mark, heap_keys, heap_tags,
+                                      heap_pos, directions, size)
+                value = np.int64(table[here * 6 + d])
     return SEARCH_NO_PATH, best, expanded
+
+
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _legs(dq, dr):
+    """The axial offset (dq, dr) as k primary steps toward a, then j secondary ones
+    toward s (a and s neighbours): (a, k, s, j), the way :func:`hex_jps` joins a node to
+    its parent."""
+    for a in (0, 2, 4):
+        aq = DIRECTION_Q[a]
+        ar = DIRECTION_R[a]
+        for s in ((a + 1) % 6, (a + 5) % 6):
+            sq = DIRECTION_Q[s]
+            sr = DIRECTION_R[s]
+            det = aq * sr - ar * sq
+            k = (dq * sr - dr * sq) * det
+            j = (aq * dr - ar * dq) * det
+            if k >= 0 and j >= 0:
+                return a, k, s, j
+    return 0, 0, 1, 0
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
@@ -323,8 +399,9 @@ def hex_path_steps(parent, width, layout, start, end):
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
 def trace_hex_into(out, parent, width, layout, start, end, count):
     """Write the cells from ``start`` to ``end``, following ``parent`` back from
-    ``end`` (consecutive nodes on one axial line), into ``out[:count]``: int32 (x, y)
-    rows, start and end included; ``count`` one more than :func:`hex_path_steps`."""
+    ``end``, into ``out[:count]``: int32 (x, y) rows, start and end included; ``count``
+    one more than :func:`hex_path_steps`. Each node and its parent are joined as
+    :func:`hex_jps` joins them: primary steps from the parent, then secondary ones."""
     i = count - 1
     node = end
     out[i, 0] = node % width
@@ -333,12 +410,15 @@ def trace_hex_into(out, parent, width, layout, start, end, count):
         prev = parent[node]
         q, r = axial(layout, node % width, node // width)
         pq, pr = axial(layout, prev % width, prev // width)
-        k = _distance(q - pq, r - pr)
-        step_q = (pq - q) // k
-        step_r = (pr - r) // k
-        for _ in range(k):
-            q += step_q
-            r += step_r
+        a, k, s, j = _legs(q - pq, r - pr)
+        # Back from the node: the secondary steps, then the primary ones.
+        for step in range(j + k):
+            if step < j:
+                q -= DIRECTION_Q[s]
+                r -= DIRECTION_R[s]
+            else:
+                q -= DIRECTION_Q[a]
+                r -= DIRECTION_R[a]
             x, y = offset(layout, q, r)
             i -= 1
             out[i, 0] = x

@@ -229,7 +229,7 @@ def _solver(kind, name):
             # The table's int16 entries, passed as int8 rows: the type every copy takes.
             status, end, expanded = hex_jps(
                 passable, jump_table.reshape(-1).view(np.int16), diagonal, sx, sy, tx, ty, weight, max_expansions,
-                g, parent, stamp, pass_id, heap_nodes, heap_f, heap_h, heap_pos, work_float[3].view(np.int64),
+                g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos, work_float[3].view(np.int64),
             )
         elif (kind == SOLVE_PLUS or kind == SOLVE_ANY) and plus and overlay.shape[0] > 0:
             status, end, expanded = jps_plus(

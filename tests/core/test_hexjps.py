@@ -150,11 +150,10 @@ def bfs(walkable, layout, start):
 def search(walkable, table, layout, start, goal, ws):
     """hex_jps and its path: (status, cells or None, cost, expanded)."""
     height, width = walkable.shape
-    g, parent, stamp, nodes, keys, hs, pos, directions = ws[:8]
-    ws[-1][-1] += 2  # the pass id, kept in the stamp row's spare slot
-    pass_id = int(ws[-1][-1])
+    g, parent, stamp, keys, tags, pos, directions, passes = ws
+    passes[0] += 2
     status, end, expanded = hex_jps(walkable.view(np.uint8), table, CODES[layout], *start, *goal, 1.0, 0, g,
-                                    parent, stamp, pass_id, nodes, keys, hs, pos, directions)
+                                    parent, stamp, int(passes[0]), keys, tags, pos, directions)
     if status != st.SEARCH_FOUND:
         return status, None, 0.0, expanded
     begin = start[1] * width + start[0]
@@ -165,9 +164,9 @@ def search(walkable, table, layout, start, goal, ws):
 
 
 def workspace(n):
-    return [np.zeros(n + 1), np.zeros(n + 1, np.int32), np.zeros(n + 1, np.int32), np.zeros(n + 1, np.int32),
-            np.zeros(n + 1), np.zeros(n + 1), np.zeros(n + 1, np.int32), np.zeros(n + 1, np.int64),
-            np.zeros(1, np.int64)]
+    """g, parent, stamp, the heap's keys, tags and positions, directions, the pass id."""
+    return [np.zeros(n + 1), np.zeros(n + 1, np.int32), np.zeros(n + 1, np.int32), np.zeros(n + 1),
+            np.zeros(n + 1, np.int64), np.zeros(n + 1, np.int32), np.zeros(n + 1, np.int64), np.zeros(1, np.int64)]
 
 
 def check_path(path, walkable, layout, start, goal, steps):
