@@ -19,12 +19,15 @@ two secondary side rays reaches a jump point or the goal.
 
 :func:`hex_jump_table` stores how far each jump goes, for every cell and direction
 (JPS+'s table, :mod:`pathserver.core.jpsplus`, for hex); :func:`hex_jps` searches with
-it, stopping on the goal at query time. A node may be reached at the same cost from
-several directions: it keeps them all (a bit each) and is expanded, or opened again
-once closed, for each it had not expanded yet, so the search is exact whatever the
-order of ties. Search state follows :mod:`pathserver.core.astar`'s workspace
-convention; ``parent[node]`` is the previous jump point, on one axial line with it
-(:func:`trace_hex_into` fills in the cells between).
+it, stopping on the goal at query time. A primary jump's stops never enter the open
+list: one expansion walks the whole primary ray and offers what the side rays of its
+stops reach, each joined to the node by an elbow (primary steps, then secondary ones).
+A node may be reached at the same cost from several directions: it keeps them all (a
+bit each) and is expanded, or opened again once closed, for each it had not expanded
+yet, so the search is exact whatever the order of ties. Search state follows
+:mod:`pathserver.core.astar`'s workspace convention; ``parent[node]`` is the previous
+jump point, a straight line or an elbow away (:func:`trace_hex_into` fills in the
+cells between).
 """
 
 import numpy as np
@@ -141,13 +144,6 @@ def hex_jump_table(cells, layout):
                     node = py * width + px
                     table[node * 6 + d] = value
     return table
-
-
-@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _node(layout, width, q, r):
-    """The node id of axial (q, r)."""
-    x, y = offset(layout, q, r)
-    return y * width + x
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)

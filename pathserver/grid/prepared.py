@@ -408,7 +408,8 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
     )
     if options[ALGORITHM.name] == "jps":
         if gridmap.hex:
-            raise RequestError("algorithm 'jps' is for square maps; hex maps search with A*", at=ALGORITHM.name)
+            raise RequestError("algorithm 'jps' is for square maps; on a hex map 'auto' runs hex JPS where every "
+                               "cost is 1, else A*", at=ALGORITHM.name)
         if not jps_ok:
             raise RequestError(
                 "algorithm 'jps' needs uniform terrain cost, no max_climb, diagonal "
