@@ -47,6 +47,10 @@ SMOOTHING = {"none": st.SMOOTH_NONE, "corners": st.SMOOTH_CORNERS, "los": st.SMO
 #: clutter and 1-wide mazes every cell is a jump point and JPS only adds scanning
 #: overhead. (Once a layer's JPS+ table is built, auto runs JPS+ on any of them.)
 JPS_MIN_OPEN_SHARE = 0.5
+#: The same for hex JPS against A* with landmarks on a hex map of uniform cost
+#: (bench/hex.py on Moving AI maps): 1.5x to 80x faster from an open share of 0.4 up,
+#: even on random512-40-0 (0.02), 3x slower in maze512-1-0's corridors (0).
+HEX_JPS_MIN_OPEN_SHARE = 0.2
 
 STATUS_NAMES = {st.QUERY_FOUND: "found", st.QUERY_PARTIAL: "partial", st.QUERY_NO_PATH: "no_path"}
 # Read-only like the cached layers' arrays: numba compiles one specialisation per
@@ -431,9 +435,10 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
     awaiting = options[ALGORITHM.name] == "auto" and jps_ok and budget == 0
     # Hex maps of uniform cost run hex JPS (pathserver.core.hexjps) on their layer's table,
     # built now if need be, under "auto", as JPS+ does: no budget (where one cuts a search
-    # short depends on the algorithm), no heights.
+    # short depends on the algorithm), no heights, and open ground enough to pay.
     hex_table = None
-    if gridmap.hex and options[ALGORITHM.name] == "auto" and use_heights == 0 and budget == 0:
+    if (gridmap.hex and options[ALGORITHM.name] == "auto" and use_heights == 0 and budget == 0
+            and layer.open_share >= HEX_JPS_MIN_OPEN_SHARE):
         hex_table = layer.hex_jump_table()
     if awaiting:
         table = layer.jump_table()

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from pathserver import GridMap
+from pathserver.grid import prepared
 from pathserver.grid.search import find_path
 from pathserver.hexes import LAYOUTS, neighbours
 
@@ -62,8 +63,14 @@ def check(result, ok, layout, start, goal, expected):
         assert b in neighbours(layout, *a) and ok[b[1], b[0]], (a, b)
 
 
+@pytest.fixture
+def everywhere(monkeypatch):
+    """Hex JPS on every hex map of uniform cost, clutter too (auto leaves it to A* there)."""
+    monkeypatch.setattr(prepared, "HEX_JPS_MIN_OPEN_SHARE", 0.0)
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_random_maps_are_exact(layout):
+def test_random_maps_are_exact(layout, everywhere):
     rng = np.random.default_rng(100 + LAYOUTS.index(layout))
     for trial in range(24):
         width, height = (int(v) for v in rng.integers(5, 41, 2))
@@ -92,6 +99,13 @@ def test_weighted_maps_heights_and_budgets_keep_astar():
     assert find_path(gridmap, (0, 0), (11, 11), line_of_sight=False).algorithm == "jps"
     assert find_path(gridmap, (0, 0), (11, 11), max_expansions=1000).algorithm == "astar"
     assert find_path(gridmap, (0, 0), (11, 11), algorithm="astar").algorithm == "astar"
+
+
+def test_corridors_keep_astar():
+    walkable = np.zeros((21, 21), dtype=bool)
+    walkable[::2, :] = True  # one-cell corridors, joined at alternate ends
+    walkable[1::4, -1] = walkable[3::4, 0] = True
+    assert find_path(GridMap(walkable, shape="hex", layout="odd-r"), (0, 0), (0, 20)).algorithm == "astar"
 
 
 def test_avoided_cells_are_searched_round():
