@@ -135,3 +135,22 @@ def test_a_moving_ai_map_agrees_with_astar(layout):
         assert fast.status == slow.status and fast.cost == slow.cost, (start, goal)
         if fast.found:
             assert fast.algorithm == "jps" and len(fast.path) == fast.cost + 1
+
+
+@pytest.mark.parametrize("layout", ["even-r", "odd-q"])
+def test_edits_get_a_table_of_their_own(layout):
+    rng = np.random.default_rng(9)
+    walkable = rng.random((24, 30)) >= 0.05
+    gridmap = GridMap(walkable.copy(), shape="hex", layout=layout)
+    for _ in range(4):
+        start, goal = (0, 0), (29, 23)
+        walkable[0, 0] = walkable[23, 29] = True
+        gridmap = gridmap.edit(cells=[start, goal], solid=False)
+        result = find_path(gridmap, start, goal, smooth="none", line_of_sight=False)
+        check(result, walkable, layout, start, goal, dijkstra(walkable, layout, start)[goal[1], goal[0]])
+        # A wall across the middle with a gap somewhere else each time.
+        x = int(rng.integers(5, 25))
+        gap = int(rng.integers(0, 24))
+        walkable[:, x] = False
+        walkable[gap, x] = True
+        gridmap = gridmap.edit(rects=[(x, 0, 1, 24)], solid=True).edit(cells=[(x, gap)], solid=False)
