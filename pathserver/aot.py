@@ -46,7 +46,7 @@ ENTRY_KERNELS = (
     ("cut", "block_pieces"), ("cut", "cut_pieces"), ("cut", "piece_graph"), ("cut", "update_pieces"),
     ("dijkstra", "count_in_components"), ("dijkstra", "field"), ("dijkstra", "field_whole"),
     ("dijkstra", "leave_costs"), ("dijkstra", "reach"), ("dijkstra", "ring_size"),
-    ("goals", "snap_goals"), ("goals", "solve_goals"),
+    ("goals", "snap_goals"), ("goals", "solve_goals"), ("hexjps", "hex_jump_table"),
     ("jps", "jump_bitmaps"), ("jpsplus", "jump_table"), ("jpsplus", "jump_table_stops"),
     ("jpsplus", "update_jump_table"),
     ("landmarks", "landmark_table"), ("lines", "finish"), ("lines", "polyline_length"),
