@@ -359,6 +359,7 @@ static func map_info(reply: Dictionary) -> Dictionary:
 		"cells": reply.get("cells"),
 		"floors": floors,
 		"links": links if links is Array else [],
+		"tag_names": reply.get("tag_names", {}),
 	}
 	var problem := ""
 	if not links is Array:

@@ -186,8 +186,43 @@ static func read_tilemap(layers: Variant, options: Dictionary) -> Dictionary:
 		upload["tags"] = grid.tags
 		if not grid.tag_names.is_empty():
 			upload["tag_names"] = grid.tag_names
+	name_link_tags(upload, grid.cells.size())
 	grid["upload"] = upload
 	return grid
+
+
+## Names the tags of [param upload]'s [code]links[/code] (the options of a
+## [code]put_map[/code] of [param cell_count] cells, floors included): a link's tag must be
+## one of the map's [code]tag_names[/code], which need a [code]tags[/code] layer. A tag not
+## named yet gets the next free value, and a map without tags gets a layer of zeros
+## (untagged). Changes [param upload].
+static func name_link_tags(upload: Dictionary, cell_count: int) -> void:
+	var links: Variant = upload.get("links")
+	if not links is Array:
+		return
+	var names: Dictionary = upload.get("tag_names", {}).duplicate()
+	var used := {}
+	for value: Variant in names.values():
+		used[value] = true
+	var next := 1
+	for link: Variant in links:
+		var tag: Variant = link.get("tag") if link is Dictionary else null
+		if not (tag is String or tag is StringName) or str(tag) == "" or names.has(str(tag)):
+			continue
+		while used.has(next):
+			next += 1
+		if next > 255:
+			# Left for the server to refuse, at the link's tag.
+			return
+		names[str(tag)] = next
+		used[next] = true
+	if names.is_empty():
+		return
+	upload["tag_names"] = names
+	if not upload.has("tags"):
+		var untagged := PackedByteArray()
+		untagged.resize(cell_count)
+		upload["tags"] = untagged
 
 
 ## A [code]get_map[/code] request's fields.

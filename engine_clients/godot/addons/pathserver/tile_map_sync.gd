@@ -216,6 +216,7 @@ func upload() -> PathServerResult:
 			sent_links = _wire_links_of(link_nodes, grid.mapping)
 			if not sent_links.is_empty():
 				put_options["links"] = sent_links
+				PathServerRequests.name_link_tags(put_options, grid.cells.size())
 		_snapshots.clear()
 		for each in layers:
 			_snapshots.append(each.tile_map_data)
