@@ -15,14 +15,17 @@ const FOREST := Vector2i(2, 0)
 const WATER := Vector2i(3, 0)
 ## Terrain cost of forest (custom data "cost").
 const FOREST_COST := 2.0
-## The demo's scenes, by the name `--scene=NAME` and the keys F1 to F4 use.
+## The demo's scenes, by the name `--scene=NAME` and the keys F1 to F5 use.
 const SCENES := {
 	"formation": "res://main.tscn",
 	"rts": "res://rts.tscn",
 	"tactics": "res://tactics.tscn",
 	"hex": "res://hex.tscn",
+	"floors": "res://floors.tscn",
 }
-const SCENE_KEYS := {KEY_F1: "formation", KEY_F2: "rts", KEY_F3: "tactics", KEY_F4: "hex"}
+const SCENE_KEYS := {
+	KEY_F1: "formation", KEY_F2: "rts", KEY_F3: "tactics", KEY_F4: "hex", KEY_F5: "floors"
+}
 
 
 ## A TileSet of square tiles of [param size] pixels: floor (walkable), wall (walkable false)
@@ -82,7 +85,7 @@ static func make_hex_tile_set(size: Vector2i) -> TileSet:
 	return tile_set
 
 
-## Switches scenes on F1 to F4; true when [param event] did.
+## Switches scenes on F1 to F5; true when [param event] did.
 static func switch_scene(event: InputEvent, tree: SceneTree) -> bool:
 	var key := event as InputEventKey
 	if key and key.pressed and SCENE_KEYS.has(key.keycode):

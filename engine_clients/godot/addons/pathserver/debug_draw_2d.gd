@@ -188,13 +188,7 @@ func refresh() -> void:
 		var info := result.info
 		links = info.links
 		_show_cells(
-			info.size,
-			info.cells,
-			info.origin,
-			info.cell_size,
-			info.shape,
-			info.layout,
-			info.floors if show_cells else 1
+			info.size, info.cells, info.origin, info.cell_size, info.shape, info.layout, info.floors
 		)
 		gen = result.info.gen
 	else:

@@ -88,6 +88,9 @@ var client: PathServerClient
 var waypoints := PackedVector2Array()
 ## The velocity the agent wants this physics frame (world units per second).
 var velocity := Vector2.ZERO
+## The links the path takes, [code][[i, k], ...][/code]: from waypoint i, link k of the map
+## (see [member PathServerResult.links]).
+var path_links: Array = []
 
 var _has_target := false
 var _index := 0
@@ -233,6 +236,7 @@ func _on_path_result(result: PathServerResult, asked_target: Vector2) -> void:
 		# The old path led to another target: stand still until a path comes.
 		waypoints = PackedVector2Array()
 		_floors = PackedInt32Array()
+		path_links = []
 		_links_at = {}
 		_index = 0
 		_path_complete = false
@@ -244,6 +248,7 @@ func _on_path_result(result: PathServerResult, asked_target: Vector2) -> void:
 		return
 	waypoints = result.waypoints
 	_floors = result.floors
+	path_links = result.links
 	_links_at = {}
 	for taken: Variant in result.links:
 		if taken is Array and taken.size() == 2:
