@@ -30,13 +30,14 @@ const SCENE_KEYS := {
 
 ## A TileSet of square tiles of [param size] pixels: floor (walkable), wall (walkable false)
 ## and mud (walkable, cost 2, tagged "mud"), in the custom data layers
-## [PathServerTileMapReader] reads.
-static func make_tile_set(size: int) -> TileSet:
+## [PathServerTileMapReader] reads, drawn in [param colors] (floor, wall, mud).
+static func make_tile_set(
+	size: int, colors := [Color("26323a"), Color("78909c"), Color("5d4a36")]
+) -> TileSet:
 	var tile_set := TileSet.new()
 	tile_set.tile_size = Vector2i(size, size)
 	_add_custom_data_layers(tile_set)
 	var image := Image.create(size * 3, size, false, Image.FORMAT_RGBA8)
-	var colors := [Color("26323a"), Color("78909c"), Color("5d4a36")]
 	for i in colors.size():
 		image.fill_rect(Rect2i(i * size, 0, size, size), colors[i])
 		# A darker rim, so cells read as cells.

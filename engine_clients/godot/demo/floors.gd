@@ -80,6 +80,8 @@ const UP_GOAL := Vector2i(27, 17)
 const DOWN_GOAL := Vector2i(2, 17)
 const SPEED_CELLS := 8.0
 const COLORS := [Color("4fc3f7"), Color("ffb74d")]
+## The gallery's tiles: wooden floor, railing, (mud, unused).
+const GALLERY_COLORS := [Color("6d5439"), Color("d7c49e"), Color("5d4a36")]
 const WAIT_SECONDS := 20.0
 
 var sync: PathServerTileMapSync
@@ -100,14 +102,15 @@ var _status: Label
 
 func _ready() -> void:
 	_status = $Hud/Status
-	var tile_set := Tiles.make_tile_set(TILE)
+	ground.tile_set = Tiles.make_tile_set(TILE)
+	# The gallery above in wood, its walls a railing; a shadow under it on the ground.
+	upper.tile_set = Tiles.make_tile_set(TILE, GALLERY_COLORS)
 	for layer: TileMapLayer in [ground, upper]:
 		layer.position = LEVEL_AT
-		layer.tile_set = tile_set
 	_paint(ground, GROUND)
 	_paint(upper, UPPER)
-	# The gallery above: warmer, a little see-through, over the ground and its units.
-	upper.modulate = Color(1.35, 1.1, 0.8, 0.88)
+	$Shadow.draw.connect(_draw_shadow)
+	$Links.draw.connect(_draw_links)
 	for link: Array in LINKS:
 		links.append(_make_link(link))
 	sync = PathServerTileMapSync.new()
@@ -271,6 +274,32 @@ func _draw_unit() -> void:
 	unit.draw_circle(Vector2(2, 3), radius, Color(0, 0, 0, 0.35))
 	unit.draw_circle(Vector2.ZERO, radius, COLORS[mini(on_floor, COLORS.size() - 1)])
 	unit.draw_arc(Vector2.ZERO, radius, 0.0, TAU, 32, Color.WHITE, 2.0)
+
+
+## The gallery's shadow on the ground: it stands above it.
+func _draw_shadow() -> void:
+	for cell in upper.get_used_cells():
+		var corner := upper.to_global(upper.map_to_local(cell)) - Vector2(TILE, TILE) * 0.5
+		$Shadow.draw_rect(Rect2(corner + Vector2(-8, 8), Vector2(TILE, TILE)), Color(0, 0, 0, 0.45))
+
+
+## The stairs' steps and the drop's edge under the overlay's lines, and the floors' names.
+func _draw_links() -> void:
+	var font := ThemeDB.fallback_font
+	var canvas: Node2D = $Links
+	for i in links.size():
+		var link := links[i]
+		var from := link.get_global_start_position()
+		var to := link.get_global_end_position()
+		var across := (to - from).normalized().orthogonal() * TILE * 0.45
+		if link.tag == "stairs":
+			for step in 6:
+				var at := from.lerp(to, (step + 0.5) / 6.0)
+				canvas.draw_line(at - across, at + across, Color(0.85, 0.8, 0.7, 0.9), 3.0)
+		var label_at := from.lerp(to, 0.5) + Vector2(-18, -TILE * 0.7)
+		canvas.draw_string(font, label_at, link.tag, HORIZONTAL_ALIGNMENT_LEFT, -1, 13)
+	canvas.draw_string(font, _center(Vector2i(1, 1)) + Vector2(-8, -16), "ground floor")
+	canvas.draw_string(font, _center(Vector2i(23, 18)) + Vector2(-8, 4), "gallery (upper floor)")
 
 
 func _make_link(link: Array) -> PathServerLink2D:
