@@ -122,12 +122,33 @@ func test_encodings() -> void:
 		columns
 	)
 	var avoid: Dictionary = PathServerPacked.wire_avoid(
-		{"cells": [Vector3i(1, 2, 1), Vector2i(3, 4)]}, 2
+		{"cells": [Vector3i(1, 2, 0), Vector2i(3, 4)]}
 	)
-	check_equal(
-		avoid.cells,
-		PackedInt32Array([1, 2, 1, 3, 4, 0]).to_byte_array(),
-		"avoid's cells on a map of two floors: one bin of int32 triples"
+	var upstairs: Dictionary = PathServerPacked.wire_avoid(
+		{"cells": [Vector3i(1, 2, 1), Vector2i(3, 4)]}
+	)
+	check(
+		(
+			avoid.cells == PackedInt32Array([1, 2, 3, 4]).to_byte_array()
+			and upstairs.cells == [Vector3i(1, 2, 1), Vector2i(3, 4)]
+			and PathServerMsgPack.encode(upstairs).hex_encode().ends_with("9293010201920304")
+		),
+		"avoid's cells: one bin of pairs on floor 0, else [x, y, floor] arrays",
+		[avoid, upstairs]
+	)
+	var batch := PathServerPacked.batch_columns(
+		[[Vector3(0.5, 0.5, 0), Vector2(2.5, 0.5)]], {"packed": true, "space": "world"}
+	)
+	var upstairs_batch := PathServerPacked.batch_columns(
+		[[Vector3(0.5, 0.5, 1), Vector2(2.5, 0.5)]], {"packed": true, "space": "world"}
+	)
+	check(
+		(
+			batch.get("starts") == PackedFloat32Array([0.5, 0.5]).to_byte_array()
+			and upstairs_batch.is_empty()
+		),
+		"a batch on floor 0 goes as bins of pairs, one with a point upstairs as requests",
+		[batch, upstairs_batch]
 	)
 	var upload := {"links": [STAIRS, LADDER, {"from": [0, 0], "to": [1, 0], "cost": 1}]}
 	upload["tag_names"] = {"stairs": 1}

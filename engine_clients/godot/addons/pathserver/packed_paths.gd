@@ -12,10 +12,11 @@ extends RefCounted
 ## [code]errors[/code] (entry index -> error object). A batch may also be sent packed, as
 ## [code]starts[/code] and [code]goals[/code] bins of pairs. See docs/protocol.md.
 ##
-## On a map of several floors every bin of points holds triples instead, 12 bytes a point:
-## [code]x, y, floor[/code], all int32 in grid space, all float32 in world space. Decoded, a
-## path is its points ([PackedVector2Array]) and their floors ([PackedInt32Array], one a
-## point); [method points_and_floors] reads either width.
+## On a map of several floors every bin of points a reply gives holds triples instead, 12
+## bytes a point: [code]x, y, floor[/code], all int32 in grid space, all float32 in world
+## space. Decoded, a path is its points ([PackedVector2Array]) and their floors
+## ([PackedInt32Array], one a point); [method points_and_floors] reads either width. The bins
+## a request sends hold pairs, points on floor 0: points on other floors go as arrays.
 ## [codeblock]
 ## var bin := PackedFloat32Array([1.5, 2.5, 3.5, 2.5]).to_byte_array()
 ## print(PathServerPacked.points(bin, false))  # [(1.5, 2.5), (3.5, 2.5)]
@@ -70,14 +71,26 @@ static func cells(from_points: PackedVector2Array) -> Array[Vector2i]:
 
 
 ## [param from_points] as a bin of pairs: float32 (world space), or int32 when [param grid]
-## (cells: whole-number points; others lose their fraction). On a map of [param floors] > 1, a
-## bin of triples: [param from_points] a [PackedVector3Array] (z the floor) or a
-## [PackedVector2Array] (all on floor 0).
-static func to_bin(from_points: Variant, grid: bool, floors := 1) -> PackedByteArray:
-	var values := _flat(from_points) if floors <= 1 else _flat_triples(from_points)
+## (cells: whole-number points; others lose their fraction).
+static func to_bin(from_points: PackedVector2Array, grid: bool) -> PackedByteArray:
+	var xy := _flat(from_points)
 	if grid:
-		return PackedInt32Array(Array(values)).to_byte_array()
-	return values.to_byte_array()
+		return PackedInt32Array(Array(xy)).to_byte_array()
+	return xy.to_byte_array()
+
+
+## [code]next_steps[/code]' positions as they go: a bin of float32 pairs for a
+## [PackedVector2Array] (or a [PackedVector3Array] all on floor 0), else the points as
+## [code][x, y, floor][/code] arrays (units on other floors).
+static func wire_positions(positions: Variant) -> Variant:
+	if positions is PackedVector3Array:
+		var on_ground := PackedVector2Array()
+		for point in positions:
+			if point.z != 0.0:
+				return positions
+			on_ground.append(Vector2(point.x, point.y))
+		positions = on_ground
+	return to_bin(positions, false)
 
 
 ## A bin of triples ([code]x, y, floor[/code]: float32 in world space, int32 when
@@ -161,15 +174,11 @@ static func columns(reply: Dictionary, entries: int, grid: bool) -> Dictionary:
 
 ## A batch of [code][start, goal][/code] pairs as the packed [code]starts[/code] and
 ## [code]goals[/code] bins, or {} when it cannot go so (an entry with options of its own, many
-## goals, cells that are not whole or are negative in grid space, a packed reply not asked
-## for: those go as requests). On a map of [param floors] > 1 the bins hold triples (a
-## [Vector2] on floor 0); points on a floor ([Vector3]) on a map not known to have floors go
-## as requests too.
-static func batch_columns(requests: Array, fields: Dictionary, floors := 1) -> Dictionary:
+## goals, cells that are not whole or are negative in grid space, points on other floors than
+## 0, a packed reply not asked for: those go as requests).
+static func batch_columns(requests: Array, fields: Dictionary) -> Dictionary:
 	if fields.get("packed") != true or fields.has("goals") or requests.is_empty():
 		return {}
-	if floors > 1:
-		return _batch_columns_on_floors(requests, fields.space == "grid")
 	var starts := PackedVector2Array()
 	var goals := PackedVector2Array()
 	starts.resize(requests.size())
@@ -178,12 +187,12 @@ static func batch_columns(requests: Array, fields: Dictionary, floors := 1) -> D
 		var item: Variant = requests[i]
 		if not (item is Array and item.size() == 2):
 			return {}
-		var start: Variant = item[0]
-		var goal: Variant = item[1]
-		if not (start is Vector2 or start is Vector2i) or not (goal is Vector2 or goal is Vector2i):
+		var start: Variant = _on_floor_zero(item[0])
+		var goal: Variant = _on_floor_zero(item[1])
+		if start == null or goal == null:
 			return {}
-		starts[i] = Vector2(start)
-		goals[i] = Vector2(goal)
+		starts[i] = start
+		goals[i] = goal
 	var grid: bool = fields.space == "grid"
 	var columns := {"starts": to_bin(starts, grid), "goals": to_bin(goals, grid)}
 	# Cells that come back the same from their int32 pairs are whole and not negative.
@@ -192,51 +201,23 @@ static func batch_columns(requests: Array, fields: Dictionary, floors := 1) -> D
 	return columns
 
 
-## [method batch_columns] on a map of several floors: bins of triples.
-static func _batch_columns_on_floors(requests: Array, grid: bool) -> Dictionary:
-	var starts := PackedVector3Array()
-	var goals := PackedVector3Array()
-	starts.resize(requests.size())
-	goals.resize(requests.size())
-	for i in requests.size():
-		var item: Variant = requests[i]
-		if not (item is Array and item.size() == 2):
-			return {}
-		for end in 2:
-			var point: Variant = item[end]
-			if point is Vector2 or point is Vector2i:
-				point = Vector3(point.x, point.y, 0)
-			elif not (point is Vector3 or point is Vector3i):
-				return {}
-			if end == 0:
-				starts[i] = Vector3(point)
-			else:
-				goals[i] = Vector3(point)
-	var columns := {"starts": to_bin(starts, grid, 2), "goals": to_bin(goals, grid, 2)}
-	if grid:
-		# Cells that come back the same from their int32 triples are whole and not negative.
-		for column: String in ["starts", "goals"]:
-			var back := points_and_floors(columns[column], true, true)
-			var given: PackedVector3Array = starts if column == "starts" else goals
-			for i in given.size():
-				var point := given[i]
-				if (
-					Vector2(point.x, point.y) != back[0][i]
-					or point.z != back[1][i]
-					or point.x < 0
-					or point.y < 0
-				):
-					return {}
-	return columns
+## [param point] as a [Vector2] when it is one on floor 0 (a [Vector2], a [Vector2i], or a
+## [Vector3] / [Vector3i] of floor 0), else null.
+static func _on_floor_zero(point: Variant) -> Variant:
+	if point is Vector2 or point is Vector2i:
+		return Vector2(point)
+	if (point is Vector3 or point is Vector3i) and point.z == 0:
+		return Vector2(point.x, point.y)
+	return null
 
 
 ## Every [code]avoid[/code] of [param body] (its own and, in a batch, each request's) with its
 ## cells as the wire's compact bin ([method wire_avoid]). Here, where every request passes, so
 ## that no op (nor [method request]) sends them the slow way. The caller's dictionaries and
 ## arrays are copied, never changed: they may be reused for the next request.
-static func compact_avoids(body: Dictionary, floors := 1) -> void:
+static func compact_avoids(body: Dictionary) -> void:
 	if body.has("avoid"):
-		body["avoid"] = wire_avoid(body["avoid"], floors)
+		body["avoid"] = wire_avoid(body["avoid"])
 	var entries: Variant = body.get("requests")
 	if not entries is Array:
 		return
@@ -246,7 +227,7 @@ static func compact_avoids(body: Dictionary, floors := 1) -> void:
 		var entry: Variant = entries[i]
 		if entry is Dictionary and entry.has("avoid"):
 			entry = entry.duplicate()
-			entry["avoid"] = wire_avoid(entry["avoid"], floors)
+			entry["avoid"] = wire_avoid(entry["avoid"])
 		wire_entries[i] = entry
 	body["requests"] = wire_entries
 
@@ -256,30 +237,26 @@ static func compact_avoids(body: Dictionary, floors := 1) -> void:
 ## [Vector2i] or a [PackedInt32Array] of x, y pairs. As an array, the encoder would write a
 ## crowd's hundreds of cells one GDScript call at a time. Anything else goes as it is: floats
 ## for the server to read as the cells they fall in, the rest for it to refuse with the field
-## it is about ([code]at: "avoid.cells[1]"[/code]), as it always has. On a map of
-## [param floors] > 1 the bin holds x, y, floor triples: cells [Vector3i] (a [Vector2i] on
-## floor 0), or a [PackedInt32Array] of triples; cells on a floor on a map not known to have
-## floors go as they are, as [code][x, y, floor][/code].
-static func wire_avoid(avoid: Variant, floors := 1) -> Variant:
+## it is about ([code]at: "avoid.cells[1]"[/code]), as it always has. Cells on a floor
+## ([Vector3i]) go in the bin when all are on floor 0, else all as [code][x, y, floor][/code]
+## arrays (the bin holds floor 0's cells only).
+static func wire_avoid(avoid: Variant) -> Variant:
 	if not (avoid is Dictionary and avoid.has("cells")):
 		return avoid
 	var avoided: Variant = avoid.cells
-	var width := 2 if floors <= 1 else 3
 	var xy := PackedInt32Array()
 	if avoided is PackedInt32Array:
-		if avoided.size() % width != 0:
+		if avoided.size() % 2 != 0:
 			return avoid
 		xy = avoided
 	elif avoided is Array:
-		xy.resize(avoided.size() * width)
+		xy.resize(avoided.size() * 2)
 		for i in avoided.size():
 			var cell: Variant = avoided[i]
-			if not (cell is Vector2i or (width == 3 and cell is Vector3i)):
+			if not (cell is Vector2i or (cell is Vector3i and cell.z == 0)):
 				return avoid
-			xy[width * i] = cell.x
-			xy[width * i + 1] = cell.y
-			if width == 3:
-				xy[3 * i + 2] = cell.z if cell is Vector3i else 0
+			xy[2 * i] = cell.x
+			xy[2 * i + 1] = cell.y
 	else:
 		return avoid
 	var wire: Dictionary = avoid.duplicate()
@@ -315,6 +292,16 @@ static func query_info(reply: Dictionary, op: String) -> Dictionary:
 				info["origin"] = Vector2i(plain_point(reply.get("origin")))
 				info["floors"] = floors
 		"next_steps":
+			if reply.get("steps") is Array:
+				# Positions sent as arrays (units on other floors than 0): steps as arrays.
+				info["steps"] = plain_points(reply.steps)
+				info["floors"] = plain_floors(reply.steps)
+				var remaining: Variant = reply.get("remaining")
+				if remaining is PackedByteArray and remaining.size() == reply.steps.size() * 4:
+					info["remaining"] = remaining.to_float32_array()
+				else:
+					problem = "remaining is not one float32 a step"
+				return {"info": info, "problem": problem}
 			problem = _pair_problem(reply, "steps", "remaining")
 			if problem == "":
 				var decoded := points_and_floors(reply.steps, false, _triples(reply, "steps"))
@@ -480,34 +467,7 @@ static func _cells_as_vector2(xy: PackedInt32Array) -> Array:
 	return out
 
 
-## [param from_points] ([PackedVector3Array], or [PackedVector2Array] on floor 0) as float32
-## triples x, y, floor.
-static func _flat_triples(from_points: Variant) -> PackedFloat32Array:
-	if from_points is PackedVector3Array:
-		var bytes: PackedByteArray = from_points.to_byte_array()
-		if bytes.size() == from_points.size() * FLOOR_POINT_BYTES:
-			return bytes.to_float32_array()
-	var xyf := PackedFloat32Array()
-	xyf.resize(from_points.size() * 3)
-	for i in from_points.size():
-		var point: Variant = from_points[i]
-		xyf[3 * i] = point.x
-		xyf[3 * i + 1] = point.y
-		xyf[3 * i + 2] = point.z if point is Vector3 else 0.0
-	return xyf
-
-
-static func _as_pairs(from_points: PackedVector3Array) -> PackedVector2Array:
-	var out := PackedVector2Array()
-	out.resize(from_points.size())
-	for i in from_points.size():
-		out[i] = Vector2(from_points[i].x, from_points[i].y)
-	return out
-
-
-static func _flat(from_points: Variant) -> PackedFloat32Array:
-	if from_points is PackedVector3Array:
-		return _flat(_as_pairs(from_points))
+static func _flat(from_points: PackedVector2Array) -> PackedFloat32Array:
 	# A PackedVector2Array's bytes are its float32 pairs, unless the engine was built with
 	# double-precision vectors (then 16 bytes a point): then pair by pair.
 	if from_points.to_byte_array().size() == from_points.size() * POINT_BYTES:

@@ -227,8 +227,7 @@ func get_pending_count() -> int:
 
 
 ## The floors of the map [param name] as this client knows them: 1 unless it uploaded the map
-## with more or a reply ([code]get_map[/code], [code]maps[/code], a path) said so. Requests
-## to a map of several floors send their bins of points as triples.
+## with more or a reply ([code]get_map[/code], [code]maps[/code], a path) said so.
 func get_floors(name: String) -> int:
 	return _replies.floors_of(name)
 
@@ -610,9 +609,8 @@ func _find_path(
 	start: Variant, goal: Variant, unit_size: Vector2i, options: Dictionary
 ) -> PathServerConnection.Pending:
 	var pending := _new_pending(Kind.PATH)
-	var floors := _replies.floors_of(options.get("map", map_name))
 	var request := _requests.path_request(
-		pending.result.id, map_name, start, goal, unit_size, options, floors
+		pending.result.id, map_name, start, goal, unit_size, options
 	)
 	return _queue(pending, request[0], request[1], options)
 
@@ -620,8 +618,7 @@ func _find_path(
 func _find_paths(
 	requests: Array, unit_size: Vector2i, options: Dictionary
 ) -> PathServerConnection.Pending:
-	var floors := _replies.floors_of(options.get("map", map_name))
-	var fields := PathServerRequests.paths(map_name, requests, unit_size, options, floors)
+	var fields := PathServerRequests.paths(map_name, requests, unit_size, options)
 	return _submit("paths", fields, Kind.PATHS, options)
 
 
@@ -684,8 +681,7 @@ func _distance_field(
 func _next_steps(
 	goals: Variant, positions: Variant, unit_size: Vector2i, options: Dictionary
 ) -> PathServerConnection.Pending:
-	var floors := _replies.floors_of(options.get("map", map_name))
-	var fields := _requests.next_steps(map_name, goals, positions, unit_size, options, floors)
+	var fields := _requests.next_steps(map_name, goals, positions, unit_size, options)
 	return _submit("next_steps", fields, Kind.QUERY, options)
 
 
@@ -700,8 +696,7 @@ func _submit(
 	op: String, fields: Dictionary, kind: Kind, options := {}
 ) -> PathServerConnection.Pending:
 	var pending := _new_pending(kind)
-	var floors := _replies.floors_of(str(fields.get("map", "")))
-	var body := PathServerRequests.body(pending.result.id, op, fields, floors)
+	var body := PathServerRequests.body(pending.result.id, op, fields)
 	return _queue(pending, body, PathServerMsgPack.encode(body), options)
 
 

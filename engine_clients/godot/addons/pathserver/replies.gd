@@ -193,7 +193,7 @@ func read_query(result: PathServerResult, reply: Dictionary, op: String) -> void
 
 
 ## The floors of [param map] as far as the client knows: 1 unless it uploaded the map with more,
-## or a reply said so. Bins of points sent to a map of several floors hold triples.
+## or a reply said so.
 func floors_of(map: String) -> int:
 	return _floors.get(map, 1)
 

@@ -7,8 +7,8 @@ extends RefCounted
 ##
 ## A point is a [Vector2] (or [Vector2i]) on floor 0, or a [Vector3] / [Vector3i]
 ## [code](x, y, floor)[/code] on a map of several floors (the wire's [code][x, y, floor][/code],
-## see [PathServerMsgPack]). Bins of points hold pairs on a map of one floor and triples on a
-## map of several: [param floors], the map's floors as the client knows them, says which.
+## see [PathServerMsgPack]). The bins of points a request sends hold pairs, points on floor 0:
+## points on other floors go as arrays of [code][x, y, floor][/code] instead.
 
 ## Keys of a path request's fields that change from one request to the next: its encoding is
 ## kept cut around their values (see [method path_request]).
@@ -29,12 +29,11 @@ static func wire_unit_size(unit_size: Vector2i) -> Variant:
 
 
 ## The request's body: "id" and "op" lead, as in every example of the protocol document,
-## then [param fields], [code]avoid[/code]'s cells as one bin (of triples when the map has
-## [param floors] > 1).
-static func body(id: int, op: String, fields: Dictionary, floors := 1) -> Dictionary:
+## then [param fields], [code]avoid[/code]'s cells as one bin.
+static func body(id: int, op: String, fields: Dictionary) -> Dictionary:
 	var request := {"id": id, "op": op}
 	request.merge(fields)
-	PathServerPacked.compact_avoids(request, floors)
+	PathServerPacked.compact_avoids(request)
 	return request
 
 
@@ -52,24 +51,18 @@ static func wire_point(point: Variant) -> Variant:
 ## The body is then the earlier one's without id, start and goal, shared and read-only.
 ## Points on a floor ([Vector3]) are encoded whole each time.
 func path_request(
-	id: int,
-	map: String,
-	start: Variant,
-	goal: Variant,
-	unit_size: Vector2i,
-	options: Dictionary,
-	floors := 1
+	id: int, map: String, start: Variant, goal: Variant, unit_size: Vector2i, options: Dictionary
 ) -> Array:
 	start = wire_point(start)
 	goal = wire_point(goal)
 	if not (start is Vector2 and goal is Vector2):
-		var whole := body(id, "path", path(map, start, goal, unit_size, options), floors)
+		var whole := body(id, "path", path(map, start, goal, unit_size, options))
 		return [whole, PathServerMsgPack.encode(whole)]
 	# Dictionary keys compare element by element, types included: equal keys encode alike.
-	var key := [map, unit_size, options.keys(), options.values(), floors]
+	var key := [map, unit_size, options.keys(), options.values()]
 	var template: PathTemplate = _path_templates.get(key)
 	if template == null:
-		var body := body(id, "path", path(map, start, goal, unit_size, options), floors)
+		var body := body(id, "path", path(map, start, goal, unit_size, options))
 		var bytes := PathServerMsgPack.encode(body)
 		template = PathTemplate.cut(body, bytes, options)
 		if template != null:
@@ -101,7 +94,7 @@ static func path(
 ## A [code]paths[/code] request's fields: the batch as packed columns when it can be, else
 ## one Dictionary a request.
 static func paths(
-	map: String, requests: Array, unit_size: Vector2i, options: Dictionary, floors := 1
+	map: String, requests: Array, unit_size: Vector2i, options: Dictionary
 ) -> Dictionary:
 	var fields := {
 		"map": options.get("map", map),
@@ -110,7 +103,7 @@ static func paths(
 		"packed": true,
 	}
 	fields = _with_options(fields, options)
-	var columns := PathServerPacked.batch_columns(requests, fields, floors)
+	var columns := PathServerPacked.batch_columns(requests, fields)
 	if not columns.is_empty():
 		fields.merge(columns)
 		return fields
@@ -266,12 +259,7 @@ static func field(
 ## A [code]next_steps[/code] request's fields; the goals of the last call are not encoded
 ## again.
 func next_steps(
-	map: String,
-	goals: Variant,
-	positions: Variant,
-	unit_size: Vector2i,
-	options: Dictionary,
-	floors := 1
+	map: String, goals: Variant, positions: Variant, unit_size: Vector2i, options: Dictionary
 ) -> Dictionary:
 	var fields := _query_fields(map, unit_size, options)
 	# The same goals every frame: encoded once (a crowd's goal area may hold thousands).
@@ -279,10 +267,10 @@ func next_steps(
 		_steps_goals = goals
 		_steps_goals_encoded = PathServerMsgPack.Encoded.new(goals)
 	fields["goals"] = _steps_goals_encoded
-	# One bin of little-endian float32 pairs, or triples on a map of several floors (every
-	# platform Godot runs on is little-endian): the compact form, and the reply's steps come
-	# back the same way.
-	fields["positions"] = PathServerPacked.to_bin(positions, false, floors)
+	# One bin of little-endian float32 pairs (every platform Godot runs on is little-endian):
+	# the compact form, and the reply's steps come back the same way. Units on other floors
+	# than 0 go as [x, y, floor] arrays, and their steps come back so.
+	fields["positions"] = PathServerPacked.wire_positions(positions)
 	return _with_options(fields, options)
 
 
