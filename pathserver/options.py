@@ -284,11 +284,19 @@ _SEQUENCES = frozenset((list, tuple))
 _NUMBERS = frozenset((int, float))
 
 
-def number_rows(rows, width: int, at: str, shape: str):
-    """``rows`` itself if it is an array (list or tuple) of arrays of ``width`` finite
-    numbers, such as points ``[x, y]``; else RequestError / NonFiniteError at the first bad
-    row (``at[i]``) or number (``at[i][j]``). ``shape`` names a row in messages (``"[x,
-    y]"``).
+#: The lengths of a point: ``[x, y]`` (floor 0) or ``[x, y, floor]`` (issue #35).
+POINT = (2, 3)
+#: How messages name a point.
+POINT_SHAPE = "[x, y] or [x, y, floor]"
+#: The lengths of a rectangle: ``[x, y, w, h]`` (floor 0) or ``[x, y, w, h, floor]``.
+RECT = (4, 5)
+
+
+def number_rows(rows, width, at: str, shape: str):
+    """``rows`` itself if it is an array (list or tuple) of arrays of ``width`` (an int,
+    or a tuple of the lengths allowed, such as :data:`POINT`) finite numbers, such as
+    points ``[x, y]``; else RequestError / NonFiniteError at the first bad row (``at[i]``)
+    or number (``at[i][j]``). ``shape`` names a row in messages (``"[x, y]"``).
 
     Well-formed input, the common case, is checked by C loops over the whole array (type
     and length sets); only a refusal walks it row by row, to say where."""
@@ -296,12 +304,13 @@ def number_rows(rows, width: int, at: str, shape: str):
         raise RequestError(f"'{at}' must be an array of {shape}, got {wire_type(rows)}", at=at)
     if not rows:
         return rows
-    if set(map(type, rows)) <= _SEQUENCES and set(map(len, rows)) == {width}:
+    widths = (width,) if type(width) is int else width
+    if set(map(type, rows)) <= _SEQUENCES and set(map(len, rows)) <= set(widths):
         kinds = set(map(type, chain.from_iterable(rows)))
         if kinds <= _NUMBERS and (float not in kinds or all(map(math.isfinite, chain.from_iterable(rows)))):
             return rows
     for i, row in enumerate(rows):
-        if (type(row) is not list and type(row) is not tuple) or len(row) != width:
+        if (type(row) is not list and type(row) is not tuple) or len(row) not in widths:
             shown = f"an array of {len(row)}" if type(row) in _SEQUENCES else wire_type(row)
             raise RequestError(f"each of '{at}' must be {shape}, got {shown}", at=f"{at}[{i}]")
         for j, v in enumerate(row):
@@ -314,7 +323,7 @@ def number_rows(rows, width: int, at: str, shape: str):
 
 
 def _check_points(option: Option, value, at: str):
-    points = number_rows(value, 2, at, "[x, y]")
+    points = number_rows(value, POINT, at, POINT_SHAPE)
     if len(points) < option.min:
         raise RequestError(f"'{option.name}' needs at least {option.min} point", at=at)
     if len(points) > option.max:
