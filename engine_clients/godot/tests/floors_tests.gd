@@ -45,6 +45,7 @@ func run() -> void:
 	await test_path_across_links()
 	await test_update_replaces_links()
 	await test_batch_and_range_across_floors()
+	await test_field_and_steps_across_floors()
 	await test_agent_takes_links()
 	await test_debug_draw_links()
 	await test_bad_input()
@@ -370,6 +371,44 @@ func test_batch_and_range_across_floors() -> void:
 		),
 		"a range across floors: the stairs' top (1 + 2) in it, farther upstairs cells not",
 		[area, upstairs]
+	)
+
+
+## A distance field has one window a floor; next_steps steers a unit upstairs (sent as an
+## [x, y, floor] array, its step coming back so) down the stairs to a goal on the ground.
+func test_field_and_steps_across_floors() -> void:
+	var field := await client.distance_field_async(
+		PackedVector2Array([center(Vector2i(1, 3))]), Vector2i.ONE, {"map": FLOORS_MAP}
+	)
+	var cost: PackedFloat32Array = field.info.get("cost", PackedFloat32Array())
+	check(
+		(
+			field.ok
+			and field.info.get("floors") == 2
+			and cost.size() == 7 * 5 * 2
+			and is_equal_approx(cost[35 + 1 * 7 + 1], 2.0 + 2.0)
+			and is_inf(cost[35 + 0])
+		),
+		"a field on two floors: a window a floor, the stairs' top at 2 steps + 2",
+		[field, cost.size()]
+	)
+	var steps := await client.next_steps_async(
+		PackedVector2Array([center(Vector2i(1, 3))]),
+		PackedVector3Array([at(Vector2i(2, 2), 1), at(Vector2i(3, 1), 0)]),
+		Vector2i.ONE,
+		{"map": FLOORS_MAP}
+	)
+	var step_points: PackedVector2Array = steps.info.get("steps", PackedVector2Array())
+	check(
+		(
+			steps.ok
+			and step_points.size() == 2
+			and step_points[0] == center(Vector2i(1, 1))
+			and steps.info.get("floors") == PackedInt32Array([1, 0])
+			and step_points[1] == center(Vector2i(2, 1))
+		),
+		"next_steps across floors: upstairs, toward the stairs' top; downstairs, along the ground",
+		steps
 	)
 
 

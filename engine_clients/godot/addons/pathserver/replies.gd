@@ -80,7 +80,8 @@ func read_path(result: PathServerResult, reply: Variant, request_body: Dictionar
 	if triples:
 		info["start_floor"] = PathServerPacked.plain_floor(start)
 		info["goal_floor"] = PathServerPacked.plain_floor(reply.get("goal"))
-		note_floors(str(request_body.get("map")), 2)
+		if floors_of(str(request_body.get("map"))) < 2:
+			note_floors(str(request_body.get("map")), 2)
 	info["map"] = request_body.get("map")
 	info["unit_size"] = request_body.get("unit_size")
 	result.info = info
