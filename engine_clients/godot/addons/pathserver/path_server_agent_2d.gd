@@ -45,8 +45,9 @@ signal target_reached
 ## than [member repath_distance].
 signal path_failed(code: String, message: String)
 ## The unit stands at the start of a link its path takes next: link [param index] of the map
-## (see [method PathServerClient.get_links]), its [param tag] ("" when untagged or unknown),
-## from [param from] to [param to] (world coordinates, the waypoints at its ends).
+## (see [method PathServerClient.get_links], fetched when the client does not know them), its
+## [param tag] ("" when untagged or not known yet), from [param from] to [param to] (world
+## coordinates, the waypoints at its ends).
 signal link_reached(index: int, tag: String, from: Vector2, to: Vector2)
 ## The unit passed onto another floor (a waypoint of the path on [param new_floor]).
 signal floor_changed(new_floor: int)
@@ -254,6 +255,10 @@ func _on_path_result(result: PathServerResult, asked_target: Vector2) -> void:
 		if taken is Array and taken.size() == 2:
 			_links_at[int(taken[0])] = int(taken[1])
 	_path_map = str(result.info.get("map", ""))
+	if not _links_at.is_empty() and _links_at.values().max() >= client.get_links(_path_map).size():
+		# A map the client never uploaded nor read (a map file's links): one cell of get_map
+		# brings its links, their tags for link_reached, before the unit gets there.
+		client.get_map(_path_map, Rect2i(0, 0, 1, 1))
 	# The first waypoint is where the unit stood when it asked; it has moved on since.
 	_index = 1 if waypoints.size() > 1 else 0
 	_path_goal = asked_target
