@@ -138,9 +138,12 @@ def _cmd_validate(args) -> int:
     began = time.perf_counter()
     gridmap = GridMap.load(args.map)
     elapsed = (time.perf_counter() - began) * 1000
-    walkable = int(gridmap.walkable.sum())
-    print(f"{args.map}: {gridmap.width}x{gridmap.height}, {walkable} walkable cells "
-          f"({100.0 * walkable / gridmap.walkable.size:.1f}%), loaded and annotated in {elapsed:.0f} ms")
+    walkable = int(gridmap.walkable.sum())  # the rows between floors are blocked: not the map's
+    size = f"{gridmap.width}x{gridmap.floor_height}" + (f", {gridmap.floors} floors" if gridmap.floors > 1 else "")
+    links = f", {len(gridmap.links)} links" if len(gridmap.links) else ""
+    print(f"{args.map}: {size}{links}, {walkable} walkable cells "
+          f"({100.0 * walkable / (gridmap.width * gridmap.floor_height * gridmap.floors):.1f}%), "
+          f"loaded and annotated in {elapsed:.0f} ms")
     print(f"terrain: {'uniform cost' if gridmap.uniform_cost else 'varying costs'}; "
           f"heights: {'yes' if gridmap.heights is not None else 'no'}; largest clearance: {int(gridmap.clearance.max())}")
     for text in args.units.split(","):

@@ -187,3 +187,4 @@ def test_a_batch_answers_each_entry_across_floors(client):
     packed = client.request("paths", map="tower", requests=entries[:2], smooth="none", packed=True)
     points = np.frombuffer(packed["points"], "<i4").reshape(-1, 3)
     assert points[:len(first["path"])].tolist() == first["path"]
+
