@@ -46,6 +46,7 @@ func run() -> void:
 	await test_update_replaces_links()
 	await test_batch_and_range_across_floors()
 	await test_field_and_steps_across_floors()
+	await test_avoid_and_check_block_on_floors()
 	await test_agent_takes_links()
 	await test_debug_draw_links()
 	await test_bad_input()
@@ -412,6 +413,39 @@ func test_field_and_steps_across_floors() -> void:
 		),
 		"next_steps across floors: upstairs, toward the stairs' top; downstairs, along the ground",
 		steps
+	)
+
+
+## avoid on a link's end blocks the link for that request (cells upstairs go as
+## [x, y, floor] arrays, floor 0's as the bin of pairs); check_block: placing a block on the
+## stairs' top cuts the ground from the room upstairs.
+func test_avoid_and_check_block_on_floors() -> void:
+	var options := {"map": FLOORS_MAP, "smooth": "none"}
+	var results := []
+	for avoided: Variant in [Vector3i(1, 1, 1), Vector3i(1, 1, 0), Vector3i(2, 1, 1)]:
+		var with_avoid := options.duplicate()
+		with_avoid["avoid"] = {"cells": [avoided]}
+		var found := await client.find_path_async(
+			at(Vector2i(3, 3), 0), at(Vector2i(2, 2), 1), Vector2i.ONE, with_avoid
+		)
+		results.append(found.status if found.ok else found.code)
+	check_equal(
+		results,
+		["no_path", "no_path", "found"],
+		"avoid on the stairs' top or foot blocks them; a cell beside the top does not"
+	)
+	# check_block's cells are in the request's space (world), avoid's are grid cells.
+	var cut := await client.check_block_async(
+		[at(Vector2i(1, 1), 1)],
+		[],
+		[at(Vector2i(3, 3), 0), at(Vector2i(2, 2), 1), at(Vector2i(1, 3), 0)],
+		Vector2i.ONE,
+		{"map": FLOORS_MAP}
+	)
+	check(
+		cut.ok and cut.info.get("disconnected") == [[0, 1], [1, 2]],
+		"check_block on the stairs' top: the room upstairs cut from the ground's two points",
+		[cut, cut.info.get("disconnected")]
 	)
 
 
