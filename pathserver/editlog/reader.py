@@ -169,6 +169,10 @@ class Reader:
         changes = []
         for _, fields in run:
             change = msgpack.unpackb(fields[b"body"], raw=False)
+            if change.get("links") is not None:  # a map's new links: entry by entry
+                for text, entry in run:
+                    self._apply_entry(text, entry)
+                return
             changes.append((edit_boxes(change.get("rects") or (), change.get("cells") or ()), change.get("solid"),
                             change.get("cost")))
         with self.snapshot.lock:
@@ -198,10 +202,13 @@ class Reader:
         self.lags.append(now - seq_of(text)[0] / 1000.0)
 
     def _apply_edit(self, name: str, change: dict) -> GridMap:
-        rects, cells = change.get("rects") or (), change.get("cells") or ()
+        rects, cells, links = change.get("rects") or (), change.get("cells") or (), change.get("links")
         edited = self.registry.apply_edit(name, rects=rects, cells=cells, solid=change.get("solid"),
-                                          cost=change.get("cost"))
-        self.snapshot.overlay(name, edited).record(edited, edit_boxes(rects, cells))
+                                          cost=change.get("cost"), **({} if links is None else {"links": links}))
+        overlay = self.snapshot.overlay(name, edited)
+        overlay.record(edited, edit_boxes(rects, cells))
+        if links is not None:
+            overlay.links = links
         return edited
 
     def _load(self) -> None:

@@ -18,7 +18,7 @@ from pathserver.editlog.connection import (
     COMMAND_TIMEOUT_S, READ_COUNT, RETRY_AFTER_MS, STREAM, UPLOAD_IDS, UPLOADS, shown_url,
 )
 from pathserver.editlog.reader import Reader
-from pathserver.errors import AfterTimeoutError, ConflictError, RequestError, StateUnavailableError
+from pathserver.errors import AfterTimeoutError, ConflictError, StateUnavailableError
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.values import check_edit
 
@@ -89,7 +89,7 @@ class Writer:
     def apply_edit(self, name, rects=(), cells=(), *, solid=None, cost=None, if_gen=None, links=None) -> GridMap:
         """Append the edit to the stream, wait until it is applied here; returns the new
         map. ``if_gen`` is checked against this server's map (generations are per server).
-        ``links`` (issue #35) are not in the stream yet: refused."""
+        ``links``: the map's new links (issue #35), with or without an edit of cells."""
         token, fields = self._edit_entry(name, rects, cells, solid, cost, if_gen, links)
         return self._commit(token, lambda: self.client.xadd(STREAM, fields))
 
@@ -131,17 +131,17 @@ class Writer:
 
     def _edit_entry(self, name, rects, cells, solid, cost, if_gen, links=None) -> tuple[str, dict]:
         """Check an edit against this server's map; its token and stream fields."""
-        if links is not None:
-            raise RequestError("an update of 'links' on a server with shared state (serve --state) comes later: "
-                               "send put_map with the new links", at="links")
         current = self.registry.get(name)
         if if_gen is not None and current.generation != if_gen:
             raise ConflictError(f"map {name!r} is at generation {current.generation}, not {if_gen} (if_gen): "
                                 "read it again and retry", gen=current.generation, at="if_gen")
-        check_edit(solid, cost)  # refused here, before Redis holds it
-        body = msgpack.packb({"rects": [[int(v) for v in rect] for rect in rects],
-                              "cells": [[int(v) for v in cell] for cell in cells],
-                              "solid": solid, "cost": None if cost is None else float(cost)}, use_bin_type=True)
+        if links is None or len(rects) or len(cells):
+            check_edit(solid, cost)  # refused here, before Redis holds it
+        change = {"rects": [[int(v) for v in rect] for rect in rects], "cells": [[int(v) for v in cell] for cell in cells],
+                  "solid": solid, "cost": None if cost is None else float(cost)}
+        if links is not None:  # the map's new links (pathserver.floors.Links, checked), as put_map takes them
+            change["links"] = links.to_wire(current.floors)
+        body = msgpack.packb(change, use_bin_type=True)
         token = self.token()
         return token, {"op": "edit", "map": name, "token": token, "body": body}
 

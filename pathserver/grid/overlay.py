@@ -34,10 +34,12 @@ def map_crc(gridmap: GridMap) -> int:
 class Overlay:
     """What the edits of one map have set: ``mask`` (bool, [y, x]) marks the cells they
     touched, ``walkable`` and ``cost`` (float64) the values those cells hold now. ``base``:
-    the stream id of the upload the edits apply to, ``""`` for a map file."""
+    the stream id of the upload the edits apply to, ``""`` for a map file. ``links``: the
+    map's links as the last edit of them set them (``put_map``'s list), None when no edit
+    did."""
 
-    def __init__(self, mask: np.ndarray, walkable: np.ndarray, cost: np.ndarray, base: str = ""):
-        self.mask, self.walkable, self.cost, self.base = mask, walkable, cost, base
+    def __init__(self, mask: np.ndarray, walkable: np.ndarray, cost: np.ndarray, base: str = "", links=None):
+        self.mask, self.walkable, self.cost, self.base, self.links = mask, walkable, cost, base, links
 
     @classmethod
     def empty(cls, height: int, width: int, base: str = "") -> "Overlay":
@@ -74,13 +76,14 @@ class Overlay:
         return GridMap(walkable, None if uniform else cost, gridmap.heights, origin=gridmap.origin,
                        cell_size=gridmap.cell_size, name=gridmap.name, generation=generation, tags=gridmap.tags,
                        tag_names=gridmap.tag_names, classes=gridmap.classes, shape=gridmap.shape, layout=gridmap.layout,
-                       floors=gridmap.floors, links=gridmap.links)
+                       floors=gridmap.floors, links=gridmap.links if self.links is None else self.links)
 
     def to_bytes(self) -> bytes:
         return msgpack.packb({
             "base": self.base, "height": self.mask.shape[0], "width": self.mask.shape[1],
             "mask": np.packbits(self.mask).tobytes(), "walkable": np.packbits(self.walkable[self.mask]).tobytes(),
             "cost": self.cost[self.mask].astype("<f8").tobytes(),
+            **({} if self.links is None else {"links": self.links}),
         }, use_bin_type=True)
 
     @classmethod
@@ -93,4 +96,5 @@ class Overlay:
         count = int(overlay.mask.sum())
         overlay.walkable[overlay.mask] = np.unpackbits(np.frombuffer(fields["walkable"], np.uint8), count=count)
         overlay.cost[overlay.mask] = np.frombuffer(fields["cost"], "<f8")
+        overlay.links = fields.get("links")
         return overlay

@@ -12,6 +12,7 @@ import redis
 
 from pathserver import find_path
 from pathserver.editlog.connection import STREAM, seq_of
+from pathserver.floors import check_links
 from pathserver.errors import AfterTimeoutError, ConflictError, RequestError, StateUnavailableError, UnknownMapError
 from pathserver.grid.overlay import map_crc
 from pathserver.protocol.cells import MapCells
@@ -126,10 +127,16 @@ def test_a_put_with_floors_and_links_reaches_every_server_and_links_edits_are_re
         walkable = state.get("house").walkable
         assert not walkable[state.get("house").stacked(1, 1, 1)[::-1]] and walkable[1, 1]
         assert not walkable[state.get("house").stacked(4, 2, 1)[::-1]] and walkable[2, 4]
+    # New links (a lift moved) reach every server, and a later one, as any edit.
+    moved = [{"from": [0, 0, 0], "to": [2, 2, 1], "cost": 1.5, "two_way": True}]
+    first.apply_edit("house", links=check_links(moved, 2, 5, 3))
+    settled([second], first.committed_seq())
+    for state in (first, second, join()):
+        assert state.get("house").links.to_wire(2) == moved
+        assert not state.get("house").walkable[state.get("house").stacked(1, 1, 1)[::-1]]  # the edit before stays
     with pytest.raises(RequestError) as refused:
-        first.apply_edit("house", links=[])
-    assert refused.value.at == "links"
-    assert first.get("house").links.to_wire(2) == links
+        first.apply_edit("house", links=check_links([], 2, 5, 3), solid=None, cells=[(0, 0)])
+    assert refused.value.at == "solid"
 
 
 def test_puts_edits_and_drops_from_two_servers_converge(join):
