@@ -320,6 +320,9 @@ class GridMap:
         self.clearance = readonly(clearance)
         self.tags, self.tag_names, self.classes = _check_tags(tags, tag_names, classes, self.walkable.shape)
         self.links = self._checked_links(links)
+        #: Whether the map has more than one floor or any link (issue #35): an attribute,
+        #: as find_path reads it on every call.
+        self.linked = self.floors > 1 or len(self.links) > 0
         self._link_arrays = {}
         #: The layers of the unit sizes used lately and find_path's prepared calls.
         self.layers = LayerCache(cache_sizes)
@@ -444,11 +447,6 @@ class GridMap:
         x, y = world_centre(self.layout, cells[:, 0].astype(np.int64), cells[:, 1].astype(np.int64), self.origin,
                             self.cell_size)
         return np.column_stack((x, y)).astype(np.float64)
-
-    @property
-    def linked(self) -> bool:
-        """Whether the map has more than one floor or any link (issue #35)."""
-        return self.floors > 1 or len(self.links) > 0
 
     def stacked(self, x: int, y: int, floor: int = 0) -> tuple[int, int]:
         """Cell ``(x, y)`` of ``floor`` in the stacked grid (floors one under another, a
