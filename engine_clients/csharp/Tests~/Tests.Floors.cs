@@ -6,7 +6,9 @@
 
 using System;
 using System.Collections.Generic;
+using System.IO;
 using System.Linq;
+using System.Text.RegularExpressions;
 using System.Threading.Tasks;
 using PathServer;
 
@@ -355,5 +357,39 @@ static partial class Tests
             }
             Equal(1, client.KnownFloors(name), "dropped: the client forgets its floors");
         }
+    }
+
+    // The README's floors example (its fourth ```text block): the same calls, the same lines.
+    static async Task ReadmeFloorsExample()
+    {
+        await RequireServer();
+        var readme = PackageFile("README.md");
+        var blocks = Regex.Matches(File.ReadAllText(readme), "```text\n(.*?)```", RegexOptions.Singleline);
+        Check(blocks.Count >= 4, "a fourth ```text block (floors) in " + readme);
+        var printed = new List<string>();
+        using (var client = new PathServerClient(_endpoint, "tower"))
+        {
+            var cells = Enumerable.Repeat((byte)1, 2 * 5 * 3).ToArray();
+            var ladder = new MapLink(new PathPoint(0, 0), new PathPoint(0, 0, 1), 1);
+            var drop = new MapLink(new PathPoint(4, 2, 1), new PathPoint(4, 2), 0.5, twoWay: false);
+            await client.PutMapAsync("tower", 5, 3, cells, floors: 2, links: new[] { ladder, drop });
+            var grid = new PathOptions { Space = CoordinateSpace.Grid };
+
+            PathResult up = await client.FindPathAsync(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1, grid);
+            printed.Add("up: " + string.Join(" ", up.Path) + ", cost " + up.Cost);
+            foreach (LinkStep step in up.Links)
+                printed.Add("  link " + step.Link + " from " + up.Path[step.PathIndex] + " to " + up.Path[step.PathIndex + 1]);
+            PathResult down = await client.FindPathAsync(new PathPoint(4, 2, 1), new PathPoint(4, 2), 1, grid);
+            printed.Add("down: " + string.Join(" ", down.Path) + ", cost " + down.Cost);
+
+            await client.UpdateAsync("tower", null, links: new[] { drop, new MapLink(new PathPoint(4, 0), new PathPoint(4, 0, 1), 3) });
+            up = await client.FindPathAsync(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1, grid);
+            printed.Add("up by the lift: " + string.Join(" ", up.Path) + ", cost " + up.Cost + ", links " + string.Join(" ", up.Links));
+
+            try { await client.UpdateAsync("tower", null, links: new[] { new MapLink(new PathPoint(0, 0), new PathPoint(0, 0, 2), 1) }); }
+            catch (PathServerException e) { printed.Add(e.Code + " at " + e.At); }
+            await client.DropMapAsync("tower");
+        }
+        Equal(blocks[3].Groups[1].Value.TrimEnd('\n'), string.Join("\n", printed), "README's floors output");
     }
 }

@@ -140,9 +140,12 @@ static partial class Tests
             // Until the server takes floors: a skip line with its refusal, not a failure.
             string refusal = _serverUp ? FloorsRefusal() : null;
             if (refusal == null)
+            {
                 Run(floorMaps, FloorsOnTheServer);
+                Run("readme: the floors example prints what README.md shows", ReadmeFloorsExample);
+            }
             else
-                Console.WriteLine("skip " + floorMaps + " (the server refuses floors: " + refusal + ")");
+                Console.WriteLine("skip " + floorMaps + " and the README's floors example (the server refuses floors: " + refusal + ")");
         }
         Run("client: cancelling through a CancellationToken", Cancellation);
         Run("client: a request fails with \"timeout\" when no reply comes", RequestTimeout);
