@@ -450,7 +450,7 @@ namespace PathServer
             bool triples = Triples(MapName(options), options, AnyFloor(goals) || AnyFloor(positions));
             // next_steps' positions are float32 whatever the space (a unit stands anywhere in its cell).
             var body = NextStepsBody(goals, unitSize, PointsToBin(positions, false, triples), options, triples);
-            return SendAsync(body, options.Timeout, ct, (id, reply) => ParseNextStepPoints(reply, id, count, triples, steps, remaining));
+            return SendAsync(body, options.Timeout, ct, (id, reply) => ParseNextStepPoints(reply, id, count, steps, remaining));
         }
 
         // Units in floats floats (x, y pairs), checked against the caller's buffers before anything is sent.
@@ -523,12 +523,14 @@ namespace PathServer
             return new NextStepsResult { Map = MsgPack.Get(reply, "map") as string, Gen = GenOf(reply, id), Count = count, Steps = steps, Remaining = remaining };
         }
 
-        // The PathPoint overload's answer: steps as positions went, pairs or triples of float32.
-        internal static NextStepsResult ParseNextStepPoints(IDictionary<string, object> reply, long id, int count, bool triples,
+        // The PathPoint overload's answer: steps as a bin of float32 pairs, or triples on a map
+        // of several floors (one step a unit says which).
+        internal static NextStepsResult ParseNextStepPoints(IDictionary<string, object> reply, long id, int count,
             PathPoint[] steps, float[] remaining)
         {
             var stepBytes = MsgPack.Get(reply, "steps") as byte[];
             var remainingBytes = MsgPack.Get(reply, "remaining") as byte[];
+            bool triples = stepBytes != null && count > 0 && stepBytes.Length == 12 * count;
             int size = triples ? 12 : 8;
             if (stepBytes == null || remainingBytes == null || stepBytes.Length != count * size || remainingBytes.Length != count * 4)
                 throw new PathServerException(PathServerErrorCodes.BadReply, "next_steps reply: \"steps\" and \"remaining\" are not bins of "
