@@ -137,11 +137,6 @@ namespace PathServer
         }
 
         // A bin of pairs (or triples) as new points (one array: no allocation per point).
-        internal static PathPoint[] PointsFromBin(byte[] bytes, CoordinateSpace space, string field, long id)
-        {
-            return PointsFromBin(bytes, space, false, field, id);
-        }
-
         internal static PathPoint[] PointsFromBin(byte[] bytes, CoordinateSpace space, bool triples, string field, long id)
         {
             int size = triples ? 12 : 8;
