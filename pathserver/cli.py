@@ -38,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     path.add_argument("map", type=Path)
     for name in ("sx", "sy", "gx", "gy"):
         path.add_argument(name, type=float)
+    for end in ("start", "goal"):
+        path.add_argument(f"--{end}-floor", type=int, default=None, metavar="F",
+                          help=f"the {end}'s floor, on a map of several (default 0)")
     options.add_arguments(path)
     path.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
@@ -94,7 +97,13 @@ def _cmd_path(args) -> int:
     from pathserver import GridMap, find_path
 
     gridmap = GridMap.load(args.map)
-    result = find_path(gridmap, (args.sx, args.sy), (args.gx, args.gy), **options.cli_values(args))
+    start, goal = (args.sx, args.sy), (args.gx, args.gy)
+    if args.start_floor is not None:
+        start = (*start, args.start_floor)
+    if args.goal_floor is not None:
+        goal = (*goal, args.goal_floor)
+    result = find_path(gridmap, start, goal, **options.cli_values(args))
+    links = [] if result.links is None else result.links.tolist()
     # result.algorithm is the engine chosen for the map; a straight line (a trip of no
     # steps included) ran none of them.
     algorithm = "none" if result.line_of_sight else result.algorithm
@@ -102,7 +111,7 @@ def _cmd_path(args) -> int:
         print(json.dumps({
             "status": result.status, "cost": result.cost, "length": result.length, "expanded": result.expanded,
             "start": list(result.start), "goal": list(result.goal), "algorithm": algorithm,
-            "path": result.path.tolist(),
+            "path": result.path.tolist(), **({"links": links} if result.links is not None else {}),
         }))
         return 0 if result.status != "no_path" else 1
     notes = []
@@ -115,7 +124,9 @@ def _cmd_path(args) -> int:
     print(f"status: {result.status}" + (f" ({'; '.join(notes)})" if notes else ""))
     if result.status != "no_path":
         print(f"cost: {result.cost:.6f}  length: {result.length:.6f}  expanded: {result.expanded}  algorithm: {algorithm}")
-        print("waypoints: " + " ".join(f"{x},{y}" for x, y in result.path.tolist()))
+        print("waypoints: " + " ".join(",".join(map(str, point)) for point in result.path.tolist()))
+        if links:
+            print("links: " + " ".join(f"{i}->{i + 1}:link {k}" for i, k in links))
     return 0 if result.status != "no_path" else 1
 
 
@@ -127,9 +138,12 @@ def _cmd_validate(args) -> int:
     began = time.perf_counter()
     gridmap = GridMap.load(args.map)
     elapsed = (time.perf_counter() - began) * 1000
-    walkable = int(gridmap.walkable.sum())
-    print(f"{args.map}: {gridmap.width}x{gridmap.height}, {walkable} walkable cells "
-          f"({100.0 * walkable / gridmap.walkable.size:.1f}%), loaded and annotated in {elapsed:.0f} ms")
+    walkable = int(gridmap.walkable.sum())  # the rows between floors are blocked: not the map's
+    size = f"{gridmap.width}x{gridmap.floor_height}" + (f", {gridmap.floors} floors" if gridmap.floors > 1 else "")
+    links = f", {len(gridmap.links)} links" if len(gridmap.links) else ""
+    print(f"{args.map}: {size}{links}, {walkable} walkable cells "
+          f"({100.0 * walkable / (gridmap.width * gridmap.floor_height * gridmap.floors):.1f}%), "
+          f"loaded and annotated in {elapsed:.0f} ms")
     print(f"terrain: {'uniform cost' if gridmap.uniform_cost else 'varying costs'}; "
           f"heights: {'yes' if gridmap.heights is not None else 'no'}; largest clearance: {int(gridmap.clearance.max())}")
     for text in args.units.split(","):

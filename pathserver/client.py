@@ -34,6 +34,7 @@ import zmq.asyncio
 
 from pathserver.errors import PathserverError
 from pathserver import arrays
+from pathserver.floors import Links
 from pathserver.protocol import packed as packing
 from pathserver.protocol.cells import MapCells
 from pathserver.protocol.packed import PackedPaths
@@ -176,11 +177,22 @@ def _paths_fields(map, queries, unit_size, options) -> dict:
 
 
 def _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names=None,
-                    classes=None, shape=None, layout=None) -> dict:
+                    classes=None, shape=None, layout=None, links=None) -> dict:
+    first = np.asarray(walkable_or_costs)
+    floors = first.shape[0] if first.ndim == 3 else 1
+    if first.ndim == 3:
+        # Floors (floors, h, w) one under another, floor 0 first, as put_map takes them.
+        walkable_or_costs, costs, heights, tags = (
+            None if layer is None else np.asarray(layer).reshape(-1, first.shape[-1])
+            for layer in (first, costs, heights, tags))
     cells = MapCells.from_arrays(walkable_or_costs, costs=costs, heights=heights, tags=tags)
     size = [float(v) for v in cell_size] if isinstance(cell_size, (tuple, list)) else float(cell_size)
-    fields = {"map": map, "width": cells.width, "height": cells.height, **cells.to_wire(),
+    fields = {"map": map, "width": cells.width, "height": cells.height // floors, **cells.to_wire(),
               "origin": [float(origin[0]), float(origin[1])], "cell_size": size}
+    if floors > 1:
+        fields["floors"] = floors
+    if links is not None:
+        fields["links"] = _wire_links(links, floors)
     if shape is not None:
         fields["shape"] = shape
     if layout is not None:
@@ -192,12 +204,20 @@ def _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_s
     return fields
 
 
+def _wire_links(links, floors: int) -> list:
+    """Links as the wire takes them: a list of link maps as given, or a map's
+    :class:`pathserver.floors.Links`."""
+    return links.to_wire(floors) if isinstance(links, Links) else [dict(link) for link in links]
+
+
 def _get_map_fields(map, region) -> dict:
     return {"map": map} if region is None else {"map": map, "region": [int(v) for v in region]}
 
 
-def _update_fields(map, rects, cells, solid, cost, space, if_gen) -> dict:
+def _update_fields(map, rects, cells, solid, cost, space, if_gen, links=None) -> dict:
     fields = {"map": map}
+    if links is not None:
+        fields["links"] = [dict(link) for link in links]
     if if_gen is not None:
         fields["if_gen"] = int(if_gen)
     if rects is not None:
@@ -327,14 +347,16 @@ class Client(_Connection):
     def maps(self) -> list[dict]:
         return self.request("maps")["maps"]
 
-    def update(self, map: str, *, rects=None, cells=None, solid=None, cost=None, space=None, if_gen=None) -> dict:
+    def update(self, map: str, *, rects=None, cells=None, solid=None, cost=None, space=None, if_gen=None,
+               links=None) -> dict:
         """A live edit; the reply's ``gen`` is the map's new generation. ``if_gen``: apply
         it only if the map is still at that generation (else ServerError ``conflict``, whose
-        ``gen`` is the current one)."""
-        return self.request("update", **_update_fields(map, rects, cells, solid, cost, space, if_gen))
+        ``gen`` is the current one). ``links``: the map's new list of links (a door opens,
+        a lift moves), with or without an edit of cells."""
+        return self.request("update", **_update_fields(map, rects, cells, solid, cost, space, if_gen, links))
 
     def put_map(self, map: str, walkable_or_costs, *, costs=None, heights=None, tags=None, origin=(0.0, 0.0),
-                cell_size: float = 1.0, tag_names=None, classes=None, shape=None, layout=None) -> dict:
+                cell_size: float = 1.0, tag_names=None, classes=None, shape=None, layout=None, links=None) -> dict:
         """Upload a map (or replace the one uploaded under ``map``); the reply's ``gen`` is
         its generation. Arrays are indexed ``[y, x]``:
 
@@ -348,11 +370,14 @@ class Client(_Connection):
             ``{"boat": {"land": None, "shallows": 2.0}}`` (a request's ``traversal``).
         shape, layout: ``"hex"`` and one of :data:`pathserver.hexes.LAYOUTS` for a hex map
             (its cell_size a number or the tile size ``(w, h)``).
+        Floors and links (issue #35): arrays of shape ``(floors, h, w)`` make a map of
+            that many floors; links: ``[{"from": [x, y, floor], "to": ..., "cost": c,
+            "two_way": bool, "tag": name}, ...]`` as ``put_map`` takes them.
 
         ValueError / TypeError for arrays that cannot be sent (nothing is sent then).
         """
         fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names, classes,
-                                 shape, layout)
+                                 shape, layout, links)
         return self.result(self._submit("put_map", fields, max(self.timeout, UPLOAD_TIMEOUT_S)))
 
     def get_map(self, map: str, region=None) -> MapCells:
@@ -507,14 +532,14 @@ class AsyncClient(_Connection):
         return (await self.request("maps"))["maps"]
 
     async def update(self, map: str, *, rects=None, cells=None, solid=None, cost=None, space=None,
-                     if_gen=None) -> dict:
-        return await self.request("update", **_update_fields(map, rects, cells, solid, cost, space, if_gen))
+                     if_gen=None, links=None) -> dict:
+        return await self.request("update", **_update_fields(map, rects, cells, solid, cost, space, if_gen, links))
 
     async def put_map(self, map: str, walkable_or_costs, *, costs=None, heights=None, tags=None,
                       origin=(0.0, 0.0), cell_size: float = 1.0, tag_names=None, classes=None, shape=None,
-                      layout=None) -> dict:
+                      layout=None, links=None) -> dict:
         fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names, classes,
-                                 shape, layout)
+                                 shape, layout, links)
         return await self._request("put_map", fields, max(self.timeout, UPLOAD_TIMEOUT_S))
 
     async def get_map(self, map: str, region=None) -> MapCells:

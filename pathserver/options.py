@@ -24,7 +24,7 @@ from itertools import chain
 
 import numpy as np
 
-from pathserver.errors import BadUnitSizeError, NonFiniteError, RequestError, TooLargeError
+from pathserver.errors import BadUnitSizeError, NonFiniteError, OutOfBoundsError, RequestError, TooLargeError
 from pathserver import arrays
 
 
@@ -284,11 +284,19 @@ _SEQUENCES = frozenset((list, tuple))
 _NUMBERS = frozenset((int, float))
 
 
-def number_rows(rows, width: int, at: str, shape: str):
-    """``rows`` itself if it is an array (list or tuple) of arrays of ``width`` finite
-    numbers, such as points ``[x, y]``; else RequestError / NonFiniteError at the first bad
-    row (``at[i]``) or number (``at[i][j]``). ``shape`` names a row in messages (``"[x,
-    y]"``).
+#: The lengths of a point: ``[x, y]`` (floor 0) or ``[x, y, floor]`` (issue #35).
+POINT = (2, 3)
+#: How messages name a point.
+POINT_SHAPE = "[x, y] or [x, y, floor]"
+#: The lengths of a rectangle: ``[x, y, w, h]`` (floor 0) or ``[x, y, w, h, floor]``.
+RECT = (4, 5)
+
+
+def number_rows(rows, width, at: str, shape: str):
+    """``rows`` itself if it is an array (list or tuple) of arrays of ``width`` (an int,
+    or a tuple of the lengths allowed, such as :data:`POINT`) finite numbers, such as
+    points ``[x, y]``; else RequestError / NonFiniteError at the first bad row (``at[i]``)
+    or number (``at[i][j]``). ``shape`` names a row in messages (``"[x, y]"``).
 
     Well-formed input, the common case, is checked by C loops over the whole array (type
     and length sets); only a refusal walks it row by row, to say where."""
@@ -296,12 +304,13 @@ def number_rows(rows, width: int, at: str, shape: str):
         raise RequestError(f"'{at}' must be an array of {shape}, got {wire_type(rows)}", at=at)
     if not rows:
         return rows
-    if set(map(type, rows)) <= _SEQUENCES and set(map(len, rows)) == {width}:
+    widths = (width,) if type(width) is int else width
+    if set(map(type, rows)) <= _SEQUENCES and set(map(len, rows)) <= set(widths):
         kinds = set(map(type, chain.from_iterable(rows)))
         if kinds <= _NUMBERS and (float not in kinds or all(map(math.isfinite, chain.from_iterable(rows)))):
             return rows
     for i, row in enumerate(rows):
-        if (type(row) is not list and type(row) is not tuple) or len(row) != width:
+        if (type(row) is not list and type(row) is not tuple) or len(row) not in widths:
             shown = f"an array of {len(row)}" if type(row) in _SEQUENCES else wire_type(row)
             raise RequestError(f"each of '{at}' must be {shape}, got {shown}", at=f"{at}[{i}]")
         for j, v in enumerate(row):
@@ -314,7 +323,7 @@ def number_rows(rows, width: int, at: str, shape: str):
 
 
 def _check_points(option: Option, value, at: str):
-    points = number_rows(value, 2, at, "[x, y]")
+    points = number_rows(value, POINT, at, POINT_SHAPE)
     if len(points) < option.min:
         raise RequestError(f"'{option.name}' needs at least {option.min} point", at=at)
     if len(points) > option.max:
@@ -352,9 +361,9 @@ def cell_rows(value, at: str):
     ``protocol.reading.BodyDecoder``); else RequestError at ``at``."""
     if type(value) is bytes:
         return arrays.pairs(value, arrays.INT32, at)
-    if plain_number_array(value, 2):
+    if plain_number_array(value, 2) or plain_number_array(value, 3):
         return value
-    return number_rows(value, 2, at, "[x, y]")
+    return number_rows(value, POINT, at, POINT_SHAPE)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -366,21 +375,73 @@ class Avoid:
 
     cells: np.ndarray
     rects: np.ndarray
+    #: On a map of several floors (issue #35): float64 (n,) and (m,), each cell's and
+    #: rectangle's floor, when any was given (``[x, y, floor]``, ``[x, y, w, h, floor]``);
+    #: :meth:`on_floors` moves them onto the floors' stacked grid.
+    cell_floors: np.ndarray | None = None
+    rect_floors: np.ndarray | None = None
 
     @classmethod
     def of_rows(cls, cells, rects) -> "Avoid":
-        """The Avoid of rows checked already (``[x, y]`` and ``[x, y, w, h]``)."""
-        return cls(_float_rows(cells, 2), _float_rows(rects, 4))
+        """The Avoid of rows checked already (``[x, y]`` or ``[x, y, floor]`` and ``[x, y,
+        w, h]`` or ``[x, y, w, h, floor]``)."""
+        cells, cell_floors = split_floor(cells, 2)
+        rects, rect_floors = split_floor(rects, 4)
+        return cls(_float_rows(cells, 2), _float_rows(rects, 4), cell_floors, rect_floors)
+
+    def on_floors(self, floors: int, floor_height: int, at: str = "avoid") -> "Avoid":
+        """This Avoid on a map of ``floors`` floors of ``floor_height`` rows stacked with a
+        row between each two (pathserver.grid.links.stack_floors): rows moved down to
+        their floor, each rectangle cut at its floor's bottom; OutOfBoundsError at the
+        entry's floor for a floor the map does not have."""
+        if self.cell_floors is None and self.rect_floors is None:
+            return self
+        moved = []
+        for rows, given, key in ((self.cells, self.cell_floors, "cells"), (self.rects, self.rect_floors, "rects")):
+            if given is None:
+                moved.append(rows)
+                continue
+            bad = (given != np.floor(given)) | (given < 0) | (given >= floors)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise OutOfBoundsError(f"floor {given[i]:g} is not one of the map's floors (0..{floors - 1})",
+                                       at=f"{at}.{key}[{i}][{rows.shape[1]}]")
+            rows = rows.copy()
+            if key == "cells":  # a cell off its floor's rows is off the map, not on another floor
+                keep = (rows[:, 1] >= 0) & (rows[:, 1] < floor_height)
+                rows, given = rows[keep], given[keep]
+            else:  # a rectangle cut to the rows of its own floor
+                top = np.maximum(rows[:, 1], 0.0)
+                rows[:, 3] = np.minimum(rows[:, 1] + rows[:, 3], floor_height) - top
+                rows[:, 1] = top
+                keep = rows[:, 3] > 0
+                rows, given = rows[keep], given[keep]
+            rows[:, 1] += given * (floor_height + 1)
+            rows.setflags(write=False)
+            moved.append(rows)
+        return Avoid(*moved)
 
     def key(self) -> tuple:
         """A hashable key equal for equal cells and rectangles (for caches)."""
-        return self.cells.tobytes(), self.rects.tobytes()
+        return (self.cells.tobytes(), self.rects.tobytes(),
+                None if self.cell_floors is None else self.cell_floors.tobytes(),
+                None if self.rect_floors is None else self.rect_floors.tobytes())
 
     def __eq__(self, other) -> bool:
-        return (type(other) is Avoid and np.array_equal(self.cells, other.cells)
-                and np.array_equal(self.rects, other.rects))
+        return type(other) is Avoid and self.key() == other.key()
 
     __hash__ = None  # equal by value, as the dict it stands for
+
+
+def split_floor(rows, width: int) -> tuple:
+    """Rows of ``width`` numbers, some with a floor after them: ``(rows, floors)``, floors
+    float64 (n,) or None when no row has one."""
+    if isinstance(rows, np.ndarray):
+        return (rows, None) if rows.shape[1] == width else (rows[:, :width], rows[:, width].astype(np.float64))
+    if all(len(row) == width for row in rows):
+        return rows, None
+    return ([row[:width] for row in rows],
+            np.array([row[width] if len(row) > width else 0 for row in rows], dtype=np.float64))
 
 
 def _float_rows(rows, width: int) -> np.ndarray:
@@ -408,11 +469,11 @@ def _check_cells(option: Option, value, at: str) -> Avoid:
     if rects is None:
         rects = ()
     elif not plain_number_array(rects, 4):
-        rects = number_rows(rects, 4, f"{at}.rects", "[x, y, w, h]")
+        rects = number_rows(rects, RECT, f"{at}.rects", "[x, y, w, h] or [x, y, w, h, floor]")
     if len(cells) + len(rects) > option.max:
         raise TooLargeError(f"{len(cells) + len(rects)} cells and rectangles in '{option.name}'; at most "
                             f"{option.max}", at=at)
-    for i, (_, _, w, h) in enumerate(rects):
+    for i, (_, _, w, h, *_) in enumerate(rects):
         if w <= 0 or h <= 0:
             raise RequestError(f"rectangle width and height must be > 0, got {w} x {h}", at=f"{at}.rects[{i}]")
     return Avoid.of_rows(cells, rects)

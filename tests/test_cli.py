@@ -75,3 +75,20 @@ def test_output_piped_into_a_reader_already_gone_ends_without_a_traceback():
     command = f"{sys.executable} -m pathserver options --json | true"
     done = subprocess.run(["sh", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.stderr == ""
+
+
+def test_path_and_validate_on_a_map_of_floors_and_links(tmp_path, capsys):
+    level = tmp_path / "house.map"
+    # Two floors of 4 x 3, one under another (floor 0 on top), as a sidecar's "floors" reads them.
+    level.write_text("type octile\nheight 6\nwidth 4\nmap\n..@.\n..@.\n..@.\n....\n....\n....\n")
+    (tmp_path / "house.json").write_text(json.dumps({"floors": 2, "links": [
+        {"from": [0, 0, 0], "to": [0, 0, 1], "cost": 1}, {"from": [3, 2, 1], "to": [3, 2, 0], "cost": 0.5}]}))
+    assert cli.main(["path", str(level), "0", "2", "3", "0", "--goal-floor", "0", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["path"][0] == [0, 2, 0] and answer["path"][-1] == [3, 0, 0]
+    assert [k for _, k in answer["links"]] == [0, 1]
+    assert cli.main(["path", str(level), "0", "2", "3", "2", "--start-floor", "0", "--goal-floor", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "waypoints: 0,2,0 " in out and "links: " in out and ":link 0" in out
+    assert cli.main(["validate", str(level)]) == 0
+    assert "4x3, 2 floors, 2 links, 21 walkable cells (87.5%)" in capsys.readouterr().out

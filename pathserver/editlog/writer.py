@@ -18,7 +18,7 @@ from pathserver.editlog.connection import (
     COMMAND_TIMEOUT_S, READ_COUNT, RETRY_AFTER_MS, STREAM, UPLOAD_IDS, UPLOADS, shown_url,
 )
 from pathserver.editlog.reader import Reader
-from pathserver.errors import AfterTimeoutError, ConflictError, StateUnavailableError
+from pathserver.errors import AfterTimeoutError, ConflictError, RequestError, StateUnavailableError
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.values import check_edit
 
@@ -86,18 +86,20 @@ class Writer:
         self._local = threading.local()
         self._refused_at = -1e9
 
-    def apply_edit(self, name, rects=(), cells=(), *, solid=None, cost=None, if_gen=None) -> GridMap:
+    def apply_edit(self, name, rects=(), cells=(), *, solid=None, cost=None, if_gen=None, links=None) -> GridMap:
         """Append the edit to the stream, wait until it is applied here; returns the new
-        map. ``if_gen`` is checked against this server's map (generations are per server)."""
-        token, fields = self._edit_entry(name, rects, cells, solid, cost, if_gen)
+        map. ``if_gen`` is checked against this server's map (generations are per server).
+        ``links`` (issue #35) are not in the stream yet: refused."""
+        token, fields = self._edit_entry(name, rects, cells, solid, cost, if_gen, links)
         return self._commit(token, lambda: self.client.xadd(STREAM, fields))
 
-    def submit_edit(self, name, rects=(), cells=(), *, solid=None, cost=None, if_gen=None, context=None) -> None:
+    def submit_edit(self, name, rects=(), cells=(), *, solid=None, cost=None, if_gen=None, context=None,
+                    links=None) -> None:
         """:meth:`apply_edit` without waiting: checked here (raising as it does), written by
         the writer thread with others in one round trip; ``(context, outcome, seq)`` comes
         out of :meth:`finished` once it is applied here (``outcome``: the new map) or
         failed (``outcome``: the error; ``state_unavailable``, ``after_timeout``...)."""
-        token, fields = self._edit_entry(name, rects, cells, solid, cost, if_gen)
+        token, fields = self._edit_entry(name, rects, cells, solid, cost, if_gen, links)
         if not self.reader.connected:
             raise self._refusal(ConnectionError("the reader is not connected"))
         # Its write may take COMMAND_TIMEOUT_S before it fails as state_unavailable.
@@ -127,8 +129,11 @@ class Writer:
         """Submitted edits not yet finished."""
         return len(self._submitted)
 
-    def _edit_entry(self, name, rects, cells, solid, cost, if_gen) -> tuple[str, dict]:
+    def _edit_entry(self, name, rects, cells, solid, cost, if_gen, links=None) -> tuple[str, dict]:
         """Check an edit against this server's map; its token and stream fields."""
+        if links is not None:
+            raise RequestError("an update of 'links' on a server with shared state (serve --state) comes later: "
+                               "send put_map with the new links", at="links")
         current = self.registry.get(name)
         if if_gen is not None and current.generation != if_gen:
             raise ConflictError(f"map {name!r} is at generation {current.generation}, not {if_gen} (if_gen): "

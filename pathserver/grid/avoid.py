@@ -38,6 +38,7 @@ def blocker_boxes(gridmap, avoid: Avoid) -> np.ndarray:
     overlaps."""
     if not len(avoid.cells) and not len(avoid.rects):
         return _NO_BOXES
+    avoid = avoid.on_floors(gridmap.floors, gridmap.floor_height)
     return boxes_from(avoid.cells, avoid.rects, float(gridmap.width), float(gridmap.height))
 
 
@@ -226,6 +227,8 @@ class Avoided:
         does): an Avoided whose ``with`` finds them laid, or None (nothing laid) where the
         goal is not free with them laid or none is on the map (the caller's general way
         snaps and lays then)."""
+        if avoid.cell_floors is not None or avoid.rect_floors is not None:
+            return None  # points with floors: the general way moves them onto their floors
         scratch = _scratch(cells)
         rows, rects = avoid.cells, avoid.rects
         boxes = _lay_boxes(rows.shape[0] + rects.shape[0])

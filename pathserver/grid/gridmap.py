@@ -311,13 +311,7 @@ class GridMap:
             clearance = _edit.clearance
         self.clearance = readonly(clearance)
         self.tags, self.tag_names, self.classes = _check_tags(tags, tag_names, classes, self.walkable.shape)
-        try:
-            self.links = check_links(links, self.floors, self.width, self.floor_height)
-        except RequestError as exc:
-            raise MapLoadError(exc.message, at=exc.at) from None
-        for i, tag in enumerate(self.links.tags):
-            if tag is not None and tag not in self.tag_names:
-                raise MapLoadError(f"link tag {tag!r} is not one of the map's tag_names", at=f"links[{i}].tag")
+        self.links = self._checked_links(links)
         self._link_arrays = {}
         #: The layers of the unit sizes used lately and find_path's prepared calls.
         self.layers = LayerCache(cache_sizes)
@@ -368,10 +362,16 @@ class GridMap:
         elif cells.region is not None:
             x, y = cells.region[0], cells.region[1]
             origin = (origin[0] + x * cell_size, origin[1] + y * cell_size)
-        kwargs = {"origin": origin, "cell_size": cell_size, "tags": cells.tags,
+        floors = getattr(cells, "floors", 1)
+        kwargs = {"origin": origin, "cell_size": cell_size,
                   "tag_names": getattr(cells, "tag_names", None), "classes": getattr(cells, "classes", None),
-                  "shape": shape, "layout": layout, **kwargs}
-        return cls(cells.walkable, cells.cost, cells.heights, **kwargs)
+                  "shape": shape, "layout": layout, "floors": floors, "links": getattr(cells, "links", None),
+                  **kwargs}
+        layers = [cells.walkable, cells.cost, cells.heights, cells.tags]
+        if floors > 1:  # the floors one under another -> (floors, h, w)
+            layers = [None if layer is None else layer.reshape(floors, -1, layer.shape[-1]) for layer in layers]
+        walkable, cost, heights, tags = layers
+        return cls(walkable, cost, heights, tags=tags, **kwargs)
 
     @classmethod
     def load(cls, path, **kwargs) -> "GridMap":
@@ -657,6 +657,23 @@ class GridMap:
                 landmarks=self._seeds_for_edit(self._landmark_seeds, UnitLayer.landmarks) if solid else {},
             ),
         )
+
+    def _checked_links(self, links):
+        """``links`` checked against this map (floors, size, tag names) as Links."""
+        try:
+            return check_links(links, self.floors, self.width, self.floor_height, tag_names=self.tag_names)
+        except RequestError as exc:
+            raise MapLoadError(exc.message, at=exc.at) from None
+
+    def with_links(self, links) -> "GridMap":
+        """The same cells with other links (issue #35: ``update``'s ``links``), checked as
+        the constructor checks them; a new map, its generation this one's until served."""
+        clone = GridMap.__new__(GridMap)
+        clone.__dict__.update(self.__dict__)
+        clone.links = self._checked_links(links)
+        clone._link_arrays = {}
+        clone.layers = LayerCache(self.layers.limit)
+        return clone
 
     def with_generation(self, generation: int) -> "GridMap":
         """The same map content stamped with another generation number (used by reloads)."""

@@ -31,6 +31,7 @@ from pathserver.grid.links import check_point
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.values import floor_cell, normalize_unit_size, number_array, python_value
 from pathserver.options import ALGORITHM, AVOID, DIAGONAL, HEURISTIC, MAX_CLIMB, MAX_EXPANSIONS, SEARCH_OPTIONS, SMOOTH
+from pathserver.options import split_floor
 from pathserver.options import SNAP, TRAVERSAL, UNIT_SIZE, plain_number_array
 
 # The kernel's code for each choice of the enum options (tests/test_options.py checks
@@ -194,16 +195,27 @@ def checked(option, value):
 
 
 def cells_of(points, name: str, gridmap: GridMap) -> np.ndarray:
-    """int64 (K, 2): the cell of each of ``points`` (checked by :mod:`pathserver.options`:
-    finite numbers), floored; OutOfBoundsError at ``name[i]`` for the first off the map."""
-    xy = np.floor(number_array(points, 2))
-    outside = (xy[:, 0] < 0) | (xy[:, 0] >= gridmap.width) | (xy[:, 1] < 0) | (xy[:, 1] >= gridmap.height)
+    """int64 (K, 2): the cell of each of ``points`` (``[x, y]`` or ``[x, y, floor]``,
+    checked by :mod:`pathserver.options`: finite numbers), floored, in the floors' stacked
+    grid; OutOfBoundsError at ``name[i]`` for the first off the map (``name[i][2]`` for a
+    floor the map does not have)."""
+    rows, floors = split_floor(points, 2)
+    xy = np.floor(number_array(rows, 2))
+    height = gridmap.floor_height
+    outside = (xy[:, 0] < 0) | (xy[:, 0] >= gridmap.width) | (xy[:, 1] < 0) | (xy[:, 1] >= height)
     if outside.any():
         i = int(np.argmax(outside))
         raise OutOfBoundsError(
-            f"{name}[{i}] ({xy[i, 0]:.0f}, {xy[i, 1]:.0f}) is outside the map ({gridmap.width}x{gridmap.height})",
+            f"{name}[{i}] ({xy[i, 0]:.0f}, {xy[i, 1]:.0f}) is outside the map ({gridmap.width}x{height})",
             at=f"{name}[{i}]",
         )
+    if floors is not None:
+        bad = (floors != np.floor(floors)) | (floors < 0) | (floors >= gridmap.floors)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise OutOfBoundsError(f"{name}[{i}]: floor {floors[i]:g} is not one of the map's floors "
+                                   f"(0..{gridmap.floors - 1})", at=f"{name}[{i}][2]")
+        xy[:, 1] += floors * (height + 1)
     return xy.astype(np.int64, copy=False)
 
 

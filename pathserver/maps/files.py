@@ -1,6 +1,7 @@
 """What every map file module shares: the file names that are maps, the decoded grid a
 format reader returns, the one shape of load error, bounded reads and atomic writes, and
-the readers and checks of what several formats hold (JSON, ``.npy`` layers, rows).
+the readers and checks of what several formats hold (JSON, ``.npy`` layers, rows, Tiled
+properties).
 
 Every problem with a file raises :class:`~pathserver.errors.MapLoadError` whose message is
 ``FILE: WHERE: REASON`` (``maps/x.map: line 7: row has 63 characters, expected 64``).
@@ -8,7 +9,8 @@ Sizes are checked against :data:`~pathserver.grid.gridmap.MAX_CELLS` from the he
 before any grid is allocated.
 
 The format modules (:mod:`~pathserver.maps.movingai`, :mod:`~pathserver.maps.image`,
-:mod:`~pathserver.maps.tiled`, :mod:`~pathserver.maps.sidecar`) import from here, and
+:mod:`~pathserver.maps.tiled`, :mod:`~pathserver.maps.tiled_links`,
+:mod:`~pathserver.maps.sidecar`) import from here, and
 :mod:`pathserver.maps.formats` imports them: the imports run one way.
 """
 
@@ -35,7 +37,7 @@ PLAIN_MAP_SUFFIXES = (".map", ".tmj", ".png")
 #: Keys a sidecar (or a keyword argument of :func:`~pathserver.maps.formats.load_map`) may set.
 OPTION_KEYS = (
     "shape", "layout", "origin", "cell_size", "cost_legend", "heights", "heights_scale", "layer", "empty_cost",
-    "tags", "tag_names", "tag_colors", "tag_layer", "classes",
+    "tags", "tag_names", "tag_colors", "tag_layer", "classes", "floors", "links",
 )
 
 
@@ -43,7 +45,9 @@ OPTION_KEYS = (
 class Decoded:
     """What a format reader found. Grids are indexed ``[y, x]``.
 
-    walkable: bool (H, W). cost: float64 (H, W) or None for uniform cost 1.
+    walkable: bool (H, W). cost: float64 (H, W) or None for uniform cost 1. On a map of
+    several floors (``floors``) every grid holds them one under another, floor 0 on top
+    (H is the floors' rows together), as a ``.map`` or ``.png`` does.
     origin / cell_size: the file's own values (Tiled keeps them), or None; a hex map's
     cell_size may be its tile size ``(w, h)``.
     shape / layout: the grid the file itself declares (Tiled's hexagonal maps), else
@@ -63,6 +67,9 @@ class Decoded:
     tags: np.ndarray | None = None
     tag_names: dict | None = None
     classes: dict | None = None
+    floors: int = 1
+    links: list | None = None
+    link_fields: list[str] | None = None
 
 
 def grid_fields(gridmap) -> dict:
@@ -79,6 +86,14 @@ def grid_fields(gridmap) -> dict:
     elif gridmap.cell_size != 1.0:
         fields["cell_size"] = gridmap.cell_size
     return fields
+
+
+def floor_layers(gridmap, layer: np.ndarray) -> np.ndarray:
+    """One of ``gridmap``'s stacked layers (``walkable``, ``cost``, ``tags``, ``heights``)
+    as ``(floors, floor_height, width)``: the rows GridMap keeps between floors dropped."""
+    floors, height = gridmap.floors, gridmap.floor_height
+    padded = np.concatenate([layer, np.zeros((1, layer.shape[1]), dtype=layer.dtype)])
+    return padded.reshape(floors, height + 1, layer.shape[1])[:, :height]
 
 
 def map_error(path, where: str | None, reason: str) -> MapLoadError:
@@ -191,6 +206,22 @@ def check_dimensions(path, where: str | None, width, height) -> tuple[int, int]:
 
 def is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def tiled_properties(path, owner: dict, where: str) -> dict:
+    """A Tiled map's, layer's, tile's or object's custom properties as name -> value
+    (Tiled's list form, or the pre-1.2 object form)."""
+    raw = owner.get("properties", [])
+    if isinstance(raw, dict):
+        return dict(raw)
+    if not isinstance(raw, list):
+        raise map_error(path, f"field '{where}.properties'", "must be a list of {name, type, value}")
+    found = {}
+    for i, prop in enumerate(raw):
+        if not isinstance(prop, dict) or not isinstance(prop.get("name"), str):
+            raise map_error(path, f"field '{where}.properties[{i}]'", "must be an object with a 'name'")
+        found[prop["name"]] = prop.get("value")
+    return found
 
 
 def is_tiled_document(document) -> bool:

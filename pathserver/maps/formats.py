@@ -14,19 +14,22 @@ Every problem with a file raises :class:`~pathserver.errors.MapLoadError` whose 
 Saving writes the file atomically (a hidden temporary file, then ``os.replace``) so a
 watcher never sees it half-written, plus a sidecar when the map carries something the
 format cannot hold (a hex map's shape and layout, an origin, a cell size, heights, costs
-without a colour or character, tags, tag names, unit classes).
+without a colour or character, tags, tag names, unit classes, a ``.map``'s or ``.png``'s
+floors and links).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from pathserver.errors import MapLoadError
 from pathserver.grid.gridmap import GridMap, register_file_formats
 from pathserver.maps import image, movingai, tiled
 from pathserver.maps import tags as tag_layers
 from pathserver.maps import sidecar as sidecars
-from pathserver.maps.files import OPTION_KEYS, map_error, map_format, write_atomic
+from pathserver.maps.files import OPTION_KEYS, floor_layers, map_error, map_format, write_atomic
 
 #: The module that reads and writes each format (see :func:`~pathserver.maps.files.map_format`).
 _FORMATS = {"movingai": movingai, "png": image, "tiled": tiled}
@@ -41,7 +44,7 @@ def load_map(path: Path, **kwargs) -> GridMap:
     ``sidecar`` (False ignores ``NAME.json``/``NAME.toml``), and any sidecar key
     (``shape``, ``layout``, ``origin``, ``cell_size``, ``cost_legend``, ``heights``,
     ``heights_scale``, ``layer``, ``empty_cost``, ``tags``, ``tag_names``, ``tag_colors``,
-    ``tag_layer``, ``classes``), which wins over the sidecar's value.
+    ``tag_layer``, ``classes``, ``floors``, ``links``), which wins over the sidecar's value.
 
     Raises MapLoadError naming the file, the line or field, and the reason.
     """
@@ -97,35 +100,64 @@ def _load(
             options["heights"], path, decoded.walkable.shape, options.get("heights_scale", 1.0)
         )
         sources.extend(heights_sources)
-    tags, tag_names, tag_sources = _tag_layer(path, fmt, options, decoded)
+    floors = options.get("floors", decoded.floors)
+    links = options.get("links", decoded.links)
+    tags, tag_names, tag_sources = _tag_layer(path, fmt, options, decoded, links)
     sources.extend(tag_sources)
+    tags, tag_names = tag_layers.name_link_tags(links, tags, tag_names, decoded.walkable.shape, path)
     classes = options.get("classes", decoded.classes)
     origin = options.get("origin", decoded.origin if decoded.origin is not None else (0.0, 0.0))
     cell_size = options.get("cell_size", decoded.cell_size if decoded.cell_size is not None else 1.0)
+    layers = _split_floors(floors, (decoded.walkable, decoded.cost, heights, tags), labels.get("floors", path))
     try:
         gridmap = GridMap(
-            decoded.walkable,
-            decoded.cost,
-            heights,
+            *layers[:3],
             origin=origin,
             cell_size=cell_size,
             name=path.stem if name is None else name,
             generation=generation,
-            tags=tags,
+            tags=layers[3],
             tag_names=tag_names,
             classes=classes,
             shape=shape,
             layout=layout,
+            floors=floors,
+            links=links,
         )
     except MapLoadError as exc:
-        # The model's own checks do not know the file; name it here.
-        raise map_error(path, None, exc.message) from None
+        # The model's own checks do not know the file; name it (and the field) here.
+        raise _model_error(path, exc, labels, decoded) from None
     return gridmap, sources
 
 
-def _tag_layer(path: Path, fmt: str, options: dict, decoded) -> tuple:
+def _split_floors(floors: int, layers: tuple, label) -> tuple:
+    """The file's layers (rows of every floor one under another, floor 0 on top) as
+    ``(floors, height, width)`` arrays for GridMap; as they are on a map of one floor."""
+    if floors == 1:
+        return layers
+    rows, width = layers[0].shape
+    if rows % floors:
+        raise map_error(label, "field 'floors'",
+                        f"the map's {rows} rows do not split into {floors} floors of equal height (floor 0 on top)")
+    return tuple(None if layer is None else layer.reshape(floors, rows // floors, width) for layer in layers)
+
+
+def _model_error(path: Path, exc: MapLoadError, labels: dict, decoded) -> MapLoadError:
+    """GridMap's error about ``path``'s map, naming the file and field it came from: a
+    link's error names the sidecar's ``links[i]``, or where the file holds that link."""
+    if not exc.at:
+        return map_error(path, None, exc.message)
+    field, key = exc.at, exc.at.split(".")[0].split("[")[0]
+    if field.startswith("links[") and key not in labels and decoded.link_fields:
+        index, _, rest = field[len("links["):].partition("]")
+        field = decoded.link_fields[int(index)] + rest
+    return map_error(labels.get(key, path), f"field '{field}'", exc.message)
+
+
+def _tag_layer(path: Path, fmt: str, options: dict, decoded, links) -> tuple:
     """``(tags, tag_names, sources)``: the layer the sidecar names (it wins over the file's
-    own), else the one the file carries (a PNG's tag colours, Tiled's tile properties)."""
+    own), else the one the file carries (a PNG's tag colours, Tiled's tile properties);
+    ``tag_names`` without a layer only for tags the ``links`` name."""
     if "tags" in options:
         return tag_layers.load_tags(options, path, decoded.walkable.shape)
     if "tag_colors" in options and fmt != "png":
@@ -133,6 +165,8 @@ def _tag_layer(path: Path, fmt: str, options: dict, decoded) -> tuple:
     if decoded.tags is not None:
         return decoded.tags, decoded.tag_names, []
     if options.get("tag_names"):
+        if any(isinstance(link, dict) and link.get("tag") for link in links or ()):
+            return None, options["tag_names"], []
         raise map_error(
             path, "field 'tag_names'",
             "the map has no tag layer (give 'tags', or 'tag_colors' for a PNG map, or Tiled tiles a 'tag' property)",
@@ -150,7 +184,8 @@ def save_map(gridmap: GridMap, path: Path) -> None:
     The sidecar (``NAME.json``, or ``NAME.toml`` beside a Tiled ``.json``) is written when
     needed, and rewritten whenever one already exists so a stale one never changes the
     map on the next load. Loading what was saved gives back the same walkable cells, costs,
-    heights, origin, cell size, shape and hex layout, tags, tag names and unit classes (a
+    heights, origin, cell size, shape and hex layout, tags, tag names, unit classes, floors
+    and links (a
     Tiled file holds the tags as a ``tags`` layer when every tag value in use has a name,
     the other formats in the sidecar; it holds a hex map as a hexagonal map, whose tile
     size comes back as a pair ``(w, h)``). Raises ValueError when the map cannot be
@@ -160,19 +195,47 @@ def save_map(gridmap: GridMap, path: Path) -> None:
     fmt = map_format(path)
     if fmt is None:
         raise ValueError(f"{path}: cannot tell the format from the suffix (use .map, .png, .tmj or .json)")
-    data, fields = _FORMATS[fmt].encode(gridmap)
+    # The layers of every floor one under another: a .map's or .png's rows, and the rows
+    # of the heights and tags a sidecar holds.
+    rows = _one_floor(gridmap)
+    data, fields = _FORMATS[fmt].encode(gridmap if fmt == "tiled" else rows)
     extra_files: dict[Path, bytes] = {}
     if gridmap.heights is not None:
-        fields["heights"], extra_files = sidecars.encode_heights(gridmap.heights, path)
+        fields["heights"], extra_files = sidecars.encode_heights(rows.heights, path)
     if not (fmt == "tiled" and tiled.holds_tags(gridmap)):
-        tag_fields, tag_files = tag_layers.sidecar_fields(gridmap, path)
+        tag_fields, tag_files = tag_layers.sidecar_fields(rows, path)
+        if "tags" in tag_fields and not rows.tags.any() and any(tag is not None for tag in gridmap.links.tags):
+            # A layer of zeros is there for the links' tag names: loading makes it again.
+            tag_fields.pop("tags")
+            tag_files.clear()
         fields.update(tag_fields)
         extra_files.update(tag_files)
+    if fmt != "tiled":
+        if gridmap.floors > 1:
+            fields["floors"] = gridmap.floors
+        if len(gridmap.links):
+            fields["links"] = gridmap.links.to_wire(gridmap.floors)
     for extra_path, extra_data in extra_files.items():
         write_atomic(extra_path, extra_data)
     # The sidecar goes first: a watcher that sees the new map file then finds its metadata.
     sidecars.write_sidecar(path, fields)
     write_atomic(path, data)
+
+
+def _one_floor(gridmap: GridMap) -> GridMap:
+    """``gridmap`` as one floor whose rows are its floors' one under another, floor 0 on
+    top, without links (``gridmap`` itself when it has one floor)."""
+    if gridmap.floors == 1:
+        return gridmap
+
+    def rows(layer):
+        return None if layer is None else np.concatenate(floor_layers(gridmap, layer))
+
+    return GridMap(
+        rows(gridmap.walkable), None if gridmap.uniform_cost else rows(gridmap.cost), rows(gridmap.heights),
+        origin=gridmap.origin, cell_size=gridmap.cell_size, name=gridmap.name, tags=rows(gridmap.tags),
+        tag_names=gridmap.tag_names, classes=gridmap.classes, shape=gridmap.shape, layout=gridmap.layout,
+    )
 
 
 # GridMap.load / GridMap.save are these two functions under another name.

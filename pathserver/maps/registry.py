@@ -132,7 +132,7 @@ class MapRegistry:
                 {
                     "name": name,
                     "width": gridmap.width if gridmap else None,
-                    "height": gridmap.height if gridmap else None,
+                    "height": gridmap.floor_height if gridmap else None,
                     "cell_size": gridmap.cell_size if gridmap else None,
                     "origin": list(gridmap.origin) if gridmap else None,
                     "generation": gridmap.generation if gridmap else None,
@@ -146,6 +146,8 @@ class MapRegistry:
                     "classes": sorted(gridmap.classes) if gridmap else None,
                     "shape": gridmap.shape if gridmap else None,
                     "layout": gridmap.layout if gridmap else None,
+                    "floors": gridmap.floors if gridmap else None,
+                    "links": len(gridmap.links) if gridmap else None,
                 }
             )
         return rows
@@ -198,17 +200,20 @@ class MapRegistry:
         """Cells of all uploaded maps now."""
         return self._upload_cells
 
-    def apply_edit(self, name, rects=(), cells=(), *, solid=None, cost=None, if_gen: int | None = None) -> GridMap:
+    def apply_edit(self, name, rects=(), cells=(), *, solid=None, cost=None, if_gen: int | None = None,
+                   links=None) -> GridMap:
         """Replace map ``name`` with ``gridmap.edit(...)`` (see :meth:`GridMap.edit`) and
         return the new map. The file is not written: a later change of it wins.
         ``if_gen``: edit only if the map's generation is this one, else ConflictError
-        (carrying the current generation)."""
+        (carrying the current generation). ``links``: the map's new links (issue #35),
+        with or without an edit of cells."""
 
         def edit(current: GridMap) -> GridMap:
             if if_gen is not None and current.generation != if_gen:
                 raise ConflictError(f"map {name!r} is at generation {current.generation}, not {if_gen} (if_gen): "
                                     "read it again and retry", gen=current.generation, at="if_gen")
-            return current.edit(rects, cells, solid=solid, cost=cost)
+            edited = current.edit(rects, cells, solid=solid, cost=cost) if rects or cells else current
+            return edited if links is None else edited.with_links(links)
 
         return self._edit(name, edit)
 

@@ -23,8 +23,16 @@ optional (an unknown key is an error, so a typo does not pass silently)::
     tag_layer      Tiled only: the tile layer whose tiles' "tag" property gives the tags
     classes        unit classes: class -> {tag: null (blocked; TOML: "blocked") or a cost
                    multiplier >= 1}
+    floors         .map / .png: n floors (1..16), the file's rows one under another,
+                   floor 0 on top, each height / n rows; the heights and tags layers hold
+                   the same rows
+    links          .map / .png: links between cells as put_map takes them, [{"from": [x,
+                   y, floor], "to": [x, y, floor], "cost": c, "two_way": bool, "tag":
+                   name}, ...] (TOML: [[links]] tables); points in one floor's cells
 
-How the tag keys combine is in :mod:`pathserver.maps.tags`.
+How the tag keys combine is in :mod:`pathserver.maps.tags`; floors and links are checked
+by :mod:`pathserver.floors` when the map is built, and a tag a link names that the map
+does not gets a value of its own (:func:`pathserver.maps.tags.name_link_tags`).
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pathserver.errors import RequestError
+from pathserver.floors import check_floors
 from pathserver.hexes import LAYOUTS, SHAPES
 from pathserver.maps import tags as tag_layers
 from pathserver.maps.files import (
@@ -48,9 +58,10 @@ MAX_SIDECAR_BYTES = 256 * 1024 * 1024
 INLINE_HEIGHTS_CELLS = 4096
 
 _TAG_KEYS = {"tags", "tag_names", "tag_colors", "classes"}
+_ROWS_KEYS = {"shape", "layout", "origin", "cell_size", "cost_legend", "heights", "heights_scale", "floors", "links"}
 _APPLIES = {
-    "movingai": {"shape", "layout", "origin", "cell_size", "cost_legend", "heights", "heights_scale", *_TAG_KEYS},
-    "png": {"shape", "layout", "origin", "cell_size", "cost_legend", "heights", "heights_scale", *_TAG_KEYS},
+    "movingai": {*_ROWS_KEYS, *_TAG_KEYS},
+    "png": {*_ROWS_KEYS, *_TAG_KEYS},
     "tiled": {"origin", "cell_size", "heights", "heights_scale", "layer", "empty_cost", "tag_layer", *_TAG_KEYS},
 }
 _COLOUR = re.compile(r"#[0-9a-fA-F]{6}")
@@ -169,6 +180,16 @@ def validate_options(raw: dict, fmt: str, label: str) -> dict:
             options[key] = _validate_legend(value, fmt, label)
         elif key == "heights":
             options[key] = _validate_heights(value, label)
+        elif key == "floors":
+            try:
+                options[key] = check_floors(value)
+            except RequestError as exc:
+                raise map_error(label, where, exc.message) from None
+        elif key == "links":
+            # Each link is checked with the map's size and floors, when it is built.
+            if not isinstance(value, (list, tuple)):
+                raise map_error(label, where, 'must be a list of {"from", "to", "cost", "two_way"?, "tag"?}')
+            options[key] = list(value)
     return options
 
 
@@ -267,7 +288,7 @@ def _dump_json(fields: dict) -> str:
     # One row of heights per line keeps the file readable and diffable.
     lines = []
     for key, value in fields.items():
-        if key in ("heights", "tags") and isinstance(value, list):
+        if key in ("heights", "tags", "links") and isinstance(value, list) and value:
             rows = ",\n".join("    " + json.dumps(row, separators=(",", ":") if key == "tags" else None)
                               for row in value)
             lines.append(f'  "{key}": [\n{rows}\n  ]')
@@ -279,6 +300,8 @@ def _dump_json(fields: dict) -> str:
 def _toml_value(value) -> str:
     if value is None:
         return '"blocked"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -294,7 +317,7 @@ _TOML_TABLES = ("cost_legend", "tag_names", "tag_colors", "classes")
 def _dump_toml(fields: dict) -> str:
     lines = []
     for key, value in fields.items():
-        if key in _TOML_TABLES:
+        if key in _TOML_TABLES or key == "links":
             continue
         if key in ("heights", "tags") and isinstance(value, list):
             rows = ",\n".join("    " + _toml_value(row) for row in value)
@@ -309,5 +332,9 @@ def _dump_toml(fields: dict) -> str:
     for unit_class, rules in fields.get("classes", {}).items():
         lines.append(f"\n[classes.{json.dumps(unit_class)}]")
         lines.extend(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in rules.items())
+    # An array of tables, one [[links]] a link, after every plain key and table.
+    for link in fields.get("links", []):
+        lines.append("\n[[links]]")
+        lines.extend(f"{k} = {_toml_value(v)}" for k, v in link.items())
     return "\n".join(lines) + "\n"
 

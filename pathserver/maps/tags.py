@@ -173,6 +173,30 @@ def _load_png_tags(path: Path, shape, tag_colors, names: dict) -> tuple[np.ndarr
     return tags, values
 
 
+def name_link_tags(links, tags, tag_names: dict | None, shape, path) -> tuple:
+    """``(tags, tag_names)`` of a map whose ``links`` (as ``put_map`` takes them) may name
+    tags: each tag a link names and ``tag_names`` does not gets the lowest value 1..255
+    neither named nor in the layer ``tags``, in sorted name order; a map without a tag
+    layer gets one of zeros of ``shape`` (a map's tag names need a layer). Links that are
+    not well formed are left to :func:`pathserver.floors.check_links`."""
+    names = dict(tag_names or {})
+    wanted = {link["tag"] for link in links or () if isinstance(link, dict) and isinstance(link.get("tag"), str)
+              and link["tag"]}
+    missing = sorted(wanted - set(names))
+    if not wanted:
+        return tags, tag_names
+    used = set(names.values()) | (set(np.unique(tags).tolist()) if tags is not None else set())
+    free = iter(v for v in range(1, 256) if v not in used)
+    for name in missing:
+        value = next(free, None)
+        if value is None:
+            raise map_error(path, "field 'links'", "more than 255 tag names (a tag is one byte a cell)")
+        names[name] = value
+    if tags is None:
+        tags = np.zeros(shape, dtype=np.uint8)
+    return tags, names
+
+
 # -- writing --------------------------------------------------------------------------------
 
 

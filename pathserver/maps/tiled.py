@@ -28,6 +28,14 @@ properties ``cell_size`` (on a hex map also a string of JSON ``[w, h]``), ``orig
 ``origin_y``, then the sidecar, override each value. A hex map is written as a hexagonal
 map whose ``hexsidelength`` is half its tile across.
 
+Floors: each tile or group layer with an int property ``floor`` is that floor (0..n-1,
+once each), a group's tile layers read as a one-floor map's; without any, the map is one
+floor. Links: the polylines of object layers named ``links``, from the cell under the first
+point to the cell under the last, with the properties ``cost``, ``two_way``, ``tag``,
+``from_floor`` and ``to_floor`` (default: the ``floor`` of the object layer or its group).
+Both as docs/guide.md, "Floors and links", says; written back the same way. The link
+objects are read and written in :mod:`pathserver.maps.tiled_links`.
+
 Not read: zstd-compressed layer data (in Tiled, set the map's Tile Layer Format to CSV or
 Base64 (zlib)), infinite maps, the staggered (isometric) orientation, XML tilesets
 (``.tsx``: export them as JSON). Which layer is read, the flags, encodings, tilesets and
@@ -46,18 +54,23 @@ from pathlib import Path
 
 import numpy as np
 
+from pathserver.errors import RequestError
+from pathserver.floors import check_floors
 from pathserver.hexes import OVERLAP, tile_size_of
 from pathserver.maps.files import (
     Decoded,
     check_dimensions,
+    floor_layers,
     is_number,
     is_tiled_document,
     map_error,
     parse_json,
     read_file,
     tag_values,
+    tiled_properties,
 )
 from pathserver.maps.tags import check_classes, check_tag_names, json_property
+from pathserver.maps.tiled_links import LINKS_LAYER, link_objects, pixel_cells, read_links
 
 #: A Tiled JSON file bigger than this is refused (a 4096 x 4096 CSV map is about 40 MB).
 MAX_JSON_BYTES = 256 * 1024 * 1024
@@ -80,21 +93,6 @@ class _Tileset:
     where: str
     # local tile id -> its "tag" property
     tags: dict[int, str]
-
-
-def _properties(path, owner: dict, where: str) -> dict:
-    """Custom properties as name -> value (Tiled's list form, or the pre-1.2 object form)."""
-    raw = owner.get("properties", [])
-    if isinstance(raw, dict):
-        return dict(raw)
-    if not isinstance(raw, list):
-        raise map_error(path, f"field '{where}.properties'", "must be a list of {name, type, value}")
-    found = {}
-    for i, prop in enumerate(raw):
-        if not isinstance(prop, dict) or not isinstance(prop.get("name"), str):
-            raise map_error(path, f"field '{where}.properties[{i}]'", "must be an object with a 'name'")
-        found[prop["name"]] = prop.get("value")
-    return found
 
 
 def _tile_terrain(path, props: dict, where: str) -> tuple[bool, float]:
@@ -148,7 +146,7 @@ def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tilese
         if not isinstance(tile, dict):
             raise map_error(owner_path, f"field '{tile_where}'", "must be an object")
         tile_id = _integer(owner_path, tile.get("id"), f"{tile_where}.id", 0)
-        props = _properties(owner_path, tile, tile_where)
+        props = tiled_properties(owner_path, tile, tile_where)
         tiles[tile_id] = _tile_terrain(owner_path, props, tile_where)
         tag = props.get("tag", "")
         if not isinstance(tag, str):
@@ -156,19 +154,6 @@ def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tilese
         if tag:
             tags[tile_id] = tag
     return _Tileset(firstgid, tilecount, tiles, f"{owner_path}", tags)
-
-
-def _tile_layers(path, layers, where: str, found: list) -> None:
-    if not isinstance(layers, list):
-        raise map_error(path, f"field '{where}'", "must be a list")
-    for i, layer in enumerate(layers):
-        layer_where = f"{where}[{i}]"
-        if not isinstance(layer, dict):
-            raise map_error(path, f"field '{layer_where}'", "must be an object")
-        if layer.get("type") == "tilelayer":
-            found.append((layer_where, layer))
-        elif layer.get("type") == "group":
-            _tile_layers(path, layer.get("layers", []), f"{layer_where}.layers", found)
 
 
 def _named_layer(path, layers: list, wanted: str) -> tuple[str, dict]:
@@ -185,7 +170,7 @@ def _choose_layer(path, layers: list, wanted: str | None) -> tuple[str, dict]:
     if wanted is not None:
         return _named_layer(path, layers, wanted)
     for where, layer in layers:
-        if _properties(path, layer, where).get("pathfinding") is True:
+        if tiled_properties(path, layer, where).get("pathfinding") is True:
             return where, layer
     return layers[0]
 
@@ -322,19 +307,16 @@ def read(path: Path, options: dict) -> Decoded:
     tilewidth = document.get("tilewidth")
     if tilewidth is not None and (not is_number(tilewidth) or tilewidth <= 0):
         raise map_error(path, "field 'tilewidth'", f"must be a number > 0, got {tilewidth!r:.40}")
-    props = _properties(path, document, "map")
+    props = tiled_properties(path, document, "map")
     layout = base_origin = None
+    tiled_hex = None
     if orientation == "hexagonal":
         layout, base_origin, cell_size = _hex_grid(path, document)
+        tiled_hex = (base_origin, cell_size)  # Tiled's own pixels, where link objects are
         cell_size = _hex_cell_size(path, props) or cell_size
     else:
         cell_size = _map_number(path, props, "cell_size", positive=True) or (float(tilewidth) if tilewidth else None)
     origin_x, origin_y = _map_number(path, props, "origin_x"), _map_number(path, props, "origin_y")
-
-    layers: list[tuple[str, dict]] = []
-    _tile_layers(path, document.get("layers"), "layers", layers)
-    where, layer = _choose_layer(path, layers, options.get("layer"))
-    gids = _layer_gids(path, layer, where, width, height) & _GID_MASK
 
     sources: list[Path] = []
     tilesets_raw = document.get("tilesets", [])
@@ -343,8 +325,94 @@ def read(path: Path, options: dict) -> Decoded:
     tilesets = sorted(
         (_read_tileset(path, entry, i, sources) for i, entry in enumerate(tilesets_raw)), key=lambda t: t.firstgid
     )
-    empty_cost = options.get("empty_cost", 1.0)
+    everything = _all_layers(path, document.get("layers"), "layers", None, [])
+    floors = _floor_scopes(path, everything)
+    names = None if "tags" in options else _tag_names(path, options, props, tilesets)  # a sidecar's layer wins
+    grids = [_read_floor(path, options, props, scope, tilesets, names, (height, width)) for scope in floors]
+    walkable = np.concatenate([grid[0] for grid in grids])
+    cell_cost = np.concatenate([grid[1] for grid in grids])
+    if not (cell_cost[walkable] != 1.0).any():
+        cell_cost = None
+    origin = None
+    if origin_x is not None or origin_y is not None or base_origin is not None:
+        base_x, base_y = base_origin or (0.0, 0.0)
+        origin = (base_x if origin_x is None else origin_x, base_y if origin_y is None else origin_y)
+    decoded = Decoded(walkable, cell_cost, origin=origin, cell_size=cell_size, sources=sources,
+                      shape="square" if layout is None else "hex", layout=layout, floors=len(floors))
+    if "classes" in props:
+        decoded.classes = check_classes(_json_property(path, props, "classes"), path, "field 'properties' classes")
+    if names:
+        decoded.tag_names = names
+        decoded.tags = np.concatenate([grid[2] for grid in grids])
+    link_layers = [(where, layer, floor) for where, layer, _, floor in everything
+                   if layer.get("type") == "objectgroup" and layer.get("name") == LINKS_LAYER]
+    if link_layers:
+        to_cell = pixel_cells(path, document, orientation, layout, tiled_hex)
+        decoded.links, decoded.link_fields = read_links(path, link_layers, to_cell)
+    return decoded
 
+
+def _all_layers(path, layers, where: str, floor: int | None, found: list) -> list:
+    """Every layer, depth first in file order, as ``(where, layer, properties, floor)``:
+    ``floor`` its own ``floor`` property, else its group's (None: neither has one)."""
+    if not isinstance(layers, list):
+        raise map_error(path, f"field '{where}'", "must be a list")
+    for i, layer in enumerate(layers):
+        layer_where = f"{where}[{i}]"
+        if not isinstance(layer, dict):
+            raise map_error(path, f"field '{layer_where}'", "must be an object")
+        props = tiled_properties(path, layer, layer_where)
+        own = floor
+        if "floor" in props:
+            own = props["floor"]
+            if isinstance(own, bool) or not isinstance(own, int) or own < 0:
+                raise map_error(path, f"field '{layer_where}.properties' floor",
+                                f"must be an integer >= 0 (the floor's number), got {own!r:.40}")
+        found.append((layer_where, layer, props, own))
+        if layer.get("type") == "group":
+            _all_layers(path, layer.get("layers", []), f"{layer_where}.layers", own, found)
+    return found
+
+
+def _floor_scopes(path, everything: list) -> list[list[tuple[str, dict]]]:
+    """The tile layers of each floor, floor 0 first: a tile or group layer with an int
+    property ``floor`` is that floor (a group's tile layers are read as a map's are);
+    without any, the map is one floor of all its tile layers."""
+    tile_layers = [(where, layer) for where, layer, _, _ in everything if layer.get("type") == "tilelayer"]
+    marked = [(props["floor"], where, layer) for where, layer, props, _ in everything
+              if "floor" in props and layer.get("type") in ("tilelayer", "group")]
+    if not marked:
+        return [tile_layers]
+    numbers = sorted(floor for floor, _, _ in marked)
+    if numbers != list(range(len(numbers))):
+        raise map_error(path, "field 'layers'", f"the layers marked 'floor' are floors {numbers}; number them "
+                                                f"0..{len(numbers) - 1}, one layer (or group) a floor")
+    try:
+        check_floors(len(numbers))
+    except RequestError as exc:
+        raise map_error(path, "field 'layers'", f"{exc.message} (layers marked 'floor')") from None
+    scopes = []
+    for _, where, layer in sorted(marked, key=lambda entry: entry[0]):
+        if layer.get("type") == "tilelayer":
+            scopes.append([(where, layer)])
+        else:
+            scope = [(w, found) for w, found, _, _ in everything
+                     if w.startswith(f"{where}.layers[") and found.get("type") == "tilelayer"]
+            if not scope:
+                raise map_error(path, f"field '{where}'", "a floor's group has no tile layer")
+            scopes.append(scope)
+    return scopes
+
+
+def _read_floor(path, options: dict, props: dict, scope: list, tilesets: list, names: dict | None,
+                shape: tuple) -> tuple:
+    """``(walkable, cost, tags)`` (``shape``) of one floor from its tile layers ``scope``:
+    the layer chosen as for a map of one floor, the tags (valued by ``names``; None: no
+    tags) from its tag layer."""
+    height, width = shape
+    where, layer = _choose_layer(path, scope, options.get("layer"))
+    gids = _layer_gids(path, layer, where, width, height) & _GID_MASK
+    empty_cost = options.get("empty_cost", 1.0)
     keys, inverse = np.unique(gids, return_inverse=True)
     walkable = np.ones(len(keys), dtype=bool)
     cost = np.ones(len(keys), dtype=np.float64)
@@ -355,28 +423,14 @@ def read(path: Path, options: dict) -> Decoded:
             continue
         walkable[k], cost[k] = tileset.tiles.get(local, (True, 1.0))
     inverse = inverse.reshape(-1)
-    cell_walkable = walkable[inverse].reshape(height, width)
-    cell_cost = cost[inverse].reshape(height, width)
-    if not (cell_cost[cell_walkable] != 1.0).any():
-        cell_cost = None
-    origin = None
-    if origin_x is not None or origin_y is not None or base_origin is not None:
-        base_x, base_y = base_origin or (0.0, 0.0)
-        origin = (base_x if origin_x is None else origin_x, base_y if origin_y is None else origin_y)
-    decoded = Decoded(cell_walkable, cell_cost, origin=origin, cell_size=cell_size, sources=sources,
-                      shape="square" if layout is None else "hex", layout=layout)
-    if "classes" in props:
-        decoded.classes = check_classes(_json_property(path, props, "classes"), path, "field 'properties' classes")
-    if "tags" not in options:  # a sidecar's tag layer wins over the tiles'
-        _read_tags(path, options, props, layers, (where, layer, gids), tilesets, decoded)
-    return decoded
+    tags = None
+    if names:
+        tags = _read_tags(path, options, props, scope, (where, layer, gids), tilesets, names, shape)
+    return walkable[inverse].reshape(height, width), cost[inverse].reshape(height, width), tags
 
 
-def _read_tags(path, options: dict, props: dict, layers: list, ground: tuple, tilesets: list, decoded) -> None:
-    """Set ``decoded.tags`` and ``decoded.tag_names`` from the ``tag`` properties of the
-    tiles of the tag layer (see the module docstring); ``ground`` is ``(where, layer,
-    gids)`` of the layer read for walkable cells."""
-    height, width = decoded.walkable.shape
+def _tag_names(path, options: dict, props: dict, tilesets: list) -> dict | None:
+    """``{name: value}`` of the tags the tiles declare (None: no tile has a ``tag``)."""
     names = sorted({tag for tileset in tilesets for tag in tileset.tags.values()})
     tag_layer = options.get("tag_layer", props.get("tag_layer"))
     if tag_layer is not None and not isinstance(tag_layer, str):
@@ -384,11 +438,20 @@ def _read_tags(path, options: dict, props: dict, layers: list, ground: tuple, ti
     if not names:
         if tag_layer is not None:
             raise map_error(path, "field 'tilesets'", f"tag_layer is {tag_layer!r} but no tile has a 'tag' property")
-        return
+        return None
     fixed = options.get("tag_names")
     if fixed is None and "tag_names" in props:
         fixed = check_tag_names(_json_property(path, props, "tag_names"), path, "field 'properties' tag_names")
-    decoded.tag_names = tag_values(names, fixed, path)
+    return tag_values(names, fixed, path)
+
+
+def _read_tags(path, options: dict, props: dict, layers: list, ground: tuple, tilesets: list, names: dict,
+               shape: tuple) -> np.ndarray:
+    """The tags (uint8 ``shape``) the ``tag`` properties of the tiles of the tag layer give
+    (see the module docstring); ``ground`` is ``(where, layer, gids)`` of the layer read
+    for walkable cells."""
+    height, width = shape
+    tag_layer = options.get("tag_layer", props.get("tag_layer"))
     where, layer, gids = ground
     if tag_layer is None and any(found.get("name") == "tags" for _, found in layers):
         tag_layer = "tags"
@@ -399,8 +462,8 @@ def _read_tags(path, options: dict, props: dict, layers: list, ground: tuple, ti
     values = np.zeros(len(keys), dtype=np.uint8)
     for k, (gid, tileset, local) in enumerate(_tiles_of(path, where, gids, keys, tilesets, width)):
         if gid and local in tileset.tags:
-            values[k] = decoded.tag_names[tileset.tags[local]]
-    decoded.tags = values[inverse.reshape(-1)].reshape(height, width)
+            values[k] = names[tileset.tags[local]]
+    return values[inverse.reshape(-1)].reshape(height, width)
 
 
 def _tiles_of(path, where: str, gids: np.ndarray, keys: np.ndarray, tilesets: list, width: int):
@@ -471,10 +534,16 @@ def _whole(size: float) -> int:
 
 
 def encode(gridmap) -> tuple[bytes, dict]:
-    """``.tmj`` bytes for ``gridmap``; origin and cell size travel as map properties."""
-    height, width = gridmap.walkable.shape
-    walkable, cost = gridmap.walkable, gridmap.cost
-    gids = np.zeros((height, width), dtype=np.uint32)
+    """``.tmj`` bytes for ``gridmap``; origin and cell size travel as map properties, each
+    floor of several is a group of layers with a ``floor`` property, the links are a
+    ``links`` object layer of polylines."""
+    height, width = gridmap.floor_height, gridmap.width
+
+    def rows(layer):  # the floors one under another: the grids below are split by floor
+        return np.concatenate(floor_layers(gridmap, layer))
+
+    walkable, cost = rows(gridmap.walkable), rows(gridmap.cost)
+    gids = np.zeros(walkable.shape, dtype=np.uint32)
     gids[~walkable] = 1
     tiles = [{"id": 0, "properties": [{"name": "solid", "type": "bool", "value": True}]}]
     costed = walkable & (cost != 1.0)
@@ -494,7 +563,7 @@ def encode(gridmap) -> tuple[bytes, dict]:
         for value, name in sorted(by_value.items()):
             lookup[value] = len(tiles) + 1
             tiles.append({"id": len(tiles), "properties": [{"name": "tag", "type": "string", "value": name}]})
-        tag_gids = lookup[gridmap.tags]
+        tag_gids = lookup[rows(gridmap.tags)]
         properties.append({"name": "tag_names", "type": "string", "value": json_property(gridmap.tag_names)})
         if gridmap.classes:
             properties.append({"name": "classes", "type": "string", "value": json_property(gridmap.classes)})
@@ -509,30 +578,47 @@ def encode(gridmap) -> tuple[bytes, dict]:
     if gridmap.origin != base_origin:
         properties.append({"name": "origin_x", "type": "float", "value": gridmap.origin[0]})
         properties.append({"name": "origin_y", "type": "float", "value": gridmap.origin[1]})
-    layer = {
-        "data": None,
-        "height": height,
-        "id": 1,
-        "name": "pathfinding",
-        "opacity": 1,
-        "properties": [{"name": "pathfinding", "type": "bool", "value": True}],
-        "type": "tilelayer",
-        "visible": True,
-        "width": width,
-        "x": 0,
-        "y": 0,
-    }
-    layers = [(layer, gids)]
-    if tag_gids is not None:
-        tag_layer = dict(layer, id=2, name="tags", properties=[], visible=False)
-        layers.append((tag_layer, tag_gids))
+    layers, top = [], []  # (tile layer, its gids) and the document's layers
+    for floor in range(gridmap.floors):
+        layer = {
+            "data": None,
+            "height": height,
+            "id": len(layers) + (gridmap.floors if gridmap.floors > 1 else 0) + 1,  # groups' ids first
+            "name": "pathfinding",
+            "opacity": 1,
+            "properties": [{"name": "pathfinding", "type": "bool", "value": True}],
+            "type": "tilelayer",
+            "visible": True,
+            "width": width,
+            "x": 0,
+            "y": 0,
+        }
+        in_floor = [(layer, gids[floor * height:(floor + 1) * height])]
+        if tag_gids is not None:
+            tag_layer = dict(layer, id=layer["id"] + 1, name="tags", properties=[], visible=False)
+            in_floor.append((tag_layer, tag_gids[floor * height:(floor + 1) * height]))
+        layers.extend(in_floor)
+        if gridmap.floors == 1:
+            top.extend(entry for entry, _ in in_floor)
+        else:
+            top.append({"id": floor + 1, "layers": [entry for entry, _ in in_floor], "name": f"floor {floor}",
+                        "opacity": 1, "properties": [{"name": "floor", "type": "int", "value": floor}],
+                        "type": "group", "visible": floor == 0, "x": 0, "y": 0})
+    if gridmap.hex:
+        tiled_hex = hex_transform(gridmap.layout, tile_width, tile_height, grid["hexsidelength"])
+    else:
+        tiled_hex = None
+    objects = link_objects(gridmap, tile_width, tile_height, tiled_hex)
+    if objects:
+        top.append({"draworder": "topdown", "id": len(layers) + len(top) + 1, "name": LINKS_LAYER, "objects": objects,
+                    "opacity": 1, "type": "objectgroup", "visible": True, "x": 0, "y": 0})
     document = {
         "compressionlevel": -1,
         "height": height,
         "infinite": False,
-        "layers": [entry for entry, _ in layers],
-        "nextlayerid": len(layers) + 1,
-        "nextobjectid": 1,
+        "layers": top,
+        "nextlayerid": max(entry["id"] for entry in top + [entry for entry, _ in layers]) + 1,
+        "nextobjectid": len(objects) + 1,
         "orientation": "hexagonal" if gridmap.hex else "orthogonal",
         "renderorder": "right-down",
         "tiledversion": _TILED_VERSION,

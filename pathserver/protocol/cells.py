@@ -53,7 +53,9 @@ class MapCells:
     None | multiplier}}``), the names of the ``tags`` layer's values and the map's unit
     classes (None: none; ``put_map`` sends them, ``get_map`` returns them), shape and
     layout (a hex map's: :mod:`pathserver.hexes`; its cell_size may be a tile size ``(w,
-    h)``).
+    h)``), floors and links (issue #35: the arrays then hold the ``floors`` layers one under
+    another, floor 0 first, ``floors * h`` rows; links a :class:`pathserver.floors.Links`
+    or None).
 
     ``pathserver.GridMap.from_cells(cells)`` makes a map to search in process from it.
     """
@@ -72,6 +74,8 @@ class MapCells:
     classes: dict | None = None
     shape: str = "square"
     layout: str | None = None
+    floors: int = 1
+    links: object = None
 
     @property
     def width(self) -> int:
@@ -166,10 +170,11 @@ class MapCells:
         """A ``get_map`` reply's cells and what it says about the map."""
         x, y, w, h = reply[REGION.name]
         return cls.from_wire(
-            w, h, reply["cells"], reply.get("costs"), reply.get("heights"), reply.get("tags"),
+            w, h * reply.get("floors", 1), reply["cells"], reply.get("costs"), reply.get("heights"), reply.get("tags"),
             origin=tuple(reply["origin"]), cell_size=reply["cell_size"], name=reply["map"], gen=reply["gen"],
             map_size=(reply["width"], reply["height"]), region=(x, y, w, h), tag_names=reply.get("tag_names"),
             classes=reply.get("classes"), shape=reply.get("shape", "square"), layout=reply.get("layout"),
+            floors=reply.get("floors", 1), links=reply.get("links"),
         )
 
     # -- from the caller's arrays --------------------------------------------------------

@@ -76,6 +76,10 @@ class PathAnswer(NamedTuple):
     gen: int, the generation of the map the answer was computed on.
     goal_index: with ``goals``, the index of the goal the path leads to, -1 when none is
         reached (nil on the wire); None for a single ``goal`` (the reply leaves it out).
+    links: on a map with floors or links, ``[[i, k], ...]``: the move from ``path[i]`` to
+        ``path[i + 1]`` is link ``k``; None elsewhere (the reply leaves it out).
+
+    On a map of several floors every point is ``(x, y, floor)``.
     """
 
     status: str
@@ -89,6 +93,7 @@ class PathAnswer(NamedTuple):
     goal_snapped: bool
     gen: int
     goal_index: int | None = None
+    links: list | None = None
 
 
 class PointKernels(Protocol):
@@ -116,7 +121,8 @@ class PathReplies:
     dict for :func:`~pathserver.protocol.codec.encode`) or one entry of a ``paths``
     reply's ``results`` (:meth:`entry`). Members in wire order: ``status, path, cost,
     length, expanded, start, goal, start_snapped, goal_snapped, gen`` and, for a request
-    with ``goals``, ``goal_index`` (nil when no goal is reached).
+    with ``goals``, ``goal_index`` (nil when no goal is reached), and on a map with floors
+    or links ``links``.
 
     kernels: the compiled point encoders for paths of ``pack_min_points`` points or more;
     None encodes every path as lists (the same bytes, slower for long paths, and the GIL
@@ -138,10 +144,10 @@ class PathReplies:
         bin of pairs (:func:`~pathserver.protocol.packed.points_bin`). One literal, which
         :meth:`entry` reuses, rather than ``ok_reply(rid, self.entry(...))``: this is the
         reply the server builds most often."""
-        status, path, cost, length, expanded, start, goal, start_snapped, goal_snapped, gen, goal_index = answer
+        status, path, cost, length, expanded, start, goal, start_snapped, goal_snapped, gen, goal_index, links = answer
         if packed:
             points = points_bin(path)
-        elif path.shape[0] < self._pack_from:
+        elif path.shape[0] < self._pack_from or path.shape[1] != 2:
             points = path.tolist()
         else:
             points = self._packed(path)
@@ -161,6 +167,8 @@ class PathReplies:
         }
         if goal_index is not None:
             reply["goal_index"] = goal_index if goal_index >= 0 else None
+        if links is not None:
+            reply["links"] = links
         return reply
 
     def entry(self, answer: PathAnswer) -> dict:

@@ -23,10 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathserver.errors import NonFiniteError, RequestError, TooLargeError, UnknownOpError
-from pathserver.options import BY_NAME, GOALS, PER_REQUEST, REGION, SPACE, UNIT_SIZE, UPDATE_OP, number, number_rows
+from pathserver.options import BY_NAME, GOALS, PER_REQUEST, POINT, POINT_SHAPE, RECT, REGION, SPACE, UNIT_SIZE, UPDATE_OP
+from pathserver.options import number, number_rows
 from pathserver.options import op_fields, quoted
 from pathserver.options import wire_defaults, wire_type
 from pathserver import arrays
+from pathserver.floors import check_floors, check_links
 from pathserver.hexes import SHAPES, check_layout, tile_size_of
 from pathserver.protocol.cells import MapCells, check_side
 
@@ -124,6 +126,8 @@ class UpdateRequest:
     cost: float | None
     space: str
     if_gen: int | None = None
+    #: ``links``: the map's new list of links (checked against the map when applied), or None.
+    links: list | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -264,9 +268,9 @@ def parse_request(obj: dict, parsers: dict):
 
 # -- the ops but path and paths (pathserver.protocol.path_requests) ------------------
 
-_UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost") + op_fields(UPDATE_OP) + ("if_gen",)
+_UPDATE_FIELDS = ("id", "op", "map", "rects", "cells", "solid", "cost") + op_fields(UPDATE_OP) + ("if_gen", "links")
 _PUT_MAP_FIELDS = ("id", "op", "map", "width", "height", "cells", "costs", "heights", "origin", "cell_size", "tags",
-                   "tag_names", "classes", "shape", "layout")
+                   "tag_names", "classes", "shape", "layout", "floors", "links")
 _DROP_MAP_FIELDS = ("id", "op", "map")
 _GET_MAP_FIELDS = ("id", "op", "map", REGION.name)
 _BARE_FIELDS = ("id", "op")
@@ -279,11 +283,16 @@ def parse_update(rid: int, obj: dict) -> UpdateRequest:
     check_fields(obj, _UPDATE_FIELDS, "")
     name = map_name(obj)
     space = SPACE.check(obj.get(SPACE.name)) or "grid"
-    rects = tuple(number_lists(obj, "rects", 4))
-    cells = tuple(number_lists(obj, "cells", 2))
-    if "rects" not in obj and "cells" not in obj:
-        raise RequestError("an update needs 'rects' ([[x, y, w, h], ...]) or 'cells' ([[x, y], ...])", at="rects")
-    for i, (_, _, w, h) in enumerate(rects):
+    rects = tuple(number_lists(obj, "rects", RECT))
+    cells = tuple(number_lists(obj, "cells", POINT))
+    links = obj.get("links")
+    if links is not None and type(links) is not list:
+        raise RequestError(f"'links' must be an array of links, got {wire_type(links)}", at="links")
+    edits_cells = obj.get("rects") is not None or obj.get("cells") is not None
+    if not edits_cells and links is None:
+        raise RequestError("an update needs 'rects' ([[x, y, w, h], ...]) or 'cells' ([[x, y], ...]), or 'links'",
+                           at="rects")
+    for i, (_, _, w, h, *_) in enumerate(rects):
         if w <= 0 or h <= 0:
             raise RequestError(f"rectangle width and height must be > 0, got {w} x {h}", at=f"rects[{i}]")
     solid = obj.get("solid")
@@ -292,13 +301,13 @@ def parse_update(rid: int, obj: dict) -> UpdateRequest:
     cost = obj.get("cost")
     if cost is not None:
         number(cost, "cost", "cost", 1.0)
-    if solid is None and cost is None:
+    if solid is None and cost is None and edits_cells:
         raise RequestError("an update needs 'solid' (bool) or 'cost' (number >= 1)", at="solid")
     if_gen = obj.get("if_gen")
     if if_gen is not None and type(if_gen) is not int:
         raise RequestError(f"'if_gen' must be an int (a generation from a reply), got {wire_type(if_gen)}",
                            at="if_gen")
-    return UpdateRequest(rid, name, rects, cells, solid, None if cost is None else float(cost), space, if_gen)
+    return UpdateRequest(rid, name, rects, cells, solid, None if cost is None else float(cost), space, if_gen, links)
 
 
 def parse_put_map(rid: int, obj: dict) -> PutMapRequest:
@@ -306,8 +315,9 @@ def parse_put_map(rid: int, obj: dict) -> PutMapRequest:
     name = map_name(obj)
     width = check_side(obj.get("width"), "width")
     height = check_side(obj.get("height"), "height")
-    wire = {key: obj[key] for key in ("cells", "costs", "heights", "tags", "tag_names", "classes", "shape", "layout")
-            if obj.get(key) is not None}
+    wire = {key: obj[key] for key in ("cells", "costs", "heights", "tags", "tag_names", "classes", "shape", "layout",
+                                      "floors", "links") if obj.get(key) is not None}
+    floors = check_floors(wire.get("floors"))
     shape = wire.get("shape", "square")
     if shape not in SHAPES:
         raise RequestError(f"'shape' must be one of {', '.join(map(quoted, SHAPES))}, got "
@@ -320,8 +330,10 @@ def parse_put_map(rid: int, obj: dict) -> PutMapRequest:
         if key in wire and type(wire[key]) is not dict:
             raise RequestError(f"'{key}' must be a map, got {wire_type(wire[key])}", at=key)
     # What the names and classes hold is GridMap's to check (the handler's build).
-    cells = MapCells.from_wire(width, height, obj.get("cells"), wire.get("costs"), wire.get("heights"),
-                               wire.get("tags"), tag_names=wire.get("tag_names"), classes=wire.get("classes"))
+    # Floors lie one under another in the layers, floor 0 first.
+    cells = MapCells.from_wire(width, height * floors, obj.get("cells"), wire.get("costs"), wire.get("heights"),
+                               wire.get("tags"), tag_names=wire.get("tag_names"), classes=wire.get("classes"),
+                               floors=floors, links=check_links(wire.get("links"), floors, width, height))
     origin = (0.0, 0.0)
     if obj.get("origin") is not None:
         origin = tuple(float(v) for v in read_numbers(obj["origin"], 2, "origin", "'origin' must be [x, y]"))
@@ -405,12 +417,12 @@ def read_positions(obj: dict, args: dict) -> bool:
 def read_placement(obj: dict, args: dict) -> bool:
     """``check_block``'s own fields: ``points``, and the ``cells`` / ``rects`` placed."""
     args["points"] = _check_points(obj["points"])
-    rects = tuple(number_lists(obj, "rects", 4))
-    for i, (_, _, w, h) in enumerate(rects):
+    rects = tuple(number_lists(obj, "rects", RECT))
+    for i, (_, _, w, h, *_) in enumerate(rects):
         if w <= 0 or h <= 0:
             raise RequestError(f"rectangle width and height must be > 0, got {w} x {h}", at=f"rects[{i}]")
     args["rects"] = rects
-    args["cells"] = tuple(number_lists(obj, "cells", 2))
+    args["cells"] = tuple(number_lists(obj, "cells", POINT))
     if not rects and not args["cells"]:
         raise RequestError("a check_block needs 'rects' ([[x, y, w, h], ...]) or 'cells' ([[x, y], ...]): "
                            "what would be placed", at="rects")
@@ -419,7 +431,7 @@ def read_placement(obj: dict, args: dict) -> bool:
 
 def _check_points(value) -> list:
     """The ``points`` of ``check_block``: as many ``[x, y]`` as ``goals`` may hold."""
-    points = number_rows(value, 2, "points", "[x, y]")
+    points = number_rows(value, POINT, "points", POINT_SHAPE)
     limit = GOALS.max
     if len(points) > limit:
         raise TooLargeError(f"{len(points)} points; at most {limit}", at="points")
@@ -485,14 +497,18 @@ def is_number(value) -> bool:
 
 
 def read_point(obj: dict, key: str, prefix: str) -> tuple:
+    """A point ``[x, y]`` or ``[x, y, floor]`` (:data:`~pathserver.options.POINT`); the
+    floor is checked against the map where the map is known."""
     at = prefix + key
     if key not in obj:
-        raise RequestError(f"missing field '{key}' ([x, y])", at=at)
-    return read_numbers(obj[key], 2, at, f"'{key}' must be [x, y]")
+        raise RequestError(f"missing field '{key}' ({POINT_SHAPE})", at=at)
+    return read_numbers(obj[key], POINT, at, f"'{key}' must be {POINT_SHAPE}")
 
 
-def read_numbers(value, count: int, at: str, what: str) -> tuple:
-    if type(value) is not list or len(value) != count:
+def read_numbers(value, count, at: str, what: str) -> tuple:
+    """``value``, an array of ``count`` (an int, or a tuple of the lengths allowed)
+    finite numbers, as a tuple; else RequestError / NonFiniteError at the bad part."""
+    if type(value) is not list or len(value) not in ((count,) if type(count) is int else count):
         got = f"an array of {len(value)}" if type(value) is list else wire_type(value)
         raise RequestError(f"{what}, got {got}", at=at)
     for i, v in enumerate(value):
@@ -509,6 +525,7 @@ def number_lists(obj: dict, key: str, count: int):
     value = obj[key]
     if type(value) is not list:
         raise RequestError(f"'{key}' must be an array, got {wire_type(value)}", at=key)
-    shape = "[x, y, w, h]" if count == 4 else "[x, y]"
+    shape = "[x, y, w, h] or [x, y, w, h, floor]" if count == RECT else POINT_SHAPE if count == POINT else \
+        "[x, y, w, h]" if count == 4 else "[x, y]"
     for i, entry in enumerate(value):
         yield read_numbers(entry, count, f"{key}[{i}]", f"each entry of '{key}' must be {shape}")

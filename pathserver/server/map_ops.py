@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from pathserver.errors import MapLoadError, OutOfBoundsError, RequestError
+from pathserver.floors import check_links
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.values import floor_cell
 from pathserver.options import REGION
@@ -28,7 +29,7 @@ from pathserver.protocol.requests import (
     parse_put_map,
 )
 from pathserver.server.failures import error_reply_bytes
-from pathserver.server.spaces import covered_cells
+from pathserver.server.spaces import check_floor, covered_cells
 
 log = logging.getLogger("pathserver.server")
 
@@ -43,19 +44,32 @@ def handle_maps(request: MapsRequest, registry) -> dict:
 
 
 def handle_update(request: UpdateRequest, registry) -> dict:
-    rects, cells = update_cells(request, registry.get(request.map))
+    gridmap = registry.get(request.map)
+    rects, cells = update_cells(request, gridmap)
+    links = update_links(request, gridmap)
     edited = registry.apply_edit(request.map, rects=rects, cells=cells, solid=request.solid, cost=request.cost,
-                                 if_gen=request.if_gen)
+                                 if_gen=request.if_gen, **({} if links is None else {"links": links}))
     return ok_reply(request.id, {"map": request.map, "gen": edited.generation, **_committed(registry)})
+
+
+def update_links(request: UpdateRequest, gridmap):
+    """An ``update``'s new ``links``, checked against the map (its floors, size and tag
+    names), or None when it gives none."""
+    if request.links is None:
+        return None
+    return check_links(request.links, gridmap.floors, gridmap.width, gridmap.floor_height,
+                       tag_names=gridmap.tag_names)
 
 
 def submit_update(request: UpdateRequest, state, context) -> None:
     """Hand an ``update`` to the shared state without waiting (the socket loop's way):
     ``state.submit_edit`` appends it, and :func:`update_reply` makes the reply once it is
     applied here. Raises what :func:`handle_update` raises before anything is written."""
-    rects, cells = update_cells(request, state.get(request.map))
+    gridmap = state.get(request.map)
+    rects, cells = update_cells(request, gridmap)
+    links = update_links(request, gridmap)
     state.submit_edit(request.map, rects, cells, solid=request.solid, cost=request.cost, if_gen=request.if_gen,
-                      context=context)
+                      context=context, **({} if links is None else {"links": links}))
 
 
 def update_reply(rid, name: str, outcome, seq: str) -> tuple[bytes, str | None]:
@@ -68,21 +82,28 @@ def update_reply(rid, name: str, outcome, seq: str) -> tuple[bytes, str | None]:
 
 def update_cells(request: UpdateRequest, gridmap) -> tuple[list, list]:
     """An ``update``'s rectangles and cells as grid cells of ``gridmap``: ``(x, y, w, h)``
-    rectangles clipped to the map, ``(x, y)`` cells; OutOfBoundsError for one off the map."""
+    rectangles clipped to the map (to their floor, on a map of several), ``(x, y)`` cells
+    (rows of the floors' stacked grid); OutOfBoundsError for one off the map."""
     world = request.space == "world"
     rects = []
     for i, rect in enumerate(request.rects):
-        x, y, w, h = gridmap.world_rects_to_grid([rect])[0] if world else rect
-        rects.append(covered_cells(gridmap, x, y, w, h, f"rects[{i}]"))
+        at = f"rects[{i}]"
+        floor = check_floor(gridmap, rect[4], f"{at}[4]") if len(rect) > 4 else 0
+        x, y, w, h = gridmap.world_rects_to_grid([rect[:4]])[0] if world else rect[:4]
+        x, y, w, h = covered_cells(gridmap, x, y, w, h, at)
+        rects.append((x, gridmap.stacked(x, y, floor)[1], w, h))
     cells = []
-    for i, (x, y) in enumerate(request.cells):
+    for i, cell in enumerate(request.cells):
+        at = f"cells[{i}]"
+        floor = check_floor(gridmap, cell[2], f"{at}[2]") if len(cell) > 2 else 0
+        x, y = cell[:2]
         if world:
             x, y = gridmap.world_to_grid([(x, y)])[0]
-        cx, cy = floor_cell(x, y, f"cells[{i}]")
-        if not gridmap.in_bounds(cx, cy):
-            raise OutOfBoundsError(f"cell ({cx}, {cy}) is outside the map ({gridmap.width}x{gridmap.height})",
-                                   at=f"cells[{i}]")
-        cells.append((cx, cy))
+        cx, cy = floor_cell(x, y, at)
+        if not (0 <= cx < gridmap.width and 0 <= cy < gridmap.floor_height):
+            raise OutOfBoundsError(f"cell ({cx}, {cy}) is outside the map ({gridmap.width}x{gridmap.floor_height})",
+                                   at=at)
+        cells.append(gridmap.stacked(cx, cy, floor))
     return rects, cells
 
 
@@ -92,7 +113,7 @@ def handle_put_map(request: PutMapRequest, registry, started: float | None = Non
     build time ``maps`` reports (``load_ms``)."""
     started = time.perf_counter() if started is None else started
     # Refused before the build, which takes a while on a large map; checked again at the swap.
-    registry.check_put(request.map, request.width * request.height)
+    registry.check_put(request.map, request.width * request.height * request.cells.floors)
     gridmap, timings = build_map(request)
     load_ms = (time.perf_counter() - started) * 1000.0
     fields = {"map": request.map, "width": request.width, "height": request.height, **request.wire,
@@ -128,25 +149,35 @@ def build_upload(fields: dict) -> GridMap:
 
 def handle_get_map(request: GetMapRequest, registry) -> dict:
     gridmap = registry.get(request.map)
-    x, y, w, h = request.region or (0, 0, gridmap.width, gridmap.height)
-    if x < 0 or y < 0 or x + w > gridmap.width or y + h > gridmap.height:
+    height = gridmap.floor_height
+    x, y, w, h = request.region or (0, 0, gridmap.width, height)
+    if x < 0 or y < 0 or x + w > gridmap.width or y + h > height:
         raise OutOfBoundsError(f"region [{x}, {y}, {w}, {h}] is not wholly inside the map "
-                               f"({gridmap.width}x{gridmap.height} cells)", at=REGION.name)
-    rows, columns = slice(y, y + h), slice(x, x + w)
+                               f"({gridmap.width}x{height} cells)", at=REGION.name)
+
+    def window(layer):
+        """The region of ``layer`` on every floor, floor 0 first."""
+        if layer is None:
+            return None
+        return np.concatenate([layer[row:row + h, x:x + w] for row in
+                               range(y, gridmap.height, height + 1)]) if gridmap.floors > 1 else layer[y:y + h, x:x + w]
+
     cells = MapCells(
-        gridmap.walkable[rows, columns],
-        None if gridmap.uniform_cost else gridmap.cost[rows, columns],
-        None if gridmap.heights is None else gridmap.heights[rows, columns],
-        None if gridmap.tags is None else gridmap.tags[rows, columns],
+        window(gridmap.walkable),
+        None if gridmap.uniform_cost else window(gridmap.cost),
+        window(gridmap.heights),
+        window(gridmap.tags),
     )
     ox, oy = gridmap.origin
     return ok_reply(request.id, {
-        "map": request.map, "gen": gridmap.generation, "width": gridmap.width, "height": gridmap.height,
+        "map": request.map, "gen": gridmap.generation, "width": gridmap.width, "height": height,
         "origin": [float(ox), float(oy)], "cell_size": wire_cell_size(gridmap), REGION.name: [x, y, w, h],
         **cells.to_wire(with_costs=_needs_costs(gridmap)),
         **({"tag_names": dict(gridmap.tag_names)} if gridmap.tag_names else {}),
         **({"classes": {name: dict(rules) for name, rules in gridmap.classes.items()}} if gridmap.classes else {}),
         **({"shape": "hex", "layout": gridmap.layout} if gridmap.hex else {}),
+        **({"floors": gridmap.floors} if gridmap.floors > 1 else {}),
+        **({"links": gridmap.links.to_wire(gridmap.floors)} if len(gridmap.links) else {}),
     })
 
 
@@ -192,6 +223,8 @@ _MAP_FIELDS = (
     ("classes", "classes"),
     ("shape", "shape"),
     ("layout", "layout"),
+    ("floors", "floors"),
+    ("links", "links"),
 )
 
 

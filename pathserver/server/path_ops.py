@@ -12,7 +12,7 @@ from pathserver.protocol import packed as packing
 from pathserver.protocol.replies import PathAnswer, PathReplies, batch_error, error_object, ok_reply
 from pathserver.protocol.requests import PathQuery, PathRequest, PathsRequest
 from pathserver.server.failures import error_parts, error_reply_bytes
-from pathserver.server.spaces import grid_points, path_answer, point_cell
+from pathserver.server.spaces import endpoint, grid_points, path_answer
 
 _PER_REQUEST = frozenset(PER_REQUEST)
 
@@ -77,8 +77,8 @@ def run_bounded(request: PathRequest, registry, budget: int, max_distance: int):
         gridmap = registry.get(request.map)
         query = request.query
         per_request = query.options.keys() & _PER_REQUEST
-        if query.goal is None or per_request and not _inline_avoid(query.options, per_request):
-            return None  # many goals, a unit class, avoided rectangles or many cells: a worker's
+        if query.goal is None or per_request and not _inline_avoid(query.options, per_request) or gridmap.linked:
+            return None  # many goals, a unit class, avoided rectangles or many cells, links: a worker's
         unit, start, goal, options = _endpoints(gridmap, query)
         if abs(start[0] - goal[0]) > max_distance or abs(start[1] - goal[1]) > max_distance:
             return None
@@ -168,12 +168,14 @@ def _endpoints(gridmap, query: PathQuery):
     if w == h:
         unit = w
     options = query.options
-    if query.space == "grid":
-        return unit, query.start, query.goal, options
-    start = point_cell(gridmap, query.start, query.space, "start")
-    goal = None if query.goal is None else point_cell(gridmap, query.goal, query.space, "goal")
+    start, goal = query.start, query.goal
+    if query.space == "grid" and gridmap.floors == 1 and len(start) == 2 and (goal is None or len(goal) == 2) \
+            and GOALS.name not in options:
+        return unit, start, goal, options
+    start = endpoint(gridmap, start, query.space, "start")
+    goal = None if goal is None else endpoint(gridmap, goal, query.space, "goal")
     if GOALS.name in options:
-        options = {**options, GOALS.name: grid_points(gridmap, options[GOALS.name], query.space)}
+        options = {**options, GOALS.name: grid_points(gridmap, options[GOALS.name], query.space, GOALS.name)}
     return unit, start, goal, options
 
 

@@ -11,7 +11,7 @@ from pathserver.grid import queries
 from pathserver.options import GOALS, REGION
 from pathserver.protocol.replies import ok_reply
 from pathserver.protocol.requests import QueryRequest
-from pathserver.server.spaces import grid_points
+from pathserver.server.spaces import endpoint, grid_points
 
 
 #: Most cells one ``field`` reply holds (a 4096 x 4096 map: 64 MiB of float32).
@@ -22,11 +22,15 @@ def _grid_args(request: QueryRequest, gridmap) -> dict:
     """The request's keyword arguments, its points turned into grid units."""
     args = dict(request.args)
     space = request.space
-    for key in ("start", GOALS.name, "positions", "points", "cells"):
+    if "start" in args:
+        args["start"] = endpoint(gridmap, args["start"], space, "start")
+    for key in (GOALS.name, "positions", "points", "cells"):
         if key in args:
-            args[key] = grid_points(gridmap, args[key], space)
+            args[key] = grid_points(gridmap, args[key], space, key)
     if "rects" in args and space == "world" and args["rects"]:
-        args["rects"] = gridmap.world_rects_to_grid(args["rects"])
+        rects = args["rects"]
+        moved = gridmap.world_rects_to_grid([rect[:4] for rect in rects])
+        args["rects"] = [(*rect, *given[4:]) for rect, given in zip(moved.tolist(), rects)]
     return args
 
 
@@ -43,12 +47,13 @@ def handle_reachable(request: QueryRequest, registry) -> dict:
 def handle_field(request: QueryRequest, registry) -> dict:
     gridmap = registry.get(request.map)
     args = _grid_args(request, gridmap)
-    x, y, w, h = args.get(REGION.name) or (0, 0, gridmap.width, gridmap.height)
-    if w * h > MAX_FIELD_CELLS:
+    x, y, w, h = args.get(REGION.name) or (0, 0, gridmap.width, gridmap.floor_height)
+    if w * h * gridmap.floors > MAX_FIELD_CELLS:
         raise TooLargeError(f"a field of {w} x {h} cells; at most {MAX_FIELD_CELLS} in one reply (ask for a "
                             "'region')", at=REGION.name)
     cost = queries.distance_field(gridmap, **args)
-    return _reply(request, gridmap, width=int(w), height=int(h), origin=[int(x), int(y)],
+    floors = {"floors": gridmap.floors} if gridmap.floors > 1 else {}
+    return _reply(request, gridmap, width=int(w), height=int(h), origin=[int(x), int(y)], **floors,
                   cost=arrays.to_bin(cost, arrays.FLOAT32))
 
 
@@ -57,7 +62,8 @@ def handle_next_steps(request: QueryRequest, registry) -> dict:
     gridmap = registry.get(request.map)
     steps, remaining = queries.next_steps(gridmap, **_grid_args(request, gridmap))
     if request.space == "world":
-        steps = gridmap.grid_to_world(steps)
+        world = gridmap.grid_to_world(steps[:, :2])
+        steps = world if steps.shape[1] == 2 else np.column_stack((world, steps[:, 2]))
     if request.packed:
         shown = arrays.to_bin(steps, arrays.FLOAT32)
     else:

@@ -677,7 +677,7 @@ def test_numpy_arrays_of_goals_and_avoided_cells_count_as_the_lists_they_hold():
     steps = next_steps(m, goals, 1, [(3.5, 3.5)], avoid=avoid)
     assert np.array_equal(steps[0], next_steps(m, goals.tolist(), 1, [(3.5, 3.5)], avoid=listed)[0])
     for bad, at in ((np.array([[1.0, np.nan]]), "goals[0][1]"), (np.zeros((0, 2)), "goals"),
-                    (np.array([[1, 2, 3]]), "goals[0]")):
+                    (np.array([[1, 2, 3, 4]]), "goals[0]"), (np.array([[1, 2, 3]]), "goals[0][2]")):
         with pytest.raises(RequestError) as info:
             distance_field(m, bad)
         assert info.value.at == at

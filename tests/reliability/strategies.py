@@ -35,6 +35,8 @@ FIELD_NAMES = (
     "packed", "starts",
     # Hex maps.
     "shape", "layout",
+    # Floors and links.
+    "floors", "links",
 )
 WORDS = (
     "path", "paths", "maps", "update", "ping", "stats", "put_map", "drop_map", "get_map", "grid", "world", "los",
@@ -158,9 +160,19 @@ def int32_bytes(values) -> bytes:
 def put_map_requests(draw, rid) -> dict:
     """A put_map of a small map: cells, and maybe costs, heights, tags, origin, cell size."""
     width, height = draw(st.integers(1, 8)), draw(st.integers(1, 8))
-    count = width * height
+    # Mostly one floor; sometimes several (the layers hold each), or a count it refuses.
+    floors = draw(st.sampled_from([None, None, None, 1, 2, 3, 0, 17, 1.5, "2"]))
+    count = width * height * (floors if type(floors) is int and 1 <= floors <= 16 else 1)
     request = {"id": rid, "op": "put_map", "map": draw(upload_name), "width": width, "height": height,
                "cells": draw(st.binary(min_size=count, max_size=count))}
+    if floors is not None:
+        request["floors"] = floors
+    if draw(st.integers(0, 3)) == 0:
+        # Links, mostly on the map; ends off it, on a missing floor and bad costs as well.
+        end = st.lists(st.integers(-1, 8), min_size=2, max_size=3)
+        link = st.fixed_dictionaries({"from": end, "to": end, "cost": st.sampled_from([0, 1, 2.5, 20, -1])},
+                                     optional={"two_way": st.booleans(), "tag": st.sampled_from(["water", "ladder"])})
+        request["links"] = draw(st.lists(link, max_size=3))
     layer = st.lists(st.floats(1.0, 100.0, width=32), min_size=count, max_size=count).map(float32_bytes)
     if draw(st.booleans()):
         request["costs"] = draw(layer)
@@ -426,7 +438,7 @@ ODD_VALUES = (
 )
 GOOD_VALUES = {
     "map": SMALL_MAP_NAMES + UPLOAD_NAMES,
-    "start": ([0, 0], [1, 0], [0.5, 0.5], [3, 2], [7, 4], [9, 0], [-0.5, 0.0], [2.9999, 1]),
+    "start": ([0, 0], [1, 0], [0.5, 0.5], [3, 2], [7, 4], [9, 0], [-0.5, 0.0], [2.9999, 1], [1, 1, 0], [2, 2, 1]),
     "goal": ([9, 4], [0, 0], [2, 1], [5.5, 2.5], [63, 63], [4, 0], [1, 1], [0, 4]),
     "unit_size": (1, 2, 3, [1, 2], [2, 1], 2.0, [1.0, 3], None),
     "space": ("grid", "world", None),

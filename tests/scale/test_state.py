@@ -12,7 +12,7 @@ import redis
 
 from pathserver import find_path
 from pathserver.editlog.connection import STREAM, seq_of
-from pathserver.errors import AfterTimeoutError, ConflictError, StateUnavailableError, UnknownMapError
+from pathserver.errors import AfterTimeoutError, ConflictError, RequestError, StateUnavailableError, UnknownMapError
 from pathserver.grid.overlay import map_crc
 from pathserver.protocol.cells import MapCells
 from pathserver.server.map_ops import build_upload
@@ -108,6 +108,21 @@ def test_a_put_with_tags_and_unit_classes_reaches_every_server(join):
     gridmap = second.get("river")
     assert gridmap.tag_names == {"water": 1} and gridmap.classes == {"tank": {"water": None}}
     assert find_path(gridmap, (0, 1), (5, 1), traversal="tank").status == "no_path"
+
+
+def test_a_put_with_floors_and_links_reaches_every_server_and_links_edits_are_refused(join):
+    first, second = join(), join()
+    walkable = np.ones((2, 3, 5), dtype=bool)
+    links = [{"from": [0, 0, 0], "to": [4, 2, 1], "cost": 0.0, "two_way": False}]
+    put(first, "house", walkable.reshape(6, 5), floors=2, links=links, height=3)
+    settled([second], first.committed_seq())
+    gridmap = second.get("house")
+    assert gridmap.floors == 2 and gridmap.links.to_wire(2) == links
+    assert find_path(gridmap, (0, 0, 0), (4, 2, 1)).cost == 0.0
+    with pytest.raises(RequestError) as refused:
+        first.apply_edit("house", links=[])
+    assert refused.value.at == "links"
+    assert first.get("house").links.to_wire(2) == links
 
 
 def test_puts_edits_and_drops_from_two_servers_converge(join):
