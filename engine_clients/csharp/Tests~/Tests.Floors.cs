@@ -234,122 +234,18 @@ static partial class Tests
         Check(Math.Abs(expected - actual) < 1e-4, what + ": expected " + expected + ", got " + actual);
     }
 
-    // The tower on the server: paths up the ladder and down the drop (never up it), their
-    // links, packed and in a batch, world space; get_map and maps; reachable, field, next_steps
-    // and check_block across floors; avoid and traversal on the ladder; update replacing the
-    // links changes the answers; bad floors and links refused with their code and field.
-    static async Task FloorsOnTheServer()
+    // The tower uploaded for one test and dropped after it; the client knows it has two floors.
+    static async Task WithTower(Func<PathServerClient, PathOptions, long, Task> test)
     {
         await RequireServer();
         const string name = "csharp_tower";
-        var links = new[] { Ladder, Drop };
         using (var client = NewClient())
         {
-            long gen = await PutTower(client, name, links);
+            long gen = await PutTower(client, name, new[] { Ladder, Drop });
             try
             {
                 Equal(2, client.KnownFloors(name), "the client knows its upload has two floors");
-                var grid = new PathOptions { Map = name, Space = CoordinateSpace.Grid };
-                var up = await client.FindPathAsync(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1, grid);
-                Equal(PathStatus.Found, up.Status, "up: found");
-                Near(9, up.Cost, "up: 4 cells, the ladder (1), 4 cells");
-                Equal("[1, 0]", string.Join(" ", up.Links), "up: the ladder, from the path's second point");
-                Equal("(4, 0) (0, 0) (0, 0, 1) (4, 0, 1)", string.Join(" ", up.Path), "up: the ladder's ends are waypoints");
-                TakesLinks(up, links, "up");
-
-                var down = await client.FindPathAsync(new PathPoint(4, 2, 1), new PathPoint(4, 2), 1, grid);
-                Near(0.5, down.Cost, "down: the drop");
-                Equal("(4, 2, 1) (4, 2) | [0, 1]", string.Join(" ", down.Path) + " | " + string.Join(" ", down.Links), "down: the drop is link 1");
-                var back = await client.FindPathAsync(new PathPoint(4, 2), new PathPoint(4, 2, 1), 1, grid);
-                Near(4 + 4 * Math.Sqrt(2) + 1, back.Cost, "back up: the drop is one-way, so by the ladder");
-                Equal("0", string.Join(" ", back.Links.Select(step => step.Link)), "back up: the ladder only");
-                TakesLinks(back, links, "back up");
-
-                var packed = client.FindPath(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1, grid);
-                Equal(string.Join(" ", up.Path), string.Join(" ", packed.Path), "the synchronous (packed) path: the same triples");
-                var batch = await client.FindPathsPackedAsync(new[] { new PathPoint(4, 0), new PathPoint(4, 2, 1) }, new[] { new PathPoint(4, 0, 1), new PathPoint(4, 2) }, 1, grid);
-                Equal(string.Join(" ", up.Path) + " | " + string.Join(" ", down.Path), string.Join(" ", batch.PathOf(0)) + " | " + string.Join(" ", batch.PathOf(1)),
-                    "a packed batch of triples");
-                var results = await client.FindPathsAsync(new[] { new PathRequest(new PathPoint(4, 0), new PathPoint(4, 0, 1)),
-                    new PathRequest(new PathPoint(4, 2, 1), new[] { new PathPoint(0, 2), new PathPoint(4, 2) }) }, 1, grid);
-                Equal("[1, 0] | [0, 1] goal 1", string.Join(" ", results[0].Links) + " | " + string.Join(" ", results[1].Links) + " goal " + results[1].GoalIndex,
-                    "a batch: each result's links");
-                var world = await client.FindPathAsync(new PathPoint(19, 1), new PathPoint(19, 1, 1), 1, new PathOptions { Map = name });
-                Equal("(19, 1) (11, 1) (11, 1, 1) (19, 1, 1) | [1, 0]", string.Join(" ", world.Path) + " | " + string.Join(" ", world.Links),
-                    "world space: cell centres, each with its floor");
-
-                var map = await client.GetMapAsync(name);
-                Equal("2 30 | " + string.Join(", ", links), map.Floors + " " + map.Cells.Length + " | " + string.Join(", ", map.Links), "get_map: floors, both floors' cells, the links");
-                var info = (await client.MapsAsync()).First(m => m.Name == name);
-                Equal(2, info.Floors, "maps: the tower's floors");
-
-                var range = await client.ReachableAsync(new PathPoint(0, 0), 1, 1, grid);
-                var upstairs = Enumerable.Range(0, range.Count).Where(i => range.Floors[i] == 1).Select(i => range.Cells[2 * i] + "," + range.Cells[2 * i + 1] + " " + range.Costs[i]);
-                Equal("0,0 1", string.Join(" ", upstairs), "reachable for 1 from the ladder's foot: its top, upstairs");
-
-                var field = await client.DistanceFieldAsync(new[] { new PathPoint(4, 0, 1) }, 1, grid);
-                Equal("2 5x3", field.Floors + " " + field.Width + "x" + field.Height, "a field of both floors");
-                Near(9, field[4, 0, 0], "the field downstairs at (4, 0): up the ladder");
-                Near(0, field[4, 0, 1], "the field at its goal");
-
-                var steps = new PathPoint[2];
-                var remaining = new float[2];
-                var next = await client.NextStepsAsync(new[] { new PathPoint(4, 0, 1) }, 1, new[] { new PathPoint(0.5f, 0.5f), new PathPoint(4.5f, 2.5f, 1) },
-                    steps, remaining, grid);
-                Check(ReferenceEquals(steps, next.Points), "next_steps writes the caller's PathPoints");
-                Equal("(0, 0, 1)", steps[0].ToString(), "next_steps: the unit at the ladder's foot climbs it");
-                Equal(1, steps[1].Floor, "next_steps: the unit upstairs stays upstairs");
-                Near(5, remaining[0], "next_steps: the ladder's foot is 5 from the goal (the ladder, 4 cells)");
-
-                var points = new[] { new PathPoint(4, 0), new PathPoint(4, 0, 1) };
-                var cut = await client.CheckBlockAsync(points, new[] { new GridRect(0, 0, 1, 1) }, null, 1, grid);
-                Equal("", string.Join(" ", cut.Disconnected), "check_block: without the ladder's foot, the drop still joins the floors");
-                cut = await client.CheckBlockAsync(points, new[] { new GridRect(4, 2, 1, 1, 1), new GridRect(0, 0, 1, 1) }, null, 1, grid);
-                Equal("[0, 1]", string.Join(" ", cut.Disconnected), "check_block: without the drop's top and the ladder's foot, they part");
-
-                var avoided = await client.FindPathAsync(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1,
-                    new PathOptions { Map = name, Space = CoordinateSpace.Grid, Avoid = new AvoidSet().AddCell(0, 0, 1) });
-                Equal(PathStatus.NoPath, avoided.Status, "avoid on the ladder's top (a bin of triples) bars the ladder");
-                var barred = await client.FindPathAsync(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1,
-                    new PathOptions { Map = name, Space = CoordinateSpace.Grid, Traversal = new TraversalRules { { "ladder", null } } });
-                Equal(PathStatus.NoPath, barred.Status, "traversal bars the links tagged ladder");
-
-                // A lift replaces the ladder, the drop becomes two-way: one update, a new generation.
-                var lift = new MapLink(new PathPoint(4, 0), new PathPoint(4, 0, 1), 3);
-                var opened = new[] { new MapLink(Drop.From, Drop.To, Drop.Cost), lift };
-                long edited = await client.UpdateAsync(name, null, links: opened);
-                Check(edited > gen, "update with links: a new generation");
-                var again = await client.FindPathAsync(new PathPoint(4, 2), new PathPoint(4, 2, 1), 1, grid);
-                Near(0.5, again.Cost, "the drop both ways now");
-                Equal("[0, 0]", string.Join(" ", again.Links), "by link 0 of the new list");
-                var lifted = await client.FindPathAsync(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1, grid);
-                Equal("3 [0, 1]", lifted.Cost + " " + string.Join(" ", lifted.Links), "the lift, link 1, and no ladder");
-                TakesLinks(lifted, opened, "the lift");
-                long closed = await client.UpdateAsync(name, new[] { new GridRect(4, 2, 1, 1, 1) }, solid: true, links: new MapLink[0], ifGen: edited);
-                var none = await client.FindPathAsync(new PathPoint(4, 2), new PathPoint(4, 0, 1), 1, grid);
-                Equal(PathStatus.NoPath, none.Status, "no links left: the floors are apart");
-                Equal(0, (await client.GetMapAsync(name)).Links.Length, "get_map: no links");
-
-                // Bad input: a code and the field it is about.
-                var e = await Throws(() => client.UpdateAsync(name, null, links: new[] { Ladder, new MapLink(new PathPoint(1, 1), new PathPoint(2, 2), -1) }),
-                    PathServerErrorCodes.InvalidRequest);
-                Equal("links[1].cost", e.At, "a negative cost");
-                e = await Throws(() => client.UpdateAsync(name, null, links: new[] { new MapLink(new PathPoint(0, 0), new PathPoint(0, 0, 2), 1) }),
-                    PathServerErrorCodes.OutOfBounds);
-                Equal("links[0].to[2]", e.At, "a link to a floor the map does not have");
-                e = await Throws(() => client.UpdateAsync(name, null, links: new[] { new MapLink(new PathPoint(0, 0), new PathPoint(9, 0, 1), 1) }),
-                    PathServerErrorCodes.OutOfBounds);
-                Equal("links[0].to", e.At, "a link off the map");
-                e = await Throws(() => client.UpdateAsync(name, null, links: new[] { new MapLink(new PathPoint(0, 0), new PathPoint(0, 1), 1, tag: "rope") }),
-                    PathServerErrorCodes.InvalidRequest);
-                Equal("links[0].tag", e.At, "a tag the map does not name");
-                e = await Throws(() => client.FindPathAsync(new PathPoint(0, 0, 2), new PathPoint(1, 1), 1, grid), PathServerErrorCodes.OutOfBounds);
-                Equal("start[2]", e.At, "a start on a floor the map does not have");
-                e = await Throws(() => client.PutMapAsync("csharp_bad_floors", 1, 1, new byte[17], floors: 17), PathServerErrorCodes.InvalidRequest);
-                Equal("floors", e.At, "17 floors");
-                e = await Throws(() => client.PutMapAsync("csharp_bad_floors", 2, 1, new byte[2], floors: 2), PathServerErrorCodes.InvalidRequest);
-                Equal("cells", e.At, "cells of one floor for two");
-                Equal(closed, (await client.GetMapAsync(name)).Gen, "refused updates leave the map as it was");
+                await test(client, new PathOptions { Map = name, Space = CoordinateSpace.Grid }, gen);
             }
             finally
             {
@@ -357,6 +253,180 @@ static partial class Tests
             }
             Equal(1, client.KnownFloors(name), "dropped: the client forgets its floors");
         }
+    }
+
+    // Up the ladder and down the drop (never up it), with their links; the same points packed
+    // (one path, a batch), in a batch of results and in world space.
+    static Task FloorsPaths()
+    {
+        return WithTower(async (client, grid, gen) =>
+        {
+            var links = new[] { Ladder, Drop };
+            var up = await client.FindPathAsync(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1, grid);
+            Equal(PathStatus.Found, up.Status, "up: found");
+            Near(9, up.Cost, "up: 4 cells, the ladder (1), 4 cells");
+            Equal("[1, 0]", string.Join(" ", up.Links), "up: the ladder, from the path's second point");
+            Equal("(4, 0) (0, 0) (0, 0, 1) (4, 0, 1)", string.Join(" ", up.Path), "up: the ladder's ends are waypoints");
+            TakesLinks(up, links, "up");
+
+            var down = await client.FindPathAsync(new PathPoint(4, 2, 1), new PathPoint(4, 2), 1, grid);
+            Near(0.5, down.Cost, "down: the drop");
+            Equal("(4, 2, 1) (4, 2) | [0, 1]", string.Join(" ", down.Path) + " | " + string.Join(" ", down.Links), "down: the drop is link 1");
+            var back = await client.FindPathAsync(new PathPoint(4, 2), new PathPoint(4, 2, 1), 1, grid);
+            Near(4 + 4 * Math.Sqrt(2) + 1, back.Cost, "back up: the drop is one-way, so by the ladder");
+            Equal("0", string.Join(" ", back.Links.Select(step => step.Link)), "back up: the ladder only");
+            TakesLinks(back, links, "back up");
+
+            var world = await client.FindPathAsync(new PathPoint(19, 1), new PathPoint(19, 1, 1), 1, new PathOptions { Map = grid.Map });
+            Equal("(19, 1) (11, 1) (11, 1, 1) (19, 1, 1) | [1, 0]", string.Join(" ", world.Path) + " | " + string.Join(" ", world.Links),
+                "world space: cell centres, each with its floor");
+            var packed = client.FindPath(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1, grid);
+            Equal(string.Join(" ", up.Path) + " | [1, 0]", string.Join(" ", packed.Path) + " | " + string.Join(" ", packed.Links),
+                "the synchronous (packed) path: the same triples and links");
+            var results = await client.FindPathsAsync(new[] { new PathRequest(new PathPoint(4, 0), new PathPoint(4, 0, 1)),
+                new PathRequest(new PathPoint(4, 2, 1), new PathPoint(4, 2)) }, 1, grid);
+            Equal("[1, 0] | [0, 1]", string.Join(" ", results[0].Links) + " | " + string.Join(" ", results[1].Links), "a batch: each result's links");
+            var batch = await client.FindPathsPackedAsync(new[] { new PathPoint(4, 0), new PathPoint(4, 2, 1) }, new[] { new PathPoint(4, 0, 1), new PathPoint(4, 2) }, 1, grid);
+            Equal(string.Join(" ", up.Path) + " | " + string.Join(" ", down.Path), string.Join(" ", batch.PathOf(0)) + " | " + string.Join(" ", batch.PathOf(1)),
+                "a packed batch: starts and goals sent as triples, paths read as triples");
+        });
+    }
+
+    // Goals on floors: the cheapest by a link, alone and as a batch entry.
+    static Task FloorsGoals()
+    {
+        return WithTower(async (client, grid, gen) =>
+        {
+            var goals = new[] { new PathPoint(0, 2), new PathPoint(4, 2) };
+            var nearest = await client.FindPathToAnyAsync(new PathPoint(4, 2, 1), goals, 1, grid);
+            Equal("[0, 1] goal 1", string.Join(" ", nearest.Links) + " goal " + nearest.GoalIndex, "goals: the nearer, by the drop");
+            var batch = await client.FindPathsAsync(new[] { new PathRequest(new PathPoint(4, 2, 1), goals) }, 1, grid);
+            Equal("[0, 1] goal 1", string.Join(" ", batch[0].Links) + " goal " + batch[0].GoalIndex, "a batch entry with goals");
+        });
+    }
+
+    // get_map and maps: the floors, both floors' cells, the links as uploaded.
+    static Task FloorsReadBack()
+    {
+        return WithTower(async (client, grid, gen) =>
+        {
+            var map = await client.GetMapAsync(grid.Map);
+            Equal("2 30 | " + Ladder + ", " + Drop, map.Floors + " " + map.Cells.Length + " | " + string.Join(", ", map.Links), "get_map: floors, both floors' cells, the links");
+            Equal(1, (int)map[4, 2, 1], "map[x, y, floor]");
+            var info = (await client.MapsAsync()).First(m => m.Name == grid.Map);
+            Equal(2, info.Floors, "maps: the tower's floors");
+        });
+    }
+
+    // reachable and field across the ladder.
+    static Task FloorsReachableAndField()
+    {
+        return WithTower(async (client, grid, gen) =>
+        {
+            var range = await client.ReachableAsync(new PathPoint(0, 0), 1, 1, grid);
+            var upstairs = Enumerable.Range(0, range.Count).Where(i => range.Floors[i] == 1).Select(i => range.Cells[2 * i] + "," + range.Cells[2 * i + 1] + " " + range.Costs[i]);
+            Equal("0,0 1", string.Join(" ", upstairs), "reachable for 1 from the ladder's foot: its top, upstairs");
+            var field = await client.DistanceFieldAsync(new[] { new PathPoint(4, 0, 1) }, 1, grid);
+            Equal("2 5x3", field.Floors + " " + field.Width + "x" + field.Height, "a field of both floors");
+            Near(0, field[4, 0, 1], "the field at its goal");
+            Near(9, field[4, 0, 0], "the field downstairs at (4, 0): up the ladder");
+        });
+    }
+
+    // next_steps with PathPoint positions (a bin of triples).
+    static Task FloorsNextSteps()
+    {
+        return WithTower(async (client, grid, gen) =>
+        {
+            var steps = new PathPoint[2];
+            var remaining = new float[2];
+            var next = await client.NextStepsAsync(new[] { new PathPoint(4, 0, 1) }, 1, new[] { new PathPoint(0.5f, 0.5f), new PathPoint(4.5f, 2.5f, 1) },
+                steps, remaining, grid);
+            Check(ReferenceEquals(steps, next.Points), "next_steps writes the caller's PathPoints");
+            Equal("(0, 0, 1)", steps[0].ToString(), "next_steps: the unit at the ladder's foot climbs it");
+            Equal(1, steps[1].Floor, "next_steps: the unit upstairs stays upstairs");
+            Near(5, remaining[0], "next_steps: the ladder's foot is 5 from the goal (the ladder, 4 cells)");
+        });
+    }
+
+    // check_block with points and rectangles on floors: a link keeps two points joined.
+    static Task FloorsCheckBlock()
+    {
+        return WithTower(async (client, grid, gen) =>
+        {
+
+            var points = new[] { new PathPoint(4, 0), new PathPoint(4, 0, 1) };
+            var cut = await client.CheckBlockAsync(points, new[] { new GridRect(0, 0, 1, 1) }, null, 1, grid);
+            Equal("", string.Join(" ", cut.Disconnected), "check_block: without the ladder's foot, the drop still joins the floors");
+            cut = await client.CheckBlockAsync(points, new[] { new GridRect(4, 2, 1, 1, 1), new GridRect(0, 0, 1, 1) }, null, 1, grid);
+            Equal("[0, 1]", string.Join(" ", cut.Disconnected), "check_block: without the drop's top and the ladder's foot, they part");
+        });
+    }
+
+    // Avoid on a link's end (a bin of triples) and traversal on its tag bar it.
+    static Task FloorsAvoidAndTraversal()
+    {
+        return WithTower(async (client, grid, gen) =>
+        {
+            var barred = await client.FindPathAsync(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1,
+                new PathOptions { Map = grid.Map, Space = CoordinateSpace.Grid, Traversal = new TraversalRules { { "ladder", null } } });
+            Equal(PathStatus.NoPath, barred.Status, "traversal bars the links tagged ladder");
+            var avoided = await client.FindPathAsync(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1,
+                new PathOptions { Map = grid.Map, Space = CoordinateSpace.Grid, Avoid = new AvoidSet().AddCell(0, 0, 1) });
+            Equal(PathStatus.NoPath, avoided.Status, "avoid on the ladder's top (a bin of triples) bars the ladder");
+        });
+    }
+
+    // update replacing the links, alone and with a cell edit: the answers change.
+    static Task FloorsUpdateLinks()
+    {
+        return WithTower(async (client, grid, gen) =>
+        {
+            // A lift replaces the ladder, the drop becomes two-way: one update, a new generation.
+            var lift = new MapLink(new PathPoint(4, 0), new PathPoint(4, 0, 1), 3);
+            var opened = new[] { new MapLink(Drop.From, Drop.To, Drop.Cost), lift };
+            long edited = await client.UpdateAsync(grid.Map, null, links: opened);
+            Check(edited > gen, "update with links: a new generation");
+            var again = await client.FindPathAsync(new PathPoint(4, 2), new PathPoint(4, 2, 1), 1, grid);
+            Near(0.5, again.Cost, "the drop both ways now");
+            Equal("[0, 0]", string.Join(" ", again.Links), "by link 0 of the new list");
+            var lifted = await client.FindPathAsync(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1, grid);
+            Equal("3 [0, 1]", lifted.Cost + " " + string.Join(" ", lifted.Links), "the lift, link 1, and no ladder");
+            TakesLinks(lifted, opened, "the lift");
+            await client.UpdateAsync(grid.Map, new[] { new GridRect(4, 2, 1, 1, 1) }, solid: true, links: new MapLink[0], ifGen: edited);
+            var none = await client.FindPathAsync(new PathPoint(4, 2), new PathPoint(4, 0, 1), 1, grid);
+            Equal(PathStatus.NoPath, none.Status, "no links left: the floors are apart");
+            var map = await client.GetMapAsync(grid.Map);
+            Equal("0 0", map.Links.Length + " " + map[4, 2, 1], "get_map: no links, and the drop's top solid");
+        });
+    }
+
+    // Bad floors and links: a code and the field it is about; the map stays as it was.
+    static Task FloorsRefusals()
+    {
+        return WithTower(async (client, grid, gen) =>
+        {
+            var e = await Throws(() => client.UpdateAsync(grid.Map, null, links: new[] { Ladder, new MapLink(new PathPoint(1, 1), new PathPoint(2, 2), -1) }),
+                PathServerErrorCodes.InvalidRequest);
+            Equal("links[1].cost", e.At, "a negative cost");
+            e = await Throws(() => client.UpdateAsync(grid.Map, null, links: new[] { new MapLink(new PathPoint(0, 0), new PathPoint(0, 0, 2), 1) }),
+                PathServerErrorCodes.OutOfBounds);
+            Equal("links[0].to[2]", e.At, "a link to a floor the map does not have");
+            e = await Throws(() => client.UpdateAsync(grid.Map, null, links: new[] { new MapLink(new PathPoint(0, 0), new PathPoint(9, 0, 1), 1) }),
+                PathServerErrorCodes.OutOfBounds);
+            Equal("links[0].to", e.At, "a link off the map");
+            e = await Throws(() => client.UpdateAsync(grid.Map, null, links: new[] { new MapLink(new PathPoint(0, 0), new PathPoint(0, 1), 1, tag: "rope") }),
+                PathServerErrorCodes.InvalidRequest);
+            Equal("links[0].tag", e.At, "a tag the map does not name");
+            e = await Throws(() => client.FindPathAsync(new PathPoint(0, 0, 2), new PathPoint(1, 1), 1, grid), PathServerErrorCodes.OutOfBounds);
+            Equal("start[2]", e.At, "a start on a floor the map does not have");
+            e = await Throws(() => client.PutMapAsync("csharp_bad_floors", 1, 1, new byte[17], floors: 17), PathServerErrorCodes.InvalidRequest);
+            Equal("floors", e.At, "17 floors");
+            e = await Throws(() => client.PutMapAsync("csharp_bad_floors", 2, 1, new byte[2], floors: 2), PathServerErrorCodes.InvalidRequest);
+            Equal("cells", e.At, "cells of one floor for two");
+            var map = await client.GetMapAsync(grid.Map);
+            Equal(gen + " 2", map.Gen + " " + map.Links.Length, "refused updates leave the map as it was");
+        });
     }
 
     // The README's floors example (its fourth ```text block): the same calls, the same lines.

@@ -134,14 +134,22 @@ static partial class Tests
             else
                 Console.WriteLine("skip " + hexMaps + " (the server refuses hex maps: " + refusal + ")");
         }
-        const string floorMaps = "server: a tower of two floors, a ladder and a one-way drop: every op across floors, links replaced by update, bad links refused";
-        if (_only == null || floorMaps.Contains(_only))
+        const string floorMaps = "server: floors and links";
+        if (_only == null || floorMaps.Contains(_only) || _only.StartsWith(floorMaps))
         {
             // Until the server takes floors: a skip line with its refusal, not a failure.
             string refusal = _serverUp ? FloorsRefusal() : null;
             if (refusal == null)
             {
-                Run(floorMaps, FloorsOnTheServer);
+                Run(floorMaps + ": paths up a ladder and down a one-way drop, their links (plain, packed, batched, world)", FloorsPaths);
+                Run(floorMaps + ": get_map and maps give the floors, both floors' cells and the links", FloorsReadBack);
+                Run(floorMaps + ": reachable and field across floors", FloorsReachableAndField);
+                Run(floorMaps + ": goals on other floors, alone and in a batch", FloorsGoals);
+                Run(floorMaps + ": next_steps with points on floors (a bin of triples)", FloorsNextSteps);
+                Run(floorMaps + ": check_block with points and rectangles on floors, a link joining two points", FloorsCheckBlock);
+                Run(floorMaps + ": avoid on a link's end and traversal on its tag bar it", FloorsAvoidAndTraversal);
+                Run(floorMaps + ": update replaces the links (alone, with a cell edit) and the answers change", FloorsUpdateLinks);
+                Run(floorMaps + ": bad floors and links refused with their code and field", FloorsRefusals);
                 Run("readme: the floors example prints what README.md shows", ReadmeFloorsExample);
             }
             else
