@@ -114,3 +114,61 @@ def random_links(rng, floors, width, height, walkable, count, tags=("ladder", "d
             link["tag"] = str(rng.choice(tags))
         links.append(link)
     return links
+
+
+# -- every op: the whole graph of moves ---------------------------------------------------
+
+
+def avoided_anchors(floors_passable, unit, cells=(), rects=()):
+    """Per floor, bool (H, W): the anchors whose ``unit x unit`` footprint overlaps an
+    avoided cell; ``cells`` ``(x, y, floor)``, ``rects`` ``(x, y, w, h, floor)``."""
+    out = []
+    for f, passable in enumerate(floors_passable):
+        covered = naive.covered(passable.shape, [c[:2] for c in cells if c[2] == f],
+                                [r[:4] for r in rects if r[4] == f])
+        out.append(naive.overlapping(covered, unit, unit))
+    return out
+
+
+def graph(floors_passable, floors_cost, links, rules=None, diagonal="no_corner_cutting", avoided=None,
+          avoid_cost=None, heights=None, max_climb=None):
+    """Every move as ``(from, to, cost)``, points ``(x, y, floor)``: each floor's moves
+    (naive.edges: an avoided anchor may be left, not entered, or with ``avoid_cost``
+    entered for at least that; with ``heights``, per floor, no climb past ``max_climb``)
+    and each link the unit may take (both ends standable, neither avoided, its tag not
+    barred; a link climbs any height)."""
+    moves = []
+    for f, passable in enumerate(floors_passable):
+        for (x, y), (nx, ny), w in naive.edges(passable, diagonal, floors_cost[f],
+                                                None if heights is None else heights[f], max_climb,
+                                                avoided=None if avoided is None else avoided[f],
+                                                avoid_cost=avoid_cost):
+            moves.append(((x, y, f), (nx, ny, f), w))
+    for source, targets in link_moves(links, rules).items():
+        for target, cost, _ in targets:
+            ends = (source, target)
+            if not all(floors_passable[p[2]][p[1], p[0]] for p in ends):
+                continue
+            if avoided is not None and any(avoided[p[2]][p[1], p[0]] for p in ends):
+                continue
+            moves.append((source, target, cost))
+    return moves
+
+
+def nearness(cell, goals):
+    """How near ``cell`` lies to the nearest of ``goals`` for a partial path's end: the
+    squared distance to one on its floor, else past every such (inf)."""
+    same = [(cell[0] - g[0]) ** 2 + (cell[1] - g[1]) ** 2 for g in goals if g[2] == cell[2]]
+    return min(same) if same else math.inf
+
+
+def joined_pairs(before, after, links, points, rules=None, diagonal="never"):
+    """The pairs (i, j), i < j, of ``points`` joined in ``before`` (per floor, where the
+    unit stands) and not in ``after``: joined when a way leads from either to the other."""
+    def joined(passable):
+        moves = graph(passable, [np.ones(p.shape) for p in passable], links, rules, diagonal)
+        reach = [naive.costs_from(moves, point(p)) if passable[p[2]][p[1], p[0]] else {} for p in points]
+        return lambda i, j: point(points[j]) in reach[i] or point(points[i]) in reach[j]
+
+    was, now = joined(before), joined(after)
+    return [(i, j) for i in range(len(points)) for j in range(i + 1, len(points)) if was(i, j) and not now(i, j)]

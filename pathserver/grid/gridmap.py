@@ -34,10 +34,10 @@ import numpy as np
 
 from pathserver.core.clearance import compute_clearance, hex_clearance
 from pathserver.core.status import DIAGONAL_HEX
-from pathserver.errors import MapLoadError, RequestError
+from pathserver.errors import MapLoadError, OutOfBoundsError, RequestError
 from pathserver.hexes import LAYOUTS, SHAPES, cell_at, check_layout, tile_size_of, world_centre
 from pathserver.grid.cache import LayerCache
-from pathserver.grid.links import check_floors, check_links, link_arrays, stack_floors
+from pathserver.grid.links import check_floors, check_links, floor_rows, link_arrays, stack_floors
 from pathserver.grid.layers import (
     UNIFORM_COST_INDEX,
     UNIFORM_COST_TABLE,
@@ -238,13 +238,21 @@ class GridMap:
             if walkable.shape[0] != self.floors:
                 raise MapLoadError(f"walkable holds {walkable.shape[0]} floors, floors is {self.floors}", at="floors")
             self.floor_height = walkable.shape[1]
-            walkable = stack_floors(walkable, False)
-            cost = None if cost is None else stack_floors(np.asarray(cost, dtype=np.float64), 1.0)
-            heights = None if heights is None else stack_floors(np.asarray(heights, dtype=np.float32), 0.0)
-            tags = None if tags is None else stack_floors(np.asarray(tags), 0)
+            rows = floor_rows(self.floor_height, layout)
+            walkable = stack_floors(walkable, False, rows)
+            cost = None if cost is None else stack_floors(np.asarray(cost, dtype=np.float64), 1.0, rows)
+            heights = None if heights is None else stack_floors(np.asarray(heights, dtype=np.float32), 0.0, rows)
+            tags = None if tags is None else stack_floors(np.asarray(tags), 0, rows)
         else:
-            # One floor, or floors already stacked (an edit's arrays).
-            self.floor_height = (walkable.shape[0] + 1) // self.floors - 1
+            # One floor, or floors already stacked (an edit's arrays): (F - 1) * rows + H
+            # rows, two blocked rows between floors where floor_rows says so.
+            stacked_rows = walkable.shape[0]
+            self.floor_height = (stacked_rows + 1) // self.floors - 1
+            wider = (stacked_rows + 2) // self.floors - 2
+            if (stacked_rows + 2) % self.floors == 0 and floor_rows(wider, layout) == wider + 2:
+                self.floor_height = wider
+        #: The stacked grid's rows from one floor's first row to the next's.
+        self.floor_rows = floor_rows(self.floor_height, layout)
         if walkable.ndim != 2 or walkable.shape[0] < 1 or walkable.shape[1] < 1:
             raise MapLoadError(f"walkable must be a non-empty 2-D array, got shape {walkable.shape}")
         if walkable.size > MAX_CELLS:
@@ -445,11 +453,11 @@ class GridMap:
     def stacked(self, x: int, y: int, floor: int = 0) -> tuple[int, int]:
         """Cell ``(x, y)`` of ``floor`` in the stacked grid (floors one under another, a
         blocked row between each two)."""
-        return x, floor * (self.floor_height + 1) + y
+        return x, floor * self.floor_rows + y
 
     def unstacked(self, x: int, y: int) -> tuple[int, int, int]:
         """A stacked grid cell as ``(x, y, floor)``."""
-        return x, y % (self.floor_height + 1), y // (self.floor_height + 1)
+        return x, y % self.floor_rows, y // self.floor_rows
 
     def link_arrays(self, rules: tuple | None = None) -> tuple:
         """The links as the kernels take them under the traversal ``rules`` (cached):
@@ -457,7 +465,7 @@ class GridMap:
         if rules not in self._link_arrays:
             values = dict(rules or ())
             multipliers = {name: values.get(value, 1.0) for name, value in self.tag_names.items()}
-            self._link_arrays[rules] = link_arrays(self.links, multipliers, self.floor_height, self.width,
+            self._link_arrays[rules] = link_arrays(self.links, multipliers, self.floor_rows, self.width,
                                                    self.width * self.height)
         return self._link_arrays[rules]
 
@@ -579,36 +587,72 @@ class GridMap:
 
     # -- edits ------------------------------------------------------------------------
 
-    def edit(self, rects=(), cells=(), *, solid: bool | None = None, cost: float | None = None) -> "GridMap":
+    def edit(self, rects=(), cells=(), *, solid: bool | None = None, cost: float | None = None,
+             links=None) -> "GridMap":
         """A new generation with rectangles ``(x, y, w, h)`` and/or cells ``(x, y)`` set
-        solid (``solid=True``), free (``solid=False``), and/or given a terrain ``cost``.
+        solid (``solid=True``), free (``solid=False``), and/or given a terrain ``cost``; on
+        a map with floors, ``(x, y, w, h, floor)`` and ``(x, y, floor)`` edit that floor
+        (floor 0 without one). ``links``: the map's new links (as ``put_map`` takes them,
+        ``[]`` for none), replacing the old; None keeps them.
 
-        Parts of rectangles outside the map are clipped. Clearance is recomputed only in
-        the region the edit can influence (up and left of it, as far as the largest
-        square that can reach it).
+        Parts of rectangles outside the map (their floor) are clipped. Clearance is
+        recomputed only in the region the edit can influence (up and left of it, as far
+        as the largest square that can reach it).
         """
-        boxes = [tuple(int(v) for v in r) for r in rects] + [(int(x), int(y), 1, 1) for x, y in cells]
-        return self.edit_many([(boxes, solid, cost)])
+        boxes = [tuple(int(v) for v in r) for r in rects]
+        boxes += [(int(c[0]), int(c[1]), 1, 1, *(int(v) for v in c[2:])) for c in cells]
+        # Links alone: no change of cells to check.
+        only_links = links is not None and not boxes and solid is None and cost is None
+        return self.edit_many([] if only_links else [(boxes, solid, cost)], links=links)
 
-    def edit_many(self, changes) -> "GridMap":
+    def with_links(self, links) -> "GridMap":
+        """The next generation with ``links`` (as ``put_map`` takes them, ``[]`` for none)
+        in place of this one's, its cells as they are (``update {"links": [...]}``)."""
+        return self.edit_many([], links=links)
+
+    def floor_top(self, floor) -> int:
+        """The stacked grid's row of ``floor``'s first row (OutOfBoundsError at ``rects``
+        for a floor the map does not have): where an edit ``(x, y, w, h, floor)`` lands."""
+        if not 0 <= floor < self.floors:
+            raise OutOfBoundsError(f"floor {floor} is not one of the map's floors 0..{self.floors - 1}", at="rects")
+        return self.stacked(0, 0, floor)[1]
+
+    def edit_many(self, changes, links=None) -> "GridMap":
         """One new generation holding the edits ``changes``, ``(boxes, solid, cost)`` each
-        with ``boxes`` cell rectangles ``(x, y, w, h)``, applied in order: the cells end
-        as :meth:`edit` called once per change leaves them (a cell made solid costs 1, as
-        the constructor has it), for one copy of the arrays and one clearance update."""
+        with ``boxes`` cell rectangles ``(x, y, w, h)`` (or ``(x, y, w, h, floor)``, clipped
+        to that floor), applied in order: the cells end as :meth:`edit` called once
+        per change leaves them (a cell made solid costs 1, as the constructor has it), for
+        one copy of the arrays and one clearance update. ``links``: as :meth:`edit`."""
         for _, solid, cost in changes:
             check_edit(solid, cost)
+        if links is not None:
+            links = check_links(links, self.floors, self.width, self.floor_height)
+            for i, tag in enumerate(links.tags):
+                if tag is not None and tag not in self.tag_names:
+                    raise RequestError(f"link tag {tag!r} is not one of the map's tag_names", at=f"links[{i}].tag")
         walkable = self.walkable.copy()
         costed = any(cost is not None for _, _, cost in changes)
         new_cost = None if (not costed and self.uniform_cost) else self.cost.copy()
         x0, y0, x1, y1 = self.width, self.height, 0, 0
+        width, floor_height = self.width, self.floor_height
         for boxes, solid, cost in changes:
-            for bx, by, bw, bh in boxes:
+            for edited in boxes:
+                top = 0
+                try:
+                    bx, by, bw, bh = edited
+                except ValueError:  # (x, y, w, h, floor)
+                    bx, by, bw, bh, floor = edited
+                    top = self.floor_top(floor)
                 if bw < 1 or bh < 1:
                     raise RequestError(f"rectangle {bx, by, bw, bh} has no area", at="rects")
+                # Clipped to its floor: nothing spills onto the rows between floors.
                 cx0, cy0 = max(bx, 0), max(by, 0)
-                cx1, cy1 = min(bx + bw, self.width), min(by + bh, self.height)
+                cx1, cy1 = min(bx + bw, width), min(by + bh, floor_height)
                 if cx0 >= cx1 or cy0 >= cy1:
                     continue
+                if top:
+                    cy0 += top
+                    cy1 += top
                 box = slice(cy0, cy1), slice(cx0, cx1)
                 if solid is not None:
                     walkable[box] = not solid
@@ -647,7 +691,7 @@ class GridMap:
             shape=self.shape,
             layout=self.layout,
             floors=self.floors,
-            links=self.links,
+            links=self.links if links is None else links,
             _edit=EditSeeds(
                 clearance,
                 cost_edit,

@@ -13,20 +13,31 @@ __all__ = ["MAX_FLOORS", "MAX_LINKS", "NO_LINKS", "Links", "check_floors", "chec
            "stack_floors", "link_arrays"]
 
 
-def stack_floors(layers: np.ndarray, fill) -> np.ndarray:
-    """(F, H, W) layers as one (F * (H + 1) - 1, W) grid, a row of ``fill`` between each
-    two floors: no grid move, and no footprint, reaches from one floor to the next."""
+def floor_rows(floor_height: int, layout: str | None = None) -> int:
+    """The rows of the stacked grid from one floor's first row to the next's: the floor's
+    and one blocked row, or two on a hex map of shifted rows (``odd-r``, ``even-r``) where
+    one would make the stride odd: every floor's rows keep their parity, so their
+    neighbours."""
+    rows = floor_height + 1
+    return rows + 1 if layout is not None and layout.endswith("-r") and rows % 2 else rows
+
+
+def stack_floors(layers: np.ndarray, fill, rows: int | None = None) -> np.ndarray:
+    """(F, H, W) layers as one grid, floor f's rows from ``f * rows`` (``rows``: see
+    :func:`floor_rows`, H + 1 by default), rows of ``fill`` between each two floors: no
+    grid move, and no footprint, reaches from one floor to the next."""
     floors, height, width = layers.shape
-    out = np.full((floors * (height + 1) - 1, width), fill, dtype=layers.dtype)
+    rows = height + 1 if rows is None else rows
+    out = np.full(((floors - 1) * rows + height, width), fill, dtype=layers.dtype)
     for f in range(floors):
-        out[f * (height + 1):f * (height + 1) + height] = layers[f]
+        out[f * rows:f * rows + height] = layers[f]
     return out
 
 
-def link_arrays(links: Links, multipliers: dict, floor_height: int, width: int, n: int) -> tuple:
+def link_arrays(links: Links, multipliers: dict, floor_rows: int, width: int, n: int) -> tuple:
     """``(link_first, link_to, link_cost, link_id, entries)`` of
     :func:`pathserver.core.links.astar_links` for ``links`` on the stacked grid of ``n``
-    cells: both ways of a two-way link, each cost times its tag's multiplier (None: the
+    cells, ``floor_rows`` a floor's (:func:`floor_rows`): both ways of a two-way link, each cost times its tag's multiplier (None: the
     link is barred), sorted by source; ``entries`` each source's ``x, y`` and cheapest link."""
     rows = []
     for k in range(len(links)):
@@ -34,8 +45,8 @@ def link_arrays(links: Links, multipliers: dict, floor_height: int, width: int, 
         if multiplier is None:
             continue
         (ax, ay, af), (bx, by, bf) = links.ends[k].tolist()
-        a = (af * (floor_height + 1) + ay) * width + ax
-        b = (bf * (floor_height + 1) + by) * width + bx
+        a = (af * floor_rows + ay) * width + ax
+        b = (bf * floor_rows + by) * width + bx
         cost = float(links.cost[k]) * multiplier
         rows.append((a, b, cost, k))
         if links.two_way[k]:

@@ -27,7 +27,6 @@ from pathserver.errors import (
     StartBlockedError,
 )
 from pathserver.grid.avoid import blocker_boxes
-from pathserver.grid.links import check_point
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.values import floor_cell, normalize_unit_size, number_array, python_value
 from pathserver.options import ALGORITHM, AVOID, DIAGONAL, HEURISTIC, MAX_CLIMB, MAX_EXPANSIONS, SEARCH_OPTIONS, SMOOTH
@@ -217,21 +216,6 @@ def cells_of(points, name: str, gridmap: GridMap) -> np.ndarray:
                                    f"(0..{gridmap.floors - 1})", at=f"{name}[{i}][2]")
         xy[:, 1] += floors * (height + 1)
     return xy.astype(np.int64, copy=False)
-
-
-def linked_point(gridmap: GridMap, point, name: str, cells) -> tuple[int, int]:
-    """A point ``(x, y)`` or ``(x, y, floor)`` of a map with floors or links, as its cell
-    of the stacked grid, standable for the unit (StartBlockedError / GoalBlockedError)."""
-    try:
-        x, y, floor = check_point(tuple(python_value(v) for v in point), gridmap.floors, gridmap.width,
-                                  gridmap.floor_height, name)
-    except TypeError:
-        raise RequestError(f"{name} must be [x, y] or [x, y, floor]", at=name) from None
-    x, y = gridmap.stacked(x, y, floor)
-    if cells[y, x] == 0:
-        error = StartBlockedError if name == "start" else GoalBlockedError
-        raise error(f"{name} {tuple(point)} is blocked for this unit", at=name)
-    return x, y
 
 
 def cell_of(point, name: str, gridmap: GridMap) -> tuple[int, int]:

@@ -20,7 +20,6 @@ import numpy as np
 
 from pathserver.core import status as st
 from pathserver.core.components import nearest_with_label
-from pathserver.core.links import reach_links
 from pathserver.core.cut import NOT_STANDING, cut_pieces
 from pathserver.core.dijkstra import count_in_components, field, field_whole, leave_costs, reach, ring_size
 from pathserver.core.goals import snap_goals
@@ -33,8 +32,10 @@ from pathserver.errors import (
     StartBlockedError,
     TooLargeError,
 )
+from pathserver.grid import linked
 from pathserver.grid.avoid import Avoided, blocker_boxes
 from pathserver.grid.gridmap import GridMap
+from pathserver.grid.linked import Grids, grids_of
 from pathserver.grid.prepared import (
     NO_BOXES,
     avoid_boxes,
@@ -42,7 +43,6 @@ from pathserver.grid.prepared import (
     cells_of,
     checked,
     prepared_call,
-    linked_point,
     traversal_rules,
     unit_boxes,
     workspace,
@@ -58,28 +58,15 @@ _LOOKAHEADS = {"cell": LOOKAHEAD_CELL, "los": LOOKAHEAD_LOS}
 _COUNT_REGION_SHARE = 0.25
 
 
-class _Grids(NamedTuple):
-    """What the kernels read for one request: the prepared call (the unit's layer and the
-    checked options), its option codes, and the traversal rules."""
-
-    call: object
-    diagonal: int
-    uniform: int
-    use_heights: int
-    rules: tuple | None
-
-
-def _grids(gridmap: GridMap, unit_size, snap, diagonal, max_climb, traversal) -> _Grids:
+def _grids(gridmap: GridMap, unit_size, snap, diagonal, max_climb, traversal) -> Grids:
     rules = traversal_rules(gridmap, traversal)
     # algorithm "astar": these queries never jump, so the layer needs no JPS bitmaps.
     call = prepared_call(gridmap, unit_size, rules,
                          {SNAP.name: snap, DIAGONAL.name: diagonal, MAX_CLIMB.name: max_climb, ALGORITHM.name: "astar"})
-    mode = call.mode
-    return _Grids(call, (mode >> st.MODE_DIAGONAL) & st.DIAGONAL_MASK, (mode >> st.MODE_UNIFORM) & 1,
-                  (mode >> st.MODE_USE_HEIGHTS) & 1, rules)
+    return grids_of(call, rules)
 
 
-def _avoided(grids: _Grids, boxes, avoid_cost) -> Avoided:
+def _avoided(grids: Grids, boxes, avoid_cost) -> Avoided:
     call = grids.call
     boxes, unit_w, unit_h = unit_boxes(call, boxes)
     return Avoided(call.cells, call.cost_index, call.cost_table, grids.uniform, unit_w, unit_h, boxes, avoid_cost)
@@ -140,6 +127,8 @@ def reachable(
     Options as :func:`pathserver.grid.search.find_path`: a start the unit cannot stand on
     snaps (else StartBlockedError); with ``avoid`` the start may lie on an avoided cell.
     Dijkstra from the start, stopped at the budget (:func:`pathserver.core.dijkstra.reach`).
+    On a map with floors or links the links count (:mod:`pathserver.grid.linked`) and on
+    one of several floors ``cells`` are ``(x, y, floor)``.
 
     >>> m = GridMap.from_ascii('''
     ... ...
@@ -152,7 +141,8 @@ def reachable(
     budget = _required(BUDGET, budget)
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
     if gridmap.linked:
-        return _reachable_linked(gridmap, grids, start, budget, avoid is not None or avoid_cost is not None)
+        return Reach(*linked.reachable(gridmap, grids, start, budget, linked.avoid_boxes(gridmap, avoid),
+                                       checked(AVOID_COST, avoid_cost)))
     boxes = avoid_boxes(gridmap, avoid)
     avoid_cost = checked(AVOID_COST, avoid_cost)
     call = grids.call
@@ -179,44 +169,25 @@ def reachable(
     return Reach(out, costs)
 
 
-def _reachable_linked(gridmap: GridMap, grids: _Grids, start, budget, avoiding: bool) -> Reach:
-    """reachable on a map with floors or links (pathserver.core.links.reach_links):
-    cells ``(x, y, floor)`` on a map of several floors."""
-    if avoiding:
-        raise RequestError("avoid on a map with floors or links comes later", at=AVOID.name)
-    call = grids.call
-    sx, sy = linked_point(gridmap, start, "start", call.cells)
-    first, to, cost, _, _ = gridmap.link_arrays(grids.rules)
-    ws = workspace(call.n)
-    count = reach_links(call.cells, call.cost_index, call.cost_table, grids.uniform, grids.diagonal, sx, sy, budget,
-                        first, to, cost, ws.work_float, ws.work_int)
-    nodes = ws.work_int[0, :count].copy()
-    costs = ws.work_float[0][nodes].astype(np.float32)
-    x, y = nodes % gridmap.width, nodes // gridmap.width
-    if gridmap.floors == 1:
-        return Reach(np.column_stack((x, y)).astype(np.int32), costs)
-    row = gridmap.floor_height + 1
-    return Reach(np.column_stack((x, y % row, y // row)).astype(np.int32), costs)
-
-
 # -- distance fields ------------------------------------------------------------------
 
 
 def _region(gridmap: GridMap, region) -> np.ndarray:
     window = checked(REGION, region)
     if window is None:
-        return np.array([0, 0, gridmap.width, gridmap.height], dtype=np.int64)
+        return np.array([0, 0, gridmap.width, gridmap.floor_height], dtype=np.int64)
     x, y, w, h = window
-    if x < 0 or y < 0 or x + w > gridmap.width or y + h > gridmap.height:
-        raise OutOfBoundsError(f"region {list(window)} is not inside the map ({gridmap.width}x{gridmap.height})",
-                               at=REGION.name)
+    # On a map with floors, a window of one floor (the same on every floor).
+    if x < 0 or y < 0 or x + w > gridmap.width or y + h > gridmap.floor_height:
+        raise OutOfBoundsError(f"region {list(window)} is not inside the map ({gridmap.width}x"
+                               f"{gridmap.floor_height})", at=REGION.name)
     return np.array([x, y, x + w, y + h], dtype=np.int64)
 
 
 _NO_STEPS = np.zeros(1, dtype=np.int32)
 
 
-def _compute_field(gridmap, grids: _Grids, goals, boxes, avoid_cost, max_cost, region, out,
+def _compute_field(gridmap, grids: Grids, goals, boxes, avoid_cost, max_cost, region, out,
                    steps=_NO_STEPS) -> None:
     """Run the field kernel (and the avoided anchors' values) into ``out`` (float64 of the
     region's shape, filled with inf); ``steps`` (int32 (H * W,), UNKNOWN) receives the
@@ -288,7 +259,10 @@ def distance_field(
     leaving it (a unit there may leave; none may enter). Other options as find_path.
 
     One backward Dijkstra from all the goals at once, with a bucket queue
-    (:func:`pathserver.core.dijkstra.field`).
+    (:func:`pathserver.core.dijkstra.field`). On a map with floors or links, over the
+    links too (a link a -> b gives a the value of b plus its cost), goals and avoided
+    cells may carry a floor, and on a map of several floors the result is float32
+    (floors, h, w), the region on each floor, floor 0 first.
 
     >>> m = GridMap.from_ascii('''
     ... ...
@@ -297,6 +271,9 @@ def distance_field(
     >>> distance_field(m, [(2, 1)]).tolist()
     [[3.0, 2.0, 1.0], [4.0, inf, 0.0]]
     """
+    if gridmap.linked:
+        return _field_linked(gridmap, goals, unit_size, max_cost, region, snap, diagonal, max_climb, avoid,
+                             avoid_cost, traversal)
     goals = _required(GOALS, goals)
     max_cost = checked(MAX_COST, max_cost)
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
@@ -307,6 +284,21 @@ def distance_field(
     out = np.full((int(window[3] - window[1]), int(window[2] - window[0])), np.inf)
     _compute_field(gridmap, grids, goal_cells, boxes, avoid_cost, max_cost, window, out)
     return out.astype(np.float32)
+
+
+def _field_linked(gridmap, goals, unit_size, max_cost, region, snap, diagonal, max_climb, avoid, avoid_cost,
+                  traversal) -> np.ndarray:
+    """distance_field on a map with floors or links: float32 (floors, h, w) of the region
+    on each floor, floor 0 first ((h, w) on a map of one floor)."""
+    if goals is None:
+        raise RequestError(f"'{GOALS.name}' is required", at=GOALS.name)
+    max_cost = checked(MAX_COST, max_cost)
+    grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
+    boxes = linked.avoid_boxes(gridmap, avoid)
+    avoid_cost = checked(AVOID_COST, avoid_cost)
+    window = _region(gridmap, region)
+    grid, _, _ = linked.field(gridmap, grids, goals, boxes, avoid_cost, max_cost)
+    return linked.field_window(gridmap, grid, window)
 
 
 # -- steering -------------------------------------------------------------------------
@@ -326,10 +318,14 @@ class SteeringField:
     uniform: int
     following: np.ndarray
     sights: np.ndarray | None = None
+    #: On a map with links: int64 (H * W,), the link's target where a cell's cheapest way
+    #: is a link, -1 elsewhere (see pathserver.grid.linked.steering).
+    jumps: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
         own = self.field.nbytes + self.following.nbytes + (self.sights.nbytes if self.sights is not None else 0)
+        own += self.jumps.nbytes if self.jumps is not None else 0
         return own + sum(a.nbytes for a in (self.cells, self.cost_index) if a.flags.owndata)
 
     def sighted(self) -> np.ndarray:
@@ -386,6 +382,9 @@ def next_steps(
     does (the first step when it sees none).
 
     The field is kept in the map's cache (the last 8). Other options as :func:`distance_field`.
+    On a map with floors or links positions may be ``(x, y, floor)``, a unit on a link's
+    source whose cheapest way is the link gets its other end (the lookahead never looks
+    past a link), and on a map of several floors steps are (n, 3) ``(x, y, floor)``.
 
     >>> m = GridMap.from_ascii('''
     ... .....
@@ -398,14 +397,27 @@ def next_steps(
     >>> next_steps(m, [(4, 1)], 1, units, lookahead="los")[0].tolist()
     [[0.0, 0.0], [3.0, 0.0], [4.0, 1.0]]
     """
-    goals = _required(GOALS, goals)
+    goals = goals if gridmap.linked and goals is not None else _required(GOALS, goals)
     lookahead_code = _LOOKAHEADS[checked(LOOKAHEAD, lookahead) or "cell"]
     max_cost = checked(MAX_COST, max_cost)
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
+    call = grids.call
+    if gridmap.linked:
+        boxes = linked.avoid_boxes(gridmap, avoid)
+        avoid_cost = checked(AVOID_COST, avoid_cost)
+        units = linked.unit_cells(gridmap, positions)
+        key = ("steer", call.layer_key, call.mode, call.climb,
+               linked.stacked_cells(gridmap, goals, GOALS.name, minimum=1).tobytes(), boxes.tobytes(), avoid_cost,
+               max_cost)
+        entry = gridmap.layers.field(key)
+        if entry is None:
+            entry = _steering_field_linked(gridmap, grids, goals, boxes, avoid_cost, max_cost)
+            gridmap.layers.keep_field(key, entry)
+        return linked.steps(gridmap, grids, entry, units, lookahead_code,
+                            entry.sighted() if lookahead_code == LOOKAHEAD_LOS else _NO_SIGHTS)
     avoid_checked = checked(AVOID, avoid)
     avoid_cost = checked(AVOID_COST, avoid_cost)
     units = _positions(gridmap, positions)
-    call = grids.call
     key = ("steer", call.layer_key, call.mode, call.climb, tuple(map(tuple, goals)),
            None if avoid_checked is None else avoid_checked.key(), avoid_cost,
            max_cost)
@@ -421,7 +433,7 @@ def next_steps(
     return steps, remaining
 
 
-def _steering_field(gridmap, grids: _Grids, goals, avoid_checked, avoid_cost, max_cost) -> SteeringField:
+def _steering_field(gridmap, grids: Grids, goals, avoid_checked, avoid_cost, max_cost) -> SteeringField:
     call = grids.call
     boxes = NO_BOXES if avoid_checked is None else blocker_boxes(gridmap, avoid_checked)
     goal_cells = cells_of(goals, GOALS.name, gridmap)
@@ -438,6 +450,21 @@ def _steering_field(gridmap, grids: _Grids, goals, avoid_checked, avoid_cost, ma
         if cost_index is not call.cost_index:
             cost_index = _frozen_copy(cost_index)
     return SteeringField(call.layer_key, out, cells, cost_index, cost_table, int(uniform), following)
+
+
+def _steering_field_linked(gridmap, grids: Grids, goals, boxes, avoid_cost, max_cost) -> SteeringField:
+    call = grids.call
+    grid, sources, links = linked.field(gridmap, grids, goals, boxes, avoid_cost, max_cost)
+    grid.setflags(write=False)
+    with linked.Request(gridmap, grids, boxes, avoid_cost) as request:
+        cells, cost_index, cost_table, uniform = request.cells, request.cost_index, request.cost_table, request.uniform
+        following, jumps = linked.steering(gridmap, grids, grid, sources, links, cells, cost_index, cost_table,
+                                           uniform)
+        if cells is not call.cells:
+            cells = _frozen_copy(cells)
+        if cost_index is not call.cost_index:
+            cost_index = _frozen_copy(cost_index)
+    return SteeringField(call.layer_key, grid, cells, cost_index, cost_table, int(uniform), following, jumps=jumps)
 
 
 def _frozen_copy(array: np.ndarray) -> np.ndarray:
@@ -469,7 +496,10 @@ def check_block(
     off from every point it was connected to. Points the unit cannot stand on snap to the
     nearest cell it can (with ``snap=False`` they connect to nothing and appear in no
     pair). Connectivity is the components' (``diagonal="always"``: corners may be cut;
-    climbs are not considered); ``traversal`` as find_path.
+    climbs are not considered); ``traversal`` as find_path. On a map with floors or links,
+    cells ``(x, y, floor)``, rectangles ``(x, y, w, h, floor)`` and points may carry a
+    floor, and two points are joined when a way (links included, one-way ones their way)
+    leads from either to the other.
 
     The placement cuts only the 16 x 16 blocks it reaches into pieces afresh; a search
     over pieces, started next to it, decides (:func:`pathserver.core.cut.cut_pieces`; the
@@ -483,6 +513,10 @@ def check_block(
     >>> check_block(m, cells=[(2, 1)], points=[(0, 0), (4, 0), (0, 2)])
     [(0, 2), (1, 2)]
     """
+    if gridmap.linked:
+        grids = _grids(gridmap, unit_size, snap, diagonal, None, traversal)
+        return linked.check_block(gridmap, grids, linked.cell_boxes(gridmap, cells, rects, "cells", "rects", "rects"),
+                                  points)
     cells_rows = number_rows(python_value(cells), 2, "cells", "[x, y]")
     rect_rows = number_rows(python_value(rects), 4, "rects", "[x, y, w, h]")
     if len(cells_rows) + len(rect_rows) > MAX_AVOID:

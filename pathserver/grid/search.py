@@ -12,13 +12,9 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
-
 from pathserver.core import status as st
-from pathserver.core.lines import finish, polyline_length
-from pathserver.core.links import astar_links, trace_links
 from pathserver.errors import PathserverError, RequestError
-from pathserver.grid import avoid_search
+from pathserver.grid import avoid_search, linked
 from pathserver.grid.avoid_search import find_path_more
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.prepared import (
@@ -28,6 +24,7 @@ from pathserver.grid.prepared import (
     STATUS_NAMES,
     PathResult,
     cell_of,
+    checked,
     endpoint_cell,
     new_workspace,
     prepare_call,
@@ -35,12 +32,11 @@ from pathserver.grid.prepared import (
     raise_for,
     run_solve,
     thread_local,
-    linked_point,
     traversal_rules,
     workspace,
 )
 from pathserver.grid.values import python_value
-from pathserver.options import ALGORITHM, DIAGONAL, GOALS, SMOOTH, WEIGHT
+from pathserver.options import ALGORITHM, AVOID_COST, DIAGONAL, GOALS, SMOOTH, WEIGHT
 
 # find_path's defaults, the options' own objects: a call that leaves them alone passes
 # these very objects, which the prepared call's lookup tests by identity.
@@ -98,8 +94,8 @@ def find_path(
     (1, (1, 2), 2.0)
     """
     if gridmap.linked:
-        return find_path_linked(gridmap, start, goal, unit_size, _call_options(locals()), traversal,
-                                goals is not None or avoid is not None or avoid_cost is not None)
+        return find_path_linked(gridmap, start, goal, unit_size, _call_options(locals()), traversal, goals, avoid,
+                                avoid_cost)
     if goal is None or goals is not None or avoid is not None or avoid_cost is not None or traversal is not None:
         return find_path_more(gridmap, start, goal, unit_size, _call_options(locals()), goals, avoid, avoid_cost,
                               traversal)
@@ -171,46 +167,21 @@ def find_path(
 
 
 
-def find_path_linked(gridmap: GridMap, start, goal, unit_size, given: dict, traversal, more: bool) -> PathResult:
-    """find_path on a map with floors or links (pathserver.core.links): one goal, the
-    unit's size and traversal, and smoothing, which keeps both ends of every link."""
-    if more or goal is None:
-        raise RequestError("goals, avoid and avoid_cost on a map with floors or links come later", at="goal")
+def find_path_linked(gridmap: GridMap, start, goal, unit_size, given: dict, traversal, goals=None, avoid=None,
+                     avoid_cost=None) -> PathResult:
+    """find_path on a map with floors or links (:func:`pathserver.grid.linked.find_path`):
+    points ``(x, y)`` or ``(x, y, floor)``, every option but the algorithm (always A*);
+    smoothing keeps both ends of every link."""
+    if goals is not None and goal is not None:
+        raise RequestError("pass goal or goals, not both", at=GOALS.name)
+    if goals is None and goal is None:
+        raise RequestError("find_path needs a goal (or goals)", at="goal")
     rules = None if traversal is None else traversal_rules(gridmap, traversal)
     call = prepared_call(gridmap, unit_size, rules, {**given, ALGORITHM.name: "astar"})
-    cells = call.cells
-    sx, sy = linked_point(gridmap, start, "start", cells)
-    gx, gy = linked_point(gridmap, goal, "goal", cells)
-    first, to, cost, ids, entries = gridmap.link_arrays(rules)
-    mode = call.mode
-    ws = workspace(call.n)
-    status, end, expanded = astar_links(
-        cells, call.cost_index, call.cost_table, (mode >> st.MODE_UNIFORM) & 1, call.diagonal,
-        (mode >> st.MODE_HEURISTIC) & st.HEURISTIC_MASK, sx, sy, gx, gy, call.budget, first, to, cost, entries,
-        ws.work_float, ws.work_int)
-    if status != st.SEARCH_FOUND:
-        return PathResult("no_path", np.empty((0, 3 if gridmap.floors > 1 else 2), dtype=np.int32), 0.0, 0.0,
-                          int(expanded), tuple(start), tuple(goal), generation=gridmap.generation,
-                          links=np.empty((0, 2), dtype=np.int64))
-    path, taken = trace_links(ws.work_int[0], first, ids, gridmap.width, sy * gridmap.width + sx, end)
-    total = float(ws.work_float[0][end])
-    # Smoothing keeps both ends of each link: each stretch between links on its own.
+    boxes = linked.avoid_boxes(gridmap, avoid)
+    avoid_cost = None if avoid_cost is None else checked(AVOID_COST, avoid_cost)
     smooth = SMOOTHING[python_value(given[SMOOTH.name]) or SMOOTH.python_default]
-    pieces, kept_links, length, begin = [], [], 0.0, 0
-    for i, link in [*map(tuple, taken.tolist()), (len(path) - 1, -1)]:
-        piece = finish(np.ascontiguousarray(path[begin:i + 1]), cells, call.cost_index, call.cost_table,
-                       (mode >> st.MODE_UNIFORM) & 1, call.heights, (mode >> st.MODE_USE_HEIGHTS) & 1, call.climb,
-                       call.diagonal, smooth)
-        length += float(polyline_length(piece, call.diagonal))
-        pieces.append(piece)
-        if link >= 0:
-            kept_links.append((sum(len(p) for p in pieces) - 1, link))
-        begin = i + 1
-    points = np.concatenate(pieces)
-    if gridmap.floors > 1:
-        points = np.array([gridmap.unstacked(int(x), int(y)) for x, y in points], dtype=np.int32).reshape(-1, 3)
-    return PathResult("found", points, total, length, int(expanded), tuple(start), tuple(goal),
-                      generation=gridmap.generation, links=np.array(kept_links, dtype=np.int64).reshape(-1, 2))
+    return linked.find_path(gridmap, linked.grids_of(call, rules), start, goal, goals, boxes, avoid_cost, smooth)
 
 
 def find_path_within(gridmap: GridMap, start, goal, unit_size, budget: int, *, avoid=None,
