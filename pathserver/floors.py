@@ -148,3 +148,20 @@ def _check_links(value, floors: int, width: int, height: int, at: str) -> Links:
     for array in (ends, cost, two_way):
         array.setflags(write=False)
     return Links(ends, cost, two_way, tuple(tags))
+
+
+def check_floor_column(floors, count: int, at: str, column: int) -> np.ndarray:
+    """int64 (n,): ``floors`` (numbers, the floor of each row of ``at``), each a whole
+    number naming one of a map's ``count`` floors; else RequestError / OutOfBoundsError
+    at ``at[i][column]`` (the row's floor)."""
+    floors = np.asarray(floors, dtype=np.float64)
+    bad = floors != np.floor(floors)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise RequestError(f"a floor is a whole number, got {floors[i]}", at=f"{at}[{i}][{column}]")
+    bad = (floors < 0) | (floors >= count)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise OutOfBoundsError(f"floor {floors[i]:g} is not one of the map's floors (0..{count - 1})",
+                               at=f"{at}[{i}][{column}]")
+    return floors.astype(np.int64)

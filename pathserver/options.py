@@ -24,7 +24,7 @@ from itertools import chain
 
 import numpy as np
 
-from pathserver.errors import BadUnitSizeError, NonFiniteError, OutOfBoundsError, RequestError, TooLargeError
+from pathserver.errors import BadUnitSizeError, NonFiniteError, RequestError, TooLargeError
 from pathserver import arrays
 
 
@@ -377,7 +377,7 @@ class Avoid:
     rects: np.ndarray
     #: On a map of several floors (issue #35): float64 (n,) and (m,), each cell's and
     #: rectangle's floor, when any was given (``[x, y, floor]``, ``[x, y, w, h, floor]``);
-    #: :meth:`on_floors` moves them onto the floors' stacked grid.
+    #: :meth:`with_floors` gives the rows with them.
     cell_floors: np.ndarray | None = None
     rect_floors: np.ndarray | None = None
 
@@ -389,37 +389,11 @@ class Avoid:
         rects, rect_floors = split_floor(rects, 4)
         return cls(_float_rows(cells, 2), _float_rows(rects, 4), cell_floors, rect_floors)
 
-    def on_floors(self, floors: int, floor_height: int, at: str = "avoid") -> "Avoid":
-        """This Avoid on a map of ``floors`` floors of ``floor_height`` rows stacked with a
-        row between each two (pathserver.grid.links.stack_floors): rows moved down to
-        their floor, each rectangle cut at its floor's bottom; OutOfBoundsError at the
-        entry's floor for a floor the map does not have."""
-        if self.cell_floors is None and self.rect_floors is None:
-            return self
-        moved = []
-        for rows, given, key in ((self.cells, self.cell_floors, "cells"), (self.rects, self.rect_floors, "rects")):
-            if given is None:
-                moved.append(rows)
-                continue
-            bad = (given != np.floor(given)) | (given < 0) | (given >= floors)
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise OutOfBoundsError(f"floor {given[i]:g} is not one of the map's floors (0..{floors - 1})",
-                                       at=f"{at}.{key}[{i}][{rows.shape[1]}]")
-            rows = rows.copy()
-            if key == "cells":  # a cell off its floor's rows is off the map, not on another floor
-                keep = (rows[:, 1] >= 0) & (rows[:, 1] < floor_height)
-                rows, given = rows[keep], given[keep]
-            else:  # a rectangle cut to the rows of its own floor
-                top = np.maximum(rows[:, 1], 0.0)
-                rows[:, 3] = np.minimum(rows[:, 1] + rows[:, 3], floor_height) - top
-                rows[:, 1] = top
-                keep = rows[:, 3] > 0
-                rows, given = rows[keep], given[keep]
-            rows[:, 1] += given * (floor_height + 1)
-            rows.setflags(write=False)
-            moved.append(rows)
-        return Avoid(*moved)
+    def with_floors(self) -> tuple[np.ndarray, np.ndarray]:
+        """float64 ``(cells (n, 3), rects (m, 5))``: the rows with their floor after them
+        (0 where none was given)."""
+        return tuple(np.column_stack((rows, np.zeros(len(rows)) if floors is None else floors))
+                     for rows, floors in ((self.cells, self.cell_floors), (self.rects, self.rect_floors)))
 
     def key(self) -> tuple:
         """A hashable key equal for equal cells and rectangles (for caches)."""

@@ -23,7 +23,8 @@ import numpy as np
 from pathserver.core.avoid import block_anchors, boxes_from, lay_cells, price_anchors, restore_anchors
 from pathserver.core.relay import lay_avoided, lift_avoided, new_overlay
 from pathserver.core.repair import MANY_CUTS, RELAX_FULL, RELAX_RADIUS, relax
-from pathserver.options import Avoid
+from pathserver.floors import check_floor_column
+from pathserver.options import AVOID, Avoid
 
 #: How many layers' copies one thread keeps (least recently used dropped).
 SCRATCH_LIMIT = 4
@@ -38,7 +39,10 @@ def blocker_boxes(gridmap, avoid: Avoid) -> np.ndarray:
     overlaps."""
     if not len(avoid.cells) and not len(avoid.rects):
         return _NO_BOXES
-    avoid = avoid.on_floors(gridmap.floors, gridmap.floor_height)
+    # A map of one floor: a floor given must be 0 (maps of several take pathserver.grid.linked's way).
+    for floors, key, column in ((avoid.cell_floors, "cells", 2), (avoid.rect_floors, "rects", 4)):
+        if floors is not None:
+            check_floor_column(floors, gridmap.floors, f"{AVOID.name}.{key}", column)
     return boxes_from(avoid.cells, avoid.rects, float(gridmap.width), float(gridmap.height))
 
 

@@ -626,10 +626,7 @@ class GridMap:
         for _, solid, cost in changes:
             check_edit(solid, cost)
         if links is not None:
-            links = check_links(links, self.floors, self.width, self.floor_height)
-            for i, tag in enumerate(links.tags):
-                if tag is not None and tag not in self.tag_names:
-                    raise RequestError(f"link tag {tag!r} is not one of the map's tag_names", at=f"links[{i}].tag")
+            links = check_links(links, self.floors, self.width, self.floor_height, tag_names=self.tag_names)
         walkable = self.walkable.copy()
         costed = any(cost is not None for _, _, cost in changes)
         new_cost = None if (not costed and self.uniform_cost) else self.cost.copy()
@@ -708,16 +705,6 @@ class GridMap:
             return check_links(links, self.floors, self.width, self.floor_height, tag_names=self.tag_names)
         except RequestError as exc:
             raise MapLoadError(exc.message, at=exc.at) from None
-
-    def with_links(self, links) -> "GridMap":
-        """The same cells with other links (issue #35: ``update``'s ``links``), checked as
-        the constructor checks them; a new map, its generation this one's until served."""
-        clone = GridMap.__new__(GridMap)
-        clone.__dict__.update(self.__dict__)
-        clone.links = self._checked_links(links)
-        clone._link_arrays = {}
-        clone.layers = LayerCache(self.layers.limit)
-        return clone
 
     def with_generation(self, generation: int) -> "GridMap":
         """The same map content stamped with another generation number (used by reloads)."""

@@ -46,6 +46,7 @@ from pathserver.errors import (
     StartBlockedError,
     TooLargeError,
 )
+from pathserver.floors import check_floor_column
 from pathserver.grid.avoid import Avoided
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.layers import global_labels
@@ -123,13 +124,7 @@ def _with_floor_column(rows: np.ndarray, width: int, at: str, maximum: int) -> n
 
 def _floors_of(gridmap: GridMap, rows: np.ndarray, column: int, at: str) -> np.ndarray:
     """int64 (n,): the floor column of ``rows``, each one of the map's (OutOfBoundsError)."""
-    floors = rows[:, column].astype(np.int64)
-    bad = (floors < 0) | (floors >= gridmap.floors)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise OutOfBoundsError(f"floor {floors[i]} is not one of the map's floors 0..{gridmap.floors - 1}",
-                               at=f"{at}[{i}][{column}]")
-    return floors
+    return check_floor_column(rows[:, column], gridmap.floors, at, column)
 
 
 def stacked_cells(gridmap: GridMap, points, at: str, maximum: int = MAX_GOALS, minimum: int = 0) -> np.ndarray:
@@ -203,7 +198,7 @@ def avoid_boxes(gridmap: GridMap, avoid) -> np.ndarray:
     if avoid is None:
         return np.zeros((0, 4), dtype=np.int64)
     if type(avoid) is Avoid:
-        cells, rects = avoid.cells, avoid.rects
+        cells, rects = avoid.with_floors()
     else:
         if type(avoid) is not dict:
             checked(AVOID, avoid)  # refuses it with the option's own words

@@ -17,9 +17,12 @@ import numpy as np
 from pathserver.grid.gridmap import GridMap
 
 
-def edit_boxes(rects, cells) -> list[tuple[int, int, int, int]]:
-    """An edit's cell rectangles ``(x, y, w, h)``, its single cells as 1 x 1 ones."""
-    return [tuple(int(v) for v in rect) for rect in rects] + [(int(x), int(y), 1, 1) for x, y in cells]
+def edit_boxes(rects, cells) -> list[tuple]:
+    """An edit's cell rectangles ``(x, y, w, h)`` (or ``(x, y, w, h, floor)``), its single
+    cells ``(x, y)`` (or ``(x, y, floor)``) as 1 x 1 ones, as :meth:`GridMap.edit_many`
+    takes them."""
+    return [tuple(int(v) for v in rect) for rect in rects] + [(int(c[0]), int(c[1]), 1, 1, *map(int, c[2:]))
+                                                             for c in cells]
 
 
 def map_crc(gridmap: GridMap) -> int:
@@ -48,8 +51,11 @@ class Overlay:
             h, w = self.mask.shape
             grown.mask[:h, :w], grown.walkable[:h, :w], grown.cost[:h, :w] = self.mask, self.walkable, self.cost
             self.mask, self.walkable, self.cost = grown.mask, grown.walkable, grown.cost
-        for x, y, w, h in boxes:
-            x0, y0, x1, y1 = max(x, 0), max(y, 0), min(x + w, gridmap.width), min(y + h, gridmap.height)
+        for x, y, w, h, *floor in boxes:
+            # Clipped to its floor (floor 0 without one), as GridMap.edit_many clips it.
+            top = gridmap.floor_top(floor[0]) if floor else 0
+            x0, y0, x1, y1 = max(x, 0), max(y, 0), min(x + w, gridmap.width), min(y + h, gridmap.floor_height)
+            y0, y1 = y0 + top, y1 + top
             if x0 < x1 and y0 < y1:
                 cells = slice(y0, y1), slice(x0, x1)
                 self.mask[cells] = True
@@ -67,7 +73,8 @@ class Overlay:
         uniform = bool(np.all(cost == 1.0))
         return GridMap(walkable, None if uniform else cost, gridmap.heights, origin=gridmap.origin,
                        cell_size=gridmap.cell_size, name=gridmap.name, generation=generation, tags=gridmap.tags,
-                       tag_names=gridmap.tag_names, classes=gridmap.classes, shape=gridmap.shape, layout=gridmap.layout)
+                       tag_names=gridmap.tag_names, classes=gridmap.classes, shape=gridmap.shape, layout=gridmap.layout,
+                       floors=gridmap.floors, links=gridmap.links)
 
     def to_bytes(self) -> bytes:
         return msgpack.packb({

@@ -31,6 +31,7 @@ from pathserver.grid.gridmap import GridMap
 from pathserver.grid.values import floor_cell, normalize_unit_size, number_array, python_value
 from pathserver.options import ALGORITHM, AVOID, DIAGONAL, HEURISTIC, MAX_CLIMB, MAX_EXPANSIONS, SEARCH_OPTIONS, SMOOTH
 from pathserver.options import split_floor
+from pathserver.floors import check_floor_column
 from pathserver.options import SNAP, TRAVERSAL, UNIT_SIZE, plain_number_array
 
 # The kernel's code for each choice of the enum options (tests/test_options.py checks
@@ -209,12 +210,7 @@ def cells_of(points, name: str, gridmap: GridMap) -> np.ndarray:
             at=f"{name}[{i}]",
         )
     if floors is not None:
-        bad = (floors != np.floor(floors)) | (floors < 0) | (floors >= gridmap.floors)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise OutOfBoundsError(f"{name}[{i}]: floor {floors[i]:g} is not one of the map's floors "
-                                   f"(0..{gridmap.floors - 1})", at=f"{name}[{i}][2]")
-        xy[:, 1] += floors * (height + 1)
+        _, xy[:, 1] = gridmap.stacked(0, xy[:, 1], check_floor_column(floors, gridmap.floors, name, 2))
     return xy.astype(np.int64, copy=False)
 
 

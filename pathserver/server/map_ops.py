@@ -82,16 +82,16 @@ def update_reply(rid, name: str, outcome, seq: str) -> tuple[bytes, str | None]:
 
 def update_cells(request: UpdateRequest, gridmap) -> tuple[list, list]:
     """An ``update``'s rectangles and cells as grid cells of ``gridmap``: ``(x, y, w, h)``
-    rectangles clipped to the map (to their floor, on a map of several), ``(x, y)`` cells
-    (rows of the floors' stacked grid); OutOfBoundsError for one off the map."""
+    rectangles clipped to the map and ``(x, y)`` cells, on a map of several floors
+    ``(x, y, w, h, floor)`` and ``(x, y, floor)`` (as :meth:`GridMap.edit` takes them);
+    OutOfBoundsError for one off the map."""
     world = request.space == "world"
     rects = []
     for i, rect in enumerate(request.rects):
         at = f"rects[{i}]"
         floor = check_floor(gridmap, rect[4], f"{at}[4]") if len(rect) > 4 else 0
         x, y, w, h = gridmap.world_rects_to_grid([rect[:4]])[0] if world else rect[:4]
-        x, y, w, h = covered_cells(gridmap, x, y, w, h, at)
-        rects.append((x, gridmap.stacked(x, y, floor)[1], w, h))
+        rects.append(covered_cells(gridmap, x, y, w, h, at) + ((floor,) if gridmap.floors > 1 else ()))
     cells = []
     for i, cell in enumerate(request.cells):
         at = f"cells[{i}]"
@@ -103,7 +103,7 @@ def update_cells(request: UpdateRequest, gridmap) -> tuple[list, list]:
         if not (0 <= cx < gridmap.width and 0 <= cy < gridmap.floor_height):
             raise OutOfBoundsError(f"cell ({cx}, {cy}) is outside the map ({gridmap.width}x{gridmap.floor_height})",
                                    at=at)
-        cells.append(gridmap.stacked(cx, cy, floor))
+        cells.append((cx, cy, floor) if gridmap.floors > 1 else (cx, cy))
     return rects, cells
 
 
@@ -160,7 +160,7 @@ def handle_get_map(request: GetMapRequest, registry) -> dict:
         if layer is None:
             return None
         return np.concatenate([layer[row:row + h, x:x + w] for row in
-                               range(y, gridmap.height, height + 1)]) if gridmap.floors > 1 else layer[y:y + h, x:x + w]
+                               range(y, gridmap.height, gridmap.floor_rows)]) if gridmap.floors > 1 else layer[y:y + h, x:x + w]
 
     cells = MapCells(
         window(gridmap.walkable),

@@ -210,6 +210,13 @@ def _warm_steps(costly=None):
                              floors=2, links=[{"from": [0, 0], "to": [0, 0, 1], "cost": 2}])
             find_path(linked, (0, 0), (7, 2, 1), smooth="los")
             reachable(linked, (0, 0), 4.0, 1)
+        # Every other op's kernels of core.links, once (on the last map: they compile per op).
+        find_path(linked, (0, 0), goals=[(7, 2, 1), (3, 1)], avoid={"cells": [[1, 1]]}, allow_partial=True)
+        find_path(linked, (0, 0), (7, 2, 1), avoid={"cells": [[1, 1, 1]]}, avoid_cost=5.0)
+        reachable(linked, (0, 0), 4.0, 1, avoid={"cells": [[1, 1]]})
+        distance_field(linked, [(7, 2, 1)], avoid={"cells": [[1, 1]]})
+        next_steps(linked, [(7, 2, 1)], 1, [(0, 0), (1, 0, 1)], lookahead="los")
+        check_block(linked, cells=[(1, 1, 1)], points=[(0, 0), (7, 2, 1)])
 
     def encoders():
         out = np.empty(packed_points_bound(2), dtype=np.uint8)

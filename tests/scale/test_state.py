@@ -119,6 +119,13 @@ def test_a_put_with_floors_and_links_reaches_every_server_and_links_edits_are_re
     gridmap = second.get("house")
     assert gridmap.floors == 2 and gridmap.links.to_wire(2) == links
     assert find_path(gridmap, (0, 0, 0), (4, 2, 1)).cost == 0.0
+    # An edit on floor 1 lands there on every server, and in the snapshot a later one loads.
+    first.apply_edit("house", cells=[(1, 1, 1)], rects=[(3, 2, 9, 9, 1)], solid=True)
+    settled([second], first.committed_seq())
+    for state in (first, second, join()):
+        walkable = state.get("house").walkable
+        assert not walkable[state.get("house").stacked(1, 1, 1)[::-1]] and walkable[1, 1]
+        assert not walkable[state.get("house").stacked(4, 2, 1)[::-1]] and walkable[2, 4]
     with pytest.raises(RequestError) as refused:
         first.apply_edit("house", links=[])
     assert refused.value.at == "links"

@@ -188,3 +188,21 @@ def test_a_batch_answers_each_entry_across_floors(client):
     points = np.frombuffer(packed["points"], "<i4").reshape(-1, 3)
     assert points[:len(first["path"])].tolist() == first["path"]
 
+
+
+def test_avoid_names_cells_and_rectangles_on_their_floors(client):
+    walkable = np.ones((2, 3, 7), bool)
+    walkable[0, :, 3] = False  # floor 0 in two halves; floor 1 open
+    links = [{"from": [1, 1, 0], "to": [1, 1, 1], "cost": 1.0}, {"from": [5, 1, 1], "to": [5, 1, 0], "cost": 1.0}]
+    client.put_map("bridge", walkable, links=links)
+    trip = {"map": "bridge", "start": [0, 1], "goal": [6, 1], "smooth": "none"}
+    assert client.request("path", **trip)["status"] == "found"
+    # A wall across floor 1 cuts the only way; the same rectangle on floor 0 does not.
+    wall = {"rects": [[3, 0, 1, 3, 1]]}
+    assert client.request("path", **trip, avoid=wall)["status"] == "no_path"
+    assert client.request("path", **trip, avoid={"rects": [[3, 0, 1, 9]]})["status"] == "found"
+    # An avoided link end blocks the link.
+    assert client.request("path", **trip, avoid={"cells": [[5, 1, 1]]})["status"] == "no_path"
+    with pytest.raises(ServerError) as refused:
+        client.request("path", **trip, avoid={"cells": [[5, 1, 2]]})
+    assert (refused.value.code, refused.value.at) == ("out_of_bounds", "avoid.cells[0][2]")
