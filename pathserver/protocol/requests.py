@@ -440,13 +440,17 @@ def _check_points(value) -> list:
 
 def _positions(value) -> tuple[np.ndarray, bool]:
     """The ``positions`` of ``next_steps``: a bin of little-endian float32 ``x, y`` pairs
-    or an array of ``[x, y]``, as float64 (n, 2) and whether it came as a bin."""
+    or an array of ``[x, y]`` (or ``[x, y, floor]``), as float64 (n, 2) (or (n, 3) when a
+    floor was given) and whether it came as a bin."""
     if type(value) is bytes:
         xy = arrays.pairs(value, arrays.FLOAT32, "positions").astype(np.float64)
         packed = True
     else:
-        rows = number_rows(value, 2, "positions", "[x, y]")
-        xy = np.array(rows, dtype=np.float64).reshape(-1, 2)
+        rows = number_rows(value, POINT, "positions", POINT_SHAPE)
+        if all(len(row) == 2 for row in rows):
+            xy = np.array(rows, dtype=np.float64).reshape(-1, 2)
+        else:  # some on another floor: [x, y, floor] each (floor 0 for a pair)
+            xy = np.array([(*row, 0) if len(row) == 2 else row for row in rows], dtype=np.float64).reshape(-1, 3)
         packed = False
     if len(xy) > MAX_POSITIONS:
         raise TooLargeError(f"{len(xy)} positions; at most {MAX_POSITIONS}", at="positions")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import naive_links
-from pathserver import GridMap, find_path
+from pathserver import GridMap, distance_field, find_path
 from pathserver.client import Client, ServerError
 
 
@@ -206,3 +206,25 @@ def test_avoid_names_cells_and_rectangles_on_their_floors(client):
     with pytest.raises(ServerError) as refused:
         client.request("path", **trip, avoid={"cells": [[5, 1, 2]]})
     assert (refused.value.code, refused.value.at) == ("out_of_bounds", "avoid.cells[0][2]")
+
+
+def test_field_next_steps_and_check_block_across_floors(client):
+    walkable = np.ones((2, 4, 6), bool)
+    links = [{"from": [5, 3, 0], "to": [5, 3, 1], "cost": 2.0}]
+    client.put_map("keep", walkable, links=links)
+    local = GridMap(walkable, floors=2, links=links)
+    field = client.request("field", map="keep", goals=[[0, 0, 1]])
+    assert (field["width"], field["height"], field["floors"]) == (6, 4, 2)
+    values = np.frombuffer(field["cost"], "<f4").reshape(2, 4, 6)
+    assert np.allclose(values, distance_field(local, [(0, 0, 1)]))
+    assert values[1, 0, 0] == 0 and values[0, 3, 5] == pytest.approx(2.0 + 2 + 3 * 2 ** 0.5)
+    window = client.request("field", map="keep", goals=[[0, 0, 1]], region=[1, 1, 2, 2])
+    assert np.allclose(np.frombuffer(window["cost"], "<f4").reshape(2, 2, 2), values[:, 1:3, 1:3])
+    # A unit on the stair's foot heads up it; others walk to it.
+    steps = client.request("next_steps", map="keep", goals=[[0, 0, 1]], positions=[[5, 3, 0], [0, 0, 0]])
+    assert steps["steps"][0] == [5, 3, 1] and steps["steps"][1] in ([1, 0, 0], [1, 1, 0])  # downhill, ties either way
+    # The stair keeps the floors joined; a wall over its foot cuts them.
+    assert client.request("check_block", map="keep", cells=[[2, 2, 0]], points=[[0, 0], [0, 0, 1]])[
+        "disconnected"] == []
+    assert client.request("check_block", map="keep", cells=[[5, 3]], points=[[0, 0], [0, 0, 1]])[
+        "disconnected"] == [[0, 1]]
