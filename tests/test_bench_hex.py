@@ -137,6 +137,7 @@ def test_a_run_without_godot_or_server_checks_every_answer_and_leaves_the_target
     for table in report["tables"]:
         rows = {row["engine"]: row for row in table["rows"]}
         assert rows["in process"]["exact"] == 6 and rows["in process"]["us_per_path"] > 0
+        assert rows["in process, A*"]["exact"] == 6 and rows["in process, A*"]["note"].startswith("astar")
         assert rows["AStar2D"] == {"engine": "AStar2D", "unavailable": "no Godot 4"}
         assert rows["wire, one batch"]["unavailable"] == "no server"
     assert [t["verdict"] for t in report["targets"]] == ["NOT RUN", "NOT RUN"]

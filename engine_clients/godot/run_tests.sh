@@ -6,7 +6,7 @@
 #                             running server at ENDPOINT (e.g. tcp://127.0.0.1:5555), then the
 #                             demo for a few seconds as a player runs it (its embedded server
 #                             on a free port, its level uploaded from its TileMapLayer) and its
-#                             RTS, tactics and hex scenes likewise, then a real export of the
+#                             RTS, tactics, hex and floors scenes likewise, then a real export of the
 #                             demo (see export_checks), then the Asset Library zip (pack_check);
 #                             prints "N passed, N failed" last, each demo run and each export
 #                             and zip check counted as one check
@@ -442,7 +442,8 @@ pack_check() {
 # check_block and one placed, the unit moved, its range as a heavy unit (traversal); the hex
 # scene: the ranges of a unit of size 1 and one of size 2 drawn, a path for each to a hovered
 # hex, the big unit moved, its range kept off the ridge's one-hex gap, every range hex and
-# waypoint checked.
+# waypoint checked; the floors scene: a unit up the stairs to the upper floor (the link's signal
+# with its tag), then down by the one-way drop, the shorter way.
 demo_scene_smoke() {
     local scene="$1" seconds="$2" pattern="$3"
     local out="$HERE/demo/.last-run-$scene.log"
@@ -519,6 +520,14 @@ main() {
     hex_pattern+=' moved there, range [1-9][0-9]* hexes; the one-hex gap in range: small yes, big no;'
     hex_pattern+=' [1-9][0-9]* hexes checked, 0 failures$'
     if demo_scene_smoke hex 4 "$hex_pattern"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+    fi
+    local floors_pattern='^floors summary: level 30x20, 2 floors, 2 links; up: path of [1-9][0-9]* waypoints'
+    floors_pattern+=' to \(27, 17\) on floor 1 taking stairs, signals stairs; down: path of [1-9][0-9]*'
+    floors_pattern+=' waypoints to \(2, 17\) on floor 0 taking drop, signals drop; arrived 2, 0 failures$'
+    if demo_scene_smoke floors 6 "$floors_pattern"; then
         passed=$((passed + 1))
     else
         failed=$((failed + 1))

@@ -124,8 +124,9 @@ def has_forced(cells, width, height, x, y, dx, dy):
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def _straight_rows(cells, width, height, table, y0, y1):
-    """East (0) and west (2) distances of rows y0..y1 - 1."""
+def _straight_rows(cells, width, height, table, y0, y1, stops):
+    """East (0) and west (2) distances of rows y0..y1 - 1 (``stops``: see
+    :func:`jump_table_stops`)."""
     for y in range(y0, y1):
         row = y * width
         for d in (0, 2):
@@ -140,7 +141,8 @@ def _straight_rows(cells, width, height, table, y0, y1):
                     nx = x + dx
                     if nx < 0 or nx >= width or cells[row + nx] == 0:
                         distance = 0
-                    elif has_forced(cells, width, height, nx, y, dx, 0):
+                    elif has_forced(cells, width, height, nx, y, dx, 0) or (
+                            stops.shape[0] > 0 and stops[row + nx] != 0):
                         distance = 1
                     elif ahead > 0:
                         distance = ahead + 1
@@ -152,8 +154,9 @@ def _straight_rows(cells, width, height, table, y0, y1):
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def _straight_columns(cells, width, height, table, x0, x1):
-    """South (1) and north (3) distances of columns x0..x1 - 1."""
+def _straight_columns(cells, width, height, table, x0, x1, stops):
+    """South (1) and north (3) distances of columns x0..x1 - 1 (``stops``: see
+    :func:`jump_table_stops`)."""
     for x in range(x0, x1):
         for d in (1, 3):
             dy = 1 if d == 1 else -1
@@ -166,7 +169,8 @@ def _straight_columns(cells, width, height, table, x0, x1):
                     ny = y + dy
                     if ny < 0 or ny >= height or cells[ny * width + x] == 0:
                         distance = 0
-                    elif has_forced(cells, width, height, x, ny, 0, dy):
+                    elif has_forced(cells, width, height, x, ny, 0, dy) or (
+                            stops.shape[0] > 0 and stops[ny * width + x] != 0):
                         distance = 1
                     elif ahead > 0:
                         distance = ahead + 1
@@ -178,11 +182,12 @@ def _straight_columns(cells, width, height, table, x0, x1):
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
-def _diagonals(cells, width, height, table, x0, y0, x1, y1):
+def _diagonals(cells, width, height, table, x0, y0, x1, y1, stops):
     """The four diagonal distances, redone for every cell whose diagonal could reach the
     box [x0, x1) x [y0, y1) (rows and columns whose straight distances changed): for the
     direction (dx, dy), every cell not beyond the box both along x and along y. The whole
-    grid for x0 = y0 = 0, x1 = width, y1 = height. Straight distances must be current."""
+    grid for x0 = y0 = 0, x1 = width, y1 = height. Straight distances must be current.
+    A diagonal also stops on a cell of ``stops`` (see :func:`jump_table_stops`)."""
     for d in range(4, 8):
         dx = DIRECTION_X[d]
         dy = DIRECTION_Y[d]
@@ -204,7 +209,8 @@ def _diagonals(cells, width, height, table, x0, y0, x1, y1):
                     table[node, d] = 0
                     continue
                 ahead = ny * width + nx
-                if _finds(table, ahead, sd_x, dx) or _finds(table, ahead, sd_y, dy * width):
+                if _finds(table, ahead, sd_x, dx) or _finds(table, ahead, sd_y, dy * width) or (
+                        stops.shape[0] > 0 and stops[ahead] != 0):
                     table[node, d] = 1
                 else:
                     table[node, d] = _one_more(table[ahead, d])
@@ -218,12 +224,22 @@ def jump_table(cells):
     cells: uint8 (H, W) indexed [y, x], nonzero where passable (see :func:`fits`).
     Returns int8 (H * W, 8), row ``y * W + x``. O(H * W).
     """
+    return jump_table_stops(cells, np.zeros(0, dtype=np.uint8))
+
+
+@njit(cache=True, nogil=True)
+def jump_table_stops(cells, stops):
+    """:func:`jump_table` with more jump points: ``stops``, uint8 (H * W,) nonzero on
+    each (row ``y * W + x``), or empty for none. A straight move stops on a passable cell
+    of ``stops`` as on one with a forced neighbour, and so a diagonal stops where a
+    straight move from it finds one; a diagonal also stops on one. (The sources of a
+    map's links, :mod:`pathserver.core.links_jps`.)"""
     height, width = cells.shape
     flat = cells.ravel()
     table = np.zeros((height * width, 8), dtype=np.int8)
-    _straight_rows(flat, width, height, table, 0, height)
-    _straight_columns(flat, width, height, table, 0, width)
-    _diagonals(flat, width, height, table, 0, 0, width, height)
+    _straight_rows(flat, width, height, table, 0, height, stops)
+    _straight_columns(flat, width, height, table, 0, width, stops)
+    _diagonals(flat, width, height, table, 0, 0, width, height, stops)
     return table
 
 
@@ -252,14 +268,15 @@ def update_jump_table(cells, old_cells, old_table):
         return old_table, 0
     table = old_table.copy()
     flat = cells.ravel()
+    stops = np.zeros(0, dtype=np.uint8)
     # One line either side: a cell's forced neighbours sit on the lines beside it.
     ry0 = max(0, y0 - 1)
     ry1 = min(height, y1 + 2)
     cx0 = max(0, x0 - 1)
     cx1 = min(width, x1 + 2)
-    _straight_rows(flat, width, height, table, ry0, ry1)
-    _straight_columns(flat, width, height, table, cx0, cx1)
-    _diagonals(flat, width, height, table, cx0, ry0, cx1, ry1)
+    _straight_rows(flat, width, height, table, ry0, ry1, stops)
+    _straight_columns(flat, width, height, table, cx0, cx1, stops)
+    _diagonals(flat, width, height, table, cx0, ry0, cx1, ry1, stops)
     return table, changed
 
 

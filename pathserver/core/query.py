@@ -16,6 +16,7 @@ from pathserver.core.astar import (
     trace_path_into,
 )
 from pathserver.core.components import component_at, nearest_with_label
+from pathserver.core.hexjps import hex_jps, hex_path_steps, trace_hex_into
 from pathserver.core.jps import jps
 from pathserver.core.jpsplus import jps_plus, jump_cost, jump_path_steps, trace_jumps_into
 from pathserver.core.lines import (
@@ -29,6 +30,7 @@ from pathserver.core.moves import diagonal_step, line_kind
 from pathserver.core.repair import mend
 from pathserver.core.status import (
     ALGORITHM_JPS,
+    DIAGONAL_HEX,
     DIAGONAL_MASK,
     DIAGONAL_NO_CORNER_CUTTING,
     FLAG_BUDGET_HIT,
@@ -77,14 +79,15 @@ answer_cells = njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)(answ
 
 
 #: What a copy of :func:`solve` searches with (see :func:`solver`): one of A*'s three
-#: loops (:mod:`pathserver.core.astar`), online JPS, JPS+ on the layer's table, or any of
-#: them as ``mode`` and ``jump_table`` say.
+#: loops (:mod:`pathserver.core.astar`), online JPS, JPS+ on the layer's table, any of
+#: them as ``mode`` and ``jump_table`` say, or hex JPS (:mod:`pathserver.core.hexjps`).
 SOLVE_ASTAR_UNIFORM = 0
 SOLVE_ASTAR_WEIGHTED = 1
 SOLVE_ASTAR_ANY = 2
 SOLVE_JPS = 3
 SOLVE_PLUS = 4
 SOLVE_ANY = 5
+SOLVE_HEX = 6
 
 
 def _solver(kind, name):
@@ -121,7 +124,9 @@ def _solver(kind, name):
         cells, nonzero where its footprint fits, the grid every search reads). jump_bits:
         :func:`pathserver.core.jps.jump_bitmaps` of ``cells``; jump_table:
         :func:`pathserver.core.jpsplus.jump_table` of it, or an empty (0, 8) array (with a
-        table, JPS runs as JPS+). With MODE_AVOIDING, ``cells`` holds a request's avoided
+        table, JPS runs as JPS+); in the copy ``solve_hex``, a hex map's
+        :func:`pathserver.core.hexjps.hex_jump_table` of ``cells``, its int16 bytes as int8
+        (2 * H * W, 6). With MODE_AVOIDING, ``cells`` holds a request's avoided
         cells blocked; with MODE_RELAXED too, JPS+ searches ``plain_cells``, a relaxation
         (the grid before, or it with some avoided anchors blocked), and QUERY_UNMENDED says
         its path did not mend on ``cells``; otherwise ``plain_cells`` is ``cells``. overlay:
@@ -220,7 +225,13 @@ def _solver(kind, name):
         # Each test on ``kind`` is a constant in a copy (see _solver): numba drops a branch
         # whose test is false, and every branch after one whose test is true, so each copy
         # types its own search alone.
-        if (kind == SOLVE_PLUS or kind == SOLVE_ANY) and plus and overlay.shape[0] > 0:
+        if kind == SOLVE_HEX:
+            # The table's int16 entries, passed as int8 rows: the type every copy takes.
+            status, end, expanded = hex_jps(
+                passable, jump_table.reshape(-1).view(np.int16), diagonal, sx, sy, tx, ty, weight, max_expansions,
+                g, parent, stamp, pass_id, heap_f, heap_h.view(np.int64), heap_pos, work_float[3].view(np.int64),
+            )
+        elif (kind == SOLVE_PLUS or kind == SOLVE_ANY) and plus and overlay.shape[0] > 0:
             status, end, expanded = jps_plus(
                 plain_cells, jump_table, sx, sy, tx, ty, weight, max_expansions, work_float, pass_id, one_start,
                 bound_rows, bounds, jump_bits, overlay,
@@ -283,7 +294,13 @@ def _solver(kind, name):
                 return QUERY_NO_PATH, flags, 0, 0.0, 0.0, expanded, sx, sy, gx, gy
             reached = QUERY_PARTIAL
         start_node = sy * width + sx
-        if (kind == SOLVE_PLUS or kind == SOLVE_ANY) and plus:
+        if kind == SOLVE_HEX:
+            straight = hex_path_steps(parent, width, diagonal, start_node, end)
+            diagonals = 0
+            count = straight + 1
+            trace_hex_into(out, parent, width, diagonal, start_node, end, count)
+            end_cost = g[end]
+        elif (kind == SOLVE_PLUS or kind == SOLVE_ANY) and plus:
             straight, diagonals = jump_path_steps(work_float, width, start_node, end)
             count = straight + diagonals + 1
             trace_jumps_into(out, work_float, width, start_node, end, count)
@@ -318,8 +335,9 @@ solve_astar_weighted = _solver(SOLVE_ASTAR_WEIGHTED, "solve_astar_weighted")
 solve_astar_any = _solver(SOLVE_ASTAR_ANY, "solve_astar_any")
 solve_jps = _solver(SOLVE_JPS, "solve_jps")
 solve_plus = _solver(SOLVE_PLUS, "solve_plus")
+solve_hex = _solver(SOLVE_HEX, "solve_hex")
 #: The copies :func:`solver` hands to Python callers, by name.
-COPIES = ("solve_astar_uniform", "solve_astar_weighted", "solve_astar_any", "solve_jps", "solve_plus")
+COPIES = ("solve_astar_uniform", "solve_astar_weighted", "solve_astar_any", "solve_jps", "solve_plus", "solve_hex")
 
 
 def solver(mode: int, jump_table, cells):
@@ -327,7 +345,11 @@ def solver(mode: int, jump_table, cells):
     ``jump_table`` on ``cells``, with the same answer: a first path compiles its own
     search only. A* picks its loop as :func:`pathserver.core.astar.astar` does; JPS+ runs
     where the table is built. Online JPS takes no avoided cells (the callers search round
-    them with A* or JPS+): ``solve`` answers such a call all the same."""
+    them with A* or JPS+): ``solve`` answers such a call all the same. Hex JPS runs on a
+    hex map given its table (never with avoided cells: the callers pass none then)."""
+    if (mode >> MODE_DIAGONAL) & DIAGONAL_MASK >= DIAGONAL_HEX and jump_table.shape[0] > 0 \
+            and not (mode >> MODE_AVOIDING) & 1:
+        return solve_hex
     if (mode >> MODE_ALGORITHM) & 1 == ALGORITHM_JPS:
         if jump_table.shape[0] == cells.shape[0] * cells.shape[1]:
             return solve_plus

@@ -26,6 +26,7 @@ from pathserver.core.clearance import (
 )
 from pathserver.core.components import BLOCK, BLOCK_SHIFT, block_labels, label_components
 from pathserver.core.cut import block_pieces, piece_graph, update_pieces
+from pathserver.core.hexjps import fits as hex_table_fits, hex_jump_table
 from pathserver.core.jps import jump_bitmaps
 from pathserver.core.jpsplus import fits as jump_table_fits
 from pathserver.grid.builds import Background, bounds_builds, bounds_of, jump_table_of, landmarks_of
@@ -110,6 +111,7 @@ class UnitLayer:
     _table: Background = field(default_factory=Background)
     _landmarks: Background = field(default_factory=Background)
     _bounds: Background = field(default_factory=Background)
+    _hex_table: list = field(default_factory=list)
 
     @property
     def key(self) -> tuple:
@@ -142,6 +144,21 @@ class UnitLayer:
             bits.setflags(write=False)
             self._jump_bits.append(bits)
         return self._jump_bits[0]
+
+    def hex_jump_table(self) -> np.ndarray | None:
+        """Hex JPS's jump distances of :attr:`cells` (:func:`pathserver.core.hexjps.
+        hex_jump_table`), their int16 bytes as int8 (2 * H * W, 6), the type of
+        :meth:`jump_table`'s table: built on first use (O(H * W), 12 bytes a cell). None
+        where hex JPS does not run: a square map, terrain costs, or a map past
+        :data:`JUMP_TABLE_MAX_CELLS` cells."""
+        if not self._hex_table:
+            height, width = self.cells.shape
+            if (not self.hex or not self.uniform or height * width > JUMP_TABLE_MAX_CELLS
+                    or not hex_table_fits(height, width)):
+                return None
+            table = hex_jump_table(self.cells, self.hex).view(np.int8).reshape(-1, 6)
+            self._hex_table.append(readonly(table))
+        return self._hex_table[0]
 
     def jump_table(self) -> np.ndarray | None:
         """The JPS+ jump distances of :attr:`cells` (:func:`pathserver.core.jpsplus.
@@ -278,6 +295,7 @@ class UnitLayer:
         # Sizes above 1x1 on a map with terrain costs hold their own footprint cost index.
         own_cost = self.cost_index.nbytes if (self.unit_w * self.unit_h > 1 and not self.uniform) else 0
         lazy = sum(c.nbytes + t.nbytes for c, t in self._cells8) + sum(a.nbytes for a in self._jump_bits)
+        lazy += sum(a.nbytes for a in self._hex_table)
         lazy += sum(a.nbytes for arrays in self._pieces.values() for a in arrays)
         for table in (self._table.table, self._landmarks.table, *(self._bounds.table or ())):
             if table is not None:

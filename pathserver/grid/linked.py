@@ -50,6 +50,7 @@ from pathserver.floors import check_floor_column
 from pathserver.grid.avoid import Avoided
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.layers import global_labels
+from pathserver.grid.link_jumps import jps_qualifies, jump_search
 from pathserver.grid.prepared import PathResult, checked, unit_boxes, workspace
 from pathserver.grid.values import python_value
 from pathserver.options import AVOID, GOALS, MAX_AVOID, MAX_EXPANSIONS, MAX_GOALS, UNIT_SIZE
@@ -351,10 +352,16 @@ def joined_labels(gridmap: GridMap, call, rules) -> np.ndarray:
 
 def _trace_answer(gridmap: GridMap, request: Request, call, ws, start: int, end: int, smooth: int) -> tuple:
     """``(points, links, length)`` of the path the search left in ``ws`` from node
-    ``start`` to ``end``: smoothed stretch by stretch between links (their ends stay
-    waypoints), points as answers give them."""
+    ``start`` to ``end`` (see :func:`_answer`)."""
     first, _, _, ids, _ = request.links
     path, taken = trace_links(ws.work_int[0], first, ids, gridmap.width, start, end)
+    return _answer(gridmap, request, call, path, taken, smooth)
+
+
+def _answer(gridmap: GridMap, request: Request, call, path: np.ndarray, taken: np.ndarray, smooth: int) -> tuple:
+    """``(points, links, length)`` of ``path`` (stacked cells, ``taken`` its links ``[i,
+    link]``): smoothed stretch by stretch between links (their ends stay waypoints),
+    points as answers give them."""
     mode = call.mode
     pieces, kept, length, begin = [], [], 0.0, 0
     for i, link in [*map(tuple, taken.tolist()), (len(path) - 1, -1)]:
@@ -370,10 +377,12 @@ def _trace_answer(gridmap: GridMap, request: Request, call, ws, start: int, end:
             length)
 
 
-def find_path(gridmap: GridMap, grids, start, goal, goals, boxes, avoid_cost, smooth) -> PathResult:
+def find_path(gridmap: GridMap, grids, start, goal, goals, boxes, avoid_cost, smooth, algorithm=None) -> PathResult:
     """find_path on a linked map (``grids``: the call's :class:`Grids`, its options
     checked; ``boxes``: avoided cells from :func:`avoid_boxes`; ``smooth``: the SMOOTH_*
-    code). Many goals: the cheapest reachable wins (``goal_index``)."""
+    code). Many goals: the cheapest reachable wins (``goal_index``). One goal, nothing
+    avoided, no partial answer: JPS+ where it qualifies (``algorithm``: the request's;
+    :func:`pathserver.grid.link_jumps.jps_qualifies`), else A*."""
     call = grids.call
     mode = call.mode
     allow_partial = (mode >> st.MODE_ALLOW_PARTIAL) & 1
@@ -385,6 +394,9 @@ def find_path(gridmap: GridMap, grids, start, goal, goals, boxes, avoid_cost, sm
         goal_name = GOALS.name
     sx, sy, moved_start = start_cell(gridmap, grids, start)
     flags = st.FLAG_START_SNAPPED if moved_start else 0
+    jumps = len(targets) == 1 and not allow_partial and not len(boxes) and avoid_cost is None \
+        and jps_qualifies(call, algorithm)
+    engine = "jps+" if jumps else "astar"
     ws = workspace(call.n)
     with Request(gridmap, grids, boxes, avoid_cost) as request:
         cells = request.cells
@@ -410,6 +422,18 @@ def find_path(gridmap: GridMap, grids, start, goal, goals, boxes, avoid_cost, sm
         if not wanted.any() and not allow_partial:
             status, end, best, expanded = st.SEARCH_NO_PATH, -1, -1, 0
             flags |= st.FLAG_OTHER_COMPONENT
+        elif jumps:
+            found, total, expanded, path, taken = jump_search(gridmap, call, grids.rules, sx, sy,
+                                                              int(snapped[0, 0]), int(snapped[0, 1]), ws)
+            if not found:
+                return PathResult("no_path", np.empty((0, 3 if gridmap.floors > 1 else 2), dtype=np.int32), 0.0,
+                                  0.0, expanded, answer_point(gridmap, sx, sy), _goal_point(gridmap, snapped, targets),
+                                  flags, gridmap.generation, "jps+", None, np.empty((0, 2), dtype=np.int64))
+            if moved[0]:
+                flags |= st.FLAG_GOAL_SNAPPED
+            points, links, length = _answer(gridmap, request, call, path, taken, smooth)
+            return PathResult("found", points, total, length, expanded, answer_point(gridmap, sx, sy),
+                              answer_point(gridmap, *snapped[0]), flags, gridmap.generation, "jps+", None, links)
         else:
             first, to, cost, _, entries = request.links
             status, end, best, expanded = search_links(
@@ -426,7 +450,7 @@ def find_path(gridmap: GridMap, grids, start, goal, goals, boxes, avoid_cost, sm
         if status != st.SEARCH_FOUND and not allow_partial:
             return PathResult("no_path", np.empty((0, 3 if gridmap.floors > 1 else 2), dtype=np.int32), 0.0, 0.0,
                               int(expanded), answer_point(gridmap, sx, sy), _goal_point(gridmap, snapped, targets),
-                              flags, gridmap.generation, "astar", None, np.empty((0, 2), dtype=np.int64))
+                              flags, gridmap.generation, engine, None, np.empty((0, 2), dtype=np.int64))
         if status == st.SEARCH_FOUND:
             chosen = int(np.flatnonzero(wanted & (nodes == end))[0])
             name = "found"

@@ -48,6 +48,10 @@ SMOOTHING = {"none": st.SMOOTH_NONE, "corners": st.SMOOTH_CORNERS, "los": st.SMO
 #: clutter and 1-wide mazes every cell is a jump point and JPS only adds scanning
 #: overhead. (Once a layer's JPS+ table is built, auto runs JPS+ on any of them.)
 JPS_MIN_OPEN_SHARE = 0.5
+#: The same for hex JPS against A* with landmarks on a hex map of uniform cost
+#: (bench/hex.py on Moving AI maps): 1.5x to 80x faster from an open share of 0.4 up,
+#: even on random512-40-0 (0.02), 3x slower in maze512-1-0's corridors (0).
+HEX_JPS_MIN_OPEN_SHARE = 0.2
 
 STATUS_NAMES = {st.QUERY_FOUND: "found", st.QUERY_PARTIAL: "partial", st.QUERY_NO_PATH: "no_path"}
 # Read-only like the cached layers' arrays: numba compiles one specialisation per
@@ -400,7 +404,8 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
     )
     if options[ALGORITHM.name] == "jps":
         if gridmap.hex:
-            raise RequestError("algorithm 'jps' is for square maps; hex maps search with A*", at=ALGORITHM.name)
+            raise RequestError("algorithm 'jps' is for square maps; on a hex map 'auto' runs hex JPS where every "
+                               "cost is 1, else A*", at=ALGORITHM.name)
         if not jps_ok:
             raise RequestError(
                 "algorithm 'jps' needs uniform terrain cost, no max_climb, diagonal "
@@ -420,6 +425,13 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
     # query's answer is deterministic.
     table = None
     awaiting = options[ALGORITHM.name] == "auto" and jps_ok and budget == 0
+    # Hex maps of uniform cost run hex JPS (pathserver.core.hexjps) on their layer's table,
+    # built now if need be, under "auto", as JPS+ does: no budget (where one cuts a search
+    # short depends on the algorithm), no heights, and open ground enough to pay.
+    hex_table = None
+    if (gridmap.hex and options[ALGORITHM.name] == "auto" and use_heights == 0 and budget == 0
+            and layer.open_share >= HEX_JPS_MIN_OPEN_SHARE):
+        hex_table = layer.hex_jump_table()
     if awaiting:
         table = layer.jump_table()
         awaiting = gridmap.start_jump_table(layer)
@@ -452,10 +464,10 @@ def prepare_call(gridmap: GridMap, key, unit_size, given: dict, rules: tuple | N
     call = PreparedCall(
         size=(unit_w, unit_h), layer_key=layer.key, width=gridmap.width, height=gridmap.height, n=gridmap.width * gridmap.height,
         cells=cells, comps=comps, jump_bits=layer.jump_bits() if use_jps and table is None else _NO_JUMP_BITS,
-        jump_table=NO_JUMP_TABLE if table is None else table,
+        jump_table=hex_table if hex_table is not None else NO_JUMP_TABLE if table is None else table,
         cost_index=layer.cost_index, cost_table=layer.cost_table, heights=heights, climb=climb, mode=mode,
         weight=options["weight"], budget=budget,
-        algorithm="jps+" if table is not None else "jps" if use_jps else "astar",
+        algorithm="jps+" if table is not None else "jps" if use_jps or hex_table is not None else "astar",
         generation=gridmap.generation, snap=options[SNAP.name], landmarks=landmarks, bound_rows=bounds[0],
         bounds=bounds[1],
     )

@@ -17,6 +17,7 @@ from pathserver.errors import PathserverError, RequestError
 from pathserver.grid import avoid_search, linked
 from pathserver.grid.avoid_search import find_path_more
 from pathserver.grid.gridmap import GridMap
+from pathserver.grid.link_jumps import fast_path
 from pathserver.grid.prepared import (
     CALL_DEFAULTS,
     SMOOTHING,
@@ -176,12 +177,18 @@ def find_path_linked(gridmap: GridMap, start, goal, unit_size, given: dict, trav
         raise RequestError("pass goal or goals, not both", at=GOALS.name)
     if goals is None and goal is None:
         raise RequestError("find_path needs a goal (or goals)", at="goal")
+    if goals is None and avoid is None and avoid_cost is None:
+        # The common call (one goal, the defaults but smooth) in one kernel call: JPS+.
+        fast = fast_path(gridmap, start, goal, unit_size, given, traversal)
+        if fast is not None:
+            return fast
     rules = None if traversal is None else traversal_rules(gridmap, traversal)
     call = prepared_call(gridmap, unit_size, rules, {**given, ALGORITHM.name: "astar"})
     boxes = linked.avoid_boxes(gridmap, avoid)
     avoid_cost = None if avoid_cost is None else checked(AVOID_COST, avoid_cost)
     smooth = SMOOTHING[python_value(given[SMOOTH.name]) or SMOOTH.python_default]
-    return linked.find_path(gridmap, linked.grids_of(call, rules), start, goal, goals, boxes, avoid_cost, smooth)
+    return linked.find_path(gridmap, linked.grids_of(call, rules), start, goal, goals, boxes, avoid_cost, smooth,
+                            python_value(given[ALGORITHM.name]))
 
 
 def find_path_within(gridmap: GridMap, start, goal, unit_size, budget: int, *, avoid=None,

@@ -197,10 +197,13 @@ def _warm_steps(costly=None):
 
     def hex_maps():
         # A hex map: core.clearance's hex annotation, and a larger unit's footprint costs
-        # and avoided anchors (the searches take the same kernels as on square maps).
+        # and avoided anchors (the searches take the same kernels as on square maps); on
+        # an open one of uniform cost, hex JPS (core.hexjps) and its jump table.
         gridmap = GridMap(costly.walkable, costly.cost, shape="hex", layout="odd-r")
         find_path(gridmap, (0, 0), (7, 3), 1, smooth="los")
         find_path(gridmap, (0, 0), (7, 3), 2, avoid={"cells": [(2, 0)]})
+        find_path(GridMap(np.ones((4, 8), dtype=bool), shape="hex", layout="odd-r"), (0, 3), (7, 0),
+                  line_of_sight=False)
 
     def floors_and_links():
         # Two floors joined by a ladder (core.links' A* and its trace), on both kinds of map.

@@ -15,25 +15,29 @@ const FOREST := Vector2i(2, 0)
 const WATER := Vector2i(3, 0)
 ## Terrain cost of forest (custom data "cost").
 const FOREST_COST := 2.0
-## The demo's scenes, by the name `--scene=NAME` and the keys F1 to F4 use.
+## The demo's scenes, by the name `--scene=NAME` and the keys F1 to F5 use.
 const SCENES := {
 	"formation": "res://main.tscn",
 	"rts": "res://rts.tscn",
 	"tactics": "res://tactics.tscn",
 	"hex": "res://hex.tscn",
+	"floors": "res://floors.tscn",
 }
-const SCENE_KEYS := {KEY_F1: "formation", KEY_F2: "rts", KEY_F3: "tactics", KEY_F4: "hex"}
+const SCENE_KEYS := {
+	KEY_F1: "formation", KEY_F2: "rts", KEY_F3: "tactics", KEY_F4: "hex", KEY_F5: "floors"
+}
 
 
 ## A TileSet of square tiles of [param size] pixels: floor (walkable), wall (walkable false)
 ## and mud (walkable, cost 2, tagged "mud"), in the custom data layers
-## [PathServerTileMapReader] reads.
-static func make_tile_set(size: int) -> TileSet:
+## [PathServerTileMapReader] reads, drawn in [param colors] (floor, wall, mud).
+static func make_tile_set(
+	size: int, colors := [Color("26323a"), Color("78909c"), Color("5d4a36")]
+) -> TileSet:
 	var tile_set := TileSet.new()
 	tile_set.tile_size = Vector2i(size, size)
 	_add_custom_data_layers(tile_set)
 	var image := Image.create(size * 3, size, false, Image.FORMAT_RGBA8)
-	var colors := [Color("26323a"), Color("78909c"), Color("5d4a36")]
 	for i in colors.size():
 		image.fill_rect(Rect2i(i * size, 0, size, size), colors[i])
 		# A darker rim, so cells read as cells.
@@ -82,7 +86,7 @@ static func make_hex_tile_set(size: Vector2i) -> TileSet:
 	return tile_set
 
 
-## Switches scenes on F1 to F4; true when [param event] did.
+## Switches scenes on F1 to F5; true when [param event] did.
 static func switch_scene(event: InputEvent, tree: SceneTree) -> bool:
 	var key := event as InputEventKey
 	if key and key.pressed and SCENE_KEYS.has(key.keycode):

@@ -583,7 +583,7 @@ func test_put_tilemap_timing() -> void:
 	sync._look_for_edits()
 	var diff_ms := (Time.get_ticks_usec() - started) / 1000.0
 	check(
-		sync._dirty.keys() == [Vector2i(100, 100)],
+		sync._dirty.keys() == [Vector3i(100, 100, 0)],
 		(
 			(
 				"the sync node's look for edits on 65,536 tiles: %.2f ms unchanged, "

@@ -28,6 +28,7 @@ const EmbeddedTests := preload("res://embedded_tests.gd")
 const ConformanceTests := preload("res://conformance_tests.gd")
 const QueryTests := preload("res://query_tests.gd")
 const HexTests := preload("res://hex_tests.gd")
+const FloorsTests := preload("res://floors_tests.gd")
 
 var passed := 0
 var failed := 0
@@ -115,6 +116,7 @@ func _run() -> void:
 	await queries.test_traversal()
 	await maps.test_tile_map_tags()
 	await queries.test_flow_group()
+	await FloorsTests.new(self).run()
 	shared.test_options_match_the_server()
 	await shared.test_readme_examples()
 	check(

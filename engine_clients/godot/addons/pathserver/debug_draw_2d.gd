@@ -17,6 +17,11 @@ extends Node2D
 ## the way (the server's rule: columns x - (w - 1) / 2 .. x + w / 2, rows likewise).
 ## On a hex map (its [code]shape[/code] "hex") cells are drawn as the hexagons of its
 ## [code]layout[/code], and a unit of size k covers the cells within k - 1 hex steps.
+## On a map of several floors the cells drawn are [member floor_shown]'s. The map's links
+## (from the same [code]get_map[/code]: what the server has) are drawn as lines from cell
+## centre to cell centre: two-way ones in [member link_color] with a dot at each end, one-way
+## ones in [member one_way_color] with an arrowhead at their end; an end on another floor
+## than [member floor_shown] is a ring.
 ## [codeblock]
 ## var overlay := PathServerDebugDraw2D.new()
 ## overlay.map_name = "level"
@@ -51,6 +56,17 @@ void fragment() {
 @export var map_name := ""
 ## Draw the map's cells (turn off for an overlay that only shows a path).
 @export var show_cells := true
+## Draw the map's links.
+@export var show_links := true:
+	set(value):
+		show_links = value
+		queue_redraw()
+## On a map of several floors, the floor whose cells are drawn.
+@export_range(0, 15) var floor_shown := 0:
+	set(value):
+		floor_shown = value
+		if floors > 1:
+			_show_cells(map_size, cells, origin, tile_size, shape, layout, floors)
 ## In the editor: the layer whose cells to preview (no server is asked there).
 @export var tile_map_layer: TileMapLayer
 ## The agent whose path to draw.
@@ -74,6 +90,8 @@ void fragment() {
 		cost_color = value
 		_update_material()
 @export var path_color := Color(1, 1, 1, 0.9)
+@export var link_color := Color(0.3, 0.9, 1.0, 0.9)
+@export var one_way_color := Color(1.0, 0.55, 0.9, 0.9)
 @export var footprint_color := Color(0.3, 0.8, 1.0, 0.25)
 
 ## The client to ask; the [code]PathServer[/code] autoload when not set.
@@ -89,8 +107,12 @@ var cell_size := 1.0
 var shape := "square"
 var layout := ""
 var tile_size := Vector2.ONE
-## The cells as fetched (0 blocked, else the cost rounded to 1..255), row-major.
+## The cells as fetched (0 blocked, else the cost rounded to 1..255), row-major, a layer a
+## floor (floor 0 first).
 var cells := PackedByteArray()
+## The map's floors, and its links as the server has them (the wire's dictionaries).
+var floors := 1
+var links: Array = []
 
 var _cells_item: Node2D
 var _cells_material: ShaderMaterial
@@ -164,7 +186,10 @@ func refresh() -> void:
 	_fetching = false
 	if result.ok:
 		var info := result.info
-		_show_cells(info.size, info.cells, info.origin, info.cell_size, info.shape, info.layout)
+		links = info.links
+		_show_cells(
+			info.size, info.cells, info.origin, info.cell_size, info.shape, info.layout, info.floors
+		)
 		gen = result.info.gen
 	else:
 		# Not uploaded yet, or no server yet: ask again in a while.
@@ -181,9 +206,17 @@ func cell_of(point: Vector2) -> Vector2i:
 	return Vector2i(((point - origin) / cell_size).floor())
 
 
+## The world centre of [param cell].
+func cell_center(cell: Vector2i) -> Vector2:
+	if shape == "hex":
+		return PathServerHexes.world_center(layout, cell, origin, tile_size)
+	return origin + (Vector2(cell) + Vector2(0.5, 0.5)) * cell_size
+
+
 func _on_map_generation_changed(changed_map: String, _gen: int) -> void:
-	# A path overlay has the map's transform already; edits do not change it.
-	if enabled and show_cells and changed_map == get_map_name():
+	# A path overlay has the map's transform already; edits of cells do not change it, but
+	# edits of links do.
+	if enabled and (show_cells or show_links) and changed_map == get_map_name():
 		refresh()
 
 
@@ -193,13 +226,20 @@ func _show_cells(
 	at: Vector2,
 	world_cell: Variant,
 	map_shape := "square",
-	map_layout := ""
+	map_layout := "",
+	map_floors := 1
 ) -> void:
 	map_size = size
 	cells = data
 	origin = at
 	shape = map_shape
 	layout = map_layout
+	floors = map_floors
+	var area := size.x * size.y
+	if floors > 1 and data.size() == area * floors:
+		# One floor's layer: floor_shown's.
+		var shown := clampi(floor_shown, 0, floors - 1)
+		data = data.slice(area * shown, area * (shown + 1))
 	tile_size = world_cell if world_cell is Vector2 else Vector2(world_cell, world_cell)
 	cell_size = minf(tile_size.x, tile_size.y)
 	# Hexagons are drawn as polygons in their colours; the shader colours a texture's cells.
@@ -228,6 +268,7 @@ func _preview() -> void:
 	var grid := PathServerTileMapReader.read(tile_map_layer)
 	if grid.error == "":
 		_show_cells(grid.size, grid.cells, grid.origin, grid.cell_size, grid.shape, grid.layout)
+		links = []
 
 
 func _update_material() -> void:
@@ -252,11 +293,13 @@ func _draw_cells() -> void:
 
 ## The blocked and costlier cells of a hex map, in the colours the shader gives square ones.
 func _draw_hex_cells() -> void:
-	if cells.size() != map_size.x * map_size.y:
+	var area := map_size.x * map_size.y
+	if cells.size() != area * floors:
 		return
+	var shown := clampi(floor_shown, 0, floors - 1)
 	_cells_item.draw_set_transform_matrix(_cells_item.get_global_transform().affine_inverse())
-	for i in cells.size():
-		var value := cells[i]
+	for i in area:
+		var value := cells[shown * area + i]
 		if value == 1:
 			continue
 		var color := blocked_color
@@ -286,11 +329,13 @@ func _draw() -> void:
 	if agent != null:
 		points = agent.get_remaining_path()
 		size = agent.unit_size
-	if points.size() < 2:
-		return
 	# World coordinates, wherever this node is.
 	draw_set_transform_matrix(get_global_transform().affine_inverse())
 	var width := maxf(1.0, cell_size * 0.12)
+	if show_links and map_size != Vector2i.ZERO:
+		_draw_links(width)
+	if points.size() < 2:
+		return
 	if map_size == Vector2i.ZERO:
 		# No map yet to say where cells are: the path alone.
 		draw_polyline(points, path_color, width)
@@ -338,3 +383,37 @@ func _draw_hex_path(points: PackedVector2Array, size: Vector2i, width: float) ->
 			corners.append(corners[0])
 			draw_polyline(corners, Color(path_color, 0.8), width * 0.5)
 		draw_circle(point, width * 1.6, path_color)
+
+
+## The map's links: a line from end to end, dots at a two-way link's ends, an arrowhead at a
+## one-way link's end; an end on another floor than [member floor_shown] a ring.
+func _draw_links(width: float) -> void:
+	for link: Variant in links:
+		if not (link is Dictionary and link.get("from") is Array and link.get("to") is Array):
+			continue
+		var from: Array = link.from
+		var to: Array = link.to
+		if from.size() < 2 or to.size() < 2:
+			continue
+		var one_way: bool = link.get("two_way", true) == false
+		var color := one_way_color if one_way else link_color
+		var start := cell_center(Vector2i(int(from[0]), int(from[1])))
+		var end := cell_center(Vector2i(int(to[0]), int(to[1])))
+		var radius := cell_size * 0.22
+		if start.is_equal_approx(end):
+			# A link between floors at one spot: a ring around it.
+			draw_arc(start, cell_size * 0.4, 0.0, TAU, 24, color, width)
+		else:
+			draw_line(start, end, color, width)
+		for end_index in 2:
+			var point := start if end_index == 0 else end
+			var on_floor := PathServerPacked.plain_floor(from if end_index == 0 else to)
+			if on_floor != floor_shown and floors > 1:
+				draw_arc(point, radius, 0.0, TAU, 16, color, width * 0.6)
+			elif end_index == 0 or not one_way:
+				draw_circle(point, radius, color)
+		if one_way and not start.is_equal_approx(end):
+			var along := (end - start).normalized()
+			var side := along.orthogonal() * cell_size * 0.25
+			var back := end - along * cell_size * 0.45
+			draw_colored_polygon(PackedVector2Array([end, back + side, back - side]), color)

@@ -6,8 +6,10 @@ extends RefCounted
 ## Encoding picks the smallest form for ints, strings, arrays and maps, as msgpack-python does,
 ## so the bytes equal what the server's Python side produces for the same values in the same
 ## key order. Floats always go out as float64. [Vector2] and [Vector2i] become two-element
-## arrays, [Rect2] and [Rect2i] the wire's [code][x, y, w, h][/code], packed arrays become
-## arrays, [PackedByteArray] becomes bin and [StringName] str.
+## arrays; [Vector3] and [Vector3i] are points on a floor, the wire's
+## [code][x, y, floor][/code] (the floor an int: [code]z[/code] rounded); [Rect2] and
+## [Rect2i] the wire's [code][x, y, w, h][/code], packed arrays become arrays,
+## [PackedByteArray] becomes bin and [StringName] str.
 ## [codeblock]
 ## var bytes := PathServerMsgPack.encode({"id": 1, "op": "ping"})
 ## print(bytes.hex_encode())  # 82a2696401a26f70a470696e67
@@ -26,6 +28,7 @@ const SEQUENCE_TYPES: Array[int] = [
 	TYPE_PACKED_FLOAT64_ARRAY,
 	TYPE_PACKED_STRING_ARRAY,
 	TYPE_PACKED_VECTOR2_ARRAY,
+	TYPE_PACKED_VECTOR3_ARRAY,
 ]
 
 
@@ -90,6 +93,16 @@ static func _write(out: PackedByteArray, value: Variant) -> void:
 			_write_array_header(out, 2)
 			_write_int(out, value.x)
 			_write_int(out, value.y)
+		TYPE_VECTOR3:
+			_write_array_header(out, 3)
+			_write(out, value.x)
+			_write(out, value.y)
+			_write_int(out, roundi(value.z))
+		TYPE_VECTOR3I:
+			_write_array_header(out, 3)
+			_write_int(out, value.x)
+			_write_int(out, value.y)
+			_write_int(out, value.z)
 		TYPE_RECT2, TYPE_RECT2I:
 			# The wire's rectangle: [x, y, w, h].
 			_write(out, [value.position.x, value.position.y, value.size.x, value.size.y])

@@ -30,6 +30,14 @@ var status := ""
 ## [method AStarGrid2D.get_point_path] gives one; empty for "no_path" and on errors. In grid
 ## space, [method get_cells] gives the same as [Vector2i] cells.
 var waypoints := PackedVector2Array()
+## On a map of several floors, the floor of each waypoint (one a waypoint); empty on a map of
+## one floor, where every waypoint is on floor 0 ([method get_floor] reads either).
+var floors := PackedInt32Array()
+## The links the path takes, [code][[i, k], ...][/code]: the move from waypoint [code]i[/code]
+## to waypoint [code]i + 1[/code] is link [code]k[/code] of the map (its index in the map's
+## list of links), so the game can play the ladder's animation there. Empty when it takes
+## none (and always for an entry of a packed batch, whose reply gives no links).
+var links: Array = []
 ## "" when [member ok], else a snake_case error code.
 var code := ""
 var message := ""
@@ -48,6 +56,20 @@ var reply := {}
 ## [Vector2i], for a path asked in grid space ([code]{"space": "grid"}[/code]).
 func get_cells() -> Array[Vector2i]:
 	return PathServerPacked.cells(waypoints)
+
+
+## The floor of waypoint [param index]: 0 on a map of one floor.
+func get_floor(index: int) -> int:
+	return floors[index] if index < floors.size() else 0
+
+
+## The index of the link taken from waypoint [param index] to the next, or -1 when that move is
+## no link.
+func get_link_at(index: int) -> int:
+	for taken: Variant in links:
+		if taken is Array and taken.size() == 2 and int(taken[0]) == index:
+			return int(taken[1])
+	return -1
 
 
 func _to_string() -> String:

@@ -15,6 +15,11 @@ extends Node
 ## [code]{"space": "grid"}[/code] in [param options] for cells. Network work happens in
 ## [method poll], once a frame; a dropped connection is reopened with back-off and what was in
 ## flight sent again.
+##
+## On a map of several floors (see [method put_tilemap]) a point is a [Vector3] (or
+## [Vector3i]) [code](x, y, floor)[/code]; a [Vector2] is on floor 0. A path's waypoints stay
+## [Vector2]s, with their floors in [member PathServerResult.floors] and the links it takes
+## (ladders, stairs, teleporters) in [member PathServerResult.links].
 ## [codeblock]
 ## func _ready() -> void:
 ##     var result := await PathServer.find_path_async(Vector2(2.5, 2.5), Vector2(60.5, 60.5))
@@ -221,6 +226,20 @@ func get_pending_count() -> int:
 	return _connection.pending.size()
 
 
+## The floors of the map [param name] as this client knows them: 1 unless it uploaded the map
+## with more or a reply ([code]get_map[/code], [code]maps[/code], a path) said so.
+func get_floors(name: String) -> int:
+	return _replies.floors_of(name)
+
+
+## The links of the map [param name] as this client last uploaded ([method put_tilemap],
+## [method update_map]) or read ([method get_map]) them, the wire's dictionaries
+## ([code]{"from", "to", "cost", "two_way", "tag"}[/code]) in the map's order: what a path's
+## [member PathServerResult.links] index. Empty when it knows none.
+func get_links(name: String) -> Array:
+	return _replies.links_of(name)
+
+
 ## Asks for a path from [param start] to [param goal] for a unit whose footprint is
 ## [param unit_size] cells; returns the request id. The answer comes as [signal path_found] or
 ## [signal path_failed]. [param options]: any of [member PATH_OPTIONS], "map", "timeout_ms";
@@ -229,14 +248,17 @@ func get_pending_count() -> int:
 ## also as a [PackedInt32Array] of x, y pairs) blocks grid cells for this request only, or
 ## prices them with [code]"avoid_cost"[/code]; [code]"traversal"[/code] names a unit class of
 ## the map or gives its rules ([code]{"water": null, "forest": 3.0}[/code]).
-func find_path(start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}) -> int:
+## [param start] and [param goal] are [Vector2]s, or on a map of several floors [Vector3]s
+## [code](x, y, floor)[/code]: the answer's [code]floors[/code] and [code]links[/code] then
+## say where the path changes floor (see [PathServerResult]).
+func find_path(start: Variant, goal: Variant, unit_size := Vector2i.ONE, options := {}) -> int:
 	return _find_path(start, goal, unit_size, options).result.id
 
 
 ## [method find_path], awaited: [code]var result := await PathServer.find_path_async(a, b)[/code]
 ## returns its [PathServerResult] (the signals are emitted too).
 func find_path_async(
-	start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}
+	start: Variant, goal: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
 	var pending := _find_path(start, goal, unit_size, options)
 	await _completion(pending)
@@ -263,7 +285,7 @@ func find_paths_async(requests: Array, unit_size := Vector2i.ONE, options := {})
 ## [method AStarGrid2D.get_point_path] answers: the waypoints, empty for "no_path" and on
 ## errors ([method get_last_sync_result] says which). Other replies wait until it returns.
 func find_path_sync(
-	start: Vector2, goal: Vector2, unit_size := Vector2i.ONE, options := {}
+	start: Variant, goal: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> PackedVector2Array:
 	var pending := _find_path(start, goal, unit_size, options)
 	_wait_now(pending)
@@ -271,15 +293,16 @@ func find_path_sync(
 
 
 ## [method find_path_sync] between cells, as [method AStarGrid2D.get_id_path] answers: the
-## path's cells, start and goal included (grid space whatever [param options] say).
+## path's cells, start and goal included (grid space whatever [param options] say); cells on
+## a floor are [Vector3i], and their floors are the last sync result's.
 func find_id_path_sync(
-	start: Vector2i, goal: Vector2i, unit_size := Vector2i.ONE, options := {}
+	start: Variant, goal: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> Array[Vector2i]:
 	var grid := options
 	if options.get("space") != "grid":
 		grid = options.duplicate()
 		grid["space"] = "grid"
-	var pending := _find_path(Vector2(start), Vector2(goal), unit_size, grid)
+	var pending := _find_path(start, goal, unit_size, grid)
 	_wait_now(pending)
 	return pending.result.get_cells()
 
@@ -343,12 +366,16 @@ func put_grid_async(
 ## [code]info.rect[/code] is the layer cells uploaded and [code]info.mapping[/code] converts
 ## layer cells to the map's cells and back ([PathServerTileMapReader.Mapping]). A layer of
 ## hexagon tiles uploads a hex map ([code]shape[/code] "hex", its [code]layout[/code]).
-func put_tilemap(name: String, layer: TileMapLayer, options := {}) -> int:
+## [param layer] may be an Array of layers, the floors of a map of several (floor 0 first;
+## see [method PathServerTileMapReader.read_floors]); [code]links[/code] in [param options]
+## go with the upload ([code][{"from": Vector3i, "to": Vector3i, "cost": 2.0, "two_way":
+## false, "tag": "ladder"}, ...][/code], grid cells; [PathServerLink2D] builds them).
+func put_tilemap(name: String, layer: Variant, options := {}) -> int:
 	return _put_tilemap(name, layer, options).result.id
 
 
 ## [method put_tilemap], awaited.
-func put_tilemap_async(name: String, layer: TileMapLayer, options := {}) -> PathServerResult:
+func put_tilemap_async(name: String, layer: Variant, options := {}) -> PathServerResult:
 	var pending := _put_tilemap(name, layer, options)
 	await _completion(pending)
 	return pending.result
@@ -361,6 +388,8 @@ func put_tilemap_async(name: String, layer: TileMapLayer, options := {}) -> Path
 ## ([PackedByteArray]) and, when the map has them, [code]costs[/code], [code]heights[/code]
 ## and [code]tags[/code]; [code]shape[/code] ("square" or "hex") and [code]layout[/code]
 ## ("" on square maps); on hex maps [code]cell_size[/code] is a [Vector2], the tile size.
+## [code]floors[/code] (1 on a map of one floor; the layers hold the region's cells on each
+## floor, floor 0 first) and [code]links[/code] (the map's links as the wire has them).
 func get_map(name: String, region := Rect2i(), options := {}) -> int:
 	return _get_map(name, region, options).result.id
 
@@ -387,7 +416,8 @@ func drop_map_async(name: String, options := {}) -> PathServerResult:
 
 ## A live edit of the map [param name] (op [code]update[/code]): [param fields] are the op's
 ## ([code]rects[/code] or [code]cells[/code], [code]solid[/code] and/or [code]cost[/code],
-## [code]space[/code]) plus [code]timeout_ms[/code]. With [param if_gen] >= 0 it applies only
+## [code]space[/code], [code]links[/code]: the map's whole new list of links, [code][][/code]
+## for none) plus [code]timeout_ms[/code]. With [param if_gen] >= 0 it applies only
 ## at that generation, else the result is "conflict" with the current [code]info.gen[/code].
 func update_map(name: String, fields: Dictionary, if_gen := -1) -> int:
 	return _update_map(name, fields, if_gen).result.id
@@ -412,14 +442,14 @@ func update_map_async(name: String, fields: Dictionary, if_gen := -1) -> PathSer
 ## [method find_path] to the cheapest of [param goals] (1 to 4096 points) in one search:
 ## [code]info.goal_index[/code] says which goal the path reaches (null for "no_path").
 func find_path_to_any(
-	start: Vector2, goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
+	start: Variant, goals: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> int:
 	return _find_path_to_any(start, goals, unit_size, options).result.id
 
 
 ## [method find_path_to_any], awaited.
 func find_path_to_any_async(
-	start: Vector2, goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
+	start: Variant, goals: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
 	var pending := _find_path_to_any(start, goals, unit_size, options)
 	await _completion(pending)
@@ -429,15 +459,16 @@ func find_path_to_any_async(
 ## The movement range (op [code]reachable[/code]): every cell a unit at [param start] reaches
 ## for at most [param budget], cheapest first. Awaited ([method reachable_async]),
 ## [code]info.cells[/code] ([code]Array[Vector2i][/code]) and [code]info.costs[/code]
-## ([PackedFloat32Array]). [param options]: [code]QUERY_OPTIONS.reachable[/code], "map",
-## "timeout_ms".
-func reachable(start: Vector2, budget: float, unit_size := Vector2i.ONE, options := {}) -> int:
+## ([PackedFloat32Array]); on a map of several floors [code]info.floors[/code] has each
+## cell's floor (else it is empty). [param options]: [code]QUERY_OPTIONS.reachable[/code],
+## "map", "timeout_ms".
+func reachable(start: Variant, budget: float, unit_size := Vector2i.ONE, options := {}) -> int:
 	return _reachable(start, budget, unit_size, options).result.id
 
 
 ## [method reachable], awaited.
 func reachable_async(
-	start: Vector2, budget: float, unit_size := Vector2i.ONE, options := {}
+	start: Variant, budget: float, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
 	var pending := _reachable(start, budget, unit_size, options)
 	await _completion(pending)
@@ -448,14 +479,16 @@ func reachable_async(
 ## [param goals], [constant @GDScript.INF] where none is reached. Awaited
 ## ([method distance_field_async]), [code]info[/code] holds [code]width[/code],
 ## [code]height[/code], [code]origin[/code] (the window's top-left cell; option
-## [code]region[/code]) and [code]cost[/code] ([PackedFloat32Array], row-major).
-func distance_field(goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}) -> int:
+## [code]region[/code]) and [code]cost[/code] ([PackedFloat32Array], row-major; on a map of
+## several floors, [code]info.floors[/code] windows one after the other, floor 0 first).
+## [param goals]: a [PackedVector2Array], or an Array holding points on floors ([Vector3]).
+func distance_field(goals: Variant, unit_size := Vector2i.ONE, options := {}) -> int:
 	return _distance_field(goals, unit_size, options).result.id
 
 
 ## [method distance_field], awaited.
 func distance_field_async(
-	goals: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
+	goals: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
 	var pending := _distance_field(goals, unit_size, options)
 	await _completion(pending)
@@ -466,22 +499,18 @@ func distance_field_async(
 ## [param positions], where it heads next toward the nearest of [param goals]. Awaited
 ## ([method next_steps_async]), [code]info.steps[/code] ([PackedVector2Array]) and
 ## [code]info.remaining[/code] ([PackedFloat32Array], [constant @GDScript.INF] when a unit
-## cannot reach a goal). [PathServerFlowGroup2D] calls it every physics frame.
+## cannot reach a goal). [PathServerFlowGroup2D] calls it every physics frame. On a map of
+## several floors [param positions] may be a [PackedVector3Array] (z the floor), and
+## [code]info.floors[/code] has each step's floor.
 func next_steps(
-	goals: PackedVector2Array,
-	positions: PackedVector2Array,
-	unit_size := Vector2i.ONE,
-	options := {}
+	goals: Variant, positions: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> int:
 	return _next_steps(goals, positions, unit_size, options).result.id
 
 
 ## [method next_steps], awaited.
 func next_steps_async(
-	goals: PackedVector2Array,
-	positions: PackedVector2Array,
-	unit_size := Vector2i.ONE,
-	options := {}
+	goals: Variant, positions: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
 	var pending := _next_steps(goals, positions, unit_size, options)
 	await _completion(pending)
@@ -493,14 +522,14 @@ func next_steps_async(
 ## is not changed.) Awaited ([method check_block_async]), [code]info.disconnected[/code] lists
 ## the pairs [code][i, j][/code] cut apart; empty: none.
 func check_block(
-	cells: Array, rects: Array, points: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
+	cells: Array, rects: Array, points: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> int:
 	return _check_block(cells, rects, points, unit_size, options).result.id
 
 
 ## [method check_block], awaited.
 func check_block_async(
-	cells: Array, rects: Array, points: PackedVector2Array, unit_size := Vector2i.ONE, options := {}
+	cells: Array, rects: Array, points: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
 	var pending := _check_block(cells, rects, points, unit_size, options)
 	await _completion(pending)
@@ -577,7 +606,7 @@ func get_embedded_server_log() -> PackedStringArray:
 
 
 func _find_path(
-	start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dictionary
+	start: Variant, goal: Variant, unit_size: Vector2i, options: Dictionary
 ) -> PathServerConnection.Pending:
 	var pending := _new_pending(Kind.PATH)
 	var request := _requests.path_request(
@@ -601,7 +630,7 @@ func _put_grid(
 
 
 func _put_tilemap(
-	name: String, layer: TileMapLayer, options: Dictionary
+	name: String, layer: Variant, options: Dictionary
 ) -> PathServerConnection.Pending:
 	var grid := PathServerRequests.read_tilemap(layer, options)
 	if grid.error != "":
@@ -628,7 +657,7 @@ func _update_map(name: String, fields: Dictionary, if_gen: int) -> PathServerCon
 
 
 func _find_path_to_any(
-	start: Vector2, goals: PackedVector2Array, unit_size: Vector2i, options: Dictionary
+	start: Variant, goals: Variant, unit_size: Vector2i, options: Dictionary
 ) -> PathServerConnection.Pending:
 	var with_goals := options.duplicate()
 	with_goals["goals"] = goals
@@ -636,31 +665,28 @@ func _find_path_to_any(
 
 
 func _reachable(
-	start: Vector2, budget: float, unit_size: Vector2i, options: Dictionary
+	start: Variant, budget: float, unit_size: Vector2i, options: Dictionary
 ) -> PathServerConnection.Pending:
 	var fields := PathServerRequests.reachable(map_name, start, budget, unit_size, options)
 	return _submit("reachable", fields, Kind.QUERY, options)
 
 
 func _distance_field(
-	goals: PackedVector2Array, unit_size: Vector2i, options: Dictionary
+	goals: Variant, unit_size: Vector2i, options: Dictionary
 ) -> PathServerConnection.Pending:
 	var fields := PathServerRequests.field(map_name, goals, unit_size, options)
 	return _submit("field", fields, Kind.QUERY, options)
 
 
 func _next_steps(
-	goals: PackedVector2Array,
-	positions: PackedVector2Array,
-	unit_size: Vector2i,
-	options: Dictionary
+	goals: Variant, positions: Variant, unit_size: Vector2i, options: Dictionary
 ) -> PathServerConnection.Pending:
 	var fields := _requests.next_steps(map_name, goals, positions, unit_size, options)
 	return _submit("next_steps", fields, Kind.QUERY, options)
 
 
 func _check_block(
-	cells: Array, rects: Array, points: PackedVector2Array, unit_size: Vector2i, options: Dictionary
+	cells: Array, rects: Array, points: Variant, unit_size: Vector2i, options: Dictionary
 ) -> PathServerConnection.Pending:
 	var fields := PathServerRequests.check_block(map_name, cells, rects, points, unit_size, options)
 	return _submit("check_block", fields, Kind.QUERY, options)
@@ -808,7 +834,7 @@ func _complete(pending: PathServerConnection.Pending, reply: Dictionary) -> void
 			else:
 				path_failed.emit(result.id, result.code, result.message)
 		Kind.RAW:
-			_replies.read_fields(result, reply, pending.extra_info)
+			_replies.read_fields(result, reply, pending.extra_info, pending.body)
 			_replies.note_generation(reply, pending.body_map)
 			reply_received.emit(result.id, reply)
 		Kind.MAP:

@@ -16,6 +16,14 @@ extends Node
 ## [signal PathServerClient.path_found] for the agent's request comes just before
 ## [signal path_changed].
 ##
+## On a map of several floors the unit is on [member current_floor] and goes to
+## [member target_floor]: its requests carry [code](x, y, floor)[/code] points, and
+## [member current_floor] follows the path's floors as the unit passes its waypoints
+## ([signal floor_changed]). Where the path takes a link (a [PathServerLink2D]: stairs, a
+## ladder, a drop), [signal link_reached] comes as the unit stands at the link's start, then
+## the unit moves on to its end, as along any other step: play the crossing's animation
+## there.
+##
 ## Add it as a child of the unit. With [member move_body] off it only steers: read
 ## [member velocity] or [method get_next_path_position] and move the body yourself (e.g. a
 ## [CharacterBody2D] with [code]move_and_slide()[/code]).
@@ -36,6 +44,13 @@ signal target_reached
 ## The agent asks again after [member retry_interval], or sooner when the target moves more
 ## than [member repath_distance].
 signal path_failed(code: String, message: String)
+## The unit stands at the start of a link its path takes next: link [param index] of the map
+## (see [method PathServerClient.get_links], fetched when the client does not know them), its
+## [param tag] ("" when untagged or not known yet), from [param from] to [param to] (world
+## coordinates, the waypoints at its ends).
+signal link_reached(index: int, tag: String, from: Vector2, to: Vector2)
+## The unit passed onto another floor (a waypoint of the path on [param new_floor]).
+signal floor_changed(new_floor: int)
 
 ## Follow this node's position (takes precedence over [member target_position]).
 @export var target_node: Node2D:
@@ -43,6 +58,11 @@ signal path_failed(code: String, message: String)
 ## The point to reach, in world coordinates.
 @export var target_position := Vector2.ZERO:
 	set = set_target_position
+## The floor the unit is on (maps of several floors; it follows the path as the unit walks).
+@export_range(0, 15) var current_floor := 0
+## The floor of the point to reach.
+@export_range(0, 15) var target_floor := 0:
+	set = set_target_floor
 ## The unit's footprint in cells.
 @export var unit_size := Vector2i.ONE
 ## World units per second.
@@ -69,6 +89,9 @@ var client: PathServerClient
 var waypoints := PackedVector2Array()
 ## The velocity the agent wants this physics frame (world units per second).
 var velocity := Vector2.ZERO
+## The links the path takes, [code][[i, k], ...][/code]: from waypoint i, link k of the map
+## (see [member PathServerResult.links]).
+var path_links: Array = []
 
 var _has_target := false
 var _index := 0
@@ -80,6 +103,10 @@ var _asking := false
 var _asked := 0
 var _dirty := true
 var _retry_at_ms := 0
+## The floors of [member waypoints] (empty on a map of one floor), and waypoint -> link taken.
+var _floors := PackedInt32Array()
+var _links_at := {}
+var _path_map := ""
 
 
 func _ready() -> void:
@@ -108,6 +135,13 @@ func set_target_position(value: Vector2) -> void:
 	_has_target = true
 	if not value.is_equal_approx(_path_goal):
 		_reached = false
+
+
+func set_target_floor(value: int) -> void:
+	if value != target_floor:
+		_reached = false
+		_dirty = true
+	target_floor = value
 
 
 func set_target_node(value: Node2D) -> void:
@@ -186,7 +220,13 @@ func _ask(target: Vector2) -> void:
 	_asking = true
 	_dirty = false
 	_reached = false
-	var result := await client.find_path_async(body.global_position, target, unit_size, options)
+	var start: Variant = body.global_position
+	var goal: Variant = target
+	var map := map_name if map_name != "" else client.map_name
+	if client.get_floors(map) > 1 or current_floor != 0 or target_floor != 0:
+		start = Vector3(start.x, start.y, current_floor)
+		goal = Vector3(goal.x, goal.y, target_floor)
+	var result := await client.find_path_async(start, goal, unit_size, options)
 	if ticket == _asked:
 		_asking = false
 		_on_path_result(result, target)
@@ -196,6 +236,9 @@ func _on_path_result(result: PathServerResult, asked_target: Vector2) -> void:
 	if not result.ok:
 		# The old path led to another target: stand still until a path comes.
 		waypoints = PackedVector2Array()
+		_floors = PackedInt32Array()
+		path_links = []
+		_links_at = {}
 		_index = 0
 		_path_complete = false
 		_path_goal = asked_target
@@ -205,12 +248,25 @@ func _on_path_result(result: PathServerResult, asked_target: Vector2) -> void:
 		path_failed.emit(result.code, result.message)
 		return
 	waypoints = result.waypoints
+	_floors = result.floors
+	path_links = result.links
+	_links_at = {}
+	for taken: Variant in result.links:
+		if taken is Array and taken.size() == 2:
+			_links_at[int(taken[0])] = int(taken[1])
+	_path_map = str(result.info.get("map", ""))
+	if not _links_at.is_empty() and _links_at.values().max() >= client.get_links(_path_map).size():
+		# A map the client never uploaded nor read (a map file's links): one cell of get_map
+		# brings its links, their tags for link_reached, before the unit gets there.
+		client.get_map(_path_map, Rect2i(0, 0, 1, 1))
 	# The first waypoint is where the unit stood when it asked; it has moved on since.
 	_index = 1 if waypoints.size() > 1 else 0
 	_path_goal = asked_target
 	_path_complete = result.status == "found"
 	_reached = false
 	path_changed.emit(waypoints)
+	if not waypoints.is_empty():
+		_pass_waypoint(0)
 
 
 func _follow(delta: float) -> void:
@@ -224,6 +280,7 @@ func _follow(delta: float) -> void:
 			step += to_next if move_body else Vector2.ZERO
 			budget -= distance
 			_index += 1
+			_pass_waypoint(_index - 1)
 			continue
 		if move_body:
 			step += to_next / distance * budget
@@ -243,6 +300,20 @@ func _follow(delta: float) -> void:
 		):
 			_reached = true
 			target_reached.emit()
+
+
+## The unit stands on waypoint [param index]: its floor now, and the link it takes next.
+func _pass_waypoint(index: int) -> void:
+	if index < _floors.size() and _floors[index] != current_floor:
+		current_floor = _floors[index]
+		floor_changed.emit(current_floor)
+	if _links_at.has(index) and index + 1 < waypoints.size():
+		var link: int = _links_at[index]
+		var known := client.get_links(_path_map)
+		var tag := ""
+		if link < known.size() and known[link] is Dictionary:
+			tag = str(known[link].get("tag", ""))
+		link_reached.emit(link, tag, waypoints[index], waypoints[index + 1])
 
 
 func _on_map_generation_changed(changed_map: String, _gen: int) -> void:

@@ -1,7 +1,8 @@
 class_name PathServerReplies
 extends RefCounted
 ## Reads the server's replies into [PathServerResult]s for [PathServerClient], and keeps the
-## newest generation each reply names per map.
+## newest generation each reply names per map, and what the client learnt of each map's
+## floors and links (what it uploaded, what [code]get_map[/code] and [code]maps[/code] said).
 
 ## A reply named a newer generation of [param map_name] than one seen before.
 signal map_generation_changed(map_name: String, gen: int)
@@ -10,6 +11,10 @@ signal map_generation_changed(map_name: String, gen: int)
 const ANSWERS := ["found", "partial", "no_path"]
 
 var _generations := {}
+## Map name -> its floors, where more than one is known.
+var _floors := {}
+## Map name -> its links as last uploaded or read (the wire's dictionaries).
+var _links := {}
 
 
 ## An error reply as the server writes one, for errors the client finds itself.
@@ -51,18 +56,32 @@ func read_path(result: PathServerResult, reply: Variant, request_body: Dictionar
 		return
 	result.status = str(reply.get("status", ""))
 	var path: Variant = reply.get("path", [])
-	result.waypoints = (
-		PathServerPacked.points(path, request_body.get("space") == "grid")
-		if path is PackedByteArray
-		else PathServerPacked.plain_points(path)
-	)
+	# On a map of several floors every point of the reply is a triple, start and goal too.
+	var start: Variant = reply.get("start")
+	var triples: bool = start is Array and start.size() == 3
+	if path is PackedByteArray:
+		var decoded := PathServerPacked.points_and_floors(
+			path, request_body.get("space") == "grid", triples
+		)
+		result.waypoints = decoded[0]
+		result.floors = decoded[1]
+	else:
+		result.waypoints = PathServerPacked.plain_points(path)
+		result.floors = PathServerPacked.plain_floors(path)
+	var taken: Variant = reply.get("links", [])
+	result.links = taken if taken is Array else []
 	# Everything the reply says besides the path, so fields the server adds later show up too.
 	var info: Dictionary = reply.duplicate()
 	info.erase("id")
 	info.erase("ok")
 	info.erase("path")
-	info["start"] = PathServerPacked.plain_point(reply.get("start"))
+	info["start"] = PathServerPacked.plain_point(start)
 	info["goal"] = PathServerPacked.plain_point(reply.get("goal"))
+	if triples:
+		info["start_floor"] = PathServerPacked.plain_floor(start)
+		info["goal_floor"] = PathServerPacked.plain_floor(reply.get("goal"))
+		if floors_of(str(request_body.get("map"))) < 2:
+			note_floors(str(request_body.get("map")), 2)
 	info["map"] = request_body.get("map")
 	info["unit_size"] = request_body.get("unit_size")
 	result.info = info
@@ -117,11 +136,27 @@ func read_batch(
 
 
 ## A reply of any other op ("put_map", "update", "ping", ...): ok, and the reply's fields in
-## [code]info[/code] with [param extra_info] added.
-func read_fields(result: PathServerResult, reply: Dictionary, extra_info: Dictionary) -> void:
+## [code]info[/code] with [param extra_info] added. Notes the floors and links of what
+## [param body] uploaded, once it is accepted, and those [code]maps[/code] lists.
+func read_fields(
+	result: PathServerResult, reply: Dictionary, extra_info: Dictionary, body := {}
+) -> void:
 	read_error(result, reply)
 	result.ok = reply.get("ok") == true
 	if result.ok:
+		var map := str(body.get("map", ""))
+		match body.get("op"):
+			"put_map":
+				note_floors(map, int(body.get("floors", 1)))
+				note_links(map, body.get("links", []))
+			"update":
+				if body.has("links"):
+					note_links(map, body.links)
+			"drop_map":
+				note_floors(map, 1)
+				note_links(map, [])
+			"maps":
+				_note_listed_floors(reply.get("maps"))
 		for key: Variant in reply:
 			if key not in ["id", "ok"]:
 				result.info[key] = reply[key]
@@ -139,6 +174,9 @@ func read_map(result: PathServerResult, reply: Dictionary) -> void:
 	if decoded.problem != "":
 		var message := "a get_map reply with bad %s" % decoded.problem
 		read_error(result, client_error("bad_reply", message, result.id))
+		return
+	note_floors(str(reply.get("map", "")), decoded.info.floors)
+	note_links(str(reply.get("map", "")), decoded.info.links)
 
 
 ## A reply of the query [param op] ("reachable", "field", ...), its bins decoded into packed
@@ -153,6 +191,31 @@ func read_query(result: PathServerResult, reply: Dictionary, op: String) -> void
 	if decoded.problem != "":
 		var message := "a %s reply: %s" % [op, decoded.problem]
 		read_error(result, client_error("bad_reply", message, result.id))
+
+
+## The floors of [param map] as far as the client knows: 1 unless it uploaded the map with more,
+## or a reply said so.
+func floors_of(map: String) -> int:
+	return _floors.get(map, 1)
+
+
+## Notes that [param map] has [param floors] floors.
+func note_floors(map: String, floors: int) -> void:
+	if floors > 1:
+		_floors[map] = floors
+	else:
+		_floors.erase(map)
+
+
+## The links of [param map] as the client last uploaded or read them: the wire's
+## dictionaries, in the map's order (a path's [member PathServerResult.links] index them).
+func links_of(map: String) -> Array:
+	return _links.get(map, [])
+
+
+## Notes [param links] as the links of [param map].
+func note_links(map: String, links: Variant) -> void:
+	_links[map] = links if links is Array else []
 
 
 ## Notes the generation [param reply] names for [param map] (else for the reply's own map).
@@ -181,6 +244,7 @@ func _read_packed_entries(
 	var status: PackedByteArray = columns.status
 	var offset: PackedInt32Array = columns.offset
 	var points: PackedVector2Array = columns.points
+	var floors: PackedInt32Array = columns.floors
 	var cost: PackedFloat32Array = columns.cost
 	var errors: Dictionary = columns.errors
 	var gen: Variant = reply.get("gen")
@@ -201,6 +265,21 @@ func _read_packed_entries(
 		item.ok = true
 		item.status = PathServerPacked.STATUSES[status[i]]
 		item.waypoints = points.slice(offset[i], offset[i + 1])
+		if not floors.is_empty():
+			item.floors = floors.slice(offset[i], offset[i + 1])
 		item.info = {
 			"status": item.status, "cost": cost[i], "gen": gen, "map": map, "unit_size": unit_size
 		}
+
+
+## Notes the floors of every map a [code]maps[/code] reply lists.
+func _note_listed_floors(listed: Variant) -> void:
+	if listed is Dictionary:
+		for name: Variant in listed:
+			var entry: Variant = listed[name]
+			if entry is Dictionary:
+				note_floors(str(name), int(entry.get("floors", 1)))
+	elif listed is Array:
+		for entry: Variant in listed:
+			if entry is Dictionary and entry.has("name"):
+				note_floors(str(entry.name), int(entry.get("floors", 1)))

@@ -4,6 +4,11 @@ extends RefCounted
 ## ([param map] unless the options name one), the unit size and space the wire wants, the
 ## options ([constant PathServerOptions.CLIENT_OPTIONS] left out), points and cells in their
 ## compact forms.
+##
+## A point is a [Vector2] (or [Vector2i]) on floor 0, or a [Vector3] / [Vector3i]
+## [code](x, y, floor)[/code] on a map of several floors (the wire's [code][x, y, floor][/code],
+## see [PathServerMsgPack]). The bins of points a request sends hold pairs, points on floor 0:
+## points on other floors go as arrays of [code][x, y, floor][/code] instead.
 
 ## Keys of a path request's fields that change from one request to the next: its encoding is
 ## kept cut around their values (see [method path_request]).
@@ -11,7 +16,7 @@ const PATH_HOLES := ["id", "start", "goal"]
 ## Encodings kept at most; more kinds of path request than this start over.
 const PATH_TEMPLATES := 16
 
-var _steps_goals := PackedVector2Array()
+var _steps_goals: Variant = PackedVector2Array()
 var _steps_goals_encoded := PathServerMsgPack.Encoded.new(PackedVector2Array())
 ## Path requests' encodings by [code][map, unit size, option names, option values][/code]
 ## (see [method path_request]).
@@ -32,15 +37,27 @@ static func body(id: int, op: String, fields: Dictionary) -> Dictionary:
 	return request
 
 
+## [param point] as a request carries it: a [Vector2i] as the [Vector2] it always went as
+## (floats, world or grid alike), a point on a floor ([Vector3], [Vector3i]) as it is.
+static func wire_point(point: Variant) -> Variant:
+	return Vector2(point) if point is Vector2i else point
+
+
 ## A [code]path[/code] request with [param id]: [code][body, bytes][/code], the body as
 ## [method body] makes it of [method path]'s fields and its MessagePack bytes. A request whose
 ## map, unit size and options equal an earlier one's (the same names in the same order, values
 ## of the same type) reuses that one's encoding with its own id, start and goal written in: a
 ## game asks the same kind of path again and again, and encoding is most of a request's cost.
 ## The body is then the earlier one's without id, start and goal, shared and read-only.
+## Points on a floor ([Vector3]) are encoded whole each time.
 func path_request(
-	id: int, map: String, start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dictionary
+	id: int, map: String, start: Variant, goal: Variant, unit_size: Vector2i, options: Dictionary
 ) -> Array:
+	start = wire_point(start)
+	goal = wire_point(goal)
+	if not (start is Vector2 and goal is Vector2):
+		var whole := body(id, "path", path(map, start, goal, unit_size, options))
+		return [whole, PathServerMsgPack.encode(whole)]
 	# Dictionary keys compare element by element, types included: equal keys encode alike.
 	var key := [map, unit_size, options.keys(), options.values()]
 	var template: PathTemplate = _path_templates.get(key)
@@ -58,12 +75,12 @@ func path_request(
 
 ## A [code]path[/code] request's fields.
 static func path(
-	map: String, start: Vector2, goal: Vector2, unit_size: Vector2i, options: Dictionary
+	map: String, start: Variant, goal: Variant, unit_size: Vector2i, options: Dictionary
 ) -> Dictionary:
 	var fields := {
 		"map": options.get("map", map),
-		"start": start,
-		"goal": goal,
+		"start": wire_point(start),
+		"goal": wire_point(goal),
 		"unit_size": wire_unit_size(unit_size),
 		"space": PathServerOptions.CLIENT_DEFAULTS.space,
 		"packed": true,
@@ -114,7 +131,17 @@ static func put_map(
 	# for it to refuse (invalid_request), as with find_path.
 	var fields := {"map": name, "width": size.x, "height": size.y, "cells": cells}
 	var keys := [
-		"costs", "heights", "shape", "layout", "origin", "cell_size", "tags", "tag_names", "classes"
+		"floors",
+		"costs",
+		"heights",
+		"shape",
+		"layout",
+		"origin",
+		"cell_size",
+		"tags",
+		"tag_names",
+		"classes",
+		"links",
 	]
 	keys.append_array(options.keys().filter(func(key: Variant) -> bool: return key not in keys))
 	for key: Variant in keys:
@@ -124,10 +151,11 @@ static func put_map(
 	return fields
 
 
-## [param layer] read as [PathServerTileMapReader] reads it, with [param options] split:
-## the reader's, and [code]"upload"[/code], the options of its [method put_map] request
-## (shape and layout on hex maps, origin, cell size, costs and tags from the layer).
-static func read_tilemap(layer: TileMapLayer, options: Dictionary) -> Dictionary:
+## [param layers] (a [TileMapLayer], or an Array of them: the floors, floor 0 first) read as
+## [PathServerTileMapReader] reads them, with [param options] split: the reader's, and
+## [code]"upload"[/code], the options of its [method put_map] request (floors, shape and
+## layout on hex maps, origin, cell size, costs and tags from the layers).
+static func read_tilemap(layers: Variant, options: Dictionary) -> Dictionary:
 	var reader_options := {}
 	var upload := {}
 	for key: Variant in options:
@@ -135,9 +163,11 @@ static func read_tilemap(layer: TileMapLayer, options: Dictionary) -> Dictionary
 			reader_options[key] = options[key]
 		else:
 			upload[key] = options[key]
-	var grid := PathServerTileMapReader.read(layer, reader_options)
+	var grid := PathServerTileMapReader.read_floors(layers, reader_options)
 	if grid.error != "":
 		return grid
+	if grid.floors > 1:
+		upload["floors"] = grid.floors
 	if grid.shape == "hex":
 		upload["shape"] = "hex"
 		upload["layout"] = grid.layout
@@ -149,8 +179,43 @@ static func read_tilemap(layer: TileMapLayer, options: Dictionary) -> Dictionary
 		upload["tags"] = grid.tags
 		if not grid.tag_names.is_empty():
 			upload["tag_names"] = grid.tag_names
+	name_link_tags(upload, grid.cells.size())
 	grid["upload"] = upload
 	return grid
+
+
+## Names the tags of [param upload]'s [code]links[/code] (the options of a
+## [code]put_map[/code] of [param cell_count] cells, floors included): a link's tag must be
+## one of the map's [code]tag_names[/code], which need a [code]tags[/code] layer. A tag not
+## named yet gets the next free value, and a map without tags gets a layer of zeros
+## (untagged). Changes [param upload].
+static func name_link_tags(upload: Dictionary, cell_count: int) -> void:
+	var links: Variant = upload.get("links")
+	if not links is Array:
+		return
+	var names: Dictionary = upload.get("tag_names", {}).duplicate()
+	var used := {}
+	for value: Variant in names.values():
+		used[value] = true
+	var next := 1
+	for link: Variant in links:
+		var tag: Variant = link.get("tag") if link is Dictionary else null
+		if not (tag is String or tag is StringName) or str(tag) == "" or names.has(str(tag)):
+			continue
+		while used.has(next):
+			next += 1
+		if next > 255:
+			# Left for the server to refuse, at the link's tag.
+			return
+		names[str(tag)] = next
+		used[next] = true
+	if names.is_empty():
+		return
+	upload["tag_names"] = names
+	if not upload.has("tags"):
+		var untagged := PackedByteArray()
+		untagged.resize(cell_count)
+		upload["tags"] = untagged
 
 
 ## A [code]get_map[/code] request's fields.
@@ -174,17 +239,17 @@ static func update(name: String, fields: Dictionary, if_gen: int) -> Dictionary:
 
 ## A [code]reachable[/code] request's fields.
 static func reachable(
-	map: String, start: Vector2, budget: float, unit_size: Vector2i, options: Dictionary
+	map: String, start: Variant, budget: float, unit_size: Vector2i, options: Dictionary
 ) -> Dictionary:
 	var fields := _query_fields(map, unit_size, options)
-	fields["start"] = start
+	fields["start"] = wire_point(start)
 	fields["budget"] = budget
 	return _with_options(fields, options)
 
 
 ## A [code]field[/code] request's fields.
 static func field(
-	map: String, goals: PackedVector2Array, unit_size: Vector2i, options: Dictionary
+	map: String, goals: Variant, unit_size: Vector2i, options: Dictionary
 ) -> Dictionary:
 	var fields := _query_fields(map, unit_size, options)
 	fields["goals"] = goals
@@ -194,21 +259,18 @@ static func field(
 ## A [code]next_steps[/code] request's fields; the goals of the last call are not encoded
 ## again.
 func next_steps(
-	map: String,
-	goals: PackedVector2Array,
-	positions: PackedVector2Array,
-	unit_size: Vector2i,
-	options: Dictionary
+	map: String, goals: Variant, positions: Variant, unit_size: Vector2i, options: Dictionary
 ) -> Dictionary:
 	var fields := _query_fields(map, unit_size, options)
 	# The same goals every frame: encoded once (a crowd's goal area may hold thousands).
-	if goals != _steps_goals:
+	if typeof(goals) != typeof(_steps_goals) or goals != _steps_goals:
 		_steps_goals = goals
 		_steps_goals_encoded = PathServerMsgPack.Encoded.new(goals)
 	fields["goals"] = _steps_goals_encoded
 	# One bin of little-endian float32 pairs (every platform Godot runs on is little-endian):
-	# the compact form, and the reply's steps come back the same way.
-	fields["positions"] = PathServerPacked.to_bin(positions, false)
+	# the compact form, and the reply's steps come back the same way. Units on other floors
+	# than 0 go as [x, y, floor] arrays, and their steps come back so.
+	fields["positions"] = PathServerPacked.wire_positions(positions)
 	return _with_options(fields, options)
 
 
@@ -217,7 +279,7 @@ static func check_block(
 	map: String,
 	cells: Array,
 	rects: Array,
-	points: PackedVector2Array,
+	points: Variant,
 	unit_size: Vector2i,
 	options: Dictionary
 ) -> Dictionary:

@@ -39,6 +39,11 @@ extends RefCounted
 ## covering the rect's cells with blocked cells around them. [code]mapping[/code] converts
 ## cells either way ([method Mapping.to_grid], [method Mapping.to_layer]).
 ## Other tile shapes, and a rotated or skewed hex layer, are refused.
+## [br]Several layers make a map of several floors ([method read_floors]): one layer a floor,
+## floor 0 first, each read as above over the same rect of layer cells (the union of their
+## used rects), one after the other in [code]cells[/code] (and [code]costs[/code],
+## [code]tags[/code]); the layers must lie on one another (the same transform and tile
+## geometry), as a building's storeys seen from above do.
 ## [codeblock]
 ## var grid := PathServerTileMapReader.read($Ground)
 ## if grid.error != "":
@@ -60,6 +65,8 @@ const OPTIONS := {
 const DATA_FORMAT := 0
 const DATA_HEADER := 2
 const DATA_CELL := 12
+## The most floors a map has (the server's bound).
+const MAX_FLOORS := 16
 
 
 ## Reads [param layer]. Returns a Dictionary: [code]error[/code] ("" when it worked, else why
@@ -129,6 +136,64 @@ static func read(layer: TileMapLayer, options := {}) -> Dictionary:
 		"tags": tags,
 		"tag_names": rules.tag_names,
 	}
+
+
+## Reads [param layers], a [TileMapLayer] or an Array of them (the floors, floor 0 first), as
+## one map: [method read]'s Dictionary for the rect covering every layer's used cells (or
+## [code]rect[/code]), with [code]floors[/code] (the number of layers) and [code]cells[/code],
+## [code]costs[/code] and [code]tags[/code] holding one layer of [code]size[/code] a floor,
+## floor 0 first. An error (at "layer") when the layers do not lie on one another (another
+## transform, tile shape, size or layout), or their tag layers name tags differently.
+static func read_floors(layers: Variant, options := {}) -> Dictionary:
+	if layers == null or layers is TileMapLayer:
+		var one := read(layers, options)
+		one["floors"] = 1
+		return one
+	if not layers is Array or layers.is_empty() or layers.size() > MAX_FLOORS:
+		return _error("give 1 to %d TileMapLayers, floor 0 first" % MAX_FLOORS, "layer")
+	var first: Variant = layers[0]
+	var rect := Rect2i()
+	for i in layers.size():
+		var layer: Variant = layers[i]
+		if not layer is TileMapLayer:
+			return _error("floor %d is not a TileMapLayer" % i, "layer")
+		var geometry := layer_geometry(layer)
+		if geometry.error != "":
+			return geometry
+		if i > 0 and not _lie_on_one_another(first, layer):
+			return _error(
+				(
+					(
+						"the TileMapLayers '%s' and '%s' are floors of one map: they need the "
+						+ "same transform and tile shape, size and layout"
+					)
+					% [first.name, layer.name]
+				),
+				"layer"
+			)
+		var used: Rect2i = layer.get_used_rect()
+		if used.has_area():
+			rect = used if not rect.has_area() else rect.merge(used)
+	var per_floor := options.duplicate()
+	if not options.get("rect") is Rect2i:
+		if not rect.has_area():
+			return _error("the TileMapLayers have no tiles (and no rect was given)", "layer")
+		per_floor["rect"] = rect
+	var reads := []
+	for layer: TileMapLayer in layers:
+		var grid := read(layer, per_floor)
+		if grid.error != "":
+			return grid
+		if not reads.is_empty() and grid.tag_names != reads[0].tag_names:
+			return _error(
+				(
+					"the floors' TileSets name their tags differently: %s, %s"
+					% [reads[0].tag_names, grid.tag_names]
+				),
+				"layer"
+			)
+		reads.append(grid)
+	return _stack(reads)
 
 
 ## The value of one layer cell as the grid holds it: 0.0 blocked, else its cost.
@@ -286,6 +351,48 @@ static func _bytes_of(values: PackedFloat32Array) -> PackedByteArray:
 		var value := values[i]
 		bytes[i] = 0 if value <= 0.0 else clampi(roundi(value), 1, 255)
 	return bytes
+
+
+## [param reads] (one [method read] a floor, over one rect) as one map's grid.
+static func _stack(reads: Array) -> Dictionary:
+	var stacked: Dictionary = reads[0].duplicate()
+	var exact := reads.any(func(grid: Dictionary) -> bool: return not grid.costs.is_empty())
+	var tagged := reads.any(func(grid: Dictionary) -> bool: return not grid.tags.is_empty())
+	var cells := PackedByteArray()
+	var costs := PackedFloat32Array()
+	var tags := PackedByteArray()
+	for grid: Dictionary in reads:
+		cells.append_array(grid.cells)
+		if exact:
+			# A floor of whole costs: its bytes are its costs (0 where blocked).
+			costs.append_array(
+				grid.costs if not grid.costs.is_empty() else PackedFloat32Array(Array(grid.cells))
+			)
+		if tagged:
+			var floor_tags: PackedByteArray = grid.tags
+			if floor_tags.is_empty():
+				floor_tags.resize(grid.cells.size())
+			tags.append_array(floor_tags)
+	stacked["cells"] = cells
+	stacked["costs"] = costs
+	stacked["tags"] = tags
+	stacked["floors"] = reads.size()
+	return stacked
+
+
+## Whether two layers draw their cells on the same spots of the world.
+static func _lie_on_one_another(first: TileMapLayer, other: TileMapLayer) -> bool:
+	var one := first.tile_set
+	var two := other.tile_set
+	var first_transform := first.global_transform if first.is_inside_tree() else first.transform
+	var other_transform := other.global_transform if other.is_inside_tree() else other.transform
+	return (
+		first_transform.is_equal_approx(other_transform)
+		and one.tile_shape == two.tile_shape
+		and one.tile_size == two.tile_size
+		and one.tile_layout == two.tile_layout
+		and one.tile_offset_axis == two.tile_offset_axis
+	)
 
 
 static func _error(message: String, at: Variant) -> Dictionary:

@@ -27,6 +27,13 @@ extends Node
 ## tiles makes a hex map (see [PathServerTileMapReader]); [method to_grid_cell] and
 ## [method to_layer_cell] convert cells between the layer and the server's grid, which for
 ## the stairs and diamond layouts is more than a translation.
+##
+## Several floors: set [member floor_layers] to the layers, floor 0 first (they must lie on one
+## another; see [method PathServerTileMapReader.read_floors]); each is watched, and an edit
+## on floor f goes as the cells [code][x, y, f][/code]. Links: the [PathServerLink2D] nodes
+## of the map (its name, or an empty [member PathServerLink2D.map_name] for the client's
+## map) go with each upload, and when one of them changes (or one comes or goes) the whole
+## list goes again as an [code]update[/code] with [code]links[/code], in turn with the edits.
 ## [codeblock]
 ## # As a child of the TileMapLayer "Ground":
 ## var sync := PathServerTileMapSync.new()
@@ -41,6 +48,9 @@ signal uploaded(gen: int)
 ## A batch of edits landed on the server: [param cells] cells changed, the map is now at
 ## [param gen].
 signal synced(gen: int, cells: int)
+## The map's links went to the server (with an upload, or as an update): [param count]
+## links, the map now at [param gen].
+signal links_synced(gen: int, count: int)
 ## An upload or an edit failed ([param code] as in [PathServerResult]). A failed edit, or an
 ## upload that may work later (a timeout), is tried again (as an upload) after
 ## [member retry_interval] seconds; an upload the server refused waits for [method upload] or
@@ -51,8 +61,13 @@ signal sync_failed(code: String, message: String)
 ## request; a cell takes at most 11 bytes).
 const MAX_CELLS_PER_UPDATE := 65536
 
-## The layer to upload; the parent when not set and the parent is a [TileMapLayer].
+## The layer to upload; the parent when not set and the parent is a [TileMapLayer]. With
+## [member floor_layers], floor 0's.
 @export var layer: TileMapLayer
+## The floors of a map of several, floor 0 first; empty: [member layer] alone, one floor.
+@export var floor_layers: Array[TileMapLayer] = []
+## Upload the map's [PathServerLink2D] nodes with it, and keep them in sync.
+@export var sync_links := true
 ## The name of the uploaded map; empty: the client's [member PathServerClient.map_name].
 @export var map_name := ""
 ## The custom data layer that says whether a tile is walkable (see [PathServerTileMapReader]).
@@ -82,19 +97,31 @@ var gen := -1
 var rect := Rect2i()
 ## Layer cells <-> the uploaded grid's cells (null before the upload).
 var mapping: PathServerTileMapReader.Mapping
+## The map's floors as uploaded.
+var floors := 1
+## The link nodes whose links the server has, in the map's order (a path's link k is
+## [code]links[k][/code]), and those links as sent.
+var links: Array = []
+var wire_links: Array = []
 
 ## The value of each uploaded cell as the server has it (0 blocked, else the cost).
 var _values := PackedFloat32Array()
-var _snapshot := PackedByteArray()
+## Each floor's layer data as last seen.
+var _snapshots: Array[PackedByteArray] = []
+## Cells to compare with the server's, as Vector3i(x, y, floor) of layer cells.
 var _dirty := {}
+var _links_dirty := false
 var _busy := false
 var _upload_wanted := true
 var _retry_at_ms := 0
 var _next_look_ms := 0
-var _rules: PathServerTileMapReader.Rules
+## Each floor's rules.
+var _rules: Array[PathServerTileMapReader.Rules] = []
 
 
 func _ready() -> void:
+	if layer == null and not floor_layers.is_empty():
+		layer = floor_layers[0]
 	if layer == null:
 		layer = get_parent() as TileMapLayer
 	if client == null:
@@ -105,8 +132,13 @@ func _ready() -> void:
 		)
 		set_process(false)
 		return
-	layer.changed.connect(_on_layer_changed)
+	for each in get_layers():
+		each.changed.connect(_on_layer_changed)
 	client.connected.connect(_on_connected)
+	# Links come and go with the nodes of the tree; each says when it changes.
+	get_tree().node_added.connect(_watch_link)
+	for node in get_tree().get_nodes_in_group(PathServerLink2D.GROUP):
+		_watch_link(node)
 
 
 func _process(_delta: float) -> void:
@@ -120,6 +152,8 @@ func _process(_delta: float) -> void:
 		upload()
 	elif not _dirty.is_empty():
 		_send_edits()
+	elif _links_dirty and gen >= 0:
+		_send_links()
 
 
 ## The map's name on the server.
@@ -127,9 +161,17 @@ func get_map_name() -> String:
 	return map_name if map_name != "" else client.map_name
 
 
+## The layers uploaded, floor 0 first: [member floor_layers], else [member layer].
+func get_layers() -> Array[TileMapLayer]:
+	if not floor_layers.is_empty():
+		return floor_layers
+	var one: Array[TileMapLayer] = [layer]
+	return one
+
+
 ## True once the layer is uploaded and every edit seen so far has landed.
 func is_synced() -> bool:
-	return gen >= 0 and not _busy and not _upload_wanted and _dirty.is_empty()
+	return gen >= 0 and not _busy and not _upload_wanted and _dirty.is_empty() and not _links_dirty
 
 
 ## Uploads the whole layer now (the node does it by itself when ready, when the layer grows,
@@ -144,12 +186,20 @@ func upload() -> PathServerResult:
 		"empty_walkable": empty_walkable,
 		"tag_layer": tag_layer,
 	}
-	var grid := PathServerTileMapReader.read(layer, options)
+	var layers := get_layers()
+	var grid := PathServerTileMapReader.read_floors(
+		layers if layers.size() > 1 else layers[0], options
+	)
 	var result: PathServerResult
+	var sent_links := []
+	var link_nodes := []
+	_links_dirty = false
 	if grid.error != "":
-		result = await client.put_tilemap_async(get_map_name(), layer, options)
+		result = await client.put_tilemap_async(get_map_name(), layers, options)
 	else:
 		var put_options := {"origin": grid.origin, "cell_size": grid.cell_size}
+		if grid.floors > 1:
+			put_options["floors"] = grid.floors
 		if grid.shape == "hex":
 			put_options["shape"] = "hex"
 			put_options["layout"] = grid.layout
@@ -161,7 +211,15 @@ func upload() -> PathServerResult:
 				put_options["tag_names"] = grid.tag_names
 		if not classes.is_empty():
 			put_options["classes"] = classes
-		_snapshot = layer.tile_map_data
+		if sync_links:
+			link_nodes = PathServerLink2D.of_map(get_tree(), get_map_name(), client)
+			sent_links = _wire_links_of(link_nodes, grid.mapping)
+			if not sent_links.is_empty():
+				put_options["links"] = sent_links
+				PathServerRequests.name_link_tags(put_options, grid.cells.size())
+		_snapshots.clear()
+		for each in layers:
+			_snapshots.append(each.tile_map_data)
 		result = await client.put_grid_async(get_map_name(), grid.size, grid.cells, put_options)
 	_busy = false
 	if not result.ok:
@@ -171,11 +229,30 @@ func upload() -> PathServerResult:
 		return result
 	rect = grid.rect
 	mapping = grid.mapping
+	floors = grid.floors
 	_values = _values_of(grid)
-	_rules = PathServerTileMapReader.Rules.new(layer.tile_set, options)
+	_rules.clear()
+	for each in layers:
+		_rules.append(PathServerTileMapReader.Rules.new(each.tile_set, options))
+	links = link_nodes
+	wire_links = sent_links
 	gen = result.info.gen
 	uploaded.emit(gen)
+	if sync_links:
+		links_synced.emit(gen, wire_links.size())
 	return result
+
+
+## The grid cell of the world point [param point] (after the upload): the cell a link's end
+## or a unit stands on.
+func world_to_grid_cell(point: Vector2) -> Vector2i:
+	return mapping.to_grid(layer.local_to_map(layer.to_local(point)))
+
+
+## Queues the map's links to be sent again (done by itself when a [PathServerLink2D]
+## changes, comes or goes).
+func mark_links_changed() -> void:
+	_links_dirty = true
 
 
 ## The server's grid cell of layer cell [param coords] (after the upload; it may lie outside
@@ -190,30 +267,50 @@ func to_layer_cell(cell: Vector2i) -> Vector2i:
 	return mapping.to_layer(cell)
 
 
-## Queues cells (layer coordinates) to be compared with the server's map and sent if they
-## differ: for edits made while [member watch] is off.
+## Queues cells (layer coordinates: [Vector2i] on floor 0, or [Vector3i] with the floor) to be
+## compared with the server's map and sent if they differ: for edits made while [member watch]
+## is off.
 func mark_cells_changed(cells: Array) -> void:
-	for coords: Vector2i in cells:
-		_dirty[coords] = true
+	for coords: Variant in cells:
+		_dirty[_on_floor(coords)] = true
 
 
-## [method TileMapLayer.set_cell] on the synced layer, and the cell queued to be sent.
+## [method TileMapLayer.set_cell] on the synced layer (of [param on_floor]), and the cell
+## queued to be sent.
 func set_cell(
-	coords: Vector2i, source_id := -1, atlas_coords := Vector2i(-1, -1), alternative_tile := 0
+	coords: Vector2i,
+	source_id := -1,
+	atlas_coords := Vector2i(-1, -1),
+	alternative_tile := 0,
+	on_floor := 0
 ) -> void:
-	layer.set_cell(coords, source_id, atlas_coords, alternative_tile)
-	_dirty[coords] = true
+	get_layers()[on_floor].set_cell(coords, source_id, atlas_coords, alternative_tile)
+	_dirty[Vector3i(coords.x, coords.y, on_floor)] = true
 
 
-## [method TileMapLayer.erase_cell] on the synced layer, and the cell queued to be sent.
-func erase_cell(coords: Vector2i) -> void:
-	layer.erase_cell(coords)
-	_dirty[coords] = true
+## [method TileMapLayer.erase_cell] on the synced layer (of [param on_floor]), and the cell
+## queued to be sent.
+func erase_cell(coords: Vector2i, on_floor := 0) -> void:
+	get_layers()[on_floor].erase_cell(coords)
+	_dirty[Vector3i(coords.x, coords.y, on_floor)] = true
+
+
+static func _on_floor(coords: Variant) -> Vector3i:
+	if coords is Vector3i:
+		return coords
+	return Vector3i(coords.x, coords.y, 0)
 
 
 func _look_for_edits() -> void:
-	var data := layer.tile_map_data
-	if data == _snapshot:
+	var layers := get_layers()
+	for i in mini(layers.size(), _snapshots.size()):
+		_look_for_edits_on(layers[i], i)
+
+
+func _look_for_edits_on(floor_layer: TileMapLayer, on_floor: int) -> void:
+	var data := floor_layer.tile_map_data
+	var snapshot := _snapshots[on_floor]
+	if data == snapshot:
 		return
 	# Cells are 12-byte records in the layer's own order; an edited tile keeps its place, a
 	# new one is appended, an erased one shifts the rest. A record that changed is in a chunk
@@ -224,27 +321,25 @@ func _look_for_edits() -> void:
 	var known := (
 		data.size() >= header
 		and data.decode_u16(0) == PathServerTileMapReader.DATA_FORMAT
-		and (_snapshot.is_empty() or _snapshot.decode_u16(0) == PathServerTileMapReader.DATA_FORMAT)
+		and (snapshot.is_empty() or snapshot.decode_u16(0) == PathServerTileMapReader.DATA_FORMAT)
 	)
 	if not known:
-		for coords: Vector2i in layer.get_used_cells():
-			_dirty[coords] = true
 		_upload_wanted = true
-		_snapshot = data
+		_snapshots[on_floor] = data
 		return
 	var chunk := record * 256
-	var end := maxi(data.size(), _snapshot.size())
+	var end := maxi(data.size(), snapshot.size())
 	for start in range(header, end, chunk):
 		var now_part := data.slice(start, start + chunk)
-		var before_part := _snapshot.slice(start, start + chunk)
+		var before_part := snapshot.slice(start, start + chunk)
 		if now_part != before_part:
-			_mark_records(now_part, before_part)
-	_snapshot = data
+			_mark_records(now_part, before_part, on_floor)
+	_snapshots[on_floor] = data
 
 
 ## Marks the cells of the records that differ between two chunks of layer data (a record
 ## missing on one side differs).
-func _mark_records(now_part: PackedByteArray, before_part: PackedByteArray) -> void:
+func _mark_records(now_part: PackedByteArray, before_part: PackedByteArray, on_floor: int) -> void:
 	var record := PathServerTileMapReader.DATA_CELL
 	var now_words := now_part.to_int32_array()
 	var before_words := before_part.to_int32_array()
@@ -257,9 +352,9 @@ func _mark_records(now_part: PackedByteArray, before_part: PackedByteArray) -> v
 			or now_words[i + 2] != before_words[i + 2]
 		):
 			if now_cell != null:
-				_dirty[now_cell] = true
+				_dirty[Vector3i(now_cell.x, now_cell.y, on_floor)] = true
 			if before_cell != null:
-				_dirty[before_cell] = true
+				_dirty[Vector3i(before_cell.x, before_cell.y, on_floor)] = true
 
 
 ## The cell of the record at word [param i] (x and y are signed 16-bit), or null past the end.
@@ -273,21 +368,28 @@ func _send_edits() -> void:
 	# Cells whose value changed, grouped by value: one update (solid, or open with a cost) each.
 	var groups := {}
 	var changed := 0
-	for coords: Vector2i in _dirty:
-		var value := PathServerTileMapReader.cell_value(layer, coords, _rules)
+	var layers := get_layers()
+	var area := mapping.size.x * mapping.size.y
+	for dirty: Vector3i in _dirty:
+		var coords := Vector2i(dirty.x, dirty.y)
+		if dirty.z >= layers.size() or dirty.z >= _rules.size():
+			continue
+		var rules := _rules[dirty.z]
+		var value := PathServerTileMapReader.cell_value(layers[dirty.z], coords, rules)
 		if not rect.has_point(coords):
-			if value != _rules.empty_value:
+			if value != rules.empty_value:
 				# The layer grew: a new rectangle, so a new upload.
 				_upload_wanted = true
 				_dirty.clear()
 				return
 			continue
 		var at := mapping.to_grid(coords)
-		if _values[at.y * mapping.size.x + at.x] == value:
+		if _values[dirty.z * area + at.y * mapping.size.x + at.x] == value:
 			continue
 		if not groups.has(value):
 			groups[value] = []
-		groups[value].append(at)
+		# A map of one floor gets its cells as it always did, [x, y].
+		groups[value].append(Vector3i(at.x, at.y, dirty.z) if floors > 1 else at)
 		changed += 1
 	_dirty.clear()
 	if groups.is_empty():
@@ -308,10 +410,56 @@ func _send_edits() -> void:
 				_on_failed(result, true)
 				return
 			gen = result.info.gen
-			for at: Vector2i in part:
-				_values[at.y * mapping.size.x + at.x] = value
+			for at: Variant in part:
+				var on_floor: int = at.z if at is Vector3i else 0
+				_values[on_floor * area + at.y * mapping.size.x + at.x] = value
 	_busy = false
 	synced.emit(gen, changed)
+
+
+## Sends the map's links again, when they differ from those the server has.
+func _send_links() -> void:
+	_links_dirty = false
+	if not sync_links:
+		return
+	var link_nodes := PathServerLink2D.of_map(get_tree(), get_map_name(), client)
+	var now := _wire_links_of(link_nodes, mapping)
+	if now == wire_links:
+		links = link_nodes
+		return
+	_busy = true
+	var result := await client.update_map_async(get_map_name(), {"links": now}, gen)
+	_busy = false
+	if result.code == "invalid_request" and result.info.get("at") == "links":
+		# A server that takes links only with the map (one with shared state, for now): the
+		# upload carries them.
+		_upload_wanted = true
+		return
+	if not result.ok:
+		_on_failed(result, true)
+		return
+	gen = result.info.gen
+	links = link_nodes
+	wire_links = now
+	links_synced.emit(gen, now.size())
+
+
+func _wire_links_of(link_nodes: Array, cells: PathServerTileMapReader.Mapping) -> Array:
+	var to_cell := func(point: Vector2) -> Vector2i:
+		return cells.to_grid(layer.local_to_map(layer.to_local(point)))
+	var wire := []
+	for link: PathServerLink2D in link_nodes:
+		wire.append(link.to_wire(to_cell))
+	return wire
+
+
+func _watch_link(node: Node) -> void:
+	var link := node as PathServerLink2D
+	if link == null:
+		return
+	if not link.link_changed.is_connected(mark_links_changed):
+		link.link_changed.connect(mark_links_changed)
+	_links_dirty = true
 
 
 func _on_failed(result: PathServerResult, upload_again: bool) -> void:
