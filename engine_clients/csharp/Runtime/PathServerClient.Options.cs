@@ -38,9 +38,9 @@ namespace PathServer
             Option.Parameter("goals", new[] { "path", "paths", "field", "next_steps" }),
             Option.Parameter("budget", new[] { "reachable" }),
             new Option("max_cost", new[] { "field", "next_steps" }, null, o => o.MaxCost),
-            new Option("region", new[] { "field" }, null, o => o.Region.HasValue ? PathServerClient.RectToWire(o.Region.Value) : null),
+            new Option("region", new[] { "field" }, null, o => o.Region.HasValue ? PathServerClient.RegionToWire(o.Region.Value, "Region") : null),
             new Option("lookahead", new[] { "next_steps" }, "cell", o => o.Lookahead),
-            new Option("avoid", SearchOps, null, o => o.Avoid != null ? o.Avoid.ToWire() : null),
+            new Option("avoid", SearchOps, null, (o, triples) => o.Avoid != null ? o.Avoid.ToWire(triples) : null),
             new Option("avoid_cost", SearchOps, null, o => o.AvoidCost),
             new Option("traversal", EveryOp, null, o => o.Traversal != null ? o.Traversal.ToWire() : null),
         };
@@ -84,7 +84,7 @@ namespace PathServer
         public bool? LineOfSight { get; set; }
         /// <summary>DistanceFieldAsync and NextStepsAsync: cells dearer than this to a goal stay +inf (it bounds the work); at least 0.</summary>
         public double? MaxCost { get; set; }
-        /// <summary>DistanceFieldAsync: the window of grid cells returned (inside the map); the whole map when null.</summary>
+        /// <summary>DistanceFieldAsync: the window of grid cells returned (inside the map; the same on every floor); the whole map when null.</summary>
         public GridRect? Region { get; set; }
         /// <summary>NextStepsAsync: "cell" (the neighbouring cell downhill) or "los" (the farthest turn of the descent the footprint sees clearly).</summary>
         public string Lookahead { get; set; }
@@ -101,12 +101,13 @@ namespace PathServer
 
         // Writes the options set, for request op, then Extra. "space" is left out when Grid, the
         // wire's default (so the requests of docs/protocol.md's golden vectors come out byte for byte).
-        internal void WriteTo(MsgPackMap body, string op)
+        // triples: bins of points hold x, y, floor (a map of several floors), not x, y.
+        internal void WriteTo(MsgPackMap body, string op, bool triples = false)
         {
             foreach (var option in Table)
             {
                 if (option.Write == null) continue;
-                object value = option.Write(this);
+                object value = option.Write(this, triples);
                 if (value == null) continue;
                 if (Array.IndexOf(option.Ops, op) < 0)
                     throw new ArgumentException("PathOptions' \"" + option.Name + "\" is not an option of \"" + op + "\" requests; it goes with "
@@ -140,9 +141,15 @@ namespace PathServer
             public readonly string Name;
             public readonly string[] Ops;
             public readonly object Default;
-            public readonly Func<PathOptions, object> Write;
+            // The options' value from a PathOptions and whether bins of points hold triples.
+            public readonly Func<PathOptions, bool, object> Write;
 
             public Option(string name, string[] ops, object defaultValue, Func<PathOptions, object> write)
+                : this(name, ops, defaultValue, write == null ? null : (Func<PathOptions, bool, object>)((o, triples) => write(o)))
+            {
+            }
+
+            public Option(string name, string[] ops, object defaultValue, Func<PathOptions, bool, object> write)
             {
                 Name = name;
                 Ops = ops;
@@ -152,7 +159,7 @@ namespace PathServer
 
             public static Option Parameter(string name, string[] ops)
             {
-                return new Option(name, ops, null, null);
+                return new Option(name, ops, null, (Func<PathOptions, bool, object>)null);
             }
         }
     }

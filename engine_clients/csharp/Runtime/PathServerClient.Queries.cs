@@ -83,11 +83,13 @@ namespace PathServer
             if (goals == null) throw new ArgumentNullException("goals");
             if (starts.Count != goals.Count)
                 throw new ArgumentException(starts.Count + " starts and " + goals.Count + " goals: one goal a start.", "goals");
-            var body = new MsgPackMap { { "op", "paths" }, { "map", MapName(options) }, { "unit_size", unitSize.ToWire() } };
-            options.WriteTo(body, "paths");
+            string map = MapName(options);
+            bool triples = Triples(map, options, AnyFloor(starts) || AnyFloor(goals));
+            var body = new MsgPackMap { { "op", "paths" }, { "map", map }, { "unit_size", unitSize.ToWire() } };
+            options.WriteTo(body, "paths", triples);
             AddPacked(body, true);
-            body.Add("starts", PointsToBin(starts, options.Space));
-            body.Add("goals", PointsToBin(goals, options.Space));
+            body.Add("starts", PointsToBin(starts, options.Space, triples));
+            body.Add("goals", PointsToBin(goals, options.Space, triples));
             return body;
         }
 
@@ -99,48 +101,64 @@ namespace PathServer
             [FieldOffset(0)] public float Float;
         }
 
-        // Points as the wire's bin of little-endian pairs: int32 cells (floored) in grid space, float32 in world space.
-        internal static byte[] PointsToBin(IList<PathPoint> points, CoordinateSpace space)
+        // Points as the wire's bin of little-endian pairs, or x, y, floor triples (a map of several
+        // floors): int32 cells (floored) in grid space, float32 in world space.
+        internal static byte[] PointsToBin(IList<PathPoint> points, CoordinateSpace space, bool triples = false)
         {
-            var bytes = new byte[points.Count * 8];
+            return PointsToBin(points, space == CoordinateSpace.Grid, triples);
+        }
+
+        static byte[] PointsToBin(IList<PathPoint> points, bool asInt32, bool triples)
+        {
+            int size = triples ? 12 : 8;
+            var bytes = new byte[points.Count * size];
             for (int i = 0; i < points.Count; i++)
             {
                 var point = points[i];
-                WritePairItem(bytes, 8 * i, point.X, space);
-                WritePairItem(bytes, 8 * i + 4, point.Y, space);
+                WritePointItem(bytes, size * i, point.X, asInt32);
+                WritePointItem(bytes, size * i + 4, point.Y, asInt32);
+                if (triples) WritePointItem(bytes, size * i + 8, point.Floor, asInt32);
             }
             return bytes;
         }
 
-        static void WritePairItem(byte[] bytes, int at, float value, CoordinateSpace space)
+        static void WritePointItem(byte[] bytes, int at, float value, bool asInt32)
         {
-            int bits = space == CoordinateSpace.Grid ? (int)Math.Floor(value) : new FloatBits { Float = value }.Int;
-            bytes[at] = (byte)bits;
-            bytes[at + 1] = (byte)(bits >> 8);
-            bytes[at + 2] = (byte)(bits >> 16);
-            bytes[at + 3] = (byte)(bits >> 24);
+            WriteInt32(bytes, at, asInt32 ? (int)Math.Floor(value) : new FloatBits { Float = value }.Int);
         }
 
-        // A bin of pairs as new points (one array: no allocation per point).
-        internal static PathPoint[] PointsFromBin(byte[] bytes, CoordinateSpace space, string field, long id)
+        // Little-endian, whatever this machine's byte order.
+        internal static void WriteInt32(byte[] bytes, int at, int value)
         {
-            if (bytes.Length % 8 != 0)
-                throw new PathServerException(PathServerErrorCodes.BadReply, "\"" + field + "\" is " + bytes.Length + " bytes, not 8 a point", null, false, null, id);
-            var points = new PathPoint[bytes.Length / 8];
-            ReadPoints(bytes, space, points, 0, points.Length);
+            bytes[at] = (byte)value;
+            bytes[at + 1] = (byte)(value >> 8);
+            bytes[at + 2] = (byte)(value >> 16);
+            bytes[at + 3] = (byte)(value >> 24);
+        }
+
+        // A bin of pairs (or triples) as new points (one array: no allocation per point).
+        internal static PathPoint[] PointsFromBin(byte[] bytes, CoordinateSpace space, bool triples, string field, long id)
+        {
+            int size = triples ? 12 : 8;
+            if (bytes.Length % size != 0)
+                throw new PathServerException(PathServerErrorCodes.BadReply, "\"" + field + "\" is " + bytes.Length + " bytes, not " + size + " a point",
+                    null, false, null, id);
+            var points = new PathPoint[bytes.Length / size];
+            ReadPoints(bytes, space == CoordinateSpace.Grid, triples, points, 0, points.Length);
             return points;
         }
 
-        // count pairs of bytes into points from index at.
-        static void ReadPoints(byte[] bytes, CoordinateSpace space, PathPoint[] points, int at, int count)
+        // count points of bytes (pairs, or triples) into points from index at; int32 or float32 items.
+        static void ReadPoints(byte[] bytes, bool asInt32, bool triples, PathPoint[] points, int at, int count)
         {
-            for (int i = 0, b = 0; i < count; i++, b += 8)
+            int size = triples ? 12 : 8;
+            for (int i = 0, b = 0; i < count; i++, b += size)
             {
-                int x = bytes[b] | bytes[b + 1] << 8 | bytes[b + 2] << 16 | bytes[b + 3] << 24;
-                int y = bytes[b + 4] | bytes[b + 5] << 8 | bytes[b + 6] << 16 | bytes[b + 7] << 24;
-                points[at + i] = space == CoordinateSpace.Grid
-                    ? new PathPoint(x, y)
-                    : new PathPoint(new FloatBits { Int = x }.Float, new FloatBits { Int = y }.Float);
+                int x = (int)UInt32At(bytes, b), y = (int)UInt32At(bytes, b + 4), floor = triples ? (int)UInt32At(bytes, b + 8) : 0;
+                points[at + i] = asInt32
+                    ? new PathPoint(x, y, floor)
+                    : new PathPoint(new FloatBits { Int = x }.Float, new FloatBits { Int = y }.Float,
+                        triples ? (int)new FloatBits { Int = floor }.Float : 0);
             }
         }
 
@@ -186,9 +204,14 @@ namespace PathServer
                     throw new PathServerException(PathServerErrorCodes.BadReply, "packed \"paths\" reply: counts past any reply", null, false, null, id);
             }
             answer.Offsets[count] = (int)total;
-            var bin = BinField(reply, "points", 8 * (int)total, id);
+            // Pairs, or triples on a map of several floors: the counts say which.
+            var bin = BinField(reply, "points", -1, id);
+            bool triples = total > 0 && bin.Length == 12 * total;
+            if (bin.Length != (triples ? 12 : 8) * total)
+                throw new PathServerException(PathServerErrorCodes.BadReply, "packed \"paths\" reply: \"points\" is " + bin.Length + " bytes for "
+                    + total + " points", null, false, null, id);
             answer.Points = new PathPoint[total];
-            ReadPoints(bin, space, answer.Points, 0, (int)total);
+            ReadPoints(bin, space == CoordinateSpace.Grid, triples, answer.Points, 0, (int)total);
             var errors = MsgPack.Get(reply, "errors") as IDictionary<string, object>;
             if (errors != null)
             {
@@ -345,34 +368,38 @@ namespace PathServer
         // The bodies, without their id, in the key order of docs/protocol.md's golden vectors.
         internal MsgPackMap ReachableBody(PathPoint start, double budget, UnitSize unitSize, PathOptions options)
         {
-            var body = new MsgPackMap { { "op", "reachable" }, { "map", MapName(options) }, { "start", PointToWire(start) },
+            string map = MapName(options);
+            var body = new MsgPackMap { { "op", "reachable" }, { "map", map }, { "start", PointToWire(start) },
                 { "budget", NumberToWire(budget) } };
             AddUnitSize(body, unitSize);
-            options.WriteTo(body, "reachable");
+            options.WriteTo(body, "reachable", Triples(map, options, start.Floor != 0));
             return body;
         }
 
         internal MsgPackMap FieldBody(IList<PathPoint> goals, UnitSize unitSize, PathOptions options)
         {
-            var body = new MsgPackMap { { "op", "field" }, { "map", MapName(options) }, { "goals", PointsToWire(goals, "goals") } };
+            string map = MapName(options);
+            var body = new MsgPackMap { { "op", "field" }, { "map", map }, { "goals", PointsToWire(goals, "goals") } };
             AddUnitSize(body, unitSize);
-            options.WriteTo(body, "field");
+            options.WriteTo(body, "field", Triples(map, options, AnyFloor(goals)));
             return body;
         }
 
-        internal MsgPackMap NextStepsBody(IList<PathPoint> goals, UnitSize unitSize, byte[] positions, PathOptions options)
+        // triples: positions holds x, y, floor triples, and avoid's cells go so too.
+        internal MsgPackMap NextStepsBody(IList<PathPoint> goals, UnitSize unitSize, byte[] positions, PathOptions options, bool triples = false)
         {
             var body = new MsgPackMap { { "op", "next_steps" }, { "map", MapName(options) }, { "goals", PointsToWire(goals, "goals") },
                 { "positions", positions } };
             AddUnitSize(body, unitSize);
-            options.WriteTo(body, "next_steps");
+            options.WriteTo(body, "next_steps", triples);
             return body;
         }
 
         internal MsgPackMap CheckBlockBody(IList<PathPoint> points, IList<GridRect> rects, IList<PathPoint> cells, UnitSize unitSize,
             PathOptions options)
         {
-            var body = new MsgPackMap { { "op", "check_block" }, { "map", MapName(options) } };
+            string map = MapName(options);
+            var body = new MsgPackMap { { "op", "check_block" }, { "map", map } };
             if (rects != null && rects.Count > 0)
             {
                 var wire = new object[rects.Count];
@@ -382,7 +409,7 @@ namespace PathServer
             if (cells != null && cells.Count > 0) body.Add("cells", PointsToWire(cells, "cells"));
             body.Add("points", PointsToWire(points, "points"));
             AddUnitSize(body, unitSize);
-            options.WriteTo(body, "check_block");
+            options.WriteTo(body, "check_block", Triples(map, options, AnyFloor(points) || AnyFloor(cells)));
             return body;
         }
 
@@ -390,8 +417,35 @@ namespace PathServer
             float[] remaining, PathOptions options, CancellationToken ct)
         {
             options = options ?? new PathOptions();
+            string map = MapName(options);
+            if (Triples(map, options, AnyFloor(goals)))
+                throw new ArgumentException("\"" + map + "\" is a map of several floors (or a goal or avoided cell is on a floor above 0): "
+                    + "give the units' positions as PathPoints, which carry their floors.", "positions");
             var body = NextStepsBody(goals, unitSize, positions, options);
             return SendAsync(body, options.Timeout, ct, (id, reply) => ParseNextSteps(reply, id, count, steps, remaining));
+        }
+
+        /// <summary>
+        /// NextStepsAsync with the units' positions as points, floors included (a map of several
+        /// floors takes only these): steps[i] (its Floor too) is where unit i heads next, and
+        /// remaining[i] its cost to a goal; the answer's Points is steps. Reuse the arrays each
+        /// frame; they must hold positions.Count items.
+        /// </summary>
+        public Task<NextStepsResult> NextStepsAsync(IList<PathPoint> goals, UnitSize unitSize, IList<PathPoint> positions,
+            PathPoint[] steps, float[] remaining, PathOptions options = null, CancellationToken ct = default(CancellationToken))
+        {
+            if (positions == null) throw new ArgumentNullException("positions");
+            if (steps == null) throw new ArgumentNullException("steps");
+            if (remaining == null) throw new ArgumentNullException("remaining");
+            int count = positions.Count;
+            if (steps.Length < count || remaining.Length < count)
+                throw new ArgumentException(count + " units need steps and remaining of " + count + " items; they hold " + steps.Length
+                    + " and " + remaining.Length + ".", "steps");
+            options = options ?? new PathOptions();
+            bool triples = Triples(MapName(options), options, AnyFloor(goals) || AnyFloor(positions));
+            // next_steps' positions are float32 whatever the space (a unit stands anywhere in its cell).
+            var body = NextStepsBody(goals, unitSize, PointsToBin(positions, false, triples), options, triples);
+            return SendAsync(body, options.Timeout, ct, (id, reply) => ParseNextStepPoints(reply, id, count, steps, remaining));
         }
 
         // Units in floats floats (x, y pairs), checked against the caller's buffers before anything is sent.
@@ -410,14 +464,27 @@ namespace PathServer
         {
             var costs = MsgPack.Get(reply, "costs") as byte[];
             var cells = MsgPack.Get(reply, "cells") as byte[];
-            if (costs == null || cells == null || costs.Length % 4 != 0 || cells.Length != costs.Length * 2)
-                throw new PathServerException(PathServerErrorCodes.BadReply, "reachable reply: \"cells\" and \"costs\" are not bins of int32 pairs and float32",
+            // Pairs, or triples on a map of several floors: one cell a cost says which.
+            bool triples = cells != null && costs != null && costs.Length > 0 && cells.Length == costs.Length * 3;
+            if (costs == null || cells == null || costs.Length % 4 != 0 || (!triples && cells.Length != costs.Length * 2))
+                throw new PathServerException(PathServerErrorCodes.BadReply, "reachable reply: \"cells\" and \"costs\" are not bins of int32 pairs (or triples) and float32",
                     null, false, null, id);
             var result = new ReachableResult { Raw = reply, Map = MsgPack.Get(reply, "map") as string, Gen = GenOf(reply, id) };
             result.Count = costs.Length / 4;
             result.Costs = Float32Values(costs);
             result.Cells = new int[result.Count * 2];
-            CopyLittleEndian(cells, result.Cells, cells.Length);
+            if (!triples)
+            {
+                CopyLittleEndian(cells, result.Cells, cells.Length);
+                return result;
+            }
+            result.Floors = new int[result.Count];
+            for (int i = 0; i < result.Count; i++)
+            {
+                result.Cells[2 * i] = (int)UInt32At(cells, 12 * i);
+                result.Cells[2 * i + 1] = (int)UInt32At(cells, 12 * i + 4);
+                result.Floors[i] = (int)UInt32At(cells, 12 * i + 8);
+            }
             return result;
         }
 
@@ -429,10 +496,11 @@ namespace PathServer
                 throw new PathServerException(PathServerErrorCodes.BadReply, "field reply without \"width\", \"height\" and \"origin\"", null, false, null, id);
             var field = new DistanceField { Raw = reply, Map = MsgPack.Get(reply, "map") as string, Gen = GenOf(reply, id),
                 Region = new GridRect((int)MsgPack.ToLong(origin[0]), (int)MsgPack.ToLong(origin[1]), (int)MsgPack.ToLong(width), (int)MsgPack.ToLong(height)) };
+            field.Floors = FloorsFromWire(reply);
             var cost = MsgPack.Get(reply, "cost") as byte[];
-            if (cost == null || cost.Length != (long)field.Width * field.Height * 4)
-                throw new PathServerException(PathServerErrorCodes.BadReply, "field reply: \"cost\" is not " + field.Width + " x " + field.Height + " float32 of bin",
-                    null, false, null, id);
+            if (cost == null || cost.Length != (long)field.Width * field.Height * field.Floors * 4)
+                throw new PathServerException(PathServerErrorCodes.BadReply, "field reply: \"cost\" is not " + field.Width + " x " + field.Height + " x "
+                    + field.Floors + " float32 of bin", null, false, null, id);
             field.Costs = Float32Values(cost);
             return field;
         }
@@ -448,6 +516,23 @@ namespace PathServer
             CopyLittleEndian(stepBytes, steps, stepBytes.Length);
             CopyLittleEndian(remainingBytes, remaining, remainingBytes.Length);
             return new NextStepsResult { Map = MsgPack.Get(reply, "map") as string, Gen = GenOf(reply, id), Count = count, Steps = steps, Remaining = remaining };
+        }
+
+        // The PathPoint overload's answer: steps as a bin of float32 pairs, or triples on a map
+        // of several floors (one step a unit says which).
+        internal static NextStepsResult ParseNextStepPoints(IDictionary<string, object> reply, long id, int count,
+            PathPoint[] steps, float[] remaining)
+        {
+            var stepBytes = MsgPack.Get(reply, "steps") as byte[];
+            var remainingBytes = MsgPack.Get(reply, "remaining") as byte[];
+            bool triples = stepBytes != null && count > 0 && stepBytes.Length == 12 * count;
+            int size = triples ? 12 : 8;
+            if (stepBytes == null || remainingBytes == null || stepBytes.Length != count * size || remainingBytes.Length != count * 4)
+                throw new PathServerException(PathServerErrorCodes.BadReply, "next_steps reply: \"steps\" and \"remaining\" are not bins of "
+                    + count + " float32 " + (triples ? "triples" : "pairs") + " and floats", null, false, null, id);
+            ReadPoints(stepBytes, false, triples, steps, 0, count);
+            CopyLittleEndian(remainingBytes, remaining, remainingBytes.Length);
+            return new NextStepsResult { Map = MsgPack.Get(reply, "map") as string, Gen = GenOf(reply, id), Count = count, Points = steps, Remaining = remaining };
         }
 
         internal static CheckBlockResult ParseCheckBlock(IDictionary<string, object> reply, long id)
@@ -494,13 +579,23 @@ namespace PathServer
             return wire;
         }
 
+        // [x, y, w, h] on floor 0, [x, y, w, h, floor] on another.
         internal static object[] RectToWire(GridRect rect)
         {
-            return new object[] { (long)rect.X, (long)rect.Y, (long)rect.Width, (long)rect.Height };
+            if (rect.Floor == 0) return new object[] { (long)rect.X, (long)rect.Y, (long)rect.Width, (long)rect.Height };
+            return new object[] { (long)rect.X, (long)rect.Y, (long)rect.Width, (long)rect.Height, (long)rect.Floor };
+        }
+
+        // A region: [x, y, w, h], the same window on every floor.
+        internal static object[] RegionToWire(GridRect region, string name)
+        {
+            if (region.Floor != 0)
+                throw new ArgumentException("A region is the same window on every floor: give it no floor.", name);
+            return RectToWire(region);
         }
 
         // Whole numbers go out as ints, as coordinates do.
-        static object NumberToWire(double value)
+        internal static object NumberToWire(double value)
         {
             if (value == Math.Floor(value) && Math.Abs(value) < 1e15) return (long)value;
             return value;

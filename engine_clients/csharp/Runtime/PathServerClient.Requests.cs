@@ -108,11 +108,12 @@ namespace PathServer
         internal MsgPackMap PathRequestBody(PathPoint start, PathPoint goal, IList<PathPoint> goals, UnitSize unitSize, PathOptions options,
             bool packed = false)
         {
-            var body = new MsgPackMap { { "op", "path" }, { "map", MapName(options) }, { "start", PointToWire(start) } };
+            string map = MapName(options);
+            var body = new MsgPackMap { { "op", "path" }, { "map", map }, { "start", PointToWire(start) } };
             if (goals == null) body.Add("goal", PointToWire(goal));
             else body.Add("goals", PointsToWire(goals, "goals"));
             AddUnitSize(body, unitSize);
-            options.WriteTo(body, "path");
+            options.WriteTo(body, "path", Triples(map, options, start.Floor != 0 || goal.Floor != 0 || AnyFloor(goals)));
             AddPacked(body, packed);
             return body;
         }
@@ -337,17 +338,21 @@ namespace PathServer
             return (double)value;
         }
 
-        static object[] PointToWire(PathPoint point)
+        // [x, y] on floor 0, [x, y, floor] on another.
+        internal static object[] PointToWire(PathPoint point)
         {
-            return new[] { CoordinateToWire(point.X), CoordinateToWire(point.Y) };
+            if (point.Floor == 0) return new[] { CoordinateToWire(point.X), CoordinateToWire(point.Y) };
+            return new[] { CoordinateToWire(point.X), CoordinateToWire(point.Y), (long)point.Floor };
         }
 
-        static PathPoint PointFromWire(object value, string field)
+        // [x, y] (floor 0) or [x, y, floor].
+        internal static PathPoint PointFromWire(object value, string field)
         {
-            var pair = value as object[];
-            if (pair == null || pair.Length != 2 || !MsgPack.IsNumber(pair[0]) || !MsgPack.IsNumber(pair[1]))
-                throw new PathServerException(PathServerErrorCodes.BadReply, field + " is not an [x, y] pair");
-            return new PathPoint((float)MsgPack.ToDouble(pair[0]), (float)MsgPack.ToDouble(pair[1]));
+            var items = value as object[];
+            if (items == null || items.Length < 2 || items.Length > 3 || !Array.TrueForAll(items, MsgPack.IsNumber))
+                throw new PathServerException(PathServerErrorCodes.BadReply, field + " is not an [x, y] pair or an [x, y, floor] triple");
+            int floor = items.Length == 3 ? (int)MsgPack.ToLong(items[2]) : 0;
+            return new PathPoint((float)MsgPack.ToDouble(items[0]), (float)MsgPack.ToDouble(items[1]), floor);
         }
 
         internal static PathResult ParsePathReply(IDictionary<string, object> reply, long id)
@@ -379,7 +384,11 @@ namespace PathServer
             {
                 if (!space.HasValue)
                     throw new PathServerException(PathServerErrorCodes.BadReply, "a packed path needs the request's space", null, false, null, id);
-                result.Path = PointsFromBin(packedPath, space.Value, "path", id);
+                // A map of several floors gives every point as a triple, start and goal too:
+                // they say how the bin's points are laid out, which its length alone may not.
+                var start = MsgPack.Get(reply, "start") as object[];
+                bool triples = start != null ? start.Length == 3 : packedPath.Length % 8 != 0;
+                result.Path = PointsFromBin(packedPath, space.Value, triples, "path", id);
             }
             object value;
             if (MsgPack.IsNumber(value = MsgPack.Get(reply, "cost"))) result.Cost = MsgPack.ToDouble(value);
@@ -391,6 +400,7 @@ namespace PathServer
             if ((value = MsgPack.Get(reply, "start")) != null) result.Start = PointFromWire(value, "start");
             if ((value = MsgPack.Get(reply, "goal")) != null) result.Goal = PointFromWire(value, "goal");
             if (MsgPack.IsNumber(value = MsgPack.Get(reply, "goal_index"))) result.GoalIndex = (int)MsgPack.ToLong(value);
+            result.Links = LinkStepsFromWire(MsgPack.Get(reply, "links"), id);
             return result;
         }
 
@@ -401,6 +411,7 @@ namespace PathServer
             object value;
             if (MsgPack.IsNumber(value = MsgPack.Get(entry, "width"))) info.Width = (int)MsgPack.ToLong(value);
             if (MsgPack.IsNumber(value = MsgPack.Get(entry, "height"))) info.Height = (int)MsgPack.ToLong(value);
+            info.Floors = FloorsFromWire(entry);
             double width, height;
             HexLayout? layout;
             info.Shape = ShapeFromWire(entry, out layout);
@@ -487,7 +498,9 @@ namespace PathServer
             if (region != null && region.Length == 4 && Array.TrueForAll(region, MsgPack.IsNumber))
                 map.Region = new GridRect((int)MsgPack.ToLong(region[0]), (int)MsgPack.ToLong(region[1]),
                     (int)MsgPack.ToLong(region[2]), (int)MsgPack.ToLong(region[3]));
-            int count = map.Region.Width * map.Region.Height;
+            map.Floors = FloorsFromWire(reply);
+            map.Links = LinksFromWire(MsgPack.Get(reply, "links"), "links", id);
+            int count = map.Region.Width * map.Region.Height * map.Floors;
             map.Cells = MsgPack.Get(reply, "cells") as byte[];
             if (map.Cells == null || map.Cells.Length != count)
                 throw new PathServerException(PathServerErrorCodes.BadReply, "get_map reply: \"cells\" is not " + count + " bytes of bin", null, false, null, id);

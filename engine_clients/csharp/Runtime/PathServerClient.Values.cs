@@ -9,27 +9,43 @@ namespace PathServer
 {
     #region Values
 
-    /// <summary>A 2D point (x, y): world units by default, cells when PathOptions.Space is Grid.</summary>
+    /// <summary>
+    /// A point (x, y): world units by default, cells when PathOptions.Space is Grid; on a map of
+    /// several floors, on Floor (0, the first, unless given). A point on floor 0 goes out as
+    /// [x, y], another as [x, y, floor]; replies on a map of several floors set Floor on every point.
+    /// </summary>
     public struct PathPoint : IEquatable<PathPoint>
     {
         public float X { get; }
         public float Y { get; }
+        /// <summary>The floor (storey) of a map with several, 0 the first; 0 on a map of one.</summary>
+        public int Floor { get; }
 
         public PathPoint(float x, float y)
         {
             X = x;
             Y = y;
+            Floor = 0;
         }
 
-        public bool Equals(PathPoint other) { return X.Equals(other.X) && Y.Equals(other.Y); }
+        public PathPoint(float x, float y, int floor)
+        {
+            X = x;
+            Y = y;
+            Floor = floor;
+        }
+
+        public bool Equals(PathPoint other) { return X.Equals(other.X) && Y.Equals(other.Y) && Floor == other.Floor; }
         public override bool Equals(object obj) { return obj is PathPoint && Equals((PathPoint)obj); }
-        public override int GetHashCode() { return X.GetHashCode() * 397 ^ Y.GetHashCode(); }
+        public override int GetHashCode() { return (X.GetHashCode() * 397 ^ Y.GetHashCode()) * 397 ^ Floor; }
         public static bool operator ==(PathPoint a, PathPoint b) { return a.Equals(b); }
         public static bool operator !=(PathPoint a, PathPoint b) { return !a.Equals(b); }
 
+        /// <summary>"(x, y)" on floor 0, "(x, y, floor)" on another.</summary>
         public override string ToString()
         {
-            return string.Format(CultureInfo.InvariantCulture, "({0}, {1})", X, Y);
+            if (Floor == 0) return string.Format(CultureInfo.InvariantCulture, "({0}, {1})", X, Y);
+            return string.Format(CultureInfo.InvariantCulture, "({0}, {1}, {2})", X, Y, Floor);
         }
     }
 
@@ -65,6 +81,8 @@ namespace PathServer
     /// <summary>
     /// A rectangle of cells, X, Y its top-left cell: UpdateAsync's, GetMapAsync's,
     /// PathOptions.Region's and AvoidSet's (grid cells); CheckBlockAsync's (in the request's Space).
+    /// On a map of several floors, UpdateAsync's, AvoidSet's and CheckBlockAsync's lie on Floor;
+    /// a region (GetMapAsync's, PathOptions.Region) is the same window on every floor and has none.
     /// </summary>
     public struct GridRect
     {
@@ -72,6 +90,8 @@ namespace PathServer
         public int Y { get; }
         public int Width { get; }
         public int Height { get; }
+        /// <summary>The floor the rectangle lies on, 0 the first.</summary>
+        public int Floor { get; }
 
         public GridRect(int x, int y, int width, int height)
         {
@@ -79,6 +99,16 @@ namespace PathServer
             Y = y;
             Width = width;
             Height = height;
+            Floor = 0;
+        }
+
+        public GridRect(int x, int y, int width, int height, int floor)
+        {
+            X = x;
+            Y = y;
+            Width = width;
+            Height = height;
+            Floor = floor;
         }
     }
 
@@ -140,8 +170,14 @@ namespace PathServer
         public PathStatus Status { get; internal set; }
         /// <summary>The status as the server wrote it: "found", "partial", "no_path".</summary>
         public string StatusText { get; internal set; }
-        /// <summary>Start and goal included, in the requested space; empty for NoPath.</summary>
+        /// <summary>Start and goal included, in the requested space; empty for NoPath. On a map of several floors each point has its Floor.</summary>
         public PathPoint[] Path { get; internal set; } = new PathPoint[0];
+        /// <summary>
+        /// The links the path takes, in order: the move from Path[s.PathIndex] to the next point
+        /// is the map's link s.Link (a ladder's animation can play there). Empty when it takes
+        /// none, and in a packed batch's results (ask without packing for them).
+        /// </summary>
+        public LinkStep[] Links { get; internal set; } = new LinkStep[0];
         /// <summary>Move costs (straight 1, diagonal sqrt 2, times terrain); 0 for NoPath.</summary>
         public double Cost { get; internal set; }
         /// <summary>Geometric length of Path, in the requested space's units.</summary>
@@ -227,8 +263,11 @@ namespace PathServer
     public sealed class MapInfo
     {
         public string Name { get; internal set; }
+        /// <summary>One floor's size in cells.</summary>
         public int Width { get; internal set; }
         public int Height { get; internal set; }
+        /// <summary>How many floors (storeys) the map has, 1 to 16.</summary>
+        public int Floors { get; internal set; } = 1;
         public double CellSize { get; internal set; }
         /// <summary>A cell's (a hex map's tile's) world width and height; both CellSize on a square map.</summary>
         public double CellWidth { get; internal set; }
@@ -250,8 +289,10 @@ namespace PathServer
 
     /// <summary>
     /// A map's cells as GetMapAsync returns them: Cells covers Region, row-major (index
-    /// y * Region.Width + x), 0 blocked, else the cost rounded to 1..255. Costs (exact), Heights
-    /// and Tags when the map has them, else null. Width and Height are the whole map's.
+    /// y * Region.Width + x), 0 blocked, else the cost rounded to 1..255; on a map of several
+    /// floors, Floors such layers, floor 0 first (this[x, y, floor]). Costs (exact), Heights and
+    /// Tags when the map has them, else null, laid out as Cells. Width and Height are the whole
+    /// map's, one floor's size. Links are the map's, as PutMapAsync takes them.
     /// </summary>
     public sealed class MapData
     {
@@ -269,6 +310,10 @@ namespace PathServer
         public MapShape Shape { get; internal set; }
         public HexLayout? Layout { get; internal set; }
         public GridRect Region { get; internal set; }
+        /// <summary>How many floors the map has (1 to 16); every layer holds Region's cells of each.</summary>
+        public int Floors { get; internal set; } = 1;
+        /// <summary>The map's links (ladders, teleporters, drops); empty when it has none.</summary>
+        public MapLink[] Links { get; internal set; } = new MapLink[0];
         public byte[] Cells { get; internal set; }
         public float[] Costs { get; internal set; }
         public float[] Heights { get; internal set; }
@@ -279,8 +324,11 @@ namespace PathServer
         public IDictionary<string, TraversalRules> Classes { get; internal set; }
         public IDictionary<string, object> Raw { get; internal set; }
 
-        /// <summary>The cell at (x, y) of the region (region coordinates).</summary>
+        /// <summary>The cell at (x, y) of the region (region coordinates), on floor 0.</summary>
         public byte this[int x, int y] { get { return Cells[y * Region.Width + x]; } }
+
+        /// <summary>The cell at (x, y) of the region (region coordinates) on floor.</summary>
+        public byte this[int x, int y, int floor] { get { return Cells[(floor * Region.Height + y) * Region.Width + x]; } }
     }
 
     #endregion
@@ -294,20 +342,34 @@ namespace PathServer
     /// </summary>
     public sealed class AvoidSet
     {
-        // x, y of each cell in turn, as the wire's bin orders them, so ToWire is one pass.
+        // x, y of each cell in turn, as the wire's bin of pairs orders them, so ToWire is one
+        // pass; each cell's floor beside, in _floors, which a map of several floors needs.
         readonly List<int> _cells = new List<int>();
+        readonly List<int> _floors = new List<int>();
         readonly List<GridRect> _rects = new List<GridRect>();
+        bool _onFloors;
 
         public int CellCount { get { return _cells.Count / 2; } }
         public int RectCount { get { return _rects.Count; } }
 
-        /// <summary>Avoids the grid cell (x, y).</summary>
+        /// <summary>Avoids the grid cell (x, y) (on floor 0 of a map with several).</summary>
         public AvoidSet AddCell(int x, int y)
+        {
+            return AddCell(x, y, 0);
+        }
+
+        /// <summary>Avoids the grid cell (x, y) on floor, on a map of several floors.</summary>
+        public AvoidSet AddCell(int x, int y, int floor)
         {
             _cells.Add(x);
             _cells.Add(y);
+            _floors.Add(floor);
+            _onFloors |= floor != 0;
             return this;
         }
+
+        /// <summary>A cell or rectangle is on a floor above 0: the set is for a map of several floors.</summary>
+        public bool HasFloors { get { return _onFloors; } }
 
 #if !PATHSERVER_NO_SPAN
         /// <summary>
@@ -321,6 +383,7 @@ namespace PathServer
             if (xy.Length % 2 != 0)
                 throw new ArgumentException("xy holds x, y pairs: its length must be even, not " + xy.Length + ".", "xy");
             for (int i = 0; i < xy.Length; i++) _cells.Add(xy[i]);
+            for (int i = 0; i < xy.Length / 2; i++) _floors.Add(0);
             return this;
         }
 #endif
@@ -336,37 +399,43 @@ namespace PathServer
             if (offset < 0 || count < 0 || offset > xy.Length || count > (xy.Length - offset) / 2)
                 throw new ArgumentOutOfRangeException("count", "xy must hold 2 * count ints from offset.");
             for (int i = offset; i < offset + 2 * count; i++) _cells.Add(xy[i]);
+            for (int i = 0; i < count; i++) _floors.Add(0);
             return this;
         }
 
+        /// <summary>Avoids the cells of rect (on its Floor).</summary>
         public AvoidSet AddRect(GridRect rect)
         {
             _rects.Add(rect);
+            _onFloors |= rect.Floor != 0;
             return this;
         }
 
         public void Clear()
         {
             _cells.Clear();
+            _floors.Clear();
             _rects.Clear();
+            _onFloors = false;
         }
 
-        // {cells: bin, rects: [[x, y, w, h], ...]}, each key only when it has entries. The int32s
-        // are written byte by byte, lowest first, so a big-endian machine sends the same bytes;
-        // the wire's bin is little-endian whatever the sender.
-        internal MsgPackMap ToWire()
+        // {cells: bin, rects: [[x, y, w, h], ...]}, each key only when it has entries; the bin
+        // holds x, y pairs, or x, y, floor triples when triples (a map of several floors). The
+        // int32s are written byte by byte, lowest first, so a big-endian machine sends the same
+        // bytes; the wire's bin is little-endian whatever the sender.
+        internal MsgPackMap ToWire(bool triples = false)
         {
             var wire = new MsgPackMap();
             if (_cells.Count > 0)
             {
-                var cells = new byte[_cells.Count * 4];
-                for (int i = 0; i < _cells.Count; i++)
+                int stride = triples ? 3 : 2;
+                var cells = new byte[_floors.Count * stride * 4];
+                for (int i = 0, at = 0; i < _floors.Count; i++)
                 {
-                    int value = _cells[i];
-                    cells[4 * i] = (byte)value;
-                    cells[4 * i + 1] = (byte)(value >> 8);
-                    cells[4 * i + 2] = (byte)(value >> 16);
-                    cells[4 * i + 3] = (byte)(value >> 24);
+                    PathServerClient.WriteInt32(cells, at, _cells[2 * i]);
+                    PathServerClient.WriteInt32(cells, at + 4, _cells[2 * i + 1]);
+                    if (triples) PathServerClient.WriteInt32(cells, at + 8, _floors[i]);
+                    at += 4 * stride;
                 }
                 wire.Add("cells", cells);
             }
@@ -471,6 +540,8 @@ namespace PathServer
         public int Count { get; internal set; }
         /// <summary>2 * Count ints: x, y of each cell (grid cells, whatever the request's Space).</summary>
         public int[] Cells { get; internal set; }
+        /// <summary>On a map of several floors, Count ints: the floor of each cell; null on a map of one.</summary>
+        public int[] Floors { get; internal set; }
         /// <summary>Count costs, ascending.</summary>
         public float[] Costs { get; internal set; }
         public IDictionary<string, object> Raw { get; internal set; }
@@ -479,7 +550,8 @@ namespace PathServer
     /// <summary>
     /// DistanceFieldAsync's answer (a Dijkstra map): each cell's cost to the nearest goal over
     /// Region (grid cells), row-major: Costs[y * Width + x] for region coordinates (x, y);
-    /// +infinity where the unit cannot stand or reach a goal, or beyond PathOptions.MaxCost.
+    /// +infinity where the unit cannot stand or reach a goal, or beyond PathOptions.MaxCost. On a
+    /// map of several floors, Floors such layers of Region, floor 0 first (this[x, y, floor]).
     /// </summary>
     public sealed class DistanceField
     {
@@ -489,11 +561,16 @@ namespace PathServer
         public GridRect Region { get; internal set; }
         public int Width { get { return Region.Width; } }
         public int Height { get { return Region.Height; } }
+        /// <summary>The map's floors: Costs holds Width * Height * Floors values.</summary>
+        public int Floors { get; internal set; } = 1;
         public float[] Costs { get; internal set; }
         public IDictionary<string, object> Raw { get; internal set; }
 
-        /// <summary>The cost at (x, y) of the region (region coordinates).</summary>
+        /// <summary>The cost at (x, y) of the region (region coordinates), on floor 0.</summary>
         public float this[int x, int y] { get { return Costs[y * Region.Width + x]; } }
+
+        /// <summary>The cost at (x, y) of the region (region coordinates) on floor.</summary>
+        public float this[int x, int y, int floor] { get { return Costs[(floor * Region.Height + y) * Region.Width + x]; } }
     }
 
     /// <summary>
@@ -506,7 +583,10 @@ namespace PathServer
         public string Map { get; internal set; }
         public long Gen { get; internal set; }
         public int Count { get; internal set; }
+        /// <summary>x, y of each unit's step (the overloads of float positions); null from the PathPoint one.</summary>
         public float[] Steps { get; internal set; }
+        /// <summary>Each unit's step, its Floor included (the overload of PathPoint positions); null from the float ones.</summary>
+        public PathPoint[] Points { get; internal set; }
         public float[] Remaining { get; internal set; }
     }
 

@@ -26,6 +26,9 @@
 //   PathServerClient.Hexes.cs     hex maps: MapShape, HexLayout, HexShape (PutMapAsync's hex) and
 //                                 PathServerHexes, the coordinate helpers (offset <-> axial and
 //                                 cube, distance, neighbours, centres, the cell holding a point).
+//   PathServerClient.Floors.cs    maps of several floors and their links: MapLink (PutMapAsync's
+//                                 and UpdateAsync's links), LinkStep (PathResult.Links), and the
+//                                 floors the client knows each map to have (KnownFloors).
 //   PathServerClient.Options.cs   PathOptions and its option table, one row an option.
 //   PathServerClient.Queries.cs   packed answers and the synchronous calls (FindPath,
 //                                 FindPathsPacked: they block up to the timeout and return a
@@ -235,15 +238,18 @@ namespace PathServer
             if (requests == null) throw new ArgumentNullException("requests");
             options = options ?? new PathOptions();
             var items = new object[requests.Count];
+            bool anyFloor = false;
             for (int i = 0; i < items.Length; i++)
             {
                 var goals = requests[i].Goals;
                 items[i] = goals == null
                     ? new MsgPackMap { { "start", PointToWire(requests[i].Start) }, { "goal", PointToWire(requests[i].Goal) } }
                     : new MsgPackMap { { "start", PointToWire(requests[i].Start) }, { "goals", PointsToWire(goals, "goals") } };
+                anyFloor |= requests[i].Start.Floor != 0 || requests[i].Goal.Floor != 0 || AnyFloor(goals);
             }
-            var body = new MsgPackMap { { "op", "paths" }, { "map", MapName(options) }, { "unit_size", unitSize.ToWire() } };
-            options.WriteTo(body, "paths");
+            string map = MapName(options);
+            var body = new MsgPackMap { { "op", "paths" }, { "map", map }, { "unit_size", unitSize.ToWire() } };
+            options.WriteTo(body, "paths", Triples(map, options, anyFloor));
             bool packed = PackedAnswers;
             AddPacked(body, packed);
             body.Add("requests", items);
@@ -285,29 +291,48 @@ namespace PathServer
                 if (maps == null)
                     throw new PathServerException(PathServerErrorCodes.BadReply, "\"maps\" reply without a \"maps\" list", null, false, null, id);
                 var list = new MapInfo[maps.Length];
-                for (int i = 0; i < maps.Length; i++) list[i] = ParseMapInfo(maps[i] as IDictionary<string, object>);
+                for (int i = 0; i < maps.Length; i++)
+                {
+                    list[i] = ParseMapInfo(maps[i] as IDictionary<string, object>);
+                    RememberFloors(list[i].Name, list[i].Floors);
+                }
                 return list;
             });
         }
 
         /// <summary>
-        /// A live obstacle edit (op "update", idempotent): makes rects' cells solid or open, sets their
-        /// cost, or both (solid false and a cost); returns the map's new generation. With ifGen it
-        /// applies only at that generation, else throws "conflict" with Gen the current one.
+        /// A live edit (op "update", idempotent): makes rects' cells (grid cells, each rectangle on
+        /// its Floor) solid or open, sets their cost, or both (solid false and a cost); and/or, with
+        /// links, replaces the map's links by that whole list (empty: none), as a door or a lift
+        /// opens and closes; rects may then be null. Returns the map's new generation. With ifGen
+        /// it applies only at that generation, else throws "conflict" with Gen the current one.
         /// </summary>
         public Task<long> UpdateAsync(string map, IEnumerable<GridRect> rects, bool? solid = null, double? cost = null,
-            CancellationToken ct = default(CancellationToken), long? ifGen = null)
+            CancellationToken ct = default(CancellationToken), long? ifGen = null, IList<MapLink> links = null)
         {
-            if (rects == null) throw new ArgumentNullException("rects");
-            if (!solid.HasValue && !cost.HasValue) throw new ArgumentException("Give solid, cost or both.");
+            return SendAsync(UpdateBody(map ?? DefaultMap, rects, solid, cost, ifGen, links), null, ct, (id, reply) => GenOf(reply, id));
+        }
+
+        // The body of an update request, without its id, in the key order of docs/protocol.md.
+        internal static MsgPackMap UpdateBody(string map, IEnumerable<GridRect> rects, bool? solid, double? cost, long? ifGen,
+            IList<MapLink> links)
+        {
+            if (rects == null && links == null) throw new ArgumentNullException("rects", "Give rects to edit, links to replace, or both.");
+            if (rects != null && !solid.HasValue && !cost.HasValue) throw new ArgumentException("Give solid, cost or both.");
+            if (rects == null && (solid.HasValue || cost.HasValue)) throw new ArgumentException("solid and cost edit rects: give rects.");
             if (solid == true && cost.HasValue) throw new ArgumentException("A solid cell has no cost: give solid false with a cost.");
-            var wireRects = new List<object>();
-            foreach (var r in rects) wireRects.Add(new object[] { (long)r.X, (long)r.Y, (long)r.Width, (long)r.Height });
-            var body = new MsgPackMap { { "op", "update" }, { "map", map ?? DefaultMap }, { "rects", wireRects } };
+            var body = new MsgPackMap { { "op", "update" }, { "map", map } };
+            if (rects != null)
+            {
+                var wireRects = new List<object>();
+                foreach (var r in rects) wireRects.Add(RectToWire(r));
+                body.Add("rects", wireRects);
+            }
             if (solid.HasValue) body.Add("solid", solid.Value);
             if (cost.HasValue) body.Add("cost", cost.Value);
+            if (links != null) body.Add("links", LinksToWire(links));
             if (ifGen.HasValue) body.Add("if_gen", ifGen.Value);
-            return SendAsync(body, null, ct, (id, reply) => GenOf(reply, id));
+            return body;
         }
 
         // tagNames and classes come after ct so that earlier positional calls keep compiling.
@@ -317,30 +342,41 @@ namespace PathServer
         /// heights and tags are optional layers of width * height; origin and cellSize place it in
         /// the world; tagNames and classes name tags and unit classes for PathOptions.Traversal.
         /// hex makes it a hex map: its layout and tile size (which then goes as cell_size; give no
-        /// cellSize with it). Uploading a name again replaces the map; a map file's name throws
-        /// "conflict".
+        /// cellSize with it). floors (1 to 16) makes a map of several storeys: cells and every
+        /// other layer then hold floors layers of width * height, floor 0 first (cell (x, y) of
+        /// floor f at (f * height + y) * width + x); links (ladders, teleporters, one-way drops)
+        /// join cells, of one floor or two. Uploading a name again replaces the map; a map file's
+        /// name throws "conflict".
         /// </summary>
         public Task<long> PutMapAsync(string name, int width, int height, byte[] cells, float[] costs = null,
             float[] heights = null, byte[] tags = null, PathPoint? origin = null, double? cellSize = null,
             TimeSpan? timeout = null, CancellationToken ct = default(CancellationToken),
             IDictionary<string, int> tagNames = null, IDictionary<string, TraversalRules> classes = null,
-            HexShape? hex = null)
+            HexShape? hex = null, int? floors = null, IList<MapLink> links = null)
         {
             if (cells == null) throw new ArgumentNullException("cells");
-            var body = PutMapBody(name ?? DefaultMap, width, height, cells, costs, heights, tags, origin, cellSize, tagNames, classes, hex);
-            return SendAsync(body, timeout, ct, (id, reply) => GenOf(reply, id));
+            name = name ?? DefaultMap;
+            var body = PutMapBody(name, width, height, cells, costs, heights, tags, origin, cellSize, tagNames, classes, hex, floors, links);
+            return SendAsync(body, timeout, ct, (id, reply) =>
+            {
+                long gen = GenOf(reply, id);
+                RememberFloors(name, floors ?? 1);
+                return gen;
+            });
         }
 
         // The body of a put_map request, without its id, in the key order of docs/protocol.md.
         internal static MsgPackMap PutMapBody(string name, int width, int height, byte[] cells, float[] costs = null,
             float[] heights = null, byte[] tags = null, PathPoint? origin = null, double? cellSize = null,
             IDictionary<string, int> tagNames = null, IDictionary<string, TraversalRules> classes = null,
-            HexShape? hex = null)
+            HexShape? hex = null, int? floors = null, IList<MapLink> links = null)
         {
             if (hex.HasValue && cellSize.HasValue)
                 throw new ArgumentException("A hex map's cell size is its tile size: give hex or cellSize, not both.", "cellSize");
             var body = new MsgPackMap { { "op", "put_map" }, { "map", name }, { "width", (long)width },
-                { "height", (long)height }, { "cells", cells } };
+                { "height", (long)height } };
+            if (floors.HasValue) body.Add("floors", (long)floors.Value);
+            body.Add("cells", cells);
             if (costs != null) body.Add("costs", Float32Bytes(costs));
             if (heights != null) body.Add("heights", Float32Bytes(heights));
             if (hex.HasValue)
@@ -368,23 +404,26 @@ namespace PathServer
                 }
                 body.Add("classes", wire);
             }
+            if (links != null) body.Add("links", LinksToWire(links));
             return body;
         }
 
         /// <summary>
         /// The cells of a map (op "get_map"), uploaded or served from a file, live edits included: the
-        /// whole map, or region (which must lie inside the map, else "out_of_bounds" at "region").
+        /// whole map, or region (which must lie inside the map, else "out_of_bounds" at "region"; on
+        /// a map of several floors, the same window on each), its floors and links too.
         /// </summary>
         public Task<MapData> GetMapAsync(string name, GridRect? region = null, TimeSpan? timeout = null,
             CancellationToken ct = default(CancellationToken))
         {
             var body = new MsgPackMap { { "op", "get_map" }, { "map", name ?? DefaultMap } };
-            if (region.HasValue)
+            if (region.HasValue) body.Add("region", RegionToWire(region.Value, "region"));
+            return SendAsync(body, timeout, ct, (id, reply) =>
             {
-                var r = region.Value;
-                body.Add("region", new object[] { (long)r.X, (long)r.Y, (long)r.Width, (long)r.Height });
-            }
-            return SendAsync(body, timeout, ct, (id, reply) => ParseMapData(reply, id));
+                var map = ParseMapData(reply, id);
+                RememberFloors(map.Name, map.Floors);
+                return map;
+            });
         }
 
         /// <summary>
@@ -394,8 +433,14 @@ namespace PathServer
         /// </summary>
         public Task<long> DropMapAsync(string name, CancellationToken ct = default(CancellationToken))
         {
-            var body = new MsgPackMap { { "op", "drop_map" }, { "map", name ?? DefaultMap } };
-            return SendAsync(body, null, ct, (id, reply) => GenOf(reply, id));
+            name = name ?? DefaultMap;
+            var body = new MsgPackMap { { "op", "drop_map" }, { "map", name } };
+            return SendAsync(body, null, ct, (id, reply) =>
+            {
+                long gen = GenOf(reply, id);
+                RememberFloors(name, 1);
+                return gen;
+            });
         }
 
         /// <summary>A round trip to the server (op "ping"); returns the measured latency.</summary>

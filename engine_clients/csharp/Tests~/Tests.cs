@@ -1,6 +1,6 @@
 // Tests.cs: the C# client's test program, run against a real `pathserver serve`: its arguments,
 // the list of tests and the harness. The tests are in the other Tests.*.cs files, one topic each
-// (Bytes, Hexes, Server, Queries, Connection, Conformance, Options, Package), one partial class Tests.
+// (Bytes, Hexes, Floors, Server, Queries, Connection, Conformance, Options, Package), one partial class Tests.
 //
 //     mcs -target:library -out:PathServer.Client.dll Runtime/*.cs      (the package's assembly)
 //     mcs -out:PathServer.Client.Tests.exe -r:PathServer.Client.dll 'Tests~'/Tests*.cs
@@ -98,6 +98,8 @@ static partial class Tests
         Run("hexes: PathServerHexes gives Godot's centres, cells of points and neighbours (tests/data/hex_godot.json)", HexesMatchGodot);
         Run("hexes: axial round trips, symmetric neighbours, distance = breadth-first distance", HexHelpers);
         Run("hexes: PutMapAsync's hex goes out as shape, layout and cell_size [w, h]", HexPutMapEncoding);
+        Run("floors: points, rectangles and links with floors on the wire; put_map's floors and links, update's links, bins of triples", FloorsEncoding);
+        Run("floors: replies with floors read back (points, a path's links, packed triples, reachable, field, get_map)", FloorsDecoding);
 
         Run("server: connects and answers ping", ConnectsAndPings);
         Run("server: maps lists the map under test", ListsMaps);
@@ -131,6 +133,27 @@ static partial class Tests
                 Run(hexMaps, HexUploadAndPath);
             else
                 Console.WriteLine("skip " + hexMaps + " (the server refuses hex maps: " + refusal + ")");
+        }
+        const string floorMaps = "server: floors and links";
+        if (_only == null || floorMaps.Contains(_only) || _only.StartsWith(floorMaps))
+        {
+            // Until the server takes floors: a skip line with its refusal, not a failure.
+            string refusal = _serverUp ? FloorsRefusal() : null;
+            if (refusal == null)
+            {
+                Run(floorMaps + ": paths up a ladder and down a one-way drop, their links (plain, packed, batched, world)", FloorsPaths);
+                Run(floorMaps + ": get_map and maps give the floors, both floors' cells and the links", FloorsReadBack);
+                Run(floorMaps + ": reachable and field across floors", FloorsReachableAndField);
+                Run(floorMaps + ": goals on other floors, alone and in a batch", FloorsGoals);
+                Run(floorMaps + ": next_steps with points on floors (a bin of triples)", FloorsNextSteps);
+                Run(floorMaps + ": check_block with points and rectangles on floors, a link joining two points", FloorsCheckBlock);
+                Run(floorMaps + ": avoid on a link's end and traversal on its tag bar it", FloorsAvoidAndTraversal);
+                Run(floorMaps + ": update replaces the links (alone, with a cell edit) and the answers change", FloorsUpdateLinks);
+                Run(floorMaps + ": bad floors and links refused with their code and field", FloorsRefusals);
+                Run("readme: the floors example prints what README.md shows", ReadmeFloorsExample);
+            }
+            else
+                Console.WriteLine("skip " + floorMaps + " and the README's floors example (the server refuses floors: " + refusal + ")");
         }
         Run("client: cancelling through a CancellationToken", Cancellation);
         Run("client: a request fails with \"timeout\" when no reply comes", RequestTimeout);
