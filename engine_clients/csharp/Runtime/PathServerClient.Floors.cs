@@ -2,8 +2,8 @@
 // (PathServerClient.cs lists its files): MapLink (a ladder, stairs, a teleporter, a one-way drop:
 // PutMapAsync's and UpdateAsync's links, MapData.Links), LinkStep (a path's move through one,
 // PathResult.Links), their wire forms, and what the client knows of each map's floors, which
-// decides whether the bins of points it sends hold pairs or triples (docs/protocol.md, "Floors
-// and links").
+// decides whether it sends a request's points as bins of pairs (floor 0) or as arrays of
+// [x, y, floor] (docs/protocol.md, "Floors and links").
 
 using System;
 using System.Collections.Concurrent;
@@ -109,11 +109,11 @@ namespace PathServer
 
         /// <summary>
         /// How many floors this client knows map to have: from its PutMapAsync, GetMapAsync and
-        /// MapsAsync; 1 for a map it has not seen. It decides whether the bins of points a request
-        /// sends (a packed batch's starts and goals, next_steps' positions, avoid's cells) hold
-        /// pairs or x, y, floor triples, as a map of several floors needs: call MapsAsync once
-        /// before such requests on a map file with floors (a point on a floor above 0 makes
-        /// triples too). Another client's upload under the same name is not seen.
+        /// MapsAsync; 1 for a map it has not seen. It decides whether a request's points (a packed
+        /// batch's starts and goals, next_steps' positions, avoid's cells) go as bins of pairs
+        /// (floor 0) or as arrays of [x, y, floor], as a map of several floors needs: call
+        /// MapsAsync once before such requests on a map file with floors (a point on a floor
+        /// above 0 makes arrays too). Another client's upload under the same name is not seen.
         /// </summary>
         public int KnownFloors(string map)
         {
@@ -132,9 +132,9 @@ namespace PathServer
             }
         }
 
-        // Whether a request's bins of points go as triples, decided once for all of its bins: the
-        // map has floors, as far as this client knows, or a point of the request (anyFloor, or
-        // one of options' avoided cells) is on a floor above 0.
+        // Whether a request's points go as arrays of [x, y, floor], not bins of pairs, decided once
+        // for all of them: the map has floors, as far as this client knows, or a point of the
+        // request (anyFloor, or one of options' avoided cells) is on a floor above 0.
         bool Triples(string map, PathOptions options, bool anyFloor)
         {
             return anyFloor || (options.Avoid != null && options.Avoid.HasFloors) || KnownFloors(map) > 1;

@@ -88,8 +88,18 @@ namespace PathServer
             var body = new MsgPackMap { { "op", "paths" }, { "map", map }, { "unit_size", unitSize.ToWire() } };
             options.WriteTo(body, "paths", triples);
             AddPacked(body, true);
-            body.Add("starts", PointsToBin(starts, options.Space, triples));
-            body.Add("goals", PointsToBin(goals, options.Space, triples));
+            if (triples)
+            {
+                // Points on floors: the batch's entries as requests (a request's bins hold pairs
+                // only, points on floor 0); the packed reply is the same.
+                var entries = new object[starts.Count];
+                for (int i = 0; i < entries.Length; i++)
+                    entries[i] = new MsgPackMap { { "start", PointToWire(starts[i]) }, { "goal", PointToWire(goals[i]) } };
+                body.Add("requests", entries);
+                return body;
+            }
+            body.Add("starts", PointsToBin(starts, options.Space));
+            body.Add("goals", PointsToBin(goals, options.Space));
             return body;
         }
 
@@ -101,8 +111,9 @@ namespace PathServer
             [FieldOffset(0)] public float Float;
         }
 
-        // Points as the wire's bin of little-endian pairs, or x, y, floor triples (a map of several
-        // floors): int32 cells (floored) in grid space, float32 in world space.
+        // Points as the wire's bin of little-endian pairs (a request's bins: floor 0), or x, y,
+        // floor triples (a reply's on a map of several floors): int32 cells (floored) in grid
+        // space, float32 in world space.
         internal static byte[] PointsToBin(IList<PathPoint> points, CoordinateSpace space, bool triples = false)
         {
             return PointsToBin(points, space == CoordinateSpace.Grid, triples);
@@ -385,8 +396,9 @@ namespace PathServer
             return body;
         }
 
-        // triples: positions holds x, y, floor triples, and avoid's cells go so too.
-        internal MsgPackMap NextStepsBody(IList<PathPoint> goals, UnitSize unitSize, byte[] positions, PathOptions options, bool triples = false)
+        // positions: a bin of float32 pairs, or (triples: points on floors) an array of [x, y, floor];
+        // avoid's cells go so too.
+        internal MsgPackMap NextStepsBody(IList<PathPoint> goals, UnitSize unitSize, object positions, PathOptions options, bool triples = false)
         {
             var body = new MsgPackMap { { "op", "next_steps" }, { "map", MapName(options) }, { "goals", PointsToWire(goals, "goals") },
                 { "positions", positions } };
@@ -443,8 +455,10 @@ namespace PathServer
                     + " and " + remaining.Length + ".", "steps");
             options = options ?? new PathOptions();
             bool triples = Triples(MapName(options), options, AnyFloor(goals) || AnyFloor(positions));
-            // next_steps' positions are float32 whatever the space (a unit stands anywhere in its cell).
-            var body = NextStepsBody(goals, unitSize, PointsToBin(positions, false, triples), options, triples);
+            // next_steps' positions are float32 whatever the space (a unit stands anywhere in its
+            // cell); on floors, arrays of [x, y, floor] (a request's bins hold pairs only).
+            object sent = triples ? (object)PointsToWire(positions, "positions") : PointsToBin(positions, false, false);
+            var body = NextStepsBody(goals, unitSize, sent, options, triples);
             return SendAsync(body, options.Timeout, ct, (id, reply) => ParseNextStepPoints(reply, id, count, steps, remaining));
         }
 
@@ -523,8 +537,19 @@ namespace PathServer
         internal static NextStepsResult ParseNextStepPoints(IDictionary<string, object> reply, long id, int count,
             PathPoint[] steps, float[] remaining)
         {
-            var stepBytes = MsgPack.Get(reply, "steps") as byte[];
             var remainingBytes = MsgPack.Get(reply, "remaining") as byte[];
+            var stepItems = MsgPack.Get(reply, "steps") as object[];
+            if (stepItems != null)
+            {
+                // Positions sent as arrays (points on floors) come back as arrays of [x, y, floor].
+                if (stepItems.Length != count || remainingBytes == null || remainingBytes.Length != count * 4)
+                    throw new PathServerException(PathServerErrorCodes.BadReply, "next_steps reply: \"steps\" and \"remaining\" do not hold "
+                        + count + " points and floats", null, false, null, id);
+                for (int i = 0; i < count; i++) steps[i] = PointFromWire(stepItems[i], "steps[" + i + "]");
+                CopyLittleEndian(remainingBytes, remaining, remainingBytes.Length);
+                return new NextStepsResult { Map = MsgPack.Get(reply, "map") as string, Gen = GenOf(reply, id), Count = count, Points = steps, Remaining = remaining };
+            }
+            var stepBytes = MsgPack.Get(reply, "steps") as byte[];
             bool triples = stepBytes != null && count > 0 && stepBytes.Length == 12 * count;
             int size = triples ? 12 : 8;
             if (stepBytes == null || remainingBytes == null || stepBytes.Length != count * size || remainingBytes.Length != count * 4)

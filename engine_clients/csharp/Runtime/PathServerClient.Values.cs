@@ -419,23 +419,28 @@ namespace PathServer
             _onFloors = false;
         }
 
-        // {cells: bin, rects: [[x, y, w, h], ...]}, each key only when it has entries; the bin
-        // holds x, y pairs, or x, y, floor triples when triples (a map of several floors). The
-        // int32s are written byte by byte, lowest first, so a big-endian machine sends the same
-        // bytes; the wire's bin is little-endian whatever the sender.
-        internal MsgPackMap ToWire(bool triples = false)
+        // {cells, rects: [[x, y, w, h], ...]}, each key only when it has entries. cells: a bin
+        // of x, y pairs (points on floor 0, the compact form), or with floors (a map of several
+        // floors) an array of [x, y, floor]: a request's bins hold pairs only (docs/protocol.md,
+        // "Floors and links"). The int32s are written byte by byte, lowest first, so a
+        // big-endian machine sends the same bytes; the wire's bin is little-endian whatever the sender.
+        internal MsgPackMap ToWire(bool floors = false)
         {
             var wire = new MsgPackMap();
-            if (_cells.Count > 0)
+            if (_cells.Count > 0 && (floors || _onFloors))
             {
-                int stride = triples ? 3 : 2;
-                var cells = new byte[_floors.Count * stride * 4];
-                for (int i = 0, at = 0; i < _floors.Count; i++)
+                var cells = new object[_floors.Count];
+                for (int i = 0; i < cells.Length; i++)
+                    cells[i] = new object[] { (long)_cells[2 * i], (long)_cells[2 * i + 1], (long)_floors[i] };
+                wire.Add("cells", cells);
+            }
+            else if (_cells.Count > 0)
+            {
+                var cells = new byte[_floors.Count * 8];
+                for (int i = 0, at = 0; i < _floors.Count; i++, at += 8)
                 {
                     PathServerClient.WriteInt32(cells, at, _cells[2 * i]);
                     PathServerClient.WriteInt32(cells, at + 4, _cells[2 * i + 1]);
-                    if (triples) PathServerClient.WriteInt32(cells, at + 8, _floors[i]);
-                    at += 4 * stride;
                 }
                 wire.Add("cells", cells);
             }

@@ -72,27 +72,26 @@ static partial class Tests
         Check(Throws<ArgumentException>(() => PathServerClient.UpdateBody("tower", null, null, null, null, null)), "update with neither rects nor links refused");
         Check(Throws<ArgumentException>(() => PathServerClient.UpdateBody("tower", null, true, null, null, new[] { drop })), "solid without rects refused");
 
-        // Bins of points: pairs, unless a point of the request is on a floor above 0 (or the
-        // client knows the map has floors): then triples, the avoided cells' too.
+        // A request's bins of points hold pairs (points on floor 0); where a point of the request
+        // is on a floor above 0 (or the client knows the map has floors) they go as arrays of
+        // [x, y, floor] instead, the avoided cells' too (docs/protocol.md, "Floors and links").
         using (var client = new PathServerClient("tcp://127.0.0.1:1", "tower"))
         {
             var options = new PathOptions { Space = CoordinateSpace.Grid, Avoid = new AvoidSet().AddCell(1, 2) };
             var flat = Fields(client.PathRequestBody(new PathPoint(4, 0), new PathPoint(3, 0), 1, options));
             Equal(Hex(Int32Bin(1, 2)), Hex((byte[])((MsgPackMap)flat["avoid"])[0].Value), "avoid's cells as pairs on a map of one floor");
             var up = Fields(client.PathRequestBody(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1, options));
-            Equal("[4, 0] [4, 0, 1] " + Hex(Int32Bin(1, 2, 0)), Wire(up["start"]) + " " + Wire(up["goal"]) + " " + Hex((byte[])((MsgPackMap)up["avoid"])[0].Value),
-                "a goal on floor 1: avoid's cells as triples");
+            Equal("[4, 0] [4, 0, 1] [[1, 2, 0]]", Wire(up["start"]) + " " + Wire(up["goal"]) + " " + Wire(((MsgPackMap)up["avoid"])[0].Value),
+                "a goal on floor 1: avoid's cells as [x, y, floor]");
             var upstairs = new PathOptions { Space = CoordinateSpace.Grid, Avoid = new AvoidSet().AddCell(1, 2, 1).AddRect(new GridRect(0, 0, 1, 1, 1)) };
             var avoid = (MsgPackMap)Fields(client.PathRequestBody(new PathPoint(4, 0), new PathPoint(3, 0), 1, upstairs))["avoid"];
-            Equal(Hex(Int32Bin(1, 2, 1)) + " [[0, 0, 1, 1, 1]]", Hex((byte[])avoid[0].Value) + " " + Wire(avoid[1].Value), "avoided cells and rectangles on floor 1");
+            Equal("[[1, 2, 1]] [[0, 0, 1, 1, 1]]", Wire(avoid[0].Value) + " " + Wire(avoid[1].Value), "avoided cells and rectangles on floor 1");
 
             var packed = Fields(client.PackedPathsBody(new[] { new PathPoint(4, 0) }, new[] { new PathPoint(4, 0, 1) }, 1,
                 new PathOptions { Space = CoordinateSpace.Grid }));
-            Equal(Hex(Int32Bin(4, 0, 0)) + " " + Hex(Int32Bin(4, 0, 1)), Hex((byte[])packed["starts"]) + " " + Hex((byte[])packed["goals"]),
-                "a packed batch's starts and goals as int32 triples in grid space");
-            packed = Fields(client.PackedPathsBody(new[] { new PathPoint(9.5f, 1) }, new[] { new PathPoint(2, 3, 1) }, 1, new PathOptions()));
-            Equal(Hex(Float32Bin(9.5f, 1, 0)) + " " + Hex(Float32Bin(2, 3, 1)), Hex((byte[])packed["starts"]) + " " + Hex((byte[])packed["goals"]),
-                "and as float32 triples in world space");
+            var entry = Fields((MsgPackMap)((object[])packed["requests"])[0]);
+            Equal("[4, 0] [4, 0, 1] True", Wire(entry["start"]) + " " + Wire(entry["goal"]) + " " + !packed.ContainsKey("starts"),
+                "a packed batch with a point on floor 1: its entries as requests (no starts bin), the reply packed");
             Equal(1, client.KnownFloors("tower"), "a map the client has not seen has one floor");
             // next_steps' float overloads carry no floors: refused where floors are needed.
             Check(Throws<ArgumentException>(() => client.NextStepsAsync(new[] { new PathPoint(1, 1, 1) }, 1, new float[] { 0, 0 }, options).Wait()),
