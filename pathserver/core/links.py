@@ -269,6 +269,28 @@ def trace_links(parent, link_first, link_id, width, start, end):
     return path, links
 
 
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _relax(g, stamp, heap_nodes, heap_keys, heap_pos, size, open_mark, closed_mark, limit, neighbour, g_new):
+    """Dijkstra's step to ``neighbour`` at cost ``g_new``: skipped when it is closed, past
+    ``limit`` or no cheaper than its open cost; else ``g`` lowered and the node pushed or
+    sifted up in the key heap. Returns the heap's new size."""
+    mark = stamp[neighbour]
+    if mark == closed_mark or g_new > limit or (mark == open_mark and g_new >= g[neighbour]):
+        return size
+    g[neighbour] = g_new
+    if mark == open_mark:
+        at = heap_pos[neighbour]
+        heap_keys[at] = g_new
+        key_sift_up(heap_nodes, heap_keys, heap_pos, at)
+        return size
+    stamp[neighbour] = open_mark
+    heap_nodes[size] = neighbour
+    heap_keys[size] = g_new
+    heap_pos[neighbour] = size
+    key_sift_up(heap_nodes, heap_keys, heap_pos, size)
+    return size + 1
+
+
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
 def reach_links(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, sx, sy, budget,
                 link_first, link_to, link_cost, work_float, work_int):
@@ -325,24 +347,8 @@ def reach_links(cells, cost_index, cost_table, uniform, heights, use_heights, ma
                 if flat[neighbour] == 0:
                     continue
                 step = link_cost[k]
-            mark = stamp[neighbour]
-            if mark == closed_mark:
-                continue
-            g_new = g_node + step
-            if g_new > limit or (mark == open_mark and g_new >= g[neighbour]):
-                continue
-            g[neighbour] = g_new
-            if mark == open_mark:
-                at = heap_pos[neighbour]
-                heap_keys[at] = g_new
-                key_sift_up(heap_nodes, heap_keys, heap_pos, at)
-            else:
-                stamp[neighbour] = open_mark
-                heap_nodes[size] = neighbour
-                heap_keys[size] = g_new
-                heap_pos[neighbour] = size
-                key_sift_up(heap_nodes, heap_keys, heap_pos, size)
-                size += 1
+            size = _relax(g, stamp, heap_nodes, heap_keys, heap_pos, size, open_mark, closed_mark, limit, neighbour,
+                          g_node + step)
     return count
 
 
@@ -410,24 +416,8 @@ def field_links(cells, cost_index, cost_table, uniform, heights, use_heights, ma
                 if flat[neighbour] == 0:
                     continue
                 step = back_cost[k]
-            mark = stamp[neighbour]
-            if mark == closed_mark:
-                continue
-            g_new = g_node + step
-            if g_new > limit or (mark == open_mark and g_new >= g[neighbour]):
-                continue
-            g[neighbour] = g_new
-            if mark == open_mark:
-                at = heap_pos[neighbour]
-                heap_keys[at] = g_new
-                key_sift_up(heap_nodes, heap_keys, heap_pos, at)
-            else:
-                stamp[neighbour] = open_mark
-                heap_nodes[size] = neighbour
-                heap_keys[size] = g_new
-                heap_pos[neighbour] = size
-                key_sift_up(heap_nodes, heap_keys, heap_pos, size)
-                size += 1
+            size = _relax(g, stamp, heap_nodes, heap_keys, heap_pos, size, open_mark, closed_mark, limit, neighbour,
+                          g_node + step)
     return settled
 
 
