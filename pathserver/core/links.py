@@ -96,6 +96,19 @@ def _nearness(diagonal, floor_rows, targets, width, x, y):
     return best
 
 
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _grid_move(moves, d, x, y, width, heights, use_heights, max_climb):
+    """``(node, nx, ny)``: the cell grid move ``d`` (0-7) from (x, y) enters; node -1
+    when ``moves`` (:func:`move_bits`) lacks the move or its climb passes ``max_climb``."""
+    if (moves >> d) & 1 == 0:
+        return -1, x, y
+    nx = x + _STEP_X[d]
+    ny = y + _STEP_Y[d]
+    if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
+        return -1, nx, ny
+    return ny * width + nx, nx, ny
+
+
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
 def search_links(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, heuristic,
                  floor_rows, sx, sy, targets, max_expansions, track, link_first, link_to, link_cost, entries,
@@ -155,16 +168,10 @@ def search_links(cells, cost_index, cost_table, uniform, heights, use_heights, m
         last = 8 + link_first[node + 1] - link_first[node]
         for d in range(last):
             if d < 8:
-                if (moves >> d) & 1 == 0:
+                neighbour, nx, ny = _grid_move(moves, d, x, y, width, heights, use_heights, max_climb)
+                if neighbour < 0:
                     continue
-                nx = x + _STEP_X[d]
-                ny = y + _STEP_Y[d]
-                if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
-                    continue
-                neighbour = ny * width + nx
-                step = slant if d >= 4 else 1.0
-                if uniform == 0:
-                    step *= cost_table[cost_index[ny, nx]]
+                step = (slant if d >= 4 else 1.0) * entry_cost(cost_index, cost_table, uniform, nx, ny)
                 via = node
             else:
                 k = link_first[node] + d - 8
@@ -331,16 +338,10 @@ def reach_links(cells, cost_index, cost_table, uniform, heights, use_heights, ma
         last = 8 + link_first[node + 1] - link_first[node]
         for d in range(last):
             if d < 8:
-                if (moves >> d) & 1 == 0:
+                neighbour, nx, ny = _grid_move(moves, d, x, y, width, heights, use_heights, max_climb)
+                if neighbour < 0:
                     continue
-                nx = x + _STEP_X[d]
-                ny = y + _STEP_Y[d]
-                if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
-                    continue
-                neighbour = ny * width + nx
-                step = slant if d >= 4 else 1.0
-                if uniform == 0:
-                    step *= cost_table[cost_index[ny, nx]]
+                step = (slant if d >= 4 else 1.0) * entry_cost(cost_index, cost_table, uniform, nx, ny)
             else:
                 k = link_first[node] + d - 8
                 neighbour = link_to[k]
@@ -402,13 +403,9 @@ def field_links(cells, cost_index, cost_table, uniform, heights, use_heights, ma
         last = 8 + back_first[node + 1] - back_first[node]
         for d in range(last):
             if d < 8:
-                if (moves >> d) & 1 == 0:
+                neighbour, nx, ny = _grid_move(moves, d, x, y, width, heights, use_heights, max_climb)
+                if neighbour < 0:
                     continue
-                nx = x + _STEP_X[d]
-                ny = y + _STEP_Y[d]
-                if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
-                    continue
-                neighbour = ny * width + nx
                 step = (slant if d >= 4 else 1.0) * entry
             else:
                 k = back_first[node] + d - 8
