@@ -24,6 +24,7 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import heuristic_distance, min_cost, next_pass_id
+from pathserver.core.dijkstra import TOLERANCE
 from pathserver.core.heap import key_pop, key_sift_up
 from pathserver.core.moves import diagonal_step, entry_cost, hex_distance, move_bits
 from pathserver.core.status import DIAGONAL_HEX, SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
@@ -317,7 +318,7 @@ def reach_links(cells, cost_index, cost_table, uniform, heights, use_heights, ma
     heap_pos = work_int[2]
     stamp = work_int[3]
     slant = diagonal_step(diagonal)
-    limit = budget + 1e-9 * max(1.0, budget)
+    limit = budget + TOLERANCE * max(1.0, budget)
     start = sy * width + sx
     g[start] = 0.0
     stamp[start] = open_mark
@@ -376,7 +377,7 @@ def field_links(cells, cost_index, cost_table, uniform, heights, use_heights, ma
     heap_pos = work_int[2]
     stamp = work_int[3]
     slant = diagonal_step(diagonal)
-    limit = max_cost + 1e-9 * max(1.0, max_cost)
+    limit = max_cost + TOLERANCE * max(1.0, max_cost)
     size = 0
     for k in range(sources.shape[0]):
         node = sources[k]
