@@ -116,6 +116,23 @@ def random_links(rng, floors, width, height, walkable, count, tags=("ladder", "d
     return links
 
 
+
+def random_floors(rng, floors, height, width, count):
+    """``(walkable, cost, links)``: ``floors`` random floors of ``height x width`` (bool,
+    a fifth blocked; float, a third costing 3) and ``count`` links of :func:`random_links`
+    tagged ladder or door."""
+    walkable = np.stack([rng.random((height, width)) > 0.2 for _ in range(floors)])
+    cost = np.stack([np.where(rng.random((height, width)) < 0.3, 3.0, 1.0) for _ in range(floors)])
+    return walkable, cost, random_links(rng, floors, width, height, walkable, count, tags=("ladder", "door"))
+
+
+def floors_for_unit(walkable, cost, unit):
+    """``(passable, costs)``, per floor: where a ``unit x unit`` footprint stands, and the
+    terrain cost it pays there (its footprint's dearest cell)."""
+    passable = [naive.passable_for_unit(w, unit, unit) for w in walkable]
+    costs = [naive.footprint_max(np.where(w, c, 1.0), unit, unit) for w, c in zip(walkable, cost)]
+    return passable, costs
+
 # -- every op: the whole graph of moves ---------------------------------------------------
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from pathserver.core.jit import NO_REFCOUNT, njit
 
 from pathserver.core.astar import heuristic_distance, min_cost, next_pass_id
+from pathserver.core.dijkstra import TOLERANCE
 from pathserver.core.heap import key_pop, key_sift_up
 from pathserver.core.moves import diagonal_step, entry_cost, hex_distance, move_bits
 from pathserver.core.status import DIAGONAL_HEX, SEARCH_BUDGET, SEARCH_FOUND, SEARCH_NO_PATH
@@ -96,6 +97,19 @@ def _nearness(diagonal, floor_rows, targets, width, x, y):
     return best
 
 
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _grid_move(moves, d, x, y, width, heights, use_heights, max_climb):
+    """``(node, nx, ny)``: the cell grid move ``d`` (0-7) from (x, y) enters; node -1
+    when ``moves`` (:func:`move_bits`) lacks the move or its climb passes ``max_climb``."""
+    if (moves >> d) & 1 == 0:
+        return -1, x, y
+    nx = x + _STEP_X[d]
+    ny = y + _STEP_Y[d]
+    if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
+        return -1, nx, ny
+    return ny * width + nx, nx, ny
+
+
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
 def search_links(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, heuristic,
                  floor_rows, sx, sy, targets, max_expansions, track, link_first, link_to, link_cost, entries,
@@ -155,16 +169,10 @@ def search_links(cells, cost_index, cost_table, uniform, heights, use_heights, m
         last = 8 + link_first[node + 1] - link_first[node]
         for d in range(last):
             if d < 8:
-                if (moves >> d) & 1 == 0:
+                neighbour, nx, ny = _grid_move(moves, d, x, y, width, heights, use_heights, max_climb)
+                if neighbour < 0:
                     continue
-                nx = x + _STEP_X[d]
-                ny = y + _STEP_Y[d]
-                if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
-                    continue
-                neighbour = ny * width + nx
-                step = slant if d >= 4 else 1.0
-                if uniform == 0:
-                    step *= cost_table[cost_index[ny, nx]]
+                step = (slant if d >= 4 else 1.0) * entry_cost(cost_index, cost_table, uniform, nx, ny)
                 via = node
             else:
                 k = link_first[node] + d - 8
@@ -269,6 +277,28 @@ def trace_links(parent, link_first, link_id, width, start, end):
     return path, links
 
 
+@njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
+def _relax(g, stamp, heap_nodes, heap_keys, heap_pos, size, open_mark, closed_mark, limit, neighbour, g_new):
+    """Dijkstra's step to ``neighbour`` at cost ``g_new``: skipped when it is closed, past
+    ``limit`` or no cheaper than its open cost; else ``g`` lowered and the node pushed or
+    sifted up in the key heap. Returns the heap's new size."""
+    mark = stamp[neighbour]
+    if mark == closed_mark or g_new > limit or (mark == open_mark and g_new >= g[neighbour]):
+        return size
+    g[neighbour] = g_new
+    if mark == open_mark:
+        at = heap_pos[neighbour]
+        heap_keys[at] = g_new
+        key_sift_up(heap_nodes, heap_keys, heap_pos, at)
+        return size
+    stamp[neighbour] = open_mark
+    heap_nodes[size] = neighbour
+    heap_keys[size] = g_new
+    heap_pos[neighbour] = size
+    key_sift_up(heap_nodes, heap_keys, heap_pos, size)
+    return size + 1
+
+
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
 def reach_links(cells, cost_index, cost_table, uniform, heights, use_heights, max_climb, diagonal, sx, sy, budget,
                 link_first, link_to, link_cost, work_float, work_int):
@@ -288,7 +318,7 @@ def reach_links(cells, cost_index, cost_table, uniform, heights, use_heights, ma
     heap_pos = work_int[2]
     stamp = work_int[3]
     slant = diagonal_step(diagonal)
-    limit = budget + 1e-9 * max(1.0, budget)
+    limit = budget + TOLERANCE * max(1.0, budget)
     start = sy * width + sx
     g[start] = 0.0
     stamp[start] = open_mark
@@ -309,40 +339,18 @@ def reach_links(cells, cost_index, cost_table, uniform, heights, use_heights, ma
         last = 8 + link_first[node + 1] - link_first[node]
         for d in range(last):
             if d < 8:
-                if (moves >> d) & 1 == 0:
+                neighbour, nx, ny = _grid_move(moves, d, x, y, width, heights, use_heights, max_climb)
+                if neighbour < 0:
                     continue
-                nx = x + _STEP_X[d]
-                ny = y + _STEP_Y[d]
-                if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
-                    continue
-                neighbour = ny * width + nx
-                step = slant if d >= 4 else 1.0
-                if uniform == 0:
-                    step *= cost_table[cost_index[ny, nx]]
+                step = (slant if d >= 4 else 1.0) * entry_cost(cost_index, cost_table, uniform, nx, ny)
             else:
                 k = link_first[node] + d - 8
                 neighbour = link_to[k]
                 if flat[neighbour] == 0:
                     continue
                 step = link_cost[k]
-            mark = stamp[neighbour]
-            if mark == closed_mark:
-                continue
-            g_new = g_node + step
-            if g_new > limit or (mark == open_mark and g_new >= g[neighbour]):
-                continue
-            g[neighbour] = g_new
-            if mark == open_mark:
-                at = heap_pos[neighbour]
-                heap_keys[at] = g_new
-                key_sift_up(heap_nodes, heap_keys, heap_pos, at)
-            else:
-                stamp[neighbour] = open_mark
-                heap_nodes[size] = neighbour
-                heap_keys[size] = g_new
-                heap_pos[neighbour] = size
-                key_sift_up(heap_nodes, heap_keys, heap_pos, size)
-                size += 1
+            size = _relax(g, stamp, heap_nodes, heap_keys, heap_pos, size, open_mark, closed_mark, limit, neighbour,
+                          g_node + step)
     return count
 
 
@@ -369,7 +377,7 @@ def field_links(cells, cost_index, cost_table, uniform, heights, use_heights, ma
     heap_pos = work_int[2]
     stamp = work_int[3]
     slant = diagonal_step(diagonal)
-    limit = max_cost + 1e-9 * max(1.0, max_cost)
+    limit = max_cost + TOLERANCE * max(1.0, max_cost)
     size = 0
     for k in range(sources.shape[0]):
         node = sources[k]
@@ -396,13 +404,9 @@ def field_links(cells, cost_index, cost_table, uniform, heights, use_heights, ma
         last = 8 + back_first[node + 1] - back_first[node]
         for d in range(last):
             if d < 8:
-                if (moves >> d) & 1 == 0:
+                neighbour, nx, ny = _grid_move(moves, d, x, y, width, heights, use_heights, max_climb)
+                if neighbour < 0:
                     continue
-                nx = x + _STEP_X[d]
-                ny = y + _STEP_Y[d]
-                if use_heights != 0 and abs(heights[ny, nx] - heights[y, x]) > max_climb:
-                    continue
-                neighbour = ny * width + nx
                 step = (slant if d >= 4 else 1.0) * entry
             else:
                 k = back_first[node] + d - 8
@@ -410,24 +414,8 @@ def field_links(cells, cost_index, cost_table, uniform, heights, use_heights, ma
                 if flat[neighbour] == 0:
                     continue
                 step = back_cost[k]
-            mark = stamp[neighbour]
-            if mark == closed_mark:
-                continue
-            g_new = g_node + step
-            if g_new > limit or (mark == open_mark and g_new >= g[neighbour]):
-                continue
-            g[neighbour] = g_new
-            if mark == open_mark:
-                at = heap_pos[neighbour]
-                heap_keys[at] = g_new
-                key_sift_up(heap_nodes, heap_keys, heap_pos, at)
-            else:
-                stamp[neighbour] = open_mark
-                heap_nodes[size] = neighbour
-                heap_keys[size] = g_new
-                heap_pos[neighbour] = size
-                key_sift_up(heap_nodes, heap_keys, heap_pos, size)
-                size += 1
+            size = _relax(g, stamp, heap_nodes, heap_keys, heap_pos, size, open_mark, closed_mark, limit, neighbour,
+                          g_node + step)
     return settled
 
 

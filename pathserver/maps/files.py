@@ -21,6 +21,7 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -206,6 +207,31 @@ def check_dimensions(path, where: str | None, width, height) -> tuple[int, int]:
 
 def is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def tiled_objects(path, items, where: str) -> Iterator[tuple[str, dict]]:
+    """Yields ``(field, item)`` for each item of a Tiled list (layers, tiles, objects) at
+    field ``where``, checking each as it comes: a MapLoadError if ``items`` is not a list
+    or the item is not an object."""
+    if not isinstance(items, list):
+        raise map_error(path, f"field '{where}'", "must be a list")
+    for i, item in enumerate(items):
+        item_where = f"{where}[{i}]"
+        if not isinstance(item, dict):
+            raise map_error(path, f"field '{item_where}'", "must be an object")
+        yield item_where, item
+
+
+def tile_sizes(path, document: dict, needs: str) -> tuple[float, float]:
+    """A Tiled map's ``(tilewidth, tileheight)``, each a number > 0, as floats; ``needs``
+    names the map that needs them in the error (``"a hexagonal map"``)."""
+    sizes = []
+    for key in ("tilewidth", "tileheight"):
+        value = document.get(key)
+        if not is_number(value) or value <= 0:
+            raise map_error(path, f"field '{key}'", f"{needs} needs a number > 0, got {value!r:.40}")
+        sizes.append(float(value))
+    return sizes[0], sizes[1]
 
 
 def tiled_properties(path, owner: dict, where: str) -> dict:

@@ -67,6 +67,8 @@ from pathserver.maps.files import (
     parse_json,
     read_file,
     tag_values,
+    tile_sizes,
+    tiled_objects,
     tiled_properties,
 )
 from pathserver.maps.tags import check_classes, check_tag_names, json_property
@@ -137,14 +139,8 @@ def _read_tileset(path: Path, entry, index: int, sources: list[Path]) -> _Tilese
     tilecount = tileset.get("tilecount")
     if tilecount is not None:
         _integer(owner_path, tilecount, f"{where}.tilecount", 0)
-    tiles_raw = tileset.get("tiles", [])
-    if not isinstance(tiles_raw, list):
-        raise map_error(owner_path, f"field '{where}.tiles'", "must be a list")
     tiles, tags = {}, {}
-    for j, tile in enumerate(tiles_raw):
-        tile_where = f"{where}.tiles[{j}]"
-        if not isinstance(tile, dict):
-            raise map_error(owner_path, f"field '{tile_where}'", "must be an object")
+    for tile_where, tile in tiled_objects(owner_path, tileset.get("tiles", []), f"{where}.tiles"):
         tile_id = _integer(owner_path, tile.get("id"), f"{tile_where}.id", 0)
         props = tiled_properties(owner_path, tile, tile_where)
         tiles[tile_id] = _tile_terrain(owner_path, props, tile_where)
@@ -247,17 +243,12 @@ def _hex_grid(path, document: dict) -> tuple[str, tuple[float, float], tuple[flo
         raise map_error(path, "field 'staggeraxis'", f"a hexagonal map needs 'x' or 'y', got {axis!r:.20}")
     if index not in ("odd", "even"):
         raise map_error(path, "field 'staggerindex'", f"a hexagonal map needs 'odd' or 'even', got {index!r:.20}")
-    sizes = []
-    for key in ("tilewidth", "tileheight"):
-        value = document.get(key)
-        if not is_number(value) or value <= 0:
-            raise map_error(path, f"field '{key}'", f"a hexagonal map needs a number > 0, got {value!r:.40}")
-        sizes.append(float(value))
+    tile_w, tile_h = tile_sizes(path, document, "a hexagonal map")
     side = document.get("hexsidelength", 0)  # Tiled reads a missing one as 0
     if not is_number(side) or side < 0:
         raise map_error(path, "field 'hexsidelength'", f"must be a number >= 0, got {side!r:.40}")
     layout = f"{index}-{'r' if axis == 'y' else 'q'}"
-    origin, tile_size = hex_transform(layout, sizes[0], sizes[1], float(side))
+    origin, tile_size = hex_transform(layout, tile_w, tile_h, float(side))
     return layout, origin, tile_size
 
 
@@ -355,12 +346,7 @@ def read(path: Path, options: dict) -> Decoded:
 def _all_layers(path, layers, where: str, floor: int | None, found: list) -> list:
     """Every layer, depth first in file order, as ``(where, layer, properties, floor)``:
     ``floor`` its own ``floor`` property, else its group's (None: neither has one)."""
-    if not isinstance(layers, list):
-        raise map_error(path, f"field '{where}'", "must be a list")
-    for i, layer in enumerate(layers):
-        layer_where = f"{where}[{i}]"
-        if not isinstance(layer, dict):
-            raise map_error(path, f"field '{layer_where}'", "must be an object")
+    for layer_where, layer in tiled_objects(path, layers, where):
         props = tiled_properties(path, layer, layer_where)
         own = floor
         if "floor" in props:

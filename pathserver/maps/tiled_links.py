@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from pathserver.hexes import cell_at, world_centre
-from pathserver.maps.files import is_number, map_error, tiled_properties
+from pathserver.maps.files import is_number, map_error, tile_sizes, tiled_objects, tiled_properties
 
 #: Object layers of this name hold links (polylines), see :func:`read_links`.
 LINKS_LAYER = "links"
@@ -26,15 +26,10 @@ def pixel_cells(path, document: dict, orientation: str, layout: str | None, tile
     if layout is not None:
         origin, tile_size = tiled_hex
         return lambda px, py: cell_at(layout, px, py, origin, tile_size)
-    sizes = []
-    for key in ("tilewidth", "tileheight"):
-        value = document.get(key)
-        if not is_number(value) or value <= 0:
-            raise map_error(path, f"field '{key}'", f"a map with links needs a number > 0, got {value!r:.40}")
-        sizes.append(float(value))
-    across = sizes[1] if orientation == "isometric" else sizes[0]
+    tile_w, tile_h = tile_sizes(path, document, "a map with links")
+    across = tile_h if orientation == "isometric" else tile_w
     return lambda px, py: (np.floor(np.asarray(px) / across).astype(np.int64),
-                           np.floor(np.asarray(py) / sizes[1]).astype(np.int64))
+                           np.floor(np.asarray(py) / tile_h).astype(np.int64))
 
 
 def read_links(path, link_layers: list, to_cell) -> tuple[list[dict], list[str]]:
@@ -42,13 +37,7 @@ def read_links(path, link_layers: list, to_cell) -> tuple[list[dict], list[str]]
     them, and the field of each (its object); see docs/guide.md, "Floors and links"."""
     links, fields = [], []
     for where, layer, floor in link_layers:
-        objects = layer.get("objects", [])
-        if not isinstance(objects, list):
-            raise map_error(path, f"field '{where}.objects'", "must be a list")
-        for j, obj in enumerate(objects):
-            obj_where = f"{where}.objects[{j}]"
-            if not isinstance(obj, dict):
-                raise map_error(path, f"field '{obj_where}'", "must be an object")
+        for obj_where, obj in tiled_objects(path, layer.get("objects", []), f"{where}.objects"):
             ends = _polyline_ends(path, obj, obj_where)
             (ax, bx), (ay, by) = (v.tolist() for v in to_cell(ends[:, 0], ends[:, 1]))
             props = tiled_properties(path, obj, obj_where)

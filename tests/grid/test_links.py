@@ -7,25 +7,16 @@ import math
 import numpy as np
 import pytest
 
-import naive
 import naive_links
 from pathserver import GridMap
 from pathserver.grid.search import find_path
 
 
 def world(rng, floors, height=9, width=11):
-    walkable = np.stack([rng.random((height, width)) > 0.2 for _ in range(floors)])
-    cost = np.stack([np.where(rng.random((height, width)) < 0.3, 3.0, 1.0) for _ in range(floors)])
+    walkable, cost, links = naive_links.random_floors(rng, floors, height, width, 10)
     tags = np.zeros(walkable.shape, dtype=np.uint8)
-    links = naive_links.random_links(rng, floors, width, height, walkable, 10, tags=("ladder", "door"))
     gridmap = GridMap(walkable, cost, tags=tags, tag_names={"ladder": 1, "door": 2}, floors=floors, links=links)
     return walkable, cost, links, gridmap
-
-
-def reference(walkable, cost, unit):
-    passable = [naive.passable_for_unit(w, unit, unit) for w in walkable]
-    costs = [naive.footprint_max(np.where(w, c, 1.0), unit, unit) for w, c in zip(walkable, cost)]
-    return passable, costs
 
 
 @pytest.mark.parametrize("floors", [1, 2, 3])
@@ -34,7 +25,7 @@ def test_paths_with_floors_and_links_are_exact(floors):
     for trial in range(4):
         walkable, cost, links, gridmap = world(rng, floors)
         unit = 1 + trial % 2
-        passable, costs = reference(walkable, cost, unit)
+        passable, costs = naive_links.floors_for_unit(walkable, cost, unit)
         rules = {"ladder": None} if trial == 3 else {"door": 2.0} if trial == 2 else None
         points = [(int(x), int(y), f) for f in range(floors) for y, x in np.argwhere(passable[f])]
         for _ in range(8):
@@ -68,7 +59,7 @@ def test_reachable_with_floors_and_links_is_exact(floors):
     for trial in range(4):
         walkable, cost, links, gridmap = world(rng, floors)
         unit = 1 + trial % 2
-        passable, costs = reference(walkable, cost, unit)
+        passable, costs = naive_links.floors_for_unit(walkable, cost, unit)
         rules = {"door": None} if trial == 1 else None
         points = [(int(x), int(y), f) for f in range(floors) for y, x in np.argwhere(passable[f])]
         start = points[rng.integers(len(points))]

@@ -20,18 +20,10 @@ RULES = [None, {"ladder": None}, {"door": 2.0}, {"ladder": 3.0, "door": None}]
 
 
 def world(rng, floors, height=8, width=10, links=10):
-    walkable = np.stack([rng.random((height, width)) > 0.2 for _ in range(floors)])
-    cost = np.stack([np.where(rng.random((height, width)) < 0.3, 3.0, 1.0) for _ in range(floors)])
+    walkable, cost, wired = naive_links.random_floors(rng, floors, height, width, links)
     tags = np.zeros(walkable.shape, dtype=np.uint8)
-    wired = naive_links.random_links(rng, floors, width, height, walkable, links, tags=("ladder", "door"))
     gridmap = GridMap(walkable, cost, tags=tags, tag_names={"ladder": 1, "door": 2}, floors=floors, links=wired)
     return walkable, cost, wired, gridmap
-
-
-def reference(walkable, cost, unit):
-    passable = [naive.passable_for_unit(w, unit, unit) for w in walkable]
-    costs = [naive.footprint_max(np.where(w, c, 1.0), unit, unit) for w, c in zip(walkable, cost)]
-    return passable, costs
 
 
 def standable(passable):
@@ -58,7 +50,7 @@ def cases(seed, floors, count):
     while made < count:
         walkable, cost, links, gridmap = world(rng, floors)
         unit = 1 + made % 3
-        passable, costs = reference(walkable, cost, unit)
+        passable, costs = naive_links.floors_for_unit(walkable, cost, unit)
         points = standable(passable)
         if len(points) < 12:
             continue
@@ -274,7 +266,7 @@ def test_edits_land_on_their_floor_and_links_can_be_replaced():
     assert replaced.generation == edited.generation + 1 and len(replaced.links) == 3
     np.testing.assert_array_equal(replaced.walkable, edited.walkable)
     for unit in (1, 2):
-        passable, costs = reference(expected, cost, unit)
+        passable, costs = naive_links.floors_for_unit(expected, cost, unit)
         points = standable(passable)
         for rules in (None, {"ladder": None}):
             moves = naive_links.graph(passable, costs, links[:3], rules)

@@ -1,7 +1,7 @@
 extends RefCounted
 ## What the RTS, tactics and hex scenes share: their TileSets, made in code (square floor,
 ## wall, mud; hexagon grass, rock, forest, water), the keys that switch between the demo's
-## scenes, and the command line.
+## scenes, the wait for the server and the command line.
 
 ## Atlas coordinates of the tiles in [method make_tile_set]'s one source (id 0).
 const FLOOR := Vector2i(0, 0)
@@ -92,6 +92,16 @@ static func switch_scene(event: InputEvent, tree: SceneTree) -> bool:
 	if key and key.pressed and SCENE_KEYS.has(key.keycode):
 		tree.change_scene_to_file.call_deferred(SCENES[SCENE_KEYS[key.keycode]])
 		return true
+	return false
+
+
+## Waits for the server, telling the player through [param show] (a
+## [code]func(text: String)[/code]); false, once told, when there is none.
+static func wait_for_server(show: Callable) -> bool:
+	show.call("waiting for the server...")
+	if await PathServer.wait_connected():
+		return true
+	show.call("no server at %s: see the output" % PathServer.endpoint)
 	return false
 
 

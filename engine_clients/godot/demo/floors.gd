@@ -132,9 +132,7 @@ func _ready() -> void:
 	)
 	overlay.agent = agent
 	var seconds := Tiles.user_arg("--demo-seconds=").to_float()
-	_show("waiting for the server...")
-	if not await PathServer.wait_connected():
-		_show("no server at %s: see the output" % PathServer.endpoint)
+	if not await Tiles.wait_for_server(_show):
 		if seconds > 0.0:
 			_finish()
 		return

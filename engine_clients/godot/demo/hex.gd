@@ -91,9 +91,7 @@ func _ready() -> void:
 	units.append(HexUnit.new("big", Vector2i(4, 5), 2, Color("ff8a65")))
 	overlay.draw.connect(_draw_overlay)
 	var seconds := Tiles.user_arg("--demo-seconds=").to_float()
-	_show("waiting for the server...")
-	if not await PathServer.wait_connected():
-		_show("no server at %s: see the output" % PathServer.endpoint)
+	if not await Tiles.wait_for_server(_show):
 		if seconds > 0.0:
 			_finish()
 		return

@@ -57,9 +57,7 @@ func _ready() -> void:
 	var seconds := Tiles.user_arg("--demo-seconds=").to_float()
 	if seconds > 0.0:
 		Engine.time_scale = 2.0
-	_show("waiting for the server...")
-	if not await PathServer.wait_connected():
-		_show("no server at %s: see the output" % PathServer.endpoint)
+	if not await Tiles.wait_for_server(_show):
 		if seconds > 0.0:
 			_finish()
 		return

@@ -62,9 +62,7 @@ func _ready() -> void:
 	overlay.draw.connect(_draw_overlay)
 	sync.synced.connect(func(_gen: int, _cells: int) -> void: refresh_range())
 	var seconds := Tiles.user_arg("--demo-seconds=").to_float()
-	_show("waiting for the server...")
-	if not await PathServer.wait_connected():
-		_show("no server at %s: see the output" % PathServer.endpoint)
+	if not await Tiles.wait_for_server(_show):
 		if seconds > 0.0:
 			_finish()
 		return
