@@ -1,6 +1,6 @@
 // Tests.Floors.cs: the C# client's tests (Tests.cs runs them) of maps with floors and links
 // (docs/protocol.md, "Floors and links"): what PutMapAsync, UpdateAsync and the requests send
-// (points and rectangles with a floor, links, bins of triples), how replies with floors are read
+// (points and rectangles with a floor, links, points on floors as arrays), how replies with floors are read
 // (points, a path's links, packed paths, reachable, field, get_map), and, against a server that
 // takes floors, a tower of two floors with a ladder and a one-way drop on every op.
 
@@ -287,7 +287,7 @@ static partial class Tests
             Equal("[1, 0] | [0, 1]", string.Join(" ", results[0].Links) + " | " + string.Join(" ", results[1].Links), "a batch: each result's links");
             var batch = await client.FindPathsPackedAsync(new[] { new PathPoint(4, 0), new PathPoint(4, 2, 1) }, new[] { new PathPoint(4, 0, 1), new PathPoint(4, 2) }, 1, grid);
             Equal(string.Join(" ", up.Path) + " | " + string.Join(" ", down.Path), string.Join(" ", batch.PathOf(0)) + " | " + string.Join(" ", batch.PathOf(1)),
-                "a packed batch: starts and goals sent as triples, paths read as triples");
+                "a packed batch: entries sent as requests (points on floors), paths read as triples");
         });
     }
 
@@ -332,7 +332,7 @@ static partial class Tests
         });
     }
 
-    // next_steps with PathPoint positions (a bin of triples).
+    // next_steps with PathPoint positions (points on floors go as arrays).
     static Task FloorsNextSteps()
     {
         return WithTower(async (client, grid, gen) =>
@@ -362,7 +362,7 @@ static partial class Tests
         });
     }
 
-    // Avoid on a link's end (a bin of triples) and traversal on its tag bar it.
+    // Avoid on a link's end (its cell as an array with its floor) and traversal on its tag bar it.
     static Task FloorsAvoidAndTraversal()
     {
         return WithTower(async (client, grid, gen) =>
@@ -372,7 +372,7 @@ static partial class Tests
             Equal(PathStatus.NoPath, barred.Status, "traversal bars the links tagged ladder");
             var avoided = await client.FindPathAsync(new PathPoint(4, 0), new PathPoint(4, 0, 1), 1,
                 new PathOptions { Map = grid.Map, Space = CoordinateSpace.Grid, Avoid = new AvoidSet().AddCell(0, 0, 1) });
-            Equal(PathStatus.NoPath, avoided.Status, "avoid on the ladder's top (a bin of triples) bars the ladder");
+            Equal(PathStatus.NoPath, avoided.Status, "avoid on the ladder's top ([x, y, floor]) bars the ladder");
         });
     }
 
