@@ -150,18 +150,22 @@ def _check_links(value, floors: int, width: int, height: int, at: str) -> Links:
     return Links(ends, cost, two_way, tuple(tags))
 
 
+def check_floor(floor, count: int, at: str) -> int:
+    """A point's floor: a whole number naming one of a map's ``count`` floors; else
+    RequestError / OutOfBoundsError at ``at``."""
+    if floor != int(floor):
+        raise RequestError(f"a floor is a whole number, got {floor}", at=at)
+    if not 0 <= floor < count:
+        raise OutOfBoundsError(f"floor {floor:g} is not one of the map's floors (0..{count - 1})", at=at)
+    return int(floor)
+
+
 def check_floor_column(floors, count: int, at: str, column: int) -> np.ndarray:
-    """int64 (n,): ``floors`` (numbers, the floor of each row of ``at``), each a whole
-    number naming one of a map's ``count`` floors; else RequestError / OutOfBoundsError
-    at ``at[i][column]`` (the row's floor)."""
+    """int64 (n,): ``floors`` (numbers, the floor of each row of ``at``), each checked by
+    :func:`check_floor`, the first bad one refused at ``at[i][column]`` (the row's floor)."""
     floors = np.asarray(floors, dtype=np.float64)
-    bad = floors != np.floor(floors)
+    bad = (floors != np.floor(floors)) | (floors < 0) | (floors >= count)
     if bad.any():
         i = int(np.argmax(bad))
-        raise RequestError(f"a floor is a whole number, got {floors[i]}", at=f"{at}[{i}][{column}]")
-    bad = (floors < 0) | (floors >= count)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise OutOfBoundsError(f"floor {floors[i]:g} is not one of the map's floors (0..{count - 1})",
-                               at=f"{at}[{i}][{column}]")
+        check_floor(float(floors[i]), count, f"{at}[{i}][{column}]")
     return floors.astype(np.int64)

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from pathserver.errors import MapLoadError, OutOfBoundsError, RequestError
-from pathserver.floors import check_links
+from pathserver.floors import check_floor, check_links
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.values import floor_cell
 from pathserver.options import REGION
@@ -29,7 +29,7 @@ from pathserver.protocol.requests import (
     parse_put_map,
 )
 from pathserver.server.failures import error_reply_bytes
-from pathserver.server.spaces import check_floor, covered_cells
+from pathserver.server.spaces import covered_cells
 
 log = logging.getLogger("pathserver.server")
 
@@ -89,13 +89,13 @@ def update_cells(request: UpdateRequest, gridmap) -> tuple[list, list]:
     rects = []
     for i, rect in enumerate(request.rects):
         at = f"rects[{i}]"
-        floor = check_floor(gridmap, rect[4], f"{at}[4]") if len(rect) > 4 else 0
+        floor = check_floor(rect[4], gridmap.floors, f"{at}[4]") if len(rect) > 4 else 0
         x, y, w, h = gridmap.world_rects_to_grid([rect[:4]])[0] if world else rect[:4]
         rects.append(covered_cells(gridmap, x, y, w, h, at) + ((floor,) if gridmap.floors > 1 else ()))
     cells = []
     for i, cell in enumerate(request.cells):
         at = f"cells[{i}]"
-        floor = check_floor(gridmap, cell[2], f"{at}[2]") if len(cell) > 2 else 0
+        floor = check_floor(cell[2], gridmap.floors, f"{at}[2]") if len(cell) > 2 else 0
         x, y = cell[:2]
         if world:
             x, y = gridmap.world_to_grid([(x, y)])[0]

@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from pathserver.errors import OutOfBoundsError, RequestError
+from pathserver.errors import OutOfBoundsError
+from pathserver.floors import check_floor, check_floor_column
 from pathserver.grid.values import floor_cell
 from pathserver.protocol.replies import PathAnswer
 
@@ -35,35 +36,19 @@ def point_floors(gridmap, points, name: str):
     if isinstance(points, np.ndarray):
         if points.shape[1] == 2 and gridmap.floors == 1:
             return None
-        return np.zeros(len(points)) if points.shape[1] == 2 else _floor_column(gridmap, points[:, 2], name)
+        return np.zeros(len(points)) if points.shape[1] == 2 else check_floor_column(points[:, 2], gridmap.floors,
+                                                                                     name, 2)
     if gridmap.floors == 1 and all(len(point) == 2 for point in points):
         return None
-    return _floor_column(gridmap, np.array([point[2] if len(point) > 2 else 0 for point in points],
-                                           dtype=np.float64), name)
-
-
-def _floor_column(gridmap, floors: np.ndarray, name: str) -> np.ndarray:
-    bad = (floors != np.floor(floors)) | (floors < 0) | (floors >= gridmap.floors)
-    if bad.any():
-        i = int(np.argmax(bad))
-        check_floor(gridmap, floors[i], f"{name}[{i}][2]")
-    return floors
-
-
-def check_floor(gridmap, floor, at: str) -> int:
-    """A point's floor: a whole number naming one of the map's floors."""
-    if floor != int(floor):
-        raise RequestError(f"a floor is a whole number, got {floor}", at=at)
-    if not 0 <= floor < gridmap.floors:
-        raise OutOfBoundsError(f"floor {floor:g} is not one of the map's floors (0..{gridmap.floors - 1})", at=at)
-    return int(floor)
+    return check_floor_column(np.array([point[2] if len(point) > 2 else 0 for point in points]), gridmap.floors,
+                              name, 2)
 
 
 def endpoint(gridmap, point, space: str, name: str):
     """A request's ``start`` / ``goal`` as the grid API takes it: on a map of several
     floors ``(x, y, floor)`` with ``x, y`` its cell, elsewhere ``(x, y)`` in grid units
     (the cell in world space); a floor the map does not have is refused here."""
-    floor = check_floor(gridmap, point[2], f"{name}[2]") if len(point) > 2 else 0
+    floor = check_floor(point[2], gridmap.floors, f"{name}[2]") if len(point) > 2 else 0
     if gridmap.floors == 1:
         return point_cell(gridmap, point[:2], space, name) if space == "world" else point[:2]
     x, y = point_cell(gridmap, point[:2], space, name)
