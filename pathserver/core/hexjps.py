@@ -1,33 +1,13 @@
 """Jump Point Search on hex maps of uniform cost, on precomputed jump distances.
 
-In axial coordinates (q, r) (:func:`pathserver.core.moves.axial`) the six directions
-d = 0..5 go round the hexagon (:data:`DIRECTION_Q`, :data:`DIRECTION_R`). In open ground
-a shortest path to a hex uses the two directions of the 60-degree wedge it lies in, in
-any order; a wedge holds one even ("primary") and one odd ("secondary") direction, so
-the search keeps one order: primary steps first, then secondary ones. The moves left
-after each step (:func:`successors`):
-
-- after a primary step a: a, a - 1 and a + 1 (nothing is forced);
-- after a secondary step s into n: s, and s + 1 where n + (s + 2) is blocked (the way
-  round n, n - s -> n + (s + 2) -> n + (s + 1), is gone), s - 1 likewise. Every other
-  neighbour of n is reached from the cell before n at least as soon.
-
-tests/core/test_hexjps.py derives these rules from that definition, for every wall
-round n. A secondary jump runs until the goal, a wall, or a cell where a turn is forced
-(a jump point); a primary jump until the goal, a wall, or a cell from which one of its
-two secondary side rays reaches a jump point or the goal.
-
-:func:`hex_jump_table` stores how far each jump goes, for every cell and direction
-(JPS+'s table, :mod:`pathserver.core.jpsplus`, for hex); :func:`hex_jps` searches with
-it, stopping on the goal at query time. A primary jump's stops never enter the open
-list: one expansion walks the whole primary ray and offers what the side rays of its
-stops reach, each joined to the node by an elbow (primary steps, then secondary ones).
-A node may be reached at the same cost from several directions: it keeps them all (a
-bit each) and is expanded, or opened again once closed, for each it had not expanded
-yet, so the search is exact whatever the order of ties. Search state follows
-:mod:`pathserver.core.astar`'s workspace convention; ``parent[node]`` is the previous
-jump point, a straight line or an elbow away (:func:`trace_hex_into` fills in the
-cells between).
+Directions d = 0..5 go round the hexagon in axial coordinates (:data:`DIRECTION_Q`,
+:data:`DIRECTION_R`). A shortest path keeps one order, primary (even) steps before
+secondary (odd) ones; the moves left after each step are :func:`successors`'.
+:func:`hex_jump_table` stores how far each jump goes, for every cell and direction;
+:func:`hex_jps` searches with it, stopping on the goal at query time, and
+:func:`trace_hex_into` fills in the cells between jump points. Search state follows
+:mod:`pathserver.core.astar`'s workspace convention. Why the rules are exact, and how ties
+are kept: docs/design.md, "Hex JPS".
 """
 
 import numpy as np

@@ -76,7 +76,7 @@ def _finds(table, node, d, step):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _distance(table, node, d, step):
+def table_distance(table, node, d, step):
     """The steps from ``node`` to the jump point a move in direction ``d`` reaches, 0
     for none (reading on past SAT entries)."""
     total = 0
@@ -89,7 +89,7 @@ def _distance(table, node, d, step):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _within(table, node, d, step, steps):
+def table_within(table, node, d, step, steps):
     """Whether ``steps`` > 0 moves from ``node`` in direction ``d`` are legal and meet
     no jump point before the last."""
     value = np.int64(table[node, d])
@@ -299,7 +299,7 @@ def _prune(bound_rows, bounds, node, gx, gy, mask):
 
 
 @njit(cache=True, nogil=True, inline="always", **NO_REFCOUNT)
-def _steps(table, node, x, y, d, gx, gy, width):
+def stop_steps(table, node, x, y, d, gx, gy, width):
     """How many steps a straight move from ``node`` at (x, y) in direction ``d`` takes
     to where it stops (a jump point, or the goal), 0 for none."""
     dx = DIRECTION_X[d]
@@ -424,11 +424,11 @@ def _offer_turns(table, node, cell, cx, cy, d, g_turn, gx, gy, width, keys, node
     dy = DIRECTION_Y[d]
     along_x = 0 if dx > 0 else 2
     along_y = 1 if dy > 0 else 3
-    ahead = _distance(table, cell, along_x, dx)
+    ahead = table_distance(table, cell, along_x, dx)
     if ahead > 0:
         size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_turn + ahead, gx, gy, width,
                       keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
-    ahead = _distance(table, cell, along_y, dy * width)
+    ahead = table_distance(table, cell, along_y, dy * width)
     if ahead > 0:
         size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_turn + ahead, gx, gy,
                       width, keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n)
@@ -450,12 +450,12 @@ def _offer_goal(table, node, cell, ox, oy, k, d, g_turn, gx, gy, goal, width, ke
     turn = cell + k * (dy * width + dx)
     if ox < oy:
         along = 1 if dy > 0 else 3
-        if _within(table, turn, along, dy * width, oy - ox):
+        if table_within(table, turn, along, dy * width, oy - ox):
             size = _offer(node, goal, gx, gy, along, g_turn + (oy - ox), gx, gy, width, keys, nodes, base, size,
                           words, records, open_mark, closed_mark, h_scale, n)
         return size
     along = 0 if dx > 0 else 2
-    if _within(table, turn, along, dx, ox - oy):
+    if table_within(table, turn, along, dx, ox - oy):
         size = _offer(node, goal, gx, gy, along, g_turn + (ox - oy), gx, gy, width, keys, nodes, base, size,
                       words, records, open_mark, closed_mark, h_scale, n)
     return size
@@ -532,8 +532,8 @@ def _straight_over(table, bitmaps, overlay, cells, node, x, y, d, gx, gy, width,
     if not clean:
         return _scan(bitmaps, cells, width, height, x, y, d, gx, gy)
     if turn < 0 or on_line:
-        return _steps(table, node, x, y, d, gx, gy, width)
-    return _distance(table, node, d, DIRECTION_Y[d] * width + DIRECTION_X[d]) if turn > 0 else 0
+        return stop_steps(table, node, x, y, d, gx, gy, width)
+    return table_distance(table, node, d, DIRECTION_Y[d] * width + DIRECTION_X[d]) if turn > 0 else 0
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNT)
@@ -762,7 +762,7 @@ def jps_plus(passable, table, sx, sy, gx, gy, weight, max_expansions, work_float
             if overlay is not None:
                 k = _straight_over(table, bitmaps, overlay, cells, node, x, y, d, gx, gy, width, height, -1)
             else:
-                k = _steps(table, node, x, y, d, gx, gy, width)
+                k = stop_steps(table, node, x, y, d, gx, gy, width)
             if k == 0:
                 continue
             size = _offer(node, node + k * (ddy * width + ddx), x + k * ddx, y + k * ddy, d, g_node + k,

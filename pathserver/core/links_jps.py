@@ -2,30 +2,16 @@
 with the sources of the links as jump points, on the grids JPS+ takes (uniform cost,
 8-connected, no corner cutting), exact with links of any cost, zero included.
 
-- The table is :func:`pathserver.core.jpsplus.jump_table_stops` of the unit's cells with
-  every link source a stop: a straight move stops on one, a diagonal where a straight
-  move from it finds one, or on one (then the source is a node of its own).
-- A node that is a link source also takes its links (``link_first``, ``link_to``,
-  ``link_cost``: the CSR form of :mod:`pathserver.core.links`); a node reached over a
-  link tries all eight directions, as the start does.
-- The estimate: a path leaves a node's component (of the grid without links: floors are
-  apart) only over a link, so ``h(n)`` is the least ``octile(n, p) + D(p)`` over the
-  *exits* ``p`` of its component: the goal (``D = 0``) and the link sources, ``D(e)`` the
-  cheapest way from ``e`` to the goal in the graph of links where a walk within a
-  component costs its octile distance (:func:`link_exits`, a Dijkstra from the goal,
-  once a query; past :data:`EXACT_EXITS` exits a component's rest count as one, their
-  least D). It never overestimates and is consistent (a link ``e -> t`` of cost ``c``:
-  ``h(e) <= D(e) <= c + h(t)``); a node of a component no exit is in cannot reach the
-  goal and is never queued.
-- With the goal bounds of the grid without links, a node skips each direction whose
-  box holds none of its component's exits: an optimal path leaves the component at one
-  by a shortest way on the grid.
-
-Records and heap: those of :func:`pathserver.core.jpsplus.jps_plus` (the workspace's
-``work_float`` rows 1 to 4), a node reached over a link marked with the arrival
-:data:`OVER_LINK` and the link's CSR position in ``work_int[0]`` (the row A* keeps its
-parents in). :func:`trace_link_jumps` lays the cells and the links taken;
-:func:`path_links` does all of it, and the smoothing, in one call.
+The table is :func:`pathserver.core.jpsplus.jump_table_stops` with every link source a
+stop; a node that is a link source also takes its links (``link_first``, ``link_to``,
+``link_cost``: the CSR form of :mod:`pathserver.core.links`), and a node reached over a
+link tries all eight directions. The estimate is the least ``octile(n, p) + D(p)`` over
+the exits ``p`` of the node's component (:func:`link_exits`). Records and heap are
+:func:`pathserver.core.jpsplus.jps_plus`' (a node reached over a link marked
+:data:`OVER_LINK`, its link's CSR position in ``work_int[0]``). :func:`trace_link_jumps`
+lays the cells and the links taken; :func:`path_links` does all of it, and the smoothing,
+in one call. Why the estimate is admissible and consistent, and how goal bounds prune:
+docs/design.md, "Links and floors: the search".
 """
 
 import numpy as np
@@ -41,13 +27,13 @@ from pathserver.core.jpsplus import (
     LINK_SHIFT,
     SAT,
     SAT_STEP,
-    _distance,
-    jump_cost,
-    _steps,
-    _within,
     is_free,
+    jump_cost,
+    stop_steps,
     strided_pop,
     strided_push,
+    table_distance,
+    table_within,
 )
 from pathserver.core.lines import finish_in_place, polyline_length
 from pathserver.core.moves import SQRT2
@@ -366,12 +352,12 @@ def _offer_turns(table, node, cell, cx, cy, d, g_turn, first, end, keys, nodes, 
     dy = DIRECTION_Y[d]
     along_x = 0 if dx > 0 else 2
     along_y = 1 if dy > 0 else 3
-    ahead = _distance(table, cell, along_x, dx)
+    ahead = table_distance(table, cell, along_x, dx)
     if ahead > 0:
         size = _offer(node, cell + ahead * dx, cx + ahead * dx, cy, along_x, g_turn + ahead, first, end, keys,
                       nodes, base, size, words, records, open_mark, closed_mark, h_scale, n, width, cells, comps,
                       per_row, exits, groups)
-    ahead = _distance(table, cell, along_y, dy * width)
+    ahead = table_distance(table, cell, along_y, dy * width)
     if ahead > 0:
         size = _offer(node, cell + ahead * dy * width, cx, cy + ahead * dy, along_y, g_turn + ahead, first, end,
                       keys, nodes, base, size, words, records, open_mark, closed_mark, h_scale, n, width, cells,
@@ -391,12 +377,12 @@ def _offer_goal(table, node, cell, ox, oy, k, d, g_turn, gx, gy, goal, first, en
     turn = cell + k * (dy * width + dx)
     if ox < oy:
         along = 1 if dy > 0 else 3
-        if _within(table, turn, along, dy * width, oy - ox):
+        if table_within(table, turn, along, dy * width, oy - ox):
             size = _offer(node, goal, gx, gy, along, g_turn + (oy - ox), first, end, keys, nodes, base, size, words,
                           records, open_mark, closed_mark, h_scale, n, width, cells, comps, per_row, exits, groups)
         return size
     along = 0 if dx > 0 else 2
-    if _within(table, turn, along, dx, ox - oy):
+    if table_within(table, turn, along, dx, ox - oy):
         size = _offer(node, goal, gx, gy, along, g_turn + (ox - oy), first, end, keys, nodes, base, size, words,
                       records, open_mark, closed_mark, h_scale, n, width, cells, comps, per_row, exits, groups)
     return size
@@ -571,7 +557,7 @@ def jps_links(passable, comps, table, sx, sy, gx, gy, max_expansions, link_first
                                       base, size, words, records, open_mark, closed_mark, h_scale, n, width, cells,
                                       comps, per_row, exits, groups)
                 continue
-            k = _steps(table, node, x, y, d, gx, gy, width)
+            k = stop_steps(table, node, x, y, d, gx, gy, width)
             if k == 0:
                 continue
             size = _offer(node, node + k * (ddy * width + ddx), x + k * ddx, y + k * ddy, d, g_node + k, first, end,

@@ -124,9 +124,8 @@ def _solver(kind, name):
         cells, nonzero where its footprint fits, the grid every search reads). jump_bits:
         :func:`pathserver.core.jps.jump_bitmaps` of ``cells``; jump_table:
         :func:`pathserver.core.jpsplus.jump_table` of it, or an empty (0, 8) array (with a
-        table, JPS runs as JPS+); in the copy ``solve_hex``, a hex map's
-        :func:`pathserver.core.hexjps.hex_jump_table` of ``cells``, its int16 bytes as int8
-        (2 * H * W, 6). With MODE_AVOIDING, ``cells`` holds a request's avoided
+        table, JPS runs as JPS+); in ``solve_hex``, :func:`pathserver.core.hexjps.hex_jump_table`
+        as int8 (2 * H * W, 6). With MODE_AVOIDING, ``cells`` holds a request's avoided
         cells blocked; with MODE_RELAXED too, JPS+ searches ``plain_cells``, a relaxation
         (the grid before, or it with some avoided anchors blocked), and QUERY_UNMENDED says
         its path did not mend on ``cells``; otherwise ``plain_cells`` is ``cells``. overlay:
@@ -138,12 +137,11 @@ def _solver(kind, name):
         work_float float64 (5, N), work_int int32 (4, N + 1), N >= H * W (JPS+ needs N > H *
         W): the workspace, zeroed once when allocated, never cleared between calls. Its
         rows, and the calls in turn with avoided cells: docs/design.md, "The path query".
-
         Returns (status, flags, count, cost, length, expanded, sx, sy, gx, gy): a QUERY_*
         status, FLAG_* bits, the count of waypoints (0 for no path; QUERY_UNMENDED's: the
         unmended path's cells) left in ``answer_cells(work_int)[:count]``, the cell path's
         cost, the waypoints' Euclidean length, nodes expanded, and the endpoints after
-        snapping. It allocates nothing, so it compiles without reference counting.
+        snapping. It allocates nothing (it compiles without reference counting).
         """
         diagonal = (mode >> MODE_DIAGONAL) & DIAGONAL_MASK
         heuristic = (mode >> MODE_HEURISTIC) & HEURISTIC_MASK
