@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pathserver import errors, options
+from pathserver.maps import sidecar
 from pathserver.protocol import packed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +31,7 @@ GENERATED = {
     (PROTOCOL_MD, "error codes"): errors.markdown_table,
     (PROTOCOL_MD, "packed statuses"): packed.markdown_table,
     (GUIDE_MD, "query options"): options.query_options_table,
+    (GUIDE_MD, "sidecar keys"): sidecar.markdown_table,
 }
 
 
@@ -46,6 +48,10 @@ def test_generated_doc_table_matches_its_definition(path, name):
     assert found.group(2) == GENERATED[path, name](), (
         f"{path.name}'s {name} table differs from the definition: run python tests/test_docs_tables.py --write"
     )
+
+
+def test_the_sidecar_key_table_names_every_key_a_map_format_takes():
+    assert set(sidecar.KEYS) == set().union(*sidecar.FORMAT_KEYS.values())
 
 
 def test_the_error_tree_drawing_matches_the_classes():

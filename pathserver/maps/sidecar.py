@@ -1,38 +1,11 @@
 """Sidecars: optional metadata beside a map, ``NAME.json`` or ``NAME.toml`` next to
 ``NAME.map`` / ``NAME.png`` / ``NAME.tmj`` (a Tiled ``NAME.json`` map can only have
-``NAME.toml``); both at once is an error, as which one wins would be a guess. Keys, all
-optional (an unknown key is an error, so a typo does not pass silently)::
-
-    shape          .map / .png: "square" (the default) or "hex"
-    layout         a hex map's offset layout: "odd-r", "even-r", "odd-q" or "even-q"
-                   (:mod:`pathserver.hexes`); required with "hex", refused without
-    origin         [x, y]: world position of the corner of cell (0, 0)
-    cell_size      world size of one cell (> 0); on a hex map a number or its tile size
-                   [w, h] (Godot's TileSet tile_size)
-    cost_legend    .map: character -> cost ({"~": 3.0}); .png: "#rrggbb" -> cost; a number
-                   >= 1 is walkable at that cost, null (TOML: "blocked") blocked
-    heights        rows of numbers (H rows of W), or a path relative to the map: a 2-D
-                   .npy array or a grey .png heightmap
-    heights_scale  multiplies a PNG heightmap's grey values (default 1)
-    layer          Tiled only: the tile layer to read
-    empty_cost     Tiled only: cost of empty cells (gid 0); null = blocked
-    tags           the tag layer: rows of integers 0..255 (0: untagged), or a path relative
-                   to the map: a .png (its red or grey value the tag byte), a 2-D int .npy
-    tag_names      tag name -> value 1..255
-    tag_colors     tag name -> colour(s) of the tags PNG, or of a PNG map without "tags"
-    tag_layer      Tiled only: the tile layer whose tiles' "tag" property gives the tags
-    classes        unit classes: class -> {tag: null (blocked; TOML: "blocked") or a cost
-                   multiplier >= 1}
-    floors         .map / .png: n floors (1..16), the file's rows one under another,
-                   floor 0 on top, each height / n rows; the heights and tags layers hold
-                   the same rows
-    links          .map / .png: links between cells as put_map takes them, [{"from": [x,
-                   y, floor], "to": [x, y, floor], "cost": c, "two_way": bool, "tag":
-                   name}, ...] (TOML: [[links]] tables); points in one floor's cells
-
-How the tag keys combine is in :mod:`pathserver.maps.tags`; floors and links are checked
-by :mod:`pathserver.floors` when the map is built, and a tag a link names that the map
-does not gets a value of its own (:func:`pathserver.maps.tags.name_link_tags`).
+``NAME.toml``); both at once is an error, as which one wins would be a guess. Every key is
+optional and an unknown one is an error, so a typo does not pass silently. The keys are
+:data:`KEYS` (docs/guide.md's table is generated from it); how the tag keys combine is in
+:mod:`pathserver.maps.tags`; floors and links are checked by :mod:`pathserver.floors` when
+the map is built, and a tag a link names that the map does not gets a value of its own
+(:func:`pathserver.maps.tags.name_link_tags`).
 """
 
 from __future__ import annotations
@@ -59,11 +32,48 @@ INLINE_HEIGHTS_CELLS = 4096
 
 _TAG_KEYS = {"tags", "tag_names", "tag_colors", "classes"}
 _ROWS_KEYS = {"shape", "layout", "origin", "cell_size", "cost_legend", "heights", "heights_scale", "floors", "links"}
-_APPLIES = {
+#: The keys each map format takes (a key another format takes is refused).
+FORMAT_KEYS = {
     "movingai": {*_ROWS_KEYS, *_TAG_KEYS},
     "png": {*_ROWS_KEYS, *_TAG_KEYS},
     "tiled": {"origin", "cell_size", "heights", "heights_scale", "layer", "empty_cost", "tag_layer", *_TAG_KEYS},
 }
+#: Every sidecar key and what it holds, in the order docs/guide.md lists them.
+KEYS = {
+    "shape": '`"square"` (the default) or `"hex"`',
+    "layout": 'a hex map\'s offset layout: `"odd-r"`, `"even-r"`, `"odd-q"` or `"even-q"` '
+              '(`pathserver.hexes`); required with `"hex"`, refused without',
+    "origin": "`[x, y]`: the world position of the corner of cell (0, 0)",
+    "cell_size": "the world size of one cell (> 0); on a hex map a number or the tile size `[w, h]` "
+                 "(Godot's TileSet `tile_size`)",
+    "cost_legend": '`.map`: character -> cost (`{"~": 3.0}`); `.png`: `"#rrggbb"` -> cost; a number >= 1 '
+                   'is walkable at that cost, null (TOML: `"blocked"`) blocked',
+    "heights": "rows of numbers (H rows of W), or a path relative to the map: a 2-D `.npy` array or a "
+               "grey `.png` heightmap",
+    "heights_scale": "multiplies a PNG heightmap's grey values (default 1)",
+    "layer": "the tile layer to read",
+    "empty_cost": "the cost of empty cells (gid 0); null: blocked",
+    "tags": "the tag layer: rows of integers 0..255 (0: untagged), or a path relative to the map: a "
+            "`.png` (its red or grey value the tag byte) or a 2-D int `.npy`",
+    "tag_names": "tag name -> value 1..255",
+    "tag_colors": 'tag name -> colour(s) of the tags PNG, or of a PNG map without `"tags"`',
+    "tag_layer": 'the tile layer whose tiles\' `"tag"` property gives the tags',
+    "classes": "unit classes: class -> `{tag: null (TOML: \"blocked\") or a cost multiplier >= 1}`",
+    "floors": "n floors (1..16): the file's rows one under another, floor 0 on top, each height / n "
+              "rows; the heights and tags layers hold the same rows",
+    "links": 'links between cells as `put_map` takes them, `[{"from": [x, y, floor], "to": [x, y, '
+             'floor], "cost": c, "two_way": bool, "tag": name}, ...]` (TOML: `[[links]]` tables)',
+}
+_FORMAT_NAMES = {"movingai": "`.map`", "png": "`.png`", "tiled": "Tiled"}
+
+
+def markdown_table() -> str:
+    """The table of sidecar keys in ``docs/guide.md`` (a test compares the two)."""
+    rows = ["| key | maps | holds |", "| --- | --- | --- |"]
+    for key, holds in KEYS.items():
+        formats = ", ".join(name for fmt, name in _FORMAT_NAMES.items() if key in FORMAT_KEYS[fmt])
+        rows.append(f"| `{key}` | {formats} | {holds} |")
+    return "\n".join(rows)
 _COLOUR = re.compile(r"#[0-9a-fA-F]{6}")
 
 
@@ -142,7 +152,7 @@ def validate_options(raw: dict, fmt: str, label: str) -> dict:
         where = f"field {key!r}"
         if key not in OPTION_KEYS:
             raise map_error(label, where, f"unknown key; known keys: {', '.join(OPTION_KEYS)}")
-        if key not in _APPLIES[fmt]:
+        if key not in FORMAT_KEYS[fmt]:
             raise map_error(label, where, f"does not apply to {fmt} maps")
         if key == "origin":
             if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(map(is_number, value)):
