@@ -25,7 +25,6 @@ values (unit sizes, points, edits) in :mod:`pathserver.grid.values`.
 
 from __future__ import annotations
 
-import math
 import weakref
 from pathlib import Path
 from typing import NamedTuple
@@ -33,11 +32,10 @@ from typing import NamedTuple
 import numpy as np
 
 from pathserver.core.clearance import compute_clearance, hex_clearance
-from pathserver.core.status import DIAGONAL_HEX
 from pathserver.errors import MapLoadError, OutOfBoundsError, RequestError
-from pathserver.hexes import LAYOUTS, SHAPES, cell_at, check_layout, tile_size_of, world_centre
+from pathserver.hexes import cell_at, world_centre
 from pathserver.grid.cache import LayerCache
-from pathserver.grid.links import check_floors, check_links, floor_rows, link_arrays, stack_floors
+from pathserver.grid.links import check_floors, check_links, floor_rows, link_arrays
 from pathserver.grid.layers import (
     UNIFORM_COST_INDEX,
     UNIFORM_COST_TABLE,
@@ -49,6 +47,9 @@ from pathserver.grid.layers import (
     edit_cost_index,
     readonly,
 )
+from pathserver.grid.map_values import (
+    check_tags, checked_cost, checked_heights, checked_world, hex_code, hex_region, stack_layers,
+)
 from pathserver.grid.values import check_edit, floor_cell, normalize_unit_size
 from pathserver.options import TRAVERSAL, quoted
 
@@ -56,22 +57,6 @@ from pathserver.options import TRAVERSAL, quoted
 MAX_CELLS = 64 * 1024 * 1024
 #: How many unit sizes one map generation keeps cached (least recently used evicted).
 DEFAULT_CACHE_SIZES = 8
-def hex_code(shape: str, layout: str | None) -> int:
-    """The kernels' DIAGONAL_HEX_* code of a hex map's ``layout``, 0 for a square map;
-    MapLoadError at ``shape`` / ``layout`` for a shape or layout not known, a hex map
-    without a layout or a square map with one."""
-    if shape not in SHAPES:
-        raise MapLoadError(f"shape must be one of {', '.join(map(repr, SHAPES))}, got {shape!r}", at="shape")
-    if shape == "square":
-        if layout is not None:
-            raise MapLoadError("layout is for hex maps (shape 'hex')", at="layout")
-        return 0
-    try:
-        check_layout(layout)
-    except RequestError as exc:
-        raise MapLoadError(exc.message, at=exc.at) from None
-    # The kernels' codes follow hexes.LAYOUTS' order.
-    return DIAGONAL_HEX + LAYOUTS.index(layout)
 
 
 # The map file formats (pathserver.maps) build GridMaps, so they sit above the model, and
@@ -94,66 +79,6 @@ def _file_formats(verb: str):
             f"GridMap.{verb} needs the map file formats: import pathserver.maps first "
             "(`from pathserver import GridMap` does)"
         ) from None
-
-
-def _check_tags(tags, tag_names, classes, shape) -> tuple:
-    """``(tags, tag_names, classes)`` checked for a map of ``shape``: tags uint8 (H, W)
-    read-only or None; tag_names ``{name: value}``, values 1..255 and distinct; classes
-    ``{name: {tag name: None | multiplier >= 1}}`` naming only known tags."""
-    if tags is not None:
-        tags = np.asarray(tags)
-        if tags.shape != shape:
-            raise MapLoadError(f"tags has shape {tags.shape}, walkable has {shape}", at="tags")
-        if tags.dtype.kind not in "biu" or (tags.size and (tags.min() < 0 or tags.max() > 255)):
-            raise MapLoadError("tags must be integers 0..255 (0: untagged)", at="tags")
-        tags = readonly(np.ascontiguousarray(tags, dtype=np.uint8))
-    names = {}
-    if tag_names is not None and not isinstance(tag_names, dict):
-        raise MapLoadError(f"tag_names must map names to values 1..255, got {type(tag_names).__name__}",
-                           at="tag_names")
-    for name, value in (tag_names or {}).items():
-        if not isinstance(name, str) or not name:
-            raise MapLoadError(f"tag names must be non-empty strings, got {name!r}", at="tag_names")
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= 255:
-            raise MapLoadError(f"tag {name!r} must have a value 1..255, got {value!r}", at=f"tag_names.{name}")
-        names[name] = int(value)
-    if len(set(names.values())) != len(names):
-        raise MapLoadError("two tag names share a value", at="tag_names")
-    if names and tags is None:
-        raise MapLoadError("tag_names need a tags layer", at="tag_names")
-    checked = {}
-    if classes is not None and not isinstance(classes, dict):
-        raise MapLoadError(f"classes must map names to {{tag: None | multiplier}}, got {type(classes).__name__}",
-                           at="classes")
-    for unit_class, rules in (classes or {}).items():
-        if not isinstance(unit_class, str) or not unit_class or not isinstance(rules, dict):
-            raise MapLoadError(f"classes must map names to {{tag: None | multiplier}}, got {unit_class!r}",
-                               at="classes")
-        for tag, multiplier in rules.items():
-            if tag not in names:
-                raise MapLoadError(f"class {unit_class!r} names the unknown tag {tag!r}",
-                                   at=f"classes.{unit_class}")
-            if multiplier is not None and (isinstance(multiplier, bool) or not isinstance(multiplier, (int, float))
-                                           or not math.isfinite(multiplier) or multiplier < 1):
-                raise MapLoadError(f"class {unit_class!r}: tag {tag!r} takes None or a number >= 1, "
-                                   f"got {multiplier!r}", at=f"classes.{unit_class}.{tag}")
-        checked[unit_class] = {tag: None if m is None else float(m) for tag, m in rules.items()}
-    return tags, names, checked
-
-
-#: Odd and even swapped: the layout of a region starting on an odd row (column).
-_SWAPPED = {"odd-r": "even-r", "even-r": "odd-r", "odd-q": "even-q", "even-q": "odd-q"}
-
-
-def hex_region(layout: str, origin, cell_size, x: int, y: int) -> tuple:
-    """``(origin, layout)`` of the hex map made of a region whose corner is cell ``(x, y)``
-    of a map of ``layout``: its cells keep their world centres, and a region starting on an
-    odd row (``-r``) or column (``-q``) swaps odd and even."""
-    corner = world_centre(layout, x, y, origin, cell_size)
-    if (y if layout.endswith("-r") else x) & 1:
-        layout = _SWAPPED[layout]
-    zero = world_centre(layout, 0, 0, (0.0, 0.0), cell_size)
-    return (corner[0] - zero[0], corner[1] - zero[1]), layout
 
 
 class EditSeeds(NamedTuple):
@@ -233,24 +158,8 @@ class GridMap:
             self.floors = check_floors(floors)
         except RequestError as exc:
             raise MapLoadError(exc.message, at=exc.at) from None
-        walkable = np.asarray(walkable)
-        if walkable.ndim == 3:
-            if walkable.shape[0] != self.floors:
-                raise MapLoadError(f"walkable holds {walkable.shape[0]} floors, floors is {self.floors}", at="floors")
-            self.floor_height = walkable.shape[1]
-            rows = floor_rows(self.floor_height, layout)
-            walkable = stack_floors(walkable, False, rows)
-            cost = None if cost is None else stack_floors(np.asarray(cost, dtype=np.float64), 1.0, rows)
-            heights = None if heights is None else stack_floors(np.asarray(heights, dtype=np.float32), 0.0, rows)
-            tags = None if tags is None else stack_floors(np.asarray(tags), 0, rows)
-        else:
-            # One floor, or floors already stacked (an edit's arrays): (F - 1) * rows + H
-            # rows, two blocked rows between floors where floor_rows says so.
-            stacked_rows = walkable.shape[0]
-            self.floor_height = (stacked_rows + 1) // self.floors - 1
-            wider = (stacked_rows + 2) // self.floors - 2
-            if (stacked_rows + 2) % self.floors == 0 and floor_rows(wider, layout) == wider + 2:
-                self.floor_height = wider
+        walkable, cost, heights, tags, self.floor_height = stack_layers(walkable, cost, heights, tags, self.floors,
+                                                                         layout)
         #: The stacked grid's rows from one floor's first row to the next's.
         self.floor_rows = floor_rows(self.floor_height, layout)
         if walkable.ndim != 2 or walkable.shape[0] < 1 or walkable.shape[1] < 1:
@@ -259,19 +168,7 @@ class GridMap:
             raise MapLoadError(f"map of {walkable.shape[1]}x{walkable.shape[0]} cells exceeds {MAX_CELLS} cells")
         self.walkable = readonly(np.ascontiguousarray(walkable, dtype=bool))
         self.height, self.width = self.walkable.shape
-        if cost is None:
-            self.cost = readonly(np.ones(self.walkable.shape, dtype=np.float64))
-            self.uniform_cost = True
-        else:
-            cost = np.ascontiguousarray(cost, dtype=np.float64)
-            if cost.shape != self.walkable.shape:
-                raise MapLoadError(f"cost has shape {cost.shape}, walkable has {self.walkable.shape}")
-            relevant = cost[self.walkable]
-            if not np.all(np.isfinite(relevant)) or (relevant.size and relevant.min() < 1.0):
-                raise MapLoadError("terrain costs of walkable cells must be finite and >= 1")
-            cost = np.where(self.walkable, cost, 1.0)
-            self.cost = readonly(cost)
-            self.uniform_cost = bool(np.all(cost == 1.0))
+        self.cost, self.uniform_cost = checked_cost(self.walkable, cost)
         if self.uniform_cost:
             self.cost_index, self.cost_table = UNIFORM_COST_INDEX, UNIFORM_COST_TABLE
         elif _edit is not None and _edit.cost_edit is not None:
@@ -284,28 +181,8 @@ class GridMap:
                 self.cost_table, self.cost_index = edit_cost_index(self.cost, table, index, box)
         else:
             self.cost_table, self.cost_index = build_cost_index(self.cost)
-        if heights is None:
-            self.heights = None
-        else:
-            heights = np.ascontiguousarray(heights, dtype=np.float32)
-            if heights.shape != self.walkable.shape:
-                raise MapLoadError(f"heights has shape {heights.shape}, walkable has {self.walkable.shape}")
-            if not np.all(np.isfinite(heights)):
-                raise MapLoadError("heights must be finite")
-            self.heights = readonly(heights)
-        ox, oy = origin
-        self.origin = (float(ox), float(oy))
-        if self.hex and not isinstance(cell_size, (int, float)):
-            try:
-                self.cell_size = tile_size_of(cell_size)
-            except RequestError as exc:
-                raise MapLoadError(exc.message, at=exc.at) from None
-        else:
-            self.cell_size = float(cell_size)
-            if not (math.isfinite(self.cell_size) and self.cell_size > 0):
-                raise MapLoadError("cell_size must be finite and > 0", at="cell_size")
-        if not all(map(math.isfinite, self.origin)):
-            raise MapLoadError("origin must be finite", at="origin")
+        self.heights = checked_heights(self.walkable, heights)
+        self.origin, self.cell_size = checked_world(origin, cell_size, self.hex)
         self.name = name
         self.generation = int(generation)
         self._walkable_u8 = readonly(self.walkable.view(np.uint8))
@@ -318,12 +195,12 @@ class GridMap:
         else:
             clearance = _edit.clearance
         self.clearance = readonly(clearance)
-        self.tags, self.tag_names, self.classes = _check_tags(tags, tag_names, classes, self.walkable.shape)
+        self.tags, self.tag_names, self.classes = check_tags(tags, tag_names, classes, self.walkable.shape)
         self.links = self._checked_links(links)
         #: Whether the map has more than one floor or any link (issue #35): an attribute,
         #: as find_path reads it on every call.
         self.linked = self.floors > 1 or len(self.links) > 0
-        self._link_arrays = {}
+        self._link_cache = {}
         #: The layers of the unit sizes used lately and find_path's prepared calls.
         self.layers = LayerCache(cache_sizes)
         # What the generation this one was edited from handed on (see EditSeeds), by
@@ -460,12 +337,20 @@ class GridMap:
     def link_arrays(self, rules: tuple | None = None) -> tuple:
         """The links as the kernels take them under the traversal ``rules`` (cached):
         :func:`pathserver.grid.links.link_arrays`."""
-        if rules not in self._link_arrays:
+        def make():
             values = dict(rules or ())
             multipliers = {name: values.get(value, 1.0) for name, value in self.tag_names.items()}
-            self._link_arrays[rules] = link_arrays(self.links, multipliers, self.floor_rows, self.width,
-                                                   self.width * self.height)
-        return self._link_arrays[rules]
+            return link_arrays(self.links, multipliers, self.floor_rows, self.width, self.width * self.height)
+
+        return self.link_cached(rules, make)
+
+    def link_cached(self, key, make):
+        """``make()``, made once for this generation under ``key``: what the map's links
+        give (their arrays, the components they join)."""
+        found = self._link_cache.get(key)
+        if found is None:
+            found = self._link_cache[key] = make()
+        return found
 
     def in_bounds(self, x: int, y: int) -> bool:
         return 0 <= x < self.width and 0 <= y < self.height

@@ -32,7 +32,7 @@ from pathserver.errors import (
     StartBlockedError,
     TooLargeError,
 )
-from pathserver.grid import linked
+from pathserver.grid import floor_points, linked
 from pathserver.grid.avoid import Avoided, blocker_boxes
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.linked import Grids, grids_of
@@ -141,7 +141,7 @@ def reachable(
     budget = _required(BUDGET, budget)
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
     if gridmap.linked:
-        return Reach(*linked.reachable(gridmap, grids, start, budget, linked.avoid_boxes(gridmap, avoid),
+        return Reach(*linked.reachable(gridmap, grids, start, budget, floor_points.avoid_boxes(gridmap, avoid),
                                        checked(AVOID_COST, avoid_cost)))
     boxes = avoid_boxes(gridmap, avoid)
     avoid_cost = checked(AVOID_COST, avoid_cost)
@@ -294,7 +294,7 @@ def _field_linked(gridmap, goals, unit_size, max_cost, region, snap, diagonal, m
         raise RequestError(f"'{GOALS.name}' is required", at=GOALS.name)
     max_cost = checked(MAX_COST, max_cost)
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
-    boxes = linked.avoid_boxes(gridmap, avoid)
+    boxes = floor_points.avoid_boxes(gridmap, avoid)
     avoid_cost = checked(AVOID_COST, avoid_cost)
     window = _region(gridmap, region)
     grid, _, _ = linked.field(gridmap, grids, goals, boxes, avoid_cost, max_cost)
@@ -377,14 +377,11 @@ def next_steps(
     (n,), the cost from the unit's cell to the nearest goal, ``+inf`` where it cannot
     reach one (or past ``max_cost``). A unit on a goal, or unable to reach one, gets its
     own cell. lookahead: ``"cell"`` the neighbouring cell downhill (a step of an optimal
-    path); ``"los"`` the farthest turn of that descent (up to 64 steps on) the unit's
-    footprint sees clearly from its cell, without crossing dearer terrain than the descent
-    does (the first step when it sees none).
-
-    The field is kept in the map's cache (the last 8). Other options as :func:`distance_field`.
-    On a map with floors or links positions may be ``(x, y, floor)``, a unit on a link's
-    source whose cheapest way is the link gets its other end (the lookahead never looks
-    past a link), and on a map of several floors steps are (n, 3) ``(x, y, floor)``.
+    path); ``"los"`` the farthest turn of that descent (up to 64 steps on) the unit sees
+    clearly, crossing no dearer terrain than the descent (else the first step). Fields are
+    cached with the map (the last 8); other options as :func:`distance_field`. With floors
+    or links, positions may be ``(x, y, floor)``, steps are (n, 3) on several floors, and a
+    unit whose cheapest way is a link at its cell gets the link's other end.
 
     >>> m = GridMap.from_ascii('''
     ... .....
@@ -403,11 +400,11 @@ def next_steps(
     grids = _grids(gridmap, unit_size, snap, diagonal, max_climb, traversal)
     call = grids.call
     if gridmap.linked:
-        boxes = linked.avoid_boxes(gridmap, avoid)
+        boxes = floor_points.avoid_boxes(gridmap, avoid)
         avoid_cost = checked(AVOID_COST, avoid_cost)
         units = linked.unit_cells(gridmap, positions)
         key = ("steer", call.layer_key, call.mode, call.climb,
-               linked.stacked_cells(gridmap, goals, GOALS.name, minimum=1).tobytes(), boxes.tobytes(), avoid_cost,
+               floor_points.stacked_cells(gridmap, goals, GOALS.name, minimum=1).tobytes(), boxes.tobytes(), avoid_cost,
                max_cost)
         entry = gridmap.layers.field(key)
         if entry is None:
@@ -499,11 +496,7 @@ def check_block(
     climbs are not considered); ``traversal`` as find_path. On a map with floors or links,
     cells ``(x, y, floor)``, rectangles ``(x, y, w, h, floor)`` and points may carry a
     floor, and two points are joined when a way (links included, one-way ones their way)
-    leads from either to the other.
-
-    The placement cuts only the 16 x 16 blocks it reaches into pieces afresh; a search
-    over pieces, started next to it, decides (:func:`pathserver.core.cut.cut_pieces`; the
-    layer's first call cuts all its blocks into pieces and links them once).
+    leads from either to the other. How it decides: :func:`pathserver.core.cut.cut_pieces`.
 
     >>> m = GridMap.from_ascii('''
     ... .....
@@ -515,7 +508,7 @@ def check_block(
     """
     if gridmap.linked:
         grids = _grids(gridmap, unit_size, snap, diagonal, None, traversal)
-        return linked.check_block(gridmap, grids, linked.cell_boxes(gridmap, cells, rects, "cells", "rects", "rects"),
+        return linked.check_block(gridmap, grids, floor_points.cell_boxes(gridmap, cells, rects, "cells", "rects", "rects"),
                                   points)
     cells_rows = number_rows(python_value(cells), 2, "cells", "[x, y]")
     rect_rows = number_rows(python_value(rects), 4, "rects", "[x, y, w, h]")

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pathserver.core import status as st
 from pathserver.errors import PathserverError, RequestError
-from pathserver.grid import avoid_search, linked
+from pathserver.grid import avoid_search, floor_points, linked
 from pathserver.grid.avoid_search import find_path_more
 from pathserver.grid.gridmap import GridMap
 from pathserver.grid.link_jumps import fast_path
@@ -184,7 +184,7 @@ def find_path_linked(gridmap: GridMap, start, goal, unit_size, given: dict, trav
             return fast
     rules = None if traversal is None else traversal_rules(gridmap, traversal)
     call = prepared_call(gridmap, unit_size, rules, {**given, ALGORITHM.name: "astar"})
-    boxes = linked.avoid_boxes(gridmap, avoid)
+    boxes = floor_points.avoid_boxes(gridmap, avoid)
     avoid_cost = None if avoid_cost is None else checked(AVOID_COST, avoid_cost)
     smooth = SMOOTHING[python_value(given[SMOOTH.name]) or SMOOTH.python_default]
     return linked.find_path(gridmap, linked.grids_of(call, rules), start, goal, goals, boxes, avoid_cost, smooth,
