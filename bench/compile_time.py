@@ -51,11 +51,11 @@ def main(argv=None) -> int:
                 own[open_compiles[-1][1]] -= seconds
 
     event.register("numba:compile", Compiles())
-    from pathserver.server.startup import _warm_steps
+    from pathserver.server.startup import warm_steps
 
     began, began_cpu = time.perf_counter(), time.process_time()
     steps = []
-    for name, step in _warm_steps():
+    for name, step in warm_steps():
         started, started_cpu = time.perf_counter(), time.process_time()
         step()
         steps.append((name, time.perf_counter() - started, time.process_time() - started_cpu))

@@ -88,7 +88,7 @@ def collect() -> dict[tuple[str, str], list]:
     from pathserver.server import startup
 
     for costly in (None, wide_cost_map((1 << 8) + 1), wide_cost_map((1 << 16) + 1)):
-        for _, step in startup._warm_steps(costly):
+        for _, step in startup.warm_steps(costly):
             step()
     found = {}
     for module, name in ENTRY_KERNELS:
@@ -151,7 +151,7 @@ def table(found: dict) -> dict:
         # numba's dispatchers list only the versions this process compiled or loaded for a
         # call from Python (a kernel loaded from the cache brings not its callees' along).
         raise RuntimeError(f"the warm-up never called {', '.join(sorted(missing))} from Python: add such a call "
-                           "to pathserver.server.startup._warm_steps")
+                           "to pathserver.server.startup.warm_steps")
     for (module, name), signatures in sorted(found.items()):
         entries[f"{module}.{name}"] = [
             {"symbol": f"{module}__{name}__{i}", "args": [arg_kind(arg) for arg in args]}

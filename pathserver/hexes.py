@@ -6,21 +6,11 @@ its ``layout`` says how those offset coordinates sit on the plane (Red Blob Game
 - ``"odd-r"`` / ``"even-r"``: pointy-top hexes, the odd / even rows shoved right by half a hex;
 - ``"odd-q"`` / ``"even-q"``: flat-top hexes, the odd / even columns shoved down by half a hex.
 
-Moves and distances go through axial coordinates ``(q, r)`` (cube ``(q, r, s)`` with
-``q + r + s = 0``): ``r`` is the row for ``-r`` layouts, ``q`` the column for ``-q`` ones.
-
-World space follows Godot's ``TileMapLayer`` with a hexagon ``TileSet`` (``STACKED`` is
-odd, ``STACKED_OFFSET`` even; ``TILE_OFFSET_AXIS_HORIZONTAL`` is ``-r``, vertical ``-q``):
-a cell's centre is ``origin + centre(layout, x, y) * tile_size``, where ``centre`` is
-``map_to_local`` divided by the tile size, and a point belongs to the hexagon containing it,
-with ``local_to_map``'s choices on shared edges. ``tile_size`` ``(w, h)`` is the hexagon's
-bounding box, as Godot's ``tile_size``; rows (or columns) are ``0.75 h`` (``0.75 w``) apart.
-``origin`` is where an unshoved cell ``(0, 0)`` would have the top-left corner of its box:
-cell ``(0, 0)``'s own corner on odd layouts, half a tile left (``even-r``) or up
-(``even-q``) of it on even ones, where that cell is shoved; for a layer whose cell ``(0, 0)``
-is the map's, Godot's layer origin on every layout.
-
-Every function takes ints or numpy arrays (broadcast together) and answers likewise.
+Moves and distances go through axial coordinates ``(q, r)``: ``r`` is the row for ``-r``
+layouts, ``q`` the column for ``-q`` ones. World space is Godot's hexagon ``TileMapLayer``'s:
+a cell's centre is ``origin + centre(layout, x, y) * tile_size`` (docs/design.md, "Hex maps
+in world space"). Every function takes ints or numpy arrays (broadcast together) and
+answers likewise.
 
 >>> to_axial("odd-r", 3, 5), from_axial("odd-r", 1, 5)
 ((1, 5), (3, 5))

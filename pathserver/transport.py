@@ -9,9 +9,6 @@ Python client.
     serve --connect: a worker's requests  server_socket  DEALER      clients    yes         -          -
     broker front                          server_socket  ROUTER      clients    yes         -          server, optional
     broker back                           server_socket  DEALER      workers    -           -          -
-    broker edits                          server_socket  ROUTER      workers    -           yes        -
-    broker feed                           server_socket  PUB         workers    -           -          -
-    a worker's edit log, its feed         server_socket  DEALER/SUB  workers    -           -          -
     relay, engine side                    server_socket  ROUTER      clients    yes         yes        -
     relay -> server, one per engine       client_socket  DEALER      pings      -           -          client
     pathserver.client                     client_socket  DEALER      -          -           -          client, optional
@@ -42,7 +39,7 @@ from pathserver.protocol.codec import DEFAULT_LIMITS, UPLOAD_LIMITS, Limits
 #: a client cannot tell which one it talks to.
 HEARTBEAT_IVL_MS = 2000
 HEARTBEAT_TIMEOUT_MS = 10000
-#: Between the broker and its workers (back end, edit log, feed): a worker that stops
+#: Between the broker and its workers (the back end): a worker that stops
 #: answering ZMTP pings (hung, or its machine gone without closing TCP) is dropped after
 #: the timeout, and round-robin stops dealing requests to it. A killed process is noticed
 #: at once (its kernel closes TCP). Shorter than the clients' timeout, at the price of

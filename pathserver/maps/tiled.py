@@ -7,39 +7,14 @@ cost, or null for blocked); any other gid takes its tile's custom properties in 
 tileset: ``solid`` (bool) true blocks, ``cost`` (float or int, >= 1) is the terrain cost,
 a tile with neither is walkable at cost 1, a gid no tileset covers is an error. A tile's
 string property ``tag`` tags the cells showing it (:mod:`pathserver.maps.tags`).
-
-Hexagonal maps (``"orientation": "hexagonal"``) are hex maps: ``staggeraxis`` ``"y"``
-(rows shoved right) is a ``-r`` layout, ``"x"`` (columns shoved down) a ``-q`` one, and
-``staggerindex`` ``"odd"`` / ``"even"`` says which half is shoved (``y`` + ``odd`` is
-``"odd-r"``); both are required. Verified against Tiled's map format reference (TMX and
-JSON: ``staggeraxis`` the staggered axis, ``staggerindex`` whether its odd or even indexes
-are shifted, ``hexsidelength`` the tile's straight edge along that axis) and libtiled's
-``HexagonalRenderer`` (shifted rows move right, shifted columns down, by half a tile; rows
-are ``(tileheight + hexsidelength) / 2`` apart; its neighbours are Red Blob Games' offset
-ones): the tests transcribe its tile positions and neighbours and compare.
-
-World units are Tiled pixels: a cell's centre is where Tiled draws its tile's. When
-``hexsidelength`` is half the tile across (``tileheight / 2`` on ``"y"``, ``tilewidth / 2``
-on ``"x"``), Tiled's rows are Godot's ``0.75`` tile apart, and ``cell_size`` is
-``[tilewidth, tileheight]`` with origin (0, 0). Any other (a missing one is 0, as Tiled
-reads it) scales the size across to Tiled's spacing and shifts the origin so the centres
-stay on Tiled's (:func:`hex_transform`); the cells and moves are the same either way. Map
-properties ``cell_size`` (on a hex map also a string of JSON ``[w, h]``), ``origin_x`` and
-``origin_y``, then the sidecar, override each value. A hex map is written as a hexagonal
-map whose ``hexsidelength`` is half its tile across.
-
-Floors: each tile or group layer with an int property ``floor`` is that floor (0..n-1,
-once each), a group's tile layers read as a one-floor map's; without any, the map is one
-floor. Links: the polylines of object layers named ``links``, from the cell under the first
-point to the cell under the last, with the properties ``cost``, ``two_way``, ``tag``,
-``from_floor`` and ``to_floor`` (default: the ``floor`` of the object layer or its group).
-Both as docs/guide.md, "Floors and links", says; written back the same way. The link
-objects are read and written in :mod:`pathserver.maps.tiled_links`.
+Hexagonal maps are hex maps (:func:`hex_transform`); tile or group layers with an int
+property ``floor`` are floors, and object layers named ``links`` hold the links
+(:mod:`pathserver.maps.tiled_links`), as docs/guide.md, "Floors and links", says.
 
 Not read: zstd-compressed layer data (in Tiled, set the map's Tile Layer Format to CSV or
 Base64 (zlib)), infinite maps, the staggered (isometric) orientation, XML tilesets
-(``.tsx``: export them as JSON). Which layer is read, the flags, encodings, tilesets and
-world transform taken, and what writing produces: docs/design.md, "Tiled maps".
+(``.tsx``: export them as JSON). Which layer is read, the flags, encodings, tilesets, the
+hex world transform, and what writing produces: docs/design.md, "Tiled maps".
 """
 
 from __future__ import annotations

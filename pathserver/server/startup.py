@@ -109,7 +109,7 @@ def warm_maps() -> dict:
     return {"costly": costly, "uniform": uniform}
 
 
-def _warm_steps(costly=None):
+def warm_steps(costly=None):
     """The calls that reach every kernel a request can reach, as (name, thunk) pairs.
     ``costly``: another map with terrain costs in place of the warm-up's own, holding its
     cells in the top-left corner (``pathserver.aot`` passes maps whose cost index is
@@ -279,7 +279,7 @@ def warm_kernels(log: StartupLog | None = None, *, compiling: bool = False, stop
     anything (every step while ``compiling``) and one when done. ``stopping``: called
     between steps; when it returns True the warm-up ends there and this returns False.
     Compiling on a machine with a second core, :class:`SecondProcess` shares the work."""
-    steps = _warm_steps()
+    steps = warm_steps()
     began = time.perf_counter()
     helper = None
     if compiling and (os.cpu_count() or 1) > 1 and not kernel_cache.frozen():
@@ -385,7 +385,7 @@ def end_second_processes() -> None:
 if __name__ == "__main__":
     # The second process of warm_kernels: the steps from SECOND_PROCESS_FROM on, nothing said.
     kernel_cache.configure()
-    steps = _warm_steps()
+    steps = warm_steps()
     names = [name for name, _ in steps]
     for _, each in steps[names.index(SECOND_PROCESS_FROM):]:
         each()
