@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from pathserver import options
+from pathserver.options import tables as option_tables
 from pathserver import kernel_cache
 
 DEFAULT_MAPS = Path(__file__).resolve().parent.parent / "maps"
@@ -160,11 +161,11 @@ def _cmd_validate(args) -> int:
 
 def _cmd_options(args) -> int:
     if args.json:
-        print(json.dumps(options.as_json()))
+        print(json.dumps(option_tables.as_json()))
     elif args.markdown:
-        print(options.markdown_table())
+        print(option_tables.markdown_table())
     else:
-        print(options.text_table())
+        print(option_tables.text_table())
     return 0
 
 

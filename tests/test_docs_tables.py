@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from pathserver import errors, options
+from pathserver import errors
 from pathserver.maps import sidecar
+from pathserver.options import tables as option_tables
 from pathserver.protocol import packed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,10 +28,10 @@ GUIDE_MD = ROOT / "docs" / "guide.md"
 
 #: (file, region name) -> the function that writes the region's text.
 GENERATED = {
-    (PROTOCOL_MD, "options"): options.markdown_table,
+    (PROTOCOL_MD, "options"): option_tables.markdown_table,
     (PROTOCOL_MD, "error codes"): errors.markdown_table,
     (PROTOCOL_MD, "packed statuses"): packed.markdown_table,
-    (GUIDE_MD, "query options"): options.query_options_table,
+    (GUIDE_MD, "query options"): option_tables.query_options_table,
     (GUIDE_MD, "sidecar keys"): sidecar.markdown_table,
 }
 

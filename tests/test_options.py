@@ -198,7 +198,8 @@ def test_the_query_options_refuse_with_a_code_and_at_in_python_and_on_the_wire(n
 
 
 def test_the_tables_list_each_option_with_the_requests_taking_it():
-    from pathserver.options import OPTIONS, QUERY_OPS, as_json, markdown_table, query_options_table, text_table
+    from pathserver.options import OPTIONS, QUERY_OPS
+    from pathserver.options.tables import as_json, markdown_table, query_options_table, text_table
 
     listed = {entry["name"]: entry for entry in as_json()["options"]}
     for option in OPTIONS:

@@ -345,8 +345,7 @@ class GridMap:
         return self.link_cached(rules, make)
 
     def link_cached(self, key, make):
-        """``make()``, made once for this generation under ``key``: what the map's links
-        give (their arrays, the components they join)."""
+        """``make()``, made once for this generation under ``key`` (what its links give)."""
         found = self._link_cache.get(key)
         if found is None:
             found = self._link_cache[key] = make()

@@ -26,13 +26,14 @@ import numpy as np
 
 from pathserver.errors import MapLoadError
 from pathserver.grid.gridmap import GridMap, register_file_formats
-from pathserver.maps import image, movingai, tiled
+from pathserver.maps import image, movingai, tiled, tiled_write
 from pathserver.maps import tags as tag_layers
 from pathserver.maps import sidecar as sidecars
 from pathserver.maps.files import OPTION_KEYS, floor_layers, map_error, map_format, write_atomic
 
 #: The module that reads and writes each format (see :func:`~pathserver.maps.files.map_format`).
 _FORMATS = {"movingai": movingai, "png": image, "tiled": tiled}
+_ENCODERS = {"movingai": movingai.encode, "png": image.encode, "tiled": tiled_write.encode}
 
 # -- loading ----------------------------------------------------------------------------
 
@@ -198,11 +199,11 @@ def save_map(gridmap: GridMap, path: Path) -> None:
     # The layers of every floor one under another: a .map's or .png's rows, and the rows
     # of the heights and tags a sidecar holds.
     rows = _one_floor(gridmap)
-    data, fields = _FORMATS[fmt].encode(gridmap if fmt == "tiled" else rows)
+    data, fields = _ENCODERS[fmt](gridmap if fmt == "tiled" else rows)
     extra_files: dict[Path, bytes] = {}
     if gridmap.heights is not None:
         fields["heights"], extra_files = sidecars.encode_heights(rows.heights, path)
-    if not (fmt == "tiled" and tiled.holds_tags(gridmap)):
+    if not (fmt == "tiled" and tiled_write.holds_tags(gridmap)):
         tag_fields, tag_files = tag_layers.sidecar_fields(rows, path)
         if "tags" in tag_fields and not rows.tags.any() and any(tag is not None for tag in gridmap.links.tags):
             # A layer of zeros is there for the links' tag names: loading makes it again.

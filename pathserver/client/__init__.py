@@ -27,19 +27,15 @@ import asyncio
 import itertools
 import time
 
-import msgpack
-import numpy as np
 import zmq
 import zmq.asyncio
 
 from pathserver.errors import PathserverError
-from pathserver import arrays
-from pathserver.floors import Links
-from pathserver.protocol import packed as packing
 from pathserver.protocol.cells import MapCells
 from pathserver.protocol.packed import PackedPaths
 from pathserver.security import client_curve_options
 from pathserver.transport import client_socket, send_request
+from pathserver.client import messages
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 #: The least time ``put_map`` and ``get_map`` wait for their reply before resending (s).
@@ -67,170 +63,6 @@ class ClientTimeoutError(PathserverError):
     """No reply after the timeout and every retry."""
 
     code = "timeout"
-
-
-def _plain(value):
-    """msgpack ``default``: numpy scalars and arrays as plain numbers and lists."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"cannot send {type(value).__name__}")
-
-
-def _encode(request: dict) -> bytes:
-    return msgpack.packb(request, use_bin_type=True, default=_plain)
-
-
-def _decode(body: bytes):
-    try:
-        reply = msgpack.unpackb(body, raw=False, strict_map_key=False)
-    except Exception:
-        return None
-    return reply if isinstance(reply, dict) else None
-
-
-def _path_fields(map, start, goal, unit_size, options) -> dict:
-    fields = {"map": map, "start": list(start), "unit_size": unit_size, **_compact(options)}
-    if goal is not None:
-        fields["goal"] = list(goal)
-    return fields
-
-
-_INT32_RANGE = np.iinfo(np.int32)
-
-
-def _compact(options: dict) -> dict:
-    """``options`` with ``avoid``'s cells, when given as an int array, as the wire's bin of
-    int32 ``x, y`` pairs (8 bytes a cell, no walk over them on either side); other cells go
-    as given."""
-    avoid = options.get("avoid")
-    if type(avoid) is not dict:
-        return options
-    cells = avoid.get("cells")
-    if not (isinstance(cells, np.ndarray) and cells.dtype.kind in "iu" and cells.ndim == 2 and cells.shape[1] == 2):
-        return options
-    if cells.dtype.itemsize > 4 or cells.dtype == np.uint32:  # past int32's range: as given
-        if cells.size and (cells.min() < _INT32_RANGE.min or cells.max() > _INT32_RANGE.max):
-            return options
-    return {**options, "avoid": {**avoid, "cells": arrays.to_bin(cells, arrays.INT32)}}
-
-
-def _path_reply(reply: dict, options: dict) -> dict:
-    """A ``path`` reply, its ``path`` as an (n, 2) array when it came packed."""
-    if options.get("packed"):
-        reply["path"] = packing.points_from_bin(reply["path"], options.get("space") or "grid", "path")
-    return reply
-
-
-def _paths_reply(reply: dict, options: dict):
-    """A ``paths`` reply's ``results``, or its packed columns as a PackedPaths."""
-    if options.get("packed"):
-        return PackedPaths.from_reply(reply, options.get("space") or "grid")
-    return reply["results"]
-
-
-def _columns_fields(map, starts, goals, unit_size, options) -> dict:
-    """A packed batch's fields: ``starts`` and ``goals`` as bins of ``space``'s pairs (grid
-    coordinates floored to their cells), the reply packed."""
-    space = options.get("space") or "grid"
-    dtype = packing.point_dtype(space)
-    ends = []
-    for points in (starts, goals):
-        points = np.asarray(points).reshape(-1, 2)
-        if space == "grid" and points.dtype.kind == "f":
-            points = np.floor(points)
-        ends.append(arrays.to_bin(points, dtype))
-    return {"map": map, "unit_size": unit_size, **_compact(options), "packed": True, "starts": ends[0],
-            "goals": ends[1]}
-
-
-def _query_fields(map, unit_size, options, **given) -> dict:
-    """A query's fields: numpy arrays of points as lists (``_plain``), positions as a bin."""
-    fields = {"map": map, "unit_size": unit_size, **given, **_compact(options)}
-    if "positions" in fields:
-        fields["positions"] = arrays.to_bin(np.asarray(fields["positions"], dtype=np.float64).reshape(-1, 2),
-                                            arrays.FLOAT32)
-    return fields
-
-
-def _query_reply(op: str, reply: dict) -> dict:
-    """A query's reply with its bins as numpy arrays (read-only)."""
-    if op == "reachable":
-        reply["cells"] = arrays.pairs(reply["cells"], arrays.INT32, "cells")
-        reply["costs"] = arrays.values(reply["costs"])
-    elif op == "field":
-        reply["cost"] = arrays.values(reply["cost"], shape=(reply["height"], reply["width"]))
-    elif op == "next_steps":
-        reply["steps"] = arrays.pairs(reply["steps"], arrays.FLOAT32, "steps")
-        reply["remaining"] = arrays.values(reply["remaining"])
-    return reply
-
-
-def _paths_fields(map, queries, unit_size, options) -> dict:
-    entries = []
-    for query in queries:
-        if isinstance(query, dict):
-            entries.append(_compact(query))
-        else:
-            start, goal = query
-            entries.append({"start": list(start), "goal": list(goal)})
-    return {"map": map, "unit_size": unit_size, "requests": entries, **_compact(options)}
-
-
-def _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names=None,
-                    classes=None, shape=None, layout=None, links=None) -> dict:
-    first = np.asarray(walkable_or_costs)
-    floors = first.shape[0] if first.ndim == 3 else 1
-    if first.ndim == 3:
-        # Floors (floors, h, w) one under another, floor 0 first, as put_map takes them.
-        walkable_or_costs, costs, heights, tags = (
-            None if layer is None else np.asarray(layer).reshape(-1, first.shape[-1])
-            for layer in (first, costs, heights, tags))
-    cells = MapCells.from_arrays(walkable_or_costs, costs=costs, heights=heights, tags=tags)
-    size = [float(v) for v in cell_size] if isinstance(cell_size, (tuple, list)) else float(cell_size)
-    fields = {"map": map, "width": cells.width, "height": cells.height // floors, **cells.to_wire(),
-              "origin": [float(origin[0]), float(origin[1])], "cell_size": size}
-    if floors > 1:
-        fields["floors"] = floors
-    if links is not None:
-        fields["links"] = _wire_links(links, floors)
-    if shape is not None:
-        fields["shape"] = shape
-    if layout is not None:
-        fields["layout"] = layout
-    if tag_names is not None:
-        fields["tag_names"] = dict(tag_names)
-    if classes is not None:
-        fields["classes"] = {name: dict(rules) for name, rules in dict(classes).items()}
-    return fields
-
-
-def _wire_links(links, floors: int) -> list:
-    """Links as the wire takes them: a list of link maps as given, or a map's
-    :class:`pathserver.floors.Links`."""
-    return links.to_wire(floors) if isinstance(links, Links) else [dict(link) for link in links]
-
-
-def _get_map_fields(map, region) -> dict:
-    return {"map": map} if region is None else {"map": map, "region": [int(v) for v in region]}
-
-
-def _update_fields(map, rects, cells, solid, cost, space, if_gen, links=None) -> dict:
-    fields = {"map": map}
-    if links is not None:
-        fields["links"] = [dict(link) for link in links]
-    if if_gen is not None:
-        fields["if_gen"] = int(if_gen)
-    if rects is not None:
-        fields["rects"] = [list(r) for r in rects]
-    if cells is not None:
-        fields["cells"] = [list(c) for c in cells]
-    if solid is not None:
-        fields["solid"] = solid
-    if cost is not None:
-        fields["cost"] = cost
-    if space is not None:
-        fields["space"] = space
-    return fields
 
 
 def _checked(reply: dict) -> dict:
@@ -301,30 +133,30 @@ class Client(_Connection):
         with ``goals=[...]`` in place of ``goal``, the cheapest reachable of them
         (``goal_index`` says which). ``packed=True``: ``path`` is an (n, 2) array, int32
         cells in grid space, float32 points in world space (read-only, from one bin)."""
-        return _path_reply(self.request("path", **_path_fields(map, start, goal, unit_size, options)), options)
+        return messages.path_reply(self.request("path", **messages.path_fields(map, start, goal, unit_size, options)), options)
 
     def reachable(self, map: str, start, budget, unit_size=1, **options) -> dict:
         """The movement range (``reachable``): the reply with ``cells`` int32 (n, 2) grid
         ``(x, y)``, cheapest first, and ``costs`` float32 (n,)."""
-        return _query_reply("reachable", self.request(
-            "reachable", **_query_fields(map, unit_size, options, start=list(start), budget=budget)))
+        return messages.query_reply("reachable", self.request(
+            "reachable", **messages.query_fields(map, unit_size, options, start=list(start), budget=budget)))
 
     def distance_field(self, map: str, goals, unit_size=1, **options) -> dict:
         """The Dijkstra map (``field``): the reply with ``cost`` float32 (height, width),
         indexed ``[y, x]`` from ``origin`` (the ``region``'s corner), ``inf`` where no goal
         is reached."""
-        return _query_reply("field", self.request("field", **_query_fields(map, unit_size, options, goals=goals)))
+        return messages.query_reply("field", self.request("field", **messages.query_fields(map, unit_size, options, goals=goals)))
 
     def next_steps(self, map: str, goals, unit_size, positions, **options) -> dict:
         """Steer many units (``next_steps``; positions go as a float32 bin): the reply with
         ``steps`` float32 (n, 2), where each unit heads, and ``remaining`` float32 (n,)."""
-        return _query_reply("next_steps", self.request(
-            "next_steps", **_query_fields(map, unit_size, options, goals=goals, positions=positions)))
+        return messages.query_reply("next_steps", self.request(
+            "next_steps", **messages.query_fields(map, unit_size, options, goals=goals, positions=positions)))
 
     def check_block(self, map: str, rects=(), cells=(), unit_size=1, points=(), **options) -> dict:
         """Would making ``rects`` / ``cells`` solid cut any of ``points`` off from each
         other (``check_block``)? The reply's ``disconnected``: ``[i, j]`` pairs."""
-        return self.request("check_block", **_query_fields(map, unit_size, options, rects=rects, cells=cells,
+        return self.request("check_block", **messages.query_fields(map, unit_size, options, rects=rects, cells=cells,
                                                            points=points))
 
     def find_paths(self, map: str, queries, unit_size=1, **options) -> list[dict] | PackedPaths:
@@ -333,7 +165,7 @@ class Client(_Connection):
         ``{"ok": False, "error": {...}}`` rather than an exception. ``packed=True``: the
         answer as a :class:`~pathserver.protocol.packed.PackedPaths` instead (every entry
         in the batch's ``space``)."""
-        return _paths_reply(self.request("paths", **_paths_fields(map, queries, unit_size, options)), options)
+        return messages.paths_reply(self.request("paths", **messages.paths_fields(map, queries, unit_size, options)), options)
 
     def find_paths_packed(self, map: str, starts, goals, unit_size=1, **options) -> PackedPaths:
         """A packed batch: entry ``i`` from ``starts[i]`` to ``goals[i]`` ((n, 2) arrays of
@@ -341,7 +173,7 @@ class Client(_Connection):
         answer as a :class:`~pathserver.protocol.packed.PackedPaths`. A failed entry has
         status ``"error"`` and its error object in ``errors`` (``at``: ``starts[i]`` /
         ``goals[i]``) rather than an exception."""
-        fields = _columns_fields(map, starts, goals, unit_size, options)
+        fields = messages.columns_fields(map, starts, goals, unit_size, options)
         return PackedPaths.from_reply(self.request("paths", **fields), options.get("space") or "grid")
 
     def maps(self) -> list[dict]:
@@ -353,7 +185,7 @@ class Client(_Connection):
         it only if the map is still at that generation (else ServerError ``conflict``, whose
         ``gen`` is the current one). ``links``: the map's new list of links (a door opens,
         a lift moves), with or without an edit of cells."""
-        return self.request("update", **_update_fields(map, rects, cells, solid, cost, space, if_gen, links))
+        return self.request("update", **messages.update_fields(map, rects, cells, solid, cost, space, if_gen, links))
 
     def put_map(self, map: str, walkable_or_costs, *, costs=None, heights=None, tags=None, origin=(0.0, 0.0),
                 cell_size: float = 1.0, tag_names=None, classes=None, shape=None, layout=None, links=None) -> dict:
@@ -376,14 +208,14 @@ class Client(_Connection):
 
         ValueError / TypeError for arrays that cannot be sent (nothing is sent then).
         """
-        fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names, classes,
+        fields = messages.put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names, classes,
                                  shape, layout, links)
         return self.result(self._submit("put_map", fields, max(self.timeout, UPLOAD_TIMEOUT_S)))
 
     def get_map(self, map: str, region=None) -> MapCells:
         """A map's cells as it is served now, edits included: ``region`` ``(x, y, w, h)``
         (grid cells, wholly inside the map) or the whole map."""
-        reply = self.result(self._submit("get_map", _get_map_fields(map, region), max(self.timeout, UPLOAD_TIMEOUT_S)))
+        reply = self.result(self._submit("get_map", messages.get_map_fields(map, region), max(self.timeout, UPLOAD_TIMEOUT_S)))
         return MapCells.from_reply(reply)
 
     def drop_map(self, map: str) -> dict:
@@ -405,7 +237,7 @@ class Client(_Connection):
 
     def _submit(self, op: str, fields: dict, timeout: float) -> int:
         rid = next(self._ids)
-        body = _encode({"id": rid, "op": op, **fields})
+        body = messages.encode({"id": rid, "op": op, **fields})
         self._pending[rid] = _Pending(body, timeout)
         send_request(self._socket, body)
         return rid
@@ -449,7 +281,7 @@ class Client(_Connection):
                 frames = self._socket.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            reply = _decode(frames[-1])
+            reply = messages.decode(frames[-1])
             if reply is None:
                 continue
             rid = reply.get("id")
@@ -503,29 +335,29 @@ class AsyncClient(_Connection):
         self._pending: dict[int, list] = {}  # id -> [future, body, epoch sent on]
 
     async def find_path(self, map: str, start, goal=None, unit_size=1, **options) -> dict:
-        return _path_reply(await self.request("path", **_path_fields(map, start, goal, unit_size, options)), options)
+        return messages.path_reply(await self.request("path", **messages.path_fields(map, start, goal, unit_size, options)), options)
 
     async def reachable(self, map: str, start, budget, unit_size=1, **options) -> dict:
-        return _query_reply("reachable", await self.request(
-            "reachable", **_query_fields(map, unit_size, options, start=list(start), budget=budget)))
+        return messages.query_reply("reachable", await self.request(
+            "reachable", **messages.query_fields(map, unit_size, options, start=list(start), budget=budget)))
 
     async def distance_field(self, map: str, goals, unit_size=1, **options) -> dict:
-        return _query_reply("field", await self.request("field", **_query_fields(map, unit_size, options,
+        return messages.query_reply("field", await self.request("field", **messages.query_fields(map, unit_size, options,
                                                                                   goals=goals)))
 
     async def next_steps(self, map: str, goals, unit_size, positions, **options) -> dict:
-        return _query_reply("next_steps", await self.request(
-            "next_steps", **_query_fields(map, unit_size, options, goals=goals, positions=positions)))
+        return messages.query_reply("next_steps", await self.request(
+            "next_steps", **messages.query_fields(map, unit_size, options, goals=goals, positions=positions)))
 
     async def check_block(self, map: str, rects=(), cells=(), unit_size=1, points=(), **options) -> dict:
-        return await self.request("check_block", **_query_fields(map, unit_size, options, rects=rects, cells=cells,
+        return await self.request("check_block", **messages.query_fields(map, unit_size, options, rects=rects, cells=cells,
                                                                  points=points))
 
     async def find_paths(self, map: str, queries, unit_size=1, **options) -> list[dict] | PackedPaths:
-        return _paths_reply(await self.request("paths", **_paths_fields(map, queries, unit_size, options)), options)
+        return messages.paths_reply(await self.request("paths", **messages.paths_fields(map, queries, unit_size, options)), options)
 
     async def find_paths_packed(self, map: str, starts, goals, unit_size=1, **options) -> PackedPaths:
-        fields = _columns_fields(map, starts, goals, unit_size, options)
+        fields = messages.columns_fields(map, starts, goals, unit_size, options)
         return PackedPaths.from_reply(await self.request("paths", **fields), options.get("space") or "grid")
 
     async def maps(self) -> list[dict]:
@@ -533,17 +365,17 @@ class AsyncClient(_Connection):
 
     async def update(self, map: str, *, rects=None, cells=None, solid=None, cost=None, space=None,
                      if_gen=None, links=None) -> dict:
-        return await self.request("update", **_update_fields(map, rects, cells, solid, cost, space, if_gen, links))
+        return await self.request("update", **messages.update_fields(map, rects, cells, solid, cost, space, if_gen, links))
 
     async def put_map(self, map: str, walkable_or_costs, *, costs=None, heights=None, tags=None,
                       origin=(0.0, 0.0), cell_size: float = 1.0, tag_names=None, classes=None, shape=None,
                       layout=None, links=None) -> dict:
-        fields = _put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names, classes,
+        fields = messages.put_map_fields(map, walkable_or_costs, costs, heights, tags, origin, cell_size, tag_names, classes,
                                  shape, layout, links)
         return await self._request("put_map", fields, max(self.timeout, UPLOAD_TIMEOUT_S))
 
     async def get_map(self, map: str, region=None) -> MapCells:
-        reply = await self._request("get_map", _get_map_fields(map, region), max(self.timeout, UPLOAD_TIMEOUT_S))
+        reply = await self._request("get_map", messages.get_map_fields(map, region), max(self.timeout, UPLOAD_TIMEOUT_S))
         return MapCells.from_reply(reply)
 
     async def drop_map(self, map: str) -> dict:
@@ -562,7 +394,7 @@ class AsyncClient(_Connection):
         if self._socket is None:
             self._connect()
         rid = next(self._ids)
-        body = _encode({"id": rid, "op": op, **fields})
+        body = messages.encode({"id": rid, "op": op, **fields})
         entry = [asyncio.get_running_loop().create_future(), body, self._epoch]
         self._pending[rid] = entry
         attempts = 0
@@ -624,7 +456,7 @@ class AsyncClient(_Connection):
         try:
             while True:
                 frames = await socket.recv_multipart()
-                reply = _decode(frames[-1])
+                reply = messages.decode(frames[-1])
                 if reply is None:
                     continue
                 entry = self._pending.get(reply.get("id"))
