@@ -479,26 +479,20 @@ namespace PathServer
 
         internal static MapData ParseMapData(IDictionary<string, object> reply, long id)
         {
-            var map = new MapData { Raw = reply, Name = MsgPack.Get(reply, "map") as string };
-            object value;
-            if (MsgPack.IsNumber(value = MsgPack.Get(reply, "gen"))) map.Gen = MsgPack.ToLong(value);
-            if (MsgPack.IsNumber(value = MsgPack.Get(reply, "width"))) map.Width = (int)MsgPack.ToLong(value);
-            if (MsgPack.IsNumber(value = MsgPack.Get(reply, "height"))) map.Height = (int)MsgPack.ToLong(value);
-            double width, height;
-            HexLayout? layout;
-            map.Shape = ShapeFromWire(reply, out layout);
-            map.Layout = layout;
-            CellSizeFromWire(reply, out width, out height);
-            map.CellSize = width;
-            map.CellWidth = width;
-            map.CellHeight = height;
-            if ((value = MsgPack.Get(reply, "origin")) is object[]) map.Origin = PointFromWire(value, "origin");
+            // A get_map reply gives a map's size, floors, shape, cell size, origin and gen under
+            // the keys a "maps" entry does: ParseMapInfo reads them.
+            var info = ParseMapInfo(reply);
+            var map = new MapData
+            {
+                Raw = reply, Name = MsgPack.Get(reply, "map") as string, Gen = info.Gen, Width = info.Width, Height = info.Height,
+                Floors = info.Floors, Shape = info.Shape, Layout = info.Layout, CellSize = info.CellSize,
+                CellWidth = info.CellWidth, CellHeight = info.CellHeight, Origin = info.Origin,
+            };
             map.Region = new GridRect(0, 0, map.Width, map.Height);
             var region = MsgPack.Get(reply, "region") as object[];
             if (region != null && region.Length == 4 && Array.TrueForAll(region, MsgPack.IsNumber))
                 map.Region = new GridRect((int)MsgPack.ToLong(region[0]), (int)MsgPack.ToLong(region[1]),
                     (int)MsgPack.ToLong(region[2]), (int)MsgPack.ToLong(region[3]));
-            map.Floors = FloorsFromWire(reply);
             map.Links = LinksFromWire(MsgPack.Get(reply, "links"), "links", id);
             int count = map.Region.Width * map.Region.Height * map.Floors;
             map.Cells = MsgPack.Get(reply, "cells") as byte[];

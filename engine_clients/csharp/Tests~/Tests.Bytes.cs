@@ -108,39 +108,12 @@ static partial class Tests
         await Task.Yield();
         foreach (var hex in new[] { "", "cd01", "a36162", "92", "dd7fffffff", "c1" })
         {
-            bool threw = false;
-            try
-            {
-                MsgPack.Decode(FromHex(hex));
-            }
-            catch (FormatException)
-            {
-                threw = true;
-            }
-            Check(threw, "decoding \"" + hex + "\" should throw FormatException");
+            Check(Throws<FormatException>(() => MsgPack.Decode(FromHex(hex))), "decoding \"" + hex + "\" should throw FormatException");
         }
-        bool trailing = false;
-        try
-        {
-            MsgPack.Decode(FromHex("c0c0"));
-        }
-        catch (FormatException)
-        {
-            trailing = true;
-        }
-        Check(trailing, "trailing bytes should throw");
+        Check(Throws<FormatException>(() => MsgPack.Decode(FromHex("c0c0"))), "trailing bytes should throw");
         var deep = "";
         for (int i = 0; i < 100; i++) deep += "91";
-        bool tooDeep = false;
-        try
-        {
-            MsgPack.Decode(FromHex(deep + "c0"));
-        }
-        catch (FormatException)
-        {
-            tooDeep = true;
-        }
-        Check(tooDeep, "nesting deeper than MaxDepth should throw");
+        Check(Throws<FormatException>(() => MsgPack.Decode(FromHex(deep + "c0"))), "nesting deeper than MaxDepth should throw");
     }
 
     static async Task ZmtpBytes()
@@ -264,16 +237,7 @@ static partial class Tests
         SameBytes(vector("ping-reply"), bare[0].Body, "ping-reply-zmtp-bare body");
 
         // malformed: our decoder refuses the request too, and reads the error reply.
-        bool refused = false;
-        try
-        {
-            MsgPack.Decode(vector("malformed-request"));
-        }
-        catch (FormatException)
-        {
-            refused = true;
-        }
-        Check(refused, "malformed-request is not msgpack for this decoder either");
+        Check(Throws<FormatException>(() => MsgPack.Decode(vector("malformed-request"))), "malformed-request is not msgpack for this decoder either");
         var malformed = (IDictionary<string, object>)MsgPack.Decode(vector("malformed-reply"));
         Check(malformed.ContainsKey("id") && malformed["id"] == null, "malformed-reply id is nil");
         var malformedError = PathServerException.FromReply(malformed, null);

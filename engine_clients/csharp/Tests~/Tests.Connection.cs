@@ -24,9 +24,7 @@ static partial class Tests
         using (var proxy = new FlakyProxy(_endpoint))
         using (var client = NewClient(proxy.Endpoint))
         {
-            proxy.Start();
-            Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(5)), "connected through the proxy");
-            proxy.DropReplies = true;
+            await ConnectThenDropReplies(proxy, client);
             var cancel = new CancellationTokenSource();
             var task = client.FindPathAsync(Corner(0), Corner(3), 1, Grid(), cancel.Token);
             await Task.Delay(50);
@@ -52,9 +50,7 @@ static partial class Tests
         using (var client = NewClient(proxy.Endpoint))
         {
             client.HeartbeatTimeout = TimeSpan.FromSeconds(30);
-            proxy.Start();
-            Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(5)), "connected through the proxy");
-            proxy.DropReplies = true;
+            await ConnectThenDropReplies(proxy, client);
             var clock = Stopwatch.StartNew();
             var error = await Throws(() => client.FindPathAsync(Corner(0), Corner(3), 1,
                 Grid(o => o.Timeout = TimeSpan.FromMilliseconds(300))), "timeout");
@@ -83,9 +79,7 @@ static partial class Tests
         using (var proxy = new FlakyProxy(_endpoint))
         using (var client = NewClient(proxy.Endpoint))
         {
-            proxy.Start();
-            Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(5)), "connected through the proxy");
-            proxy.DropReplies = true;
+            await ConnectThenDropReplies(proxy, client);
             var tasks = Enumerable.Range(0, 20).Select(i => client.FindPathAsync(Corner(i % 4), Corner((i + 1) % 4), 1, Grid())).ToList();
             await Eventually(() => proxy.BytesToServer > 0 && proxy.BytesDropped > 0, "the requests to reach the server");
             await Task.Delay(100);
@@ -145,10 +139,7 @@ static partial class Tests
         {
             client.HeartbeatInterval = TimeSpan.FromMilliseconds(100);
             client.HeartbeatTimeout = TimeSpan.FromMilliseconds(800);
-            proxy.Start();
-            Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(5)), "connected through the proxy");
-            // The server "hangs": the TCP connection stays open but nothing comes back.
-            proxy.DropReplies = true;
+            await ConnectThenDropReplies(proxy, client);
             var task = client.FindPathAsync(Corner(0), Corner(3), 1, Grid(o => o.Timeout = TimeSpan.FromSeconds(15)));
             await Eventually(() => !client.IsConnected, "the heartbeat timeout", 5000);
             proxy.DropReplies = false;
@@ -207,6 +198,15 @@ static partial class Tests
             await client.PingAsync();
             Equal(1, client.ConnectionCount, "connections after 2 s idle");
         }
+    }
+
+    // Starts proxy, waits for client to connect through it, then has the proxy drop every reply:
+    // the server "hangs", the TCP connection stays open but nothing comes back.
+    static async Task ConnectThenDropReplies(FlakyProxy proxy, PathServerClient client)
+    {
+        proxy.Start();
+        Check(await client.WaitForConnectionAsync(TimeSpan.FromSeconds(5)), "connected through the proxy");
+        proxy.DropReplies = true;
     }
 
     static int FreePort()

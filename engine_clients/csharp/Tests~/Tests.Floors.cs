@@ -99,23 +99,6 @@ static partial class Tests
         }
     }
 
-    static bool Throws<T>(Action action) where T : Exception
-    {
-        try
-        {
-            action();
-        }
-        catch (T)
-        {
-            return true;
-        }
-        catch (AggregateException e)
-        {
-            return e.InnerException is T;
-        }
-        return false;
-    }
-
     // Replies with floors: points with a third number, a path's links, packed paths of triples
     // (one path, a batch), reachable's cells, a field of two floors, get_map's floors and links.
     static async Task FloorsDecoding()

@@ -246,6 +246,24 @@ static partial class Tests
         throw new TestFailure("expected a PathServerException with code " + code + ", got no exception");
     }
 
+    /// <summary>action throws a T, or (a task's Wait) an AggregateException around one.</summary>
+    static bool Throws<T>(Action action) where T : Exception
+    {
+        try
+        {
+            action();
+        }
+        catch (T)
+        {
+            return true;
+        }
+        catch (AggregateException e)
+        {
+            return e.InnerException is T;
+        }
+        return false;
+    }
+
     static string Hex(byte[] bytes)
     {
         var text = new StringBuilder(bytes.Length * 2);
