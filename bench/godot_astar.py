@@ -46,6 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _movingai as movingai  # noqa: E402
 from _docs import add_argument as add_write_docs, write_section  # noqa: E402
+from pathserver.loadtest.spawn import stop_process  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = REPO / "bench" / "godot"
@@ -116,12 +117,7 @@ def start_server(maps_dir: Path) -> tuple[subprocess.Popen, str]:
 
 
 def stop_server(server: subprocess.Popen) -> None:
-    server.terminate()
-    try:
-        server.wait(10)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait(10)
+    stop_process(server)
 
 
 def write_problems(path: Path, map_path: Path, problems: list) -> None:

@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from pathserver import kernel_cache
+from pathserver.loadtest.spawn import stop_process
 
 # First, before anything imports the kernels: numba picks their cache folder then.
 kernel_cache.configure()
@@ -332,12 +333,7 @@ class GodotAStar(Engine):
             self.process.wait(30)
         except (OSError, subprocess.TimeoutExpired):
             # SIGTERM, which `timeout` passes on to Godot; a SIGKILL would leave Godot behind.
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+            stop_process(self.process)
 
 
 # -- one map in one layout -------------------------------------------------------------------

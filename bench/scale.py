@@ -62,6 +62,7 @@ from pathserver import kernel_cache
 kernel_cache.configure()
 
 from pathserver.loadtest import LoadConfig, SpawnedServer, TripSource, run_load  # noqa: E402
+from pathserver.loadtest.spawn import stop_process  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _docs import add_argument as add_write_docs, write_section  # noqa: E402
@@ -118,12 +119,7 @@ class Child:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGCONT)  # a frozen worker must wake up to stop
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+            stop_process(self.process, signal.SIGTERM, 5.0)
 
 
 class RedisServer:

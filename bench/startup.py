@@ -54,6 +54,7 @@ import zmq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _docs import add_argument as add_write_docs, write_section  # noqa: E402
+from pathserver.loadtest.spawn import stop_process  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 READY = re.compile(r"^pathserver ready on (\S+) \(\d+ maps?\)$")
@@ -130,12 +131,7 @@ def start_once(command: list[str], env: dict, cwd: Path, timeout: float) -> dict
         return {"first_line_s": first_line, "ready_s": ready, "first_answer_s": answered, "reply": reply,
                 "said": said}
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop_process(process)
 
 
 class Started:
@@ -189,9 +185,7 @@ class Started:
         return time.perf_counter() - began
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
+        stop_process(self.process, signal.SIGKILL)
         for stream in (self.process.stdout, self.process.stderr):
             stream.close()
 

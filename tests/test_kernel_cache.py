@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from pathserver import kernel_cache
+from pathserver.loadtest.spawn import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 MAPS = ROOT / "maps"
@@ -105,12 +106,7 @@ def test_the_library_and_the_cli_share_one_folder(tmp_path):
             assert selector.select(30), f"nothing said about the kernels within 30 s: {said}"
             said.append(process.stderr.readline())
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
         process.stdout.close()
         process.stderr.close()
     assert said[-1].startswith(f"pathserver: loading the compiled kernels from {folder} ("), said

@@ -26,6 +26,22 @@ from pathserver.loadtest.plan import LoadTestError
 READY_LINE = re.compile(r"pathserver ready on (\S+) \((\d+) maps?\)")
 
 
+def stop_process(process: subprocess.Popen, first: int = signal.SIGTERM, grace_s: float = 10.0) -> None:
+    """Stop ``process`` if it still runs: the signal ``first`` (SIGTERM where a platform
+    has no such signal), then SIGKILL after ``grace_s`` seconds; waits for its exit."""
+    if process.poll() is not None:
+        return
+    try:
+        process.send_signal(first)
+    except (ValueError, OSError):  # no SIGINT for subprocesses on Windows
+        process.terminate()
+    try:
+        process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(grace_s)
+
+
 class Rewriter(threading.Thread):
     """Rewrites the served map files at ``per_s`` a second until ``finish()``: atomic
     saves and in-place writes in turn, each with the file's own bytes."""
@@ -118,17 +134,8 @@ class SpawnedServer:
         return "\n".join(self._stderr.read().decode(errors="replace").splitlines()[-lines:])
 
     def __exit__(self, *exc) -> None:
-        process = self.process
-        if process is not None and process.poll() is None:
-            try:
-                process.send_signal(signal.SIGINT)
-            except (ValueError, OSError):  # no SIGINT for subprocesses on Windows
-                process.terminate()
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
+        if self.process is not None:
+            stop_process(self.process, signal.SIGINT, 5.0)
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None

@@ -7,15 +7,8 @@ import pytest
 
 import naive
 from pathserver import GridMap, find_path, find_paths
-from pathserver.errors import (
-    BadUnitSizeError,
-    GoalBlockedError,
-    NonFiniteError,
-    OutOfBoundsError,
-    RequestError,
-    SearchLimitError,
-    StartBlockedError,
-)
+from pathserver.errors import BadUnitSizeError, GoalBlockedError, NonFiniteError, OutOfBoundsError, RequestError
+from pathserver.errors import SearchLimitError, StartBlockedError
 
 
 def _random_cases(seed, count, unit_sizes):
