@@ -306,6 +306,7 @@ def reach_links(cells, cost_index, cost_table, uniform, heights, use_heights, ma
     for at most ``budget`` (and 1e-9 of it), cheapest first: as
     :func:`pathserver.core.dijkstra.reach`, the count n returned, ``work_int[0, :n]`` the
     nodes and ``work_float[0][node]`` their costs."""
+    # dijkstra.reach's loop written out with links, so reach keeps no link test (bench/queries.py, reachable).
     height, width = cells.shape
     flat = cells.reshape(-1)
     pass_id = next_pass_id(work_int)
@@ -366,6 +367,7 @@ def field_links(cells, cost_index, cost_table, uniform, heights, use_heights, ma
     each settled node's cost into ``out`` (float64 (N,), the caller's inf elsewhere);
     ``work_float[0]`` and the stamps ``work_int[3]`` as :func:`pathserver.core.dijkstra.
     field` leaves them (settled: ``work_int[3, N] + 1``). Returns the count settled."""
+    # dijkstra.field's loop written out with links, so field keeps no link test (bench/queries.py, distance_field).
     height, width = cells.shape
     flat = cells.reshape(-1)
     pass_id = next_pass_id(work_int)

@@ -522,7 +522,8 @@ def jps_links(passable, comps, table, sx, sy, gx, gy, max_expansions, link_first
         first = groups[row, 1]
         end = groups[row, 2]
         came = words[2 * at + 3] >> LINK_SHIFT
-        # jps_plus's pruning; the start and a node reached over a link try all eight.
+        # jps_plus's loop written out with links, so it keeps no link test (bench/links.py, without links).
+        # Its pruning; the start and a node reached over a link try all eight.
         if came >= 8:
             mask = 255
         elif came >= 4:
