@@ -39,7 +39,8 @@ from pathserver import kernel_cache
 # First, before anything imports the kernels: numba picks their cache folder then.
 kernel_cache.configure()
 
-from pathserver.client import Client, _encode, _put_map_fields  # noqa: E402
+from pathserver.client import Client  # noqa: E402
+from pathserver.client.messages import encode, put_map_fields  # noqa: E402
 from pathserver.grid.gridmap import GridMap  # noqa: E402
 from pathserver.loadtest import SpawnedServer  # noqa: E402
 from pathserver.protocol.requests import UploadBody  # noqa: E402
@@ -126,7 +127,7 @@ def breakdown(walkable: np.ndarray) -> dict:
     """The client's preparation and the server's parts, timed in this process on the body
     the client sends."""
     started = time.perf_counter()
-    body = _encode({"id": 1, "op": "put_map", **_put_map_fields("probe", walkable, None, None, None, (0, 0), 1.0)})
+    body = encode({"id": 1, "op": "put_map", **put_map_fields("probe", walkable, None, None, None, (0, 0), 1.0)})
     prepared = time.perf_counter()
     request = read_upload(UploadBody(1, body))
     decoded = time.perf_counter()

@@ -147,17 +147,17 @@ def test_the_packed_vectors_say_what_the_document_says():
 
 
 def test_the_python_client_writes_and_reads_the_packed_vectors():
-    from pathserver.client import _columns_fields, _encode, _path_reply
+    from pathserver.client.messages import columns_fields, encode, path_reply
     from pathserver.protocol.packed import PackedPaths
 
     starts, goals = np.array([[0, 0], [0, 0], [3, 0]]), np.array([[0, 2], [9, 9], [3, 2]])
-    fields = _columns_fields("court", starts, goals, 1, {"smooth": "none"})
-    assert _encode({"id": 14, "op": "paths", **fields}) == VECTORS["packed-paths-request"]
+    fields = columns_fields("court", starts, goals, 1, {"smooth": "none"})
+    assert encode({"id": 14, "op": "paths", **fields}) == VECTORS["packed-paths-request"]
     batch = PackedPaths.from_reply(msgpack.unpackb(VECTORS["packed-paths-reply"], strict_map_key=False))
     assert batch.statuses == ["found", "error", "found"] and batch.gen == 1
     assert [path.tolist() for path in batch.paths()] == [[[0, 0], [0, 1], [0, 2]], [], [[3, 0], [3, 1], [3, 2]]]
     assert batch.errors[1]["at"] == "goals[1]"
-    world = _path_reply(msgpack.unpackb(VECTORS["packed-world-path-reply"]), {"space": "world", "packed": True})
+    world = path_reply(msgpack.unpackb(VECTORS["packed-world-path-reply"]), {"space": "world", "packed": True})
     assert world["path"].dtype == np.float32 and world["path"][-1].tolist() == [3.5, 2.5]
 
 

@@ -37,14 +37,14 @@ def test_many_goals_on_path_and_paths(client, arena):
 
 
 def test_avoided_cells_as_an_int_array_go_as_a_bin_with_the_answers_of_lists(client, arena):
-    from pathserver.client import _compact
+    from pathserver.client.messages import compact
 
     cells = np.array([[1, 0], [1, 1], [4, 3], [-5, 2]], dtype=np.int16)
-    sent = _compact({"avoid": {"cells": cells, "rects": [[7, 0, 1, 3]]}})["avoid"]
+    sent = compact({"avoid": {"cells": cells, "rects": [[7, 0, 1, 3]]}})["avoid"]
     assert sent["cells"] == cells.astype("<i4").tobytes() and sent["rects"] == [[7, 0, 1, 3]]
     # Past int32, or not ints: as given (the server's check says what is wrong, if anything).
-    assert _compact({"avoid": {"cells": np.array([[2**40, 0]])}})["avoid"]["cells"].dtype == np.int64
-    assert _compact({"avoid": {"cells": np.array([[1.5, 0]])}})["avoid"]["cells"].dtype == np.float64
+    assert compact({"avoid": {"cells": np.array([[2**40, 0]])}})["avoid"]["cells"].dtype == np.int64
+    assert compact({"avoid": {"cells": np.array([[1.5, 0]])}})["avoid"]["cells"].dtype == np.float64
     for kind in (lambda a: a, np.asarray):
         avoid = {"cells": kind(cells.tolist()), "rects": [[7, 0, 1, 3]]}
         reply = client.find_path("arena", (0, 0), (9, 4), avoid=avoid, smooth="none")
