@@ -32,7 +32,9 @@ from pathserver import security
 from pathserver.maps.registry import MapRegistry
 from pathserver.server import map_ops
 from pathserver.server.loop import DEFAULT_QUEUE_LIMIT, Server
-from pathserver.server.startup import StartupLog, announce_kernels, end_second_processes, warm_kernels
+from pathserver.server.startup import (
+    StartupLog, announce_kernels, end_second_processes, steps_for_later, warm_kernels,
+)
 from pathserver.transport import stopped_by_signals
 
 #: How long a thread of the server may hold the GIL while another waits for it (Python's
@@ -196,13 +198,17 @@ class _Starter(threading.Thread):
                 self.prepared.set()  # requests are taken from here on
             if self.watch:
                 registry.start()
-            if not warm_kernels(log, compiling=compiling, stopping=lambda: server.stopping):
+            # Loaded from the cache, the kernels of map kinds none is of come after the ready line.
+            later = frozenset() if compiling else steps_for_later(map(registry.get, registry.names()))
+            if not warm_kernels(log, compiling=compiling, stopping=lambda: server.stopping, skip=later):
                 return
             if self.worker:
                 self.prepared.set()
             else:
                 server.warmed()
                 print(f"pathserver ready on {server.endpoint} ({_maps(registry)})", file=self.out, flush=True)
+            if later:
+                warm_kernels(stopping=lambda: server.stopping, only=later)
         except Exception as exc:  # noqa: BLE001 - said, and re-raised by serve() when no request was taken
             self.failure = exc
             if self.prepared.is_set():

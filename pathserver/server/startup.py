@@ -273,13 +273,26 @@ def announce_kernels(log: StartupLog) -> bool:
     return True
 
 
-def warm_kernels(log: StartupLog | None = None, *, compiling: bool = False, stopping=None) -> bool:
+#: Warm-up steps that only maps of one kind need, by name: what tells a map of that kind.
+KIND_STEPS = {"hex maps": lambda gridmap: bool(gridmap.hex), "floors and links": lambda gridmap: gridmap.linked}
+
+
+def steps_for_later(gridmaps) -> frozenset:
+    """The :data:`KIND_STEPS` none of ``gridmaps`` needs: a warm start loads them after its
+    ready line, the served maps' kernels first."""
+    gridmaps = list(gridmaps)
+    return frozenset(name for name, needs in KIND_STEPS.items() if not any(needs(m) for m in gridmaps))
+
+
+def warm_kernels(log: StartupLog | None = None, *, compiling: bool = False, stopping=None, skip=frozenset(),
+                 only=None) -> bool:
     """Compile (or load from numba's cache) every kernel a request can reach, so that
-    each later request is as fast as the next. With ``log``, a line a step that compiled
+    each later request is as fast as the next: the steps of :func:`warm_steps` not in
+    ``skip`` (and in ``only``, when given). With ``log``, a line a step that compiled
     anything (every step while ``compiling``) and one when done. ``stopping``: called
     between steps; when it returns True the warm-up ends there and this returns False.
     Compiling on a machine with a second core, :class:`SecondProcess` shares the work."""
-    steps = warm_steps()
+    steps = [(name, step) for name, step in warm_steps() if name not in skip and (only is None or name in only)]
     began = time.perf_counter()
     helper = None
     if compiling and (os.cpu_count() or 1) > 1 and not kernel_cache.frozen():

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from pathserver import kernel_cache
@@ -175,3 +176,16 @@ def test_a_real_server_speaks_within_a_second_and_stdout_holds_only_the_ready_li
     rest = process.stdout.read().decode()
     assert rest == "", rest
     assert all(line.startswith(PREFIX) for line in process.stderr.read().decode().splitlines())
+
+
+def test_a_warm_start_leaves_for_later_only_the_steps_of_map_kinds_none_is_of():
+    from pathserver.grid.gridmap import GridMap
+    from pathserver.server.startup import KIND_STEPS, steps_for_later, warm_steps
+
+    square = GridMap(np.ones((3, 4), dtype=bool))
+    hexes = GridMap(np.ones((3, 4), dtype=bool), shape="hex", layout="odd-r")
+    floors = GridMap(np.ones((2, 3, 4), dtype=bool), floors=2)
+    assert set(KIND_STEPS) <= {name for name, _ in warm_steps()}
+    assert steps_for_later([square]) == {"hex maps", "floors and links"}
+    assert steps_for_later([square, hexes]) == {"floors and links"}
+    assert steps_for_later([floors, hexes]) == set()
