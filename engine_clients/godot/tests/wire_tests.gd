@@ -486,7 +486,7 @@ func test_query_golden_vectors() -> void:
 	var cost_fields := avoid_fields.duplicate(true)
 	cost_fields.avoid.cells = PackedInt32Array([0, 1])
 	cost_fields["avoid_cost"] = 3.0
-	builder._next_id = 7
+	builder._calls.next_id = 7
 	var avoid_id := builder.request("path", avoid_fields)
 	var cost_id := builder.request("path", cost_fields)
 	check_equal(
@@ -571,7 +571,7 @@ func test_query_golden_vectors() -> void:
 	var moat := PathServerClient.new()
 	moat.auto_connect = false
 	root.add_child(moat)
-	moat._next_id = 9
+	moat._calls.next_id = 9
 	var moat_options := {
 		"tags": PackedByteArray([0, 1, 0, 0, 1, 0]),
 		"tag_names": {"water": 1},
@@ -732,7 +732,7 @@ func test_path_request_encoding() -> void:
 	var wrong := []
 	# Ids of each width msgpack has: fixint, uint8, uint16, uint32.
 	for first_id: int in [1, 200, 300, 70000, 5000000000]:
-		offline._next_id = first_id
+		offline._calls.next_id = first_id
 		for repeat in 2:
 			for case: Array in cases:
 				var id := offline.find_path(case[0], case[1], case[2], case[3])
