@@ -96,13 +96,10 @@ const EMBEDDED_MODES := ["auto", "bundle", "python"]
 const CLIENT_DEFAULTS := PathServerOptions.CLIENT_DEFAULTS
 ## Options read by the client itself and never sent to the server.
 const CLIENT_OPTIONS := PathServerOptions.CLIENT_OPTIONS
-## A synchronous call looks at the socket without pausing for this long (the answer usually
-## comes within it), then sleeps this long between looks.
-const SYNC_SPIN_USEC := 2000
-const SYNC_SLEEP_USEC := 100
-## While it spins with its request sent, it polls the connection whole this often, and only
-## reads what came in between.
-const SYNC_POLL_USEC := 1000
+## How a synchronous call waits: see [method PathServerConnection.wait_for].
+const SYNC_SPIN_USEC := PathServerConnection.SYNC_SPIN_USEC
+const SYNC_SLEEP_USEC := PathServerConnection.SYNC_SLEEP_USEC
+const SYNC_POLL_USEC := PathServerConnection.SYNC_POLL_USEC
 
 ## The options of [method find_path] and [method find_paths], each with what a request gets
 ## when [param options] leave it out (null: no limit, or the server chooses). A view of
@@ -613,41 +610,8 @@ func _completion(pending: PathServerConnection.Pending) -> void:
 func _wait_now(pending: PathServerConnection.Pending) -> void:
 	var timing := _timing_begin()
 	_sync_result = pending.result
-	var outer := _connection.hold_for
-	_connection.hold_for = pending.result.id
-	var began := Time.get_ticks_usec()
-	var deadline := began + pending.timeout_ms * 1000
-	var dealer := _connection.dealer
-	# Out now, with what this frame queued before it. Once it is out, the loop reads what
-	# comes until the reply is there, and polls the connection whole only now and then (a
-	# dropped connection, the embedded server's output, other requests to send).
-	dealer.flush()
-	var next_poll := began + SYNC_POLL_USEC if pending.sent and not dealer.has_output() else began
-	while not pending.done:
-		var now := Time.get_ticks_usec()
-		if now >= deadline or not (_connection.active or _server.state == ServerState.STARTING):
-			break
-		if now - began > SYNC_SPIN_USEC:
-			OS.delay_usec(SYNC_SLEEP_USEC)
-		elif now < next_poll:
-			_connection.read_replies()
-			continue
-		next_poll = now + SYNC_POLL_USEC if pending.sent and not dealer.has_output() else now
-		if _server.pid > 0:
-			_server.poll(now / 1000)
-		if _connection.active:
-			_connection.poll(now / 1000, endpoint)
-	_connection.hold_for = outer
-	if not pending.done:
-		_connection.pending.erase(pending.result.id)
-		var message := "no reply from %s within %d ms, waited for" % [endpoint, pending.timeout_ms]
-		_complete(
-			pending, PathServerReplies.client_error("timeout", message, pending.result.id, true)
-		)
-	if outer != 0:
-		# Called from a handler while another call waited: the outer one's reply may be held.
-		_connection.release_held()
-	elif not _connection.held.is_empty():
+	_connection.wait_for(pending, endpoint, _server)
+	if _connection.hold_for == 0 and not _connection.held.is_empty():
 		_calls.queue_poll()
 	_timing_end(timing)
 
