@@ -1,7 +1,7 @@
 extends RefCounted
-## What the RTS, tactics and hex scenes share: their TileSets, made in code (square floor,
-## wall, mud; hexagon grass, rock, forest, water), the keys that switch between the demo's
-## scenes, the wait for the server and the command line.
+## What the demo's scenes share: their TileSets, made in code (square floor, wall, mud;
+## hexagon grass, rock, forest, water), the keys that switch between the scenes, the waits for
+## the server and the level's upload, the status line, the failure count and the command line.
 
 ## Atlas coordinates of the tiles in [method make_tile_set]'s one source (id 0).
 const FLOOR := Vector2i(0, 0)
@@ -103,6 +103,68 @@ static func wait_for_server(show: Callable) -> bool:
 		return true
 	show.call("no server at %s: see the output" % PathServer.endpoint)
 	return false
+
+
+## Waits for the server, then until [param sync]'s first upload has landed (one that failed
+## is tried again, see [member PathServerTileMapSync.retry_interval]), telling the player
+## through [param show]; false, once told, when there is no server.
+static func wait_for_first_upload(sync: PathServerTileMapSync, show: Callable) -> bool:
+	if not await wait_for_server(show):
+		return false
+	while sync.gen < 0:
+		await sync.get_tree().process_frame
+	return true
+
+
+## Waits until [param sync] has uploaded its layer (with [param whole], until all of it is
+## on the server: edits and links too) or failed, telling the player through [param show]
+## when it failed; true when it is there.
+static func wait_for_upload(sync: PathServerTileMapSync, show: Callable, whole := false) -> bool:
+	var failures := []
+	sync.sync_failed.connect(
+		func(code: String, message: String) -> void: failures.append([code, message])
+	)
+	var done := func() -> bool: return sync.is_synced() if whole else sync.gen >= 0
+	while not done.call() and failures.is_empty():
+		await sync.get_tree().process_frame
+	if done.call():
+		return true
+	show.call("the level could not be uploaded: %s: %s" % failures[0])
+	return false
+
+
+## The cells of a [code]get_map[/code] reply's [param cells] (a byte a cell, row-major,
+## [param width] cells a row) that are blocked (0), as a set: cell -> true.
+static func blocked_cells(cells: PackedByteArray, width: int) -> Dictionary:
+	var blocked := {}
+	for i in cells.size():
+		if cells[i] == 0:
+			blocked[Vector2i(i % width, i / width)] = true
+	return blocked
+
+
+## Waits until [param condition] holds, at most [param seconds]; true when it did.
+static func wait_until(tree: SceneTree, condition: Callable, seconds: float) -> bool:
+	var deadline := Time.get_ticks_msec() + int(seconds * 1000.0)
+	while not condition.call():
+		if Time.get_ticks_msec() > deadline:
+			return false
+		await tree.process_frame
+	return true
+
+
+## Shows [param text] in [param status] and prints it after the scene's [param name].
+static func show_status(status: Label, name: String, text: String) -> void:
+	status.text = text
+	print(name, ": ", text)
+
+
+## Counts a failure in [code]counts.failures[/code] and prints [param line] for the first
+## [param most] of them, so that a flood does not drown the output.
+static func count_failure(counts: Dictionary, line: String, most: int) -> void:
+	counts.failures += 1
+	if counts.failures <= most:
+		print(line)
 
 
 ## The value of a `--NAME=VALUE` argument after `--` on the command line, or "".

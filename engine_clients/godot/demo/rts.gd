@@ -57,12 +57,10 @@ func _ready() -> void:
 	var seconds := Tiles.user_arg("--demo-seconds=").to_float()
 	if seconds > 0.0:
 		Engine.time_scale = 2.0
-	if not await Tiles.wait_for_server(_show):
+	if not await Tiles.wait_for_first_upload(sync, _show):
 		if seconds > 0.0:
 			_finish()
 		return
-	while sync.gen < 0:
-		await get_tree().process_frame
 	_show("left click: send  |  right click: a wall  |  G: the wide gap  |  F1-F4: scenes")
 	send_to(_cell_center(FIRST_TARGET))
 	if seconds > 0.0:
@@ -279,14 +277,11 @@ func _add_unit(cell: Vector2i, size: Vector2i) -> void:
 
 
 func _on_steps_failed(code: String, message: String) -> void:
-	counts.failures += 1
-	if counts.failures <= 3:
-		print("rts: next_steps failed: %s: %s" % [code, message])
+	Tiles.count_failure(counts, "rts: next_steps failed: %s: %s" % [code, message], 3)
 
 
 func _show(text: String) -> void:
-	_status.text = text
-	print("rts: ", text)
+	Tiles.show_status(_status, "rts", text)
 
 
 func _finish() -> void:
