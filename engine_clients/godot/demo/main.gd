@@ -301,13 +301,7 @@ func _load_map() -> bool:
 
 
 func _walkable(cell: Vector2i) -> bool:
-	return (
-		cell.x >= 0
-		and cell.y >= 0
-		and cell.x < grid_size.x
-		and cell.y < grid_size.y
-		and not blocked.has(cell)
-	)
+	return Rect2i(Vector2i.ZERO, grid_size).has_point(cell) and not blocked.has(cell)
 
 
 ## True when a unit of [param size] fits at [param cell] (its footprint clear of walls).

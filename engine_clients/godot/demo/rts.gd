@@ -215,13 +215,7 @@ func _set_wall(cell: Vector2i, wall: bool) -> void:
 
 
 func _open(cell: Vector2i) -> bool:
-	return (
-		cell.x >= 0
-		and cell.y >= 0
-		and cell.x < SIZE.x
-		and cell.y < SIZE.y
-		and walls[cell.y * SIZE.x + cell.x] == 0
-	)
+	return Rect2i(Vector2i.ZERO, SIZE).has_point(cell) and walls[cell.y * SIZE.x + cell.x] == 0
 
 
 func _cell_center(cell: Vector2i) -> Vector2:
