@@ -44,16 +44,7 @@ static func make_tile_set(
 		var rim: Color = colors[i].darkened(0.25)
 		image.fill_rect(Rect2i(i * size, size - 1, size, 1), rim)
 		image.fill_rect(Rect2i(i * size + size - 1, 0, 1, size), rim)
-	var source := TileSetAtlasSource.new()
-	source.texture = ImageTexture.create_from_image(image)
-	source.texture_region_size = Vector2i(size, size)
-	for atlas in [FLOOR, WALL, MUD]:
-		source.create_tile(atlas)
-	tile_set.add_source(source, 0)
-	source.get_tile_data(FLOOR, 0).set_custom_data("walkable", true)
-	source.get_tile_data(MUD, 0).set_custom_data("walkable", true)
-	source.get_tile_data(MUD, 0).set_custom_data("cost", MUD_COST)
-	source.get_tile_data(MUD, 0).set_custom_data("tag", "mud")
+	_add_source(tile_set, image, [FLOOR, WALL, MUD], [MUD, MUD_COST, "mud"])
 	return tile_set
 
 
@@ -73,16 +64,7 @@ static func make_hex_tile_set(size: Vector2i) -> TileSet:
 	var image := Image.create(size.x * tiles.size(), size.y, false, Image.FORMAT_RGBA8)
 	for i in tiles.size():
 		_draw_hexagon_tile(image, Vector2i(i * size.x, 0), size, colors[i], tiles[i])
-	var source := TileSetAtlasSource.new()
-	source.texture = ImageTexture.create_from_image(image)
-	source.texture_region_size = size
-	for atlas: Vector2i in tiles:
-		source.create_tile(atlas)
-	tile_set.add_source(source, 0)
-	source.get_tile_data(FLOOR, 0).set_custom_data("walkable", true)
-	source.get_tile_data(FOREST, 0).set_custom_data("walkable", true)
-	source.get_tile_data(FOREST, 0).set_custom_data("cost", FOREST_COST)
-	source.get_tile_data(FOREST, 0).set_custom_data("tag", "forest")
+	_add_source(tile_set, image, tiles, [FOREST, FOREST_COST, "forest"])
 	return tile_set
 
 
@@ -181,6 +163,23 @@ static func _add_custom_data_layers(tile_set: TileSet) -> void:
 		var id := tile_set.get_custom_data_layers_count() - 1
 		tile_set.set_custom_data_layer_name(id, layer[0])
 		tile_set.set_custom_data_layer_type(id, layer[1])
+
+
+## Adds [param image] to [param tile_set] as its one atlas source (id 0), cut into
+## [param tiles] (atlas coordinates) of the TileSet's tile size: FLOOR walkable, and
+## [param costly] [code][atlas, cost, tag][/code] walkable at that cost with that tag.
+static func _add_source(tile_set: TileSet, image: Image, tiles: Array, costly: Array) -> void:
+	var source := TileSetAtlasSource.new()
+	source.texture = ImageTexture.create_from_image(image)
+	source.texture_region_size = tile_set.tile_size
+	for atlas: Vector2i in tiles:
+		source.create_tile(atlas)
+	tile_set.add_source(source, 0)
+	source.get_tile_data(FLOOR, 0).set_custom_data("walkable", true)
+	var data := source.get_tile_data(costly[0], 0)
+	data.set_custom_data("walkable", true)
+	data.set_custom_data("cost", costly[1])
+	data.set_custom_data("tag", costly[2])
 
 
 ## One pointy-top hexagon filling the [param size] box at [param corner] of [param image], as
