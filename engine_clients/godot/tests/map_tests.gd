@@ -39,21 +39,9 @@ func make_tile_set(shape := TileSet.TILE_SHAPE_SQUARE) -> TileSet:
 	var tile_set := TileSet.new()
 	tile_set.tile_shape = shape
 	tile_set.tile_size = Vector2i(TILE_SIZE, TILE_SIZE)
-	tile_set.add_custom_data_layer()
-	tile_set.set_custom_data_layer_name(0, "walkable")
-	tile_set.set_custom_data_layer_type(0, TYPE_BOOL)
-	tile_set.add_custom_data_layer()
-	tile_set.set_custom_data_layer_name(1, "cost")
-	tile_set.set_custom_data_layer_type(1, TYPE_FLOAT)
 	tile_set.add_physics_layer()
 	tile_set.add_navigation_layer()
-	var source := TileSetAtlasSource.new()
-	var image := Image.create(TILE_SIZE * TILES.size(), TILE_SIZE, false, Image.FORMAT_RGBA8)
-	source.texture = ImageTexture.create_from_image(image)
-	source.texture_region_size = Vector2i(TILE_SIZE, TILE_SIZE)
-	for atlas: Vector2i in TILES.values():
-		source.create_tile(atlas)
-	tile_set.add_source(source, 0)
+	var source := add_test_tiles(tile_set, TILES.values())
 	var square := PackedVector2Array(
 		[Vector2(-8, -8), Vector2(8, -8), Vector2(8, 8), Vector2(-8, 8)]
 	)
@@ -132,21 +120,8 @@ func test_tile_map_reader() -> void:
 	check_equal(
 		PathServerTileMapReader.read(layer).cell_size, 32.0, "a scaled layer: cell_size scales"
 	)
-	layer.rotation = 0.5
-	var rotated := PathServerTileMapReader.read(layer)
-	check(
-		rotated.error.contains("rotated") and rotated.at == "layer",
-		"a rotated layer is refused",
-		rotated
-	)
-	layer.rotation = 0.0
-	layer.tile_set.tile_shape = TileSet.TILE_SHAPE_ISOMETRIC
-	var isometric := PathServerTileMapReader.read(layer)
-	check(
-		isometric.error.contains("square and hexagon tiles"),
-		"isometric tiles are refused",
-		isometric.error
-	)
+	check_rotated_refused(layer, "layer")
+	check_isometric_refused(layer)
 	layer.tile_set.tile_shape = TileSet.TILE_SHAPE_HEXAGON
 	var hexagons := PathServerTileMapReader.read(layer)
 	check(
