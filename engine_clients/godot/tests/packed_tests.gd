@@ -350,10 +350,7 @@ func test_sync_calls() -> void:
 
 
 func test_sync_failures() -> void:
-	var lonely := PathServerClient.new()
-	lonely.endpoint = "tcp://127.0.0.1:%d" % free_port()
-	lonely.map_name = MAP
-	root.add_child(lonely)
+	var lonely := lonely_client()
 	var began := Time.get_ticks_msec()
 	var path := lonely.find_path_sync(Vector2.ZERO, Vector2.ONE, Vector2i.ONE, {"timeout_ms": 300})
 	var waited := Time.get_ticks_msec() - began

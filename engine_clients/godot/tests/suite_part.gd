@@ -113,6 +113,15 @@ func wait_until(condition: Callable, seconds: float) -> bool:
 	return true
 
 
+## A client of the test map, in the tree, whose endpoint is a free port nobody listens on.
+func lonely_client() -> PathServerClient:
+	var lonely := PathServerClient.new()
+	lonely.endpoint = "tcp://127.0.0.1:%d" % free_port()
+	lonely.map_name = MAP
+	root.add_child(lonely)
+	return lonely
+
+
 func free_port() -> int:
 	var server := TCPServer.new()
 	server.listen(0, "127.0.0.1")
