@@ -236,6 +236,8 @@ func test_tile_map_sync() -> void:
 	sync.sync_failed.connect(
 		func(code: String, message: String) -> void: events.append(["failed", code, message])
 	)
+	var uploads := func() -> int:
+		return events.filter(func(e: Array) -> bool: return e[0] == "uploaded").size()
 	layer.add_child(sync)
 	await wait_until(func() -> bool: return sync.is_synced(), 10.0)
 	check(
@@ -321,14 +323,7 @@ func test_tile_map_sync() -> void:
 		[events, reopened]
 	)
 	layer.set_cell(Vector2i(11, 3), 0, TILES["."])
-	await wait_until(
-		func() -> bool:
-			return (
-				events.filter(func(e: Array) -> bool: return e[0] == "uploaded").size() == 2
-				and sync.is_synced()
-			),
-		10.0
-	)
+	await wait_until(func() -> bool: return uploads.call() == 2 and sync.is_synced(), 10.0)
 	var grown := await client.get_map_async(TILE_MAP, Rect2i(0, 0, 1, 1))
 	check(
 		grown.ok and grown.info.size == Vector2i(12, 7),
@@ -340,14 +335,7 @@ func test_tile_map_sync() -> void:
 	print("(the WARNING below, a conflict, is expected: another client edits the map)")
 	await client.update_map_async(TILE_MAP, {"cells": [Vector2i(2, 2)], "solid": true})
 	layer.set_cell(Vector2i(2, 1), 0, TILES["~"])
-	await wait_until(
-		func() -> bool:
-			return (
-				events.filter(func(e: Array) -> bool: return e[0] == "uploaded").size() == 3
-				and sync.is_synced()
-			),
-		10.0
-	)
+	await wait_until(func() -> bool: return uploads.call() == 3 and sync.is_synced(), 10.0)
 	var restored := await client.get_map_async(TILE_MAP, Rect2i(2, 1, 1, 2))
 	check(
 		(
