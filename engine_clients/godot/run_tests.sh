@@ -31,10 +31,6 @@
 #                       builds): the export checks export the demo with it and run the
 #                       exported game; unset, they print a SKIP line and check only the export
 #                       without a bundle
-#   PATHSERVER_BUNDLE   a folder `pathserver bundle` built (.ci/run sets it to the one it
-#                       builds): the export checks export the demo with it and run the
-#                       exported game; unset, they print a SKIP line and check only the export
-#                       without a bundle
 #
 # Exit codes: 0 all passed, 1 a test failed or the engine run broke, 3 the engine cannot be
 # installed here (the caller must report that loudly; it is not a pass).
@@ -47,10 +43,6 @@ STAMP="$TREE/.pathserver-godot-ready"
 ENGINE_TIMEOUT="${GODOT_TEST_TIMEOUT:-180}"
 # Debian's Linux export template for the same Godot: Godot's own export templates are in no
 # package registry; Debian builds this one from the same source as its engine.
-TEMPLATE_PACKAGE=godot-template-release
-TEMPLATE="$TREE/usr/bin/$TEMPLATE_PACKAGE"
-# Debian's Linux export template for the same Godot (the engine's own export templates are not
-# in any package registry; Debian builds this one from the same source).
 TEMPLATE_PACKAGE=godot-template-release
 TEMPLATE="$TREE/usr/bin/$TEMPLATE_PACKAGE"
 
@@ -137,33 +129,6 @@ install_template() {
         chroot "$TREE" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
             DEBIAN_FRONTEND=noninteractive sh -c \
             "$install || { apt-get ${apt_opts[*]} update && $install; }" \
-            >"$CACHE_DIR/apt-template.log" 2>&1
-        chroot "$TREE" apt-get clean >/dev/null 2>&1 || true
-    fi
-    exec 9>&-
-    if [[ ! -x "$TEMPLATE" ]]; then
-        log "installing $TEMPLATE_PACKAGE failed; last lines of $CACHE_DIR/apt-template.log:"
-        tail -n 5 "$CACHE_DIR/apt-template.log" >&2
-        return 1
-    fi
-}
-
-install_template() {
-    # A tree made before the export checks has the engine only: add the template to it.
-    [[ -x "$TEMPLATE" ]] && return 0
-    if [[ "$(id -u)" != 0 ]]; then
-        log "cannot install $TEMPLATE_PACKAGE: installing into the Debian sid tree needs root"
-        return 1
-    fi
-    exec 9>"$CACHE_DIR/godot-sid.lock"
-    flock 9
-    if [[ ! -x "$TEMPLATE" ]]; then
-        log "installing $TEMPLATE_PACKAGE in $TREE"
-        local apt_opts=(-o Acquire::Check-Valid-Until=false -o APT::Install-Recommends=false -q)
-        cp /etc/resolv.conf "$TREE/etc/resolv.conf" 2>/dev/null || true
-        chroot "$TREE" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-            DEBIAN_FRONTEND=noninteractive sh -c \
-            "apt-get ${apt_opts[*]} install -y $TEMPLATE_PACKAGE || { apt-get ${apt_opts[*]} update && apt-get ${apt_opts[*]} install -y $TEMPLATE_PACKAGE; }" \
             >"$CACHE_DIR/apt-template.log" 2>&1
         chroot "$TREE" apt-get clean >/dev/null 2>&1 || true
     fi

@@ -1,7 +1,7 @@
 extends RefCounted
-## What the RTS, tactics and hex scenes share: their TileSets, made in code (square floor,
-## wall, mud; hexagon grass, rock, forest, water), the keys that switch between the demo's
-## scenes, the wait for the server and the command line.
+## What the demo's scenes share: their TileSets, made in code (square floor, wall, mud;
+## hexagon grass, rock, forest, water), the keys that switch between the scenes, the waits for
+## the server and the level's upload, the status line, the failure count and the command line.
 
 ## Atlas coordinates of the tiles in [method make_tile_set]'s one source (id 0).
 const FLOOR := Vector2i(0, 0)
@@ -44,16 +44,7 @@ static func make_tile_set(
 		var rim: Color = colors[i].darkened(0.25)
 		image.fill_rect(Rect2i(i * size, size - 1, size, 1), rim)
 		image.fill_rect(Rect2i(i * size + size - 1, 0, 1, size), rim)
-	var source := TileSetAtlasSource.new()
-	source.texture = ImageTexture.create_from_image(image)
-	source.texture_region_size = Vector2i(size, size)
-	for atlas in [FLOOR, WALL, MUD]:
-		source.create_tile(atlas)
-	tile_set.add_source(source, 0)
-	source.get_tile_data(FLOOR, 0).set_custom_data("walkable", true)
-	source.get_tile_data(MUD, 0).set_custom_data("walkable", true)
-	source.get_tile_data(MUD, 0).set_custom_data("cost", MUD_COST)
-	source.get_tile_data(MUD, 0).set_custom_data("tag", "mud")
+	_add_source(tile_set, image, [FLOOR, WALL, MUD], [MUD, MUD_COST, "mud"])
 	return tile_set
 
 
@@ -73,16 +64,7 @@ static func make_hex_tile_set(size: Vector2i) -> TileSet:
 	var image := Image.create(size.x * tiles.size(), size.y, false, Image.FORMAT_RGBA8)
 	for i in tiles.size():
 		_draw_hexagon_tile(image, Vector2i(i * size.x, 0), size, colors[i], tiles[i])
-	var source := TileSetAtlasSource.new()
-	source.texture = ImageTexture.create_from_image(image)
-	source.texture_region_size = size
-	for atlas: Vector2i in tiles:
-		source.create_tile(atlas)
-	tile_set.add_source(source, 0)
-	source.get_tile_data(FLOOR, 0).set_custom_data("walkable", true)
-	source.get_tile_data(FOREST, 0).set_custom_data("walkable", true)
-	source.get_tile_data(FOREST, 0).set_custom_data("cost", FOREST_COST)
-	source.get_tile_data(FOREST, 0).set_custom_data("tag", "forest")
+	_add_source(tile_set, image, tiles, [FOREST, FOREST_COST, "forest"])
 	return tile_set
 
 
@@ -105,6 +87,68 @@ static func wait_for_server(show: Callable) -> bool:
 	return false
 
 
+## Waits for the server, then until [param sync]'s first upload has landed (one that failed
+## is tried again, see [member PathServerTileMapSync.retry_interval]), telling the player
+## through [param show]; false, once told, when there is no server.
+static func wait_for_first_upload(sync: PathServerTileMapSync, show: Callable) -> bool:
+	if not await wait_for_server(show):
+		return false
+	while sync.gen < 0:
+		await sync.get_tree().process_frame
+	return true
+
+
+## Waits until [param sync] has uploaded its layer (with [param whole], until all of it is
+## on the server: edits and links too) or failed, telling the player through [param show]
+## when it failed; true when it is there.
+static func wait_for_upload(sync: PathServerTileMapSync, show: Callable, whole := false) -> bool:
+	var failures := []
+	sync.sync_failed.connect(
+		func(code: String, message: String) -> void: failures.append([code, message])
+	)
+	var done := func() -> bool: return sync.is_synced() if whole else sync.gen >= 0
+	while not done.call() and failures.is_empty():
+		await sync.get_tree().process_frame
+	if done.call():
+		return true
+	show.call("the level could not be uploaded: %s: %s" % failures[0])
+	return false
+
+
+## The cells of a [code]get_map[/code] reply's [param cells] (a byte a cell, row-major,
+## [param width] cells a row) that are blocked (0), as a set: cell -> true.
+static func blocked_cells(cells: PackedByteArray, width: int) -> Dictionary:
+	var blocked := {}
+	for i in cells.size():
+		if cells[i] == 0:
+			blocked[Vector2i(i % width, i / width)] = true
+	return blocked
+
+
+## Waits until [param condition] holds, at most [param seconds]; true when it did.
+static func wait_until(tree: SceneTree, condition: Callable, seconds: float) -> bool:
+	var deadline := Time.get_ticks_msec() + int(seconds * 1000.0)
+	while not condition.call():
+		if Time.get_ticks_msec() > deadline:
+			return false
+		await tree.process_frame
+	return true
+
+
+## Shows [param text] in [param status] and prints it after the scene's [param name].
+static func show_status(status: Label, name: String, text: String) -> void:
+	status.text = text
+	print(name, ": ", text)
+
+
+## Counts a failure in [code]counts.failures[/code] and prints [param line] for the first
+## [param most] of them, so that a flood does not drown the output.
+static func count_failure(counts: Dictionary, line: String, most: int) -> void:
+	counts.failures += 1
+	if counts.failures <= most:
+		print(line)
+
+
 ## The value of a `--NAME=VALUE` argument after `--` on the command line, or "".
 static func user_arg(prefix: String) -> String:
 	for arg in OS.get_cmdline_user_args():
@@ -119,6 +163,23 @@ static func _add_custom_data_layers(tile_set: TileSet) -> void:
 		var id := tile_set.get_custom_data_layers_count() - 1
 		tile_set.set_custom_data_layer_name(id, layer[0])
 		tile_set.set_custom_data_layer_type(id, layer[1])
+
+
+## Adds [param image] to [param tile_set] as its one atlas source (id 0), cut into
+## [param tiles] (atlas coordinates) of the TileSet's tile size: FLOOR walkable, and
+## [param costly] [code][atlas, cost, tag][/code] walkable at that cost with that tag.
+static func _add_source(tile_set: TileSet, image: Image, tiles: Array, costly: Array) -> void:
+	var source := TileSetAtlasSource.new()
+	source.texture = ImageTexture.create_from_image(image)
+	source.texture_region_size = tile_set.tile_size
+	for atlas: Vector2i in tiles:
+		source.create_tile(atlas)
+	tile_set.add_source(source, 0)
+	source.get_tile_data(FLOOR, 0).set_custom_data("walkable", true)
+	var data := source.get_tile_data(costly[0], 0)
+	data.set_custom_data("walkable", true)
+	data.set_custom_data("cost", costly[1])
+	data.set_custom_data("tag", costly[2])
 
 
 ## One pointy-top hexagon filling the [param size] box at [param corner] of [param image], as

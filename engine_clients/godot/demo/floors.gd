@@ -132,18 +132,7 @@ func _ready() -> void:
 	)
 	overlay.agent = agent
 	var seconds := Tiles.user_arg("--demo-seconds=").to_float()
-	if not await Tiles.wait_for_server(_show):
-		if seconds > 0.0:
-			_finish()
-		return
-	var failures := []
-	sync.sync_failed.connect(
-		func(code: String, message: String) -> void: failures.append([code, message])
-	)
-	while not sync.is_synced() and failures.is_empty():
-		await get_tree().process_frame
-	if failures.size() > 0:
-		_show("the level could not be uploaded: %s: %s" % failures[0])
+	if not await Tiles.wait_for_server(_show) or not await Tiles.wait_for_upload(sync, _show, true):
 		if seconds > 0.0:
 			_finish()
 		return
@@ -333,12 +322,7 @@ func _floor_name(on_floor: int) -> String:
 
 ## Waits until [param condition] holds, at most [constant WAIT_SECONDS]; true when it did.
 func _wait_until(condition: Callable) -> bool:
-	var deadline := Time.get_ticks_msec() + int(WAIT_SECONDS * 1000.0)
-	while not condition.call():
-		if Time.get_ticks_msec() > deadline:
-			return false
-		await get_tree().process_frame
-	return true
+	return await Tiles.wait_until(get_tree(), condition, WAIT_SECONDS)
 
 
 func _save_screenshot(file: String, delay: float) -> void:
@@ -348,9 +332,7 @@ func _save_screenshot(file: String, delay: float) -> void:
 
 
 func _fail(message: String) -> void:
-	counts.failures += 1
-	if counts.failures <= 5:
-		print("floors: FAILED: ", message)
+	Tiles.count_failure(counts, "floors: FAILED: " + message, 5)
 
 
 ## Shows [param line] above the controls.
@@ -369,8 +351,7 @@ func _show_help(line := "") -> void:
 
 
 func _show(text: String) -> void:
-	_status.text = text
-	print("floors: ", text)
+	Tiles.show_status(_status, "floors", text)
 
 
 func _finish() -> void:

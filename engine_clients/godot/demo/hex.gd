@@ -91,19 +91,11 @@ func _ready() -> void:
 	units.append(HexUnit.new("big", Vector2i(4, 5), 2, Color("ff8a65")))
 	overlay.draw.connect(_draw_overlay)
 	var seconds := Tiles.user_arg("--demo-seconds=").to_float()
-	if not await Tiles.wait_for_server(_show):
+	if not await Tiles.wait_for_server(_show) or not await Tiles.wait_for_upload(sync, _show):
 		if seconds > 0.0:
 			_finish()
 		return
-	var failures := []
-	sync.sync_failed.connect(
-		func(code: String, message: String) -> void: failures.append([code, message])
-	)
-	while sync.gen < 0 and failures.is_empty():
-		await get_tree().process_frame
-	if sync.gen < 0 or not await _load_map():
-		if sync.gen < 0:
-			_show("the level could not be uploaded: %s: %s" % failures[0])
+	if not await _load_map():
 		if seconds > 0.0:
 			_finish()
 		return
@@ -444,12 +436,7 @@ func _push_and_wait_range(event: InputEvent) -> void:
 
 ## Waits until [param condition] holds, at most [constant WAIT_SECONDS]; true when it did.
 func _wait_until(condition: Callable) -> bool:
-	var deadline := Time.get_ticks_msec() + int(WAIT_SECONDS * 1000.0)
-	while not condition.call():
-		if Time.get_ticks_msec() > deadline:
-			return false
-		await get_tree().process_frame
-	return true
+	return await Tiles.wait_until(get_tree(), condition, WAIT_SECONDS)
 
 
 func _key(keycode: Key) -> InputEventKey:
@@ -477,10 +464,7 @@ func _load_map() -> bool:
 	origin = map.info.origin
 	tile_size = map.info.cell_size
 	map_size = map.info.size
-	var cells: PackedByteArray = map.info.cells
-	for i in cells.size():
-		if cells[i] == 0:
-			blocked[Vector2i(i % map_size.x, i / map_size.x)] = true
+	blocked.merge(Tiles.blocked_cells(map.info.cells, map_size.x))
 	print(
 		(
 			"hex: level '%s' %dx%d uploaded from its TileMapLayer as %s hexes of %s, %d blocked"
@@ -520,9 +504,7 @@ func _save_screenshot(file: String, delay: float) -> void:
 
 
 func _fail(message: String) -> void:
-	counts.failures += 1
-	if counts.failures <= 5:
-		print("hex: FAILED: ", message)
+	Tiles.count_failure(counts, "hex: FAILED: " + message, 5)
 
 
 ## Shows [param line] above the controls.
@@ -536,8 +518,7 @@ func _show_help(line: String) -> void:
 
 
 func _show(text: String) -> void:
-	_status.text = text
-	print("hex: ", text)
+	Tiles.show_status(_status, "hex", text)
 
 
 func _finish() -> void:

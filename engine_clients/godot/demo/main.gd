@@ -80,7 +80,7 @@ var _rerouted := {}
 
 func _ready() -> void:
 	# `--scene=rts` / `tactics` / `hex`: the demo's other scenes (F2 to F4 switch to them too).
-	var scene := _user_arg("--scene=")
+	var scene := Tiles.user_arg("--scene=")
 	if Tiles.SCENES.has(scene) and Tiles.SCENES[scene] != scene_file_path:
 		get_tree().change_scene_to_file.call_deferred(Tiles.SCENES[scene])
 		return
@@ -89,11 +89,11 @@ func _ready() -> void:
 	var hud := CanvasLayer.new()
 	hud.add_child(_status)
 	add_child(hud)
-	var endpoint := _user_arg("--endpoint=")
+	var endpoint := Tiles.user_arg("--endpoint=")
 	if endpoint != "":
 		PathServer.stop_embedded_server()
 		PathServer.connect_to_server(endpoint)
-	var seconds := _user_arg("--demo-seconds=").to_float()
+	var seconds := Tiles.user_arg("--demo-seconds=").to_float()
 	if seconds > 0.0:
 		Engine.time_scale = 4.0
 	_show("waiting for the server...")
@@ -108,18 +108,7 @@ func _ready() -> void:
 			_finish()
 		return
 	_show("uploading the level to %s as '%s'..." % [PathServer.endpoint, sync.get_map_name()])
-	var failures := []
-	sync.sync_failed.connect(
-		func(code: String, message: String) -> void: failures.append([code, message])
-	)
-	while sync.gen < 0 and failures.is_empty():
-		await get_tree().process_frame
-	if sync.gen < 0:
-		_show("the level could not be uploaded: %s: %s" % failures[0])
-		if seconds > 0.0:
-			_finish()
-		return
-	if not await _load_map():
+	if not await Tiles.wait_for_upload(sync, _show) or not await _load_map():
 		if seconds > 0.0:
 			_finish()
 		return
@@ -150,7 +139,7 @@ func _ready() -> void:
 		)
 	)
 	_send_group(_cell_center(_roam_cell(false)))
-	var screenshot := _user_arg("--screenshot=")
+	var screenshot := Tiles.user_arg("--screenshot=")
 	if screenshot != "":
 		var parts := screenshot.rsplit(":", true, 1)
 		var delay := parts[1].to_float() if parts.size() == 2 else 4.0
@@ -301,10 +290,7 @@ func _load_map() -> bool:
 	grid_size = map.info.size
 	cell_size = map.info.cell_size
 	origin = map.info.origin
-	var cells: PackedByteArray = map.info.cells
-	for i in cells.size():
-		if cells[i] == 0:
-			blocked[Vector2i(i % grid_size.x, i / grid_size.x)] = true
+	blocked.merge(Tiles.blocked_cells(map.info.cells, grid_size.x))
 	print(
 		(
 			"demo: level '%s' %dx%d uploaded from its TileMapLayer, %d blocked cells"
@@ -315,13 +301,7 @@ func _load_map() -> bool:
 
 
 func _walkable(cell: Vector2i) -> bool:
-	return (
-		cell.x >= 0
-		and cell.y >= 0
-		and cell.x < grid_size.x
-		and cell.y < grid_size.y
-		and not blocked.has(cell)
-	)
+	return Rect2i(Vector2i.ZERO, grid_size).has_point(cell) and not blocked.has(cell)
 
 
 ## True when a unit of [param size] fits at [param cell] (its footprint clear of walls).
@@ -369,21 +349,11 @@ func _on_path_changed(_points: PackedVector2Array, unit: Unit) -> void:
 
 
 func _on_path_failed(code: String, message: String) -> void:
-	counts.failures += 1
-	if counts.failures <= 3:
-		print("demo: a path request failed: %s: %s" % [code, message])
+	Tiles.count_failure(counts, "demo: a path request failed: %s: %s" % [code, message], 3)
 
 
 func _show(text: String) -> void:
-	_status.text = text
-	print("demo: ", text)
-
-
-func _user_arg(prefix: String) -> String:
-	for arg in OS.get_cmdline_user_args():
-		if arg.begins_with(prefix):
-			return arg.trim_prefix(prefix)
-	return ""
+	Tiles.show_status(_status, "demo", text)
 
 
 func _finish() -> void:

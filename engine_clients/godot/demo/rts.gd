@@ -57,12 +57,10 @@ func _ready() -> void:
 	var seconds := Tiles.user_arg("--demo-seconds=").to_float()
 	if seconds > 0.0:
 		Engine.time_scale = 2.0
-	if not await Tiles.wait_for_server(_show):
+	if not await Tiles.wait_for_first_upload(sync, _show):
 		if seconds > 0.0:
 			_finish()
 		return
-	while sync.gen < 0:
-		await get_tree().process_frame
 	_show("left click: send  |  right click: a wall  |  G: the wide gap  |  F1-F4: scenes")
 	send_to(_cell_center(FIRST_TARGET))
 	if seconds > 0.0:
@@ -217,13 +215,7 @@ func _set_wall(cell: Vector2i, wall: bool) -> void:
 
 
 func _open(cell: Vector2i) -> bool:
-	return (
-		cell.x >= 0
-		and cell.y >= 0
-		and cell.x < SIZE.x
-		and cell.y < SIZE.y
-		and walls[cell.y * SIZE.x + cell.x] == 0
-	)
+	return Rect2i(Vector2i.ZERO, SIZE).has_point(cell) and walls[cell.y * SIZE.x + cell.x] == 0
 
 
 func _cell_center(cell: Vector2i) -> Vector2:
@@ -279,14 +271,11 @@ func _add_unit(cell: Vector2i, size: Vector2i) -> void:
 
 
 func _on_steps_failed(code: String, message: String) -> void:
-	counts.failures += 1
-	if counts.failures <= 3:
-		print("rts: next_steps failed: %s: %s" % [code, message])
+	Tiles.count_failure(counts, "rts: next_steps failed: %s: %s" % [code, message], 3)
 
 
 func _show(text: String) -> void:
-	_status.text = text
-	print("rts: ", text)
+	Tiles.show_status(_status, "rts", text)
 
 
 func _finish() -> void:

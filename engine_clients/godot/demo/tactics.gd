@@ -62,12 +62,10 @@ func _ready() -> void:
 	overlay.draw.connect(_draw_overlay)
 	sync.synced.connect(func(_gen: int, _cells: int) -> void: refresh_range())
 	var seconds := Tiles.user_arg("--demo-seconds=").to_float()
-	if not await Tiles.wait_for_server(_show):
+	if not await Tiles.wait_for_first_upload(sync, _show):
 		if seconds > 0.0:
 			_finish()
 		return
-	while sync.gen < 0:
-		await get_tree().process_frame
 	_show(
 		(
 			"hover: the path  |  left click: move there  |  right click: place/remove an "
@@ -339,8 +337,7 @@ func _center(cell: Vector2i) -> Vector2:
 
 
 func _show(text: String) -> void:
-	_status.text = text
-	print("tactics: ", text)
+	Tiles.show_status(_status, "tactics", text)
 
 
 func _finish() -> void:

@@ -28,9 +28,7 @@ func test_wait_connected() -> void:
 		[was_connected, came, heard]
 	)
 	fresh.queue_free()
-	var lonely := PathServerClient.new()
-	lonely.endpoint = "tcp://127.0.0.1:%d" % free_port()
-	root.add_child(lonely)
+	var lonely := lonely_client()
 	var began := Time.get_ticks_msec()
 	var reached := await lonely.wait_connected(300)
 	var waited := Time.get_ticks_msec() - began
@@ -260,10 +258,7 @@ func test_cancel() -> void:
 
 
 func test_timeout() -> void:
-	var lonely := PathServerClient.new()
-	lonely.endpoint = "tcp://127.0.0.1:%d" % free_port()
-	lonely.map_name = MAP
-	root.add_child(lonely)
+	var lonely := lonely_client()
 	var began := Time.get_ticks_msec()
 	var result := await lonely.find_path_async(
 		Vector2.ZERO, Vector2.ONE, Vector2i.ONE, {"timeout_ms": 400}

@@ -42,19 +42,7 @@ func make_hex_tile_set(
 	tile_set.tile_layout = tile_layout
 	tile_set.tile_offset_axis = offset_axis
 	tile_set.tile_size = tile_size
-	tile_set.add_custom_data_layer()
-	tile_set.set_custom_data_layer_name(0, "walkable")
-	tile_set.set_custom_data_layer_type(0, TYPE_BOOL)
-	tile_set.add_custom_data_layer()
-	tile_set.set_custom_data_layer_name(1, "cost")
-	tile_set.set_custom_data_layer_type(1, TYPE_FLOAT)
-	var source := TileSetAtlasSource.new()
-	var image := Image.create(tile_size.x * TILES.size(), tile_size.y, false, Image.FORMAT_RGBA8)
-	source.texture = ImageTexture.create_from_image(image)
-	source.texture_region_size = tile_size
-	for atlas: Vector2i in TILES.values():
-		source.create_tile(atlas)
-	tile_set.add_source(source, 0)
+	var source := add_test_tiles(tile_set, TILES.values())
 	source.get_tile_data(TILES["."], 0).set_custom_data("walkable", true)
 	source.get_tile_data(TILES["~"], 0).set_custom_data("walkable", true)
 	source.get_tile_data(TILES["~"], 0).set_custom_data("cost", 3.0)
@@ -353,27 +341,14 @@ func test_reader_refusals() -> void:
 	var layer := make_hex_layer(
 		TileSet.TILE_LAYOUT_STACKED, TileSet.TILE_OFFSET_AXIS_HORIZONTAL, Rect2i(0, 0, 3, 3)
 	)
-	layer.rotation = 0.3
-	var rotated := PathServerTileMapReader.read(layer)
-	check(
-		rotated.error.contains("rotated") and rotated.at == "layer",
-		"a rotated hexagon layer is refused",
-		rotated
-	)
-	layer.rotation = 0.0
+	check_rotated_refused(layer, "hexagon layer")
 	layer.scale = Vector2(-1, 1)
 	check(
 		PathServerTileMapReader.read(layer).error.contains("flipped"),
 		"a mirrored hexagon layer is refused"
 	)
 	layer.scale = Vector2.ONE
-	layer.tile_set.tile_shape = TileSet.TILE_SHAPE_ISOMETRIC
-	var isometric := PathServerTileMapReader.read(layer)
-	check(
-		isometric.error.contains("square and hexagon tiles"),
-		"isometric tiles are refused",
-		isometric.error
-	)
+	check_isometric_refused(layer)
 	layer.queue_free()
 
 

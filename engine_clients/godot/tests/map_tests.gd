@@ -39,21 +39,9 @@ func make_tile_set(shape := TileSet.TILE_SHAPE_SQUARE) -> TileSet:
 	var tile_set := TileSet.new()
 	tile_set.tile_shape = shape
 	tile_set.tile_size = Vector2i(TILE_SIZE, TILE_SIZE)
-	tile_set.add_custom_data_layer()
-	tile_set.set_custom_data_layer_name(0, "walkable")
-	tile_set.set_custom_data_layer_type(0, TYPE_BOOL)
-	tile_set.add_custom_data_layer()
-	tile_set.set_custom_data_layer_name(1, "cost")
-	tile_set.set_custom_data_layer_type(1, TYPE_FLOAT)
 	tile_set.add_physics_layer()
 	tile_set.add_navigation_layer()
-	var source := TileSetAtlasSource.new()
-	var image := Image.create(TILE_SIZE * TILES.size(), TILE_SIZE, false, Image.FORMAT_RGBA8)
-	source.texture = ImageTexture.create_from_image(image)
-	source.texture_region_size = Vector2i(TILE_SIZE, TILE_SIZE)
-	for atlas: Vector2i in TILES.values():
-		source.create_tile(atlas)
-	tile_set.add_source(source, 0)
+	var source := add_test_tiles(tile_set, TILES.values())
 	var square := PackedVector2Array(
 		[Vector2(-8, -8), Vector2(8, -8), Vector2(8, 8), Vector2(-8, 8)]
 	)
@@ -132,21 +120,8 @@ func test_tile_map_reader() -> void:
 	check_equal(
 		PathServerTileMapReader.read(layer).cell_size, 32.0, "a scaled layer: cell_size scales"
 	)
-	layer.rotation = 0.5
-	var rotated := PathServerTileMapReader.read(layer)
-	check(
-		rotated.error.contains("rotated") and rotated.at == "layer",
-		"a rotated layer is refused",
-		rotated
-	)
-	layer.rotation = 0.0
-	layer.tile_set.tile_shape = TileSet.TILE_SHAPE_ISOMETRIC
-	var isometric := PathServerTileMapReader.read(layer)
-	check(
-		isometric.error.contains("square and hexagon tiles"),
-		"isometric tiles are refused",
-		isometric.error
-	)
+	check_rotated_refused(layer, "layer")
+	check_isometric_refused(layer)
 	layer.tile_set.tile_shape = TileSet.TILE_SHAPE_HEXAGON
 	var hexagons := PathServerTileMapReader.read(layer)
 	check(
@@ -261,6 +236,8 @@ func test_tile_map_sync() -> void:
 	sync.sync_failed.connect(
 		func(code: String, message: String) -> void: events.append(["failed", code, message])
 	)
+	var uploads := func() -> int:
+		return events.filter(func(e: Array) -> bool: return e[0] == "uploaded").size()
 	layer.add_child(sync)
 	await wait_until(func() -> bool: return sync.is_synced(), 10.0)
 	check(
@@ -346,14 +323,7 @@ func test_tile_map_sync() -> void:
 		[events, reopened]
 	)
 	layer.set_cell(Vector2i(11, 3), 0, TILES["."])
-	await wait_until(
-		func() -> bool:
-			return (
-				events.filter(func(e: Array) -> bool: return e[0] == "uploaded").size() == 2
-				and sync.is_synced()
-			),
-		10.0
-	)
+	await wait_until(func() -> bool: return uploads.call() == 2 and sync.is_synced(), 10.0)
 	var grown := await client.get_map_async(TILE_MAP, Rect2i(0, 0, 1, 1))
 	check(
 		grown.ok and grown.info.size == Vector2i(12, 7),
@@ -365,14 +335,7 @@ func test_tile_map_sync() -> void:
 	print("(the WARNING below, a conflict, is expected: another client edits the map)")
 	await client.update_map_async(TILE_MAP, {"cells": [Vector2i(2, 2)], "solid": true})
 	layer.set_cell(Vector2i(2, 1), 0, TILES["~"])
-	await wait_until(
-		func() -> bool:
-			return (
-				events.filter(func(e: Array) -> bool: return e[0] == "uploaded").size() == 3
-				and sync.is_synced()
-			),
-		10.0
-	)
+	await wait_until(func() -> bool: return uploads.call() == 3 and sync.is_synced(), 10.0)
 	var restored := await client.get_map_async(TILE_MAP, Rect2i(2, 1, 1, 2))
 	check(
 		(

@@ -180,12 +180,12 @@ func completed(kind: int, request: Dictionary, reply: Dictionary) -> PathServerC
 
 ## The client asks for the packed forms by itself: find_path, and find_paths as columns.
 func test_packed_requests() -> void:
-	var path := client._find_path(Vector2.ZERO, Vector2.ONE, Vector2i.ONE, {})
-	var batch := client._find_paths([[Vector2.ZERO, Vector2.ONE]], Vector2i.ONE, {})
-	var dictionaries := client._find_paths(
+	var path := client._calls.find_path(Vector2.ZERO, Vector2.ONE, Vector2i.ONE, {})
+	var batch := client._calls.find_paths([[Vector2.ZERO, Vector2.ONE]], Vector2i.ONE, {})
+	var dictionaries := client._calls.find_paths(
 		[{"start": Vector2.ZERO, "goal": Vector2.ONE}], Vector2i.ONE, {}
 	)
-	var plain := client._find_path(Vector2.ZERO, Vector2.ONE, Vector2i.ONE, {"packed": false})
+	var plain := client._calls.find_path(Vector2.ZERO, Vector2.ONE, Vector2i.ONE, {"packed": false})
 	check(
 		(
 			path.body.get("packed") == true
@@ -350,10 +350,7 @@ func test_sync_calls() -> void:
 
 
 func test_sync_failures() -> void:
-	var lonely := PathServerClient.new()
-	lonely.endpoint = "tcp://127.0.0.1:%d" % free_port()
-	lonely.map_name = MAP
-	root.add_child(lonely)
+	var lonely := lonely_client()
 	var began := Time.get_ticks_msec()
 	var path := lonely.find_path_sync(Vector2.ZERO, Vector2.ONE, Vector2i.ONE, {"timeout_ms": 300})
 	var waited := Time.get_ticks_msec() - began

@@ -53,6 +53,51 @@ func check_equal(actual: Variant, expected: Variant, name: String) -> void:
 	)
 
 
+## Adds to [param tile_set] the custom data layers "walkable" (bool) and "cost" (float), and
+## one atlas source (id 0) of blank [param tiles] (atlas coordinates) of its tile size, which
+## it returns.
+func add_test_tiles(tile_set: TileSet, tiles: Array) -> TileSetAtlasSource:
+	tile_set.add_custom_data_layer()
+	tile_set.set_custom_data_layer_name(0, "walkable")
+	tile_set.set_custom_data_layer_type(0, TYPE_BOOL)
+	tile_set.add_custom_data_layer()
+	tile_set.set_custom_data_layer_name(1, "cost")
+	tile_set.set_custom_data_layer_type(1, TYPE_FLOAT)
+	var size := tile_set.tile_size
+	var source := TileSetAtlasSource.new()
+	var image := Image.create(size.x * tiles.size(), size.y, false, Image.FORMAT_RGBA8)
+	source.texture = ImageTexture.create_from_image(image)
+	source.texture_region_size = size
+	for atlas: Vector2i in tiles:
+		source.create_tile(atlas)
+	tile_set.add_source(source, 0)
+	return source
+
+
+## Checks that [PathServerTileMapReader] refuses [param layer] rotated ("a rotated
+## [param what] is refused"), then turns it back.
+func check_rotated_refused(layer: TileMapLayer, what: String) -> void:
+	layer.rotation = 0.5
+	var rotated := PathServerTileMapReader.read(layer)
+	check(
+		rotated.error.contains("rotated") and rotated.at == "layer",
+		"a rotated %s is refused" % what,
+		rotated
+	)
+	layer.rotation = 0.0
+
+
+## Makes [param layer]'s tiles isometric and checks that [PathServerTileMapReader] refuses them.
+func check_isometric_refused(layer: TileMapLayer) -> void:
+	layer.tile_set.tile_shape = TileSet.TILE_SHAPE_ISOMETRIC
+	var isometric := PathServerTileMapReader.read(layer)
+	check(
+		isometric.error.contains("square and hexagon tiles"),
+		"isometric tiles are refused",
+		isometric.error
+	)
+
+
 ## World position of the centre of a cell of the test map.
 func center(cell: Vector2i) -> Vector2:
 	return (Vector2(cell) + Vector2(0.5, 0.5)) * CELL
@@ -66,6 +111,15 @@ func wait_until(condition: Callable, seconds: float) -> bool:
 			return false
 		await process_frame
 	return true
+
+
+## A client of the test map, in the tree, whose endpoint is a free port nobody listens on.
+func lonely_client() -> PathServerClient:
+	var lonely := PathServerClient.new()
+	lonely.endpoint = "tcp://127.0.0.1:%d" % free_port()
+	lonely.map_name = MAP
+	root.add_child(lonely)
+	return lonely
 
 
 func free_port() -> int:

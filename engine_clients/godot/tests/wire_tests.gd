@@ -91,19 +91,8 @@ func test_msgpack_decoding() -> void:
 		9223372036854775807,
 		"msgpack decodes uint64"
 	)
-	var refusals := {
-		"truncated": "92a568656c6c",
-		"trailing bytes": "c0c0",
-		"unsupported type": "d40100",
-		"uint64 above 2^63": "cfffffffffffffffff",
-		"huge array header": "dd7fffffff",
-		"nested deeper": "91".repeat(100) + "c0",
-	}
-	for what: String in refusals:
-		var result := PathServerMsgPack.decode(refusals[what].hex_decode())
-		check(result[0] == null and result[1] != "", "msgpack refuses %s" % what, result)
-	# A map's keys and scalar values are read on a path of their own: the same values, the
-	# same refusals.
+	# A map's keys and scalar values are read on a path of their own: the same values, and
+	# below, the same refusals.
 	var reply := {
 		"id": 300,
 		"ok": true,
@@ -121,15 +110,21 @@ func test_msgpack_decoding() -> void:
 	}
 	decoded = PathServerMsgPack.decode(PathServerMsgPack.encode(reply))
 	check(decoded[1] == "" and decoded[0] == reply, "msgpack round trip of a reply", decoded)
-	var map_refusals := {
+	var refusals := {
+		"truncated": "92a568656c6c",
+		"trailing bytes": "c0c0",
+		"unsupported type": "d40100",
+		"uint64 above 2^63": "cfffffffffffffffff",
+		"huge array header": "dd7fffffff",
+		"nested deeper": "91".repeat(100) + "c0",
 		"a float cut short in a map": "82a161cb3ff0",
 		"a string cut short in a map": "81a161a56162",
 		"a key cut short": "81a56162",
 		"a map without its last value": "82a161c3a162",
 		"maps nested deeper": "81a161".repeat(70) + "c0",
 	}
-	for what: String in map_refusals:
-		var result := PathServerMsgPack.decode(map_refusals[what].hex_decode())
+	for what: String in refusals:
+		var result := PathServerMsgPack.decode(refusals[what].hex_decode())
 		check(result[0] == null and result[1] != "", "msgpack refuses %s" % what, result)
 	var deep := PathServerMsgPack.decode(("81a161".repeat(64) + "c0").hex_decode())
 	check(deep[1] == "", "msgpack reads maps nested 64 deep", deep[1])
@@ -486,7 +481,7 @@ func test_query_golden_vectors() -> void:
 	var cost_fields := avoid_fields.duplicate(true)
 	cost_fields.avoid.cells = PackedInt32Array([0, 1])
 	cost_fields["avoid_cost"] = 3.0
-	builder._next_id = 7
+	builder._calls.next_id = 7
 	var avoid_id := builder.request("path", avoid_fields)
 	var cost_id := builder.request("path", cost_fields)
 	check_equal(
@@ -571,7 +566,7 @@ func test_query_golden_vectors() -> void:
 	var moat := PathServerClient.new()
 	moat.auto_connect = false
 	root.add_child(moat)
-	moat._next_id = 9
+	moat._calls.next_id = 9
 	var moat_options := {
 		"tags": PackedByteArray([0, 1, 0, 0, 1, 0]),
 		"tag_names": {"water": 1},
@@ -732,7 +727,7 @@ func test_path_request_encoding() -> void:
 	var wrong := []
 	# Ids of each width msgpack has: fixint, uint8, uint16, uint32.
 	for first_id: int in [1, 200, 300, 70000, 5000000000]:
-		offline._next_id = first_id
+		offline._calls.next_id = first_id
 		for repeat in 2:
 			for case: Array in cases:
 				var id := offline.find_path(case[0], case[1], case[2], case[3])

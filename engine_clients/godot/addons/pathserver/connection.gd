@@ -14,6 +14,13 @@ signal completed(request: Pending, reply: Dictionary)
 
 const RECONNECT_MIN_MS := 100
 const RECONNECT_MAX_MS := 2000
+## A synchronous call ([method wait_for]) looks at the socket without pausing for this long
+## (the answer usually comes within it), then sleeps this long between looks.
+const SYNC_SPIN_USEC := 2000
+const SYNC_SLEEP_USEC := 100
+## While it spins with its request sent, it polls the connection whole this often, and only
+## reads what came in between.
+const SYNC_POLL_USEC := 1000
 
 var dealer := PathServerZmtpDealer.new()
 ## Reconnect when the connection drops.
@@ -82,6 +89,45 @@ func poll(now: int, endpoint: String) -> void:
 func read_replies() -> void:
 	for message: Array in dealer.receive():
 		receive(message)
+
+
+## Waits for [param request] on the spot, looking at the socket until its reply came or its
+## timeout passed (then it completes as "timeout"), polling [param server] meanwhile: what
+## the synchronous calls block on. Replies to other requests are held meanwhile; called
+## while another call waited, it hands out those held (the outer one's reply may be there).
+func wait_for(request: Pending, endpoint: String, server: PathServerProcess) -> void:
+	var outer := hold_for
+	hold_for = request.result.id
+	var began := Time.get_ticks_usec()
+	var deadline := began + request.timeout_ms * 1000
+	# Out now, with what this frame queued before it. Once it is out, the loop reads what
+	# comes until the reply is there, and polls the connection whole only now and then (a
+	# dropped connection, the embedded server's output, other requests to send).
+	dealer.flush()
+	var next_poll := began + SYNC_POLL_USEC if request.sent and not dealer.has_output() else began
+	while not request.done:
+		var now := Time.get_ticks_usec()
+		if now >= deadline or not (active or server.state == PathServerClient.ServerState.STARTING):
+			break
+		if now - began > SYNC_SPIN_USEC:
+			OS.delay_usec(SYNC_SLEEP_USEC)
+		elif now < next_poll:
+			read_replies()
+			continue
+		next_poll = now + SYNC_POLL_USEC if request.sent and not dealer.has_output() else now
+		if server.pid > 0:
+			server.poll(now / 1000)
+		if active:
+			poll(now / 1000, endpoint)
+	hold_for = outer
+	if not request.done:
+		pending.erase(request.result.id)
+		var message := "no reply from %s within %d ms, waited for" % [endpoint, request.timeout_ms]
+		completed.emit(
+			request, PathServerReplies.client_error("timeout", message, request.result.id, true)
+		)
+	if outer != 0:
+		release_held()
 
 
 ## Reads one message's frames as a reply and hands it to its request.

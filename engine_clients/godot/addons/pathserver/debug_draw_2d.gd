@@ -344,12 +344,8 @@ func _draw() -> void:
 		_draw_hex_path(points, size, width)
 		return
 	var covered := {}
-	for i in points.size() - 1:
-		var from := points[i]
-		var to := points[i + 1]
-		var steps := maxi(1, ceili(from.distance_to(to) / (cell_size * 0.5)))
-		for step in steps + 1:
-			covered[cell_of(from.lerp(to, float(step) / steps))] = true
+	for point in _along(points, cell_size * 0.5):
+		covered[cell_of(point)] = true
 	var low := Vector2i((size.x - 1) / 2, (size.y - 1) / 2)
 	var extent := Vector2(size) * cell_size
 	for cell: Vector2i in covered:
@@ -361,17 +357,26 @@ func _draw() -> void:
 		draw_circle(points[i], width * 1.6, path_color)
 
 
+## Points along the path [param points] at most [param spacing] apart: each segment cut in
+## equal steps, both its ends included.
+static func _along(points: PackedVector2Array, spacing: float) -> PackedVector2Array:
+	var along := PackedVector2Array()
+	for i in points.size() - 1:
+		var from := points[i]
+		var to := points[i + 1]
+		var steps := maxi(1, ceili(from.distance_to(to) / spacing))
+		for step in steps + 1:
+			along.append(from.lerp(to, float(step) / steps))
+	return along
+
+
 ## [method _draw]'s path on a hex map: the hexagons covered along it, the path, and the
 ## footprint's outline at each waypoint.
 func _draw_hex_path(points: PackedVector2Array, size: Vector2i, width: float) -> void:
 	var covered := {}
-	for i in points.size() - 1:
-		var from := points[i]
-		var to := points[i + 1]
-		var steps := maxi(1, ceili(from.distance_to(to) / (cell_size * 0.25)))
-		for step in steps + 1:
-			for cell in _footprint(cell_of(from.lerp(to, float(step) / steps)), size):
-				covered[cell] = true
+	for point in _along(points, cell_size * 0.25):
+		for cell in _footprint(cell_of(point), size):
+			covered[cell] = true
 	for cell: Vector2i in covered:
 		draw_colored_polygon(
 			PathServerHexes.polygon(layout, cell, origin, tile_size), footprint_color

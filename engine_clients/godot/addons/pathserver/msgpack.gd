@@ -75,9 +75,12 @@ static func _write(out: PackedByteArray, value: Variant) -> void:
 			raw.reverse()
 			out.append_array(raw)
 		TYPE_STRING, TYPE_STRING_NAME, TYPE_NODE_PATH:
-			_write_str(out, str(value).to_utf8_buffer())
+			var utf8 := str(value).to_utf8_buffer()
+			_write_header(out, utf8.size(), 0xA0, 32, 0xD9, 0xDA)  # fixstr, str 8, 16, 32
+			out.append_array(utf8)
 		TYPE_PACKED_BYTE_ARRAY:
-			_write_bin(out, value)
+			_write_header(out, value.size(), 0, 0, 0xC4, 0xC5)  # bin 8, 16, 32
+			out.append_array(value)
 		TYPE_VECTOR2:
 			# [x, y] as two float64, reversed as a float is (y first): one reversal.
 			var raw := PackedByteArray()
@@ -90,16 +93,16 @@ static func _write(out: PackedByteArray, value: Variant) -> void:
 			raw.reverse()
 			out.append_array(raw)
 		TYPE_VECTOR2I:
-			_write_array_header(out, 2)
+			out.append(0x92)  # a fixarray of 2
 			_write_int(out, value.x)
 			_write_int(out, value.y)
 		TYPE_VECTOR3:
-			_write_array_header(out, 3)
+			out.append(0x93)  # a fixarray of 3
 			_write(out, value.x)
 			_write(out, value.y)
 			_write_int(out, roundi(value.z))
 		TYPE_VECTOR3I:
-			_write_array_header(out, 3)
+			out.append(0x93)
 			_write_int(out, value.x)
 			_write_int(out, value.y)
 			_write_int(out, value.z)
@@ -107,7 +110,7 @@ static func _write(out: PackedByteArray, value: Variant) -> void:
 			# The wire's rectangle: [x, y, w, h].
 			_write(out, [value.position.x, value.position.y, value.size.x, value.size.y])
 		TYPE_DICTIONARY:
-			_write_map_header(out, value.size())
+			_write_header(out, value.size(), 0x80, 16, -1, 0xDE)  # fixmap, map 16, 32
 			for key: Variant in value:
 				_write(out, key)
 				_write(out, value[key])
@@ -115,7 +118,7 @@ static func _write(out: PackedByteArray, value: Variant) -> void:
 			if value is Encoded:
 				out.append_array(value.bytes)
 			elif typeof(value) in SEQUENCE_TYPES:
-				_write_array_header(out, value.size())
+				_write_header(out, value.size(), 0x90, 16, -1, 0xDC)  # fixarray, array 16, 32
 				for item: Variant in value:
 					_write(out, item)
 			else:
@@ -162,55 +165,22 @@ static func _write_be(out: PackedByteArray, value: int, width: int) -> void:
 		out.append((value >> shift) & 0xFF)
 
 
-static func _write_str(out: PackedByteArray, utf8: PackedByteArray) -> void:
-	var size := utf8.size()
-	if size < 32:
-		out.append(0xA0 | size)
-	elif size <= 0xFF:
-		out.append(0xD9)
+## The header of a str, bin, array or map of [param size] bytes or items: [param fix] | size
+## when it is below [param fix_below], else [param tag8] (-1: the type has none) and one byte,
+## [param tag16] and two bytes, or the tag after [param tag16] and four bytes.
+static func _write_header(
+	out: PackedByteArray, size: int, fix: int, fix_below: int, tag8: int, tag16: int
+) -> void:
+	if size < fix_below:
+		out.append(fix | size)
+	elif size <= 0xFF and tag8 >= 0:
+		out.append(tag8)
 		out.append(size)
 	elif size <= 0xFFFF:
-		out.append(0xDA)
+		out.append(tag16)
 		_write_be(out, size, 2)
 	else:
-		out.append(0xDB)
-		_write_be(out, size, 4)
-	out.append_array(utf8)
-
-
-static func _write_bin(out: PackedByteArray, data: PackedByteArray) -> void:
-	var size := data.size()
-	if size <= 0xFF:
-		out.append(0xC4)
-		out.append(size)
-	elif size <= 0xFFFF:
-		out.append(0xC5)
-		_write_be(out, size, 2)
-	else:
-		out.append(0xC6)
-		_write_be(out, size, 4)
-	out.append_array(data)
-
-
-static func _write_array_header(out: PackedByteArray, size: int) -> void:
-	if size < 16:
-		out.append(0x90 | size)
-	elif size <= 0xFFFF:
-		out.append(0xDC)
-		_write_be(out, size, 2)
-	else:
-		out.append(0xDD)
-		_write_be(out, size, 4)
-
-
-static func _write_map_header(out: PackedByteArray, size: int) -> void:
-	if size < 16:
-		out.append(0x80 | size)
-	elif size <= 0xFFFF:
-		out.append(0xDE)
-		_write_be(out, size, 2)
-	else:
-		out.append(0xDF)
+		out.append(tag16 + 1)
 		_write_be(out, size, 4)
 
 

@@ -96,13 +96,10 @@ const EMBEDDED_MODES := ["auto", "bundle", "python"]
 const CLIENT_DEFAULTS := PathServerOptions.CLIENT_DEFAULTS
 ## Options read by the client itself and never sent to the server.
 const CLIENT_OPTIONS := PathServerOptions.CLIENT_OPTIONS
-## A synchronous call looks at the socket without pausing for this long (the answer usually
-## comes within it), then sleeps this long between looks.
-const SYNC_SPIN_USEC := 2000
-const SYNC_SLEEP_USEC := 100
-## While it spins with its request sent, it polls the connection whole this often, and only
-## reads what came in between.
-const SYNC_POLL_USEC := 1000
+## How a synchronous call waits: see [method PathServerConnection.wait_for].
+const SYNC_SPIN_USEC := PathServerConnection.SYNC_SPIN_USEC
+const SYNC_SLEEP_USEC := PathServerConnection.SYNC_SLEEP_USEC
+const SYNC_POLL_USEC := PathServerConnection.SYNC_POLL_USEC
 
 ## The options of [method find_path] and [method find_paths], each with what a request gets
 ## when [param options] leave it out (null: no limit, or the server chooses). A view of
@@ -132,13 +129,9 @@ var auto_connect := true
 
 var _connection := PathServerConnection.new()
 var _server := PathServerProcess.new()
-var _requests := PathServerRequests.new()
 var _replies := PathServerReplies.new()
-var _next_id := 1
-## Requests the client answers itself, completed at the next poll.
-var _local_replies: Array[PathServerConnection.Pending] = []
+var _calls := PathServerCalls.new(self, _connection)
 var _sync_result := PathServerResult.new()
-var _poll_queued := false
 var _main_thread_usec := 0
 var _timing_depth := 0
 
@@ -252,7 +245,7 @@ func get_links(name: String) -> Array:
 ## [code](x, y, floor)[/code]: the answer's [code]floors[/code] and [code]links[/code] then
 ## say where the path changes floor (see [PathServerResult]).
 func find_path(start: Variant, goal: Variant, unit_size := Vector2i.ONE, options := {}) -> int:
-	return _find_path(start, goal, unit_size, options).result.id
+	return _calls.find_path(start, goal, unit_size, options).result.id
 
 
 ## [method find_path], awaited: [code]var result := await PathServer.find_path_async(a, b)[/code]
@@ -260,7 +253,7 @@ func find_path(start: Variant, goal: Variant, unit_size := Vector2i.ONE, options
 func find_path_async(
 	start: Variant, goal: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
-	var pending := _find_path(start, goal, unit_size, options)
+	var pending := _calls.find_path(start, goal, unit_size, options)
 	await _completion(pending)
 	return pending.result
 
@@ -270,13 +263,13 @@ func find_path_async(
 ## options. The answer comes as [signal paths_completed] with one [PathServerResult] each; if the
 ## whole batch is refused, [signal path_failed] with the batch id.
 func find_paths(requests: Array, unit_size := Vector2i.ONE, options := {}) -> int:
-	return _find_paths(requests, unit_size, options).result.id
+	return _calls.find_paths(requests, unit_size, options).result.id
 
 
 ## [method find_paths], awaited: returns an Array of [PathServerResult], one per request in
 ## order (each failed one with its error when the whole batch was refused).
 func find_paths_async(requests: Array, unit_size := Vector2i.ONE, options := {}) -> Array:
-	var pending := _find_paths(requests, unit_size, options)
+	var pending := _calls.find_paths(requests, unit_size, options)
 	await _completion(pending)
 	return pending.batch
 
@@ -287,7 +280,7 @@ func find_paths_async(requests: Array, unit_size := Vector2i.ONE, options := {})
 func find_path_sync(
 	start: Variant, goal: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> PackedVector2Array:
-	var pending := _find_path(start, goal, unit_size, options)
+	var pending := _calls.find_path(start, goal, unit_size, options)
 	_wait_now(pending)
 	return pending.result.waypoints
 
@@ -302,7 +295,7 @@ func find_id_path_sync(
 	if options.get("space") != "grid":
 		grid = options.duplicate()
 		grid["space"] = "grid"
-	var pending := _find_path(start, goal, unit_size, grid)
+	var pending := _calls.find_path(start, goal, unit_size, grid)
 	_wait_now(pending)
 	return pending.result.get_cells()
 
@@ -310,7 +303,7 @@ func find_id_path_sync(
 ## [method find_paths], waited for on the spot (see [method find_path_sync]): an Array of
 ## [PathServerResult], one per request in order.
 func find_paths_sync(requests: Array, unit_size := Vector2i.ONE, options := {}) -> Array:
-	var pending := _find_paths(requests, unit_size, options)
+	var pending := _calls.find_paths(requests, unit_size, options)
 	_wait_now(pending)
 	return pending.batch
 
@@ -324,13 +317,13 @@ func get_last_sync_result() -> PathServerResult:
 ## Sends any other op ("maps", "stats", "ping", "update") with [param fields]; the reply comes
 ## as [signal reply_received]. Returns the request id.
 func request(op: String, fields := {}) -> int:
-	return _submit(op, fields, Kind.RAW).result.id
+	return _calls.submit(op, fields, Kind.RAW).result.id
 
 
 ## [method request], awaited. The result's [member PathServerResult.reply] is the server's
 ## reply; [member PathServerResult.ok] and [member PathServerResult.code] tell how it went.
 func request_async(op: String, fields := {}) -> PathServerResult:
-	var pending := _submit(op, fields, Kind.RAW)
+	var pending := _calls.submit(op, fields, Kind.RAW)
 	await _completion(pending)
 	return pending.result
 
@@ -346,7 +339,7 @@ func request_async(op: String, fields := {}) -> PathServerResult:
 ## its [code]layout[/code] ("odd-r", "even-r", "odd-q", "even-q") and [code]cell_size[/code]
 ## a number or a [Vector2], the tile size (see [PathServerHexes]).
 func put_grid(name: String, size: Vector2i, cells: PackedByteArray, options := {}) -> int:
-	return _put_grid(name, size, cells, options).result.id
+	return _calls.put_grid(name, size, cells, options).result.id
 
 
 ## [method put_grid], awaited. The result's [code]info[/code] holds the reply's
@@ -354,7 +347,7 @@ func put_grid(name: String, size: Vector2i, cells: PackedByteArray, options := {
 func put_grid_async(
 	name: String, size: Vector2i, cells: PackedByteArray, options := {}
 ) -> PathServerResult:
-	var pending := _put_grid(name, size, cells, options)
+	var pending := _calls.put_grid(name, size, cells, options)
 	await _completion(pending)
 	return pending.result
 
@@ -371,12 +364,12 @@ func put_grid_async(
 ## go with the upload ([code][{"from": Vector3i, "to": Vector3i, "cost": 2.0, "two_way":
 ## false, "tag": "ladder"}, ...][/code], grid cells; [PathServerLink2D] builds them).
 func put_tilemap(name: String, layer: Variant, options := {}) -> int:
-	return _put_tilemap(name, layer, options).result.id
+	return _calls.put_tilemap(name, layer, options).result.id
 
 
 ## [method put_tilemap], awaited.
 func put_tilemap_async(name: String, layer: Variant, options := {}) -> PathServerResult:
-	var pending := _put_tilemap(name, layer, options)
+	var pending := _calls.put_tilemap(name, layer, options)
 	await _completion(pending)
 	return pending.result
 
@@ -391,12 +384,12 @@ func put_tilemap_async(name: String, layer: Variant, options := {}) -> PathServe
 ## [code]floors[/code] (1 on a map of one floor; the layers hold the region's cells on each
 ## floor, floor 0 first) and [code]links[/code] (the map's links as the wire has them).
 func get_map(name: String, region := Rect2i(), options := {}) -> int:
-	return _get_map(name, region, options).result.id
+	return _calls.get_map(name, region, options).result.id
 
 
 ## [method get_map], awaited.
 func get_map_async(name: String, region := Rect2i(), options := {}) -> PathServerResult:
-	var pending := _get_map(name, region, options)
+	var pending := _calls.get_map(name, region, options)
 	await _completion(pending)
 	return pending.result
 
@@ -404,12 +397,12 @@ func get_map_async(name: String, region := Rect2i(), options := {}) -> PathServe
 ## Stops serving the uploaded map [param name] (op [code]drop_map[/code]); requests already
 ## in flight on it finish. An unknown name is "unknown_map", a map file's name "conflict".
 func drop_map(name: String, options := {}) -> int:
-	return _submit("drop_map", {"map": name}, Kind.RAW, options).result.id
+	return _calls.submit("drop_map", {"map": name}, Kind.RAW, options).result.id
 
 
 ## [method drop_map], awaited; [code]info.gen[/code] is the generation dropped.
 func drop_map_async(name: String, options := {}) -> PathServerResult:
-	var pending := _submit("drop_map", {"map": name}, Kind.RAW, options)
+	var pending := _calls.submit("drop_map", {"map": name}, Kind.RAW, options)
 	await _completion(pending)
 	return pending.result
 
@@ -420,7 +413,7 @@ func drop_map_async(name: String, options := {}) -> PathServerResult:
 ## for none) plus [code]timeout_ms[/code]. With [param if_gen] >= 0 it applies only
 ## at that generation, else the result is "conflict" with the current [code]info.gen[/code].
 func update_map(name: String, fields: Dictionary, if_gen := -1) -> int:
-	return _update_map(name, fields, if_gen).result.id
+	return _calls.update_map(name, fields, if_gen).result.id
 
 
 ## [method update_map], awaited; [code]info.gen[/code] is the map's new generation.
@@ -431,7 +424,7 @@ func update_map(name: String, fields: Dictionary, if_gen := -1) -> int:
 ##     print("someone else edited the map; it is at generation ", edit.info.gen)
 ## [/codeblock]
 func update_map_async(name: String, fields: Dictionary, if_gen := -1) -> PathServerResult:
-	var pending := _update_map(name, fields, if_gen)
+	var pending := _calls.update_map(name, fields, if_gen)
 	await _completion(pending)
 	return pending.result
 
@@ -444,14 +437,14 @@ func update_map_async(name: String, fields: Dictionary, if_gen := -1) -> PathSer
 func find_path_to_any(
 	start: Variant, goals: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> int:
-	return _find_path_to_any(start, goals, unit_size, options).result.id
+	return _calls.find_path_to_any(start, goals, unit_size, options).result.id
 
 
 ## [method find_path_to_any], awaited.
 func find_path_to_any_async(
 	start: Variant, goals: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
-	var pending := _find_path_to_any(start, goals, unit_size, options)
+	var pending := _calls.find_path_to_any(start, goals, unit_size, options)
 	await _completion(pending)
 	return pending.result
 
@@ -463,14 +456,14 @@ func find_path_to_any_async(
 ## cell's floor (else it is empty). [param options]: [code]QUERY_OPTIONS.reachable[/code],
 ## "map", "timeout_ms".
 func reachable(start: Variant, budget: float, unit_size := Vector2i.ONE, options := {}) -> int:
-	return _reachable(start, budget, unit_size, options).result.id
+	return _calls.reachable(start, budget, unit_size, options).result.id
 
 
 ## [method reachable], awaited.
 func reachable_async(
 	start: Variant, budget: float, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
-	var pending := _reachable(start, budget, unit_size, options)
+	var pending := _calls.reachable(start, budget, unit_size, options)
 	await _completion(pending)
 	return pending.result
 
@@ -483,14 +476,14 @@ func reachable_async(
 ## several floors, [code]info.floors[/code] windows one after the other, floor 0 first).
 ## [param goals]: a [PackedVector2Array], or an Array holding points on floors ([Vector3]).
 func distance_field(goals: Variant, unit_size := Vector2i.ONE, options := {}) -> int:
-	return _distance_field(goals, unit_size, options).result.id
+	return _calls.distance_field(goals, unit_size, options).result.id
 
 
 ## [method distance_field], awaited.
 func distance_field_async(
 	goals: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
-	var pending := _distance_field(goals, unit_size, options)
+	var pending := _calls.distance_field(goals, unit_size, options)
 	await _completion(pending)
 	return pending.result
 
@@ -505,14 +498,14 @@ func distance_field_async(
 func next_steps(
 	goals: Variant, positions: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> int:
-	return _next_steps(goals, positions, unit_size, options).result.id
+	return _calls.next_steps(goals, positions, unit_size, options).result.id
 
 
 ## [method next_steps], awaited.
 func next_steps_async(
 	goals: Variant, positions: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
-	var pending := _next_steps(goals, positions, unit_size, options)
+	var pending := _calls.next_steps(goals, positions, unit_size, options)
 	await _completion(pending)
 	return pending.result
 
@@ -524,14 +517,14 @@ func next_steps_async(
 func check_block(
 	cells: Array, rects: Array, points: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> int:
-	return _check_block(cells, rects, points, unit_size, options).result.id
+	return _calls.check_block(cells, rects, points, unit_size, options).result.id
 
 
 ## [method check_block], awaited.
 func check_block_async(
 	cells: Array, rects: Array, points: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> PathServerResult:
-	var pending := _check_block(cells, rects, points, unit_size, options)
+	var pending := _calls.check_block(cells, rects, points, unit_size, options)
 	await _completion(pending)
 	return pending.result
 
@@ -552,12 +545,12 @@ func cancel(id: int) -> void:
 ## yourself only when this node is not in the scene tree.
 func poll() -> void:
 	var began := _timing_begin()
-	_poll_queued = false
+	_calls.poll_queued = false
 	var now := Time.get_ticks_msec()
 	_connection.release_held()
-	if not _local_replies.is_empty():
-		var answered := _local_replies
-		_local_replies = []
+	if not _calls.local_replies.is_empty():
+		var answered := _calls.local_replies
+		_calls.local_replies = []
 		for pending in answered:
 			_complete(pending, pending.local_reply)
 	if _server.pid > 0:
@@ -605,133 +598,6 @@ func get_embedded_server_log() -> PackedStringArray:
 	return _server.output
 
 
-func _find_path(
-	start: Variant, goal: Variant, unit_size: Vector2i, options: Dictionary
-) -> PathServerConnection.Pending:
-	var pending := _new_pending(Kind.PATH)
-	var request := _requests.path_request(
-		pending.result.id, map_name, start, goal, unit_size, options
-	)
-	return _queue(pending, request[0], request[1], options)
-
-
-func _find_paths(
-	requests: Array, unit_size: Vector2i, options: Dictionary
-) -> PathServerConnection.Pending:
-	var fields := PathServerRequests.paths(map_name, requests, unit_size, options)
-	return _submit("paths", fields, Kind.PATHS, options)
-
-
-func _put_grid(
-	name: String, size: Vector2i, cells: PackedByteArray, options: Dictionary
-) -> PathServerConnection.Pending:
-	var fields := PathServerRequests.put_map(name, size, cells, options)
-	return _submit("put_map", fields, Kind.RAW, options)
-
-
-func _put_tilemap(
-	name: String, layer: Variant, options: Dictionary
-) -> PathServerConnection.Pending:
-	var grid := PathServerRequests.read_tilemap(layer, options)
-	if grid.error != "":
-		# Answered at the next poll, so that its signal comes after the caller has its id.
-		var pending := _new_pending(Kind.RAW)
-		var error := PathServerReplies.client_error(
-			"invalid_request", grid.error, pending.result.id
-		)
-		error.error.at = grid.at
-		pending.local_reply = error
-		_local_replies.append(pending)
-		return pending
-	var uploaded := _put_grid(name, grid.size, grid.cells, grid.upload)
-	uploaded.extra_info = {"rect": grid.rect, "mapping": grid.mapping}
-	return uploaded
-
-
-func _get_map(name: String, region: Rect2i, options: Dictionary) -> PathServerConnection.Pending:
-	return _submit("get_map", PathServerRequests.get_map(name, region, options), Kind.MAP, options)
-
-
-func _update_map(name: String, fields: Dictionary, if_gen: int) -> PathServerConnection.Pending:
-	return _submit("update", PathServerRequests.update(name, fields, if_gen), Kind.RAW, fields)
-
-
-func _find_path_to_any(
-	start: Variant, goals: Variant, unit_size: Vector2i, options: Dictionary
-) -> PathServerConnection.Pending:
-	var with_goals := options.duplicate()
-	with_goals["goals"] = goals
-	return _find_path(start, Vector2.ZERO, unit_size, with_goals)
-
-
-func _reachable(
-	start: Variant, budget: float, unit_size: Vector2i, options: Dictionary
-) -> PathServerConnection.Pending:
-	var fields := PathServerRequests.reachable(map_name, start, budget, unit_size, options)
-	return _submit("reachable", fields, Kind.QUERY, options)
-
-
-func _distance_field(
-	goals: Variant, unit_size: Vector2i, options: Dictionary
-) -> PathServerConnection.Pending:
-	var fields := PathServerRequests.field(map_name, goals, unit_size, options)
-	return _submit("field", fields, Kind.QUERY, options)
-
-
-func _next_steps(
-	goals: Variant, positions: Variant, unit_size: Vector2i, options: Dictionary
-) -> PathServerConnection.Pending:
-	var fields := _requests.next_steps(map_name, goals, positions, unit_size, options)
-	return _submit("next_steps", fields, Kind.QUERY, options)
-
-
-func _check_block(
-	cells: Array, rects: Array, points: Variant, unit_size: Vector2i, options: Dictionary
-) -> PathServerConnection.Pending:
-	var fields := PathServerRequests.check_block(map_name, cells, rects, points, unit_size, options)
-	return _submit("check_block", fields, Kind.QUERY, options)
-
-
-func _submit(
-	op: String, fields: Dictionary, kind: Kind, options := {}
-) -> PathServerConnection.Pending:
-	var pending := _new_pending(kind)
-	var body := PathServerRequests.body(pending.result.id, op, fields)
-	return _queue(pending, body, PathServerMsgPack.encode(body), options)
-
-
-## Sends [param pending] with its [param body] encoded as [param bytes].
-func _queue(
-	pending: PathServerConnection.Pending,
-	body: Dictionary,
-	bytes: PackedByteArray,
-	options: Dictionary
-) -> PathServerConnection.Pending:
-	pending.body_map = str(body.get("map", ""))
-	pending.body = body
-	pending.bytes = bytes
-	var wait_ms: int = options.get("timeout_ms", timeout_ms)
-	pending.deadline_ms = Time.get_ticks_msec() + wait_ms
-	pending.timeout_ms = wait_ms
-	# Queued at once when connected, written by the poll at the end of this frame (the requests
-	# of a frame in one write), which also hands out the replies that came by then; a
-	# synchronous call writes at once. Only poll() hands replies out (a synchronous call, its
-	# own), so none comes before the caller awaits it.
-	_connection.add(pending)
-	if not _poll_queued:
-		_poll_queued = true
-		poll.call_deferred()
-	return pending
-
-
-func _new_pending(kind: Kind) -> PathServerConnection.Pending:
-	var pending := PathServerConnection.Pending.new()
-	pending.kind = kind
-	pending.result.id = _next_id
-	_next_id += 1
-	return pending
-
-
 ## Resumes when [param pending] completed (at once when it already has): what the
 ## [code]_async[/code] methods await.
 func _completion(pending: PathServerConnection.Pending) -> void:
@@ -744,43 +610,9 @@ func _completion(pending: PathServerConnection.Pending) -> void:
 func _wait_now(pending: PathServerConnection.Pending) -> void:
 	var timing := _timing_begin()
 	_sync_result = pending.result
-	var outer := _connection.hold_for
-	_connection.hold_for = pending.result.id
-	var began := Time.get_ticks_usec()
-	var deadline := began + pending.timeout_ms * 1000
-	var dealer := _connection.dealer
-	# Out now, with what this frame queued before it. Once it is out, the loop reads what
-	# comes until the reply is there, and polls the connection whole only now and then (a
-	# dropped connection, the embedded server's output, other requests to send).
-	dealer.flush()
-	var next_poll := began + SYNC_POLL_USEC if pending.sent and not dealer.has_output() else began
-	while not pending.done:
-		var now := Time.get_ticks_usec()
-		if now >= deadline or not (_connection.active or _server.state == ServerState.STARTING):
-			break
-		if now - began > SYNC_SPIN_USEC:
-			OS.delay_usec(SYNC_SLEEP_USEC)
-		elif now < next_poll:
-			_connection.read_replies()
-			continue
-		next_poll = now + SYNC_POLL_USEC if pending.sent and not dealer.has_output() else now
-		if _server.pid > 0:
-			_server.poll(now / 1000)
-		if _connection.active:
-			_connection.poll(now / 1000, endpoint)
-	_connection.hold_for = outer
-	if not pending.done:
-		_connection.pending.erase(pending.result.id)
-		var message := "no reply from %s within %d ms, waited for" % [endpoint, pending.timeout_ms]
-		_complete(
-			pending, PathServerReplies.client_error("timeout", message, pending.result.id, true)
-		)
-	if outer != 0:
-		# Called from a handler while another call waited: the outer one's reply may be held.
-		_connection.release_held()
-	elif not _connection.held.is_empty() and not _poll_queued:
-		_poll_queued = true
-		poll.call_deferred()
+	_connection.wait_for(pending, endpoint, _server)
+	if _connection.hold_for == 0 and not _connection.held.is_empty():
+		_calls.queue_poll()
 	_timing_end(timing)
 
 

@@ -166,6 +166,16 @@ static func read_tilemap(layers: Variant, options: Dictionary) -> Dictionary:
 	var grid := PathServerTileMapReader.read_floors(layers, reader_options)
 	if grid.error != "":
 		return grid
+	add_grid_options(upload, grid)
+	name_link_tags(upload, grid.cells.size())
+	grid["upload"] = upload
+	return grid
+
+
+## Adds to [param upload], the options of a [method put_map] request, what [param grid] (read
+## by [PathServerTileMapReader]) says of the map: its floors, shape and layout on hex maps,
+## origin, cell size, costs and tags.
+static func add_grid_options(upload: Dictionary, grid: Dictionary) -> void:
 	if grid.floors > 1:
 		upload["floors"] = grid.floors
 	if grid.shape == "hex":
@@ -179,9 +189,6 @@ static func read_tilemap(layers: Variant, options: Dictionary) -> Dictionary:
 		upload["tags"] = grid.tags
 		if not grid.tag_names.is_empty():
 			upload["tag_names"] = grid.tag_names
-	name_link_tags(upload, grid.cells.size())
-	grid["upload"] = upload
-	return grid
 
 
 ## Names the tags of [param upload]'s [code]links[/code] (the options of a

@@ -197,18 +197,8 @@ func upload() -> PathServerResult:
 	if grid.error != "":
 		result = await client.put_tilemap_async(get_map_name(), layers, options)
 	else:
-		var put_options := {"origin": grid.origin, "cell_size": grid.cell_size}
-		if grid.floors > 1:
-			put_options["floors"] = grid.floors
-		if grid.shape == "hex":
-			put_options["shape"] = "hex"
-			put_options["layout"] = grid.layout
-		if not grid.costs.is_empty():
-			put_options["costs"] = grid.costs
-		if not grid.tags.is_empty():
-			put_options["tags"] = grid.tags
-			if not grid.tag_names.is_empty():
-				put_options["tag_names"] = grid.tag_names
+		var put_options := {}
+		PathServerRequests.add_grid_options(put_options, grid)
 		if not classes.is_empty():
 			put_options["classes"] = classes
 		if sync_links:

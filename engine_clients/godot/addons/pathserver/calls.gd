@@ -1,0 +1,158 @@
+class_name PathServerCalls
+extends RefCounted
+## [PathServerClient]'s calls made into requests and queued: each method takes a call's
+## arguments, builds its request with the next id ([PathServerRequests]), encodes it, puts it
+## on the connection with its deadline and returns it, a [PathServerConnection.Pending] for the
+## client to await or wait for. The client's [member PathServerClient.map_name] and
+## [member PathServerClient.timeout_ms] apply where the options name no other.
+##
+## Requests are queued at once when connected and written by the client's poll at the end of
+## the frame (the requests of a frame in one write), which also hands out the replies that came
+## by then; a synchronous call writes at once. Only the poll hands replies out (a synchronous
+## call, its own), so none comes before the caller awaits it.
+
+## The id the next request gets.
+var next_id := 1
+## Requests the client answers itself, completed at its next poll.
+var local_replies: Array[PathServerConnection.Pending] = []
+## Whether the client's poll is queued for the end of this frame.
+var poll_queued := false
+
+var _client: PathServerClient
+var _connection: PathServerConnection
+var _requests := PathServerRequests.new()
+
+
+func _init(client: PathServerClient, connection: PathServerConnection) -> void:
+	_client = client
+	_connection = connection
+
+
+## Has the client poll at the end of this frame, once however many ask.
+func queue_poll() -> void:
+	if not poll_queued:
+		poll_queued = true
+		_client.poll.call_deferred()
+
+
+func find_path(
+	start: Variant, goal: Variant, unit_size: Vector2i, options: Dictionary
+) -> PathServerConnection.Pending:
+	var pending := _new_pending(PathServerClient.Kind.PATH)
+	var request := _requests.path_request(
+		pending.result.id, _client.map_name, start, goal, unit_size, options
+	)
+	return _queue(pending, request[0], request[1], options)
+
+
+func find_paths(
+	requests: Array, unit_size: Vector2i, options: Dictionary
+) -> PathServerConnection.Pending:
+	var fields := PathServerRequests.paths(_client.map_name, requests, unit_size, options)
+	return submit("paths", fields, PathServerClient.Kind.PATHS, options)
+
+
+func put_grid(
+	name: String, size: Vector2i, cells: PackedByteArray, options: Dictionary
+) -> PathServerConnection.Pending:
+	var fields := PathServerRequests.put_map(name, size, cells, options)
+	return submit("put_map", fields, PathServerClient.Kind.RAW, options)
+
+
+func put_tilemap(name: String, layer: Variant, options: Dictionary) -> PathServerConnection.Pending:
+	var grid := PathServerRequests.read_tilemap(layer, options)
+	if grid.error != "":
+		# Answered at the next poll, so that its signal comes after the caller has its id.
+		var pending := _new_pending(PathServerClient.Kind.RAW)
+		var error := PathServerReplies.client_error(
+			"invalid_request", grid.error, pending.result.id
+		)
+		error.error.at = grid.at
+		pending.local_reply = error
+		local_replies.append(pending)
+		return pending
+	var uploaded := put_grid(name, grid.size, grid.cells, grid.upload)
+	uploaded.extra_info = {"rect": grid.rect, "mapping": grid.mapping}
+	return uploaded
+
+
+func get_map(name: String, region: Rect2i, options: Dictionary) -> PathServerConnection.Pending:
+	var fields := PathServerRequests.get_map(name, region, options)
+	return submit("get_map", fields, PathServerClient.Kind.MAP, options)
+
+
+func update_map(name: String, fields: Dictionary, if_gen: int) -> PathServerConnection.Pending:
+	var body := PathServerRequests.update(name, fields, if_gen)
+	return submit("update", body, PathServerClient.Kind.RAW, fields)
+
+
+func find_path_to_any(
+	start: Variant, goals: Variant, unit_size: Vector2i, options: Dictionary
+) -> PathServerConnection.Pending:
+	var with_goals := options.duplicate()
+	with_goals["goals"] = goals
+	return find_path(start, Vector2.ZERO, unit_size, with_goals)
+
+
+func reachable(
+	start: Variant, budget: float, unit_size: Vector2i, options: Dictionary
+) -> PathServerConnection.Pending:
+	var fields := PathServerRequests.reachable(_client.map_name, start, budget, unit_size, options)
+	return submit("reachable", fields, PathServerClient.Kind.QUERY, options)
+
+
+func distance_field(
+	goals: Variant, unit_size: Vector2i, options: Dictionary
+) -> PathServerConnection.Pending:
+	var fields := PathServerRequests.field(_client.map_name, goals, unit_size, options)
+	return submit("field", fields, PathServerClient.Kind.QUERY, options)
+
+
+func next_steps(
+	goals: Variant, positions: Variant, unit_size: Vector2i, options: Dictionary
+) -> PathServerConnection.Pending:
+	var fields := _requests.next_steps(_client.map_name, goals, positions, unit_size, options)
+	return submit("next_steps", fields, PathServerClient.Kind.QUERY, options)
+
+
+func check_block(
+	cells: Array, rects: Array, points: Variant, unit_size: Vector2i, options: Dictionary
+) -> PathServerConnection.Pending:
+	var map := _client.map_name
+	var fields := PathServerRequests.check_block(map, cells, rects, points, unit_size, options)
+	return submit("check_block", fields, PathServerClient.Kind.QUERY, options)
+
+
+## Any op with [param fields], its reply read as [param kind] says.
+func submit(
+	op: String, fields: Dictionary, kind: PathServerClient.Kind, options := {}
+) -> PathServerConnection.Pending:
+	var pending := _new_pending(kind)
+	var body := PathServerRequests.body(pending.result.id, op, fields)
+	return _queue(pending, body, PathServerMsgPack.encode(body), options)
+
+
+## Sends [param pending] with its [param body] encoded as [param bytes].
+func _queue(
+	pending: PathServerConnection.Pending,
+	body: Dictionary,
+	bytes: PackedByteArray,
+	options: Dictionary
+) -> PathServerConnection.Pending:
+	pending.body_map = str(body.get("map", ""))
+	pending.body = body
+	pending.bytes = bytes
+	var wait_ms: int = options.get("timeout_ms", _client.timeout_ms)
+	pending.deadline_ms = Time.get_ticks_msec() + wait_ms
+	pending.timeout_ms = wait_ms
+	_connection.add(pending)
+	queue_poll()
+	return pending
+
+
+func _new_pending(kind: PathServerClient.Kind) -> PathServerConnection.Pending:
+	var pending := PathServerConnection.Pending.new()
+	pending.kind = kind
+	pending.result.id = next_id
+	next_id += 1
+	return pending
