@@ -4,6 +4,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import zmq
 
 from pathserver import kernel_cache
 
@@ -22,6 +23,14 @@ SLOW_TIMEOUT_S = 600
 sys.path.insert(0, str(TESTS))
 
 from reliability.helpers import FIGURES  # noqa: E402  (the suite's figures, printed at the end)
+
+
+@pytest.fixture
+def context():
+    """A ZeroMQ context for a test's sockets, destroyed (LINGER 0) after it."""
+    ctx = zmq.Context()
+    yield ctx
+    ctx.destroy(linger=0)
 
 
 def pytest_sessionstart(session):

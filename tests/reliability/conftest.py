@@ -1,9 +1,8 @@
 """Fixtures for the reliability tests: one shared ``pathserver serve`` subprocess over the
-small maps (tests that need their own server start one), a zmq context, and the table of
+small maps (tests that need their own server start one) and the table of
 measured figures printed at the end of the run (also without ``-s``)."""
 
 import pytest
-import zmq
 
 from reliability.helpers import ServerProcess, record, small_maps
 from pathserver.server.startup import warm_kernels
@@ -39,11 +38,3 @@ def live(served):
     yield served
     assert served.alive, f"the server died; stderr:\n{served.stderr_tail()}"
     assert "internal error" not in served.stderr_text(), served.stderr_tail()
-
-
-@pytest.fixture
-def context():
-    ctx = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
-

@@ -109,13 +109,6 @@ class Dealer(sockets.Dealer):
 
 
 @pytest.fixture
-def context():
-    ctx = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
-
-
-@pytest.fixture
 def make_dealer(context):
     def make(endpoint: str, options=None, socket_type=zmq.DEALER) -> Dealer:
         return Dealer(context, endpoint, socket_type, options)

@@ -2,7 +2,6 @@
 raw DEALER whose every send and receive times out instead of hanging (``sockets.Dealer``)."""
 
 import threading
-import time
 
 import pytest
 import zmq
@@ -11,6 +10,7 @@ from pathserver.maps.registry import MapRegistry
 from pathserver.server.loop import Server
 from pathserver.server.startup import warm_kernels
 from grids import ARENA, SPLIT, movingai, write_map  # noqa: F401 - re-exported to the tests
+from reliability.helpers import wait_for
 from sockets import Dealer
 
 
@@ -74,29 +74,10 @@ def server(start_server):
 
 
 @pytest.fixture
-def context():
-    ctx = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
-
-
-@pytest.fixture
 def dealer(context, server):
     client = Dealer(context, server.endpoint)
     yield client
     client.close()
-
-
-def wait_for(predicate, timeout: float = 5.0, interval: float = 0.02):
-    """Poll ``predicate`` until it returns something truthy; fail at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(interval)
 
 
 @pytest.fixture(name="wait_for")
