@@ -9,6 +9,7 @@ cells and traversal rules go the way of :mod:`pathserver.grid.avoid_search`.
 from __future__ import annotations
 
 import os
+import time
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -224,6 +225,10 @@ def find_path_within(gridmap: GridMap, start, goal, unit_size, budget: int, *, a
                       flags, call.generation, call.algorithm)
 
 
+#: find_paths times this many queries in turn before it decides how to answer the rest.
+PROBE_QUERIES = 8
+#: Queries quicker than this (s, on average) are answered in turn, slower ones over all cores.
+THREADS_FROM_S = 15e-6
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -263,8 +268,21 @@ def find_paths(gridmap: GridMap, starts, goals, unit_size=1, *, errors: str = "r
     workers = os.cpu_count() or 2
     if n < 2 * workers:
         return [one(i) for i in range(n)]
-    chunks = [range(k, n, workers) for k in range(workers)]
+    # The first queries in turn, timed: threads pay only for searches long enough that the
+    # kernel's time without the GIL outweighs their handing over of it (bench/godot_astar.py).
+    # Spread over the batch, which may be sorted by length.
+    step = max(1, n // PROBE_QUERIES)
+    probed = range(0, min(n, step * PROBE_QUERIES), step)
     results: list = [None] * n
+    began = time.perf_counter()
+    for i in probed:
+        results[i] = one(i)
+    rest = [i for i in range(n) if i % step or i >= probed.stop]
+    if time.perf_counter() - began < len(probed) * THREADS_FROM_S:
+        for i in rest:
+            results[i] = one(i)
+        return results
+    chunks = [rest[k::workers] for k in range(workers)]
     for chunk, answers in zip(chunks, _executor().map(lambda c: [one(i) for i in c], chunks)):
         for i, answer in zip(chunk, answers):
             results[i] = answer

@@ -101,6 +101,7 @@ def handle_paths(request: PathsRequest, registry) -> dict:
     # One outcome an entry: a PathAnswer, or the error object of an entry that failed.
     outcomes: list = [None] * len(request.items)
     groups: dict[tuple, list] = {}
+    shared_key = None  # columns: every entry shares the batch's unit size and options
     for i, item in enumerate(request.items):
         if isinstance(item, PathQuery):
             # Endpoints first: a failing entry must not leave an empty group behind.
@@ -109,15 +110,23 @@ def handle_paths(request: PathsRequest, registry) -> dict:
             except Exception as exc:
                 outcomes[i] = _entry_error(request, exc, i)
             else:
-                groups.setdefault(item.group_key(), []).append((i, *endpoints))
+                if not request.columns:
+                    key = item.group_key()
+                elif shared_key is None:
+                    key = shared_key = item.group_key()
+                groups.setdefault(key, []).append((i, *endpoints))
         else:
             outcomes[i] = _entry_error(request, item, None)
+    # Packed grid cells are the PathResult's own: batch_fields reads its status, cost and path.
+    as_found = request.packed and request.space == "grid" and not gridmap.linked
     for entries in groups.values():
         query = request.items[entries[0][0]]
         answers = _search(gridmap, entries)
         for (i, *_), answer in zip(entries, answers):
             if isinstance(answer, BaseException):
                 outcomes[i] = _entry_error(request, answer, i)
+            elif as_found and query.goal is not None:
+                outcomes[i] = answer
             else:
                 outcomes[i] = path_answer(gridmap, query.space, answer, query.goal is None)
     if request.packed:

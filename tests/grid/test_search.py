@@ -7,6 +7,7 @@ import pytest
 
 import naive
 from pathserver import GridMap, find_path, find_paths
+from pathserver.grid import search
 from pathserver.errors import BadUnitSizeError, GoalBlockedError, NonFiniteError, OutOfBoundsError, RequestError
 from pathserver.errors import SearchLimitError, StartBlockedError
 
@@ -293,17 +294,23 @@ def test_bad_input_is_rejected_with_a_code():
     assert find_path(m, (0.7, 1.2), (3.9, 0.0)).start == (0, 1)
 
 
-def test_find_paths_batch_matches_single_queries():
+@pytest.mark.parametrize("threads_from_s", [0.0, math.inf], ids=["over threads", "in turn"])
+def test_find_paths_batch_matches_single_queries(monkeypatch, threads_from_s):
+    # find_paths answers a batch in turn or over threads by how long its first queries
+    # take: both ways must give every query's own answer, in order.
+    monkeypatch.setattr(search, "THREADS_FROM_S", threads_from_s)
     rng = np.random.default_rng(5)
     m = GridMap(naive.random_grid(rng, 40, 40, 0.25))
     cells = np.argwhere(m.layer(1).passable)[:, ::-1]
-    starts = cells[rng.integers(len(cells), size=50)]
-    goals = cells[rng.integers(len(cells), size=50)]
-    batch = find_paths(m, starts, goals)
-    for s, g, r in zip(starts, goals, batch):
-        assert r.cost == find_path(m, s, g).cost
-    mixed = find_paths(m, [(0, 0), (99, 0)], [(1, 1), (0, 0)], errors="return")
-    assert isinstance(mixed[1], OutOfBoundsError)
+    for size in (5, 50):
+        starts = cells[rng.integers(len(cells), size=size)]
+        goals = cells[rng.integers(len(cells), size=size)]
+        batch = find_paths(m, starts, goals)
+        for s, g, r in zip(starts, goals, batch):
+            single = find_path(m, s, g)
+            assert r.cost == single.cost and (r.path == single.path).all()
+    mixed = find_paths(m, [(0, 0), (99, 0)] * 3, [(1, 1), (0, 0)] * 3, errors="return")
+    assert [type(r) for r in mixed] == [type(find_path(m, (0, 0), (1, 1))), OutOfBoundsError] * 3
 
 
 def test_edits_make_a_new_generation():
