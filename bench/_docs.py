@@ -59,17 +59,20 @@ def section(name: str, body: str, command: str, when: str, machine: str) -> str:
             f"<!-- end {name} -->")
 
 
-def machine() -> str:
-    """The CPU model and the number of cores, for the line under each section's marker."""
-    model = "unknown CPU"
+def cpu_name() -> str:
+    """The CPU model, as /proc/cpuinfo names it ("unknown CPU" elsewhere)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return f"{model}, {os.cpu_count()} cores"
+    return "unknown CPU"
+
+
+def machine() -> str:
+    """The CPU model and the number of cores, for the line under each section's marker."""
+    return f"{cpu_name()}, {os.cpu_count()} cores"
 
 
 def write_section(name: str, body: str, *, path: Path = PERFORMANCE_MD, command: str | None = None) -> None:

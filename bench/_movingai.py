@@ -9,6 +9,7 @@ own README (``/work/shared/movingai/README.md`` on the project's machines).
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +60,18 @@ def find_maps(movingai: Path) -> dict[str, Path]:
         if path.with_name(path.name + ".scen").is_file():
             maps[path.stem] = path
     return maps
+
+
+def named_maps(movingai: Path, names: str) -> dict[str, Path] | None:
+    """The maps a ``--map a,b`` names, in its order, by name; None (said on stderr) when
+    one of them is not under ``movingai``."""
+    maps = find_maps(movingai)
+    wanted = [name for name in names.split(",") if name]
+    missing = [name for name in wanted if name not in maps]
+    if missing:
+        print(f"map {', '.join(missing)} not found under {movingai}", file=sys.stderr)
+        return None
+    return {name: maps[name] for name in wanted}
 
 
 def read_walkable(path: Path) -> np.ndarray:

@@ -48,7 +48,7 @@ kernel_cache.configure()
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _movingai as movingai  # noqa: E402
 import _tcod as tcod_graph  # noqa: E402
-from _docs import add_argument as add_write_docs, write_section  # noqa: E402
+from _docs import add_argument as add_write_docs, cpu_name, write_section  # noqa: E402
 
 DEFAULT_MAPS = ("den520d", "Aftershock", "Boston_0_512", "32room_000", "maze512-1-0", "random512-10-0")
 
@@ -673,16 +673,6 @@ def markdown(report: dict) -> str:
     for t in report["targets"]:
         lines.append(f"| {t['target']} | {t['measured'] or '-'} | {t['result']} |")
     return "\n".join(lines)
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def version(package: str) -> str:

@@ -318,12 +318,10 @@ def main(argv=None) -> int:
               f"with `bash {RUN_TESTS.relative_to(REPO)} install` (builds a Debian sid tree; needs root).")
         print("\ngodot bench: skipped (no Godot 4)")
         return 0
-    maps = movingai.find_maps(args.movingai)
-    names = [name for name in args.map.split(",") if name]
-    missing = [name for name in names if name not in maps]
-    if missing:
-        print(f"map {', '.join(missing)} not found under {args.movingai}", file=sys.stderr)
+    maps = movingai.named_maps(args.movingai, args.map)
+    if maps is None:
         return 2
+    names = list(maps)
     imported = subprocess.run([*godot, "--headless", "--path", str(PROJECT), "--import"],
                               capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S)
     if imported.returncode != 0:

@@ -536,12 +536,10 @@ def main(argv=None) -> int:
     wrong = [layout for layout in layouts if layout not in LAYOUTS]
     if wrong or not layouts:
         parser.error(f"--layouts: {', '.join(wrong) or 'none'}; choose from {', '.join(LAYOUTS)}")
-    maps = movingai.find_maps(args.movingai)
-    names = [name for name in args.map.split(",") if name]
-    missing = [name for name in names if name not in maps]
-    if missing:
-        print(f"map {', '.join(missing)} not found under {args.movingai}", file=sys.stderr)
+    maps = movingai.named_maps(args.movingai, args.map)
+    if maps is None:
         return 2
+    names = list(maps)
     godot = None if args.no_godot else godot_command()
     if godot is not None:
         LOG.write_text("")  # this run's Godot output, a section a table

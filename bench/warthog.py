@@ -59,7 +59,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _movingai as movingai  # noqa: E402
-from _docs import add_argument as add_write_docs, write_section  # noqa: E402
+from _docs import add_argument as add_write_docs, cpu_name, write_section  # noqa: E402
 
 MAPS = ("den520d", "brc202d", "Aftershock", "Boston_0_512", "32room_000", "maze512-32-0")
 WARTHOG_ALGORITHMS = ("jps2", "jps2+")
@@ -411,16 +411,6 @@ def load_average() -> str:
         return ", ".join(f"{v:.2f}" for v in os.getloadavg())
     except OSError:
         return "unknown"
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def main(argv=None) -> int:

@@ -36,6 +36,7 @@ extends SceneTree
 ## "bench FAILED: ...") last, and quits.
 
 const MovingAIMap := preload("res://movingai_map.gd")
+const BenchProblems := preload("res://bench_problems.gd")
 const WATCHDOG_SECONDS := 900.0
 ## The engine's idle sleep between frames: short, yet the CPU is the server's meanwhile (a
 ## headless engine never sleeping would take a core from it, as rendering would not).
@@ -98,10 +99,15 @@ func _run() -> void:
 		_finish("usage: -- PROBLEMS ENDPOINT MAP [ROUNDS]")
 		return
 	var rounds := int(args[3]) if args.size() > 3 else 3
-	var problem_error := load_problems(args[0])
-	if problem_error != "":
-		_finish(problem_error)
+	var problems := BenchProblems.new(args[0])
+	if problems.error != "":
+		_finish(problems.error)
 		return
+	starts = problems.starts
+	goals = problems.goals
+	optimal = problems.optimal
+	tolerance = problems.tolerance
+	map_file = problems.map_file
 	var map_error := load_map(map_file)
 	if map_error != "":
 		_finish(map_error)
@@ -491,25 +497,6 @@ func per_query_figure(s: Dictionary) -> float:
 			total += t
 		return float(total) / s.fastest_us.size()
 	return s.per_query_us.min()
-
-
-func load_problems(path: String) -> String:
-	var file := FileAccess.open(path, FileAccess.READ)
-	if file == null:
-		return "cannot read %s" % path
-	var lines := file.get_as_text().split("\n", false)
-	if lines.is_empty() or not lines[0].begins_with("map "):
-		return "%s: the first line must be 'map PATH'" % path
-	map_file = lines[0].substr(4).strip_edges()
-	for line in lines.slice(1):
-		var fields := line.split(" ", false)
-		if fields.size() != 6:
-			return "%s: expected 6 fields: %s" % [path, line]
-		starts.append(Vector2i(int(fields[0]), int(fields[1])))
-		goals.append(Vector2i(int(fields[2]), int(fields[3])))
-		optimal.append(float(fields[4]))
-		tolerance.append(float(fields[5]))
-	return "" if not starts.is_empty() else "%s: no problems" % path
 
 
 ## A Moving AI .map: '.', 'G' and 'S' walkable, everything else blocked (movingai_map.gd).

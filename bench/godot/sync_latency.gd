@@ -18,6 +18,7 @@ extends SceneTree
 ## Prints one line "calls-json: {way: [record per problem], ...}" a round, then
 ## "sync latency done" (or "sync latency FAILED: ...") last, and quits.
 
+const BenchProblems := preload("res://bench_problems.gd")
 const WATCHDOG_SECONDS := 600.0
 ## Request ids of the phase calls: far above the client's own, so the server's records of
 ## the two never mix.
@@ -54,10 +55,12 @@ func _run() -> void:
 		_finish("usage: -- PROBLEMS ENDPOINT MAP [ROUNDS]")
 		return
 	var rounds := int(args[3]) if args.size() > 3 else 3
-	var problem_error := load_problems(args[0])
-	if problem_error != "":
-		_finish(problem_error)
+	var problems := BenchProblems.new(args[0])
+	if problems.error != "":
+		_finish(problems.error)
 		return
+	starts = problems.starts
+	goals = problems.goals
 	options["map"] = args[2]
 	rng.seed = 0
 	client = root.get_node("PathServer") as PathServerClient
@@ -180,20 +183,6 @@ func time_phases(id: int, start: Vector2i, goal: Vector2i, wait: Array) -> Dicti
 		"readable_at": readable_at,
 		"cells": cells,
 	}
-
-
-func load_problems(path: String) -> String:
-	var file := FileAccess.open(path, FileAccess.READ)
-	if file == null:
-		return "cannot read %s" % path
-	var lines := file.get_as_text().split("\n", false)
-	for line in lines.slice(1):
-		var fields := line.split(" ", false)
-		if fields.size() != 6:
-			return "%s: expected 6 fields: %s" % [path, line]
-		starts.append(Vector2i(int(fields[0]), int(fields[1])))
-		goals.append(Vector2i(int(fields[2]), int(fields[3])))
-	return "" if not starts.is_empty() else "%s: no problems" % path
 
 
 func _finish(error: String) -> void:
