@@ -1,4 +1,4 @@
-extends SceneTree
+extends "res://bench_script.gd"
 ## "Why not just use AStarGrid2D?": the same Moving AI problems answered by Godot's own
 ## AStarGrid2D and by the pathserver addon, side by side in one headless run.
 ##
@@ -36,8 +36,6 @@ extends SceneTree
 ## "bench FAILED: ...") last, and quits.
 
 const MovingAIMap := preload("res://movingai_map.gd")
-const BenchProblems := preload("res://bench_problems.gd")
-const WATCHDOG_SECONDS := 900.0
 ## The engine's idle sleep between frames: short, yet the CPU is the server's meanwhile (a
 ## headless engine never sleeping would take a core from it, as rendering would not).
 const IDLE_SLEEP_USEC := 250
@@ -83,26 +81,13 @@ var tolerance := PackedFloat64Array()
 var map_file := ""
 var client: PathServerClient
 var options := {"space": "grid", "smooth": "none"}
-var _finished := false
 
 
-func _initialize() -> void:
-	create_timer(WATCHDOG_SECONDS).timeout.connect(
-		func() -> void: _finish("the run took more than %d s" % WATCHDOG_SECONDS)
-	)
-	_run.call_deferred()
+func _init() -> void:
+	watchdog_seconds = 900.0
 
 
-func _run() -> void:
-	var args := OS.get_cmdline_user_args()
-	if args.size() < 3:
-		_finish("usage: -- PROBLEMS ENDPOINT MAP [ROUNDS]")
-		return
-	var rounds := int(args[3]) if args.size() > 3 else 3
-	var problems := BenchProblems.new(args[0])
-	if problems.error != "":
-		_finish(problems.error)
-		return
+func _bench() -> void:
 	starts = problems.starts
 	goals = problems.goals
 	optimal = problems.optimal
@@ -114,12 +99,12 @@ func _run() -> void:
 		return
 	for i in starts.size():
 		pairs.append([Vector2(starts[i]), Vector2(goals[i])])
-	options["map"] = args[2]
+	options["map"] = map_name
 	OS.low_processor_usage_mode_sleep_usec = IDLE_SLEEP_USEC
 	client = root.get_node("PathServer") as PathServerClient
-	client.connect_to_server(args[1])
+	client.connect_to_server(endpoint)
 	if not await client.wait_connected(10000):
-		_finish("no pathserver at %s" % args[1])
+		_finish("no pathserver at %s" % endpoint)
 		return
 	# Untimed: the server builds the map's unit layer on its first path, as on any first use.
 	var first := await client.find_path_async(
@@ -507,14 +492,3 @@ func load_map(path: String) -> String:
 	walkable = read.walkable
 	blocked = read.blocked
 	return read.error
-
-
-func _finish(error: String) -> void:
-	if _finished:
-		return
-	_finished = true
-	if error == "":
-		print("bench done")
-	else:
-		print("bench FAILED: %s" % error)
-	quit(0 if error == "" else 1)

@@ -1,4 +1,4 @@
-extends SceneTree
+extends "res://bench_script.gd"
 ## Where the addon's synchronous call spends its time, phase by phase, in one headless run.
 ##
 ##   godot --headless --path bench/godot -s res://sync_latency.gd -- PROBLEMS ENDPOINT MAP [ROUNDS]
@@ -18,8 +18,6 @@ extends SceneTree
 ## Prints one line "calls-json: {way: [record per problem], ...}" a round, then
 ## "sync latency done" (or "sync latency FAILED: ...") last, and quits.
 
-const BenchProblems := preload("res://bench_problems.gd")
-const WATCHDOG_SECONDS := 600.0
 ## Request ids of the phase calls: far above the client's own, so the server's records of
 ## the two never mix.
 const PHASE_ID_BASE := 1000000
@@ -39,39 +37,26 @@ var replies := PathServerReplies.new()
 var requests := PathServerRequests.new()
 var options := {"space": "grid", "smooth": "none"}
 var rng := RandomNumberGenerator.new()
-var _finished := false
 
 
-func _initialize() -> void:
-	create_timer(WATCHDOG_SECONDS).timeout.connect(
-		func() -> void: _finish("the run took more than %d s" % WATCHDOG_SECONDS)
-	)
-	_run.call_deferred()
+func _init() -> void:
+	title = "sync latency"
 
 
-func _run() -> void:
-	var args := OS.get_cmdline_user_args()
-	if args.size() < 3:
-		_finish("usage: -- PROBLEMS ENDPOINT MAP [ROUNDS]")
-		return
-	var rounds := int(args[3]) if args.size() > 3 else 3
-	var problems := BenchProblems.new(args[0])
-	if problems.error != "":
-		_finish(problems.error)
-		return
+func _bench() -> void:
 	starts = problems.starts
 	goals = problems.goals
-	options["map"] = args[2]
+	options["map"] = map_name
 	rng.seed = 0
 	client = root.get_node("PathServer") as PathServerClient
-	client.connect_to_server(args[1])
-	dealer.open(args[1])
+	client.connect_to_server(endpoint)
+	dealer.open(endpoint)
 	var waited := Time.get_ticks_msec()
 	while not dealer.is_ready() and Time.get_ticks_msec() - waited < 10000:
 		dealer.poll()
 		OS.delay_usec(1000)
 	if not await client.wait_connected(10000) or not dealer.is_ready():
-		_finish("no pathserver at %s" % args[1])
+		_finish("no pathserver at %s" % endpoint)
 		return
 	# Untimed: the server builds the map's unit layer on its first path, as on any first use.
 	if client.find_id_path_sync(starts[0], goals[0], Vector2i.ONE, options).is_empty():
@@ -185,13 +170,5 @@ func time_phases(id: int, start: Vector2i, goal: Vector2i, wait: Array) -> Dicti
 	}
 
 
-func _finish(error: String) -> void:
-	if _finished:
-		return
-	_finished = true
+func _closing() -> void:
 	dealer.close()
-	if error == "":
-		print("sync latency done")
-	else:
-		print("sync latency FAILED: %s" % error)
-	quit(0 if error == "" else 1)
