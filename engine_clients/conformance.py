@@ -15,7 +15,8 @@ runs the same scenarios under pytest with a server of its own.
 The C# (``csharp/Tests~/Tests.Conformance.cs``) and GDScript (``godot/tests/conformance_tests.gd``) runners follow
 :func:`outcome` and :func:`mismatches` here: a path answer is ``status`` (``"no_path"``
 included: an answer, not an error), ``cost``, ``start``, ``goal``, ``waypoints`` (how many),
-``start_snapped``, ``goal_snapped``; another op's answer is ``status`` ``"ok"`` with, for
+``start_snapped``, ``goal_snapped``, ``start_floor`` and ``goal_floor`` (0 on a pair),
+``links``; another op's answer is ``status`` ``"ok"`` with, for
 ``put_map``, ``width`` and ``height``, for ``get_map`` also ``region``, ``cells`` (a list of
 bytes) and ``costs`` (a list of floats, when the reply has them); a failure is ``error`` (the
 wire's code or the client's ``"timeout"``) and ``at``. A scenario's ``before`` requests go
@@ -105,14 +106,18 @@ def _answer(client, request: dict) -> dict:
         if "goals" in request:
             options = {**options, "goals": _points(request["goals"])}
         reply = client.find_path(request["map"], [number(v) for v in request["start"]], goal, unit_size, **options)
+        start, goal = reply["start"], reply["goal"]
         got = {
             "status": reply["status"],
             "cost": reply["cost"],
-            "start": reply["start"],
-            "goal": reply["goal"],
+            "start": start[:2],
+            "goal": goal[:2],
+            "start_floor": start[2] if len(start) == 3 else 0,
+            "goal_floor": goal[2] if len(goal) == 3 else 0,
             "waypoints": len(reply["path"]),
             "start_snapped": reply["start_snapped"],
             "goal_snapped": reply["goal_snapped"],
+            "links": reply.get("links", []),
         }
         if "goals" in request:
             got["goal_index"] = reply["goal_index"]

@@ -106,8 +106,10 @@ static partial class Tests
                         { "status", result.StatusText }, { "cost", result.Cost },
                         { "start", new List<object> { (double)result.Start.X, (double)result.Start.Y } },
                         { "goal", new List<object> { (double)result.Goal.X, (double)result.Goal.Y } },
+                        { "start_floor", (double)result.Start.Floor }, { "goal_floor", (double)result.Goal.Floor },
                         { "waypoints", (double)result.Path.Length },
                         { "start_snapped", result.StartSnapped }, { "goal_snapped", result.GoalSnapped },
+                        { "links", result.Links.Select(step => (object)new List<object> { (double)step.PathIndex, (double)step.Link }).ToList() },
                     };
                     if (goals != null) got["goal_index"] = result.GoalIndex.HasValue ? (object)(double)result.GoalIndex.Value : null;
                     return got;
@@ -176,8 +178,11 @@ static partial class Tests
                         : ((Dictionary<string, object>)request["tag_names"]).ToDictionary(pair => pair.Key, pair => (int)(double)pair.Value);
                     var classes = JsonGet(request, "classes") == null ? null
                         : ((Dictionary<string, object>)request["classes"]).ToDictionary(pair => pair.Key, pair => ScenarioRules(pair.Value));
+                    var floors = JsonGet(request, "floors") == null ? (int?)null : (int)(double)request["floors"];
+                    var links = JsonGet(request, "links") == null ? null : ((List<object>)request["links"]).Select(ScenarioLink).ToList();
                     await client.PutMapAsync((string)request["map"], width, height, cells, ScenarioFloats(JsonGet(request, "costs")),
-                        ScenarioFloats(JsonGet(request, "heights")), tags, origin, cellSize, tagNames: tagNames, classes: classes);
+                        ScenarioFloats(JsonGet(request, "heights")), tags, origin, cellSize, tagNames: tagNames, classes: classes,
+                        floors: floors, links: links);
                     return new Dictionary<string, object> { { "status", "ok" }, { "width", (double)width }, { "height", (double)height } };
                 }
                 case "get_map":
@@ -314,7 +319,15 @@ static partial class Tests
     static PathPoint ScenarioPoint(object pair)
     {
         var xy = ((List<object>)pair).Select(v => v is string ? float.Parse((string)v == "nan" ? "NaN" : ((string)v).Replace("inf", "Infinity"), CultureInfo.InvariantCulture) : (float)(double)v).ToArray();
-        return new PathPoint(xy[0], xy[1]);
+        return xy.Length == 3 ? new PathPoint(xy[0], xy[1], (int)xy[2]) : new PathPoint(xy[0], xy[1]);
+    }
+
+    /// <summary>A scenario's link, as the wire writes it: from, to, cost, two_way (true when absent), tag.</summary>
+    static MapLink ScenarioLink(object value)
+    {
+        var link = (Dictionary<string, object>)value;
+        return new MapLink(ScenarioPoint(link["from"]), ScenarioPoint(link["to"]), (double)link["cost"],
+            JsonGet(link, "two_way") == null || (bool)link["two_way"], (string)JsonGet(link, "tag"));
     }
 
     /// <summary>How got differs from expect: numbers to 1e-6, the rest exactly; for a path, start_snapped and goal_snapped are false unless expected true.</summary>

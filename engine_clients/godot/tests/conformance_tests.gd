@@ -86,8 +86,8 @@ func conformance_step(with_client: PathServerClient, request: Dictionary) -> Dic
 			if request.has("goals"):
 				options["goals"] = scenario_points(request.goals)
 			result = await with_client.find_path_async(
-				scenario_point(request.start),
-				scenario_point(request.goal) if request.has("goal") else Vector2.ZERO,
+				scenario_place(request.start),
+				scenario_place(request.goal) if request.has("goal") else Vector2.ZERO,
 				unit_size,
 				options
 			)
@@ -125,6 +125,9 @@ func conformance_step(with_client: PathServerClient, request: Dictionary) -> Dic
 				put_options["origin"] = scenario_point(request.origin)
 			if request.has("cell_size"):
 				put_options["cell_size"] = float(request.cell_size)
+			for key: String in ["floors", "links"]:
+				if fields.has(key):
+					put_options[key] = fields[key]
 			result = await with_client.put_grid_async(
 				request.map,
 				Vector2i(fields.width, fields.height),
@@ -163,9 +166,12 @@ func conformance_answer(op: String, request: Dictionary, result: PathServerResul
 				"cost": result.info.cost,
 				"start": [start.x, start.y],
 				"goal": [goal.x, goal.y],
+				"start_floor": result.info.get("start_floor", 0),
+				"goal_floor": result.info.get("goal_floor", 0),
 				"waypoints": result.waypoints.size(),
 				"start_snapped": result.info.start_snapped,
 				"goal_snapped": result.info.goal_snapped,
+				"links": result.links,
 			}
 			if request.has("goals"):
 				got["goal_index"] = result.info.get("goal_index")
@@ -216,6 +222,13 @@ func conformance_answer(op: String, request: Dictionary, result: PathServerResul
 func scenario_point(pair: Array) -> Vector2:
 	var xy := scenario_numbers(pair)
 	return Vector2(xy[0], xy[1])
+
+
+## A scenario's [x, y], or [x, y, floor] as a [Vector3i].
+func scenario_place(point: Array) -> Variant:
+	if point.size() == 3:
+		return Vector3i(int(point[0]), int(point[1]), int(point[2]))
+	return scenario_point(point)
 
 
 ## A scenario's list of [x, y] points.
