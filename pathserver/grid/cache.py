@@ -1,4 +1,5 @@
-"""The per-unit-size cache of one map generation: :class:`LayerCache`.
+"""The per-unit-size cache of one map generation, :class:`LayerCache`, and the arrays its
+links give under each traversal rule set, :class:`MadeOnce`.
 
 A :class:`~pathserver.grid.gridmap.GridMap` owns one (``gridmap.layers``). It keeps
 
@@ -34,6 +35,32 @@ TERRAINS_LIMIT = 4
 #: How many steering fields a map keeps, and how many bytes of them at most.
 FIELDS_LIMIT = 8
 FIELD_BYTES_LIMIT = 256 * 1024 * 1024
+#: How many arrays derived from a map's links (per traversal rule set) it keeps.
+LINKS_LIMIT = 16
+
+
+class MadeOnce:
+    """Values made once per key, the last ``limit`` kept (the oldest made dropped first):
+    what a map's links give under each traversal rule set, which a request picks freely."""
+
+    def __init__(self, limit: int | None = None):
+        self.limit = LINKS_LIMIT if limit is None else limit
+        self._values: dict = {}
+        self._lock = threading.Lock()
+
+    def get(self, key, make):
+        """The value of ``key``, ``make()`` the first time (and after it was dropped)."""
+        found = self._values.get(key)
+        if found is None:
+            found = make()
+            with self._lock:
+                while len(self._values) >= self.limit:
+                    del self._values[next(iter(self._values))]
+                self._values[key] = found
+        return found
+
+    def __len__(self) -> int:
+        return len(self._values)
 
 
 class LayerCache:

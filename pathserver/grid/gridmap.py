@@ -34,7 +34,7 @@ import numpy as np
 from pathserver.core.clearance import compute_clearance, hex_clearance
 from pathserver.errors import MapLoadError, OutOfBoundsError, RequestError
 from pathserver.hexes import cell_at, world_centre
-from pathserver.grid.cache import LayerCache
+from pathserver.grid.cache import LayerCache, MadeOnce
 from pathserver.grid.links import check_floors, check_links, floor_rows, link_arrays
 from pathserver.grid.layers import (
     UNIFORM_COST_INDEX,
@@ -200,7 +200,7 @@ class GridMap:
         #: Whether the map has more than one floor or any link (issue #35): an attribute,
         #: as find_path reads it on every call.
         self.linked = self.floors > 1 or len(self.links) > 0
-        self._link_cache = {}
+        self._link_cache = MadeOnce()
         #: The layers of the unit sizes used lately and find_path's prepared calls.
         self.layers = LayerCache(cache_sizes)
         # What the generation this one was edited from handed on (see EditSeeds), by
@@ -346,10 +346,7 @@ class GridMap:
 
     def link_cached(self, key, make):
         """``make()``, made once for this generation under ``key`` (what its links give)."""
-        found = self._link_cache.get(key)
-        if found is None:
-            found = self._link_cache[key] = make()
-        return found
+        return self._link_cache.get(key, make)
 
     def in_bounds(self, x: int, y: int) -> bool:
         return 0 <= x < self.width and 0 <= y < self.height

@@ -355,3 +355,25 @@ def test_points_with_floors_are_checked():
     blocked = find_path(gridmap, (1, 0), (0, 0, 1), avoid={"rects": [[0, 0, 1, 1, 1]]})
     assert blocked.status == "no_path"
     assert find_path(gridmap, (1, 0), (1, 0, 1), avoid={"rects": [[1, 1, 1, 1, 1]]}).found
+
+
+def test_rule_sets_past_the_link_cache_keep_their_answers(monkeypatch):
+    # A request may send any traversal rules: what the links give under each is kept for
+    # the last LINKS_LIMIT rule sets only, and a dropped one is made again, the same.
+    from pathserver.grid import cache
+
+    monkeypatch.setattr(cache, "LINKS_LIMIT", 3)
+    rng = np.random.default_rng(11)
+    _, _, _, gridmap = world(rng, 2)
+    start, goal = (0, 0), (9, 7, 1)
+    rule_sets = [{"door": 1.0 + k / 4} for k in range(8)]
+    first = [find_path(gridmap, start, goal, 1, smooth="none", traversal=rules, allow_partial=True)
+             for rules in rule_sets]
+    again = [find_path(gridmap, start, goal, 1, smooth="none", traversal=rules, allow_partial=True)
+             for rules in rule_sets]
+    assert [r.cost for r in first] == [r.cost for r in again]
+    made = cache.MadeOnce(3)
+    for k in range(8):
+        assert made.get(k, lambda k=k: k * 10) == k * 10
+        assert len(made) <= 3
+    assert made.get(7, lambda: "made again") == 70 and made.get(0, lambda: "made again") == "made again"
