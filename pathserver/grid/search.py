@@ -242,7 +242,8 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def find_paths(gridmap: GridMap, starts, goals, unit_size=1, *, errors: str = "raise", **options) -> list:
-    """Many queries on one map, spread over all cores (the kernels release the GIL).
+    """Many queries on one map: quick ones in turn, slower ones spread over all cores (the
+    kernels release the GIL; a few queries timed first decide).
 
     starts, goals: sequences of ``(x, y)`` of equal length (or (n, 2) arrays).
     errors: ``"raise"`` raises the first error; ``"return"`` puts the PathserverError in

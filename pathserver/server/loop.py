@@ -299,8 +299,8 @@ class Server(Bindable):
 
     def _dispatch_pending(self) -> None:
         """Hand the burst's queued path requests to the workers. Requests for one map with
-        equal options go as one job, answered by one ``find_paths`` call spread over all
-        cores: pipelined requests then cost about what one ``paths`` batch does, instead
+        equal options go as one job, answered by one ``find_paths`` call (slower searches over
+        all cores): pipelined requests then cost about what one ``paths`` batch does, instead
         of a thread hand-off each. Every request still gets its own reply."""
         if not self._pending:
             return

@@ -31,8 +31,8 @@ def handle_path(request: PathRequest, registry) -> dict:
 
 def run_many(requests: list, registry) -> list[tuple[bytes, str | None]]:
     """Answer ``path`` requests for one map with equal options in one ``find_paths``
-    call (spread over all cores); each gets the reply :func:`run` would give it, and all
-    are computed on one map generation. Never raises."""
+    call (slower searches spread over all cores); each gets the reply :func:`run` would
+    give it, and all are computed on one map generation. Never raises."""
     answers: list = [None] * len(requests)
     try:
         gridmap = registry.get(requests[0].map)
@@ -93,7 +93,7 @@ def run_bounded(request: PathRequest, registry, budget: int, max_distance: int):
 
 
 def handle_paths(request: PathsRequest, registry) -> dict:
-    """Entries with equal options share one ``find_paths`` call (spread over all cores);
+    """Entries with equal options share one ``find_paths`` call (slower searches over all cores);
     a failing entry fails only its own slot, with ``at`` where the request gave it
     (``requests[i].``, or ``starts[i]`` / ``goals[i]``). A packed request gets the packed
     columns (:func:`pathserver.protocol.packed.batch_fields`) in place of ``results``."""
@@ -152,7 +152,7 @@ def _inline_avoid(options: dict, per_request) -> bool:
 
 def _search(gridmap, entries: list) -> list:
     """The PathResults (or PathserverErrors) of ``entries``, ``(i, unit, start, goal,
-    options)`` of equal unit and options: one ``find_paths`` call, spread over all cores,
+    options)`` of equal unit and options: one ``find_paths`` call (slower searches over all cores),
     or with ``goals`` (which ``find_paths`` has no slot for) one ``find_path`` each."""
     _, unit, _, _, options = entries[0]
     if GOALS.name not in options:
