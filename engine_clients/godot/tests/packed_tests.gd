@@ -14,6 +14,7 @@ const SEEDS := [3, 17]
 func run() -> void:
 	test_decoding()
 	test_golden_vectors()
+	test_path_head()
 	await test_packed_requests()
 	for random_seed: int in SEEDS:
 		await test_packed_equals_plain(random_seed)
@@ -241,6 +242,7 @@ func test_packed_equals_plain(random_seed: int) -> void:
 		var plain_options := options.duplicate()
 		plain_options["packed"] = false
 		var different := []
+		var sync_different := []
 		for request: Array in requests:
 			var packed := await client.find_path_async(
 				request[0], request[1], Vector2i.ONE, options
@@ -250,10 +252,24 @@ func test_packed_equals_plain(random_seed: int) -> void:
 			)
 			if not same_result(packed, plain):
 				different.append([request, packed, plain])
+			client.find_path_sync(request[0], request[1], Vector2i.ONE, options)
+			if not same_whole(client.get_last_sync_result(), packed):
+				sync_different.append([request, client.get_last_sync_result(), packed])
 		check(
 			different.is_empty(),
 			"seed %d, %s space: %d packed paths equal the plain ones" % [random_seed, space, PAIRS],
 			different.slice(0, 2)
+		)
+		check(
+			sync_different.is_empty(),
+			(
+				(
+					"seed %d, %s space: a synchronous call's result (its reply read in part, the rest "
+					+ "when asked) is the awaited one's, info and reply too"
+				)
+				% [random_seed, space]
+			),
+			sync_different.slice(0, 2)
 		)
 		var packed_batch := await client.find_paths_async(requests, Vector2i.ONE, options)
 		var plain_batch := await client.find_paths_async(requests, Vector2i.ONE, plain_options)
@@ -288,6 +304,74 @@ func same_result(packed: PathServerResult, plain: PathServerResult, entry := -1)
 		and packed.code == plain.code
 		and packed.info.get("at") == at
 		and is_equal_approx(packed.info.get("cost", 0.0), plain.info.get("cost", 0.0))
+	)
+
+
+## Whether two results of one request are the same in every member but the id.
+func same_whole(a: PathServerResult, b: PathServerResult) -> bool:
+	var a_reply := a.reply.duplicate()
+	var b_reply := b.reply.duplicate()
+	a_reply.erase("id")
+	b_reply.erase("id")
+	return (
+		[a.ok, a.status, a.waypoints, a.floors, a.links, a.code, a.message, a.info, a_reply]
+		== [b.ok, b.status, b.waypoints, b.floors, b.links, b.code, b.message, b.info, b_reply]
+	)
+
+
+## PathServerReplies.path_head reads a packed path reply's head, and nothing else.
+func test_path_head() -> void:
+	var cells := PackedInt32Array([3, 4, 5, 5]).to_byte_array()
+	var reply := {
+		"id": 70000,
+		"ok": true,
+		"status": "found",
+		"path": cells,
+		"cost": 2.414,
+		"length": 2.414,
+		"expanded": 300,
+		"start": [3, 4],
+		"goal": [5, 5],
+		"start_snapped": false,
+		"goal_snapped": true,
+		"gen": 65537,
+	}
+	var bytes := PathServerMsgPack.encode(reply)
+	check_equal(
+		PathServerReplies.path_head(bytes),
+		[70000, "found", cells, 65537],
+		"path_head: id, status, the path's bin and gen of a packed path reply"
+	)
+	var with_goal_index := reply.duplicate()
+	with_goal_index["goal_index"] = null
+	check_equal(
+		PathServerReplies.path_head(PathServerMsgPack.encode(with_goal_index)),
+		[70000, "found", cells, 65537],
+		"path_head: a reply to many goals reads alike"
+	)
+	var others := {
+		"a failed reply": PathServerReplies.client_error("unknown_map", "no such map", 7),
+		"a plain path": reply.merged({"path": [[3, 4], [5, 5]]}, true),
+		"points with floors": reply.merged({"start": [3, 4, 1]}, true),
+		"a path with links": reply.merged({"links": []}, true),
+		"no path member": reply.merged({"path": null}, true),
+	}
+	for what: String in others:
+		check_equal(
+			PathServerReplies.path_head(PathServerMsgPack.encode(others[what])),
+			[],
+			"path_head: %s is left to the whole read" % what
+		)
+	for cut in [1, 5, bytes.size() - 40, bytes.size() - 1]:
+		check_equal(
+			PathServerReplies.path_head(bytes.slice(0, cut)),
+			[],
+			"path_head: a reply cut at byte %d is left to the whole read" % cut
+		)
+	check_equal(
+		PathServerReplies.path_head(bytes + PackedByteArray([0])),
+		[],
+		"path_head: a byte after the reply is left to the whole read"
 	)
 
 

@@ -33,6 +33,10 @@ var waiters: Array[Waiter] = []
 var hold_for := 0
 ## The replies held while a synchronous call waited, for [method release_held].
 var held: Array[Dictionary] = []
+## Given the bytes of a message while a synchronous call waits: true when it was that call's
+## reply and completed it (read in part: see [method PathServerReplies.read_path_head]),
+## false to have it read whole.
+var read_sync_reply := Callable()
 
 var _was_ready := false
 var _reconnect_at_ms := 0
@@ -132,6 +136,8 @@ func wait_for(request: Pending, endpoint: String, server: PathServerProcess) -> 
 
 ## Reads one message's frames as a reply and hands it to its request.
 func receive(frames: Array) -> void:
+	if hold_for != 0 and read_sync_reply.is_valid() and read_sync_reply.call(frames[-1]):
+		return
 	var decoded := PathServerMsgPack.decode(frames[-1])
 	var reply: Variant = decoded[0]
 	if decoded[1] != "" or not reply is Dictionary:

@@ -46,10 +46,26 @@ var retryable := false
 ## Everything else the server said (status, cost, length, expanded, start and goal as
 ## [Vector2], start_snapped, goal_snapped, gen, ...) plus the request's map and unit_size;
 ## "at" (the request field an error is about) on errors.
-var info := {}
+var info := {}:
+	get:
+		_read_rest()
+		return info
 ## The raw reply Dictionary (empty when the client failed the request itself); for an entry
 ## of a packed batch, the batch's reply.
-var reply := {}
+var reply := {}:
+	get:
+		_read_rest()
+		return reply
+## Set when only the head of the reply was read (a synchronous call's path): reads the rest
+## into this result, on the first look at [member info] or [member reply].
+var read_rest := Callable()
+
+
+func _read_rest() -> void:
+	if read_rest.is_valid():
+		var read := read_rest
+		read_rest = Callable()
+		read.call(self)
 
 
 ## The path's cells, as [method AStarGrid2D.get_id_path] gives them: [member waypoints] as

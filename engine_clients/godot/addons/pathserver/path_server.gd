@@ -150,6 +150,7 @@ func _init() -> void:
 	_connection.connected.connect(connected.emit)
 	_connection.disconnected.connect(disconnected.emit)
 	_connection.completed.connect(_complete)
+	_connection.read_sync_reply = _complete_sync_path
 	_server.started.connect(_on_server_started)
 	_server.failed.connect(_on_server_failed)
 	_replies.map_generation_changed.connect(map_generation_changed.emit)
@@ -648,6 +649,22 @@ func _expire(now: int) -> void:
 		return
 	var failed := _server.state == ServerState.FAILED and not _connection.active
 	_connection.expire(now, endpoint, _server.failure if failed else "")
+
+
+## The reply a synchronous path call waits for, read in part when it can be (see
+## [member PathServerConnection.read_sync_reply]).
+func _complete_sync_path(bytes: PackedByteArray) -> bool:
+	var pending: PathServerConnection.Pending = _connection.pending.get(_connection.hold_for)
+	if pending == null or pending.kind != Kind.PATH:
+		return false
+	var result := pending.result
+	if not _replies.read_path_head(result, bytes, pending.body):
+		return false
+	_connection.pending.erase(result.id)
+	if path_found.has_connections():
+		path_found.emit(result.id, result.waypoints, result.info)
+	pending.finish()
+	return true
 
 
 func _complete(pending: PathServerConnection.Pending, reply: Dictionary) -> void:

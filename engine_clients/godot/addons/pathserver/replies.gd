@@ -9,6 +9,17 @@ signal map_generation_changed(map_name: String, gen: int)
 
 ## The statuses of a path that was answered ("no_path" too).
 const ANSWERS := ["found", "partial", "no_path"]
+## Keys of a path reply [method path_head] looks for, each as its length (a fixstr's) times 256
+## plus its first byte: the keys of a path reply differ in that.
+const _ID := 2 << 8 | 0x69
+const _OK := 2 << 8 | 0x6F
+const _STATUS := 6 << 8 | 0x73
+const _PATH := 4 << 8 | 0x70
+const _START := 5 << 8 | 0x73
+const _GEN := 3 << 8 | 0x67
+const _LINKS := 5 << 8 | 0x6C
+## Bytes after the type byte of float32, float64, uint8 to uint64 and int8 to int64 (0xCA on).
+const SCALAR_BYTES: Array[int] = [4, 8, 1, 2, 4, 8, 1, 2, 4, 8]
 
 var _generations := {}
 ## Map name -> its floors, where more than one is known.
@@ -93,6 +104,138 @@ func read_path(result: PathServerResult, reply: Variant, request_body: Dictionar
 			result,
 			client_error("bad_reply", "a path reply with status '%s'" % result.status, result.id)
 		)
+
+
+## A packed [code]path[/code] reply read in part, for a synchronous call: its id, status,
+## waypoints and generation, without decoding the rest (cost, length, start, ...), which
+## [param result] reads only when its [member PathServerResult.info] or
+## [member PathServerResult.reply] is first asked for. False, with [param result] untouched,
+## when the reply is anything else (not [param result]'s, an error, points with floors,
+## links): then [method read_path] reads it whole.
+func read_path_head(
+	result: PathServerResult, bytes: PackedByteArray, request_body: Dictionary
+) -> bool:
+	var head := path_head(bytes)
+	if head.is_empty() or head[0] != result.id or not head[1] in ANSWERS:
+		return false
+	var map := str(request_body.get("map"))
+	if floors_of(map) > 1:
+		return false
+	result.status = head[1]
+	result.waypoints = PathServerPacked.points(head[2], request_body.get("space") == "grid")
+	result.ok = true
+	result.read_rest = read_path_bytes.bind(bytes, request_body)
+	note_generation({"gen": head[3]}, map)
+	return true
+
+
+## [method read_path] of a reply's bytes.
+func read_path_bytes(
+	result: PathServerResult, bytes: PackedByteArray, request_body: Dictionary
+) -> void:
+	var decoded := PathServerMsgPack.decode(bytes)
+	var reply: Variant = decoded[0]
+	if decoded[1] != "":
+		reply = client_error("bad_reply", decoded[1], result.id)
+	read_path(result, reply, request_body)
+
+
+## [code][id, status, path bin, gen][/code] of a successful packed path reply's bytes, the
+## other members skipped; [code][][/code] when the bytes are anything else (a failed reply,
+## start given as a triple, links, a value no path reply has).
+static func path_head(data: PackedByteArray) -> Array:
+	var size := data.size()
+	if size == 0 or data[0] < 0x80 or data[0] > 0x8F:
+		return []
+	var head := [-1, "", null, -1]
+	var pos := 1
+	for entry in data[0] & 0x0F:
+		if pos >= size:
+			return []
+		var key_size := data[pos] - 0xA0
+		if key_size < 1 or key_size > 31 or pos + key_size + 1 >= size:
+			return []
+		var key := key_size << 8 | data[pos + 1]
+		pos += key_size + 1
+		var tag := data[pos]
+		if tag == 0xCB or tag == 0xC2 or tag == 0xC3:
+			# float64 and bool (cost, length, ok, start_snapped, ...): skipped here, cheaply.
+			pos += 9 if tag == 0xCB else 1
+			continue
+		if key == _PATH:
+			var width := tag - 0xC3  # bin8, bin16, bin32: a 1, 2 or 4 byte size
+			if width < 1 or width > 3:
+				return []
+			width = 4 if width == 3 else width
+			if pos + width >= size:
+				return []
+			var count := 0
+			for i in width:
+				count = count << 8 | data[pos + 1 + i]
+			pos += 1 + width
+			if pos + count > size:
+				return []
+			head[2] = data.slice(pos, pos + count)
+			pos += count
+			continue
+		if key == _STATUS:
+			if tag < 0xA0 or tag > 0xBF or pos + 1 + (tag & 0x1F) > size:
+				return []
+			head[1] = data.slice(pos + 1, pos + 1 + (tag & 0x1F)).get_string_from_ascii()
+			pos += 1 + (tag & 0x1F)
+			continue
+		if key == _OK or key == _LINKS or key == _START and tag != 0x92:
+			return []
+		if key == _ID or key == _GEN:
+			var value := _uint_at(data, pos)
+			if value < 0:
+				return []
+			head[0 if key == _ID else 3] = value
+		pos = _skip_scalars(data, pos)
+		if pos < 0:
+			return []
+	if pos != size or head[2] == null or head[0] < 0:
+		return []
+	return head
+
+
+## A non-negative int at [param pos] (positive fixint, uint8 to uint32), else -1.
+static func _uint_at(data: PackedByteArray, pos: int) -> int:
+	var tag := data[pos]
+	if tag < 0x80:
+		return tag
+	var width := 0
+	if tag >= 0xCC and tag <= 0xCE:
+		width = 1 << (tag - 0xCC)
+	if width == 0 or pos + width >= data.size():
+		return -1
+	var value := 0
+	for i in width:
+		value = value << 8 | data[pos + 1 + i]
+	return value
+
+
+## Past the value at [param pos]: nil, a bool, an int, a float, a fixstr, or a fixarray of
+## those; -1 for anything else.
+static func _skip_scalars(data: PackedByteArray, pos: int) -> int:
+	var tag := data[pos]
+	var items := 1
+	if tag >= 0x90 and tag <= 0x9F:
+		items = tag & 0x0F
+		pos += 1
+	for i in items:
+		if pos >= data.size():
+			return -1
+		tag = data[pos]
+		if tag < 0x80 or tag >= 0xE0 or tag == 0xC0 or tag == 0xC2 or tag == 0xC3:
+			pos += 1
+		elif tag >= 0xA0 and tag <= 0xBF:
+			pos += 1 + (tag & 0x1F)
+		elif tag >= 0xCA and tag <= 0xD3:
+			pos += 1 + SCALAR_BYTES[tag - 0xCA]
+		else:
+			return -1
+	return pos if pos <= data.size() else -1
 
 
 ## A reply to [param body], a [code]paths[/code] request: [param result] says whether the
