@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("map", type=Path)
     validate.add_argument("--units", default="1,2,3,4", help="unit sizes to report components for (default 1,2,3,4)")
 
+    from pathserver.server.loop import DEFAULT_SPIN_US, MAX_SPIN_US
+
     serve = commands.add_parser("serve", help="serve a folder of maps over ZeroMQ")
     serve.add_argument("--maps", type=Path, default=DEFAULT_MAPS, help=f"map folder (default {DEFAULT_MAPS})")
     serve.add_argument("--bind", default=DEFAULT_BIND, help=f"endpoint to bind (default {DEFAULT_BIND})")
@@ -61,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="total cells of all maps uploaded with put_map; a put past it is answered too_large "
                             "(default 67108864: four 4096x4096 maps)")
 
+    serve.add_argument("--spin-us", type=_spin_us, default=DEFAULT_SPIN_US, metavar="US",
+                       help="how long after a reply the server looks for the next request before it sleeps: a "
+                            f"synchronous caller's next path finds it awake (0 to {MAX_SPIN_US}; "
+                            f"default {DEFAULT_SPIN_US}; 0 sleeps at once)")
     serve.add_argument("--connect", default=None, metavar="ENDPOINT",
                        help="run as a worker behind `pathserver broker`: connect to its --back endpoint instead of binding")
     serve.add_argument("--state", default=None, metavar="redis://HOST:PORT/DB",
@@ -169,6 +175,18 @@ def _cmd_options(args) -> int:
     return 0
 
 
+def _spin_us(text: str) -> int:
+    from pathserver.server.loop import MAX_SPIN_US
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of µs, 0 to {MAX_SPIN_US}, got {text!r}") from None
+    if not 0 <= value <= MAX_SPIN_US:
+        raise argparse.ArgumentTypeError(f"must be 0 to {MAX_SPIN_US} µs, got {value}")
+    return value
+
+
 def _cmd_serve(args) -> int:
     from pathserver.broker import GONE_EDIT_LOG
     from pathserver.server import serve
@@ -180,6 +198,7 @@ def _cmd_serve(args) -> int:
         args.maps, args.bind, threads=args.threads, curve_keys=args.curve_keys,
         allowed_clients_dir=args.allow, insecure=args.insecure,
         connect=args.connect, state=args.state, max_upload_cells=args.max_upload_cells, exit_at_once=True,
+        spin_us=args.spin_us,
     ) or 0
     # Every socket is closed and every line said: end here, not after the interpreter has
     # waited for the background table builds and torn numba down, which is slow.

@@ -31,7 +31,7 @@ import zmq
 from pathserver import security
 from pathserver.maps.registry import MapRegistry
 from pathserver.server import map_ops
-from pathserver.server.loop import DEFAULT_QUEUE_LIMIT, Server
+from pathserver.server.loop import DEFAULT_QUEUE_LIMIT, DEFAULT_SPIN_US, Server
 from pathserver.server.startup import (
     StartupLog, announce_kernels, end_second_processes, steps_for_later, warm_kernels,
 )
@@ -58,6 +58,7 @@ def serve(
     state: str | None = None,
     max_upload_cells: int | None = None,
     exit_at_once: bool = False,
+    spin_us: int = DEFAULT_SPIN_US,
 ) -> int:
     """Serve every map in ``maps_dir`` on ``bind`` until SIGINT/SIGTERM; returns an exit status.
 
@@ -81,7 +82,8 @@ def serve(
     holds. ``max_upload_cells``: the bound on the total cells of maps uploaded with
     ``put_map`` (default ``pathserver.maps.registry.DEFAULT_MAX_UPLOAD_CELLS``).
     ``exit_at_once`` (the CLI's): a stop while kernels still compile ends the process there
-    and then (``os._exit``) instead of waiting for the compile in hand.
+    and then (``os._exit``) instead of waiting for the compile in hand. ``spin_us``: the
+    loop's look for requests after a reply (docs/design.md, "The server loop").
     """
     out = sys.stdout if out is None else out
     try:
@@ -108,7 +110,7 @@ def serve(
         except ValueError as exc:
             return _refuse(exc)
     server = Server(registry if shared is None else shared, bind, workers=threads, queue_limit=queue_limit,
-                    curve=curve, connect=connect, identity=identity, state=shared)
+                    curve=curve, connect=connect, identity=identity, state=shared, spin_us=spin_us)
     if not registry.folder.is_dir():
         registry.load_all()  # raises the folder's MapLoadError before anything binds
     starter = None

@@ -64,6 +64,13 @@ DEFAULT_QUEUE_LIMIT = 4096
 #: search, and a worker adds a thread hand-off to it (bench/godot_astar.py's sync row).
 INLINE_EXPANSIONS = 256
 INLINE_DISTANCE = 1024
+#: ``pathserver serve``'s ``spin_us``: how long after a reply its loop looks for the next
+#: request without sleeping (see ``Server._poll``). A ``Server`` made in another program's
+#: process spins only when asked (``spin_us``): its loop would take turns on that program's
+#: cores and GIL.
+DEFAULT_SPIN_US = 100
+#: The most ``spin_us`` may be: past a few frames' worth, a loop that spins is a busy core.
+MAX_SPIN_US = 10_000
 #: Replies kept for the latency percentiles in ``stats``.
 LATENCY_WINDOW = 8192
 
@@ -108,6 +115,7 @@ class Server(Bindable):
         connect: str | None = None,
         identity: str | None = None,
         state=None,
+        spin_us: int = 0,
     ):
         self.registry = registry
         #: The shared state (``pathserver.editlog.RedisState``) whose entries ``after``
@@ -129,6 +137,11 @@ class Server(Bindable):
         self.inline_expansions = int(inline_expansions)
         self.inline_distance = int(inline_distance)
         self.endpoint: str | None = None
+        if not 0 <= spin_us <= MAX_SPIN_US:
+            raise ValueError(f"spin_us must be 0 to {MAX_SPIN_US}, got {spin_us}")
+        #: Seconds after a reply the loop looks for requests without sleeping (0: never).
+        self.spin_s = spin_us / 1e6
+        self._replied_at = 0.0  # time.perf_counter() of the last reply
         self._heartbeat = (int(heartbeat_ivl_ms), int(heartbeat_timeout_ms))
         self._handshake_ms = int(handshake_ms)
         self._context = zmq.Context()
@@ -237,7 +250,7 @@ class Server(Bindable):
             timeout_ms = _POLL_MS
             if self._parked:
                 timeout_ms = min(timeout_ms, max(0, int((self._parked[0][0] - time.monotonic()) * 1000.0) + 1))
-            events = dict(poller.poll(timeout_ms))
+            events = self._poll(poller, timeout_ms)
             if wake is not None and wake in events:
                 self.state.drain_wake()
             if results in events:
@@ -248,6 +261,22 @@ class Server(Bindable):
                 self._release_parked()
             if wake is not None and self.state.outstanding():
                 self._finish_edits()
+
+    def _poll(self, poller: zmq.Poller, timeout_ms: int) -> dict:
+        """The sockets with something to read, waiting at most ``timeout_ms``. Within
+        ``spin_s`` of the last reply, while no worker has a job, it looks without waiting
+        (the core yielded between looks) before it sleeps: a client that asks again right
+        after its answer (a synchronous call, path after path) finds the loop awake, not a
+        thread to wake. On a virtual machine an idle core's wake-up is tens of µs, a third of
+        such a call (bench/godot_astar.py's sync row; docs/performance.md)."""
+        if self.spin_s and not self._queued and not self._upload_bytes:
+            until = self._replied_at + self.spin_s
+            while time.perf_counter() < until:
+                events = poller.poll(0)
+                if events:
+                    return dict(events)
+                os.sched_yield()
+        return dict(poller.poll(timeout_ms))
 
     def close(self, timeout: float = 0.5) -> None:
         """Stop the workers (queued jobs are abandoned), close every socket with LINGER 0."""
@@ -470,7 +499,8 @@ class Server(Bindable):
             self._replies += 1
         if code is not None:
             self._errors[code] = self._errors.get(code, 0) + 1
-        self._latency[self._latency_count % LATENCY_WINDOW] = time.perf_counter() - received
+        self._replied_at = now = time.perf_counter()
+        self._latency[self._latency_count % LATENCY_WINDOW] = now - received
         self._latency_count += 1
 
     def _count_op(self, request) -> None:

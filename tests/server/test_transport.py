@@ -1,5 +1,6 @@
 """The ROUTER loop: envelopes, pipelining, the bounded queue, dropped replies, heartbeats."""
 
+import os
 import random
 import socket
 import time
@@ -9,6 +10,7 @@ import pytest
 import zmq
 
 from pathserver.server import handlers
+from pathserver.server.loop import MAX_SPIN_US
 
 
 def path_request(rid, name="arena", start=(0, 0), goal=(9, 4)):
@@ -180,3 +182,34 @@ def test_pipelined_paths_grouped_into_one_job_answer_as_one_at_a_time(start_serv
     for rid, body in enumerate(bodies, start=1):
         assert replies[rid] == handlers.respond(body, server.registry)
     assert any(not msgpack.unpackb(r)["ok"] for r in replies.values())  # out-of-bounds goals among them
+
+
+def _cpu_ticks(thread) -> int:
+    """User + system clock ticks a thread of this process has run (Linux's /proc)."""
+    with open(f"/proc/self/task/{thread.native_id}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads a thread's CPU time from Linux's /proc")
+def test_a_spinning_loop_answers_then_sleeps_and_stops_at_once(start_server, make_dealer):
+    running = start_server(spin_us=MAX_SPIN_US)
+    client = make_dealer(running.endpoint)
+    for rid in range(1, 21):
+        assert client.ask(path_request(rid))["status"] == "found"
+    # Within MAX_SPIN_US (10 ms) of its last reply the loop sleeps again: a second
+    # later it has used almost no CPU, where spinning on would be about 100 ticks.
+    time.sleep(0.05)
+    before = _cpu_ticks(running.thread)
+    time.sleep(1.0)
+    assert _cpu_ticks(running.thread) - before <= 10
+    assert client.ask({"id": 99, "op": "ping"})["ok"] is True
+    running.server.stop()
+    running.thread.join(1.0)
+    assert not running.thread.is_alive()
+
+
+@pytest.mark.parametrize("spin_us", [-1, MAX_SPIN_US + 1])
+def test_spin_us_out_of_range_is_refused(start_server, spin_us):
+    with pytest.raises(ValueError, match="spin_us"):
+        start_server(spin_us=spin_us)
