@@ -224,6 +224,9 @@ def cell_of(point, name: str, gridmap: GridMap) -> tuple[int, int]:
         px, py = point
     except (TypeError, ValueError):
         raise RequestError(f"{name} must be a pair (x, y)", at=name) from None
+    if type(px) is float and type(py) is float and 0.0 <= px < gridmap.width and 0.0 <= py < gridmap.height:
+        # The wire's usual point (engines send floats): finite and in bounds, so int() floors.
+        return int(px), int(py)
     px, py = python_value(px), python_value(py)
     for i, v in enumerate((px, py)):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
