@@ -342,6 +342,21 @@ func test_path_head() -> void:
 		[70000, "found", cells, 65537],
 		"path_head: id, status, the path's bin and gen of a packed path reply"
 	)
+	for gen: int in [0, 5, 200, 300, 70000]:
+		check_equal(
+			PathServerReplies.path_head(PathServerMsgPack.encode(reply.merged({"gen": gen}, true))),
+			[70000, "found", cells, gen],
+			"path_head: gen %d, read from the reply's end" % gen
+		)
+	var reordered := {}
+	for key: String in ["id", "ok", "status", "path", "gen", "cost", "length", "expanded"]:
+		reordered[key] = reply[key]
+	reordered.merge(reply)
+	check_equal(
+		PathServerReplies.path_head(PathServerMsgPack.encode(reordered)),
+		[70000, "found", cells, 65537],
+		"path_head: gen elsewhere than last is read where it is"
+	)
 	var with_goal_index := reply.duplicate()
 	with_goal_index["goal_index"] = null
 	check_equal(
@@ -352,7 +367,8 @@ func test_path_head() -> void:
 	var others := {
 		"a failed reply": PathServerReplies.client_error("unknown_map", "no such map", 7),
 		"a plain path": reply.merged({"path": [[3, 4], [5, 5]]}, true),
-		"points with floors": reply.merged({"start": [3, 4, 1]}, true),
+		"points with floors":
+		reply.merged({"start": [3, 4, 1], "goal": [5, 5, 0], "links": []}, true),
 		"a path with links": reply.merged({"links": []}, true),
 		"no path member": reply.merged({"path": null}, true),
 	}

@@ -45,6 +45,44 @@ func find_path(
 	return _queue(pending, request[0], request[1], options)
 
 
+## A synchronous path call's quick way, taken when nothing else waits to go out: the request
+## written at once and its reply read on the spot ([method PathServerConnection.read_reply]).
+## Returns the [PathServerResult] when that reply is a path that reads in part
+## ([method PathServerReplies.read_path_head]); else a [PathServerConnection.Pending] to wait
+## for, as [method find_path]'s request: when the connection is not ready, the reply is an
+## error or "overloaded" (retried as any request's), or none came within
+## [constant PathServerConnection.SYNC_POLL_USEC].
+func find_path_now(
+	start: Variant,
+	goal: Variant,
+	unit_size: Vector2i,
+	options: Dictionary,
+	replies: PathServerReplies
+) -> Variant:
+	var dealer := _connection.dealer
+	if _connection.hold_for != 0 or not dealer.is_ready() or dealer.has_output():
+		return find_path(start, goal, unit_size, options)
+	var result := PathServerResult.new()
+	result.id = next_id
+	next_id += 1
+	var request := _requests.path_request(
+		result.id, _client.map_name, start, goal, unit_size, options
+	)
+	dealer.send([PackedByteArray(), request[1]])
+	var reply := _connection.read_reply(result.id)
+	if not reply.is_empty() and replies.read_path_head(result, reply, request[0]):
+		return result
+	var pending := PathServerConnection.Pending.new()
+	pending.kind = PathServerClient.Kind.PATH
+	pending.result = result
+	pending.sent = true
+	_fill(pending, request[0], request[1], options)
+	_connection.pending[result.id] = pending
+	if not reply.is_empty():
+		_connection.receive([reply])
+	return pending
+
+
 func find_paths(
 	requests: Array, unit_size: Vector2i, options: Dictionary
 ) -> PathServerConnection.Pending:
@@ -139,15 +177,25 @@ func _queue(
 	bytes: PackedByteArray,
 	options: Dictionary
 ) -> PathServerConnection.Pending:
+	_fill(pending, body, bytes, options)
+	_connection.add(pending)
+	queue_poll()
+	return pending
+
+
+## Gives [param pending] its body, bytes and deadline.
+func _fill(
+	pending: PathServerConnection.Pending,
+	body: Dictionary,
+	bytes: PackedByteArray,
+	options: Dictionary
+) -> void:
 	pending.body_map = str(body.get("map", ""))
 	pending.body = body
 	pending.bytes = bytes
 	var wait_ms: int = options.get("timeout_ms", _client.timeout_ms)
 	pending.deadline_ms = Time.get_ticks_msec() + wait_ms
 	pending.timeout_ms = wait_ms
-	_connection.add(pending)
-	queue_poll()
-	return pending
 
 
 func _new_pending(kind: PathServerClient.Kind) -> PathServerConnection.Pending:

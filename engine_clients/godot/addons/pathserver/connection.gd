@@ -33,10 +33,6 @@ var waiters: Array[Waiter] = []
 var hold_for := 0
 ## The replies held while a synchronous call waited, for [method release_held].
 var held: Array[Dictionary] = []
-## Given the bytes of a message while a synchronous call waits: true when it was that call's
-## reply and completed it (read in part: see [method PathServerReplies.read_path_head]),
-## false to have it read whole.
-var read_sync_reply := Callable()
 
 var _was_ready := false
 var _reconnect_at_ms := 0
@@ -134,10 +130,28 @@ func wait_for(request: Pending, endpoint: String, server: PathServerProcess) -> 
 		release_held()
 
 
+## Reads what comes, for at most [constant SYNC_POLL_USEC], until the reply to request
+## [param id] is there: returns its bytes, not read (empty when none came by then or the
+## connection closed). Other replies are handed to [method receive] meanwhile, held as during
+## [method wait_for]. What a synchronous path call does first
+## ([method PathServerCalls.find_path_now]).
+func read_reply(id: int) -> PackedByteArray:
+	var outer := hold_for
+	hold_for = id
+	var found := PackedByteArray()
+	var until := Time.get_ticks_usec() + SYNC_POLL_USEC
+	while found.is_empty() and dealer.is_ready() and dealer.wait_readable(until):
+		for message: Array in dealer.receive():
+			if found.is_empty() and PathServerReplies.reply_id(message[-1]) == id:
+				found = message[-1]
+			else:
+				receive(message)
+	hold_for = outer
+	return found
+
+
 ## Reads one message's frames as a reply and hands it to its request.
 func receive(frames: Array) -> void:
-	if hold_for != 0 and read_sync_reply.is_valid() and read_sync_reply.call(frames[-1]):
-		return
 	var decoded := PathServerMsgPack.decode(frames[-1])
 	var reply: Variant = decoded[0]
 	if decoded[1] != "" or not reply is Dictionary:

@@ -150,7 +150,6 @@ func _init() -> void:
 	_connection.connected.connect(connected.emit)
 	_connection.disconnected.connect(disconnected.emit)
 	_connection.completed.connect(_complete)
-	_connection.read_sync_reply = _complete_sync_path
 	_server.started.connect(_on_server_started)
 	_server.failed.connect(_on_server_failed)
 	_replies.map_generation_changed.connect(map_generation_changed.emit)
@@ -281,9 +280,7 @@ func find_paths_async(requests: Array, unit_size := Vector2i.ONE, options := {})
 func find_path_sync(
 	start: Variant, goal: Variant, unit_size := Vector2i.ONE, options := {}
 ) -> PackedVector2Array:
-	var pending := _calls.find_path(start, goal, unit_size, options)
-	_wait_now(pending)
-	return pending.result.waypoints
+	return _find_path_now(start, goal, unit_size, options).waypoints
 
 
 ## [method find_path_sync] between cells, as [method AStarGrid2D.get_id_path] answers: the
@@ -296,9 +293,7 @@ func find_id_path_sync(
 	if options.get("space") != "grid":
 		grid = options.duplicate()
 		grid["space"] = "grid"
-	var pending := _calls.find_path(start, goal, unit_size, grid)
-	_wait_now(pending)
-	return pending.result.get_cells()
+	return _find_path_now(start, goal, unit_size, grid).get_cells()
 
 
 ## [method find_paths], waited for on the spot (see [method find_path_sync]): an Array of
@@ -608,6 +603,28 @@ func _completion(pending: PathServerConnection.Pending) -> void:
 
 ## Waits for [param pending] on the spot, looking at the socket until its reply came or its
 ## timeout passed: what the synchronous calls block on.
+## A synchronous path call's result: [method PathServerCalls.find_path_now], then waited for
+## as any synchronous call when that did not complete it.
+func _find_path_now(
+	start: Variant, goal: Variant, unit_size: Vector2i, options: Dictionary
+) -> PathServerResult:
+	var timing := _timing_begin()
+	var outcome: Variant = _calls.find_path_now(start, goal, unit_size, options, _replies)
+	var result: PathServerResult
+	if outcome is PathServerResult:
+		result = outcome
+		_sync_result = result
+		if path_found.has_connections():
+			path_found.emit(result.id, result.waypoints, result.info)
+		if not _connection.held.is_empty():
+			_calls.queue_poll()
+	else:
+		result = outcome.result
+		_wait_now(outcome)
+	_timing_end(timing)
+	return result
+
+
 func _wait_now(pending: PathServerConnection.Pending) -> void:
 	var timing := _timing_begin()
 	_sync_result = pending.result
@@ -649,22 +666,6 @@ func _expire(now: int) -> void:
 		return
 	var failed := _server.state == ServerState.FAILED and not _connection.active
 	_connection.expire(now, endpoint, _server.failure if failed else "")
-
-
-## The reply a synchronous path call waits for, read in part when it can be (see
-## [member PathServerConnection.read_sync_reply]).
-func _complete_sync_path(bytes: PackedByteArray) -> bool:
-	var pending: PathServerConnection.Pending = _connection.pending.get(_connection.hold_for)
-	if pending == null or pending.kind != Kind.PATH:
-		return false
-	var result := pending.result
-	if not _replies.read_path_head(result, bytes, pending.body):
-		return false
-	_connection.pending.erase(result.id)
-	if path_found.has_connections():
-		path_found.emit(result.id, result.waypoints, result.info)
-	pending.finish()
-	return true
 
 
 func _complete(pending: PathServerConnection.Pending, reply: Dictionary) -> void:

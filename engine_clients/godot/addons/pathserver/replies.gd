@@ -20,6 +20,9 @@ const _GEN := 3 << 8 | 0x67
 const _LINKS := 5 << 8 | 0x6C
 ## Bytes after the type byte of float32, float64, uint8 to uint64 and int8 to int64 (0xCA on).
 const SCALAR_BYTES: Array[int] = [4, 8, 1, 2, 4, 8, 1, 2, 4, 8]
+## The type byte of an unsigned int by its encoded size: uint8 in 2 bytes, uint16 in 3, uint32
+## in 5 (a positive fixint is 1 byte, its own type byte).
+const TAIL_TAGS: Array[int] = [-1, -1, 0xCC, 0xCD, -1, 0xCE]
 
 var _generations := {}
 ## Map name -> its floors, where more than one is known.
@@ -125,7 +128,7 @@ func read_path_head(
 	result.waypoints = PathServerPacked.points(head[2], request_body.get("space") == "grid")
 	result.ok = true
 	result.read_rest = read_path_bytes.bind(bytes, request_body)
-	note_generation({"gen": head[3]}, map)
+	note_gen(map, head[3])
 	return true
 
 
@@ -177,6 +180,13 @@ static func path_head(data: PackedByteArray) -> Array:
 				return []
 			head[2] = data.slice(pos, pos + count)
 			pos += count
+			if entry == 3 and data[0] == 0x8C:
+				# Twelve members, the path the fourth: a map without links, whose reply ends
+				# with gen; the members between are left to the whole read.
+				var gen := _tail_gen(data)
+				if gen >= 0 and head[0] >= 0 and head[1] != "":
+					head[3] = gen
+					return head
 			continue
 		if key == _STATUS:
 			if tag < 0xA0 or tag > 0xBF or pos + 1 + (tag & 0x1F) > size:
@@ -197,6 +207,25 @@ static func path_head(data: PackedByteArray) -> Array:
 	if pos != size or head[2] == null or head[0] < 0:
 		return []
 	return head
+
+
+## The value of a reply's last member when that is [code]gen[/code] (a positive fixint or a
+## uint8 to uint32), else -1.
+static func _tail_gen(data: PackedByteArray) -> int:
+	var size := data.size()
+	for value_size: int in [1, 2, 3, 5]:
+		var key := size - value_size - 4
+		if (
+			key >= 0
+			and data[key] == 0xA3
+			and data[key + 1] == 0x67
+			and data[key + 2] == 0x65
+			and data[key + 3] == 0x6E
+		):
+			var tag := data[size - value_size]
+			if tag == TAIL_TAGS[value_size] or value_size == 1 and tag < 0x80:
+				return _uint_at(data, size - value_size)
+	return -1
 
 
 ## A non-negative int at [param pos] (positive fixint, uint8 to uint32), else -1.
@@ -236,6 +265,19 @@ static func _skip_scalars(data: PackedByteArray, pos: int) -> int:
 		else:
 			return -1
 	return pos if pos <= data.size() else -1
+
+
+## The id of the reply in [param data]: read from its first member when that is the id (as the
+## server writes every reply), else from the whole reply decoded; -1 when it has none.
+static func reply_id(data: PackedByteArray) -> int:
+	if data.size() > 4 and data[0] >= 0x80 and data[0] <= 0x8F and data[1] == 0xA2:
+		if data[2] == 0x69 and data[3] == 0x64:
+			var id := _uint_at(data, 4)
+			if id >= 0:
+				return id
+	var reply: Variant = PathServerMsgPack.decode(data)[0]
+	var id: Variant = reply.get("id") if reply is Dictionary else null
+	return id if id is int else -1
 
 
 ## A reply to [param body], a [code]paths[/code] request: [param result] says whether the
@@ -366,7 +408,13 @@ func note_generation(reply: Dictionary, map: String = "") -> void:
 	if map == "":
 		map = str(reply.get("map", ""))
 	var gen: Variant = reply.get("gen")
-	if map == "" or not gen is int:
+	if gen is int:
+		note_gen(map, gen)
+
+
+## [method note_generation] of generation [param gen] of [param map].
+func note_gen(map: String, gen: int) -> void:
+	if map == "":
 		return
 	var known: int = _generations.get(map, -1)
 	if gen > known:

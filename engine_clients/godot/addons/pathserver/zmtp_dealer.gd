@@ -131,9 +131,7 @@ func poll() -> Array:
 			progressed = _read_frame(messages)
 		if not progressed:
 			break
-	if _in_pos > 0:
-		_inbox = _inbox.slice(_in_pos)
-		_in_pos = 0
+	_drop_read()
 	_flush()
 	_check_handshake_time()
 	return messages
@@ -151,10 +149,21 @@ func receive() -> Array:
 		return messages
 	while state == State.READY and _read_frame(messages):
 		pass
-	if _in_pos > 0:
-		_inbox = _inbox.slice(_in_pos)
-		_in_pos = 0
+	_drop_read()
 	return messages
+
+
+## Spins until the socket has bytes to read or the clock passes [param until_usec]
+## ([method Time.get_ticks_usec]); true when there are bytes. For a caller that waits for a
+## reply on the spot, then [method receive]s it: the loop makes no call but the socket's.
+func wait_readable(until_usec: int) -> bool:
+	while true:
+		for i in 16:
+			if _tcp.get_available_bytes() > 0:
+				return true
+		if Time.get_ticks_usec() >= until_usec:
+			return _tcp.get_available_bytes() > 0
+	return false
 
 
 ## Splits "tcp://HOST:PORT" into [code][host, port][/code]; empty when it is not one.
@@ -295,7 +304,15 @@ func _flush() -> void:
 	if sent[0] != OK:
 		_fail("send failed: %s" % error_string(sent[0]))
 		return
-	_outbox = _outbox.slice(sent[1])
+	_outbox = PackedByteArray() if sent[1] == _outbox.size() else _outbox.slice(sent[1])
+
+
+## Drops the bytes of the inbox read already.
+func _drop_read() -> void:
+	if _in_pos == 0:
+		return
+	_inbox = PackedByteArray() if _in_pos == _inbox.size() else _inbox.slice(_in_pos)
+	_in_pos = 0
 
 
 func _buffered() -> int:
@@ -355,8 +372,8 @@ func _read_frame(messages: Array) -> bool:
 	else:
 		_frames.append(frame)
 		if not (flags & FLAG_MORE):
-			messages.append(_frames.duplicate())
-			_frames.clear()
+			messages.append(_frames)
+			_frames = []
 	return state != State.CLOSED
 
 
