@@ -227,8 +227,9 @@ def find_path_within(gridmap: GridMap, start, goal, unit_size, budget: int, *, a
 
 #: find_paths times this many queries in turn before it decides how to answer the rest.
 PROBE_QUERIES = 8
-#: Queries quicker than this (s, on average) are answered in turn, slower ones over all cores.
-THREADS_FROM_S = 15e-6
+#: Queries quicker than this (s, on average) are answered in turn, slower ones over all cores
+#: (bench/batch_threads.py: threads win from about this on den520d and Boston_0_512).
+THREADS_FROM_S = 6e-6
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
