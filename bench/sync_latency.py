@@ -336,8 +336,9 @@ NOTES = [
     "request's write to the server loop's receive (kernel, libzmq's I/O thread, the loop waking);",
     "loop: from there to the reply handed to libzmq (decode, search, encode); from loop: from there",
     "to the reply there to read (Godot) or read (Python); frame: read and ZMTP frames parsed; decode:",
-    "msgpack; result: the PathServerResult and its cells; client: the client's own time (the call:",
-    "its whole time less the phases' wire legs). See the top of bench/sync_latency.py.",
+    "the reply's head read into a PathServerResult (path, status, gen); result: its cells; client:",
+    "the client's own time (the call: its whole time less the phases' wire legs). See the top of",
+    "bench/sync_latency.py.",
 ]
 
 

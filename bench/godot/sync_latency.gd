@@ -9,8 +9,9 @@ extends "res://bench_script.gd"
 ##   phases  the steps of PathServer.find_id_path_sync done one by one with the addon's own
 ##           classes, on a connection of their own, each timed: encode (the request's
 ##           bytes), send (framed and written to the socket), wait (until the reply is
-##           there to read), frame (read and ZMTP frames parsed), decode (msgpack), result
-##           (the reply read into a PathServerResult, its cells). Once a way of waiting
+##           there to read), frame (read and ZMTP frames parsed), decode (the reply's
+##           head read into a PathServerResult: path, status, gen), result (its cells).
+##           Once a way of waiting
 ##           (WAITS): the addon's, and others for comparison;
 ##   call    PathServer.find_id_path_sync itself, timed whole.
 ## Each phases record also carries the wall clock (us) when the request was written and when
@@ -147,11 +148,11 @@ func time_phases(id: int, start: Vector2i, goal: Vector2i, wait: Array) -> Dicti
 	var t4 := Time.get_ticks_usec()
 	if messages.is_empty():
 		return {"error": "the connection closed: %s" % dealer.last_error}
-	var decoded := PathServerMsgPack.decode(messages[0][-1])
-	var t5 := Time.get_ticks_usec()
 	var result := PathServerResult.new()
 	result.id = id
-	replies.read_path(result, decoded[0], body)
+	if not replies.read_path_head(result, messages[0][-1], body):
+		replies.read_path(result, PathServerMsgPack.decode(messages[0][-1])[0], body)
+	var t5 := Time.get_ticks_usec()
 	var cells := result.get_cells()
 	var t6 := Time.get_ticks_usec()
 	if not result.ok:
