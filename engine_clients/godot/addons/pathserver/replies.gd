@@ -438,15 +438,16 @@ func _read_packed_entries(
 	var floors: PackedInt32Array = columns.floors
 	var cost: PackedFloat32Array = columns.cost
 	var errors: Dictionary = columns.errors
-	var gen: Variant = reply.get("gen")
-	var map: Variant = body.get("map")
-	var unit_size: Variant = body.get("unit_size")
+	# What every entry's info shares, for _entry_info: built on the info's first read.
+	var shared := [cost, reply.get("gen"), body.get("map"), body.get("unit_size")]
+	var with_floors := not floors.is_empty()
 	batch.resize(status.size())
 	for i in status.size():
 		var item := PathServerResult.new()
 		item.id = id
 		batch[i] = item
-		if status[i] >= PathServerPacked.ERROR_STATUS:
+		var code := status[i]
+		if code >= PathServerPacked.ERROR_STATUS:
 			var error: Variant = errors.get(i)
 			if not error is Dictionary:
 				error = {"code": "bad_reply", "message": "entry %d failed without an error" % i}
@@ -454,13 +455,23 @@ func _read_packed_entries(
 			continue
 		item.reply = reply
 		item.ok = true
-		item.status = PathServerPacked.STATUSES[status[i]]
+		item.status = PathServerPacked.STATUSES[code]
 		item.waypoints = points.slice(offset[i], offset[i + 1])
-		if not floors.is_empty():
+		if with_floors:
 			item.floors = floors.slice(offset[i], offset[i + 1])
-		item.info = {
-			"status": item.status, "cost": cost[i], "gen": gen, "map": map, "unit_size": unit_size
-		}
+		item.read_rest = _entry_info.bind(i, shared)
+
+
+## A packed batch entry's [member PathServerResult.info]: its status and cost, the batch's gen,
+## map and unit size ([param shared]).
+static func _entry_info(result: PathServerResult, i: int, shared: Array) -> void:
+	result.info = {
+		"status": result.status,
+		"cost": shared[0][i],
+		"gen": shared[1],
+		"map": shared[2],
+		"unit_size": shared[3],
+	}
 
 
 ## Notes the floors of every map a [code]maps[/code] reply lists.
