@@ -2,7 +2,7 @@
 headless Godot 4: the figures behind "why not just use AStarGrid2D?", and what each way of
 asking costs the game's main thread.
 
-    python bench/godot_astar.py                        # den520d and Boston_0_512, 200 problems, 5 rounds
+    python bench/godot_astar.py                        # den520d and Boston_0_512, 200 problems, 10 rounds
     python bench/godot_astar.py --map Aftershock --rounds 9
     python bench/godot_astar.py --json out.json --write-docs
 
@@ -307,7 +307,7 @@ def summary(name: str, rows: list[dict], checks: list[dict]) -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    movingai.add_godot_bench_arguments(parser, DEFAULT_MAPS, rounds=5, timeout=900)
+    movingai.add_godot_bench_arguments(parser, DEFAULT_MAPS, rounds=10, timeout=900)
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the rows and targets as JSON")
     add_write_docs(parser)
     args = parser.parse_args(argv)
