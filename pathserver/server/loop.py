@@ -142,6 +142,7 @@ class Server(Bindable):
         #: Seconds after a reply the loop looks for requests without sleeping (0: never).
         self.spin_s = spin_us / 1e6
         self._replied_at = 0.0  # time.perf_counter() of the last reply
+        self._lone = False  # the last burst was one request: see _poll
         self._heartbeat = (int(heartbeat_ivl_ms), int(heartbeat_timeout_ms))
         self._handshake_ms = int(handshake_ms)
         self._context = zmq.Context()
@@ -264,12 +265,14 @@ class Server(Bindable):
 
     def _poll(self, poller: zmq.Poller, timeout_ms: int) -> dict:
         """The sockets with something to read, waiting at most ``timeout_ms``. Within
-        ``spin_s`` of the last reply, while no worker has a job, it looks without waiting
-        (the core yielded between looks) before it sleeps: a client that asks again right
-        after its answer (a synchronous call, path after path) finds the loop awake, not a
-        thread to wake. On a virtual machine an idle core's wake-up is tens of µs, a third of
-        such a call (bench/godot_astar.py's sync row; docs/performance.md)."""
-        if self.spin_s and not self._queued and not self._upload_bytes:
+        ``spin_s`` of the last reply, when that answered a request that came alone and no
+        worker has a job, it looks without waiting (the core yielded between looks) before
+        it sleeps: a client that asks again right after its answer (a synchronous call, path
+        after path) finds the loop awake, not a thread to wake. On a virtual machine an idle
+        core's wake-up is tens of µs, a third of such a call (bench/godot_astar.py's sync
+        row). Under load requests come in bursts, and a spin would only take a core from
+        the clients (bench/server.py)."""
+        if self.spin_s and self._lone and not self._queued and not self._upload_bytes:
             until = self._replied_at + self.spin_s
             while time.perf_counter() < until:
                 events = poller.poll(0)
@@ -310,10 +313,12 @@ class Server(Bindable):
     def _serve_requests(self) -> None:
         router = self._router
         try:
-            for _ in range(_BURST):
+            for served in range(_BURST):
                 try:
                     frames = recv_frames(router)
                 except zmq.Again:
+                    # One request and no other behind it: a client asking one at a time.
+                    self._lone = served == 1
                     return
                 received = time.perf_counter()
                 self._requests += 1
