@@ -601,8 +601,6 @@ func _completion(pending: PathServerConnection.Pending) -> void:
 		await pending.finished
 
 
-## Waits for [param pending] on the spot, looking at the socket until its reply came or its
-## timeout passed: what the synchronous calls block on.
 ## A synchronous path call's result: [method PathServerCalls.find_path_now], then waited for
 ## as any synchronous call when that did not complete it.
 func _find_path_now(
@@ -625,6 +623,8 @@ func _find_path_now(
 	return result
 
 
+## Waits for [param pending] on the spot, looking at the socket until its reply came or its
+## timeout passed: what the synchronous calls block on.
 func _wait_now(pending: PathServerConnection.Pending) -> void:
 	var timing := _timing_begin()
 	_sync_result = pending.result
