@@ -312,6 +312,7 @@ class Server(Bindable):
 
     def _serve_requests(self) -> None:
         router = self._router
+        self._lone = False
         try:
             for served in range(_BURST):
                 try:

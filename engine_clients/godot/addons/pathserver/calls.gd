@@ -63,8 +63,7 @@ func find_path_now(
 	if _connection.hold_for != 0 or not dealer.is_ready() or dealer.has_output():
 		return find_path(start, goal, unit_size, options)
 	var result := PathServerResult.new()
-	result.id = next_id
-	next_id += 1
+	result.id = _take_id()
 	var request := _requests.path_request(
 		result.id, _client.map_name, start, goal, unit_size, options
 	)
@@ -72,9 +71,7 @@ func find_path_now(
 	var reply := _connection.read_reply(result.id)
 	if not reply.is_empty() and replies.read_path_head(result, reply, request[0]):
 		return result
-	var pending := PathServerConnection.Pending.new()
-	pending.kind = PathServerClient.Kind.PATH
-	pending.result = result
+	var pending := _new_pending(PathServerClient.Kind.PATH, result)
 	pending.sent = true
 	_fill(pending, request[0], request[1], options)
 	_connection.pending[result.id] = pending
@@ -198,9 +195,21 @@ func _fill(
 	pending.timeout_ms = wait_ms
 
 
-func _new_pending(kind: PathServerClient.Kind) -> PathServerConnection.Pending:
+## A request of [param kind] with the next id; given [param result], that one's (its id taken
+## already).
+func _new_pending(
+	kind: PathServerClient.Kind, result: PathServerResult = null
+) -> PathServerConnection.Pending:
 	var pending := PathServerConnection.Pending.new()
 	pending.kind = kind
-	pending.result.id = next_id
-	next_id += 1
+	if result != null:
+		pending.result = result
+	else:
+		pending.result.id = _take_id()
 	return pending
+
+
+## The next request id, taken.
+func _take_id() -> int:
+	next_id += 1
+	return next_id - 1

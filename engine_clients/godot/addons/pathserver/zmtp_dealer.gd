@@ -157,13 +157,11 @@ func receive() -> Array:
 ## ([method Time.get_ticks_usec]); true when there are bytes. For a caller that waits for a
 ## reply on the spot, then [method receive]s it: the loop makes no call but the socket's.
 func wait_readable(until_usec: int) -> bool:
-	while true:
+	while Time.get_ticks_usec() < until_usec:
 		for i in 16:
 			if _tcp.get_available_bytes() > 0:
 				return true
-		if Time.get_ticks_usec() >= until_usec:
-			return _tcp.get_available_bytes() > 0
-	return false
+	return _tcp.get_available_bytes() > 0
 
 
 ## Splits "tcp://HOST:PORT" into [code][host, port][/code]; empty when it is not one.
